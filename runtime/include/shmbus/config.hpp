@@ -1,0 +1,93 @@
+#pragma once
+/// @file config.hpp
+/// The TOML configuration every shmbus process loads at start
+/// (`SHMBUS_CONFIG`), and the daemon too. See DESIGN.md for the keys.
+
+#include <array>
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace shmbus {
+
+/// Which transport carries a channel's messages.
+enum class Transport : std::uint32_t { kShm = 0, kIceoryx = 1 };
+
+/// `shm` or `iceoryx`.
+std::string_view to_string(Transport t) noexcept;
+
+/// The settings in force for one channel, after [defaults] and every
+/// matching [[channel]] entry have been applied.
+struct ChannelSettings {
+  Transport transport = Transport::kShm;
+  std::uint32_t capacity = 64;               ///< ring slots, a power of two
+  std::uint32_t max_message_size = 4096;     ///< payload bytes
+  std::uint32_t time_list_capacity = 1024;   ///< stamps, a power of two
+  std::chrono::nanoseconds window = std::chrono::seconds(1);  ///< frequency window W
+  std::optional<std::array<double, 3>> thresholds_hz;         ///< f1 < f2 < f3
+  /// How long a claimed but unfinished slot may hold up readers before the
+  /// message is counted lost (a publisher killed mid-write, or descheduled).
+  std::chrono::nanoseconds stall_timeout = std::chrono::milliseconds(2);
+  /// How long a blocking wait spins before it sleeps on the futex.
+  std::chrono::nanoseconds wait_spin = std::chrono::microseconds(50);
+};
+
+/// Settings of shmbusd (stored here so every process parses one schema).
+struct MonitorSettings {
+  std::chrono::nanoseconds scan_period = std::chrono::milliseconds(100);
+  std::uint32_t debounce_scans = 3;
+  std::string metrics_listen = "127.0.0.1:9464";
+  std::chrono::nanoseconds statistics_period = std::chrono::seconds(1);
+  std::string webhook;  ///< empty: none
+};
+
+/// One [[channel]] entry: a name or glob and the keys it sets.
+struct ChannelRule {
+  std::string pattern;
+  std::optional<Transport> transport;
+  std::optional<std::uint32_t> capacity;
+  std::optional<std::uint32_t> max_message_size;
+  std::optional<std::uint32_t> time_list_capacity;
+  std::optional<std::chrono::nanoseconds> window;
+  std::optional<std::array<double, 3>> thresholds_hz;
+  std::optional<std::chrono::nanoseconds> stall_timeout;
+  std::optional<std::chrono::nanoseconds> wait_spin;
+};
+
+/// A parsed configuration. Thread-safety: immutable after load; share freely.
+class Config {
+ public:
+  std::string source = "<embedded default>";  ///< file it came from
+  std::string domain = "default";
+  std::string node;                            ///< empty: the program's name
+  std::uint32_t registry_capacity = 4096;      ///< channels per domain
+  std::uint32_t mode = 0660;                   ///< permissions of created segments
+  ChannelSettings defaults;
+  std::vector<ChannelRule> channels;
+  MonitorSettings monitor;
+
+  /// Parses TOML text. Throws Error(kConfig) "source:line:column: what is wrong".
+  static Config parse(std::string_view text, const std::string& source_name);
+  /// Loads a file. Throws Error(kConfig) as parse(), or when unreadable.
+  static Config load_file(const std::string& path);
+  /// The file named by SHMBUS_CONFIG, or the embedded default; then
+  /// SHMBUS_DOMAIN, when set, overrides the domain.
+  static Config from_environment();
+
+  /// The settings for `channel_name`: [defaults], then each matching
+  /// [[channel]] entry in file order, key by key (the last match wins).
+  /// Patterns are fnmatch(3) globs without flags (`*` also matches `/`).
+  [[nodiscard]] ChannelSettings channel(std::string_view channel_name) const;
+};
+
+/// Parses "100ms", "1.5s", "250us", "2min", "40ns". Returns nullopt when
+/// the text is not a number followed by one of those units.
+std::optional<std::chrono::nanoseconds> parse_duration(std::string_view text) noexcept;
+
+/// Formats a duration with the largest unit that keeps it exact ("1500us").
+std::string format_duration(std::chrono::nanoseconds d);
+
+}  // namespace shmbus

@@ -1,0 +1,120 @@
+#pragma once
+/// @file introspect.hpp
+/// A read-only view of a domain for the daemon and the tools: the channels,
+/// their endpoints and counters, and snapshots of their time lists. Nothing
+/// here registers an endpoint or changes a channel.
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "shmbus/config.hpp"
+
+namespace shmbus::introspect {
+
+/// One live publisher or subscriber of a channel.
+struct EndpointView {
+  std::uint32_t id = 0;
+  std::int32_t pid = 0;
+  std::string node;
+  bool alive = true;            ///< false: its process is gone (not yet reclaimed)
+  std::uint64_t messages = 0;   ///< published, or received
+  std::uint64_t lost = 0;       ///< dropped (publisher) or lost (subscriber)
+};
+
+/// Everything a channel says about itself.
+struct ChannelView {
+  std::string name;
+  std::string type_name;
+  std::uint64_t type_hash = 0;
+  std::string schema;
+  Transport transport = Transport::kShm;
+  std::uint32_t registry_index = 0;
+  std::uint32_t capacity = 0;
+  std::uint32_t max_message_size = 0;
+  std::uint32_t time_list_capacity = 0;
+  std::int64_t stall_timeout_ns = 0;
+  std::int64_t window_ns = 0;                        ///< from the creator's configuration
+  std::optional<std::array<double, 3>> thresholds_hz;  ///< idem
+  std::uint64_t messages = 0;         ///< sequences claimed (published or dropped)
+  std::uint64_t publish_dropped = 0;  ///< claims that were dropped
+  std::uint64_t lost = 0;             ///< lost by all subscribers, past ones included
+  std::uint64_t received = 0;         ///< received by all subscribers, past ones included
+  std::uint64_t stamps = 0;           ///< time-list stamps ever written
+  std::vector<EndpointView> publishers;
+  std::vector<EndpointView> subscribers;
+};
+
+/// The stamps of one time list, oldest first, CLOCK_MONOTONIC ns (16 ns
+/// resolution). `total` is how many were ever written; when it exceeds the
+/// capacity the oldest were overwritten.
+struct TimeListSnapshot {
+  std::vector<std::int64_t> stamps;
+  std::uint64_t total = 0;
+  std::uint32_t capacity = 0;
+};
+
+class ChannelReader;
+
+/// A domain's registry, mapped read-only.
+/// Thread-safety: const members may be called concurrently.
+class DomainView {
+ public:
+  /// Throws Error(kNotFound) when the domain has no registry, and
+  /// Error(kLayoutMismatch) for a foreign or corrupt one.
+  explicit DomainView(const std::string& domain);
+  ~DomainView();
+  DomainView(DomainView&&) noexcept;
+  DomainView& operator=(DomainView&&) noexcept;
+
+  [[nodiscard]] const std::string& domain() const noexcept;
+  /// Names of the listed channels, sorted.
+  [[nodiscard]] std::vector<std::string> channel_names() const;
+  /// The channel's name at a registry index (for Provenance), if listed.
+  [[nodiscard]] std::optional<std::string> channel_name(std::uint32_t registry_index) const;
+  /// Changes whenever a channel is listed or removed.
+  [[nodiscard]] std::uint64_t generation() const noexcept;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+/// One channel, mapped read-only.
+class ChannelReader {
+ public:
+  /// Throws Error(kNotFound) when the channel does not exist.
+  ChannelReader(const std::string& domain, std::string_view channel);
+  ~ChannelReader();
+  ChannelReader(ChannelReader&&) noexcept;
+  ChannelReader& operator=(ChannelReader&&) noexcept;
+
+  /// A fresh view of the channel's identity, endpoints and counters.
+  [[nodiscard]] ChannelView view() const;
+  /// A consistent snapshot of the time list: every stamp returned was
+  /// written by a publish, none is counted twice. Reuses `out`'s storage.
+  void snapshot(TimeListSnapshot& out) const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+/// What clean_domain removed, or would remove.
+struct CleanReport {
+  std::vector<std::string> removed;  ///< /dev/shm object names
+  std::vector<std::string> kept;     ///< in use by a live process
+};
+
+/// Removes the domain's segments that no live process uses: a channel with
+/// no live publisher or subscriber, and the registry once no channel is
+/// left. Entries of dead processes are reclaimed first. With `dry_run`,
+/// reports without removing. Segments that are not valid shmbus segments
+/// of this layout are removed too (they can only be left-overs).
+CleanReport clean_domain(const std::string& domain, bool dry_run);
+
+}  // namespace shmbus::introspect

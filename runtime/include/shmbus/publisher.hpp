@@ -1,0 +1,144 @@
+#pragma once
+/// @file publisher.hpp
+/// Publishing into a channel: copy-in, typed, or loan/commit in place.
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <new>
+#include <span>
+#include <string>
+#include <string_view>
+#include <type_traits>
+
+#include "shmbus/context.hpp"
+#include "shmbus/types.hpp"
+
+namespace shmbus {
+
+/// What a publish did.
+enum class PublishResult {
+  kOk,        ///< committed; subscribers can take it
+  kTooLarge,  ///< larger than the channel's max_message_size; nothing written
+  kDropped,   ///< the claimed slot was overtaken or held by a stuck writer;
+              ///< counted in the publisher's `dropped` (shmtool info)
+};
+
+/// Options of a publisher.
+struct PublisherOptions {
+  /// Stamp each publish into the channel's time list (the notify hook the
+  /// daemon reads). Off only for benchmarks that measure the hook's cost:
+  /// without it the daemon and `shmtool hz` see no rate for this publisher.
+  bool notify_hook = true;
+};
+
+class Publisher;
+
+/// A slot claimed for writing in place. Write into data(), then
+/// Publisher::commit(). Destroyed without commit, it is given back as a
+/// discarded slot that subscribers skip (not counted lost).
+/// Commit within the channel's stall_timeout: readers count a loan held
+/// longer as lost. Thread-safety: use from one thread.
+class Loan {
+ public:
+  Loan() = default;
+  Loan(Loan&& other) noexcept { *this = std::move(other); }
+  Loan& operator=(Loan&& other) noexcept;
+  Loan(const Loan&) = delete;
+  Loan& operator=(const Loan&) = delete;
+  ~Loan();
+
+  /// False when the loan could not be had (size too large, or dropped).
+  [[nodiscard]] bool valid() const noexcept { return data_ != nullptr; }
+  explicit operator bool() const noexcept { return valid(); }
+  /// The writable payload, `size()` bytes, 64-byte aligned.
+  [[nodiscard]] std::span<std::byte> data() const noexcept { return {data_, size_}; }
+  [[nodiscard]] std::size_t size() const noexcept { return size_; }
+  /// The payload as a T (placement-constructed by the caller or trivially
+  /// writable).
+  template <typename T>
+  [[nodiscard]] T* as() const noexcept {
+    static_assert(std::is_trivially_copyable_v<T>);
+    return std::launder(reinterpret_cast<T*>(data_));
+  }
+
+ private:
+  friend class Publisher;
+  Publisher* owner_ = nullptr;
+  void* slot_ = nullptr;
+  std::byte* data_ = nullptr;
+  std::size_t size_ = 0;
+  std::uint64_t sequence_ = 0;
+};
+
+/// Publishes messages into one channel. Creates the channel (with the
+/// configuration's settings for its name) when it does not exist.
+/// Thread-safety: one Publisher per thread; several publishers, in any
+/// processes, may publish into one channel at once.
+class Publisher {
+ public:
+  /// Opens or creates `channel` of `type`. Throws Error: kInvalidArgument
+  /// (bad name), kTypeMismatch (the channel has another type), kResource
+  /// (publisher table full), kLayoutMismatch (a foreign segment).
+  Publisher(std::string_view channel, const TypeInfo& type, Context& context = Context::process_default(),
+            PublisherOptions options = {});
+  ~Publisher();
+  Publisher(Publisher&&) noexcept;
+  Publisher& operator=(Publisher&&) noexcept;
+
+  /// Copies `payload` into the next slot and commits it. Never waits for
+  /// subscribers. Wait-free unless another publisher is stuck mid-write in
+  /// the same slot a whole lap behind (then bounded by stall_timeout).
+  PublishResult publish(std::span<const std::byte> payload) noexcept;
+  PublishResult publish(const void* data, std::size_t size) noexcept {
+    return publish(std::span<const std::byte>{static_cast<const std::byte*>(data), size});
+  }
+
+  /// Claims the next slot for `size` bytes written in place.
+  [[nodiscard]] Loan loan(std::size_t size) noexcept;
+  /// Commits a loan, optionally with fewer bytes than loaned.
+  PublishResult commit(Loan& loan) noexcept;
+  PublishResult commit(Loan& loan, std::size_t size) noexcept;
+
+  /// Inputs this module last read, attached to every following publish
+  /// (at most kMaxProvenance; more are cut). Pass {} to clear.
+  void set_provenance(std::span<const Provenance> inputs) noexcept;
+
+  /// Unique id of this publisher on the channel (MessageInfo::publisher_id).
+  [[nodiscard]] std::uint32_t id() const noexcept;
+  [[nodiscard]] const std::string& channel() const noexcept;
+  /// The channel's index in the domain registry (used in Provenance).
+  [[nodiscard]] std::uint32_t channel_index() const noexcept;
+  [[nodiscard]] std::size_t max_message_size() const noexcept;
+  /// Messages published and dropped by this publisher.
+  [[nodiscard]] std::uint64_t published() const noexcept;
+  [[nodiscard]] std::uint64_t dropped() const noexcept;
+
+  struct Impl;
+
+ private:
+  friend class Loan;
+  void discard(Loan& loan) noexcept;
+  std::unique_ptr<Impl> impl_;
+};
+
+/// A Publisher of one MessageType.
+template <MessageType T>
+class TypedPublisher {
+ public:
+  explicit TypedPublisher(std::string_view channel, Context& context = Context::process_default(),
+                          PublisherOptions options = {})
+      : publisher_(channel, type_info_of<T>(), context, options) {}
+
+  /// Copies `message` into the channel.
+  PublishResult publish(const T& message) noexcept { return publisher_.publish(&message, sizeof(T)); }
+  /// A slot to construct a T in place; see Loan.
+  [[nodiscard]] Loan loan() noexcept { return publisher_.loan(sizeof(T)); }
+  PublishResult commit(Loan& loan) noexcept { return publisher_.commit(loan); }
+  [[nodiscard]] Publisher& untyped() noexcept { return publisher_; }
+
+ private:
+  Publisher publisher_;
+};
+
+}  // namespace shmbus

@@ -1,0 +1,110 @@
+#pragma once
+/// @file subscriber.hpp
+/// Taking messages out of a channel, with loss accounting and blocking waits.
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "shmbus/context.hpp"
+#include "shmbus/types.hpp"
+
+namespace shmbus {
+
+/// Outcome of a take.
+enum class TakeStatus {
+  kOk,              ///< a message was copied out
+  kNoData,          ///< nothing new (yet)
+  kBufferTooSmall,  ///< the next message has info.size bytes; nothing consumed
+};
+
+/// A take's status and the message's header.
+struct TakeResult {
+  TakeStatus status = TakeStatus::kNoData;
+  MessageInfo info;
+  [[nodiscard]] bool ok() const noexcept { return status == TakeStatus::kOk; }
+};
+
+/// Options of a subscriber.
+struct SubscriberOptions {
+  /// Also deliver up to this many messages already in the ring when the
+  /// subscriber starts (late joiners); 0 = only new ones.
+  std::uint32_t history = 0;
+};
+
+class WaitSet;
+
+/// Takes messages out of one channel in sequence order. A slow subscriber
+/// never slows publishers: it loses the oldest messages and is told how many
+/// (MessageInfo::lost_before, lost()). A torn message is never delivered.
+/// Thread-safety: one Subscriber per thread.
+class Subscriber {
+ public:
+  /// Opens (or, with a type, creates) `channel`. With `type` nullopt any
+  /// type is accepted and the channel must exist (Error kNotFound).
+  /// Throws Error like Publisher's constructor.
+  Subscriber(std::string_view channel, const std::optional<TypeInfo>& type,
+             Context& context = Context::process_default(), SubscriberOptions options = {});
+  ~Subscriber();
+  Subscriber(Subscriber&&) noexcept;
+  Subscriber& operator=(Subscriber&&) noexcept;
+
+  /// Copies the next message into `buffer`. Never blocks (except to finish
+  /// a copy) and never delivers a torn message: one overwritten while copied
+  /// is counted lost and skipped.
+  TakeResult take(std::span<std::byte> buffer) noexcept;
+
+  /// Blocks until take() may return a message or `timeout` passes: spins for
+  /// the channel's wait_spin first, then sleeps on the channel's futex.
+  /// Returns false on timeout. A take() after true may still find nothing
+  /// (a publisher was mid-write); call wait() again then.
+  bool wait(std::chrono::nanoseconds timeout) noexcept;
+
+  /// True when a message is ready or being written.
+  [[nodiscard]] bool pending() const noexcept;
+
+  [[nodiscard]] std::uint64_t received() const noexcept;
+  [[nodiscard]] std::uint64_t lost() const noexcept;
+  [[nodiscard]] std::uint32_t id() const noexcept;
+  [[nodiscard]] const std::string& channel() const noexcept;
+  [[nodiscard]] std::uint32_t channel_index() const noexcept;
+  [[nodiscard]] std::size_t max_message_size() const noexcept;
+  /// The channel's type (name, hash, schema).
+  [[nodiscard]] TypeInfo type() const;
+
+  struct Impl;
+
+ private:
+  friend class WaitSet;
+  std::unique_ptr<Impl> impl_;
+};
+
+/// A Subscriber of one MessageType.
+template <MessageType T>
+class TypedSubscriber {
+ public:
+  explicit TypedSubscriber(std::string_view channel, Context& context = Context::process_default(),
+                           SubscriberOptions options = {})
+      : subscriber_(channel, type_info_of<T>(), context, options) {}
+
+  /// The next message and its header, or nullopt when there is none.
+  std::optional<T> take(MessageInfo* info = nullptr) noexcept {
+    T value;
+    const TakeResult r = subscriber_.take(std::as_writable_bytes(std::span{&value, 1}));
+    if (!r.ok()) return std::nullopt;
+    if (info != nullptr) *info = r.info;
+    return value;
+  }
+  bool wait(std::chrono::nanoseconds timeout) noexcept { return subscriber_.wait(timeout); }
+  [[nodiscard]] Subscriber& untyped() noexcept { return subscriber_; }
+
+ private:
+  Subscriber subscriber_;
+};
+
+}  // namespace shmbus

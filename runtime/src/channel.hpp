@@ -1,0 +1,107 @@
+#pragma once
+// A mapped channel segment and the operations on its endpoint tables. The
+// ring protocol itself lives in ring.hpp; this class owns the mapping.
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include "layout/channel_layout.hpp"
+#include "registry.hpp"
+#include "segment.hpp"
+#include "shmbus/config.hpp"
+#include "shmbus/types.hpp"
+
+namespace shmbus::detail {
+
+class Channel {
+ public:
+  /// Maps an existing channel segment without touching the registry
+  /// (introspection). Error(kNotFound) when it does not exist.
+  static std::shared_ptr<Channel> open_existing(const std::string& domain, std::string_view name,
+                                                bool writable);
+  /// Creates the channel with `settings` and `type`, or opens it; checks the
+  /// type (when `type` is given) and lists it in `registry`.
+  static std::shared_ptr<Channel> create_or_open(const std::string& domain, std::string_view name,
+                                                 const TypeInfo* type, const ChannelSettings& settings,
+                                                 std::uint32_t mode, Registry& registry);
+
+  [[nodiscard]] layout::ChannelHeader& header() const noexcept { return *header_; }
+  [[nodiscard]] const std::string& name() const noexcept { return name_; }
+
+  [[nodiscard]] layout::SlotHeader* slot(std::uint64_t seq) const noexcept {
+    return reinterpret_cast<layout::SlotHeader*>(slots_ + (seq & slot_mask_) * slot_stride_);
+  }
+  [[nodiscard]] static std::byte* payload(layout::SlotHeader* s) noexcept {
+    return reinterpret_cast<std::byte*>(s) + layout::kSlotPayloadOffset;
+  }
+  [[nodiscard]] static layout::ProvenanceEntry* provenance(layout::SlotHeader* s) noexcept {
+    return reinterpret_cast<layout::ProvenanceEntry*>(reinterpret_cast<std::byte*>(s) + layout::kCacheLine);
+  }
+  [[nodiscard]] std::uint64_t capacity() const noexcept { return slot_mask_ + 1; }
+
+  /// The notify hook's store: one fetch_add on the head, one store.
+  void stamp(std::int64_t mono_ns) const noexcept {
+    // relaxed fetch_add: the head only hands out indices; the entry itself
+    // carries its lap, so readers need no ordering with the head.
+    const std::uint64_t i = header_->time_list_head.fetch_add(1, std::memory_order_relaxed);
+    // SYNC POINT WRITE: release so a reader that sees the entry (acquire)
+    // also sees the committed slot of the message it stamps.
+    time_list_[i & time_list_mask_].store(layout::time_list_entry(mono_ns, i, time_list_log2_),
+                                          std::memory_order_release);
+  }
+  /// Reads the stamps of the current lap into `out` (ascending index order,
+  /// entries still being written left out). Returns the head read.
+  std::uint64_t snapshot_time_list(std::vector<std::int64_t>& out) const;
+
+  /// Endpoint tables. register_* reclaims entries of dead processes first;
+  /// they throw Error(kResource) when the table is full.
+  std::uint32_t register_publisher(std::string_view node, std::uint32_t& id);
+  std::uint32_t register_subscriber(std::string_view node, std::uint32_t& id);
+  void unregister_publisher(std::uint32_t index) noexcept;
+  void unregister_subscriber(std::uint32_t index) noexcept;
+  [[nodiscard]] layout::PublisherEntry& publisher(std::uint32_t i) const noexcept { return publishers_[i]; }
+  [[nodiscard]] layout::SubscriberEntry& subscriber(std::uint32_t i) const noexcept { return subscribers_[i]; }
+  /// Frees the entries whose process is gone, folding their counters into
+  /// the channel's reclaimed_* totals. Returns how many were freed.
+  std::uint32_t reclaim_dead() noexcept;
+
+  [[nodiscard]] TypeInfo type() const;
+
+ private:
+  Channel(Segment s, std::string name);
+  Segment segment_;
+  std::string name_;
+  layout::ChannelHeader* header_;
+  std::byte* slots_;
+  std::uint64_t slot_mask_;
+  std::uint32_t slot_stride_;
+  std::atomic<std::uint64_t>* time_list_;
+  std::uint64_t time_list_mask_;
+  std::uint32_t time_list_log2_;
+  layout::PublisherEntry* publishers_;
+  layout::SubscriberEntry* subscribers_;
+};
+
+/// What a Context has mapped of its domain: the registry and a cache of
+/// channels shared by every publisher and subscriber of the process.
+class DomainState {
+ public:
+  DomainState(const Config& config) : config_(config) {}
+  /// The channel, mapped once per process.
+  std::shared_ptr<Channel> channel(std::string_view name, const TypeInfo* type);
+  Registry& registry();
+
+ private:
+  const Config& config_;
+  std::mutex mutex_;
+  std::optional<Registry> registry_;
+  std::map<std::string, std::weak_ptr<Channel>, std::less<>> channels_;
+};
+
+}  // namespace shmbus::detail

@@ -1,0 +1,284 @@
+#include "shmbus/config.hpp"
+
+#include <fnmatch.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <toml++/toml.h>
+
+#include "shmbus/error.hpp"
+#include "shmbus/names.hpp"
+
+namespace shmbus {
+
+std::string_view to_string(Transport t) noexcept {
+  return t == Transport::kIceoryx ? "iceoryx" : "shm";
+}
+
+std::optional<std::chrono::nanoseconds> parse_duration(std::string_view text) noexcept {
+  std::size_t unit_at = 0;
+  while (unit_at < text.size() &&
+         ((text[unit_at] >= '0' && text[unit_at] <= '9') || text[unit_at] == '.')) {
+    ++unit_at;
+  }
+  if (unit_at == 0 || unit_at == text.size()) return std::nullopt;
+  const std::string number{text.substr(0, unit_at)};
+  char* end = nullptr;
+  const double value = std::strtod(number.c_str(), &end);
+  if (end != number.c_str() + number.size() || !std::isfinite(value)) return std::nullopt;
+  const std::string_view unit = text.substr(unit_at);
+  double scale = 0;
+  if (unit == "ns") scale = 1;
+  else if (unit == "us") scale = 1e3;
+  else if (unit == "ms") scale = 1e6;
+  else if (unit == "s") scale = 1e9;
+  else if (unit == "min") scale = 60e9;
+  else return std::nullopt;
+  const double ns = value * scale;
+  if (ns > 9.2e18) return std::nullopt;
+  return std::chrono::nanoseconds{static_cast<std::int64_t>(std::llround(ns))};
+}
+
+std::string format_duration(std::chrono::nanoseconds d) {
+  const std::int64_t ns = d.count();
+  if (ns != 0 && ns % 60'000'000'000 == 0) return std::to_string(ns / 60'000'000'000) + "min";
+  if (ns != 0 && ns % 1'000'000'000 == 0) return std::to_string(ns / 1'000'000'000) + "s";
+  if (ns != 0 && ns % 1'000'000 == 0) return std::to_string(ns / 1'000'000) + "ms";
+  if (ns != 0 && ns % 1'000 == 0) return std::to_string(ns / 1'000) + "us";
+  return std::to_string(ns) + "ns";
+}
+
+namespace {
+
+/// Reads one TOML document into a Config, reporting every problem with the
+/// position of the offending node.
+class ConfigReader {
+ public:
+  explicit ConfigReader(std::string source) : source_(std::move(source)) {}
+
+  [[noreturn]] void fail(const toml::node& at, const std::string& what) const {
+    const auto& where = at.source().begin;
+    throw Error(Errc::kConfig, source_ + ":" + std::to_string(where.line) + ":" +
+                                   std::to_string(where.column) + ": " + what);
+  }
+
+  std::string string_of(const toml::node& n, std::string_view key) const {
+    if (const auto* s = n.as_string()) return s->get();
+    fail(n, std::string{key} + " must be a string");
+  }
+
+  std::int64_t integer_of(const toml::node& n, std::string_view key) const {
+    if (const auto* i = n.as_integer()) return i->get();
+    fail(n, std::string{key} + " must be an integer");
+  }
+
+  std::uint32_t power_of_two(const toml::node& n, std::string_view key, std::int64_t max) const {
+    const std::int64_t v = integer_of(n, key);
+    if (v < 2 || v > max || (v & (v - 1)) != 0) {
+      fail(n, std::string{key} + " = " + std::to_string(v) + " must be a power of two from 2 to " +
+                  std::to_string(max));
+    }
+    return static_cast<std::uint32_t>(v);
+  }
+
+  std::chrono::nanoseconds duration_of(const toml::node& n, std::string_view key) const {
+    const std::string text = string_of(n, key);
+    const auto d = parse_duration(text);
+    if (!d || d->count() <= 0) {
+      fail(n, std::string{key} + " = \"" + text +
+                  "\" is not a positive duration; write a number and a unit (ns, us, ms, s, min), "
+                  "e.g. \"100ms\"");
+    }
+    return *d;
+  }
+
+  std::array<double, 3> thresholds_of(const toml::node& n) const {
+    const auto* arr = n.as_array();
+    if (arr == nullptr || arr->size() != 3) fail(n, "thresholds_hz must be an array of three rates [f1, f2, f3]");
+    std::array<double, 3> f{};
+    for (std::size_t i = 0; i < 3; ++i) {
+      const toml::node& e = *arr->get(i);
+      if (const auto* d = e.as_floating_point()) f[i] = d->get();
+      else if (const auto* k = e.as_integer()) f[i] = static_cast<double>(k->get());
+      else fail(e, "thresholds_hz entries must be numbers (Hz)");
+      if (!(f[i] >= 0) || !std::isfinite(f[i])) fail(e, "thresholds_hz entries must be finite and >= 0");
+    }
+    if (!(f[0] < f[1] && f[1] < f[2])) fail(n, "thresholds_hz must satisfy f1 < f2 < f3");
+    return f;
+  }
+
+  Transport transport_of(const toml::node& n) const {
+    const std::string t = string_of(n, "transport");
+    if (t == "shm") return Transport::kShm;
+    if (t == "iceoryx") return Transport::kIceoryx;
+    fail(n, "transport = \"" + t + "\" is unknown; use \"shm\" or \"iceoryx\"");
+  }
+
+  /// Applies one channel-level key; returns false when the key is not one.
+  bool channel_key(std::string_view key, const toml::node& v, ChannelRule& r) const {
+    if (key == "transport") r.transport = transport_of(v);
+    else if (key == "capacity") r.capacity = power_of_two(v, key, 1 << 20);
+    else if (key == "max_message_size") {
+      const std::int64_t m = integer_of(v, key);
+      if (m < 1 || m > (std::int64_t{1} << 30)) fail(v, "max_message_size must be from 1 to 1073741824 bytes");
+      r.max_message_size = static_cast<std::uint32_t>(m);
+    } else if (key == "time_list_capacity") r.time_list_capacity = power_of_two(v, key, 1 << 24);
+    else if (key == "window") r.window = duration_of(v, key);
+    else if (key == "thresholds_hz") r.thresholds_hz = thresholds_of(v);
+    else if (key == "stall_timeout") r.stall_timeout = duration_of(v, key);
+    else if (key == "wait_spin") {
+      const std::string text = string_of(v, key);
+      const auto d = parse_duration(text);
+      if (!d) fail(v, "wait_spin = \"" + text + "\" is not a duration such as \"50us\" or \"0us\"");
+      r.wait_spin = *d;
+    } else return false;
+    return true;
+  }
+
+  void read_monitor(const toml::table& t, MonitorSettings& m) const {
+    for (const auto& [k, v] : t) {
+      const std::string_view key = k.str();
+      if (key == "scan_period") m.scan_period = duration_of(v, key);
+      else if (key == "debounce_scans") {
+        const std::int64_t n = integer_of(v, key);
+        if (n < 1 || n > 1000) fail(v, "debounce_scans must be from 1 to 1000");
+        m.debounce_scans = static_cast<std::uint32_t>(n);
+      } else if (key == "metrics_listen") m.metrics_listen = string_of(v, key);
+      else if (key == "statistics_period") m.statistics_period = duration_of(v, key);
+      else if (key == "webhook") m.webhook = string_of(v, key);
+      else fail(v, "unknown key monitor." + std::string{key});
+    }
+  }
+
+  Config read(const toml::table& root) const {
+    Config c;
+    c.source = source_;
+    for (const auto& [k, v] : root) {
+      const std::string_view key = k.str();
+      if (key == "domain") {
+        c.domain = string_of(v, key);
+        try {
+          validate_domain_name(c.domain);
+        } catch (const Error& e) {
+          fail(v, e.what());
+        }
+      } else if (key == "node") {
+        c.node = string_of(v, key);
+        try {
+          validate_node_name(c.node);
+        } catch (const Error& e) {
+          fail(v, e.what());
+        }
+      } else if (key == "registry_capacity") {
+        c.registry_capacity = power_of_two(v, key, 1 << 20);
+      } else if (key == "mode") {
+        const std::string text = string_of(v, key);
+        char* end = nullptr;
+        const long mode = std::strtol(text.c_str(), &end, 8);
+        if (text.empty() || *end != '\0' || mode <= 0 || mode > 0777) {
+          fail(v, "mode = \"" + text + "\" must be octal permissions such as \"0660\"");
+        }
+        c.mode = static_cast<std::uint32_t>(mode);
+      } else if (key == "defaults") {
+        const auto* t = v.as_table();
+        if (t == nullptr) fail(v, "defaults must be a table ([defaults])");
+        ChannelRule r;
+        for (const auto& [dk, dv] : *t) {
+          if (!channel_key(dk.str(), dv, r)) fail(dv, "unknown key defaults." + std::string{dk.str()});
+        }
+        apply(r, c.defaults);
+      } else if (key == "channel") {
+        const auto* arr = v.as_array();
+        if (arr == nullptr) fail(v, "channel must be an array of tables ([[channel]])");
+        for (const auto& e : *arr) {
+          const auto* t = e.as_table();
+          if (t == nullptr) fail(e, "each channel entry must be a table ([[channel]])");
+          ChannelRule r;
+          for (const auto& [ck, cv] : *t) {
+            if (ck.str() == "name") r.pattern = string_of(cv, "name");
+            else if (!channel_key(ck.str(), cv, r)) fail(cv, "unknown key channel." + std::string{ck.str()});
+          }
+          if (r.pattern.empty()) fail(e, "a [[channel]] entry needs name = \"/exact/name\" or a glob");
+          c.channels.push_back(std::move(r));
+        }
+      } else if (key == "monitor") {
+        const auto* t = v.as_table();
+        if (t == nullptr) fail(v, "monitor must be a table ([monitor])");
+        read_monitor(*t, c.monitor);
+      } else {
+        fail(v, "unknown key " + std::string{key});
+      }
+    }
+    return c;
+  }
+
+  static void apply(const ChannelRule& r, ChannelSettings& s) {
+    if (r.transport) s.transport = *r.transport;
+    if (r.capacity) s.capacity = *r.capacity;
+    if (r.max_message_size) s.max_message_size = *r.max_message_size;
+    if (r.time_list_capacity) s.time_list_capacity = *r.time_list_capacity;
+    if (r.window) s.window = *r.window;
+    if (r.thresholds_hz) s.thresholds_hz = *r.thresholds_hz;
+    if (r.stall_timeout) s.stall_timeout = *r.stall_timeout;
+    if (r.wait_spin) s.wait_spin = *r.wait_spin;
+  }
+
+ private:
+  std::string source_;
+};
+
+}  // namespace
+
+Config Config::parse(std::string_view text, const std::string& source_name) {
+  toml::table root;
+  try {
+    root = toml::parse(text, source_name);
+  } catch (const toml::parse_error& e) {
+    const auto& where = e.source().begin;
+    throw Error(Errc::kConfig, source_name + ":" + std::to_string(where.line) + ":" +
+                                   std::to_string(where.column) + ": " + std::string{e.description()});
+  }
+  return ConfigReader{source_name}.read(root);
+}
+
+Config Config::load_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    throw Error(Errc::kConfig, path + ":1:1: cannot read the configuration file; check the path and "
+                                      "its permissions (SHMBUS_CONFIG or --config)");
+  }
+  std::ostringstream text;
+  text << in.rdbuf();
+  return parse(text.str(), path);
+}
+
+Config Config::from_environment() {
+  Config c;
+  if (const char* path = std::getenv("SHMBUS_CONFIG"); path != nullptr && *path != '\0') {
+    c = load_file(path);
+  }
+  if (const char* domain = std::getenv("SHMBUS_DOMAIN"); domain != nullptr && *domain != '\0') {
+    try {
+      validate_domain_name(domain);
+    } catch (const Error& e) {
+      throw Error(Errc::kConfig, std::string{"SHMBUS_DOMAIN: "} + e.what());
+    }
+    c.domain = domain;
+  }
+  return c;
+}
+
+ChannelSettings Config::channel(std::string_view channel_name) const {
+  ChannelSettings s = defaults;
+  const std::string name{channel_name};
+  for (const ChannelRule& r : channels) {
+    if (r.pattern == name || ::fnmatch(r.pattern.c_str(), name.c_str(), 0) == 0) {
+      ConfigReader::apply(r, s);
+    }
+  }
+  return s;
+}
+
+}  // namespace shmbus

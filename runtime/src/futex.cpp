@@ -1,0 +1,53 @@
+#include "futex.hpp"
+
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <climits>
+#include <vector>
+
+namespace shmbus::detail {
+namespace {
+
+timespec to_timespec(std::int64_t ns) noexcept {
+  return timespec{static_cast<time_t>(ns / 1'000'000'000), static_cast<long>(ns % 1'000'000'000)};
+}
+
+}  // namespace
+
+void futex_wait(std::atomic<std::uint32_t>& word, std::uint32_t expected, std::int64_t deadline_ns) noexcept {
+  // FUTEX_WAIT_BITSET takes an absolute CLOCK_MONOTONIC deadline, so a
+  // retry after a spurious wake does not extend the wait.
+  const timespec deadline = to_timespec(deadline_ns);
+  ::syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&word), FUTEX_WAIT_BITSET, expected, &deadline,
+            nullptr, FUTEX_BITSET_MATCH_ANY);
+}
+
+void futex_wake_all(std::atomic<std::uint32_t>& word) noexcept {
+  ::syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&word), FUTEX_WAKE, INT_MAX, nullptr, nullptr, 0);
+}
+
+bool futex_wait_any(std::span<const FutexWaitItem> items, std::int64_t deadline_ns) noexcept {
+#ifdef SYS_futex_waitv
+  std::vector<futex_waitv> waiters(items.size());
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    waiters[i] = futex_waitv{};
+    waiters[i].val = items[i].expected;
+    waiters[i].uaddr = reinterpret_cast<std::uintptr_t>(items[i].word);
+    waiters[i].flags = FUTEX_32;
+  }
+  const timespec deadline = to_timespec(deadline_ns);
+  const long rc = ::syscall(SYS_futex_waitv, waiters.data(), static_cast<unsigned>(waiters.size()), 0U,
+                            &deadline, CLOCK_MONOTONIC);
+  return !(rc < 0 && errno == ENOSYS);
+#else
+  (void)items;
+  (void)deadline_ns;
+  return false;
+#endif
+}
+
+}  // namespace shmbus::detail

@@ -1,0 +1,38 @@
+#pragma once
+// Futex wait and wake on words in shared memory (not FUTEX_PRIVATE: the
+// sleeper and the waker are in different processes).
+
+#include <atomic>
+#include <cstdint>
+#include <span>
+
+namespace shmbus::detail {
+
+/// Sleeps while `*word == expected`, until woken or `deadline_ns`
+/// (CLOCK_MONOTONIC) passes. Spurious returns are allowed.
+void futex_wait(std::atomic<std::uint32_t>& word, std::uint32_t expected, std::int64_t deadline_ns) noexcept;
+
+/// Wakes every sleeper on `word`.
+void futex_wake_all(std::atomic<std::uint32_t>& word) noexcept;
+
+/// One word of a vectored wait.
+struct FutexWaitItem {
+  std::atomic<std::uint32_t>* word;
+  std::uint32_t expected;
+};
+
+/// Sleeps until any word differs from its expected value, a wake, or the
+/// deadline (futex_waitv, Linux 5.16+). Returns false when the kernel lacks
+/// futex_waitv, so the caller can fall back to a timed poll.
+bool futex_wait_any(std::span<const FutexWaitItem> items, std::int64_t deadline_ns) noexcept;
+
+/// Spin-loop hint.
+inline void cpu_relax() noexcept {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield" ::: "memory");
+#endif
+}
+
+}  // namespace shmbus::detail

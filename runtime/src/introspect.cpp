@@ -1,0 +1,210 @@
+#include "shmbus/introspect.hpp"
+
+#include <dirent.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "channel.hpp"
+#include "process.hpp"
+#include "registry.hpp"
+#include "shmbus/error.hpp"
+#include "shmbus/names.hpp"
+
+namespace shmbus::introspect {
+
+using namespace detail;
+using namespace layout;
+
+struct DomainView::Impl {
+  std::string domain;
+  Registry registry;
+};
+
+DomainView::DomainView(const std::string& domain) {
+  validate_domain_name(domain);
+  impl_ = std::make_unique<Impl>(Impl{domain, Registry::open_existing(domain, false)});
+}
+DomainView::~DomainView() = default;
+DomainView::DomainView(DomainView&&) noexcept = default;
+DomainView& DomainView::operator=(DomainView&&) noexcept = default;
+
+const std::string& DomainView::domain() const noexcept { return impl_->domain; }
+
+std::vector<std::string> DomainView::channel_names() const {
+  std::vector<std::string> names;
+  impl_->registry.for_each_live([&](std::uint32_t, const ChannelRecord& r) { names.emplace_back(r.name); });
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+std::optional<std::string> DomainView::channel_name(std::uint32_t registry_index) const {
+  const ChannelRecord* r = impl_->registry.record(registry_index);
+  if (r == nullptr) return std::nullopt;
+  return std::string{r->name};
+}
+
+std::uint64_t DomainView::generation() const noexcept { return impl_->registry.generation(); }
+
+struct ChannelReader::Impl {
+  std::shared_ptr<Channel> channel;
+};
+
+ChannelReader::ChannelReader(const std::string& domain, std::string_view channel)
+    : impl_(std::make_unique<Impl>(Impl{Channel::open_existing(domain, channel, false)})) {}
+ChannelReader::~ChannelReader() = default;
+ChannelReader::ChannelReader(ChannelReader&&) noexcept = default;
+ChannelReader& ChannelReader::operator=(ChannelReader&&) noexcept = default;
+
+namespace {
+
+template <typename Entry>
+bool read_endpoint(const Entry& e, EndpointView& v) {
+  // SYNC POINT READ: pairs with fill_entry's release store of Live.
+  const std::uint64_t st = e.state.load(std::memory_order_acquire);
+  if (endpoint_phase(st) != kEndpointLive) return false;
+  v.pid = static_cast<std::int32_t>(endpoint_pid(st));
+  v.id = e.id;
+  v.node = std::string(e.node, strnlen(e.node, sizeof(e.node)));
+  v.alive = process_alive(v.pid, e.start_time);
+  return true;
+}
+
+}  // namespace
+
+ChannelView ChannelReader::view() const {
+  const Channel& ch = *impl_->channel;
+  const ChannelHeader& h = ch.header();
+  ChannelView v;
+  const TypeInfo type = ch.type();
+  v.name = ch.name();
+  v.type_name = type.name;
+  v.type_hash = type.hash;
+  v.schema = type.schema;
+  v.transport = static_cast<Transport>(h.transport);
+  v.registry_index = h.registry_index;
+  v.capacity = h.capacity;
+  v.max_message_size = h.max_message_size;
+  v.time_list_capacity = h.time_list_capacity;
+  v.stall_timeout_ns = h.stall_timeout_ns;
+  v.window_ns = h.window_ns;
+  if (h.has_thresholds != 0) v.thresholds_hz = {h.thresholds_hz[0], h.thresholds_hz[1], h.thresholds_hz[2]};
+  // Counters are statistics: relaxed loads.
+  v.messages = h.write_cursor.load(std::memory_order_relaxed);
+  v.publish_dropped = h.publish_dropped.load(std::memory_order_relaxed);
+  v.lost = h.reclaimed_lost.load(std::memory_order_relaxed);
+  v.received = h.reclaimed_received.load(std::memory_order_relaxed);
+  v.stamps = h.time_list_head.load(std::memory_order_relaxed);
+  for (std::uint32_t i = 0; i < kMaxPublishers; ++i) {
+    const PublisherEntry& e = ch.publisher(i);
+    EndpointView ev;
+    if (!read_endpoint(e, ev)) continue;
+    ev.messages = e.published.load(std::memory_order_relaxed);
+    ev.lost = e.dropped.load(std::memory_order_relaxed);
+    v.publishers.push_back(std::move(ev));
+  }
+  for (std::uint32_t i = 0; i < kMaxSubscribers; ++i) {
+    const SubscriberEntry& e = ch.subscriber(i);
+    EndpointView ev;
+    if (!read_endpoint(e, ev)) continue;
+    ev.messages = e.received.load(std::memory_order_relaxed);
+    ev.lost = e.lost.load(std::memory_order_relaxed);
+    v.lost += ev.lost;
+    v.received += ev.messages;
+    v.subscribers.push_back(std::move(ev));
+  }
+  return v;
+}
+
+void ChannelReader::snapshot(TimeListSnapshot& out) const {
+  out.total = impl_->channel->snapshot_time_list(out.stamps);
+  out.capacity = impl_->channel->header().time_list_capacity;
+}
+
+namespace {
+
+std::vector<std::string> domain_objects(const std::string& domain) {
+  std::vector<std::string> names;
+  const std::string prefix = domain_object_prefix(domain);
+  DIR* dir = ::opendir("/dev/shm");
+  if (dir == nullptr) return names;
+  while (const dirent* d = ::readdir(dir)) {
+    const std::string n = d->d_name;
+    if (n.rfind(prefix, 0) == 0) names.push_back(n);
+  }
+  ::closedir(dir);
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+template <typename Entry>
+bool any_live(const Entry* table, std::uint32_t n) {
+  for (std::uint32_t i = 0; i < n; ++i) {
+    const std::uint64_t st = table[i].state.load(std::memory_order_acquire);
+    if (endpoint_phase(st) == kEndpointFree) continue;
+    const auto pid = static_cast<pid_t>(endpoint_pid(st));
+    if (process_alive(pid, endpoint_phase(st) == kEndpointLive ? table[i].start_time : 0)) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+CleanReport clean_domain(const std::string& domain, bool dry_run) {
+  validate_domain_name(domain);
+  CleanReport report;
+  const std::string registry_name = registry_object_name(domain);
+  const std::string channel_prefix = domain_object_prefix(domain) + "c.";
+  const std::vector<std::string> objects = domain_objects(domain);
+  std::optional<Registry> registry;
+  try {
+    registry.emplace(Registry::open_existing(domain, !dry_run));
+  } catch (const Error&) {
+    // No registry, or one this build cannot read (another version, corrupt):
+    // nothing to unlist; an unreadable one is removed with the rest.
+  }
+  std::size_t channels_left = 0;
+  bool registry_exists = false;
+  for (const std::string& object : objects) {
+    if (object == registry_name) {
+      registry_exists = true;
+      continue;
+    }
+    if (object.rfind(channel_prefix, 0) != 0) {
+      report.kept.push_back(object);  // not a name shmbus makes: not ours to judge
+      continue;
+    }
+    std::string channel = object.substr(channel_prefix.size());
+    std::replace(channel.begin(), channel.end(), '.', '/');
+    channel.insert(channel.begin(), '/');
+    bool in_use = false;
+    try {
+      auto ch = Channel::open_existing(domain, channel, !dry_run);
+      if (!dry_run) ch->reclaim_dead();
+      in_use = any_live(&ch->publisher(0), kMaxPublishers) || any_live(&ch->subscriber(0), kMaxSubscribers);
+    } catch (const Error&) {
+      in_use = false;  // unreadable: a left-over of another layout, or corrupt
+    }
+    if (in_use) {
+      report.kept.push_back(object);
+      ++channels_left;
+      continue;
+    }
+    report.removed.push_back(object);
+    if (!dry_run) {
+      Segment::remove(object);
+      if (registry) registry->remove(channel);
+    }
+  }
+  if (registry_exists) {
+    if (channels_left == 0) {
+      report.removed.push_back(registry_name);
+      if (!dry_run) Segment::remove(registry_name);
+    } else {
+      report.kept.push_back(registry_name);
+    }
+  }
+  return report;
+}
+
+}  // namespace shmbus::introspect

@@ -1,0 +1,73 @@
+#pragma once
+// The header every shmbus segment begins with, and the helpers that hash a
+// layout so that a process built against another layout refuses to map it.
+//
+//   0               8               16              24              32
+//   +---------------+-------+-------+---------------+---------------+
+//   | magic         |version| kind  | layout_hash   | total_size    |
+//   +-------+-------+---------------+---------------+---------------+
+//   | init  |creator| creator_start | reserved (16)                 |
+//   +-------+-------+---------------+-------------------------------+  64
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <type_traits>
+
+namespace shmbus::layout {
+
+inline constexpr std::size_t kCacheLine = 64;
+/// "SHMBUS" followed by two zero bytes, little-endian.
+inline constexpr std::uint64_t kMagic = 0x0000'5355'424d'4853ULL;
+/// Bumped whenever any layout struct changes meaning.
+inline constexpr std::uint32_t kLayoutVersion = 1;
+
+enum class SegmentKind : std::uint32_t { kRegistry = 1, kChannel = 2 };
+
+/// init_state values: the creator writes everything, then publishes kReady.
+inline constexpr std::uint32_t kInitializing = 0;
+inline constexpr std::uint32_t kReady = 1;
+
+struct SegmentHeader {
+  std::uint64_t magic;
+  std::uint32_t layout_version;
+  std::uint32_t kind;
+  std::uint64_t layout_hash;
+  std::uint64_t total_size;
+  // SYNC POINT WRITE: the creator stores kReady (release) after the whole
+  // segment is initialised; openers load it (acquire) before reading
+  // anything else.
+  std::atomic<std::uint32_t> init_state;
+  std::uint32_t creator_pid;
+  std::uint64_t creator_start_time;
+  std::uint8_t reserved[16];
+};
+static_assert(std::is_standard_layout_v<SegmentHeader>);
+static_assert(sizeof(SegmentHeader) == kCacheLine, "the segment header is one cache line");
+static_assert(std::atomic<std::uint32_t>::is_always_lock_free,
+              "atomics in shared memory must be lock-free, or another process sees a lock");
+static_assert(std::atomic<std::uint64_t>::is_always_lock_free,
+              "atomics in shared memory must be lock-free, or another process sees a lock");
+
+/// FNV-1a over a list of numbers (sizes and offsets), evaluated at compile
+/// time: any change of a layout struct changes the hash.
+constexpr std::uint64_t fnv1a(std::uint64_t h, std::uint64_t v) noexcept {
+  for (int i = 0; i < 8; ++i) {
+    h ^= (v >> (i * 8)) & 0xffU;
+    h *= 0x100000001b3ULL;
+  }
+  return h;
+}
+
+template <typename... V>
+constexpr std::uint64_t layout_hash_of(V... values) noexcept {
+  std::uint64_t h = 0xcbf29ce484222325ULL;
+  ((h = fnv1a(h, static_cast<std::uint64_t>(values))), ...);
+  return h;
+}
+
+constexpr std::uint64_t align_up(std::uint64_t v, std::uint64_t a) noexcept {
+  return (v + a - 1) / a * a;
+}
+
+}  // namespace shmbus::layout

@@ -1,0 +1,65 @@
+#include "process.hpp"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+
+namespace shmbus::detail {
+
+std::uint64_t process_start_time(pid_t pid) noexcept {
+  char path[64];
+  std::snprintf(path, sizeof(path), "/proc/%d/stat", static_cast<int>(pid));
+  FILE* f = std::fopen(path, "re");
+  if (f == nullptr) return 0;
+  char buf[1024];
+  const std::size_t n = std::fread(buf, 1, sizeof(buf) - 1, f);
+  std::fclose(f);
+  buf[n] = '\0';
+  // The command name (field 2) is in parentheses and may hold spaces or
+  // parentheses; the fields after it start past the last ')'.
+  const char* p = std::strrchr(buf, ')');
+  if (p == nullptr) return 0;
+  // Field 3 starts at p + 2; start time is field 22, i.e. 19 fields later.
+  int field = 2;
+  for (; *p != '\0' && field < 22; ++p) {
+    if (*p == ' ') ++field;
+  }
+  if (field != 22) return 0;
+  return std::strtoull(p, nullptr, 10);
+}
+
+pid_t self_pid() noexcept {
+  // Not cached across fork: a forked child must report its own pid.
+  return ::getpid();
+}
+
+std::uint64_t self_start_time() noexcept {
+  thread_local pid_t cached_pid = 0;
+  thread_local std::uint64_t cached = 0;
+  const pid_t pid = ::getpid();
+  if (pid != cached_pid) {
+    cached = process_start_time(pid);
+    cached_pid = pid;
+  }
+  return cached;
+}
+
+bool process_alive(pid_t pid, std::uint64_t start_time) noexcept {
+  if (pid <= 0) return false;
+  if (::kill(pid, 0) != 0 && errno != EPERM) return false;
+  if (start_time == 0) return true;
+  return process_start_time(pid) == start_time;
+}
+
+std::string program_name() {
+  std::ifstream in("/proc/self/comm");
+  std::string name;
+  std::getline(in, name);
+  return name.empty() ? std::string{"process"} : name;
+}
+
+}  // namespace shmbus::detail

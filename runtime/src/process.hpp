@@ -1,0 +1,41 @@
+#pragma once
+// Process identity and liveness, and the clocks.
+
+#include <sys/types.h>
+#include <time.h>
+
+#include <cstdint>
+#include <string>
+
+namespace shmbus::detail {
+
+/// CLOCK_MONOTONIC in ns (vDSO, no system call).
+inline std::int64_t mono_now_ns() noexcept {
+  timespec ts{};
+  ::clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<std::int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
+/// CLOCK_REALTIME in ns.
+inline std::int64_t wall_now_ns() noexcept {
+  timespec ts{};
+  ::clock_gettime(CLOCK_REALTIME, &ts);
+  return static_cast<std::int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
+/// The start time of `pid` in clock ticks since boot (/proc/PID/stat field
+/// 22), or 0 when there is no such process. With the pid it names a process
+/// uniquely: a reused pid has a later start time.
+std::uint64_t process_start_time(pid_t pid) noexcept;
+
+/// This process's pid and start time, read once.
+pid_t self_pid() noexcept;
+std::uint64_t self_start_time() noexcept;
+
+/// True when `pid` exists and, if `start_time` is non-zero, started then.
+bool process_alive(pid_t pid, std::uint64_t start_time = 0) noexcept;
+
+/// This program's name (/proc/self/comm), the default node name.
+std::string program_name();
+
+}  // namespace shmbus::detail

@@ -1,0 +1,220 @@
+#include "shmbus/publisher.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <utility>
+
+#include "channel.hpp"
+#include "process.hpp"
+#include "ring.hpp"
+
+namespace shmbus {
+
+using namespace detail;
+using namespace layout;
+
+struct Publisher::Impl {
+  std::shared_ptr<Channel> channel;
+  ChannelHeader* header = nullptr;
+  PublisherEntry* entry = nullptr;
+  std::uint32_t entry_index = 0;
+  std::uint32_t id = 0;
+  std::uint32_t pid = 0;
+  std::uint32_t max_size = 0;
+  std::int64_t stall_timeout_ns = 0;
+  bool notify_hook = true;
+  std::uint32_t provenance_count = 0;
+  ProvenanceEntry provenance[kProvenanceEntries]{};
+
+  ~Impl() {
+    if (channel) channel->unregister_publisher(entry_index);
+  }
+
+  /// Claims the next sequence and its slot for writing. Returns nullptr when
+  /// the message must be dropped (counted by the caller).
+  SlotHeader* claim(std::uint64_t& seq) noexcept {
+    // relaxed: the cursor only hands out numbers; what readers may read is
+    // published through the slot state (SYNC POINT below).
+    const std::uint64_t s = header->write_cursor.fetch_add(1, std::memory_order_relaxed);
+    SlotHeader* slot = channel->slot(s);
+    std::uint64_t st = slot->state.load(std::memory_order_acquire);
+    std::int64_t stuck_since = 0;
+    for (;;) {
+      // Case 1: a later lap already owns the slot (we were descheduled
+      // between the fetch_add and here): our message is too old to store.
+      if (st != 0 && state_sequence(st) >= s) return nullptr;
+      // Case 2: a writer one lap behind is still in the slot. Wait for it,
+      // bounded; take the slot over only when that writer is dead, since a
+      // live writer would keep writing into it.
+      if (is_writing(st)) {
+        const std::int64_t now = mono_now_ns();
+        if (stuck_since == 0) stuck_since = now;
+        if (now - stuck_since > stall_timeout_ns) {
+          const auto owner = static_cast<pid_t>(slot->writer_pid.load(std::memory_order_relaxed));
+          if (process_alive(owner)) return nullptr;
+          if (slot->state.compare_exchange_strong(st, writing_state(s), std::memory_order_acq_rel,
+                                                  std::memory_order_acquire)) {
+            break;
+          }
+          continue;
+        }
+        cpu_relax();
+        st = slot->state.load(std::memory_order_acquire);
+        continue;
+      }
+      // Case 3: free, or committed by an earlier lap: claim it. A failed CAS
+      // reloads `st` and re-examines the cases.
+      if (slot->state.compare_exchange_weak(st, writing_state(s), std::memory_order_acq_rel,
+                                            std::memory_order_acquire)) {
+        break;
+      }
+    }
+    slot->writer_pid.store(pid, std::memory_order_relaxed);
+    // SYNC POINT WRITE (seqlock): orders the writing state before the
+    // header and payload stores that follow; pairs with the reader's acquire
+    // fence before its re-check.
+    std::atomic_thread_fence(std::memory_order_release);
+    seq = s;
+    return slot;
+  }
+
+  void write_header(SlotHeader* slot, std::uint64_t seq, std::int64_t mono, std::uint32_t size,
+                    std::uint32_t flags) noexcept {
+    slot->flags = flags;
+    slot->sequence = seq;
+    slot->mono_ns = mono;
+    slot->wall_ns = wall_now_ns();
+    slot->size = size;
+    slot->publisher_id = id;
+    slot->provenance_count = provenance_count;
+    if (provenance_count != 0) {
+      std::memcpy(Channel::provenance(slot), provenance, sizeof(ProvenanceEntry) * provenance_count);
+    }
+  }
+
+  void commit(SlotHeader* slot, std::uint64_t seq, std::int64_t mono) noexcept {
+    // SYNC POINT WRITE: header and payload before the committed state;
+    // pairs with the subscriber's acquire load of the state.
+    slot->state.store(committed_state(seq), std::memory_order_release);
+    // Single writer: a plain increment, relaxed (statistics).
+    entry->published.store(entry->published.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    if (notify_hook) channel->stamp(mono);
+    wake_waiters(*header);
+  }
+
+  void count_drop() noexcept {
+    entry->dropped.store(entry->dropped.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    header->publish_dropped.fetch_add(1, std::memory_order_relaxed);
+  }
+};
+
+Publisher::Publisher(std::string_view channel, const TypeInfo& type, Context& context,
+                     PublisherOptions options)
+    : impl_(std::make_unique<Impl>()) {
+  auto ch = context.state().channel(channel, &type);
+  impl_->entry_index = ch->register_publisher(context.node(), impl_->id);
+  impl_->channel = std::move(ch);
+  impl_->header = &impl_->channel->header();
+  impl_->entry = &impl_->channel->publisher(impl_->entry_index);
+  impl_->pid = static_cast<std::uint32_t>(self_pid());
+  impl_->max_size = impl_->header->max_message_size;
+  impl_->stall_timeout_ns = impl_->header->stall_timeout_ns;
+  impl_->notify_hook = options.notify_hook;
+}
+
+Publisher::~Publisher() = default;
+Publisher::Publisher(Publisher&&) noexcept = default;
+Publisher& Publisher::operator=(Publisher&&) noexcept = default;
+
+PublishResult Publisher::publish(std::span<const std::byte> payload) noexcept {
+  Impl& p = *impl_;
+  if (payload.size() > p.max_size) return PublishResult::kTooLarge;
+  const std::int64_t mono = mono_now_ns();
+  std::uint64_t seq = 0;
+  SlotHeader* slot = p.claim(seq);
+  if (slot == nullptr) {
+    p.count_drop();
+    return PublishResult::kDropped;
+  }
+  p.write_header(slot, seq, mono, static_cast<std::uint32_t>(payload.size()), 0);
+  std::memcpy(Channel::payload(slot), payload.data(), payload.size());
+  p.commit(slot, seq, mono);
+  return PublishResult::kOk;
+}
+
+Loan Publisher::loan(std::size_t size) noexcept {
+  Loan loan;
+  Impl& p = *impl_;
+  if (size > p.max_size) return loan;
+  std::uint64_t seq = 0;
+  SlotHeader* slot = p.claim(seq);
+  if (slot == nullptr) {
+    p.count_drop();
+    return loan;
+  }
+  loan.owner_ = this;
+  loan.slot_ = slot;
+  loan.data_ = Channel::payload(slot);
+  loan.size_ = size;
+  loan.sequence_ = seq;
+  return loan;
+}
+
+PublishResult Publisher::commit(Loan& loan) noexcept { return commit(loan, loan.size_); }
+
+PublishResult Publisher::commit(Loan& loan, std::size_t size) noexcept {
+  if (!loan.valid() || loan.owner_ != this) return PublishResult::kDropped;
+  if (size > loan.size_) return PublishResult::kTooLarge;
+  Impl& p = *impl_;
+  auto* slot = static_cast<SlotHeader*>(loan.slot_);
+  // The publish time is the commit time: that is when the message exists.
+  const std::int64_t mono = mono_now_ns();
+  p.write_header(slot, loan.sequence_, mono, static_cast<std::uint32_t>(size), 0);
+  p.commit(slot, loan.sequence_, mono);
+  loan.data_ = nullptr;
+  loan.owner_ = nullptr;
+  return PublishResult::kOk;
+}
+
+void Publisher::discard(Loan& loan) noexcept {
+  Impl& p = *impl_;
+  auto* slot = static_cast<SlotHeader*>(loan.slot_);
+  p.write_header(slot, loan.sequence_, mono_now_ns(), 0, kSlotDiscarded);
+  slot->state.store(committed_state(loan.sequence_), std::memory_order_release);
+  wake_waiters(*p.header);
+}
+
+Loan& Loan::operator=(Loan&& other) noexcept {
+  if (this != &other) {
+    if (valid()) owner_->discard(*this);
+    owner_ = std::exchange(other.owner_, nullptr);
+    slot_ = std::exchange(other.slot_, nullptr);
+    data_ = std::exchange(other.data_, nullptr);
+    size_ = std::exchange(other.size_, 0);
+    sequence_ = other.sequence_;
+  }
+  return *this;
+}
+
+Loan::~Loan() {
+  if (valid()) owner_->discard(*this);
+}
+
+void Publisher::set_provenance(std::span<const Provenance> inputs) noexcept {
+  Impl& p = *impl_;
+  p.provenance_count = static_cast<std::uint32_t>(std::min(inputs.size(), kProvenanceEntries));
+  for (std::uint32_t i = 0; i < p.provenance_count; ++i) {
+    p.provenance[i] = ProvenanceEntry{inputs[i].channel_index, 0, inputs[i].sequence};
+  }
+}
+
+std::uint32_t Publisher::id() const noexcept { return impl_->id; }
+const std::string& Publisher::channel() const noexcept { return impl_->channel->name(); }
+std::uint32_t Publisher::channel_index() const noexcept { return impl_->header->registry_index; }
+std::size_t Publisher::max_message_size() const noexcept { return impl_->max_size; }
+std::uint64_t Publisher::published() const noexcept {
+  return impl_->entry->published.load(std::memory_order_relaxed);
+}
+std::uint64_t Publisher::dropped() const noexcept { return impl_->entry->dropped.load(std::memory_order_relaxed); }
+
+}  // namespace shmbus

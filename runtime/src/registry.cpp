@@ -1,0 +1,163 @@
+#include "registry.hpp"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cstring>
+#include <thread>
+
+#include "process.hpp"
+#include "shmbus/error.hpp"
+#include "shmbus/names.hpp"
+
+namespace shmbus::detail {
+
+using layout::ChannelRecord;
+
+std::uint64_t hash_name(std::string_view name) noexcept {
+  std::uint64_t h = 0xcbf29ce484222325ULL;
+  for (unsigned char c : name) {
+    h ^= c;
+    h *= 0x100000001b3ULL;
+  }
+  return h;
+}
+
+void copy_name(char* dst, std::size_t capacity, std::string_view s) noexcept {
+  const std::size_t n = std::min(s.size(), capacity - 1);
+  std::memcpy(dst, s.data(), n);
+  std::memset(dst + n, 0, capacity - n);
+}
+
+namespace {
+constexpr SegmentSpec kSpec{layout::SegmentKind::kRegistry, layout::kRegistryLayoutHash};
+
+bool name_is(const ChannelRecord& r, std::uint64_t hash, std::string_view name) {
+  return r.name_hash == hash && std::string_view{r.name} == name;
+}
+}  // namespace
+
+Registry Registry::open_or_create(const std::string& domain, std::uint32_t capacity, std::uint32_t mode) {
+  const std::size_t size = sizeof(layout::RegistryHeader) + std::size_t{capacity} * sizeof(ChannelRecord);
+  bool created = false;
+  Segment s = Segment::create_or_open(
+      registry_object_name(domain), size, mode, kSpec,
+      [capacity](void* base) {
+        auto* h = static_cast<layout::RegistryHeader*>(base);
+        h->capacity = capacity;
+        h->records_offset = sizeof(layout::RegistryHeader);
+      },
+      created);
+  Registry r{std::move(s)};
+  r.domain_ = domain;
+  return r;
+}
+
+Registry Registry::open_existing(const std::string& domain, bool writable) {
+  try {
+    Registry r{Segment::open(registry_object_name(domain), kSpec, writable)};
+    r.domain_ = domain;
+    return r;
+  } catch (const Error& e) {
+    if (e.code() == Errc::kNotFound) {
+      throw Error(Errc::kNotFound, fmt::format("domain \"{}\" has no registry: no shmbus process has used "
+                                               "it yet (check SHMBUS_DOMAIN or --domain)",
+                                               domain));
+    }
+    throw;
+  }
+}
+
+ChannelRecord* Registry::records() const noexcept {
+  return reinterpret_cast<ChannelRecord*>(static_cast<std::byte*>(segment_.base()) + header()->records_offset);
+}
+
+std::uint32_t Registry::ensure(std::string_view name, std::string_view type_name, std::uint64_t type_hash,
+                               std::uint32_t transport) {
+  const std::uint64_t hash = hash_name(name);
+  const std::uint32_t cap = capacity();
+  const std::uint32_t mask = cap - 1;
+  const auto pid = static_cast<std::uint32_t>(self_pid());
+  ChannelRecord* recs = records();
+  for (std::uint32_t probe = 0; probe < cap;) {
+    const std::uint32_t i = static_cast<std::uint32_t>(hash + probe) & mask;
+    ChannelRecord& r = recs[i];
+    std::uint64_t st = r.state.load(std::memory_order_acquire);
+    switch (st & 3U) {
+      case layout::kRecordFree: {
+        // CAS cases: won -> fill and publish; lost -> re-examine this index
+        // (the winner may be adding the same name).
+        const std::uint64_t claimed = (std::uint64_t{pid} << 2) | layout::kRecordClaimed;
+        if (r.state.compare_exchange_strong(st, claimed, std::memory_order_acq_rel)) {
+          r.name_hash = hash;
+          copy_name(r.name, sizeof(r.name), name);
+          copy_name(r.type_name, sizeof(r.type_name), type_name);
+          r.type_hash = type_hash;
+          r.transport = transport;
+          // SYNC POINT WRITE: record fields before Live.
+          r.state.store(layout::kRecordLive, std::memory_order_release);
+          header()->generation.fetch_add(1, std::memory_order_release);
+          return i;
+        }
+        continue;
+      }
+      case layout::kRecordClaimed: {
+        // Someone is filling this record, maybe with our name: wait for it,
+        // or free it when its claimer died half-way.
+        if (!process_alive(static_cast<pid_t>(st >> 2))) {
+          r.state.compare_exchange_strong(st, layout::kRecordFree, std::memory_order_acq_rel);
+        } else {
+          std::this_thread::sleep_for(std::chrono::microseconds(50));
+        }
+        continue;
+      }
+      case layout::kRecordLive:
+        if (name_is(r, hash, name)) return i;
+        ++probe;
+        continue;
+      default:  // tombstone
+        ++probe;
+        continue;
+    }
+  }
+  throw Error(Errc::kResource,
+              fmt::format("the registry of domain \"{}\" is full ({} channels); raise registry_capacity in "
+                          "the configuration and run `shmtool clean` once no process uses the domain",
+                          domain_, cap));
+}
+
+std::optional<std::uint32_t> Registry::find(std::string_view name) const {
+  const std::uint64_t hash = hash_name(name);
+  const std::uint32_t cap = capacity();
+  const ChannelRecord* recs = records();
+  for (std::uint32_t probe = 0; probe < cap; ++probe) {
+    const std::uint32_t i = static_cast<std::uint32_t>(hash + probe) & (cap - 1);
+    const std::uint64_t st = recs[i].state.load(std::memory_order_acquire);
+    if (st == layout::kRecordFree) return std::nullopt;
+    if ((st & 3U) == layout::kRecordLive && name_is(recs[i], hash, name)) return i;
+  }
+  return std::nullopt;
+}
+
+bool Registry::remove(std::string_view name) {
+  const auto i = find(name);
+  if (!i) return false;
+  records()[*i].state.store(layout::kRecordTombstone, std::memory_order_release);
+  header()->generation.fetch_add(1, std::memory_order_release);
+  return true;
+}
+
+void Registry::for_each_live(const std::function<void(std::uint32_t, const ChannelRecord&)>& f) const {
+  const ChannelRecord* recs = records();
+  for (std::uint32_t i = 0; i < capacity(); ++i) {
+    if ((recs[i].state.load(std::memory_order_acquire) & 3U) == layout::kRecordLive) f(i, recs[i]);
+  }
+}
+
+const ChannelRecord* Registry::record(std::uint32_t index) const {
+  if (index >= capacity()) return nullptr;
+  const ChannelRecord& r = records()[index];
+  return (r.state.load(std::memory_order_acquire) & 3U) == layout::kRecordLive ? &r : nullptr;
+}
+
+}  // namespace shmbus::detail

@@ -1,0 +1,84 @@
+#pragma once
+// The parts of the ring protocol shared by publisher, subscriber and wait
+// set. See layout/channel_layout.hpp for the slot state word.
+
+#include <atomic>
+#include <cstdint>
+
+#include "channel.hpp"
+#include "futex.hpp"
+
+#if defined(__SANITIZE_THREAD__)
+#define SHMBUS_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define SHMBUS_TSAN 1
+#endif
+#endif
+
+#ifdef SHMBUS_TSAN
+extern "C" void AnnotateIgnoreReadsBegin(const char* file, int line);
+extern "C" void AnnotateIgnoreReadsEnd(const char* file, int line);
+#endif
+
+namespace shmbus::detail {
+
+/// Brackets a seqlock reader's optimistic copy. The copy may race with a
+/// writer of the next lap by design; the state re-check after it discards a
+/// torn copy. ThreadSanitizer is told to ignore these reads (and only these).
+struct SeqlockReadScope {
+#ifdef SHMBUS_TSAN
+  SeqlockReadScope() noexcept { AnnotateIgnoreReadsBegin(__FILE__, __LINE__); }
+  ~SeqlockReadScope() { AnnotateIgnoreReadsEnd(__FILE__, __LINE__); }
+#endif
+  SeqlockReadScope(const SeqlockReadScope&) = delete;
+  SeqlockReadScope& operator=(const SeqlockReadScope&) = delete;
+#ifndef SHMBUS_TSAN
+  SeqlockReadScope() noexcept = default;
+#endif
+};
+
+/// True when the slot state lets a reader expecting `next` act: the message
+/// is committed, or the slot already holds a later one (we were lapped).
+inline bool slot_settled(std::uint64_t state, std::uint64_t next) noexcept {
+  if (state == 0) return false;
+  const std::uint64_t seq = layout::state_sequence(state);
+  return seq > next || (seq == next && !layout::is_writing(state));
+}
+
+/// True when a reader expecting `next` has something to act on: settled,
+/// or the sequence is claimed (a publisher is writing it, or stalled).
+inline bool reader_pending(const Channel& ch, std::uint64_t next) noexcept {
+  if (slot_settled(ch.slot(next)->state.load(std::memory_order_acquire), next)) return true;
+  return ch.header().write_cursor.load(std::memory_order_acquire) > next;
+}
+
+/// After a commit: wakes sleepers, making the system call only when some
+/// subscriber sleeps.
+inline void wake_waiters(layout::ChannelHeader& h) noexcept {
+  // SYNC POINT (store-load): the commit store above and the load of
+  // `waiters` below must not be reordered; pairs with the fence after the
+  // sleeper's waiters.fetch_add in Subscriber::wait / WaitSet::wait.
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (h.waiters.load(std::memory_order_relaxed) != 0) {
+    h.futex_word.fetch_add(1, std::memory_order_release);
+    futex_wake_all(h.futex_word);
+  }
+}
+
+/// Registers as a sleeper on `h` and returns the futex value to sleep on;
+/// the caller must re-check for data before sleeping and call
+/// leave_waiters() after.
+inline std::uint32_t enter_waiters(layout::ChannelHeader& h) noexcept {
+  const std::uint32_t word = h.futex_word.load(std::memory_order_acquire);
+  h.waiters.fetch_add(1, std::memory_order_relaxed);
+  // SYNC POINT (store-load): pairs with the fence in wake_waiters().
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  return word;
+}
+
+inline void leave_waiters(layout::ChannelHeader& h) noexcept {
+  h.waiters.fetch_sub(1, std::memory_order_relaxed);
+}
+
+}  // namespace shmbus::detail

@@ -1,0 +1,46 @@
+#include "shmbus/subscriber.hpp"
+
+#include "subscriber_impl.hpp"
+
+namespace shmbus {
+
+Subscriber::Subscriber(std::string_view channel, const std::optional<TypeInfo>& type, Context& context,
+                       SubscriberOptions options)
+    : impl_(std::make_unique<Impl>()) {
+  auto ch = context.state().channel(channel, type ? &*type : nullptr);
+  impl_->entry_index = ch->register_subscriber(context.node(), impl_->id);
+  impl_->channel = std::move(ch);
+  Impl& s = *impl_;
+  s.header = &s.channel->header();
+  s.entry = &s.channel->subscriber(s.entry_index);
+  s.stall_timeout_ns = s.header->stall_timeout_ns;
+  s.wait_spin_ns = context.config().channel(channel).wait_spin.count();
+  const std::uint64_t cursor = s.header->write_cursor.load(std::memory_order_acquire);
+  const std::uint64_t history = std::min<std::uint64_t>(options.history, s.channel->capacity());
+  s.next = cursor > history ? cursor - history : 0;
+}
+
+Subscriber::~Subscriber() = default;
+Subscriber::Subscriber(Subscriber&&) noexcept = default;
+Subscriber& Subscriber::operator=(Subscriber&&) noexcept = default;
+
+TakeResult Subscriber::take(std::span<std::byte> buffer) noexcept { return impl_->take(buffer); }
+
+bool Subscriber::pending() const noexcept { return reader_pending(*impl_->channel, impl_->next); }
+
+bool Subscriber::wait(std::chrono::nanoseconds timeout) noexcept {
+  Impl* self = impl_.get();
+  return wait_any(std::span<Impl* const>{&self, 1}, timeout, nullptr) != 0;
+}
+
+std::uint64_t Subscriber::received() const noexcept {
+  return impl_->entry->received.load(std::memory_order_relaxed);
+}
+std::uint64_t Subscriber::lost() const noexcept { return impl_->entry->lost.load(std::memory_order_relaxed); }
+std::uint32_t Subscriber::id() const noexcept { return impl_->id; }
+const std::string& Subscriber::channel() const noexcept { return impl_->channel->name(); }
+std::uint32_t Subscriber::channel_index() const noexcept { return impl_->header->registry_index; }
+std::size_t Subscriber::max_message_size() const noexcept { return impl_->header->max_message_size; }
+TypeInfo Subscriber::type() const { return impl_->channel->type(); }
+
+}  // namespace shmbus

@@ -1,0 +1,158 @@
+#pragma once
+// The state of a Subscriber, shared with WaitSet (which sleeps on the
+// channels of several subscribers at once).
+
+#include <algorithm>
+#include <cstring>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "channel.hpp"
+#include "process.hpp"
+#include "ring.hpp"
+#include "shmbus/subscriber.hpp"
+
+namespace shmbus {
+
+using namespace detail;
+using namespace layout;
+
+/// A stalled slot whose writer is dead is skipped once the stall is this
+/// old: long enough that a live writer has stored its pid, short enough to
+/// keep a crash's stall well under the stall_timeout bound.
+inline constexpr std::int64_t kDeadWriterCheckNs = 100'000;
+
+struct Subscriber::Impl {
+  std::shared_ptr<Channel> channel;
+  ChannelHeader* header = nullptr;
+  SubscriberEntry* entry = nullptr;
+  std::uint32_t entry_index = 0;
+  std::uint32_t id = 0;
+  std::uint64_t next = 0;           ///< next sequence to deliver
+  std::uint64_t pending_lost = 0;   ///< lost since the last delivered message
+  std::int64_t stall_since = 0;     ///< when `next` was first seen claimed but unwritten
+  bool dead_checked = false;
+  std::int64_t stall_timeout_ns = 0;
+  std::int64_t wait_spin_ns = 0;
+
+  ~Impl() {
+    if (channel) channel->unregister_subscriber(entry_index);
+  }
+
+  void count_lost(std::uint64_t n) noexcept {
+    pending_lost += n;
+    entry->lost.store(entry->lost.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+  }
+
+  void skip_to(std::uint64_t seq) noexcept {
+    count_lost(seq - next);
+    next = seq;
+    stall_since = 0;
+  }
+
+  /// Decides about a sequence that is claimed but not committed: keep
+  /// waiting (false) or count it lost (true) after the stall bound.
+  bool give_up_stalled(const SlotHeader* slot, std::uint64_t state) noexcept {
+    const std::int64_t now = mono_now_ns();
+    if (stall_since == 0) {
+      stall_since = now;
+      dead_checked = false;
+      return false;
+    }
+    const std::int64_t stalled = now - stall_since;
+    if (stalled >= stall_timeout_ns) return true;
+    if (!dead_checked && stalled >= kDeadWriterCheckNs && is_writing(state) &&
+        state_sequence(state) == next) {
+      dead_checked = true;
+      return !process_alive(static_cast<pid_t>(slot->writer_pid.load(std::memory_order_relaxed)));
+    }
+    return false;
+  }
+
+  TakeResult take(std::span<std::byte> buffer) noexcept {
+    TakeResult result;
+    const std::uint64_t capacity = channel->capacity();
+    for (;;) {
+      SlotHeader* slot = channel->slot(next);
+      // SYNC POINT READ: pairs with the publisher's release store of the
+      // committed state.
+      const std::uint64_t st = slot->state.load(std::memory_order_acquire);
+      if (st == committed_state(next)) {
+        std::uint32_t size = 0;
+        std::uint32_t flags = 0;
+        {
+          [[maybe_unused]] SeqlockReadScope racy_copy;
+          size = std::min(slot->size, header->max_message_size);
+          flags = slot->flags;
+          result.info.sequence = slot->sequence;
+          result.info.publish_time_ns = slot->mono_ns;
+          result.info.publish_wall_ns = slot->wall_ns;
+          result.info.size = size;
+          result.info.publisher_id = slot->publisher_id;
+          result.info.provenance_count =
+              std::min<std::uint32_t>(slot->provenance_count, kProvenanceEntries);
+          const ProvenanceEntry* prov = Channel::provenance(slot);
+          for (std::uint32_t i = 0; i < result.info.provenance_count; ++i) {
+            result.info.provenance[i] = Provenance{prov[i].channel_index, prov[i].sequence};
+          }
+          if (size <= buffer.size()) std::memcpy(buffer.data(), Channel::payload(slot), size);
+        }
+        // SYNC POINT READ (seqlock): pairs with the publisher's release
+        // fence after it marks the slot writing.
+        std::atomic_thread_fence(std::memory_order_acquire);
+        if (slot->state.load(std::memory_order_relaxed) != st) {
+          skip_to(next + 1);  // overwritten while copied: torn, never delivered
+          continue;
+        }
+        if ((flags & kSlotDiscarded) != 0) {
+          ++next;
+          stall_since = 0;
+          continue;
+        }
+        if (size > buffer.size()) {
+          result.status = TakeStatus::kBufferTooSmall;
+          return result;
+        }
+        ++next;
+        stall_since = 0;
+        result.info.lost_before = pending_lost;
+        pending_lost = 0;
+        entry->received.store(entry->received.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+        result.status = TakeStatus::kOk;
+        return result;
+      }
+      if (st != 0 && state_sequence(st) > next) {
+        // Lapped: the slot holds a later message. Resume at the oldest
+        // sequence the ring can still hold.
+        const std::uint64_t cursor = header->write_cursor.load(std::memory_order_acquire);
+        skip_to(std::max(next + 1, cursor > capacity ? cursor - capacity : 0));
+        continue;
+      }
+      // The slot holds an older lap or our sequence mid-write.
+      const std::uint64_t cursor = header->write_cursor.load(std::memory_order_acquire);
+      if (cursor <= next) {
+        stall_since = 0;
+        return result;  // nothing published yet
+      }
+      if (cursor - next > capacity) {
+        skip_to(cursor - capacity);
+        continue;
+      }
+      if (give_up_stalled(slot, st)) {
+        skip_to(next + 1);
+        continue;
+      }
+      return result;  // being written; try again shortly
+    }
+  }
+};
+
+/// Blocks until any of `subs` is pending or `timeout` passes: spins for the
+/// longest wait_spin of them, then sleeps on their futex words (one futex
+/// call for one subscriber, futex_waitv for several). Appends the indices
+/// of pending subscribers to `ready` when given; returns how many are.
+std::size_t wait_any(std::span<Subscriber::Impl* const> subs, std::chrono::nanoseconds timeout,
+                     std::vector<std::size_t>* ready) noexcept;
+
+}  // namespace shmbus

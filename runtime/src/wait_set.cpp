@@ -1,0 +1,86 @@
+#include "shmbus/wait_set.hpp"
+
+#include <thread>
+
+#include "subscriber_impl.hpp"
+
+namespace shmbus {
+
+namespace {
+
+std::size_t collect_pending(std::span<Subscriber::Impl* const> subs, std::vector<std::size_t>* ready) noexcept {
+  std::size_t n = 0;
+  for (std::size_t i = 0; i < subs.size(); ++i) {
+    if (reader_pending(*subs[i]->channel, subs[i]->next)) {
+      ++n;
+      if (ready != nullptr) ready->push_back(i);
+    }
+  }
+  return n;
+}
+
+/// Sleeps on every channel's futex word until a wake or the deadline.
+void sleep_on(std::span<Subscriber::Impl* const> subs, std::span<const std::uint32_t> words,
+              std::int64_t deadline) noexcept {
+  if (subs.size() == 1) {
+    futex_wait(subs[0]->header->futex_word, words[0], deadline);
+    return;
+  }
+  constexpr std::size_t kMaxVector = 128;  // the kernel's limit for futex_waitv
+  if (subs.size() <= kMaxVector) {
+    FutexWaitItem items[kMaxVector];
+    for (std::size_t i = 0; i < subs.size(); ++i) items[i] = {&subs[i]->header->futex_word, words[i]};
+    if (futex_wait_any(std::span<const FutexWaitItem>{items, subs.size()}, deadline)) return;
+  }
+  // No futex_waitv (Linux < 5.16) or too many channels: poll every 1 ms.
+  const std::int64_t until = std::min(deadline, mono_now_ns() + 1'000'000);
+  std::this_thread::sleep_for(std::chrono::nanoseconds(std::max<std::int64_t>(0, until - mono_now_ns())));
+}
+
+}  // namespace
+
+std::size_t wait_any(std::span<Subscriber::Impl* const> subs, std::chrono::nanoseconds timeout,
+                     std::vector<std::size_t>* ready) noexcept {
+  if (std::size_t n = collect_pending(subs, ready)) return n;
+  const std::int64_t start = mono_now_ns();
+  const std::int64_t deadline = start + std::max<std::int64_t>(0, timeout.count());
+  std::int64_t spin = 0;
+  for (auto* s : subs) spin = std::max(spin, s->wait_spin_ns);
+  const std::int64_t spin_until = std::min(deadline, start + spin);
+  // Spin first: at high rates the next message comes sooner than a sleeping
+  // CPU wakes up. The clock is read every 64 iterations only.
+  if (spin > 0) {
+    for (std::uint32_t i = 1;; ++i) {
+      if (std::size_t n = collect_pending(subs, ready)) return n;
+      if ((i & 63U) == 0 && mono_now_ns() >= spin_until) break;
+      cpu_relax();
+    }
+  }
+  std::uint32_t stack_words[16];
+  std::vector<std::uint32_t> heap_words;
+  std::span<std::uint32_t> words{stack_words, subs.size()};
+  if (subs.size() > 16) {
+    heap_words.resize(subs.size());
+    words = heap_words;
+  }
+  for (;;) {
+    for (std::size_t i = 0; i < subs.size(); ++i) words[i] = enter_waiters(*subs[i]->header);
+    std::size_t n = collect_pending(subs, nullptr);
+    if (n == 0 && mono_now_ns() < deadline) sleep_on(subs, words, deadline);
+    for (auto* s : subs) leave_waiters(*s->header);
+    n = collect_pending(subs, ready);
+    if (n != 0 || mono_now_ns() >= deadline) return n;
+  }
+}
+
+std::size_t WaitSet::attach(Subscriber& subscriber) {
+  subscribers_.push_back(subscriber.impl_.get());
+  return subscribers_.size() - 1;
+}
+
+std::size_t WaitSet::wait(std::chrono::nanoseconds timeout, std::vector<std::size_t>& ready) {
+  ready.clear();
+  return wait_any(subscribers_, timeout, &ready);
+}
+
+}  // namespace shmbus
