@@ -58,8 +58,10 @@ class ConfigReader {
  public:
   explicit ConfigReader(std::string source) : source_(std::move(source)) {}
 
-  [[noreturn]] void fail(const toml::node& at, const std::string& what) const {
-    const auto& where = at.source().begin;
+  [[noreturn]] void fail(const toml::node& at, const std::string& what) const { fail(at.source(), what); }
+
+  [[noreturn]] void fail(const toml::source_region& region, const std::string& what) const {
+    const auto& where = region.begin;
     throw Error(Errc::kConfig, source_ + ":" + std::to_string(where.line) + ":" +
                                    std::to_string(where.column) + ": " + what);
   }
@@ -148,7 +150,7 @@ class ConfigReader {
       } else if (key == "metrics_listen") m.metrics_listen = string_of(v, key);
       else if (key == "statistics_period") m.statistics_period = duration_of(v, key);
       else if (key == "webhook") m.webhook = string_of(v, key);
-      else fail(v, "unknown key monitor." + std::string{key});
+      else fail(k.source(), "unknown key monitor." + std::string{key});
     }
   }
 
@@ -186,7 +188,7 @@ class ConfigReader {
         if (t == nullptr) fail(v, "defaults must be a table ([defaults])");
         ChannelRule r;
         for (const auto& [dk, dv] : *t) {
-          if (!channel_key(dk.str(), dv, r)) fail(dv, "unknown key defaults." + std::string{dk.str()});
+          if (!channel_key(dk.str(), dv, r)) fail(dk.source(), "unknown key defaults." + std::string{dk.str()});
         }
         apply(r, c.defaults);
       } else if (key == "channel") {
@@ -198,7 +200,7 @@ class ConfigReader {
           ChannelRule r;
           for (const auto& [ck, cv] : *t) {
             if (ck.str() == "name") r.pattern = string_of(cv, "name");
-            else if (!channel_key(ck.str(), cv, r)) fail(cv, "unknown key channel." + std::string{ck.str()});
+            else if (!channel_key(ck.str(), cv, r)) fail(ck.source(), "unknown key channel." + std::string{ck.str()});
           }
           if (r.pattern.empty()) fail(e, "a [[channel]] entry needs name = \"/exact/name\" or a glob");
           c.channels.push_back(std::move(r));
@@ -208,7 +210,7 @@ class ConfigReader {
         if (t == nullptr) fail(v, "monitor must be a table ([monitor])");
         read_monitor(*t, c.monitor);
       } else {
-        fail(v, "unknown key " + std::string{key});
+        fail(k.source(), "unknown key " + std::string{key});
       }
     }
     return c;

@@ -49,14 +49,18 @@ struct Publisher::Impl {
       if (is_writing(st)) {
         const std::int64_t now = mono_now_ns();
         if (stuck_since == 0) stuck_since = now;
-        if (now - stuck_since > stall_timeout_ns) {
+        if (now - stuck_since > kDeadWriterCheckNs) {
           const auto owner = static_cast<pid_t>(slot->writer_pid.load(std::memory_order_relaxed));
-          if (process_alive(owner)) return nullptr;
-          if (slot->state.compare_exchange_strong(st, writing_state(s), std::memory_order_acq_rel,
-                                                  std::memory_order_acquire)) {
-            break;
+          if (!process_alive(owner)) {
+            // CAS cases: won -> the dead writer's slot is ours; lost -> the
+            // state moved on, re-examine it.
+            if (slot->state.compare_exchange_strong(st, writing_state(s), std::memory_order_acq_rel,
+                                                    std::memory_order_acquire)) {
+              break;
+            }
+            continue;
           }
-          continue;
+          if (now - stuck_since > stall_timeout_ns) return nullptr;
         }
         cpu_relax();
         st = slot->state.load(std::memory_order_acquire);

@@ -23,6 +23,12 @@ extern "C" void AnnotateIgnoreReadsEnd(const char* file, int line);
 
 namespace shmbus::detail {
 
+/// A slot stuck in writing state is checked for a dead writer once it has
+/// been stuck this long: long after a live writer has stored its pid, and
+/// short enough that a crash stalls readers and publishers well under the
+/// stall_timeout bound.
+inline constexpr std::int64_t kDeadWriterCheckNs = 100'000;
+
 /// Brackets a seqlock reader's optimistic copy. The copy may race with a
 /// writer of the next lap by design; the state re-check after it discards a
 /// torn copy. ThreadSanitizer is told to ignore these reads (and only these).

@@ -6,6 +6,9 @@
 #include <boost/interprocess/shared_memory_object.hpp>
 #include <fmt/format.h>
 
+#include <sys/stat.h>
+#include <time.h>
+
 #include <chrono>
 #include <thread>
 
@@ -33,6 +36,16 @@ namespace {
 
 /// How long an opener waits for a creator that is alive but not done yet.
 constexpr auto kInitWait = std::chrono::seconds(5);
+
+/// Seconds since the object's inode last changed (creation or truncation).
+double object_age_seconds(const std::string& name) {
+  struct stat st {};
+  if (::stat(("/dev/shm/" + name).c_str(), &st) != 0) return 0;
+  timespec now{};
+  ::clock_gettime(CLOCK_REALTIME, &now);
+  return static_cast<double>(now.tv_sec - st.st_ctim.tv_sec) +
+         static_cast<double>(now.tv_nsec - st.st_ctim.tv_nsec) / 1e9;
+}
 
 const char* kind_name(layout::SegmentKind k) {
   return k == layout::SegmentKind::kRegistry ? "registry" : "channel";
@@ -81,13 +94,14 @@ Segment Segment::open(const std::string& name, SegmentSpec spec, bool writable) 
     throw Error(Errc::kResource, fmt::format("cannot open /dev/shm/{}: {}; check its permissions", name, e.what()));
   }
   // A creator that won the race may not have sized the object yet; give it
-  // the same bounded time as for initialisation.
+  // the same bounded time as for initialisation, but only while the object
+  // is young enough to have a creator still at work.
   const auto give_up = std::chrono::steady_clock::now() + kInitWait;
   bip::offset_t size = 0;
   while (true) {
     impl->object.get_size(size);
     if (static_cast<std::size_t>(size) >= sizeof(layout::SegmentHeader)) break;
-    if (std::chrono::steady_clock::now() > give_up) {
+    if (std::chrono::steady_clock::now() > give_up || object_age_seconds(name) > 1.0) {
       refuse(name, fmt::format("is {} bytes, smaller than a segment header (truncated)", size));
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(1));

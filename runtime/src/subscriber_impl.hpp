@@ -18,11 +18,6 @@ namespace shmbus {
 using namespace detail;
 using namespace layout;
 
-/// A stalled slot whose writer is dead is skipped once the stall is this
-/// old: long enough that a live writer has stored its pid, short enough to
-/// keep a crash's stall well under the stall_timeout bound.
-inline constexpr std::int64_t kDeadWriterCheckNs = 100'000;
-
 struct Subscriber::Impl {
   std::shared_ptr<Channel> channel;
   ChannelHeader* header = nullptr;

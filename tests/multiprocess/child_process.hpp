@@ -1,0 +1,109 @@
+#pragma once
+// Real child processes for multi-process tests: spawned with posix_spawn,
+// their stdout captured, stopped with real signals.
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <map>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+extern char** environ;
+
+namespace shmbus::test {
+
+class ChildProcess {
+ public:
+  explicit ChildProcess(const std::vector<std::string>& args) {
+    int fds[2];
+    if (::pipe2(fds, O_CLOEXEC) != 0) throw std::runtime_error("pipe failed");
+    posix_spawn_file_actions_t actions;
+    ::posix_spawn_file_actions_init(&actions);
+    ::posix_spawn_file_actions_adddup2(&actions, fds[1], STDOUT_FILENO);
+    std::vector<char*> argv;
+    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    const int rc = ::posix_spawn(&pid_, argv[0], &actions, nullptr, argv.data(), environ);
+    ::posix_spawn_file_actions_destroy(&actions);
+    ::close(fds[1]);
+    out_ = fds[0];
+    if (rc != 0) throw std::runtime_error("posix_spawn " + args[0] + " failed");
+  }
+  ~ChildProcess() {
+    if (pid_ > 0) {
+      ::kill(pid_, SIGKILL);
+      int status = 0;
+      ::waitpid(pid_, &status, 0);
+    }
+    if (out_ >= 0) ::close(out_);
+  }
+  ChildProcess(const ChildProcess&) = delete;
+  ChildProcess& operator=(const ChildProcess&) = delete;
+
+  [[nodiscard]] pid_t pid() const { return pid_; }
+  void signal(int sig) const { ::kill(pid_, sig); }
+
+  /// Waits for the exit (SIGKILL after `timeout`); returns the wait status.
+  int wait(std::chrono::milliseconds timeout) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    int status = 0;
+    while (true) {
+      drain(10);
+      const pid_t r = ::waitpid(pid_, &status, WNOHANG);
+      if (r == pid_) break;
+      if (std::chrono::steady_clock::now() > deadline) {
+        timed_out_ = true;
+        ::kill(pid_, SIGKILL);
+        ::waitpid(pid_, &status, 0);
+        break;
+      }
+    }
+    pid_ = -1;
+    drain(0);
+    return status;
+  }
+
+  [[nodiscard]] bool timed_out() const { return timed_out_; }
+  [[nodiscard]] const std::string& output() const { return output_; }
+
+  /// The key=value pairs of the last output line.
+  [[nodiscard]] std::map<std::string, long long> fields() const {
+    std::map<std::string, long long> f;
+    std::string text = output_;
+    while (!text.empty() && text.back() == '\n') text.pop_back();
+    std::istringstream line(text.substr(text.rfind('\n') == std::string::npos ? 0 : text.rfind('\n') + 1));
+    std::string kv;
+    while (line >> kv) {
+      const auto eq = kv.find('=');
+      if (eq != std::string::npos) f[kv.substr(0, eq)] = std::stoll(kv.substr(eq + 1));
+    }
+    return f;
+  }
+
+ private:
+  void drain(int timeout_ms) {
+    pollfd p{out_, POLLIN, 0};
+    while (::poll(&p, 1, timeout_ms) > 0) {
+      char buf[4096];
+      const ssize_t n = ::read(out_, buf, sizeof(buf));
+      if (n <= 0) break;
+      output_.append(buf, static_cast<std::size_t>(n));
+      timeout_ms = 0;
+    }
+  }
+
+  pid_t pid_ = -1;
+  int out_ = -1;
+  bool timed_out_ = false;
+  std::string output_;
+};
+
+}  // namespace shmbus::test

@@ -1,0 +1,39 @@
+#pragma once
+// Self-checking payloads for multi-process tests: a torn or mixed copy fails
+// intact().
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+namespace shmbus::test {
+
+inline constexpr std::size_t kPayloadHeader = 12;
+
+inline std::byte pattern(std::uint32_t tag, std::uint32_t counter, std::size_t i) {
+  return static_cast<std::byte>((tag * 131U + counter * 7U + static_cast<std::uint32_t>(i) * 13U) & 0xffU);
+}
+
+/// [tag][counter][size][pattern...]; size >= kPayloadHeader.
+inline void fill_payload(std::byte* p, std::size_t size, std::uint32_t tag, std::uint32_t counter) {
+  const auto n = static_cast<std::uint32_t>(size);
+  std::memcpy(p, &tag, 4);
+  std::memcpy(p + 4, &counter, 4);
+  std::memcpy(p + 8, &n, 4);
+  for (std::size_t i = kPayloadHeader; i < size; ++i) p[i] = pattern(tag, counter, i);
+}
+
+inline bool payload_intact(const std::byte* p, std::size_t size, std::uint32_t& tag, std::uint32_t& counter) {
+  if (size < kPayloadHeader) return false;
+  std::uint32_t n = 0;
+  std::memcpy(&tag, p, 4);
+  std::memcpy(&counter, p + 4, 4);
+  std::memcpy(&n, p + 8, 4);
+  if (n != size) return false;
+  for (std::size_t i = kPayloadHeader; i < size; ++i) {
+    if (p[i] != pattern(tag, counter, i)) return false;
+  }
+  return true;
+}
+
+}  // namespace shmbus::test

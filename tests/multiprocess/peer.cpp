@@ -1,0 +1,161 @@
+// A publisher or subscriber process for the multi-process and fault tests.
+//
+//   peer pub DOMAIN CHANNEL TAG COUNT SIZE PACE_US   publish COUNT (0: until SIGTERM)
+//   peer die-mid-write DOMAIN CHANNEL TAG SIZE        loan, write half, SIGKILL itself
+//   peer sub DOMAIN CHANNEL TOTAL TIMEOUT_MS         take until sequence TOTAL-1 is
+//                                                     covered (TOTAL 0: until SIGTERM)
+//
+// Channels use capacity 16 and max_message_size 4096, so laps happen.
+// `sub` prints one line: delivered= lost= torn= order= accounting= last_seq= max_stall_us=
+// `pub` prints: published= dropped= max_publish_us=
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "multiprocess/payload.hpp"
+#include "shmbus/error.hpp"
+#include "shmbus/publisher.hpp"
+#include "shmbus/subscriber.hpp"
+
+using namespace shmbus;
+using shmbus::test::fill_payload;
+using shmbus::test::payload_intact;
+
+namespace {
+
+volatile sig_atomic_t g_stop = 0;
+void on_term(int) { g_stop = 1; }
+
+std::int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+Config peer_config(const std::string& domain) {
+  Config c;
+  c.domain = domain;
+  c.node = "peer";
+  c.defaults.capacity = 16;
+  c.defaults.max_message_size = 4096;
+  c.defaults.wait_spin = std::chrono::microseconds(20);
+  return c;
+}
+
+int run_pub(Context& ctx, const std::string& channel, std::uint32_t tag, std::uint64_t count, std::size_t size,
+            long pace_us) {
+  Publisher pub(channel, TypeInfo::bytes(), ctx);
+  std::vector<std::byte> msg(size);
+  std::int64_t max_publish = 0;
+  std::uint64_t dropped = 0;
+  for (std::uint64_t i = 0; (count == 0 || i < count) && !g_stop; ++i) {
+    fill_payload(msg.data(), size, tag, static_cast<std::uint32_t>(i));
+    const std::int64_t t0 = now_ns();
+    if (pub.publish(msg) != PublishResult::kOk) ++dropped;
+    max_publish = std::max(max_publish, now_ns() - t0);
+    if (pace_us > 0) std::this_thread::sleep_for(std::chrono::microseconds(pace_us));
+  }
+  std::printf("published=%llu dropped=%llu max_publish_us=%lld\n",
+              static_cast<unsigned long long>(pub.published()), static_cast<unsigned long long>(dropped),
+              static_cast<long long>(max_publish / 1000));
+  return 0;
+}
+
+int run_die_mid_write(Context& ctx, const std::string& channel, std::uint32_t tag, std::size_t size) {
+  Publisher pub(channel, TypeInfo::bytes(), ctx);
+  Loan loan = pub.loan(size);
+  if (!loan.valid()) return 1;
+  fill_payload(loan.data().data(), size / 2, tag, 0);
+  ::raise(SIGKILL);
+  return 1;
+}
+
+int run_sub(Context& ctx, const std::string& channel, std::uint64_t total, long timeout_ms) {
+  Subscriber sub(channel, TypeInfo::bytes(), ctx);
+  std::vector<std::byte> buf(4096);
+  std::map<std::uint32_t, std::int64_t> last_counter;
+  std::uint64_t delivered = 0, lost = 0, torn = 0, order = 0, accounting = 0;
+  std::int64_t last_seq = -1;
+  std::int64_t stall_start = 0, max_stall = 0;
+  const std::int64_t deadline = now_ns() + timeout_ms * 1'000'000;
+  bool stopping = false;
+  while (true) {
+    if (total != 0 && static_cast<std::uint64_t>(last_seq + 1) >= total) break;
+    if (now_ns() > deadline) break;
+    if (g_stop && !stopping) stopping = true;
+    if (!stopping) sub.wait(std::chrono::milliseconds(20));
+    const TakeResult r = sub.take(buf);
+    if (!r.ok()) {
+      if (sub.pending()) {
+        if (stall_start == 0) stall_start = now_ns();
+        max_stall = std::max(max_stall, now_ns() - stall_start);
+        continue;
+      }
+      stall_start = 0;
+      if (stopping) break;  // drained
+      continue;
+    }
+    stall_start = 0;
+    std::uint32_t tag = 0, counter = 0;
+    if (!payload_intact(buf.data(), r.info.size, tag, counter)) {
+      ++torn;
+    } else {
+      auto [it, fresh] = last_counter.emplace(tag, -1);
+      if (static_cast<std::int64_t>(counter) <= it->second) ++order;
+      it->second = counter;
+    }
+    if (static_cast<std::int64_t>(r.info.sequence) != last_seq + 1 + static_cast<std::int64_t>(r.info.lost_before)) {
+      ++accounting;
+    }
+    last_seq = static_cast<std::int64_t>(r.info.sequence);
+    lost += r.info.lost_before;
+    ++delivered;
+  }
+  std::printf("delivered=%llu lost=%llu torn=%llu order=%llu accounting=%llu last_seq=%lld max_stall_us=%lld "
+              "counter_lost=%llu\n",
+              static_cast<unsigned long long>(delivered), static_cast<unsigned long long>(lost),
+              static_cast<unsigned long long>(torn), static_cast<unsigned long long>(order),
+              static_cast<unsigned long long>(accounting), static_cast<long long>(last_seq),
+              static_cast<long long>(max_stall / 1000), static_cast<unsigned long long>(sub.lost()));
+  return total != 0 && static_cast<std::uint64_t>(last_seq + 1) < total ? 1 : 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  struct sigaction sa {};
+  sa.sa_handler = on_term;
+  ::sigaction(SIGTERM, &sa, nullptr);
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);
+  if (argc < 4) {
+    std::fprintf(stderr, "usage: peer pub|sub|die-mid-write DOMAIN CHANNEL ...\n");
+    return 2;
+  }
+  const std::string mode = argv[1];
+  try {
+    Context ctx{peer_config(argv[2])};
+    const std::string channel = argv[3];
+    if (mode == "pub" && argc == 8) {
+      return run_pub(ctx, channel, static_cast<std::uint32_t>(std::atoi(argv[4])), std::strtoull(argv[5], nullptr, 10),
+                     std::strtoull(argv[6], nullptr, 10), std::atol(argv[7]));
+    }
+    if (mode == "die-mid-write" && argc == 6) {
+      return run_die_mid_write(ctx, channel, static_cast<std::uint32_t>(std::atoi(argv[4])),
+                               std::strtoull(argv[5], nullptr, 10));
+    }
+    if (mode == "sub" && argc == 6) {
+      return run_sub(ctx, channel, std::strtoull(argv[4], nullptr, 10), std::atol(argv[5]));
+    }
+  } catch (const Error& e) {
+    std::fprintf(stderr, "peer: %s\n", e.what());
+    return e.exit_code();
+  }
+  std::fprintf(stderr, "peer: bad arguments\n");
+  return 2;
+}

@@ -1,0 +1,184 @@
+// Fault tests: publishers and subscribers killed with SIGKILL at random
+// moments while others go on. Nothing may hang, no torn payload may be
+// delivered, every loss must be counted, dead entries must be reclaimed.
+#include <gtest/gtest.h>
+
+#include <random>
+#include <thread>
+
+#include "multiprocess/child_process.hpp"
+#include "multiprocess/payload.hpp"
+#include "shmbus/error.hpp"
+#include "shmbus/introspect.hpp"
+#include "shmbus/publisher.hpp"
+#include "shmbus/subscriber.hpp"
+#include "support/test_domain.hpp"
+
+using namespace shmbus;
+using namespace std::chrono_literals;
+using shmbus::test::ChildProcess;
+
+namespace {
+
+const std::string kPeer = SHMBUS_TEST_PEER;
+
+/// Kill iterations of the random-kill test. Each spawns a publisher that
+/// writes 4 KiB messages flat out and kills it 0-2 ms later.
+constexpr int kKillIterations = 300;
+/// The stall bound the tests hold the ring to: stall_timeout (2 ms) plus
+/// generous room for a loaded 2-core CI machine's scheduler.
+constexpr long long kMaxStallUs = 100'000;
+
+void wait_for(const std::string& domain, const std::string& channel, std::size_t subscribers) {
+  const auto deadline = std::chrono::steady_clock::now() + 20s;
+  while (std::chrono::steady_clock::now() < deadline) {
+    try {
+      if (introspect::ChannelReader(domain, channel).view().subscribers.size() >= subscribers) return;
+    } catch (const Error&) {
+    }
+    std::this_thread::sleep_for(2ms);
+  }
+  FAIL() << "subscribers did not register on " << channel;
+}
+
+Config peer_like(const std::string& domain) {
+  Config c;
+  c.domain = domain;
+  c.node = "fault_test";
+  c.defaults.capacity = 16;
+  c.defaults.max_message_size = 4096;
+  return c;
+}
+
+void expect_clean_subscriber(ChildProcess& s) {
+  const int status = s.wait(60s);
+  ASSERT_FALSE(s.timed_out()) << "subscriber hung: " << s.output();
+  ASSERT_TRUE(WIFEXITED(status)) << s.output();
+  const auto f = s.fields();
+  std::printf("subscriber: %s", s.output().c_str());
+  EXPECT_EQ(f.at("torn"), 0) << s.output();
+  EXPECT_EQ(f.at("order"), 0) << s.output();
+  EXPECT_EQ(f.at("accounting"), 0) << s.output();
+  EXPECT_EQ(f.at("counter_lost"), f.at("lost")) << "every loss counted in shared memory: " << s.output();
+  EXPECT_GT(f.at("delivered"), 0) << s.output();
+  EXPECT_LE(f.at("max_stall_us"), kMaxStallUs) << s.output();
+}
+
+class FaultTest : public ::testing::Test {
+ protected:
+  void TearDown() override { introspect::clean_domain(domain_, false); }
+  std::string domain_ = shmbus::test::unique_domain("fault");
+};
+
+}  // namespace
+
+TEST_F(FaultTest, PublisherKilledMidWriteStallsNobodyAndItsMessageIsCountedLost) {
+  ChildProcess sub({kPeer, "sub", domain_, "/f", "0", "60000"});
+  wait_for(domain_, "/f", 1);
+  {
+    ChildProcess dying({kPeer, "die-mid-write", domain_, "/f", "9", "4096"});
+    const int status = dying.wait(20s);
+    ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+  }
+  // The dead publisher holds sequence 0 in writing state. A live publisher
+  // now laps the 16-slot ring several times: it must take the dead slot over
+  // and the subscriber must skip sequence 0 as lost.
+  Context ctx{peer_like(domain_)};
+  Publisher pub("/f", TypeInfo::bytes(), ctx);
+  std::vector<std::byte> msg(64);
+  std::int64_t worst_publish_ns = 0;
+  for (std::uint32_t i = 0; i < 100; ++i) {
+    test::fill_payload(msg.data(), msg.size(), 1, i);
+    const auto t0 = std::chrono::steady_clock::now();
+    EXPECT_EQ(pub.publish(msg), PublishResult::kOk);
+    worst_publish_ns = std::max<std::int64_t>(worst_publish_ns, (std::chrono::steady_clock::now() - t0).count());
+    std::this_thread::sleep_for(200us);
+  }
+  EXPECT_LT(worst_publish_ns, kMaxStallUs * 1000) << "publisher stalled behind the dead slot";
+  std::this_thread::sleep_for(50ms);
+  sub.signal(SIGTERM);
+  expect_clean_subscriber(sub);
+  const auto f = sub.fields();
+  EXPECT_EQ(f.at("last_seq"), 100);
+  EXPECT_EQ(f.at("lost"), 1) << "the dead publisher's half-written message, and nothing else";
+  EXPECT_EQ(f.at("delivered"), 100);
+  // The dead publisher's entry is reclaimed at the next registration.
+  const auto before = introspect::ChannelReader(domain_, "/f").view();
+  Publisher another("/f", TypeInfo::bytes(), ctx);
+  const auto after = introspect::ChannelReader(domain_, "/f").view();
+  for (const auto& p : after.publishers) EXPECT_TRUE(p.alive) << "pid " << p.pid;
+  EXPECT_EQ(after.publishers.size(), 2U);
+  (void)before;
+}
+
+TEST_F(FaultTest, PublishersKilledAtRandomMomentsNeverHangOrTearAndLossesAreCounted) {
+  std::vector<std::unique_ptr<ChildProcess>> subs;
+  for (int s = 0; s < 2; ++s) {
+    subs.push_back(std::make_unique<ChildProcess>(std::vector<std::string>{kPeer, "sub", domain_, "/k", "0", "600000"}));
+  }
+  wait_for(domain_, "/k", 2);
+  std::vector<std::unique_ptr<ChildProcess>> steady;
+  for (int p = 0; p < 2; ++p) {
+    steady.push_back(std::make_unique<ChildProcess>(
+        std::vector<std::string>{kPeer, "pub", domain_, "/k", std::to_string(p), "0", "256", "50"}));
+  }
+  std::mt19937 rng(12345);
+  std::uniform_int_distribution<int> delay_us(0, 2000);
+  int killed_while_publishing = 0;
+  for (int i = 0; i < kKillIterations; ++i) {
+    ChildProcess victim({kPeer, "pub", domain_, "/k", std::to_string(100 + i), "0", "4096", "0"});
+    std::this_thread::sleep_for(std::chrono::microseconds(delay_us(rng)));
+    victim.signal(SIGKILL);
+    const int status = victim.wait(20s);
+    ASSERT_FALSE(victim.timed_out());
+    if (WIFSIGNALED(status)) ++killed_while_publishing;
+  }
+  EXPECT_GT(killed_while_publishing, kKillIterations / 2);
+  std::printf("killed %d of %d victims by SIGKILL\n", killed_while_publishing, kKillIterations);
+  for (auto& p : steady) {
+    p->signal(SIGTERM);
+    const int status = p->wait(30s);
+    ASSERT_FALSE(p->timed_out()) << "a steady publisher hung";
+    ASSERT_TRUE(WIFEXITED(status)) << p->output();
+    EXPECT_LE(p->fields().at("max_publish_us"), kMaxStallUs) << p->output();
+    std::printf("steady publisher: %s", p->output().c_str());
+  }
+  for (auto& s : subs) {
+    s->signal(SIGTERM);
+    expect_clean_subscriber(*s);
+  }
+  // Every victim's entry is recognised as dead and reclaimed.
+  Context ctx{peer_like(domain_)};
+  Publisher probe("/k", TypeInfo::bytes(), ctx);
+  const auto v = introspect::ChannelReader(domain_, "/k").view();
+  ASSERT_EQ(v.publishers.size(), 1U);
+  EXPECT_EQ(v.publishers[0].pid, ::getpid());
+}
+
+TEST_F(FaultTest, SubscriberKilledLeavesPublishersUnaffectedAndItsEntryIsReclaimed) {
+  ChildProcess victim({kPeer, "sub", domain_, "/s", "0", "60000"});
+  ChildProcess survivor({kPeer, "sub", domain_, "/s", "0", "60000"});
+  wait_for(domain_, "/s", 2);
+  ChildProcess pub({kPeer, "pub", domain_, "/s", "1", "0", "128", "100"});
+  std::this_thread::sleep_for(200ms);
+  victim.signal(SIGKILL);
+  victim.wait(10s);
+  const auto published_at_kill = introspect::ChannelReader(domain_, "/s").view().messages;
+  std::this_thread::sleep_for(300ms);
+  const auto view = introspect::ChannelReader(domain_, "/s").view();
+  EXPECT_GT(view.messages, published_at_kill + 100) << "the publisher kept publishing";
+  std::size_t dead = 0;
+  for (const auto& s : view.subscribers) dead += s.alive ? 0 : 1;
+  EXPECT_EQ(dead, 1U) << "the killed subscriber is recognised as dead";
+  // A new registration reclaims it.
+  Context ctx{peer_like(domain_)};
+  Subscriber fresh("/s", TypeInfo::bytes(), ctx);
+  const auto after = introspect::ChannelReader(domain_, "/s").view();
+  EXPECT_EQ(after.subscribers.size(), 2U);
+  for (const auto& s : after.subscribers) EXPECT_TRUE(s.alive);
+  pub.signal(SIGTERM);
+  ASSERT_TRUE(WIFEXITED(pub.wait(20s)));
+  EXPECT_EQ(pub.fields().at("dropped"), 0);
+  survivor.signal(SIGTERM);
+  expect_clean_subscriber(survivor);
+}

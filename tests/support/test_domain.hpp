@@ -1,0 +1,42 @@
+#pragma once
+// A unique domain per test, so suites run in parallel, and its segments
+// removed afterwards.
+
+#include <unistd.h>
+
+#include <atomic>
+#include <memory>
+#include <string>
+
+#include "shmbus/config.hpp"
+#include "shmbus/context.hpp"
+#include "shmbus/introspect.hpp"
+
+namespace shmbus::test {
+
+inline std::string unique_domain(const std::string& tag) {
+  static std::atomic<int> counter{0};
+  return "t" + tag + "_" + std::to_string(::getpid()) + "_" + std::to_string(counter.fetch_add(1));
+}
+
+/// Owns a Context on a fresh domain; removes the domain's segments at the
+/// end (after the endpoints, which the test destroys first).
+class TestDomain {
+ public:
+  explicit TestDomain(Config config = {}, const std::string& tag = "d") {
+    config.domain = unique_domain(tag);
+    if (config.node.empty()) config.node = "test";
+    context_ = std::make_unique<Context>(std::move(config));
+  }
+  ~TestDomain() { introspect::clean_domain(context_->domain(), false); }
+  TestDomain(const TestDomain&) = delete;
+  TestDomain& operator=(const TestDomain&) = delete;
+
+  Context& context() { return *context_; }
+  const std::string& domain() const { return context_->domain(); }
+
+ private:
+  std::unique_ptr<Context> context_;
+};
+
+}  // namespace shmbus::test

@@ -1,0 +1,153 @@
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <fstream>
+
+#include "shmbus/config.hpp"
+#include "shmbus/error.hpp"
+
+using namespace shmbus;
+using namespace std::chrono_literals;
+
+namespace {
+
+std::string error_of(std::string_view text) {
+  try {
+    Config::parse(text, "test.toml");
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), Errc::kConfig);
+    EXPECT_EQ(e.exit_code(), 2);
+    return e.what();
+  }
+  return "no error";
+}
+
+}  // namespace
+
+TEST(ConfigTest, EmptyTextGivesTheDocumentedDefaults) {
+  const Config c = Config::parse("", "empty.toml");
+  EXPECT_EQ(c.domain, "default");
+  EXPECT_EQ(c.defaults.capacity, 64U);
+  EXPECT_EQ(c.defaults.max_message_size, 4096U);
+  EXPECT_EQ(c.defaults.time_list_capacity, 1024U);
+  EXPECT_EQ(c.defaults.window, 1s);
+  EXPECT_EQ(c.defaults.transport, Transport::kShm);
+  EXPECT_EQ(c.monitor.scan_period, 100ms);
+  EXPECT_EQ(c.monitor.debounce_scans, 3U);
+  EXPECT_EQ(c.monitor.metrics_listen, "127.0.0.1:9464");
+  EXPECT_EQ(c.mode, 0660U);
+  EXPECT_FALSE(c.channel("/x").thresholds_hz.has_value());
+}
+
+TEST(ConfigTest, DesignExampleParsesAndGlobsApplyKeyByKeyLastMatchWins) {
+  const Config c = Config::parse(R"(
+domain = "robot1"
+node = "camera_driver"
+mode = "0640"
+
+[defaults]
+transport = "shm"
+capacity = 64
+max_message_size = 4096
+time_list_capacity = 1024
+window = "1s"
+
+[[channel]]
+name = "/camera/*"
+max_message_size = 6291456
+thresholds_hz = [25.0, 35.0, 60.0]
+
+[[channel]]
+name = "/camera/front"
+capacity = 8
+window = "500ms"
+
+[monitor]
+scan_period = "100ms"
+debounce_scans = 3
+metrics_listen = "off"
+statistics_period = "1s"
+webhook = "http://127.0.0.1:9093/api/v2/alerts"
+)",
+                                 "design.toml");
+  EXPECT_EQ(c.domain, "robot1");
+  EXPECT_EQ(c.node, "camera_driver");
+  EXPECT_EQ(c.mode, 0640U);
+  const ChannelSettings front = c.channel("/camera/front");
+  EXPECT_EQ(front.capacity, 8U);                    // from the last entry
+  EXPECT_EQ(front.max_message_size, 6291456U);      // from the glob, kept
+  EXPECT_EQ(front.window, 500ms);
+  ASSERT_TRUE(front.thresholds_hz.has_value());
+  EXPECT_DOUBLE_EQ((*front.thresholds_hz)[1], 35.0);
+  const ChannelSettings rear = c.channel("/camera/rear");
+  EXPECT_EQ(rear.capacity, 64U);
+  EXPECT_EQ(rear.max_message_size, 6291456U);
+  const ChannelSettings imu = c.channel("/imu");
+  EXPECT_EQ(imu.max_message_size, 4096U);
+  EXPECT_FALSE(imu.thresholds_hz.has_value());
+  EXPECT_EQ(c.monitor.metrics_listen, "off");
+  EXPECT_EQ(c.monitor.webhook, "http://127.0.0.1:9093/api/v2/alerts");
+}
+
+TEST(ConfigTest, DurationsParseEveryUnitAndRefuseOthers) {
+  EXPECT_EQ(parse_duration("40ns"), 40ns);
+  EXPECT_EQ(parse_duration("250us"), 250us);
+  EXPECT_EQ(parse_duration("100ms"), 100ms);
+  EXPECT_EQ(parse_duration("1.5s"), 1500ms);
+  EXPECT_EQ(parse_duration("2min"), 120s);
+  EXPECT_FALSE(parse_duration("10").has_value());
+  EXPECT_FALSE(parse_duration("ms").has_value());
+  EXPECT_FALSE(parse_duration("5h").has_value());
+  EXPECT_FALSE(parse_duration("-1s").has_value());
+  EXPECT_EQ(format_duration(1500us), "1500us");
+  EXPECT_EQ(format_duration(2s), "2s");
+}
+
+TEST(ConfigTest, SyntaxErrorNamesFileLineAndColumn) {
+  const std::string e = error_of("domain = \"a\"\ncapacity = = 3\n");
+  EXPECT_EQ(e.rfind("test.toml:2:", 0), 0U) << e;
+}
+
+TEST(ConfigTest, BadValuesAreRefusedAtTheirPosition) {
+  EXPECT_EQ(error_of("[defaults]\ncapacity = 100\n"),
+            "test.toml:2:12: capacity = 100 must be a power of two from 2 to 1048576");
+  EXPECT_EQ(error_of("[defaults]\nwindow = \"fast\"\n"),
+            "test.toml:2:10: window = \"fast\" is not a positive duration; write a number and a unit (ns, us, "
+            "ms, s, min), e.g. \"100ms\"");
+  EXPECT_EQ(error_of("[[channel]]\nname = \"/a\"\nthresholds_hz = [30.0, 20.0, 60.0]\n"),
+            "test.toml:3:17: thresholds_hz must satisfy f1 < f2 < f3");
+  EXPECT_EQ(error_of("[defaults]\ntransport = \"udp\"\n"),
+            "test.toml:2:13: transport = \"udp\" is unknown; use \"shm\" or \"iceoryx\"");
+  EXPECT_EQ(error_of("colour = 1\n"), "test.toml:1:1: unknown key colour");
+  EXPECT_EQ(error_of("[[channel]]\ncapacity = 4\n"),
+            "test.toml:1:1: a [[channel]] entry needs name = \"/exact/name\" or a glob");
+  EXPECT_EQ(error_of("domain = \"no spaces\"\n"),
+            "test.toml:1:10: domain \"no spaces\" is not valid; use 1 to 32 letters, digits, '_' or '-'");
+  EXPECT_EQ(error_of("[monitor]\ndebounce_scans = 0\n"), "test.toml:2:18: debounce_scans must be from 1 to 1000");
+}
+
+TEST(ConfigTest, MissingFileIsAConfigErrorNamingThePath) {
+  try {
+    Config::load_file("/nonexistent/shmbus.toml");
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), Errc::kConfig);
+    EXPECT_NE(std::string{e.what()}.find("/nonexistent/shmbus.toml:1:1: cannot read"), std::string::npos);
+  }
+}
+
+TEST(ConfigTest, EnvironmentSelectsFileAndDomainOverridesIt) {
+  const std::string path = ::testing::TempDir() + "/shmbus_env_test.toml";
+  std::ofstream(path) << "domain = \"fromfile\"\nnode = \"n1\"\n";
+  ::setenv("SHMBUS_CONFIG", path.c_str(), 1);
+  ::unsetenv("SHMBUS_DOMAIN");
+  EXPECT_EQ(Config::from_environment().domain, "fromfile");
+  ::setenv("SHMBUS_DOMAIN", "fromenv", 1);
+  const Config c = Config::from_environment();
+  EXPECT_EQ(c.domain, "fromenv");
+  EXPECT_EQ(c.node, "n1");
+  ::setenv("SHMBUS_DOMAIN", "bad domain", 1);
+  EXPECT_THROW(Config::from_environment(), Error);
+  ::unsetenv("SHMBUS_DOMAIN");
+  ::unsetenv("SHMBUS_CONFIG");
+}

@@ -1,0 +1,52 @@
+#include <gtest/gtest.h>
+
+#include "shmbus/error.hpp"
+#include "shmbus/names.hpp"
+
+using namespace shmbus;
+
+namespace {
+std::string error_of(std::string_view name) {
+  try {
+    validate_channel_name(name);
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), Errc::kInvalidArgument);
+    return e.what();
+  }
+  return "valid";
+}
+}  // namespace
+
+TEST(NamesTest, ValidChannelNamesPass) {
+  EXPECT_EQ(error_of("/imu"), "valid");
+  EXPECT_EQ(error_of("/camera/front_left-2"), "valid");
+  EXPECT_EQ(error_of("/" + std::string(kMaxChannelName - 1, 'a')), "valid");
+}
+
+TEST(NamesTest, InvalidChannelNamesAreRefusedWithTheReason) {
+  const std::string rule =
+      "; use /segment[/segment...] with letters, digits, '_' and '-', at most 100 bytes";
+  EXPECT_EQ(error_of("imu"), "channel name \"imu\" must start with '/'" + rule);
+  EXPECT_EQ(error_of(""), "channel name \"\" must start with '/'" + rule);
+  EXPECT_EQ(error_of("/a/"), "channel name \"/a/\" must not end with '/'" + rule);
+  EXPECT_EQ(error_of("/a//b"), "channel name \"/a//b\" has an empty segment ('//')" + rule);
+  EXPECT_EQ(error_of("/a.b"), "channel name \"/a.b\" has the character '.' at position 2" + rule);
+  EXPECT_EQ(error_of("/a b"), "channel name \"/a b\" has the character ' ' at position 2" + rule);
+  const std::string long_name = "/" + std::string(kMaxChannelName, 'a');
+  EXPECT_EQ(error_of(long_name), "channel name \"" + long_name + "\" is 101 bytes long" + rule);
+}
+
+TEST(NamesTest, DomainAndNodeNamesAreChecked) {
+  EXPECT_NO_THROW(validate_domain_name("robot_1-a"));
+  EXPECT_THROW(validate_domain_name(""), Error);
+  EXPECT_THROW(validate_domain_name("a.b"), Error);
+  EXPECT_THROW(validate_domain_name(std::string(33, 'a')), Error);
+  EXPECT_NO_THROW(validate_node_name("camera_driver"));
+  EXPECT_THROW(validate_node_name("has space"), Error);
+}
+
+TEST(NamesTest, ObjectNamesMapSlashesOneToOne) {
+  EXPECT_EQ(channel_object_name("d1", "/camera/front"), "shmbus.d1.c.camera.front");
+  EXPECT_EQ(registry_object_name("d1"), "shmbus.d1.registry");
+  EXPECT_NE(channel_object_name("d1", "/a/b"), channel_object_name("d1", "/a_b"));
+}

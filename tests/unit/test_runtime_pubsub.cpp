@@ -1,0 +1,301 @@
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <array>
+#include <cstring>
+#include <vector>
+
+#include "shmbus/error.hpp"
+#include "shmbus/introspect.hpp"
+#include "shmbus/names.hpp"
+#include "shmbus/publisher.hpp"
+#include "shmbus/subscriber.hpp"
+#include "support/test_domain.hpp"
+
+using namespace shmbus;
+using shmbus::test::TestDomain;
+
+namespace {
+
+struct Pose {
+  static constexpr const char* kTypeName = "test/Pose";
+  static constexpr std::uint64_t kTypeHash = 0x1234;
+  static constexpr const char* kSchema = "float64 x\nfloat64 y\n";
+  double x;
+  double y;
+};
+
+struct Gps {
+  static constexpr const char* kTypeName = "test/Gps";
+  static constexpr std::uint64_t kTypeHash = 0x9f00;
+  double lat;
+};
+
+std::vector<std::byte> bytes_of(std::uint32_t v, std::size_t size = 4) {
+  std::vector<std::byte> b(size);
+  std::memcpy(b.data(), &v, sizeof(v));
+  return b;
+}
+
+std::uint32_t value_of(const std::vector<std::byte>& b) {
+  std::uint32_t v = 0;
+  std::memcpy(&v, b.data(), sizeof(v));
+  return v;
+}
+
+Config small_ring() {
+  Config c;
+  c.defaults.capacity = 8;
+  c.defaults.max_message_size = 64;
+  c.defaults.time_list_capacity = 16;
+  return c;
+}
+
+class PubSubTest : public ::testing::Test {
+ protected:
+  TestDomain domain_{small_ring(), "ps"};
+  std::vector<std::byte> buf_ = std::vector<std::byte>(64);
+};
+
+}  // namespace
+
+TEST_F(PubSubTest, PublishedMessageIsTakenOnceWithItsHeader) {
+  Publisher pub("/a", TypeInfo::bytes(), domain_.context());
+  Subscriber sub("/a", TypeInfo::bytes(), domain_.context());
+  EXPECT_EQ(sub.take(buf_).status, TakeStatus::kNoData);
+  ASSERT_EQ(pub.publish(bytes_of(42)), PublishResult::kOk);
+  const TakeResult r = sub.take(buf_);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(value_of(buf_), 42U);
+  EXPECT_EQ(r.info.sequence, 0U);
+  EXPECT_EQ(r.info.size, 4U);
+  EXPECT_EQ(r.info.publisher_id, pub.id());
+  EXPECT_EQ(r.info.lost_before, 0U);
+  EXPECT_GT(r.info.publish_time_ns, 0);
+  EXPECT_GT(r.info.publish_wall_ns, 1'600'000'000'000'000'000);  // after 2020
+  EXPECT_EQ(sub.take(buf_).status, TakeStatus::kNoData);
+  EXPECT_EQ(sub.received(), 1U);
+  EXPECT_EQ(pub.published(), 1U);
+}
+
+TEST_F(PubSubTest, EverySubscriberReceivesEveryMessageInOrder) {
+  Publisher pub("/a", TypeInfo::bytes(), domain_.context());
+  Subscriber s1("/a", TypeInfo::bytes(), domain_.context());
+  Subscriber s2("/a", TypeInfo::bytes(), domain_.context());
+  for (std::uint32_t i = 0; i < 5; ++i) ASSERT_EQ(pub.publish(bytes_of(i)), PublishResult::kOk);
+  for (Subscriber* s : {&s1, &s2}) {
+    for (std::uint32_t i = 0; i < 5; ++i) {
+      const TakeResult r = s->take(buf_);
+      ASSERT_TRUE(r.ok());
+      EXPECT_EQ(value_of(buf_), i);
+      EXPECT_EQ(r.info.sequence, i);
+    }
+    EXPECT_EQ(s->take(buf_).status, TakeStatus::kNoData);
+  }
+}
+
+TEST_F(PubSubTest, SlowSubscriberLosesOldestAndIsToldHowMany) {
+  Publisher pub("/a", TypeInfo::bytes(), domain_.context());
+  Subscriber sub("/a", TypeInfo::bytes(), domain_.context());
+  for (std::uint32_t i = 0; i < 20; ++i) ASSERT_EQ(pub.publish(bytes_of(i)), PublishResult::kOk);
+  // capacity 8: messages 12..19 remain.
+  const TakeResult first = sub.take(buf_);
+  ASSERT_TRUE(first.ok());
+  EXPECT_EQ(first.info.sequence, 12U);
+  EXPECT_EQ(first.info.lost_before, 12U);
+  EXPECT_EQ(value_of(buf_), 12U);
+  for (std::uint32_t i = 13; i < 20; ++i) {
+    const TakeResult r = sub.take(buf_);
+    ASSERT_TRUE(r.ok());
+    EXPECT_EQ(r.info.sequence, i);
+    EXPECT_EQ(r.info.lost_before, 0U);
+  }
+  EXPECT_EQ(sub.lost(), 12U);
+  EXPECT_EQ(sub.received(), 8U);
+  introspect::ChannelReader reader(domain_.domain(), "/a");
+  EXPECT_EQ(reader.view().lost, 12U);
+}
+
+TEST_F(PubSubTest, TooLargePublishIsRefusedAndNothingWritten) {
+  Publisher pub("/a", TypeInfo::bytes(), domain_.context());
+  Subscriber sub("/a", TypeInfo::bytes(), domain_.context());
+  EXPECT_EQ(pub.publish(std::vector<std::byte>(65)), PublishResult::kTooLarge);
+  EXPECT_EQ(sub.take(buf_).status, TakeStatus::kNoData);
+}
+
+TEST_F(PubSubTest, SmallBufferReportsSizeAndConsumesNothing) {
+  Publisher pub("/a", TypeInfo::bytes(), domain_.context());
+  Subscriber sub("/a", TypeInfo::bytes(), domain_.context());
+  ASSERT_EQ(pub.publish(std::vector<std::byte>(40, std::byte{7})), PublishResult::kOk);
+  std::vector<std::byte> small(10);
+  const TakeResult r = sub.take(small);
+  EXPECT_EQ(r.status, TakeStatus::kBufferTooSmall);
+  EXPECT_EQ(r.info.size, 40U);
+  const TakeResult again = sub.take(buf_);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again.info.size, 40U);
+  EXPECT_EQ(buf_[39], std::byte{7});
+}
+
+TEST_F(PubSubTest, LoanWritesInPlaceAndCommitPublishes) {
+  Publisher pub("/a", TypeInfo::bytes(), domain_.context());
+  Subscriber sub("/a", TypeInfo::bytes(), domain_.context());
+  Loan loan = pub.loan(16);
+  ASSERT_TRUE(loan.valid());
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(loan.data().data()) % 64, 0U);
+  *loan.as<std::uint32_t>() = 77;
+  EXPECT_EQ(sub.take(buf_).status, TakeStatus::kNoData) << "not visible before commit";
+  ASSERT_EQ(pub.commit(loan, 4), PublishResult::kOk);
+  EXPECT_FALSE(loan.valid());
+  const TakeResult r = sub.take(buf_);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r.info.size, 4U);
+  EXPECT_EQ(value_of(buf_), 77U);
+  EXPECT_EQ(pub.loan(65).valid(), false);
+}
+
+TEST_F(PubSubTest, DroppedLoanIsSkippedWithoutCountingALoss) {
+  Publisher pub("/a", TypeInfo::bytes(), domain_.context());
+  Subscriber sub("/a", TypeInfo::bytes(), domain_.context());
+  { Loan unused = pub.loan(8); ASSERT_TRUE(unused.valid()); }
+  ASSERT_EQ(pub.publish(bytes_of(5)), PublishResult::kOk);
+  const TakeResult r = sub.take(buf_);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r.info.sequence, 1U);
+  EXPECT_EQ(r.info.lost_before, 0U);
+  EXPECT_EQ(sub.lost(), 0U);
+}
+
+TEST_F(PubSubTest, TypedPublishAndTakeRoundTrip) {
+  TypedPublisher<Pose> pub("/pose", domain_.context());
+  TypedSubscriber<Pose> sub("/pose", domain_.context());
+  ASSERT_EQ(pub.publish(Pose{1.5, -2.0}), PublishResult::kOk);
+  MessageInfo info;
+  const auto p = sub.take(&info);
+  ASSERT_TRUE(p.has_value());
+  EXPECT_EQ(p->x, 1.5);
+  EXPECT_EQ(p->y, -2.0);
+  EXPECT_EQ(info.size, sizeof(Pose));
+  EXPECT_EQ(sub.untyped().type().schema, Pose::kSchema);
+}
+
+TEST_F(PubSubTest, OpeningWithAnotherTypeIsRefusedNamingBoth) {
+  TypedPublisher<Pose> pub("/imu", domain_.context());
+  try {
+    TypedSubscriber<Gps> sub("/imu", domain_.context());
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), Errc::kTypeMismatch);
+    EXPECT_STREQ(e.what(),
+                 "channel /imu has type test/Pose (hash 0000000000001234), you asked for test/Gps (hash "
+                 "0000000000009f00)");
+  }
+  // Also from another context (another process's view).
+  Context other{[&] {
+    Config c;
+    c.domain = domain_.domain();
+    return c;
+  }()};
+  EXPECT_THROW(Publisher("/imu", TypeInfo::bytes(), other), Error);
+}
+
+TEST_F(PubSubTest, UntypedSubscriberNeedsAnExistingChannel) {
+  try {
+    Subscriber sub("/missing", std::nullopt, domain_.context());
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), Errc::kNotFound);
+    EXPECT_EQ(e.exit_code(), 3);
+  }
+  TypedPublisher<Pose> pub("/pose", domain_.context());
+  Subscriber any("/pose", std::nullopt, domain_.context());
+  EXPECT_EQ(any.type().name, "test/Pose");
+}
+
+TEST_F(PubSubTest, InvalidChannelNameIsRefused) {
+  EXPECT_THROW(Publisher("no_slash", TypeInfo::bytes(), domain_.context()), Error);
+}
+
+TEST_F(PubSubTest, HistoryDeliversMessagesPublishedBeforeSubscribing) {
+  Publisher pub("/a", TypeInfo::bytes(), domain_.context());
+  for (std::uint32_t i = 0; i < 5; ++i) pub.publish(bytes_of(i));
+  Subscriber late("/a", TypeInfo::bytes(), domain_.context(), SubscriberOptions{.history = 3});
+  for (std::uint32_t i = 2; i < 5; ++i) {
+    ASSERT_TRUE(late.take(buf_).ok());
+    EXPECT_EQ(value_of(buf_), i);
+  }
+  EXPECT_EQ(late.take(buf_).status, TakeStatus::kNoData);
+}
+
+TEST_F(PubSubTest, ProvenanceTravelsWithTheMessage) {
+  Publisher pub("/out", TypeInfo::bytes(), domain_.context());
+  Subscriber sub("/out", TypeInfo::bytes(), domain_.context());
+  const std::array<Provenance, 2> inputs{Provenance{3, 100}, Provenance{4, 200}};
+  pub.set_provenance(inputs);
+  pub.publish(bytes_of(1));
+  const TakeResult r = sub.take(buf_);
+  ASSERT_TRUE(r.ok());
+  ASSERT_EQ(r.info.provenance_count, 2U);
+  EXPECT_EQ(r.info.provenance[1].channel_index, 4U);
+  EXPECT_EQ(r.info.provenance[1].sequence, 200U);
+  pub.set_provenance({});
+  pub.publish(bytes_of(2));
+  EXPECT_EQ(sub.take(buf_).info.provenance_count, 0U);
+}
+
+TEST_F(PubSubTest, RegistryListsChannelAndIntrospectionShowsEndpoints) {
+  TypedPublisher<Pose> pub("/pose", domain_.context());
+  Subscriber sub("/pose", std::nullopt, domain_.context());
+  pub.publish(Pose{});
+  introspect::DomainView dv(domain_.domain());
+  EXPECT_EQ(dv.channel_names(), std::vector<std::string>{"/pose"});
+  introspect::ChannelReader reader(domain_.domain(), "/pose");
+  const introspect::ChannelView v = reader.view();
+  EXPECT_EQ(v.type_name, "test/Pose");
+  EXPECT_EQ(v.type_hash, 0x1234U);
+  EXPECT_EQ(v.schema, Pose::kSchema);
+  EXPECT_EQ(v.capacity, 8U);
+  EXPECT_EQ(v.max_message_size, 64U);
+  EXPECT_EQ(v.messages, 1U);
+  ASSERT_EQ(v.publishers.size(), 1U);
+  ASSERT_EQ(v.subscribers.size(), 1U);
+  EXPECT_EQ(v.publishers[0].pid, ::getpid());
+  EXPECT_EQ(v.publishers[0].node, "test");
+  EXPECT_EQ(v.publishers[0].messages, 1U);
+  EXPECT_TRUE(v.subscribers[0].alive);
+  EXPECT_EQ(dv.channel_name(v.registry_index), "/pose");
+}
+
+TEST_F(PubSubTest, EndpointEntriesAreFreedWhenDestroyed) {
+  { Publisher pub("/a", TypeInfo::bytes(), domain_.context()); }
+  Subscriber keep("/a", TypeInfo::bytes(), domain_.context());
+  introspect::ChannelReader reader(domain_.domain(), "/a");
+  EXPECT_EQ(reader.view().publishers.size(), 0U);
+  EXPECT_EQ(reader.view().subscribers.size(), 1U);
+}
+
+TEST_F(PubSubTest, SegmentsAreCreatedWithTheConfiguredMode) {
+  Publisher pub("/a", TypeInfo::bytes(), domain_.context());
+  struct stat st {};
+  ASSERT_EQ(::stat(("/dev/shm/" + channel_object_name(domain_.domain(), "/a")).c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0660U);
+  Config c = small_ring();
+  c.mode = 0600;
+  TestDomain private_domain{c, "mode"};
+  Publisher pub2("/b", TypeInfo::bytes(), private_domain.context());
+  ASSERT_EQ(::stat(("/dev/shm/" + channel_object_name(private_domain.domain(), "/b")).c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600U);
+}
+
+TEST_F(PubSubTest, IceoryxTransportIsRefusedClearlyUntilItExists) {
+  Config c = small_ring();
+  c.defaults.transport = Transport::kIceoryx;
+  TestDomain d{c, "iox"};
+  try {
+    Publisher pub("/a", TypeInfo::bytes(), d.context());
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), Errc::kConfig);
+    EXPECT_NE(std::string{e.what()}.find("transport \"iceoryx\""), std::string::npos);
+  }
+}

@@ -1,0 +1,113 @@
+#include <gtest/gtest.h>
+#include <sys/resource.h>
+
+#include <chrono>
+#include <thread>
+
+#include "shmbus/publisher.hpp"
+#include "shmbus/subscriber.hpp"
+#include "shmbus/wait_set.hpp"
+#include "support/test_domain.hpp"
+
+using namespace shmbus;
+using namespace std::chrono_literals;
+using shmbus::test::TestDomain;
+
+namespace {
+
+double thread_cpu_seconds() {
+  rusage u{};
+  ::getrusage(RUSAGE_THREAD, &u);
+  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+         static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
+}
+
+Config config_with_spin(std::chrono::nanoseconds spin) {
+  Config c;
+  c.defaults.capacity = 16;
+  c.defaults.max_message_size = 16;
+  c.defaults.wait_spin = spin;
+  return c;
+}
+
+}  // namespace
+
+TEST(WaitTest, WaitTimesOutWithoutData) {
+  TestDomain d{config_with_spin(0us), "w"};
+  Subscriber sub("/a", TypeInfo::bytes(), d.context());
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_FALSE(sub.wait(30ms));
+  EXPECT_GE(std::chrono::steady_clock::now() - t0, 30ms);
+}
+
+TEST(WaitTest, WaitReturnsAtOnceWhenDataIsThere) {
+  TestDomain d{config_with_spin(0us), "w"};
+  Publisher pub("/a", TypeInfo::bytes(), d.context());
+  Subscriber sub("/a", TypeInfo::bytes(), d.context());
+  pub.publish(std::vector<std::byte>(4));
+  EXPECT_TRUE(sub.wait(0ns));
+  std::vector<std::byte> buf(16);
+  EXPECT_TRUE(sub.take(buf).ok());
+  EXPECT_FALSE(sub.wait(0ns));
+}
+
+TEST(WaitTest, SleepingSubscriberIsWokenByAPublishAndBurnsNoCpu) {
+  TestDomain d{config_with_spin(0us), "w"};
+  Subscriber sub("/a", TypeInfo::bytes(), d.context());
+  double cpu = 0;
+  bool woke = false;
+  std::thread waiter([&] {
+    const double c0 = thread_cpu_seconds();
+    woke = sub.wait(5s);
+    cpu = thread_cpu_seconds() - c0;
+  });
+  std::this_thread::sleep_for(300ms);
+  Publisher pub("/a", TypeInfo::bytes(), d.context());
+  pub.publish(std::vector<std::byte>(4));
+  waiter.join();
+  EXPECT_TRUE(woke);
+  // 300 ms of waiting: a spinning wait would use ~0.3 s of CPU.
+  EXPECT_LT(cpu, 0.05);
+  std::vector<std::byte> buf(16);
+  EXPECT_TRUE(sub.take(buf).ok());
+}
+
+TEST(WaitTest, WaitSetWakesForTheChannelThatReceived) {
+  TestDomain d{config_with_spin(0us), "w"};
+  Subscriber a("/a", TypeInfo::bytes(), d.context());
+  Subscriber b("/b", TypeInfo::bytes(), d.context());
+  Subscriber c("/c", TypeInfo::bytes(), d.context());
+  WaitSet ws;
+  ws.attach(a);
+  const std::size_t ib = ws.attach(b);
+  ws.attach(c);
+  std::vector<std::size_t> ready;
+  EXPECT_EQ(ws.wait(20ms, ready), 0U);
+  EXPECT_TRUE(ready.empty());
+  double cpu = 0;
+  std::size_t n = 0;
+  std::thread waiter([&] {
+    const double c0 = thread_cpu_seconds();
+    n = ws.wait(5s, ready);
+    cpu = thread_cpu_seconds() - c0;
+  });
+  std::this_thread::sleep_for(300ms);
+  Publisher pb("/b", TypeInfo::bytes(), d.context());
+  pb.publish(std::vector<std::byte>(4));
+  waiter.join();
+  EXPECT_EQ(n, 1U);
+  EXPECT_EQ(ready, std::vector<std::size_t>{ib});
+  EXPECT_LT(cpu, 0.05);
+}
+
+TEST(WaitTest, SpinningWaitCatchesAQuickMessage) {
+  TestDomain d{config_with_spin(200ms), "w"};
+  Publisher pub("/a", TypeInfo::bytes(), d.context());
+  Subscriber sub("/a", TypeInfo::bytes(), d.context());
+  std::thread t([&] {
+    std::this_thread::sleep_for(5ms);
+    pub.publish(std::vector<std::byte>(4));
+  });
+  EXPECT_TRUE(sub.wait(2s));
+  t.join();
+}
