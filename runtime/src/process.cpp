@@ -10,11 +10,19 @@
 
 namespace shmbus::detail {
 
-std::uint64_t process_start_time(pid_t pid) noexcept {
+namespace {
+
+/// State letter (field 3) and start time (field 22) of /proc/PID/stat.
+struct ProcStat {
+  char state = 0;
+  std::uint64_t start_time = 0;
+};
+
+bool read_proc_stat(pid_t pid, ProcStat& out) noexcept {
   char path[64];
   std::snprintf(path, sizeof(path), "/proc/%d/stat", static_cast<int>(pid));
   FILE* f = std::fopen(path, "re");
-  if (f == nullptr) return 0;
+  if (f == nullptr) return false;
   char buf[1024];
   const std::size_t n = std::fread(buf, 1, sizeof(buf) - 1, f);
   std::fclose(f);
@@ -22,14 +30,22 @@ std::uint64_t process_start_time(pid_t pid) noexcept {
   // The command name (field 2) is in parentheses and may hold spaces or
   // parentheses; the fields after it start past the last ')'.
   const char* p = std::strrchr(buf, ')');
-  if (p == nullptr) return 0;
-  // Field 3 starts at p + 2; start time is field 22, i.e. 19 fields later.
+  if (p == nullptr || p[1] != ' ') return false;
+  out.state = p[2];
   int field = 2;
   for (; *p != '\0' && field < 22; ++p) {
     if (*p == ' ') ++field;
   }
-  if (field != 22) return 0;
-  return std::strtoull(p, nullptr, 10);
+  if (field != 22) return false;
+  out.start_time = std::strtoull(p, nullptr, 10);
+  return true;
+}
+
+}  // namespace
+
+std::uint64_t process_start_time(pid_t pid) noexcept {
+  ProcStat st;
+  return read_proc_stat(pid, st) ? st.start_time : 0;
 }
 
 pid_t self_pid() noexcept {
@@ -51,8 +67,12 @@ std::uint64_t self_start_time() noexcept {
 bool process_alive(pid_t pid, std::uint64_t start_time) noexcept {
   if (pid <= 0) return false;
   if (::kill(pid, 0) != 0 && errno != EPERM) return false;
-  if (start_time == 0) return true;
-  return process_start_time(pid) == start_time;
+  // A killed process that its parent has not reaped yet is a zombie: it
+  // will never write again, so it counts as dead.
+  ProcStat st;
+  if (!read_proc_stat(pid, st)) return false;
+  if (st.state == 'Z' || st.state == 'X') return false;
+  return start_time == 0 || st.start_time == start_time;
 }
 
 std::string program_name() {

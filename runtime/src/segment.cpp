@@ -112,16 +112,20 @@ Segment Segment::open(const std::string& name, SegmentSpec spec, bool writable) 
     throw Error(Errc::kResource, fmt::format("cannot map /dev/shm/{}: {}", name, e.what()));
   }
   auto* h = static_cast<layout::SegmentHeader*>(impl->region.get_address());
-  // SYNC POINT READ: pairs with the creator's release store of kReady.
-  while (h->init_state.load(std::memory_order_acquire) != layout::kReady) {
-    const bool creator_alive =
-        h->creator_pid != 0 && process_alive(static_cast<pid_t>(h->creator_pid), h->creator_start_time);
-    if (h->init_state.load(std::memory_order_acquire) != layout::kInitializing ||
-        (!creator_alive && h->creator_pid != 0) || std::chrono::steady_clock::now() > give_up) {
-      if (h->magic != layout::kMagic && h->creator_pid == 0) {
-        refuse(name, "has no shmbus header (corrupt, or not a shmbus segment)");
-      }
-      refuse(name, fmt::format("was left half-initialised by pid {}", h->creator_pid));
+  for (;;) {
+    // SYNC POINT READ: pairs with the creator's release store of kReady.
+    // One load per round: the state may turn ready between two loads.
+    const std::uint32_t state = h->init_state.load(std::memory_order_acquire);
+    if (state == layout::kReady) break;
+    if (state != layout::kInitializing) {
+      refuse(name, fmt::format("has init state {}, neither initialising nor ready (corrupt)", state));
+    }
+    const std::uint32_t creator = h->creator_pid;
+    const bool creator_dead =
+        creator != 0 && !process_alive(static_cast<pid_t>(creator), h->creator_start_time);
+    if (creator_dead || std::chrono::steady_clock::now() > give_up) {
+      if (creator == 0) refuse(name, "has no shmbus header (corrupt, or not a shmbus segment)");
+      refuse(name, fmt::format("was left half-initialised by pid {}", creator));
     }
     std::this_thread::sleep_for(std::chrono::microseconds(200));
   }
