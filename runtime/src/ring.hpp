@@ -54,18 +54,38 @@ inline bool slot_settled(std::uint64_t state, std::uint64_t next) noexcept {
 
 /// True when a reader expecting `next` has something to act on: settled,
 /// or the sequence is claimed (a publisher is writing it, or stalled).
+/// Reads the write cursor only when the slot is not settled.
 inline bool reader_pending(const Channel& ch, std::uint64_t next) noexcept {
   if (slot_settled(ch.slot(next)->state.load(std::memory_order_acquire), next)) return true;
   return ch.header().write_cursor.load(std::memory_order_acquire) > next;
 }
 
+/// The cheap check for spinning: only the slot's state line, which the
+/// publisher writes anyway. A poll loop that also read the write cursor
+/// would pull that line away from publishers on every iteration.
+inline bool reader_settled(const Channel& ch, std::uint64_t next) noexcept {
+  return slot_settled(ch.slot(next)->state.load(std::memory_order_acquire), next);
+}
+
 /// After a commit: wakes sleepers, making the system call only when some
-/// subscriber sleeps.
-inline void wake_waiters(layout::ChannelHeader& h) noexcept {
+/// subscriber sleeps. `after_locked_rmw`: the caller has just done an
+/// atomic read-modify-write (the notify hook's fetch_add).
+inline void wake_waiters(layout::ChannelHeader& h, bool after_locked_rmw) noexcept {
   // SYNC POINT (store-load): the commit store above and the load of
   // `waiters` below must not be reordered; pairs with the fence after the
-  // sleeper's waiters.fetch_add in Subscriber::wait / WaitSet::wait.
+  // sleeper's waiters.fetch_add in enter_waiters(). On x86-64 a locked
+  // read-modify-write is a full barrier, so after the hook's fetch_add only
+  // the compiler must be kept from reordering (saves an mfence per publish).
+#if defined(__x86_64__) && !defined(SHMBUS_TSAN)
+  if (after_locked_rmw) {
+    std::atomic_signal_fence(std::memory_order_seq_cst);
+  } else {
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+  }
+#else
+  (void)after_locked_rmw;
   std::atomic_thread_fence(std::memory_order_seq_cst);
+#endif
   if (h.waiters.load(std::memory_order_relaxed) != 0) {
     h.futex_word.fetch_add(1, std::memory_order_release);
     futex_wake_all(h.futex_word);

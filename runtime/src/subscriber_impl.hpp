@@ -28,6 +28,7 @@ struct Subscriber::Impl {
   std::uint64_t pending_lost = 0;   ///< lost since the last delivered message
   std::int64_t stall_since = 0;     ///< when `next` was first seen claimed but unwritten
   bool dead_checked = false;
+  std::uint32_t idle_polls = 0;
   std::int64_t stall_timeout_ns = 0;
   std::int64_t wait_spin_ns = 0;
 
@@ -124,7 +125,11 @@ struct Subscriber::Impl {
         skip_to(std::max(next + 1, cursor > capacity ? cursor - capacity : 0));
         continue;
       }
-      // The slot holds an older lap or our sequence mid-write.
+      // The slot holds an older lap or our sequence mid-write. Whether
+      // `next` was claimed at all is in the write cursor, a line every
+      // publisher writes: an idle poll loop reads it only every 64th time,
+      // which delays noticing a stalled claim by 64 polls and nothing else.
+      if (stall_since == 0 && (++idle_polls & 63U) != 0) return result;
       const std::uint64_t cursor = header->write_cursor.load(std::memory_order_acquire);
       if (cursor <= next) {
         stall_since = 0;

@@ -8,10 +8,14 @@ namespace shmbus {
 
 namespace {
 
-std::size_t collect_pending(std::span<Subscriber::Impl* const> subs, std::vector<std::size_t>* ready) noexcept {
+/// Counts (and lists) the pending subscribers. `full`: also count claimed
+/// but unfinished sequences, which costs a read of each write cursor.
+std::size_t collect_pending(std::span<Subscriber::Impl* const> subs, std::vector<std::size_t>* ready,
+                            bool full = true) noexcept {
   std::size_t n = 0;
   for (std::size_t i = 0; i < subs.size(); ++i) {
-    if (reader_pending(*subs[i]->channel, subs[i]->next)) {
+    const Channel& ch = *subs[i]->channel;
+    if (full ? reader_pending(ch, subs[i]->next) : reader_settled(ch, subs[i]->next)) {
       ++n;
       if (ready != nullptr) ready->push_back(i);
     }
@@ -51,8 +55,9 @@ std::size_t wait_any(std::span<Subscriber::Impl* const> subs, std::chrono::nanos
   // CPU wakes up. The clock is read every 64 iterations only.
   if (spin > 0) {
     for (std::uint32_t i = 1;; ++i) {
-      if (std::size_t n = collect_pending(subs, ready)) return n;
-      if ((i & 63U) == 0 && mono_now_ns() >= spin_until) break;
+      const bool every_64th = (i & 63U) == 0;
+      if (std::size_t n = collect_pending(subs, ready, every_64th)) return n;
+      if (every_64th && mono_now_ns() >= spin_until) break;
       cpu_relax();
     }
   }

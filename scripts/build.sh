@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Configures and builds shmbus. Usage: scripts/build.sh [--sanitize address|thread] [--release]
+# Build trees: build/ (default), build-release/, build-asan/, build-tsan/.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+sanitize=""
+build_type=RelWithDebInfo
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --sanitize) sanitize="${2:?--sanitize needs address or thread}"; shift 2 ;;
+    --release) build_type=Release; shift ;;
+    *) echo "build.sh: unknown option '$1'; use --sanitize address|thread or --release" >&2; exit 2 ;;
+  esac
+done
+
+case "$sanitize" in
+  "") dir=build; [ "$build_type" = Release ] && dir=build-release ;;
+  address) dir=build-asan ;;
+  thread) dir=build-tsan ;;
+  *) echo "build.sh: --sanitize takes 'address' or 'thread', not '$sanitize'" >&2; exit 2 ;;
+esac
+
+bash scripts/install-deps.sh >&2
+cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE="$build_type" -DSHMBUS_SANITIZE="$sanitize" >&2
+cmake --build "$dir" -j "$(nproc)" >&2
+echo "$dir"

@@ -1,0 +1,7 @@
+#!/usr/bin/env bash
+# Builds shmbus and runs the demo (installs the Debian packages first).
+# Extra arguments go to shmbus-demo (e.g. --duration 10).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+dir=$(bash scripts/build.sh --release)
+exec "$dir/tools/shmbus-demo" "$@"

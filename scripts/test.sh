@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Builds shmbus and runs its test suite (installs the Debian packages first).
+#   scripts/test.sh                      the whole suite, normal build
+#   scripts/test.sh --sanitize address   the whole suite under ASan+UBSan
+#   scripts/test.sh --sanitize thread    concurrency and multi-process tests under TSan
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+dir=$(bash scripts/build.sh "$@")
+labels=()
+if [ "${1:-}" = "--sanitize" ] && [ "${2:-}" = "thread" ]; then
+  labels=(-L 'concurrency|multiprocess')
+fi
+if [ "${1:-}" = "--sanitize" ]; then
+  # The package test rebuilds shmbus without sanitizers; it runs in the plain suite.
+  labels+=(-LE package)
+fi
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1}
+cd "$dir"
+ctest --output-on-failure -j "$(nproc)" "${labels[@]}"

@@ -1,0 +1,106 @@
+// Micro-benchmarks of the hot path: publish (with and without the notify
+// hook), take, the time-list stamp and snapshot. One process, one thread:
+// what the code costs, without cache-line transfers between cores.
+#include <benchmark/benchmark.h>
+#include <unistd.h>
+
+#include <vector>
+
+#include "shmbus/introspect.hpp"
+#include "shmbus/shmbus.hpp"
+
+using namespace shmbus;
+
+namespace {
+
+struct BenchDomain {
+  explicit BenchDomain(std::uint32_t max_size) {
+    Config c;
+    c.domain = "bench_micro_" + std::to_string(::getpid());
+    c.defaults.capacity = 256;
+    c.defaults.max_message_size = max_size;
+    c.defaults.time_list_capacity = 1024;
+    context = std::make_unique<Context>(c);
+  }
+  ~BenchDomain() {
+    const std::string d = context->domain();
+    context.reset();
+    introspect::clean_domain(d, false);
+  }
+  std::unique_ptr<Context> context;
+};
+
+void BM_Publish(benchmark::State& state) {
+  const auto size = static_cast<std::size_t>(state.range(0));
+  const bool hook = state.range(1) != 0;
+  BenchDomain d(4096);
+  {
+    Publisher pub("/bench", TypeInfo::bytes(), *d.context, PublisherOptions{.notify_hook = hook});
+    std::vector<std::byte> msg(size);
+    for (auto _ : state) {
+      benchmark::DoNotOptimize(pub.publish(msg));
+    }
+    state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * size));
+  }
+  state.SetLabel(hook ? "notify hook on" : "notify hook off");
+}
+BENCHMARK(BM_Publish)->ArgNames({"size", "hook"})->Args({64, 0})->Args({64, 1})->Args({4096, 0})->Args({4096, 1});
+
+void BM_PublishTake(benchmark::State& state) {
+  const auto size = static_cast<std::size_t>(state.range(0));
+  BenchDomain d(4096);
+  {
+    Publisher pub("/bench", TypeInfo::bytes(), *d.context);
+    Subscriber sub("/bench", TypeInfo::bytes(), *d.context);
+    std::vector<std::byte> msg(size), buf(4096);
+    for (auto _ : state) {
+      pub.publish(msg);
+      benchmark::DoNotOptimize(sub.take(buf));
+    }
+  }
+}
+BENCHMARK(BM_PublishTake)->ArgName("size")->Arg(64)->Arg(4096);
+
+void BM_TakeEmpty(benchmark::State& state) {
+  BenchDomain d(64);
+  {
+    Subscriber sub("/bench", TypeInfo::bytes(), *d.context);
+    std::vector<std::byte> buf(64);
+    for (auto _ : state) benchmark::DoNotOptimize(sub.take(buf));
+  }
+}
+BENCHMARK(BM_TakeEmpty);
+
+void BM_LoanCommit(benchmark::State& state) {
+  BenchDomain d(4096);
+  {
+    Publisher pub("/bench", TypeInfo::bytes(), *d.context);
+    for (auto _ : state) {
+      Loan l = pub.loan(4096);
+      l.data()[0] = std::byte{1};
+      benchmark::DoNotOptimize(pub.commit(l));
+    }
+  }
+}
+BENCHMARK(BM_LoanCommit);
+
+void BM_TimeListSnapshot(benchmark::State& state) {
+  BenchDomain d(64);
+  {
+    Publisher pub("/bench", TypeInfo::bytes(), *d.context);
+    std::vector<std::byte> msg(8);
+    for (int i = 0; i < 2048; ++i) pub.publish(msg);
+    introspect::ChannelReader reader(d.context->domain(), "/bench");
+    introspect::TimeListSnapshot snap;
+    for (auto _ : state) {
+      reader.snapshot(snap);
+      benchmark::DoNotOptimize(snap.stamps.data());
+    }
+    state.SetLabel("1024 stamps");
+  }
+}
+BENCHMARK(BM_TimeListSnapshot);
+
+}  // namespace
+
+BENCHMARK_MAIN();

@@ -1,0 +1,290 @@
+// shmbus-bench peers: two processes on two cores, shmbus against iceoryx,
+// Boost.Interprocess message_queue, a Unix-domain socket and two references
+// (floor: one shared word; spsc: a minimal ring), in one run.
+//
+//   latency:    ping-pong, one-way = RTT/2, p50/p99/p99.9 after warm-up
+//   throughput: one-way, lossless, counted by the receiver
+#include <sched.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <fmt/format.h>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+
+#include "peer_transports.hpp"
+
+using namespace shmbus::bench;
+
+namespace {
+
+struct Options {
+  std::uint64_t rounds = 100'000;
+  std::uint64_t warmup = 10'000;
+  std::uint64_t messages = 1'000'000;
+  std::vector<std::size_t> sizes{64, 4096};
+  std::vector<std::string> transports{"floor", "spsc", "shmbus", "iceoryx", "boost_mq", "uds"};
+  bool json = false;
+};
+
+struct Result {
+  std::string transport;
+  Mode mode;
+  std::size_t size;
+  double p50 = 0, p99 = 0, p999 = 0;
+  std::optional<double> msgs_per_s;
+};
+
+/// What a child reports through the pipe.
+struct Report {
+  double p50, p99, p999, msgs_per_s;
+  std::uint64_t lost;
+  int ok;
+};
+
+std::int64_t now_ns() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec * 1'000'000'000LL + ts.tv_nsec;
+}
+
+void pin_to_cpu(int cpu) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(cpu % static_cast<int>(std::max(1L, ::sysconf(_SC_NPROCESSORS_ONLN))), &set);
+  ::sched_setaffinity(0, sizeof(set), &set);
+}
+
+enum class Task { kLatency, kThroughput };
+
+void write_all(int fd, const void* p, std::size_t n) {
+  if (::write(fd, p, n) != static_cast<ssize_t>(n)) ::_exit(3);
+}
+
+/// The body of one side. The leader measures latency; the follower
+/// measures throughput (it is the receiver there).
+Report run_side(Transport& t, Side side, Mode mode, std::size_t size, Task task, const Options& o, int ready_fd,
+                int go_fd) {
+  auto link = t.connect(side, size);
+  char c = 'r';
+  write_all(ready_fd, &c, 1);
+  if (::read(go_fd, &c, 1) != 1) ::_exit(3);
+  std::vector<std::byte> msg(size, std::byte{0x5a});
+  Report r{};
+  const bool leader = side == Side::kLeader;
+  if (task == Task::kLatency) {
+    const std::uint64_t total = o.warmup + o.rounds;
+    std::vector<std::int64_t> one_way;
+    one_way.reserve(o.rounds);
+    for (std::uint64_t i = 0; i < total; ++i) {
+      std::memcpy(msg.data(), &i, sizeof(i));
+      if (leader) {
+        const std::int64_t t0 = now_ns();
+        link->send(msg.data(), size);
+        const std::uint64_t echo = link->receive(mode);
+        const std::int64_t rtt = now_ns() - t0;
+        if (echo != i) return r;
+        if (i >= o.warmup) one_way.push_back(rtt / 2);
+      } else {
+        const std::uint64_t seq = link->receive(mode);
+        std::memcpy(msg.data(), &seq, sizeof(seq));
+        link->send(msg.data(), size);
+      }
+    }
+    if (leader) {
+      std::sort(one_way.begin(), one_way.end());
+      const auto pct = [&](double p) {
+        return static_cast<double>(one_way[std::min(one_way.size() - 1, static_cast<std::size_t>(p * one_way.size()))]);
+      };
+      r.p50 = pct(0.50);
+      r.p99 = pct(0.99);
+      r.p999 = pct(0.999);
+    }
+  } else {
+    const std::uint64_t window = link->flow_window();
+    const std::uint64_t ack_every = window == 0 ? 0 : window / 4;
+    if (leader) {
+      std::uint64_t acked = 0;
+      for (std::uint64_t i = 0; i < o.messages; ++i) {
+        while (window != 0 && i - acked >= window) acked = link->receive(Mode::kPoll);
+        std::memcpy(msg.data(), &i, sizeof(i));
+        link->send(msg.data(), size);
+      }
+    } else {
+      std::int64_t first = 0;
+      for (std::uint64_t i = 0; i < o.messages; ++i) {
+        const std::uint64_t seq = link->receive(mode);
+        if (i == 0) first = now_ns();
+        if (seq != i) return r;  // lost or reordered: the run is invalid
+        if (ack_every != 0 && (i + 1) % ack_every == 0) {
+          const std::uint64_t done = i + 1;
+          std::memcpy(msg.data(), &done, sizeof(done));
+          link->send(msg.data(), 8);
+        }
+      }
+      const double secs = static_cast<double>(now_ns() - first) / 1e9;
+      r.msgs_per_s = static_cast<double>(o.messages - 1) / secs;
+    }
+  }
+  r.lost = link->lost();
+  r.ok = r.lost == 0 ? 1 : 0;
+  return r;
+}
+
+/// Forks the two sides pinned to CPUs 0 and 1 and returns the measuring
+/// side's report (nullopt when a side failed or hung).
+std::optional<Report> run_pair(Transport& t, Mode mode, std::size_t size, Task task, const Options& o) {
+  t.prepare(size);
+  int report_pipe[2], ready_pipe[2], go_pipe[2];
+  if (::pipe(report_pipe) || ::pipe(ready_pipe) || ::pipe(go_pipe)) return std::nullopt;
+  pid_t pids[2];
+  for (int s = 0; s < 2; ++s) {
+    pids[s] = ::fork();
+    if (pids[s] == 0) {
+      pin_to_cpu(s);
+      const Side side = s == 0 ? Side::kLeader : Side::kFollower;
+      Report r{};
+      try {
+        r = run_side(t, side, mode, size, task, o, ready_pipe[1], go_pipe[0]);
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "shmbus-bench: %s %s: %s\n", t.name().c_str(), to_string(mode), e.what());
+      }
+      const bool measures = (task == Task::kLatency) == (side == Side::kLeader);
+      if (measures) write_all(report_pipe[1], &r, sizeof(r));
+      std::fflush(nullptr);
+      ::_exit(0);
+    }
+  }
+  char c = 0;
+  bool ready = true;
+  for (int s = 0; s < 2; ++s) ready = ready && ::read(ready_pipe[0], &c, 1) == 1;
+  const char go[2] = {'g', 'g'};
+  if (ready) write_all(go_pipe[1], go, 2);
+  Report r{};
+  const ssize_t n = ready ? ::read(report_pipe[0], &r, sizeof(r)) : 0;
+  for (pid_t pid : pids) {
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+  }
+  for (int fd : {report_pipe[0], report_pipe[1], ready_pipe[0], ready_pipe[1], go_pipe[0], go_pipe[1]}) ::close(fd);
+  t.cleanup();
+  if (n != sizeof(r) || r.ok == 0) return std::nullopt;
+  return r;
+}
+
+std::string human_ns(double ns) {
+  return ns >= 10'000 ? fmt::format("{:.1f} us", ns / 1000) : fmt::format("{:.0f} ns", ns);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"shmbus-bench: compare shmbus with its peers"};
+  app.require_subcommand(1);
+  auto* peers = app.add_subcommand("peers", "two-process latency and throughput against iceoryx, "
+                                            "Boost message_queue, a Unix socket, floor and spsc");
+  Options o;
+  bool smoke = false;
+  peers->add_option("--rounds", o.rounds, "measured round trips per latency run")->check(CLI::Range(100, 100'000'000));
+  peers->add_option("--warmup", o.warmup, "round trips before measuring");
+  peers->add_option("--messages", o.messages, "messages per throughput run")->check(CLI::Range(1000, 1'000'000'000));
+  peers->add_option("--sizes", o.sizes, "payload sizes in bytes")->delimiter(',');
+  peers->add_option("--transports", o.transports, "subset of floor,spsc,shmbus,iceoryx,boost_mq,uds")->delimiter(',');
+  peers->add_flag("--json", o.json, "print one JSON object instead of a table");
+  peers->add_flag("--smoke", smoke, "tiny runs (CI: does every transport work?)");
+  CLI11_PARSE(app, argc, argv);
+  if (smoke) {
+    o.rounds = 2000;
+    o.warmup = 200;
+    o.messages = 20000;
+  }
+  for (std::size_t s : o.sizes) {
+    if (s < 8 || s > 4096) {
+      std::fprintf(stderr, "shmbus-bench: size %zu is out of range; use 8 to 4096 bytes\n", s);
+      return 2;
+    }
+  }
+  std::vector<Result> results;
+  const std::string tmp = ::getenv("TMPDIR") != nullptr ? ::getenv("TMPDIR") : "/tmp";
+  for (const std::string& name : o.transports) {
+    std::unique_ptr<Transport> t;
+    if (name == "shmbus") t = make_shmbus();
+    else if (name == "iceoryx") t = make_iceoryx(tmp);
+    else if (name == "boost_mq") t = make_boost_mq();
+    else if (name == "uds") t = make_uds();
+    else if (name == "floor") t = make_floor();
+    else if (name == "spsc") t = make_spsc();
+    else {
+      std::fprintf(stderr, "shmbus-bench: unknown transport '%s'; use floor,spsc,shmbus,iceoryx,boost_mq,uds\n",
+                   name.c_str());
+      return 2;
+    }
+    if (!t) {
+      std::fprintf(stderr, "shmbus-bench: %s was not built in (install libiceoryx-posh-dev)\n", name.c_str());
+      continue;
+    }
+    for (Mode mode : {Mode::kPoll, Mode::kBlock}) {
+      if (!t->supports(mode)) continue;
+      for (std::size_t size : o.sizes) {
+        if (!o.json) std::fprintf(stderr, "running %s %s %zu B ...\n", name.c_str(), to_string(mode), size);
+        Result res{name, mode, size};
+        const auto lat = run_pair(*t, mode, size, Task::kLatency, o);
+        if (!lat) {
+          std::fprintf(stderr, "shmbus-bench: %s %s %zu B latency run failed\n", name.c_str(), to_string(mode), size);
+          return 1;
+        }
+        res.p50 = lat->p50;
+        res.p99 = lat->p99;
+        res.p999 = lat->p999;
+        if (t->has_throughput()) {
+          const auto tp = run_pair(*t, mode, size, Task::kThroughput, o);
+          if (!tp) {
+            std::fprintf(stderr, "shmbus-bench: %s %s %zu B throughput run failed (lost messages?)\n",
+                         name.c_str(), to_string(mode), size);
+            return 1;
+          }
+          res.msgs_per_s = tp->msgs_per_s;
+        }
+        results.push_back(res);
+      }
+    }
+  }
+
+  const auto find = [&](const std::string& tr, Mode m, std::size_t s) -> const Result* {
+    for (const auto& r : results)
+      if (r.transport == tr && r.mode == m && r.size == s) return &r;
+    return nullptr;
+  };
+  if (o.json) {
+    nlohmann::json j;
+    j["results"] = nlohmann::json::array();
+    for (const auto& r : results) {
+      nlohmann::json e{{"transport", r.transport}, {"mode", to_string(r.mode)}, {"size", r.size},
+                       {"p50_ns", r.p50},          {"p99_ns", r.p99},            {"p999_ns", r.p999}};
+      e["msgs_per_s"] = r.msgs_per_s ? nlohmann::json(*r.msgs_per_s) : nlohmann::json(nullptr);
+      j["results"].push_back(e);
+    }
+    std::printf("%s\n", j.dump(2).c_str());
+    return 0;
+  }
+  fmt::print("one-way latency (RTT/2) and lossless throughput, two processes pinned to CPUs 0 and 1\n");
+  fmt::print("{:<9} {:<5} {:>5}  {:>9} {:>9} {:>9}  {:>12}  {:>8} {:>10} {:>10}\n", "transport", "mode", "size",
+             "p50", "p99", "p99.9", "msgs/s", "p50/floor", "p50/iceoryx", "tput/iceoryx");
+  for (const auto& r : results) {
+    const Result* floor = find("floor", Mode::kPoll, 64);
+    const Result* iox = find("iceoryx", r.mode, r.size);
+    fmt::print("{:<9} {:<5} {:>5}  {:>9} {:>9} {:>9}  {:>12}  {:>8} {:>10} {:>10}\n", r.transport, to_string(r.mode),
+               r.size, human_ns(r.p50), human_ns(r.p99), human_ns(r.p999),
+               r.msgs_per_s ? fmt::format("{:.2f} M", *r.msgs_per_s / 1e6) : "-",
+               floor ? fmt::format("{:.2f}x", r.p50 / floor->p50) : "-",
+               iox ? fmt::format("{:.2f}x", r.p50 / iox->p50) : "-",
+               iox && r.msgs_per_s && iox->msgs_per_s ? fmt::format("{:.2f}x", *r.msgs_per_s / *iox->msgs_per_s)
+                                                       : "-");
+  }
+  return 0;
+}

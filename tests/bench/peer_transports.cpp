@@ -1,0 +1,414 @@
+#include "peer_transports.hpp"
+
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <boost/interprocess/ipc/message_queue.hpp>
+#include <cstring>
+#include <stdexcept>
+#include <thread>
+
+#include "shmbus/introspect.hpp"
+#include "shmbus/shmbus.hpp"
+
+#if SHMBUS_BENCH_ICEORYX
+#include "iceoryx_posh/popo/untyped_publisher.hpp"
+#include "iceoryx_posh/popo/untyped_subscriber.hpp"
+#include "iceoryx_posh/popo/wait_set.hpp"
+#include "iceoryx_posh/runtime/posh_runtime.hpp"
+#endif
+
+namespace shmbus::bench {
+namespace {
+
+void cpu_relax() { __builtin_ia32_pause(); }
+
+std::uint64_t read_seq(const std::byte* p) {
+  std::uint64_t v = 0;
+  std::memcpy(&v, p, sizeof(v));
+  return v;
+}
+
+// ---------------------------------------------------------------- shmbus
+
+class ShmbusLink final : public Link {
+ public:
+  ShmbusLink(const std::string& domain, Side side, std::size_t max_size) : buf_(max_size) {
+    Config c;
+    c.domain = domain;
+    c.node = side == Side::kLeader ? "bench_leader" : "bench_follower";
+    c.defaults.capacity = 256;
+    c.defaults.max_message_size = static_cast<std::uint32_t>(max_size);
+    ctx_ = std::make_unique<Context>(c);
+    const bool leader = side == Side::kLeader;
+    sub_ = std::make_unique<Subscriber>(leader ? "/pong" : "/ping", TypeInfo::bytes(), *ctx_);
+    pub_ = std::make_unique<Publisher>(leader ? "/ping" : "/pong", TypeInfo::bytes(), *ctx_);
+  }
+  void send(const std::byte* data, std::size_t size) override { pub_->publish(data, size); }
+  std::uint64_t receive(Mode mode) override {
+    for (;;) {
+      if (sub_->take(buf_).ok()) return read_seq(buf_.data());
+      if (mode == Mode::kBlock) sub_->wait(std::chrono::seconds(1));
+    }
+  }
+  std::uint64_t lost() const override { return sub_->lost(); }
+  std::uint64_t flow_window() const override { return 192; }
+
+ private:
+  std::unique_ptr<Context> ctx_;
+  std::unique_ptr<Subscriber> sub_;
+  std::unique_ptr<Publisher> pub_;
+  std::vector<std::byte> buf_;
+};
+
+class ShmbusTransport final : public Transport {
+ public:
+  std::string name() const override { return "shmbus"; }
+  bool supports(Mode) const override { return true; }
+  void prepare(std::size_t) override {
+    domain_ = "bench_" + std::to_string(::getpid()) + "_" + std::to_string(run_++);
+  }
+  std::unique_ptr<Link> connect(Side side, std::size_t max_size) override {
+    return std::make_unique<ShmbusLink>(domain_, side, max_size);
+  }
+  void cleanup() override { introspect::clean_domain(domain_, false); }
+
+ private:
+  std::string domain_;
+  int run_ = 0;
+};
+
+// ---------------------------------------------------------------- iceoryx
+
+#if SHMBUS_BENCH_ICEORYX
+class IceoryxLink final : public Link {
+ public:
+  IceoryxLink(Side side, std::size_t max_size) : max_size_(max_size) {
+    const bool leader = side == Side::kLeader;
+    const std::string name = std::string(leader ? "bench_leader_" : "bench_follower_") + std::to_string(::getpid());
+    iox::runtime::PoshRuntime::initRuntime(iox::RuntimeName_t(iox::cxx::TruncateToCapacity, name.c_str()));
+    iox::popo::PublisherOptions po;
+    po.subscriberTooSlowPolicy = iox::popo::ConsumerTooSlowPolicy::WAIT_FOR_CONSUMER;
+    iox::popo::SubscriberOptions so;
+    so.queueCapacity = 256;
+    so.queueFullPolicy = iox::popo::QueueFullPolicy::BLOCK_PRODUCER;
+    pub_.emplace(iox::capro::ServiceDescription{"ShmbusBench", leader ? "Ping" : "Pong", "Bytes"}, po);
+    sub_.emplace(iox::capro::ServiceDescription{"ShmbusBench", leader ? "Pong" : "Ping", "Bytes"}, so);
+    waitset_.emplace();
+    waitset_->attachState(*sub_, iox::popo::SubscriberState::HAS_DATA).or_else([](auto) {
+      throw std::runtime_error("iceoryx: cannot attach the subscriber to a WaitSet");
+    });
+    while (sub_->getSubscriptionState() != iox::SubscribeState::SUBSCRIBED || !pub_->hasSubscribers()) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  }
+  ~IceoryxLink() override {
+    waitset_.reset();
+    sub_.reset();
+    pub_.reset();
+  }
+  void send(const std::byte* data, std::size_t size) override {
+    for (;;) {
+      bool sent = false;
+      pub_->loan(static_cast<std::uint32_t>(size)).and_then([&](void* payload) {
+        std::memcpy(payload, data, size);
+        pub_->publish(payload);
+        sent = true;
+      });
+      if (sent) return;
+      cpu_relax();  // mempool momentarily exhausted
+    }
+  }
+  std::uint64_t receive(Mode mode) override {
+    for (;;) {
+      std::uint64_t seq = 0;
+      bool got = false;
+      // Zero-copy: read the sequence in place, no copy out.
+      sub_->take().and_then([&](const void* payload) {
+        seq = read_seq(static_cast<const std::byte*>(payload));
+        sub_->release(payload);
+        got = true;
+      });
+      if (got) return seq;
+      if (mode == Mode::kBlock) waitset_->wait();
+    }
+  }
+
+ private:
+  std::size_t max_size_;
+  iox::cxx::optional<iox::popo::UntypedPublisher> pub_;
+  iox::cxx::optional<iox::popo::UntypedSubscriber> sub_;
+  iox::cxx::optional<iox::popo::WaitSet<>> waitset_;
+};
+
+class IceoryxTransport final : public Transport {
+ public:
+  explicit IceoryxTransport(std::string dir) : dir_(std::move(dir)) {}
+  ~IceoryxTransport() override { stop_roudi(); }
+  std::string name() const override { return "iceoryx"; }
+  bool supports(Mode) const override { return true; }
+  void prepare(std::size_t) override {
+    if (roudi_ > 0) return;
+    // A small pool: 64 B and 4 KiB payloads, enough chunks for 256-deep
+    // queues in both directions.
+    const std::string config = dir_ + "/roudi_bench.toml";
+    FILE* f = std::fopen(config.c_str(), "w");
+    if (f == nullptr) throw std::runtime_error("cannot write " + config);
+    std::fputs(
+        "[general]\nversion = 1\n\n[[segment]]\n\n[[segment.mempool]]\nsize = 128\ncount = 2048\n\n"
+        "[[segment.mempool]]\nsize = 4224\ncount = 2048\n",
+        f);
+    std::fclose(f);
+    roudi_ = ::fork();
+    if (roudi_ == 0) {
+      ::execlp("iox-roudi", "iox-roudi", "-c", config.c_str(), "-l", "warning", "-m", "off", nullptr);
+      std::perror("shmbus-bench: cannot run iox-roudi (install the iceoryx package)");
+      ::_exit(127);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(700));
+    int status = 0;
+    if (::waitpid(roudi_, &status, WNOHANG) == roudi_) {
+      roudi_ = 0;
+      throw std::runtime_error("iox-roudi exited at start");
+    }
+  }
+  std::unique_ptr<Link> connect(Side side, std::size_t max_size) override {
+    return std::make_unique<IceoryxLink>(side, max_size);
+  }
+  void stop_roudi() {
+    if (roudi_ <= 0) return;
+    ::kill(roudi_, SIGTERM);
+    int status = 0;
+    ::waitpid(roudi_, &status, 0);
+    roudi_ = 0;
+  }
+
+ private:
+  std::string dir_;
+  pid_t roudi_ = 0;
+};
+#endif
+
+// ------------------------------------------------ Boost.Interprocess mq
+
+class BoostMqLink final : public Link {
+ public:
+  BoostMqLink(const std::string& prefix, Side side, std::size_t max_size) : buf_(max_size) {
+    namespace bip = boost::interprocess;
+    const bool leader = side == Side::kLeader;
+    out_ = std::make_unique<bip::message_queue>(bip::open_only, (prefix + (leader ? "ping" : "pong")).c_str());
+    in_ = std::make_unique<bip::message_queue>(bip::open_only, (prefix + (leader ? "pong" : "ping")).c_str());
+  }
+  void send(const std::byte* data, std::size_t size) override { out_->send(data, size, 0); }
+  std::uint64_t receive(Mode) override {
+    std::size_t got = 0;
+    unsigned prio = 0;
+    in_->receive(buf_.data(), buf_.size(), got, prio);
+    return read_seq(buf_.data());
+  }
+
+ private:
+  std::unique_ptr<boost::interprocess::message_queue> out_, in_;
+  std::vector<std::byte> buf_;
+};
+
+class BoostMqTransport final : public Transport {
+ public:
+  std::string name() const override { return "boost_mq"; }
+  bool supports(Mode m) const override { return m == Mode::kBlock; }
+  void prepare(std::size_t max_size) override {
+    namespace bip = boost::interprocess;
+    prefix_ = "shmbus_bench_mq_" + std::to_string(::getpid()) + "_";
+    cleanup();
+    bip::message_queue(bip::create_only, (prefix_ + "ping").c_str(), 256, max_size);
+    bip::message_queue(bip::create_only, (prefix_ + "pong").c_str(), 256, max_size);
+  }
+  std::unique_ptr<Link> connect(Side side, std::size_t max_size) override {
+    return std::make_unique<BoostMqLink>(prefix_, side, max_size);
+  }
+  void cleanup() override {
+    boost::interprocess::message_queue::remove((prefix_ + "ping").c_str());
+    boost::interprocess::message_queue::remove((prefix_ + "pong").c_str());
+  }
+
+ private:
+  std::string prefix_;
+};
+
+// ------------------------------------------------ Unix-domain socket
+
+class UdsLink final : public Link {
+ public:
+  UdsLink(int fd, std::size_t max_size) : fd_(fd), buf_(max_size) {}
+  ~UdsLink() override { ::close(fd_); }
+  void send(const std::byte* data, std::size_t size) override {
+    if (::send(fd_, data, size, 0) != static_cast<ssize_t>(size)) throw std::runtime_error("uds send failed");
+  }
+  std::uint64_t receive(Mode) override {
+    if (::recv(fd_, buf_.data(), buf_.size(), 0) < 8) throw std::runtime_error("uds recv failed");
+    return read_seq(buf_.data());
+  }
+
+ private:
+  int fd_;
+  std::vector<std::byte> buf_;
+};
+
+class UdsTransport final : public Transport {
+ public:
+  std::string name() const override { return "uds"; }
+  bool supports(Mode m) const override { return m == Mode::kBlock; }
+  void prepare(std::size_t) override {
+    if (::socketpair(AF_UNIX, SOCK_SEQPACKET, 0, fds_) != 0) throw std::runtime_error("socketpair failed");
+  }
+  std::unique_ptr<Link> connect(Side side, std::size_t max_size) override {
+    const int mine = side == Side::kLeader ? fds_[0] : fds_[1];
+    ::close(side == Side::kLeader ? fds_[1] : fds_[0]);
+    return std::make_unique<UdsLink>(mine, max_size);
+  }
+  void cleanup() override {
+    ::close(fds_[0]);
+    ::close(fds_[1]);
+  }
+
+ private:
+  int fds_[2] = {-1, -1};
+};
+
+// ------------------------------------------------ floor: one shared word
+
+struct alignas(64) FloorShared {
+  std::atomic<std::uint64_t> word;
+};
+
+class FloorLink final : public Link {
+ public:
+  FloorLink(FloorShared* s, Side side) : s_(s), leader_(side == Side::kLeader) {}
+  // The leader stores odd values, the follower even ones: the message is
+  // the cache line itself.
+  void send(const std::byte* data, std::size_t) override {
+    const std::uint64_t seq = read_seq(data);
+    s_->word.store(seq * 2 + (leader_ ? 1 : 2), std::memory_order_release);
+  }
+  std::uint64_t receive(Mode) override {
+    const std::uint64_t parity = leader_ ? 0 : 1;
+    for (;;) {
+      const std::uint64_t w = s_->word.load(std::memory_order_acquire);
+      if (w != last_ && (w & 1U) == parity) {
+        last_ = w;
+        return (w - (leader_ ? 2 : 1)) / 2;
+      }
+      cpu_relax();
+    }
+  }
+
+ private:
+  FloorShared* s_;
+  bool leader_;
+  std::uint64_t last_ = 0;
+};
+
+class FloorTransport final : public Transport {
+ public:
+  std::string name() const override { return "floor"; }
+  bool supports(Mode m) const override { return m == Mode::kPoll; }
+  bool has_throughput() const override { return false; }
+  void prepare(std::size_t) override {
+    void* p = ::mmap(nullptr, sizeof(FloorShared), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    shared_ = new (p) FloorShared{};
+  }
+  std::unique_ptr<Link> connect(Side side, std::size_t) override { return std::make_unique<FloorLink>(shared_, side); }
+  void cleanup() override { ::munmap(shared_, sizeof(FloorShared)); }
+
+ private:
+  FloorShared* shared_ = nullptr;
+};
+
+// ------------------------------------------------ spsc: the simplest ring
+
+constexpr std::size_t kSpscSlots = 256;
+
+struct SpscRing {
+  alignas(64) std::atomic<std::uint64_t> head;  // written by the producer
+  alignas(64) std::atomic<std::uint64_t> tail;  // written by the consumer
+  alignas(64) std::byte data[1];                // kSpscSlots * slot bytes follow
+};
+
+class SpscLink final : public Link {
+ public:
+  SpscLink(SpscRing* out, SpscRing* in, std::size_t slot) : out_(out), in_(in), slot_(slot), buf_(slot) {}
+  void send(const std::byte* data, std::size_t size) override {
+    const std::uint64_t h = out_->head.load(std::memory_order_relaxed);
+    while (h - cached_tail_ >= kSpscSlots) {
+      cached_tail_ = out_->tail.load(std::memory_order_acquire);
+      cpu_relax();
+    }
+    std::memcpy(out_->data + (h % kSpscSlots) * slot_, data, size);
+    out_->head.store(h + 1, std::memory_order_release);
+  }
+  std::uint64_t receive(Mode) override {
+    const std::uint64_t t = in_->tail.load(std::memory_order_relaxed);
+    while (cached_head_ <= t) {
+      cached_head_ = in_->head.load(std::memory_order_acquire);
+      if (cached_head_ <= t) cpu_relax();
+    }
+    std::memcpy(buf_.data(), in_->data + (t % kSpscSlots) * slot_, slot_);
+    in_->tail.store(t + 1, std::memory_order_release);
+    return read_seq(buf_.data());
+  }
+
+ private:
+  SpscRing* out_;
+  SpscRing* in_;
+  std::size_t slot_;
+  std::vector<std::byte> buf_;
+  std::uint64_t cached_tail_ = 0;
+  std::uint64_t cached_head_ = 0;
+};
+
+class SpscTransport final : public Transport {
+ public:
+  std::string name() const override { return "spsc"; }
+  bool supports(Mode m) const override { return m == Mode::kPoll; }
+  void prepare(std::size_t max_size) override {
+    slot_ = max_size;
+    bytes_ = sizeof(SpscRing) + kSpscSlots * slot_;
+    for (auto*& r : rings_) {
+      void* p = ::mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+      r = new (p) SpscRing{};
+    }
+  }
+  std::unique_ptr<Link> connect(Side side, std::size_t) override {
+    return side == Side::kLeader ? std::make_unique<SpscLink>(rings_[0], rings_[1], slot_)
+                                 : std::make_unique<SpscLink>(rings_[1], rings_[0], slot_);
+  }
+  void cleanup() override {
+    for (auto* r : rings_) ::munmap(r, bytes_);
+  }
+
+ private:
+  SpscRing* rings_[2] = {nullptr, nullptr};
+  std::size_t slot_ = 0;
+  std::size_t bytes_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<Transport> make_shmbus() { return std::make_unique<ShmbusTransport>(); }
+std::unique_ptr<Transport> make_iceoryx([[maybe_unused]] const std::string& dir) {
+#if SHMBUS_BENCH_ICEORYX
+  return std::make_unique<IceoryxTransport>(dir);
+#else
+  return nullptr;
+#endif
+}
+std::unique_ptr<Transport> make_boost_mq() { return std::make_unique<BoostMqTransport>(); }
+std::unique_ptr<Transport> make_uds() { return std::make_unique<UdsTransport>(); }
+std::unique_ptr<Transport> make_floor() { return std::make_unique<FloorTransport>(); }
+std::unique_ptr<Transport> make_spsc() { return std::make_unique<SpscTransport>(); }
+
+}  // namespace shmbus::bench

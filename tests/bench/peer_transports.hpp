@@ -1,0 +1,59 @@
+#pragma once
+// The transports `shmbus-bench peers` compares, behind one small interface.
+// Each Link is one side of a two-process connection: it sends on one
+// direction and receives on the other.
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace shmbus::bench {
+
+enum class Mode { kPoll, kBlock };
+enum class Side { kLeader, kFollower };
+
+inline const char* to_string(Mode m) { return m == Mode::kPoll ? "poll" : "block"; }
+
+/// One side of a connection. send() copies `size` bytes in; receive()
+/// returns the first 8 bytes of the next message (a sequence number),
+/// busy-polling or sleeping in the transport's blocking wait by mode.
+class Link {
+ public:
+  virtual ~Link() = default;
+  virtual void send(const std::byte* data, std::size_t size) = 0;
+  virtual std::uint64_t receive(Mode mode) = 0;
+  /// Messages this side received but the transport reports lost (must be 0).
+  virtual std::uint64_t lost() const { return 0; }
+  /// For transports that overwrite (shmbus): the leader must not run more
+  /// than this many messages ahead in the throughput test; 0 = the
+  /// transport is lossless by itself (blocking or waiting queues).
+  virtual std::uint64_t flow_window() const { return 0; }
+};
+
+/// Per-run state created before the fork (shared memory, queues, sockets)
+/// and the factory for each side's Link after it.
+class Transport {
+ public:
+  virtual ~Transport() = default;
+  virtual std::string name() const = 0;
+  virtual bool supports(Mode mode) const = 0;
+  virtual bool has_throughput() const { return true; }
+  /// Called in the parent before forking the two sides.
+  virtual void prepare(std::size_t max_size) = 0;
+  /// Called in each child after the fork; may wait until the other side is
+  /// connected.
+  virtual std::unique_ptr<Link> connect(Side side, std::size_t max_size) = 0;
+  /// Called in the parent after both sides exited.
+  virtual void cleanup() {}
+};
+
+std::unique_ptr<Transport> make_shmbus();
+std::unique_ptr<Transport> make_iceoryx(const std::string& roudi_config_dir);
+std::unique_ptr<Transport> make_boost_mq();
+std::unique_ptr<Transport> make_uds();
+std::unique_ptr<Transport> make_floor();
+std::unique_ptr<Transport> make_spsc();
+
+}  // namespace shmbus::bench
