@@ -24,7 +24,20 @@ Subscriber::~Subscriber() = default;
 Subscriber::Subscriber(Subscriber&&) noexcept = default;
 Subscriber& Subscriber::operator=(Subscriber&&) noexcept = default;
 
-TakeResult Subscriber::take(std::span<std::byte> buffer) noexcept { return impl_->take(buffer); }
+TakeResult Subscriber::take(std::span<std::byte> buffer) noexcept {
+  return impl_->take_with([buffer](const std::byte* payload, std::uint32_t size, const MessageInfo&) {
+    if (size > buffer.size()) return false;
+    std::memcpy(buffer.data(), payload, size);
+    return true;
+  });
+}
+
+TakeResult Subscriber::read_in_place(InPlaceReader reader, void* context) noexcept {
+  return impl_->take_with([reader, context](const std::byte* payload, std::uint32_t size, const MessageInfo& info) {
+    reader(context, std::span<const std::byte>{payload, size}, info);
+    return true;
+  });
+}
 
 bool Subscriber::pending() const noexcept { return reader_pending(*impl_->channel, impl_->next); }
 

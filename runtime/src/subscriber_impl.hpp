@@ -66,7 +66,11 @@ struct Subscriber::Impl {
     return false;
   }
 
-  TakeResult take(std::span<std::byte> buffer) noexcept {
+  /// The take protocol. `consume(payload, size, info)` runs inside the
+  /// seqlock read (the bytes may be torn; the re-check after it decides)
+  /// and returns false when it cannot take a message of that size.
+  template <typename Consume>
+  TakeResult take_with(Consume&& consume) noexcept {
     TakeResult result;
     const std::uint64_t capacity = channel->capacity();
     for (;;) {
@@ -77,6 +81,7 @@ struct Subscriber::Impl {
       if (st == committed_state(next)) {
         std::uint32_t size = 0;
         std::uint32_t flags = 0;
+        bool fits = true;
         {
           [[maybe_unused]] SeqlockReadScope racy_copy;
           size = std::min(slot->size, header->max_message_size);
@@ -92,7 +97,7 @@ struct Subscriber::Impl {
           for (std::uint32_t i = 0; i < result.info.provenance_count; ++i) {
             result.info.provenance[i] = Provenance{prov[i].channel_index, prov[i].sequence};
           }
-          if (size <= buffer.size()) std::memcpy(buffer.data(), Channel::payload(slot), size);
+          if ((flags & kSlotDiscarded) == 0) fits = consume(Channel::payload(slot), size, result.info);
         }
         // SYNC POINT READ (seqlock): pairs with the publisher's release
         // fence after it marks the slot writing.
@@ -106,7 +111,7 @@ struct Subscriber::Impl {
           stall_since = 0;
           continue;
         }
-        if (size > buffer.size()) {
+        if (!fits) {
           result.status = TakeStatus::kBufferTooSmall;
           return result;
         }

@@ -1,5 +1,6 @@
 #include "peer_transports.hpp"
 
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
@@ -37,7 +38,7 @@ std::uint64_t read_seq(const std::byte* p) {
 
 class ShmbusLink final : public Link {
  public:
-  ShmbusLink(const std::string& domain, Side side, std::size_t max_size) : buf_(max_size) {
+  ShmbusLink(const std::string& domain, Side side, std::size_t max_size) {
     Config c;
     c.domain = domain;
     c.node = side == Side::kLeader ? "bench_leader" : "bench_follower";
@@ -50,8 +51,12 @@ class ShmbusLink final : public Link {
   }
   void send(const std::byte* data, std::size_t size) override { pub_->publish(data, size); }
   std::uint64_t receive(Mode mode) override {
+    // Zero-copy, like the iceoryx peer: read the sequence in place.
+    std::uint64_t seq = 0;
     for (;;) {
-      if (sub_->take(buf_).ok()) return read_seq(buf_.data());
+      if (sub_->read([&](std::span<const std::byte> p, const MessageInfo&) { seq = read_seq(p.data()); }).ok()) {
+        return seq;
+      }
       if (mode == Mode::kBlock) sub_->wait(std::chrono::seconds(1));
     }
   }
@@ -62,7 +67,6 @@ class ShmbusLink final : public Link {
   std::unique_ptr<Context> ctx_;
   std::unique_ptr<Subscriber> sub_;
   std::unique_ptr<Publisher> pub_;
-  std::vector<std::byte> buf_;
 };
 
 class ShmbusTransport final : public Transport {
@@ -165,6 +169,12 @@ class IceoryxTransport final : public Transport {
     std::fclose(f);
     roudi_ = ::fork();
     if (roudi_ == 0) {
+      // RouDi logs to its own file: its shutdown warnings are not results.
+      const int log = ::open((dir_ + "/roudi_bench.log").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      if (log >= 0) {
+        ::dup2(log, STDOUT_FILENO);
+        ::dup2(log, STDERR_FILENO);
+      }
       ::execlp("iox-roudi", "iox-roudi", "-c", config.c_str(), "-l", "warning", "-m", "off", nullptr);
       std::perror("shmbus-bench: cannot run iox-roudi (install the iceoryx package)");
       ::_exit(127);

@@ -116,6 +116,28 @@ TEST_F(PubSubTest, SlowSubscriberLosesOldestAndIsToldHowMany) {
   EXPECT_EQ(reader.view().lost, 12U);
 }
 
+TEST_F(PubSubTest, ReadInPlaceSeesThePayloadWithoutCopyingAndConsumesIt) {
+  Publisher pub("/a", TypeInfo::bytes(), domain_.context());
+  Subscriber sub("/a", TypeInfo::bytes(), domain_.context());
+  pub.publish(bytes_of(7));
+  pub.publish(bytes_of(8));
+  std::vector<std::uint32_t> seen;
+  const void* where = nullptr;
+  const TakeResult r = sub.read([&](std::span<const std::byte> p, const MessageInfo& info) {
+    std::uint32_t v = 0;
+    std::memcpy(&v, p.data(), 4);
+    seen.push_back(v);
+    where = p.data();
+    EXPECT_EQ(info.size, 4U);
+  });
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(seen, std::vector<std::uint32_t>{7});
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(where) % 64, 0U) << "a pointer into the slot, not a copy";
+  ASSERT_TRUE(sub.take(buf_).ok());
+  EXPECT_EQ(value_of(buf_), 8U);
+  EXPECT_EQ(sub.read([](std::span<const std::byte>, const MessageInfo&) {}).status, TakeStatus::kNoData);
+}
+
 TEST_F(PubSubTest, TooLargePublishIsRefusedAndNothingWritten) {
   Publisher pub("/a", TypeInfo::bytes(), domain_.context());
   Subscriber sub("/a", TypeInfo::bytes(), domain_.context());

@@ -10,6 +10,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <type_traits>
 
 #include "shmbus/context.hpp"
 #include "shmbus/types.hpp"
@@ -58,6 +59,27 @@ class Subscriber {
   /// a copy) and never delivers a torn message: one overwritten while copied
   /// is counted lost and skipped.
   TakeResult take(std::span<std::byte> buffer) noexcept;
+
+  /// Zero-copy take: calls `reader(payload, info)` on the message where it
+  /// lies in shared memory, then checks that no publisher overwrote it
+  /// meanwhile (optimistic read). Only when the result is kOk may what the
+  /// reader derived be used; a message overwritten during the read is
+  /// counted lost and the reader is called again with the next one. So the
+  /// reader must only read (copy out, decode, checksum), may see torn bytes
+  /// on a call whose message is then discarded, and must not keep the span.
+  /// For large messages (images, point clouds) this saves the copy-out.
+  template <typename F>
+  TakeResult read(F&& reader) noexcept {
+    return read_in_place(
+        [](void* ctx, std::span<const std::byte> payload, const MessageInfo& info) {
+          (*static_cast<std::remove_reference_t<F>*>(ctx))(payload, info);
+        },
+        &reader);
+  }
+
+  /// The function-pointer form of read().
+  using InPlaceReader = void (*)(void* context, std::span<const std::byte> payload, const MessageInfo& info);
+  TakeResult read_in_place(InPlaceReader reader, void* context) noexcept;
 
   /// Blocks until take() may return a message or `timeout` passes: spins for
   /// the channel's wait_spin first, then sleeps on the channel's futex.
