@@ -7,10 +7,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <fmt/format.h>
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <cstdio>
-#include <fmt/format.h>
 #include <thread>
 #include <vector>
 
@@ -68,8 +68,8 @@ int subscriber_process(const Config& config, const std::vector<std::string>& cha
     }
   }
   for (std::size_t i = 0; i < channels.size(); ++i) {
-    std::printf("subscriber (pid %d): %s received %llu, lost %llu\n", static_cast<int>(::getpid()),
-                channels[i].c_str(), static_cast<unsigned long long>(received[i]),
+    std::printf("subscriber (pid %d): %s received %llu, lost %llu\n", static_cast<int>(::getpid()), channels[i].c_str(),
+                static_cast<unsigned long long>(received[i]),
                 static_cast<unsigned long long>(subs[i]->untyped().lost()));
   }
   return 0;
@@ -133,8 +133,8 @@ int main(int argc, char** argv) {
     fmt::print("shmbus demo in domain \"{}\": 2 publisher processes, 1 subscriber process (pids {} {} {})\n",
                config.domain, children[1], children[2], children[0]);
     std::fflush(stdout);
-    fmt::print("{:<11} {:<9} {:>4} {:>4} {:>9} {:>6} {:>11} {:>10}\n", "channel", "type", "pubs", "subs",
-               "messages", "lost", "time list", "rate (Hz)");
+    fmt::print("{:<11} {:<9} {:>4} {:>4} {:>9} {:>6} {:>11} {:>10}\n", "channel", "type", "pubs", "subs", "messages",
+               "lost", "time list", "rate (Hz)");
     const auto end = steady_clock::now() + duration_cast<steady_clock::duration>(duration<double>(seconds));
     introspect::TimeListSnapshot snap;
     const auto start = steady_clock::now();
@@ -147,8 +147,8 @@ int main(int argc, char** argv) {
         reader.snapshot(snap);
         const auto now = duration_cast<nanoseconds>(steady_clock::now().time_since_epoch()).count();
         fmt::print("{:<11} {:<9} {:>4} {:>4} {:>9} {:>6} {:>5}/{:<5} {:>10.1f}\n", name, v.type_name,
-                   v.publishers.size(), v.subscribers.size(), v.messages, v.lost, snap.stamps.size(),
-                   snap.capacity, rate_from_time_list(snap.stamps, now, v.window_ns));
+                   v.publishers.size(), v.subscribers.size(), v.messages, v.lost, snap.stamps.size(), snap.capacity,
+                   rate_from_time_list(snap.stamps, now, v.window_ns));
       }
       std::fflush(stdout);
     }

@@ -37,9 +37,9 @@ std::string describe_type(std::string_view name, std::uint64_t hash) {
 
 void check_type(std::string_view channel, const ChannelHeader& h, const TypeInfo& type) {
   if (type.name != h.type_name || type.hash != h.type_hash) {
-    throw Error(Errc::kTypeMismatch, fmt::format("channel {} has type {}, you asked for {}", channel,
-                                                 describe_type(h.type_name, h.type_hash),
-                                                 describe_type(type.name, type.hash)));
+    throw Error(Errc::kTypeMismatch,
+                fmt::format("channel {} has type {}, you asked for {}", channel,
+                            describe_type(h.type_name, h.type_hash), describe_type(type.name, type.hash)));
   }
 }
 }  // namespace
@@ -72,24 +72,22 @@ Channel::Channel(Segment s, std::string name) : segment_(std::move(s)), name_(st
   subscribers_ = reinterpret_cast<SubscriberEntry*>(base + h.subscribers_offset);
 }
 
-std::shared_ptr<Channel> Channel::open_existing(const std::string& domain, std::string_view name,
-                                                bool writable) {
+std::shared_ptr<Channel> Channel::open_existing(const std::string& domain, std::string_view name, bool writable) {
   validate_channel_name(name);
   try {
     Segment s = Segment::open(channel_object_name(domain, name), kSpec, writable);
     return std::shared_ptr<Channel>(new Channel(std::move(s), std::string{name}));
   } catch (const Error& e) {
     if (e.code() == Errc::kNotFound) {
-      throw Error(Errc::kNotFound,
-                  fmt::format("channel {} does not exist in domain \"{}\"", name, domain));
+      throw Error(Errc::kNotFound, fmt::format("channel {} does not exist in domain \"{}\"", name, domain));
     }
     throw;
   }
 }
 
-std::shared_ptr<Channel> Channel::create_or_open(const std::string& domain, std::string_view name,
-                                                 const TypeInfo* type, const ChannelSettings& settings,
-                                                 std::uint32_t mode, Registry& registry) {
+std::shared_ptr<Channel> Channel::create_or_open(const std::string& domain, std::string_view name, const TypeInfo* type,
+                                                 const ChannelSettings& settings, std::uint32_t mode,
+                                                 Registry& registry) {
   validate_channel_name(name);
   if (settings.transport != Transport::kShm) {
     throw Error(Errc::kConfig, fmt::format("channel {}: transport \"{}\" is not available in this build "
@@ -97,8 +95,8 @@ std::shared_ptr<Channel> Channel::create_or_open(const std::string& domain, std:
                                            name, to_string(settings.transport)));
   }
   if (type != nullptr && type->name.size() >= kTypeNameBytes) {
-    throw Error(Errc::kInvalidArgument, fmt::format("type name \"{}\" is longer than {} bytes", type->name,
-                                                    kTypeNameBytes - 1));
+    throw Error(Errc::kInvalidArgument,
+                fmt::format("type name \"{}\" is longer than {} bytes", type->name, kTypeNameBytes - 1));
   }
   std::shared_ptr<Channel> ch;
   if (type == nullptr) {
@@ -173,8 +171,7 @@ std::uint64_t Channel::snapshot_time_list(std::vector<std::int64_t>& out) const 
 namespace {
 
 template <typename Entry>
-std::uint32_t claim_entry(Entry* table, std::uint32_t size, const std::string& channel,
-                          const char* what) {
+std::uint32_t claim_entry(Entry* table, std::uint32_t size, const std::string& channel, const char* what) {
   const auto pid = static_cast<std::uint32_t>(self_pid());
   for (std::uint32_t i = 0; i < size; ++i) {
     std::uint64_t expected = kEndpointFree;
@@ -196,8 +193,7 @@ void fill_entry(Entry& e, std::string_view node, std::uint32_t id) {
   e.id = id;
   copy_name(e.node, sizeof(e.node), node);
   // SYNC POINT WRITE: fields before Live.
-  e.state.store(endpoint_state(static_cast<std::uint32_t>(self_pid()), kEndpointLive),
-                std::memory_order_release);
+  e.state.store(endpoint_state(static_cast<std::uint32_t>(self_pid()), kEndpointLive), std::memory_order_release);
 }
 
 template <typename Entry>
@@ -288,8 +284,7 @@ std::shared_ptr<Channel> DomainState::channel(std::string_view name, const TypeI
       return ch;
     }
   }
-  auto ch = Channel::create_or_open(config_.domain, name, type, config_.channel(name), config_.mode,
-                                    registry());
+  auto ch = Channel::create_or_open(config_.domain, name, type, config_.channel(name), config_.mode, registry());
   channels_[std::string{name}] = ch;
   return ch;
 }

@@ -23,13 +23,12 @@ class Channel {
  public:
   /// Maps an existing channel segment without touching the registry
   /// (introspection). Error(kNotFound) when it does not exist.
-  static std::shared_ptr<Channel> open_existing(const std::string& domain, std::string_view name,
-                                                bool writable);
+  static std::shared_ptr<Channel> open_existing(const std::string& domain, std::string_view name, bool writable);
   /// Creates the channel with `settings` and `type`, or opens it; checks the
   /// type (when `type` is given) and lists it in `registry`.
-  static std::shared_ptr<Channel> create_or_open(const std::string& domain, std::string_view name,
-                                                 const TypeInfo* type, const ChannelSettings& settings,
-                                                 std::uint32_t mode, Registry& registry);
+  static std::shared_ptr<Channel> create_or_open(const std::string& domain, std::string_view name, const TypeInfo* type,
+                                                 const ChannelSettings& settings, std::uint32_t mode,
+                                                 Registry& registry);
 
   [[nodiscard]] layout::ChannelHeader& header() const noexcept { return *header_; }
   [[nodiscard]] const std::string& name() const noexcept { return name_; }

@@ -2,25 +2,22 @@
 
 #include <fnmatch.h>
 
+#include <toml++/toml.h>
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
-#include <toml++/toml.h>
 
 #include "shmbus/error.hpp"
 #include "shmbus/names.hpp"
 
 namespace shmbus {
 
-std::string_view to_string(Transport t) noexcept {
-  return t == Transport::kIceoryx ? "iceoryx" : "shm";
-}
+std::string_view to_string(Transport t) noexcept { return t == Transport::kIceoryx ? "iceoryx" : "shm"; }
 
 std::optional<std::chrono::nanoseconds> parse_duration(std::string_view text) noexcept {
   std::size_t unit_at = 0;
-  while (unit_at < text.size() &&
-         ((text[unit_at] >= '0' && text[unit_at] <= '9') || text[unit_at] == '.')) {
+  while (unit_at < text.size() && ((text[unit_at] >= '0' && text[unit_at] <= '9') || text[unit_at] == '.')) {
     ++unit_at;
   }
   if (unit_at == 0 || unit_at == text.size()) return std::nullopt;
@@ -30,12 +27,18 @@ std::optional<std::chrono::nanoseconds> parse_duration(std::string_view text) no
   if (end != number.c_str() + number.size() || !std::isfinite(value)) return std::nullopt;
   const std::string_view unit = text.substr(unit_at);
   double scale = 0;
-  if (unit == "ns") scale = 1;
-  else if (unit == "us") scale = 1e3;
-  else if (unit == "ms") scale = 1e6;
-  else if (unit == "s") scale = 1e9;
-  else if (unit == "min") scale = 60e9;
-  else return std::nullopt;
+  if (unit == "ns")
+    scale = 1;
+  else if (unit == "us")
+    scale = 1e3;
+  else if (unit == "ms")
+    scale = 1e6;
+  else if (unit == "s")
+    scale = 1e9;
+  else if (unit == "min")
+    scale = 60e9;
+  else
+    return std::nullopt;
   const double ns = value * scale;
   if (ns > 9.2e18) return std::nullopt;
   return std::chrono::nanoseconds{static_cast<std::int64_t>(std::llround(ns))};
@@ -62,8 +65,8 @@ class ConfigReader {
 
   [[noreturn]] void fail(const toml::source_region& region, const std::string& what) const {
     const auto& where = region.begin;
-    throw Error(Errc::kConfig, source_ + ":" + std::to_string(where.line) + ":" +
-                                   std::to_string(where.column) + ": " + what);
+    throw Error(Errc::kConfig,
+                source_ + ":" + std::to_string(where.line) + ":" + std::to_string(where.column) + ": " + what);
   }
 
   std::string string_of(const toml::node& n, std::string_view key) const {
@@ -79,8 +82,8 @@ class ConfigReader {
   std::uint32_t power_of_two(const toml::node& n, std::string_view key, std::int64_t max) const {
     const std::int64_t v = integer_of(n, key);
     if (v < 2 || v > max || (v & (v - 1)) != 0) {
-      fail(n, std::string{key} + " = " + std::to_string(v) + " must be a power of two from 2 to " +
-                  std::to_string(max));
+      fail(n,
+           std::string{key} + " = " + std::to_string(v) + " must be a power of two from 2 to " + std::to_string(max));
     }
     return static_cast<std::uint32_t>(v);
   }
@@ -102,9 +105,12 @@ class ConfigReader {
     std::array<double, 3> f{};
     for (std::size_t i = 0; i < 3; ++i) {
       const toml::node& e = *arr->get(i);
-      if (const auto* d = e.as_floating_point()) f[i] = d->get();
-      else if (const auto* k = e.as_integer()) f[i] = static_cast<double>(k->get());
-      else fail(e, "thresholds_hz entries must be numbers (Hz)");
+      if (const auto* d = e.as_floating_point())
+        f[i] = d->get();
+      else if (const auto* k = e.as_integer())
+        f[i] = static_cast<double>(k->get());
+      else
+        fail(e, "thresholds_hz entries must be numbers (Hz)");
       if (!(f[i] >= 0) || !std::isfinite(f[i])) fail(e, "thresholds_hz entries must be finite and >= 0");
     }
     if (!(f[0] < f[1] && f[1] < f[2])) fail(n, "thresholds_hz must satisfy f1 < f2 < f3");
@@ -120,37 +126,49 @@ class ConfigReader {
 
   /// Applies one channel-level key; returns false when the key is not one.
   bool channel_key(std::string_view key, const toml::node& v, ChannelRule& r) const {
-    if (key == "transport") r.transport = transport_of(v);
-    else if (key == "capacity") r.capacity = power_of_two(v, key, 1 << 20);
+    if (key == "transport")
+      r.transport = transport_of(v);
+    else if (key == "capacity")
+      r.capacity = power_of_two(v, key, 1 << 20);
     else if (key == "max_message_size") {
       const std::int64_t m = integer_of(v, key);
       if (m < 1 || m > (std::int64_t{1} << 30)) fail(v, "max_message_size must be from 1 to 1073741824 bytes");
       r.max_message_size = static_cast<std::uint32_t>(m);
-    } else if (key == "time_list_capacity") r.time_list_capacity = power_of_two(v, key, 1 << 24);
-    else if (key == "window") r.window = duration_of(v, key);
-    else if (key == "thresholds_hz") r.thresholds_hz = thresholds_of(v);
-    else if (key == "stall_timeout") r.stall_timeout = duration_of(v, key);
+    } else if (key == "time_list_capacity")
+      r.time_list_capacity = power_of_two(v, key, 1 << 24);
+    else if (key == "window")
+      r.window = duration_of(v, key);
+    else if (key == "thresholds_hz")
+      r.thresholds_hz = thresholds_of(v);
+    else if (key == "stall_timeout")
+      r.stall_timeout = duration_of(v, key);
     else if (key == "wait_spin") {
       const std::string text = string_of(v, key);
       const auto d = parse_duration(text);
       if (!d) fail(v, "wait_spin = \"" + text + "\" is not a duration such as \"50us\" or \"0us\"");
       r.wait_spin = *d;
-    } else return false;
+    } else
+      return false;
     return true;
   }
 
   void read_monitor(const toml::table& t, MonitorSettings& m) const {
     for (const auto& [k, v] : t) {
       const std::string_view key = k.str();
-      if (key == "scan_period") m.scan_period = duration_of(v, key);
+      if (key == "scan_period")
+        m.scan_period = duration_of(v, key);
       else if (key == "debounce_scans") {
         const std::int64_t n = integer_of(v, key);
         if (n < 1 || n > 1000) fail(v, "debounce_scans must be from 1 to 1000");
         m.debounce_scans = static_cast<std::uint32_t>(n);
-      } else if (key == "metrics_listen") m.metrics_listen = string_of(v, key);
-      else if (key == "statistics_period") m.statistics_period = duration_of(v, key);
-      else if (key == "webhook") m.webhook = string_of(v, key);
-      else fail(k.source(), "unknown key monitor." + std::string{key});
+      } else if (key == "metrics_listen")
+        m.metrics_listen = string_of(v, key);
+      else if (key == "statistics_period")
+        m.statistics_period = duration_of(v, key);
+      else if (key == "webhook")
+        m.webhook = string_of(v, key);
+      else
+        fail(k.source(), "unknown key monitor." + std::string{key});
     }
   }
 
@@ -199,8 +217,10 @@ class ConfigReader {
           if (t == nullptr) fail(e, "each channel entry must be a table ([[channel]])");
           ChannelRule r;
           for (const auto& [ck, cv] : *t) {
-            if (ck.str() == "name") r.pattern = string_of(cv, "name");
-            else if (!channel_key(ck.str(), cv, r)) fail(ck.source(), "unknown key channel." + std::string{ck.str()});
+            if (ck.str() == "name")
+              r.pattern = string_of(cv, "name");
+            else if (!channel_key(ck.str(), cv, r))
+              fail(ck.source(), "unknown key channel." + std::string{ck.str()});
           }
           if (r.pattern.empty()) fail(e, "a [[channel]] entry needs name = \"/exact/name\" or a glob");
           c.channels.push_back(std::move(r));
@@ -239,8 +259,8 @@ Config Config::parse(std::string_view text, const std::string& source_name) {
     root = toml::parse(text, source_name);
   } catch (const toml::parse_error& e) {
     const auto& where = e.source().begin;
-    throw Error(Errc::kConfig, source_name + ":" + std::to_string(where.line) + ":" +
-                                   std::to_string(where.column) + ": " + std::string{e.description()});
+    throw Error(Errc::kConfig, source_name + ":" + std::to_string(where.line) + ":" + std::to_string(where.column) +
+                                   ": " + std::string{e.description()});
   }
   return ConfigReader{source_name}.read(root);
 }
@@ -248,8 +268,9 @@ Config Config::parse(std::string_view text, const std::string& source_name) {
 Config Config::load_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) {
-    throw Error(Errc::kConfig, path + ":1:1: cannot read the configuration file; check the path and "
-                                      "its permissions (SHMBUS_CONFIG or --config)");
+    throw Error(Errc::kConfig, path +
+                                   ":1:1: cannot read the configuration file; check the path and "
+                                   "its permissions (SHMBUS_CONFIG or --config)");
   }
   std::ostringstream text;
   text << in.rdbuf();
@@ -257,11 +278,14 @@ Config Config::load_file(const std::string& path) {
 }
 
 Config Config::from_environment() {
+  // getenv is safe here: nothing in shmbus sets the environment.
   Config c;
-  if (const char* path = std::getenv("SHMBUS_CONFIG"); path != nullptr && *path != '\0') {
+  if (const char* path = std::getenv("SHMBUS_CONFIG");  // NOLINT(concurrency-mt-unsafe)
+      path != nullptr && *path != '\0') {
     c = load_file(path);
   }
-  if (const char* domain = std::getenv("SHMBUS_DOMAIN"); domain != nullptr && *domain != '\0') {
+  if (const char* domain = std::getenv("SHMBUS_DOMAIN");  // NOLINT(concurrency-mt-unsafe)
+      domain != nullptr && *domain != '\0') {
     try {
       validate_domain_name(domain);
     } catch (const Error& e) {

@@ -22,8 +22,8 @@ void futex_wait(std::atomic<std::uint32_t>& word, std::uint32_t expected, std::i
   // FUTEX_WAIT_BITSET takes an absolute CLOCK_MONOTONIC deadline, so a
   // retry after a spurious wake does not extend the wait.
   const timespec deadline = to_timespec(deadline_ns);
-  ::syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&word), FUTEX_WAIT_BITSET, expected, &deadline,
-            nullptr, FUTEX_BITSET_MATCH_ANY);
+  ::syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&word), FUTEX_WAIT_BITSET, expected, &deadline, nullptr,
+            FUTEX_BITSET_MATCH_ANY);
 }
 
 void futex_wake_all(std::atomic<std::uint32_t>& word) noexcept {
@@ -40,8 +40,8 @@ bool futex_wait_any(std::span<const FutexWaitItem> items, std::int64_t deadline_
     waiters[i].flags = FUTEX_32;
   }
   const timespec deadline = to_timespec(deadline_ns);
-  const long rc = ::syscall(SYS_futex_waitv, waiters.data(), static_cast<unsigned>(waiters.size()), 0U,
-                            &deadline, CLOCK_MONOTONIC);
+  const long rc =
+      ::syscall(SYS_futex_waitv, waiters.data(), static_cast<unsigned>(waiters.size()), 0U, &deadline, CLOCK_MONOTONIC);
   return !(rc < 0 && errno == ENOSYS);
 #else
   (void)items;

@@ -128,7 +128,8 @@ std::vector<std::string> domain_objects(const std::string& domain) {
   const std::string prefix = domain_object_prefix(domain);
   DIR* dir = ::opendir("/dev/shm");
   if (dir == nullptr) return names;
-  while (const dirent* d = ::readdir(dir)) {
+  // readdir on a stream this function alone owns: no shared state.
+  while (const dirent* d = ::readdir(dir)) {  // NOLINT(concurrency-mt-unsafe)
     const std::string n = d->d_name;
     if (n.rfind(prefix, 0) == 0) names.push_back(n);
   }

@@ -6,18 +6,16 @@ namespace shmbus {
 namespace {
 
 bool is_name_char(char c) noexcept {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
-         c == '-';
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-';
 }
 
 }  // namespace
 
 void validate_channel_name(std::string_view name) {
   const auto bad = [&](const std::string& why) {
-    throw Error(Errc::kInvalidArgument,
-                "channel name \"" + std::string{name} + "\" " + why +
-                    "; use /segment[/segment...] with letters, digits, '_' and '-', at most " +
-                    std::to_string(kMaxChannelName) + " bytes");
+    throw Error(Errc::kInvalidArgument, "channel name \"" + std::string{name} + "\" " + why +
+                                            "; use /segment[/segment...] with letters, digits, '_' and '-', at most " +
+                                            std::to_string(kMaxChannelName) + " bytes");
   };
   if (name.empty() || name.front() != '/') bad("must start with '/'");
   if (name.size() > kMaxChannelName) bad("is " + std::to_string(name.size()) + " bytes long");
@@ -36,8 +34,8 @@ void validate_domain_name(std::string_view domain) {
   bool ok = !domain.empty() && domain.size() <= kMaxDomainName;
   for (char c : domain) ok = ok && is_name_char(c);
   if (!ok) {
-    throw Error(Errc::kInvalidArgument, "domain \"" + std::string{domain} +
-                                            "\" is not valid; use 1 to 32 letters, digits, '_' or '-'");
+    throw Error(Errc::kInvalidArgument,
+                "domain \"" + std::string{domain} + "\" is not valid; use 1 to 32 letters, digits, '_' or '-'");
   }
 }
 
@@ -45,19 +43,14 @@ void validate_node_name(std::string_view node) {
   bool ok = !node.empty() && node.size() <= kMaxNodeName;
   for (char c : node) ok = ok && c > ' ' && c < 127;
   if (!ok) {
-    throw Error(Errc::kInvalidArgument,
-                "node name \"" + std::string{node} +
-                    "\" is not valid; use 1 to 63 printable ASCII characters without spaces");
+    throw Error(Errc::kInvalidArgument, "node name \"" + std::string{node} +
+                                            "\" is not valid; use 1 to 63 printable ASCII characters without spaces");
   }
 }
 
-std::string domain_object_prefix(std::string_view domain) {
-  return "shmbus." + std::string{domain} + ".";
-}
+std::string domain_object_prefix(std::string_view domain) { return "shmbus." + std::string{domain} + "."; }
 
-std::string registry_object_name(std::string_view domain) {
-  return domain_object_prefix(domain) + "registry";
-}
+std::string registry_object_name(std::string_view domain) { return domain_object_prefix(domain) + "registry"; }
 
 std::string channel_object_name(std::string_view domain, std::string_view channel) {
   // '/' cannot appear in a POSIX shm name; '.' cannot appear in a channel

@@ -139,8 +139,7 @@ struct Publisher::Impl {
   }
 };
 
-Publisher::Publisher(std::string_view channel, const TypeInfo& type, Context& context,
-                     PublisherOptions options)
+Publisher::Publisher(std::string_view channel, const TypeInfo& type, Context& context, PublisherOptions options)
     : impl_(std::make_unique<Impl>()) {
   auto ch = context.state().channel(channel, &type);
   impl_->entry_index = ch->register_publisher(context.node(), impl_->id);
@@ -243,9 +242,7 @@ std::uint32_t Publisher::id() const noexcept { return impl_->id; }
 const std::string& Publisher::channel() const noexcept { return impl_->channel->name(); }
 std::uint32_t Publisher::channel_index() const noexcept { return impl_->header->registry_index; }
 std::size_t Publisher::max_message_size() const noexcept { return impl_->max_size; }
-std::uint64_t Publisher::published() const noexcept {
-  return impl_->entry->published.load(std::memory_order_relaxed);
-}
+std::uint64_t Publisher::published() const noexcept { return impl_->entry->published.load(std::memory_order_relaxed); }
 std::uint64_t Publisher::dropped() const noexcept { return impl_->entry->dropped.load(std::memory_order_relaxed); }
 
 }  // namespace shmbus

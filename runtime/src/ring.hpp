@@ -103,8 +103,6 @@ inline std::uint32_t enter_waiters(layout::ChannelHeader& h) noexcept {
   return word;
 }
 
-inline void leave_waiters(layout::ChannelHeader& h) noexcept {
-  h.waiters.fetch_sub(1, std::memory_order_relaxed);
-}
+inline void leave_waiters(layout::ChannelHeader& h) noexcept { h.waiters.fetch_sub(1, std::memory_order_relaxed); }
 
 }  // namespace shmbus::detail

@@ -1,10 +1,10 @@
 #include "segment.hpp"
 
+#include <fmt/format.h>
 #include <boost/interprocess/exceptions.hpp>
 #include <boost/interprocess/mapped_region.hpp>
 #include <boost/interprocess/permissions.hpp>
 #include <boost/interprocess/shared_memory_object.hpp>
-#include <fmt/format.h>
 
 #include <sys/stat.h>
 #include <time.h>
@@ -47,9 +47,7 @@ double object_age_seconds(const std::string& name) {
          static_cast<double>(now.tv_nsec - st.st_ctim.tv_nsec) / 1e9;
 }
 
-const char* kind_name(layout::SegmentKind k) {
-  return k == layout::SegmentKind::kRegistry ? "registry" : "channel";
-}
+const char* kind_name(layout::SegmentKind k) { return k == layout::SegmentKind::kRegistry ? "registry" : "channel"; }
 
 [[noreturn]] void refuse(const std::string& name, const std::string& what) {
   throw Error(Errc::kLayoutMismatch,
@@ -58,12 +56,10 @@ const char* kind_name(layout::SegmentKind k) {
                           name, what, name));
 }
 
-void validate(const std::string& name, const layout::SegmentHeader& h, std::size_t mapped,
-              SegmentSpec spec) {
+void validate(const std::string& name, const layout::SegmentHeader& h, std::size_t mapped, SegmentSpec spec) {
   if (h.magic != layout::kMagic) refuse(name, fmt::format("has magic {:#018x}, not a shmbus segment", h.magic));
   if (h.layout_version != layout::kLayoutVersion) {
-    refuse(name, fmt::format("has layout version {}, this build uses {}", h.layout_version,
-                             layout::kLayoutVersion));
+    refuse(name, fmt::format("has layout version {}, this build uses {}", h.layout_version, layout::kLayoutVersion));
   }
   if (h.kind != static_cast<std::uint32_t>(spec.kind)) {
     refuse(name, fmt::format("is a segment of kind {}, expected a {}", h.kind, kind_name(spec.kind)));
@@ -73,8 +69,7 @@ void validate(const std::string& name, const layout::SegmentHeader& h, std::size
                              h.layout_hash, spec.layout_hash));
   }
   if (h.total_size != mapped) {
-    refuse(name, fmt::format("is {} bytes but its header says {} (truncated or corrupt)", mapped,
-                             h.total_size));
+    refuse(name, fmt::format("is {} bytes but its header says {} (truncated or corrupt)", mapped, h.total_size));
   }
 }
 
@@ -121,8 +116,7 @@ Segment Segment::open(const std::string& name, SegmentSpec spec, bool writable) 
       refuse(name, fmt::format("has init state {}, neither initialising nor ready (corrupt)", state));
     }
     const std::uint32_t creator = h->creator_pid;
-    const bool creator_dead =
-        creator != 0 && !process_alive(static_cast<pid_t>(creator), h->creator_start_time);
+    const bool creator_dead = creator != 0 && !process_alive(static_cast<pid_t>(creator), h->creator_start_time);
     if (creator_dead || std::chrono::steady_clock::now() > give_up) {
       if (creator == 0) refuse(name, "has no shmbus header (corrupt, or not a shmbus segment)");
       refuse(name, fmt::format("was left half-initialised by pid {}", creator));
@@ -134,10 +128,10 @@ Segment Segment::open(const std::string& name, SegmentSpec spec, bool writable) 
   return s;
 }
 
-Segment Segment::create_or_open(const std::string& name, std::size_t size, std::uint32_t mode,
-                                SegmentSpec spec, const std::function<void(void*)>& init, bool& created) {
+Segment Segment::create_or_open(const std::string& name, std::size_t size, std::uint32_t mode, SegmentSpec spec,
+                                const std::function<void(void*)>& init, bool& created) {
   auto impl = std::make_unique<Impl>();
-  bip::permissions perms(mode);
+  bip::permissions perms(static_cast<int>(mode & 07777U));
   try {
     impl->object = bip::shared_memory_object(bip::create_only, name.c_str(), bip::read_write, perms);
   } catch (const bip::interprocess_exception& e) {
@@ -174,8 +168,6 @@ Segment Segment::create_or_open(const std::string& name, std::size_t size, std::
   return s;
 }
 
-bool Segment::remove(const std::string& name) noexcept {
-  return bip::shared_memory_object::remove(name.c_str());
-}
+bool Segment::remove(const std::string& name) noexcept { return bip::shared_memory_object::remove(name.c_str()); }
 
 }  // namespace shmbus::detail

@@ -30,8 +30,8 @@ class Segment {
   /// zeroed memory, writes the header and publishes it ready; or, when
   /// another process created it first, opens and validates it as open().
   /// `created` tells which happened.
-  static Segment create_or_open(const std::string& name, std::size_t size, std::uint32_t mode,
-                                SegmentSpec spec, const std::function<void(void*)>& init, bool& created);
+  static Segment create_or_open(const std::string& name, std::size_t size, std::uint32_t mode, SegmentSpec spec,
+                                const std::function<void(void*)>& init, bool& created);
 
   /// Opens an existing segment and validates its header. Throws
   /// Error(kNotFound) when absent; Error(kLayoutMismatch) when it is

@@ -24,9 +24,9 @@ struct Subscriber::Impl {
   SubscriberEntry* entry = nullptr;
   std::uint32_t entry_index = 0;
   std::uint32_t id = 0;
-  std::uint64_t next = 0;           ///< next sequence to deliver
-  std::uint64_t pending_lost = 0;   ///< lost since the last delivered message
-  std::int64_t stall_since = 0;     ///< when `next` was first seen claimed but unwritten
+  std::uint64_t next = 0;          ///< next sequence to deliver
+  std::uint64_t pending_lost = 0;  ///< lost since the last delivered message
+  std::int64_t stall_since = 0;    ///< when `next` was first seen claimed but unwritten
   bool dead_checked = false;
   std::uint32_t idle_polls = 0;
   std::int64_t stall_timeout_ns = 0;
@@ -58,8 +58,7 @@ struct Subscriber::Impl {
     }
     const std::int64_t stalled = now - stall_since;
     if (stalled >= stall_timeout_ns) return true;
-    if (!dead_checked && stalled >= kDeadWriterCheckNs && is_writing(state) &&
-        state_sequence(state) == next) {
+    if (!dead_checked && stalled >= kDeadWriterCheckNs && is_writing(state) && state_sequence(state) == next) {
       dead_checked = true;
       return !process_alive(static_cast<pid_t>(slot->writer_pid.load(std::memory_order_relaxed)));
     }
@@ -91,8 +90,7 @@ struct Subscriber::Impl {
           result.info.publish_wall_ns = slot->wall_ns;
           result.info.size = size;
           result.info.publisher_id = slot->publisher_id;
-          result.info.provenance_count =
-              std::min<std::uint32_t>(slot->provenance_count, kProvenanceEntries);
+          result.info.provenance_count = std::min<std::uint32_t>(slot->provenance_count, kProvenanceEntries);
           const ProvenanceEntry* prov = Channel::provenance(slot);
           for (std::uint32_t i = 0; i < result.info.provenance_count; ++i) {
             result.info.provenance[i] = Provenance{prov[i].channel_index, prov[i].sequence};

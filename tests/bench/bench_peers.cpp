@@ -8,11 +8,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <fmt/format.h>
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
 #include <cstring>
-#include <fmt/format.h>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -186,8 +186,9 @@ std::string human_ns(double ns) {
 int main(int argc, char** argv) {
   CLI::App app{"shmbus-bench: compare shmbus with its peers"};
   app.require_subcommand(1);
-  auto* peers = app.add_subcommand("peers", "two-process latency and throughput against iceoryx, "
-                                            "Boost message_queue, a Unix socket, floor and spsc");
+  auto* peers = app.add_subcommand("peers",
+                                   "two-process latency and throughput against iceoryx, "
+                                   "Boost message_queue, a Unix socket, floor and spsc");
   Options o;
   bool smoke = false;
   peers->add_option("--rounds", o.rounds, "measured round trips per latency run")->check(CLI::Range(100, 100'000'000));
@@ -213,12 +214,18 @@ int main(int argc, char** argv) {
   const std::string tmp = ::getenv("TMPDIR") != nullptr ? ::getenv("TMPDIR") : "/tmp";
   for (const std::string& name : o.transports) {
     std::unique_ptr<Transport> t;
-    if (name == "shmbus") t = make_shmbus();
-    else if (name == "iceoryx") t = make_iceoryx(tmp);
-    else if (name == "boost_mq") t = make_boost_mq();
-    else if (name == "uds") t = make_uds();
-    else if (name == "floor") t = make_floor();
-    else if (name == "spsc") t = make_spsc();
+    if (name == "shmbus")
+      t = make_shmbus();
+    else if (name == "iceoryx")
+      t = make_iceoryx(tmp);
+    else if (name == "boost_mq")
+      t = make_boost_mq();
+    else if (name == "uds")
+      t = make_uds();
+    else if (name == "floor")
+      t = make_floor();
+    else if (name == "spsc")
+      t = make_spsc();
     else {
       std::fprintf(stderr, "shmbus-bench: unknown transport '%s'; use floor,spsc,shmbus,iceoryx,boost_mq,uds\n",
                    name.c_str());
@@ -244,8 +251,8 @@ int main(int argc, char** argv) {
         if (t->has_throughput()) {
           const auto tp = run_pair(*t, mode, size, Task::kThroughput, o);
           if (!tp) {
-            std::fprintf(stderr, "shmbus-bench: %s %s %zu B throughput run failed (lost messages?)\n",
-                         name.c_str(), to_string(mode), size);
+            std::fprintf(stderr, "shmbus-bench: %s %s %zu B throughput run failed (lost messages?)\n", name.c_str(),
+                         to_string(mode), size);
             return 1;
           }
           res.msgs_per_s = tp->msgs_per_s;
@@ -265,7 +272,7 @@ int main(int argc, char** argv) {
     j["results"] = nlohmann::json::array();
     for (const auto& r : results) {
       nlohmann::json e{{"transport", r.transport}, {"mode", to_string(r.mode)}, {"size", r.size},
-                       {"p50_ns", r.p50},          {"p99_ns", r.p99},            {"p999_ns", r.p999}};
+                       {"p50_ns", r.p50},          {"p99_ns", r.p99},           {"p999_ns", r.p999}};
       e["msgs_per_s"] = r.msgs_per_s ? nlohmann::json(*r.msgs_per_s) : nlohmann::json(nullptr);
       j["results"].push_back(e);
     }
@@ -273,8 +280,8 @@ int main(int argc, char** argv) {
     return 0;
   }
   fmt::print("one-way latency (RTT/2) and lossless throughput, two processes pinned to CPUs 0 and 1\n");
-  fmt::print("{:<9} {:<5} {:>5}  {:>9} {:>9} {:>9}  {:>12}  {:>8} {:>10} {:>10}\n", "transport", "mode", "size",
-             "p50", "p99", "p99.9", "msgs/s", "p50/floor", "p50/iceoryx", "tput/iceoryx");
+  fmt::print("{:<9} {:<5} {:>5}  {:>9} {:>9} {:>9}  {:>12}  {:>8} {:>10} {:>10}\n", "transport", "mode", "size", "p50",
+             "p99", "p99.9", "msgs/s", "p50/floor", "p50/iceoryx", "tput/iceoryx");
   for (const auto& r : results) {
     const Result* floor = find("floor", Mode::kPoll, 64);
     const Result* iox = find("iceoryx", r.mode, r.size);
@@ -283,8 +290,7 @@ int main(int argc, char** argv) {
                r.msgs_per_s ? fmt::format("{:.2f} M", *r.msgs_per_s / 1e6) : "-",
                floor ? fmt::format("{:.2f}x", r.p50 / floor->p50) : "-",
                iox ? fmt::format("{:.2f}x", r.p50 / iox->p50) : "-",
-               iox && r.msgs_per_s && iox->msgs_per_s ? fmt::format("{:.2f}x", *r.msgs_per_s / *iox->msgs_per_s)
-                                                       : "-");
+               iox && r.msgs_per_s && iox->msgs_per_s ? fmt::format("{:.2f}x", *r.msgs_per_s / *iox->msgs_per_s) : "-");
   }
   return 0;
 }

@@ -73,9 +73,7 @@ class ShmbusTransport final : public Transport {
  public:
   std::string name() const override { return "shmbus"; }
   bool supports(Mode) const override { return true; }
-  void prepare(std::size_t) override {
-    domain_ = "bench_" + std::to_string(::getpid()) + "_" + std::to_string(run_++);
-  }
+  void prepare(std::size_t) override { domain_ = "bench_" + std::to_string(::getpid()) + "_" + std::to_string(run_++); }
   std::unique_ptr<Link> connect(Side side, std::size_t max_size) override {
     return std::make_unique<ShmbusLink>(domain_, side, max_size);
   }

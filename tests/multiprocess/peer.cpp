@@ -61,9 +61,8 @@ int run_pub(Context& ctx, const std::string& channel, std::uint32_t tag, std::ui
     max_publish = std::max(max_publish, now_ns() - t0);
     if (pace_us > 0) std::this_thread::sleep_for(std::chrono::microseconds(pace_us));
   }
-  std::printf("published=%llu dropped=%llu max_publish_us=%lld\n",
-              static_cast<unsigned long long>(pub.published()), static_cast<unsigned long long>(dropped),
-              static_cast<long long>(max_publish / 1000));
+  std::printf("published=%llu dropped=%llu max_publish_us=%lld\n", static_cast<unsigned long long>(pub.published()),
+              static_cast<unsigned long long>(dropped), static_cast<long long>(max_publish / 1000));
   return 0;
 }
 
@@ -117,12 +116,13 @@ int run_sub(Context& ctx, const std::string& channel, std::uint64_t total, long 
     lost += r.info.lost_before;
     ++delivered;
   }
-  std::printf("delivered=%llu lost=%llu torn=%llu order=%llu accounting=%llu last_seq=%lld max_stall_us=%lld "
-              "counter_lost=%llu\n",
-              static_cast<unsigned long long>(delivered), static_cast<unsigned long long>(lost),
-              static_cast<unsigned long long>(torn), static_cast<unsigned long long>(order),
-              static_cast<unsigned long long>(accounting), static_cast<long long>(last_seq),
-              static_cast<long long>(max_stall / 1000), static_cast<unsigned long long>(sub.lost()));
+  std::printf(
+      "delivered=%llu lost=%llu torn=%llu order=%llu accounting=%llu last_seq=%lld max_stall_us=%lld "
+      "counter_lost=%llu\n",
+      static_cast<unsigned long long>(delivered), static_cast<unsigned long long>(lost),
+      static_cast<unsigned long long>(torn), static_cast<unsigned long long>(order),
+      static_cast<unsigned long long>(accounting), static_cast<long long>(last_seq),
+      static_cast<long long>(max_stall / 1000), static_cast<unsigned long long>(sub.lost()));
   return total != 0 && static_cast<std::uint64_t>(last_seq + 1) < total ? 1 : 0;
 }
 

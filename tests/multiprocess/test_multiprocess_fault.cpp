@@ -114,7 +114,8 @@ TEST_F(FaultTest, PublisherKilledMidWriteStallsNobodyAndItsMessageIsCountedLost)
 TEST_F(FaultTest, PublishersKilledAtRandomMomentsNeverHangOrTearAndLossesAreCounted) {
   std::vector<std::unique_ptr<ChildProcess>> subs;
   for (int s = 0; s < 2; ++s) {
-    subs.push_back(std::make_unique<ChildProcess>(std::vector<std::string>{kPeer, "sub", domain_, "/k", "0", "600000"}));
+    subs.push_back(
+        std::make_unique<ChildProcess>(std::vector<std::string>{kPeer, "sub", domain_, "/k", "0", "600000"}));
   }
   wait_for(domain_, "/k", 2);
   std::vector<std::unique_ptr<ChildProcess>> steady;

@@ -69,19 +69,22 @@ TEST(ConcurrencyTest, ManyPublishersManySubscribersNoTornNoDuplicateEveryLossCou
         // the payload inside the read (optimistic): only a read that
         // returns kOk may count, and it must have seen an intact payload.
         bool in_place_intact = false;
-        const TakeResult t = s == 0 ? subs[s]->take(buf)
-                                    : subs[s]->read([&](std::span<const std::byte> p, const MessageInfo&) {
-                                        in_place_intact = intact(p.data());
-                                        std::memcpy(buf.data(), p.data(), kPayload);
-                                      });
+        const TakeResult t =
+            s == 0 ? subs[s]->take(buf) : subs[s]->read([&](std::span<const std::byte> p, const MessageInfo&) {
+              in_place_intact = intact(p.data());
+              std::memcpy(buf.data(), p.data(), kPayload);
+            });
         if (!t.ok()) continue;
         if (!intact(buf.data()) || (s == 1 && !in_place_intact)) ++r.torn;
         std::uint32_t tag = 0, counter = 0;
         std::memcpy(&tag, buf.data(), 4);
         std::memcpy(&counter, buf.data() + 4, 4);
-        if (tag >= kPublishers || static_cast<std::int64_t>(counter) <= last[tag]) ++r.order_errors;
-        else last[tag] = counter;
-        if (static_cast<std::int64_t>(t.info.sequence) != last_seq + 1 + static_cast<std::int64_t>(t.info.lost_before)) {
+        if (tag >= kPublishers || static_cast<std::int64_t>(counter) <= last[tag])
+          ++r.order_errors;
+        else
+          last[tag] = counter;
+        if (static_cast<std::int64_t>(t.info.sequence) !=
+            last_seq + 1 + static_cast<std::int64_t>(t.info.lost_before)) {
           ++r.accounting_errors;
         }
         last_seq = static_cast<std::int64_t>(t.info.sequence);

@@ -74,8 +74,8 @@ webhook = "http://127.0.0.1:9093/api/v2/alerts"
   EXPECT_EQ(c.node, "camera_driver");
   EXPECT_EQ(c.mode, 0640U);
   const ChannelSettings front = c.channel("/camera/front");
-  EXPECT_EQ(front.capacity, 8U);                    // from the last entry
-  EXPECT_EQ(front.max_message_size, 6291456U);      // from the glob, kept
+  EXPECT_EQ(front.capacity, 8U);                // from the last entry
+  EXPECT_EQ(front.max_message_size, 6291456U);  // from the glob, kept
   EXPECT_EQ(front.window, 500ms);
   ASSERT_TRUE(front.thresholds_hz.has_value());
   EXPECT_DOUBLE_EQ((*front.thresholds_hz)[1], 35.0);

@@ -24,8 +24,7 @@ TEST(NamesTest, ValidChannelNamesPass) {
 }
 
 TEST(NamesTest, InvalidChannelNamesAreRefusedWithTheReason) {
-  const std::string rule =
-      "; use /segment[/segment...] with letters, digits, '_' and '-', at most 100 bytes";
+  const std::string rule = "; use /segment[/segment...] with letters, digits, '_' and '-', at most 100 bytes";
   EXPECT_EQ(error_of("imu"), "channel name \"imu\" must start with '/'" + rule);
   EXPECT_EQ(error_of(""), "channel name \"\" must start with '/'" + rule);
   EXPECT_EQ(error_of("/a/"), "channel name \"/a/\" must not end with '/'" + rule);

@@ -179,7 +179,10 @@ TEST_F(PubSubTest, LoanWritesInPlaceAndCommitPublishes) {
 TEST_F(PubSubTest, DroppedLoanIsSkippedWithoutCountingALoss) {
   Publisher pub("/a", TypeInfo::bytes(), domain_.context());
   Subscriber sub("/a", TypeInfo::bytes(), domain_.context());
-  { Loan unused = pub.loan(8); ASSERT_TRUE(unused.valid()); }
+  {
+    Loan unused = pub.loan(8);
+    ASSERT_TRUE(unused.valid());
+  }
   ASSERT_EQ(pub.publish(bytes_of(5)), PublishResult::kOk);
   const TakeResult r = sub.take(buf_);
   ASSERT_TRUE(r.ok());

@@ -65,8 +65,7 @@ TEST_F(SegmentTest, WrongMagicIsRefusedWithTheFix) {
   const std::uint64_t junk = 0xdeadbeefULL;
   poke(object_, 0, &junk, sizeof(junk));
   const std::string e = open_error(domain_, "/seg");
-  EXPECT_NE(e.find("/dev/shm/" + object_ + " has magic 0x00000000deadbeef, not a shmbus segment"),
-            std::string::npos)
+  EXPECT_NE(e.find("/dev/shm/" + object_ + " has magic 0x00000000deadbeef, not a shmbus segment"), std::string::npos)
       << e;
   EXPECT_NE(e.find("shmtool clean"), std::string::npos) << e;
 }

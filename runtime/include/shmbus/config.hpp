@@ -23,9 +23,9 @@ std::string_view to_string(Transport t) noexcept;
 /// matching [[channel]] entry have been applied.
 struct ChannelSettings {
   Transport transport = Transport::kShm;
-  std::uint32_t capacity = 64;               ///< ring slots, a power of two
-  std::uint32_t max_message_size = 4096;     ///< payload bytes
-  std::uint32_t time_list_capacity = 1024;   ///< stamps, a power of two
+  std::uint32_t capacity = 64;                                ///< ring slots, a power of two
+  std::uint32_t max_message_size = 4096;                      ///< payload bytes
+  std::uint32_t time_list_capacity = 1024;                    ///< stamps, a power of two
   std::chrono::nanoseconds window = std::chrono::seconds(1);  ///< frequency window W
   std::optional<std::array<double, 3>> thresholds_hz;         ///< f1 < f2 < f3
   /// How long a claimed but unfinished slot may hold up readers before the
@@ -62,9 +62,9 @@ class Config {
  public:
   std::string source = "<embedded default>";  ///< file it came from
   std::string domain = "default";
-  std::string node;                            ///< empty: the program's name
-  std::uint32_t registry_capacity = 4096;      ///< channels per domain
-  std::uint32_t mode = 0660;                   ///< permissions of created segments
+  std::string node;                        ///< empty: the program's name
+  std::uint32_t registry_capacity = 4096;  ///< channels per domain
+  std::uint32_t mode = 0660;               ///< permissions of created segments
   ChannelSettings defaults;
   std::vector<ChannelRule> channels;
   MonitorSettings monitor;

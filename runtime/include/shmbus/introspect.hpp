@@ -21,9 +21,9 @@ struct EndpointView {
   std::uint32_t id = 0;
   std::int32_t pid = 0;
   std::string node;
-  bool alive = true;            ///< false: its process is gone (not yet reclaimed)
-  std::uint64_t messages = 0;   ///< published, or received
-  std::uint64_t lost = 0;       ///< dropped (publisher) or lost (subscriber)
+  bool alive = true;           ///< false: its process is gone (not yet reclaimed)
+  std::uint64_t messages = 0;  ///< published, or received
+  std::uint64_t lost = 0;      ///< dropped (publisher) or lost (subscriber)
 };
 
 /// Everything a channel says about itself.
@@ -38,13 +38,13 @@ struct ChannelView {
   std::uint32_t max_message_size = 0;
   std::uint32_t time_list_capacity = 0;
   std::int64_t stall_timeout_ns = 0;
-  std::int64_t window_ns = 0;                        ///< from the creator's configuration
+  std::int64_t window_ns = 0;                          ///< from the creator's configuration
   std::optional<std::array<double, 3>> thresholds_hz;  ///< idem
-  std::uint64_t messages = 0;         ///< sequences claimed (published or dropped)
-  std::uint64_t publish_dropped = 0;  ///< claims that were dropped
-  std::uint64_t lost = 0;             ///< lost by all subscribers, past ones included
-  std::uint64_t received = 0;         ///< received by all subscribers, past ones included
-  std::uint64_t stamps = 0;           ///< time-list stamps ever written
+  std::uint64_t messages = 0;                          ///< sequences claimed (published or dropped)
+  std::uint64_t publish_dropped = 0;                   ///< claims that were dropped
+  std::uint64_t lost = 0;                              ///< lost by all subscribers, past ones included
+  std::uint64_t received = 0;                          ///< received by all subscribers, past ones included
+  std::uint64_t stamps = 0;                            ///< time-list stamps ever written
   std::vector<EndpointView> publishers;
   std::vector<EndpointView> subscribers;
 };

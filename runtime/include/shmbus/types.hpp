@@ -30,8 +30,8 @@ struct TypeInfo {
 /// it; hand-written structs may too.
 template <typename T>
 concept MessageType = std::is_trivially_copyable_v<T> && requires {
-  { std::string_view{T::kTypeName} };
-  { static_cast<std::uint64_t>(T::kTypeHash) };
+  {std::string_view{T::kTypeName}};
+  {static_cast<std::uint64_t>(T::kTypeHash)};
 };
 
 /// The TypeInfo of a MessageType.

@@ -96,9 +96,7 @@ constexpr std::uint64_t endpoint_state(std::uint32_t pid, std::uint64_t phase) n
   return (static_cast<std::uint64_t>(pid) << 2) | phase;
 }
 constexpr std::uint64_t endpoint_phase(std::uint64_t state) noexcept { return state & 3U; }
-constexpr std::uint32_t endpoint_pid(std::uint64_t state) noexcept {
-  return static_cast<std::uint32_t>(state >> 2);
-}
+constexpr std::uint32_t endpoint_pid(std::uint64_t state) noexcept { return static_cast<std::uint32_t>(state >> 2); }
 
 /// A publisher's entry. The counters have a single writer, the owner, which
 /// stores them relaxed; readers (tools, daemon) load them relaxed: they are
@@ -181,8 +179,7 @@ static_assert(std::is_standard_layout_v<ChannelHeader>);
 static_assert(offsetof(ChannelHeader, write_cursor) % kCacheLine == 0);
 static_assert(offsetof(ChannelHeader, futex_word) - offsetof(ChannelHeader, write_cursor) >= kCacheLine,
               "the futex line must not share the cursor's cache line");
-static_assert(offsetof(ChannelHeader, time_list_head) - offsetof(ChannelHeader, next_endpoint_id) >=
-                  kCacheLine,
+static_assert(offsetof(ChannelHeader, time_list_head) - offsetof(ChannelHeader, next_endpoint_id) >= kCacheLine,
               "the time-list head has its own cache line");
 static_assert(sizeof(ChannelHeader) % kCacheLine == 0);
 
@@ -192,8 +189,7 @@ static_assert(sizeof(ChannelHeader) % kCacheLine == 0);
 /// older lap's stamp) is recognised and skipped: one fetch_add and one store
 /// per stamp, and a snapshot is still exact. Resolution: 16 ns.
 inline constexpr std::uint64_t kLapMask = 0xF;
-constexpr std::uint64_t time_list_entry(std::int64_t ns, std::uint64_t index,
-                                        std::uint32_t capacity_log2) noexcept {
+constexpr std::uint64_t time_list_entry(std::int64_t ns, std::uint64_t index, std::uint32_t capacity_log2) noexcept {
   return (static_cast<std::uint64_t>(ns) & ~kLapMask) | ((index >> capacity_log2) & kLapMask);
 }
 
@@ -201,7 +197,6 @@ inline constexpr std::uint64_t kChannelLayoutHash = layout_hash_of(
     kLayoutVersion, sizeof(SegmentHeader), sizeof(ChannelHeader), offsetof(ChannelHeader, write_cursor),
     offsetof(ChannelHeader, futex_word), offsetof(ChannelHeader, time_list_head), sizeof(SlotHeader),
     sizeof(ProvenanceEntry), sizeof(PublisherEntry), sizeof(SubscriberEntry), kSlotPayloadOffset,
-    offsetof(PublisherEntry, published), offsetof(SubscriberEntry, lost), kMaxPublishers,
-    kMaxSubscribers);
+    offsetof(PublisherEntry, published), offsetof(SubscriberEntry, lost), kMaxPublishers, kMaxSubscribers);
 
 }  // namespace shmbus::layout

@@ -66,8 +66,6 @@ constexpr std::uint64_t layout_hash_of(V... values) noexcept {
   return h;
 }
 
-constexpr std::uint64_t align_up(std::uint64_t v, std::uint64_t a) noexcept {
-  return (v + a - 1) / a * a;
-}
+constexpr std::uint64_t align_up(std::uint64_t v, std::uint64_t a) noexcept { return (v + a - 1) / a * a; }
 
 }  // namespace shmbus::layout

@@ -1,10 +1,10 @@
 // A program outside the shmbus tree, built against the installed package.
-#include <shmbus/shmbus.hpp>
 #include <shmbus/introspect.hpp>
+#include <shmbus/shmbus.hpp>
 
+#include <unistd.h>
 #include <cstdio>
 #include <string>
-#include <unistd.h>
 
 int main() {
   shmbus::Config config;
