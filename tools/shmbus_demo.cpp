@@ -163,5 +163,8 @@ int main(int argc, char** argv) {
   } catch (const Error& e) {
     std::fprintf(stderr, "shmbus-demo: %s\n", e.what());
     return e.exit_code();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "shmbus-demo: %s\n", e.what());
+    return 1;
   }
 }

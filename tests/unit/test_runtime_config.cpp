@@ -151,3 +151,11 @@ TEST(ConfigTest, EnvironmentSelectsFileAndDomainOverridesIt) {
   ::unsetenv("SHMBUS_DOMAIN");
   ::unsetenv("SHMBUS_CONFIG");
 }
+
+TEST(ConfigTest, ShippedExampleFileIsValid) {
+  const Config c = Config::load_file(SHMBUS_SOURCE_DIR "/config/shmbus.toml");
+  EXPECT_EQ(c.node, "camera_driver");
+  EXPECT_EQ(c.channel("/camera/front").capacity, 8U);
+  EXPECT_EQ(c.channel("/imu").capacity, 256U);
+  EXPECT_EQ(c.defaults.stall_timeout, std::chrono::milliseconds(2));
+}
