@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <bit>
 #include <cstring>
 
@@ -140,7 +141,7 @@ std::shared_ptr<Channel> Channel::create_or_open(const std::string& domain, std:
   // Every opener makes sure the channel is listed: a creator killed between
   // creating the segment and listing it is repaired by the next opener.
   const std::uint32_t index = registry.ensure(name, h.type_name, h.type_hash, h.transport);
-  ch->header().registry_index = index;
+  ch->header().registry_index.store(index, std::memory_order_relaxed);
   return ch;
 }
 
@@ -165,6 +166,9 @@ std::uint64_t Channel::snapshot_time_list(std::vector<std::int64_t>& out) const 
       out.push_back(static_cast<std::int64_t>(e & ~kLapMask));
     }
   }
+  // Several publishers stamp after their commits, so index order can be off
+  // by a few stamps; callers get time order. Usually a single O(n) check.
+  if (!std::is_sorted(out.begin(), out.end())) std::sort(out.begin(), out.end());
   return head;
 }
 

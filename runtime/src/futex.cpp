@@ -7,7 +7,6 @@
 
 #include <cerrno>
 #include <climits>
-#include <vector>
 
 namespace shmbus::detail {
 namespace {
@@ -32,7 +31,10 @@ void futex_wake_all(std::atomic<std::uint32_t>& word) noexcept {
 
 bool futex_wait_any(std::span<const FutexWaitItem> items, std::int64_t deadline_ns) noexcept {
 #ifdef SYS_futex_waitv
-  std::vector<futex_waitv> waiters(items.size());
+  // The kernel takes at most FUTEX_WAITV_MAX (128) words; no allocation on
+  // the wait path.
+  futex_waitv waiters[FUTEX_WAITV_MAX];
+  if (items.size() > FUTEX_WAITV_MAX) return false;
   for (std::size_t i = 0; i < items.size(); ++i) {
     waiters[i] = futex_waitv{};
     waiters[i].val = items[i].expected;
@@ -41,7 +43,7 @@ bool futex_wait_any(std::span<const FutexWaitItem> items, std::int64_t deadline_
   }
   const timespec deadline = to_timespec(deadline_ns);
   const long rc =
-      ::syscall(SYS_futex_waitv, waiters.data(), static_cast<unsigned>(waiters.size()), 0U, &deadline, CLOCK_MONOTONIC);
+      ::syscall(SYS_futex_waitv, waiters, static_cast<unsigned>(items.size()), 0U, &deadline, CLOCK_MONOTONIC);
   return !(rc < 0 && errno == ENOSYS);
 #else
   (void)items;

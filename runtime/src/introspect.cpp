@@ -82,7 +82,7 @@ ChannelView ChannelReader::view() const {
   v.type_hash = type.hash;
   v.schema = type.schema;
   v.transport = static_cast<Transport>(h.transport);
-  v.registry_index = h.registry_index;
+  v.registry_index = h.registry_index.load(std::memory_order_relaxed);
   v.capacity = h.capacity;
   v.max_message_size = h.max_message_size;
   v.time_list_capacity = h.time_list_capacity;

@@ -240,7 +240,9 @@ void Publisher::set_provenance(std::span<const Provenance> inputs) noexcept {
 
 std::uint32_t Publisher::id() const noexcept { return impl_->id; }
 const std::string& Publisher::channel() const noexcept { return impl_->channel->name(); }
-std::uint32_t Publisher::channel_index() const noexcept { return impl_->header->registry_index; }
+std::uint32_t Publisher::channel_index() const noexcept {
+  return impl_->header->registry_index.load(std::memory_order_relaxed);
+}
 std::size_t Publisher::max_message_size() const noexcept { return impl_->max_size; }
 std::uint64_t Publisher::published() const noexcept { return impl_->entry->published.load(std::memory_order_relaxed); }
 std::uint64_t Publisher::dropped() const noexcept { return impl_->entry->dropped.load(std::memory_order_relaxed); }

@@ -50,7 +50,9 @@ std::uint64_t Subscriber::received() const noexcept { return impl_->entry->recei
 std::uint64_t Subscriber::lost() const noexcept { return impl_->entry->lost.load(std::memory_order_relaxed); }
 std::uint32_t Subscriber::id() const noexcept { return impl_->id; }
 const std::string& Subscriber::channel() const noexcept { return impl_->channel->name(); }
-std::uint32_t Subscriber::channel_index() const noexcept { return impl_->header->registry_index; }
+std::uint32_t Subscriber::channel_index() const noexcept {
+  return impl_->header->registry_index.load(std::memory_order_relaxed);
+}
 std::size_t Subscriber::max_message_size() const noexcept { return impl_->header->max_message_size; }
 TypeInfo Subscriber::type() const { return impl_->channel->type(); }
 

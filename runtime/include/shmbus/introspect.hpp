@@ -49,7 +49,7 @@ struct ChannelView {
   std::vector<EndpointView> subscribers;
 };
 
-/// The stamps of one time list, oldest first, CLOCK_MONOTONIC ns (16 ns
+/// The stamps of one time list in time order, CLOCK_MONOTONIC ns (16 ns
 /// resolution). `total` is how many were ever written; when it exceeds the
 /// capacity the oldest were overwritten.
 struct TimeListSnapshot {

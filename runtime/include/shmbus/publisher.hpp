@@ -38,7 +38,8 @@ class Publisher;
 /// Publisher::commit(). Destroyed without commit, it is given back as a
 /// discarded slot that subscribers skip (not counted lost).
 /// Commit within the channel's stall_timeout: readers count a loan held
-/// longer as lost. Thread-safety: use from one thread.
+/// longer as lost. A loan must not outlive, or be moved across, the
+/// Publisher that gave it. Thread-safety: use from one thread.
 class Loan {
  public:
   Loan() = default;

@@ -151,7 +151,9 @@ struct ChannelHeader {
   std::int64_t window_ns;
   double thresholds_hz[3];
   std::uint32_t has_thresholds;
-  std::uint32_t registry_index;
+  /// Index of the channel's registry record; every opener stores it
+  /// (relaxed: all store the same value, nothing is ordered by it).
+  std::atomic<std::uint32_t> registry_index;
   std::uint8_t reserved[32];
 
   /// Next sequence to claim; fetch_add by publishers. Own line: it is the
