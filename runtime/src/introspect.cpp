@@ -95,6 +95,8 @@ ChannelView ChannelReader::view() const {
   v.lost = h.reclaimed_lost.load(std::memory_order_relaxed);
   v.received = h.reclaimed_received.load(std::memory_order_relaxed);
   v.stamps = h.time_list_head.load(std::memory_order_relaxed);
+  v.wakeups = h.futex_word.load(std::memory_order_relaxed);
+  v.sleepers = h.waiters.load(std::memory_order_relaxed);
   for (std::uint32_t i = 0; i < kMaxPublishers; ++i) {
     const PublisherEntry& e = ch.publisher(i);
     EndpointView ev;

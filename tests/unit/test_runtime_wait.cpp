@@ -4,6 +4,7 @@
 #include <chrono>
 #include <thread>
 
+#include "shmbus/introspect.hpp"
 #include "shmbus/publisher.hpp"
 #include "shmbus/subscriber.hpp"
 #include "shmbus/wait_set.hpp"
@@ -110,4 +111,22 @@ TEST(WaitTest, SpinningWaitCatchesAQuickMessage) {
   });
   EXPECT_TRUE(sub.wait(2s));
   t.join();
+}
+
+TEST(WaitTest, PublishersMakeTheWakeCallOnlyWhenSomeoneSleeps) {
+  TestDomain d{config_with_spin(0us), "w"};
+  Publisher pub("/a", TypeInfo::bytes(), d.context());
+  Subscriber sub("/a", TypeInfo::bytes(), d.context());
+  introspect::ChannelReader reader(d.domain(), "/a");
+  for (int i = 0; i < 100; ++i) pub.publish(std::vector<std::byte>(4));
+  EXPECT_EQ(reader.view().wakeups, 0U) << "no sleeper: no futex wake system call";
+  std::vector<std::byte> buf(16);
+  while (sub.take(buf).ok()) {
+  }
+  std::thread waiter([&] { EXPECT_TRUE(sub.wait(5s)); });
+  while (reader.view().sleepers == 0) std::this_thread::sleep_for(1ms);
+  pub.publish(std::vector<std::byte>(4));
+  waiter.join();
+  EXPECT_EQ(reader.view().wakeups, 1U);
+  EXPECT_EQ(reader.view().sleepers, 0U);
 }

@@ -45,6 +45,8 @@ struct ChannelView {
   std::uint64_t lost = 0;                              ///< lost by all subscribers, past ones included
   std::uint64_t received = 0;                          ///< received by all subscribers, past ones included
   std::uint64_t stamps = 0;                            ///< time-list stamps ever written
+  std::uint32_t wakeups = 0;                           ///< futex wake calls publishers made (mod 2^32)
+  std::uint32_t sleepers = 0;                          ///< subscribers asleep in a wait right now
   std::vector<EndpointView> publishers;
   std::vector<EndpointView> subscribers;
 };
