@@ -24,8 +24,8 @@ struct Geometry {
 Geometry geometry(const ChannelSettings& s, std::size_t schema_size) {
   Geometry g{};
   g.publishers = align_up(sizeof(ChannelHeader), kCacheLine);
-  g.subscribers = g.publishers + sizeof(PublisherEntry) * kMaxPublishers;
-  g.time_list = g.subscribers + sizeof(SubscriberEntry) * kMaxSubscribers;
+  g.subscribers = g.publishers + sizeof(EndpointEntry) * kMaxPublishers;
+  g.time_list = g.subscribers + sizeof(EndpointEntry) * kMaxSubscribers;
   g.slots = align_up(g.time_list + sizeof(std::uint64_t) * s.time_list_capacity, kCacheLine);
   g.schema = g.slots + std::uint64_t{slot_stride_for(s.max_message_size)} * s.capacity;
   g.total = align_up(g.schema + schema_size + 1, kCacheLine);
@@ -56,7 +56,7 @@ Channel::Channel(Segment s, std::string name) : segment_(std::move(s)), name_(st
   if (!pow2 || h.slot_stride < slot_stride_for(h.max_message_size) || slots_end > segment_.size() ||
       h.schema_offset + h.schema_size > segment_.size() ||
       h.time_list_offset + 8ULL * h.time_list_capacity > h.slots_offset ||
-      h.publishers_offset + sizeof(PublisherEntry) * kMaxPublishers > h.subscribers_offset ||
+      h.publishers_offset + sizeof(EndpointEntry) * kMaxPublishers > h.subscribers_offset ||
       h.max_publishers != kMaxPublishers || h.max_subscribers != kMaxSubscribers) {
     throw Error(Errc::kLayoutMismatch,
                 fmt::format("shared-memory segment /dev/shm/{} has an inconsistent channel geometry "
@@ -69,8 +69,8 @@ Channel::Channel(Segment s, std::string name) : segment_(std::move(s)), name_(st
   time_list_ = reinterpret_cast<std::atomic<std::uint64_t>*>(base + h.time_list_offset);
   time_list_mask_ = h.time_list_capacity - 1;
   time_list_log2_ = static_cast<std::uint32_t>(std::countr_zero(h.time_list_capacity));
-  publishers_ = reinterpret_cast<PublisherEntry*>(base + h.publishers_offset);
-  subscribers_ = reinterpret_cast<SubscriberEntry*>(base + h.subscribers_offset);
+  publishers_ = reinterpret_cast<EndpointEntry*>(base + h.publishers_offset);
+  subscribers_ = reinterpret_cast<EndpointEntry*>(base + h.subscribers_offset);
 }
 
 std::shared_ptr<Channel> Channel::open_existing(const std::string& domain, std::string_view name, bool writable) {
@@ -210,26 +210,24 @@ bool entry_dead(const Entry& e, std::uint64_t state) {
 
 }  // namespace
 
-std::uint32_t Channel::register_publisher(std::string_view node, std::uint32_t& id) {
+std::uint32_t Channel::register_endpoint(EndpointEntry* table, std::uint32_t size, std::string_view node,
+                                         const char* what, std::uint32_t& id) {
   reclaim_dead();
-  const std::uint32_t i = claim_entry(publishers_, kMaxPublishers, name_, "publisher");
-  PublisherEntry& e = publishers_[i];
-  e.published.store(0, std::memory_order_relaxed);
-  e.dropped.store(0, std::memory_order_relaxed);
+  const std::uint32_t i = claim_entry(table, size, name_, what);
+  EndpointEntry& e = table[i];
+  e.messages.store(0, std::memory_order_relaxed);
+  e.lost.store(0, std::memory_order_relaxed);
   id = static_cast<std::uint32_t>(header_->next_endpoint_id.fetch_add(1, std::memory_order_relaxed) + 1);
   fill_entry(e, node, id);
   return i;
 }
 
+std::uint32_t Channel::register_publisher(std::string_view node, std::uint32_t& id) {
+  return register_endpoint(publishers_, kMaxPublishers, node, "publisher", id);
+}
+
 std::uint32_t Channel::register_subscriber(std::string_view node, std::uint32_t& id) {
-  reclaim_dead();
-  const std::uint32_t i = claim_entry(subscribers_, kMaxSubscribers, name_, "subscriber");
-  SubscriberEntry& e = subscribers_[i];
-  e.received.store(0, std::memory_order_relaxed);
-  e.lost.store(0, std::memory_order_relaxed);
-  id = static_cast<std::uint32_t>(header_->next_endpoint_id.fetch_add(1, std::memory_order_relaxed) + 1);
-  fill_entry(e, node, id);
-  return i;
+  return register_endpoint(subscribers_, kMaxSubscribers, node, "subscriber", id);
 }
 
 void Channel::unregister_publisher(std::uint32_t index) noexcept {
@@ -237,8 +235,8 @@ void Channel::unregister_publisher(std::uint32_t index) noexcept {
 }
 
 void Channel::unregister_subscriber(std::uint32_t index) noexcept {
-  SubscriberEntry& e = subscribers_[index];
-  header_->reclaimed_received.fetch_add(e.received.load(std::memory_order_relaxed), std::memory_order_relaxed);
+  EndpointEntry& e = subscribers_[index];
+  header_->reclaimed_received.fetch_add(e.messages.load(std::memory_order_relaxed), std::memory_order_relaxed);
   header_->reclaimed_lost.fetch_add(e.lost.load(std::memory_order_relaxed), std::memory_order_relaxed);
   e.state.store(kEndpointFree, std::memory_order_release);
 }
@@ -255,10 +253,10 @@ std::uint32_t Channel::reclaim_dead() noexcept {
     }
   }
   for (std::uint32_t i = 0; i < kMaxSubscribers; ++i) {
-    SubscriberEntry& e = subscribers_[i];
+    EndpointEntry& e = subscribers_[i];
     std::uint64_t st = e.state.load(std::memory_order_acquire);
     if (!entry_dead(e, st)) continue;
-    const std::uint64_t received = e.received.load(std::memory_order_relaxed);
+    const std::uint64_t received = e.messages.load(std::memory_order_relaxed);
     const std::uint64_t lost = e.lost.load(std::memory_order_relaxed);
     if (e.state.compare_exchange_strong(st, kEndpointFree, std::memory_order_acq_rel)) {
       if (endpoint_phase(st) == kEndpointLive) {

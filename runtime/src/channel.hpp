@@ -64,8 +64,8 @@ class Channel {
   std::uint32_t register_subscriber(std::string_view node, std::uint32_t& id);
   void unregister_publisher(std::uint32_t index) noexcept;
   void unregister_subscriber(std::uint32_t index) noexcept;
-  [[nodiscard]] layout::PublisherEntry& publisher(std::uint32_t i) const noexcept { return publishers_[i]; }
-  [[nodiscard]] layout::SubscriberEntry& subscriber(std::uint32_t i) const noexcept { return subscribers_[i]; }
+  [[nodiscard]] layout::EndpointEntry& publisher(std::uint32_t i) const noexcept { return publishers_[i]; }
+  [[nodiscard]] layout::EndpointEntry& subscriber(std::uint32_t i) const noexcept { return subscribers_[i]; }
   /// Frees the entries whose process is gone, folding their counters into
   /// the channel's reclaimed_* totals. Returns how many were freed.
   std::uint32_t reclaim_dead() noexcept;
@@ -74,6 +74,8 @@ class Channel {
 
  private:
   Channel(Segment s, std::string name);
+  std::uint32_t register_endpoint(layout::EndpointEntry* table, std::uint32_t size, std::string_view node,
+                                  const char* what, std::uint32_t& id);
   Segment segment_;
   std::string name_;
   layout::ChannelHeader* header_;
@@ -83,8 +85,8 @@ class Channel {
   std::atomic<std::uint64_t>* time_list_;
   std::uint64_t time_list_mask_;
   std::uint32_t time_list_log2_;
-  layout::PublisherEntry* publishers_;
-  layout::SubscriberEntry* subscribers_;
+  layout::EndpointEntry* publishers_;
+  layout::EndpointEntry* subscribers_;
 };
 
 /// What a Context has mapped of its domain: the registry and a cache of

@@ -70,6 +70,16 @@ bool read_endpoint(const Entry& e, EndpointView& v) {
   return true;
 }
 
+void collect_endpoints(const EndpointEntry* table, std::uint32_t n, std::vector<EndpointView>& out) {
+  for (std::uint32_t i = 0; i < n; ++i) {
+    EndpointView ev;
+    if (!read_endpoint(table[i], ev)) continue;
+    ev.messages = table[i].messages.load(std::memory_order_relaxed);
+    ev.lost = table[i].lost.load(std::memory_order_relaxed);
+    out.push_back(std::move(ev));
+  }
+}
+
 }  // namespace
 
 ChannelView ChannelReader::view() const {
@@ -97,23 +107,11 @@ ChannelView ChannelReader::view() const {
   v.stamps = h.time_list_head.load(std::memory_order_relaxed);
   v.wakeups = h.futex_word.load(std::memory_order_relaxed);
   v.sleepers = h.waiters.load(std::memory_order_relaxed);
-  for (std::uint32_t i = 0; i < kMaxPublishers; ++i) {
-    const PublisherEntry& e = ch.publisher(i);
-    EndpointView ev;
-    if (!read_endpoint(e, ev)) continue;
-    ev.messages = e.published.load(std::memory_order_relaxed);
-    ev.lost = e.dropped.load(std::memory_order_relaxed);
-    v.publishers.push_back(std::move(ev));
-  }
-  for (std::uint32_t i = 0; i < kMaxSubscribers; ++i) {
-    const SubscriberEntry& e = ch.subscriber(i);
-    EndpointView ev;
-    if (!read_endpoint(e, ev)) continue;
-    ev.messages = e.received.load(std::memory_order_relaxed);
-    ev.lost = e.lost.load(std::memory_order_relaxed);
-    v.lost += ev.lost;
-    v.received += ev.messages;
-    v.subscribers.push_back(std::move(ev));
+  collect_endpoints(&ch.publisher(0), kMaxPublishers, v.publishers);
+  collect_endpoints(&ch.subscriber(0), kMaxSubscribers, v.subscribers);
+  for (const EndpointView& s : v.subscribers) {
+    v.lost += s.lost;
+    v.received += s.messages;
   }
   return v;
 }

@@ -16,7 +16,7 @@ using namespace layout;
 struct Publisher::Impl {
   std::shared_ptr<Channel> channel;
   ChannelHeader* header = nullptr;
-  PublisherEntry* entry = nullptr;
+  EndpointEntry* entry = nullptr;
   std::uint32_t entry_index = 0;
   std::uint32_t id = 0;
   std::uint32_t pid = 0;
@@ -128,13 +128,13 @@ struct Publisher::Impl {
     // pairs with the subscriber's acquire load of the state.
     slot->state.store(committed_state(seq), std::memory_order_release);
     // Single writer: a plain increment, relaxed (statistics).
-    entry->published.store(entry->published.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    entry->messages.store(entry->messages.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
     if (notify_hook) channel->stamp(mono);
     wake_waiters(*header, notify_hook);
   }
 
   void count_drop() noexcept {
-    entry->dropped.store(entry->dropped.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    entry->lost.store(entry->lost.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
     header->publish_dropped.fetch_add(1, std::memory_order_relaxed);
   }
 };
@@ -244,7 +244,7 @@ std::uint32_t Publisher::channel_index() const noexcept {
   return impl_->header->registry_index.load(std::memory_order_relaxed);
 }
 std::size_t Publisher::max_message_size() const noexcept { return impl_->max_size; }
-std::uint64_t Publisher::published() const noexcept { return impl_->entry->published.load(std::memory_order_relaxed); }
-std::uint64_t Publisher::dropped() const noexcept { return impl_->entry->dropped.load(std::memory_order_relaxed); }
+std::uint64_t Publisher::published() const noexcept { return impl_->entry->messages.load(std::memory_order_relaxed); }
+std::uint64_t Publisher::dropped() const noexcept { return impl_->entry->lost.load(std::memory_order_relaxed); }
 
 }  // namespace shmbus

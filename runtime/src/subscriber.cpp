@@ -46,7 +46,7 @@ bool Subscriber::wait(std::chrono::nanoseconds timeout) noexcept {
   return wait_any(std::span<Impl* const>{&self, 1}, timeout, nullptr) != 0;
 }
 
-std::uint64_t Subscriber::received() const noexcept { return impl_->entry->received.load(std::memory_order_relaxed); }
+std::uint64_t Subscriber::received() const noexcept { return impl_->entry->messages.load(std::memory_order_relaxed); }
 std::uint64_t Subscriber::lost() const noexcept { return impl_->entry->lost.load(std::memory_order_relaxed); }
 std::uint32_t Subscriber::id() const noexcept { return impl_->id; }
 const std::string& Subscriber::channel() const noexcept { return impl_->channel->name(); }

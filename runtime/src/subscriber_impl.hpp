@@ -21,7 +21,7 @@ using namespace layout;
 struct Subscriber::Impl {
   std::shared_ptr<Channel> channel;
   ChannelHeader* header = nullptr;
-  SubscriberEntry* entry = nullptr;
+  EndpointEntry* entry = nullptr;
   std::uint32_t entry_index = 0;
   std::uint32_t id = 0;
   std::uint64_t next = 0;          ///< next sequence to deliver
@@ -117,7 +117,7 @@ struct Subscriber::Impl {
         stall_since = 0;
         result.info.lost_before = pending_lost;
         pending_lost = 0;
-        entry->received.store(entry->received.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+        entry->messages.store(entry->messages.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
         result.status = TakeStatus::kOk;
         return result;
       }

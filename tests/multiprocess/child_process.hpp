@@ -9,12 +9,18 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <gtest/gtest.h>
+
 #include <chrono>
 #include <map>
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
+
+#include "shmbus/error.hpp"
+#include "shmbus/introspect.hpp"
 
 extern char** environ;
 
@@ -105,5 +111,19 @@ class ChildProcess {
   bool timed_out_ = false;
   std::string output_;
 };
+
+/// Waits (up to 20 s) until `channel` shows `n` live subscribers.
+inline void wait_for_subscribers(const std::string& domain, const std::string& channel, std::size_t n) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (std::chrono::steady_clock::now() < deadline) {
+    try {
+      if (introspect::ChannelReader(domain, channel).view().subscribers.size() >= n) return;
+    } catch (const Error&) {
+      // not created yet
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  FAIL() << "subscribers did not register on " << channel;
+}
 
 }  // namespace shmbus::test

@@ -19,7 +19,7 @@
 #include <thread>
 #include <vector>
 
-#include "multiprocess/payload.hpp"
+#include "multiprocess/peer_protocol.hpp"
 #include "shmbus/error.hpp"
 #include "shmbus/publisher.hpp"
 #include "shmbus/subscriber.hpp"
@@ -36,16 +36,6 @@ void on_term(int) { g_stop = 1; }
 std::int64_t now_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
       .count();
-}
-
-Config peer_config(const std::string& domain) {
-  Config c;
-  c.domain = domain;
-  c.node = "peer";
-  c.defaults.capacity = 16;
-  c.defaults.max_message_size = 4096;
-  c.defaults.wait_spin = std::chrono::microseconds(20);
-  return c;
 }
 
 int run_pub(Context& ctx, const std::string& channel, std::uint32_t tag, std::uint64_t count, std::size_t size,
@@ -139,7 +129,7 @@ int main(int argc, char** argv) {
   }
   const std::string mode = argv[1];
   try {
-    Context ctx{peer_config(argv[2])};
+    Context ctx{shmbus::test::peer_config(argv[2], "peer")};
     const std::string channel = argv[3];
     if (mode == "pub" && argc == 8) {
       return run_pub(ctx, channel, static_cast<std::uint32_t>(std::atoi(argv[4])), std::strtoull(argv[5], nullptr, 10),

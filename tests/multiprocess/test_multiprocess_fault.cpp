@@ -7,7 +7,7 @@
 #include <thread>
 
 #include "multiprocess/child_process.hpp"
-#include "multiprocess/payload.hpp"
+#include "multiprocess/peer_protocol.hpp"
 #include "shmbus/error.hpp"
 #include "shmbus/introspect.hpp"
 #include "shmbus/publisher.hpp"
@@ -28,27 +28,6 @@ constexpr int kKillIterations = 300;
 /// The stall bound the tests hold the ring to: stall_timeout (2 ms) plus
 /// generous room for a loaded 2-core CI machine's scheduler.
 constexpr long long kMaxStallUs = 100'000;
-
-void wait_for(const std::string& domain, const std::string& channel, std::size_t subscribers) {
-  const auto deadline = std::chrono::steady_clock::now() + 20s;
-  while (std::chrono::steady_clock::now() < deadline) {
-    try {
-      if (introspect::ChannelReader(domain, channel).view().subscribers.size() >= subscribers) return;
-    } catch (const Error&) {
-    }
-    std::this_thread::sleep_for(2ms);
-  }
-  FAIL() << "subscribers did not register on " << channel;
-}
-
-Config peer_like(const std::string& domain) {
-  Config c;
-  c.domain = domain;
-  c.node = "fault_test";
-  c.defaults.capacity = 16;
-  c.defaults.max_message_size = 4096;
-  return c;
-}
 
 void expect_clean_subscriber(ChildProcess& s) {
   const int status = s.wait(60s);
@@ -74,7 +53,7 @@ class FaultTest : public ::testing::Test {
 
 TEST_F(FaultTest, PublisherKilledMidWriteStallsNobodyAndItsMessageIsCountedLost) {
   ChildProcess sub({kPeer, "sub", domain_, "/f", "0", "60000"});
-  wait_for(domain_, "/f", 1);
+  test::wait_for_subscribers(domain_, "/f", 1);
   {
     ChildProcess dying({kPeer, "die-mid-write", domain_, "/f", "9", "4096"});
     const int status = dying.wait(20s);
@@ -83,7 +62,7 @@ TEST_F(FaultTest, PublisherKilledMidWriteStallsNobodyAndItsMessageIsCountedLost)
   // The dead publisher holds sequence 0 in writing state. A live publisher
   // now laps the 16-slot ring several times: it must take the dead slot over
   // and the subscriber must skip sequence 0 as lost.
-  Context ctx{peer_like(domain_)};
+  Context ctx{test::peer_config(domain_, "fault_test")};
   Publisher pub("/f", TypeInfo::bytes(), ctx);
   std::vector<std::byte> msg(64);
   std::int64_t worst_publish_ns = 0;
@@ -117,7 +96,7 @@ TEST_F(FaultTest, PublishersKilledAtRandomMomentsNeverHangOrTearAndLossesAreCoun
     subs.push_back(
         std::make_unique<ChildProcess>(std::vector<std::string>{kPeer, "sub", domain_, "/k", "0", "600000"}));
   }
-  wait_for(domain_, "/k", 2);
+  test::wait_for_subscribers(domain_, "/k", 2);
   std::vector<std::unique_ptr<ChildProcess>> steady;
   for (int p = 0; p < 2; ++p) {
     steady.push_back(std::make_unique<ChildProcess>(
@@ -149,7 +128,7 @@ TEST_F(FaultTest, PublishersKilledAtRandomMomentsNeverHangOrTearAndLossesAreCoun
     expect_clean_subscriber(*s);
   }
   // Every victim's entry is recognised as dead and reclaimed.
-  Context ctx{peer_like(domain_)};
+  Context ctx{test::peer_config(domain_, "fault_test")};
   Publisher probe("/k", TypeInfo::bytes(), ctx);
   const auto v = introspect::ChannelReader(domain_, "/k").view();
   ASSERT_EQ(v.publishers.size(), 1U);
@@ -159,7 +138,7 @@ TEST_F(FaultTest, PublishersKilledAtRandomMomentsNeverHangOrTearAndLossesAreCoun
 TEST_F(FaultTest, SubscriberKilledLeavesPublishersUnaffectedAndItsEntryIsReclaimed) {
   ChildProcess victim({kPeer, "sub", domain_, "/s", "0", "60000"});
   ChildProcess survivor({kPeer, "sub", domain_, "/s", "0", "60000"});
-  wait_for(domain_, "/s", 2);
+  test::wait_for_subscribers(domain_, "/s", 2);
   ChildProcess pub({kPeer, "pub", domain_, "/s", "1", "0", "128", "100"});
   std::this_thread::sleep_for(200ms);
   victim.signal(SIGKILL);
@@ -172,7 +151,7 @@ TEST_F(FaultTest, SubscriberKilledLeavesPublishersUnaffectedAndItsEntryIsReclaim
   for (const auto& s : view.subscribers) dead += s.alive ? 0 : 1;
   EXPECT_EQ(dead, 1U) << "the killed subscriber is recognised as dead";
   // A new registration reclaims it.
-  Context ctx{peer_like(domain_)};
+  Context ctx{test::peer_config(domain_, "fault_test")};
   Subscriber fresh("/s", TypeInfo::bytes(), ctx);
   const auto after = introspect::ChannelReader(domain_, "/s").view();
   EXPECT_EQ(after.subscribers.size(), 2U);

@@ -18,19 +18,6 @@ namespace {
 
 const std::string kPeer = SHMBUS_TEST_PEER;
 
-/// Waits until the channel shows `n` live subscribers.
-void wait_for_subscribers(const std::string& domain, const std::string& channel, std::size_t n) {
-  const auto deadline = std::chrono::steady_clock::now() + 20s;
-  while (std::chrono::steady_clock::now() < deadline) {
-    try {
-      if (introspect::ChannelReader(domain, channel).view().subscribers.size() >= n) return;
-    } catch (const Error&) {
-    }
-    std::this_thread::sleep_for(2ms);
-  }
-  FAIL() << "subscribers did not register on " << channel;
-}
-
 class MultiProcessTest : public ::testing::Test {
  protected:
   void TearDown() override { introspect::clean_domain(domain_, false); }
@@ -49,7 +36,7 @@ TEST_F(MultiProcessTest, ThreePublishersTwoSubscribersEveryMessageDeliveredOnceO
     subs.push_back(std::make_unique<ChildProcess>(
         std::vector<std::string>{kPeer, "sub", domain_, "/mp", std::to_string(kTotal), "120000"}));
   }
-  wait_for_subscribers(domain_, "/mp", 2);
+  test::wait_for_subscribers(domain_, "/mp", 2);
   std::vector<std::unique_ptr<ChildProcess>> pubs;
   for (int p = 0; p < kPublishers; ++p) {
     // Sizes differ per publisher, 64 B to 4 KiB; a light pace keeps

@@ -4,8 +4,8 @@
 //
 //   offset                      region
 //   0                           ChannelHeader (identity, geometry, hot lines)
-//   publishers_offset           PublisherEntry[max_publishers]
-//   subscribers_offset          SubscriberEntry[max_subscribers]
+//   publishers_offset           EndpointEntry[max_publishers]
+//   subscribers_offset          EndpointEntry[max_subscribers]
 //   time_list_offset            std::atomic<uint64_t>[time_list_capacity]
 //   slots_offset                Slot[capacity], each slot_stride bytes
 //   schema_offset               schema text (schema_size bytes)
@@ -98,35 +98,23 @@ constexpr std::uint64_t endpoint_state(std::uint32_t pid, std::uint64_t phase) n
 constexpr std::uint64_t endpoint_phase(std::uint64_t state) noexcept { return state & 3U; }
 constexpr std::uint32_t endpoint_pid(std::uint64_t state) noexcept { return static_cast<std::uint32_t>(state >> 2); }
 
-/// A publisher's entry. The counters have a single writer, the owner, which
-/// stores them relaxed; readers (tools, daemon) load them relaxed: they are
-/// statistics, ordered against nothing.
-struct alignas(kCacheLine) PublisherEntry {
+/// A publisher's or subscriber's entry. The counters have a single writer,
+/// the owner, which stores them relaxed; readers (tools, daemon) load them
+/// relaxed: they are statistics, ordered against nothing.
+struct alignas(kCacheLine) EndpointEntry {
   // SYNC POINT WRITE: the owner fills the entry, then stores kEndpointLive
   // (release); readers load the state (acquire) before the fields.
   std::atomic<std::uint64_t> state;
   std::uint64_t start_time;
   std::uint32_t id;
   std::uint32_t reserved0;
-  std::atomic<std::uint64_t> published;
-  std::atomic<std::uint64_t> dropped;
+  std::atomic<std::uint64_t> messages;  ///< published, or received
+  std::atomic<std::uint64_t> lost;      ///< dropped by a publisher, or lost by a subscriber
   std::uint64_t reserved1[3];
   char node[kNodeBytes];
 };
-static_assert(sizeof(PublisherEntry) == 2 * kCacheLine);
-
-/// A subscriber's entry; counters as in PublisherEntry.
-struct alignas(kCacheLine) SubscriberEntry {
-  std::atomic<std::uint64_t> state;
-  std::uint64_t start_time;
-  std::uint32_t id;
-  std::uint32_t reserved0;
-  std::atomic<std::uint64_t> received;
-  std::atomic<std::uint64_t> lost;
-  std::uint64_t reserved1[3];
-  char node[kNodeBytes];
-};
-static_assert(sizeof(SubscriberEntry) == 2 * kCacheLine);
+static_assert(std::is_standard_layout_v<EndpointEntry>);
+static_assert(sizeof(EndpointEntry) == 2 * kCacheLine, "entries are two cache lines, never shared");
 
 struct ChannelHeader {
   SegmentHeader segment;
@@ -195,10 +183,10 @@ constexpr std::uint64_t time_list_entry(std::int64_t ns, std::uint64_t index, st
   return (static_cast<std::uint64_t>(ns) & ~kLapMask) | ((index >> capacity_log2) & kLapMask);
 }
 
-inline constexpr std::uint64_t kChannelLayoutHash = layout_hash_of(
-    kLayoutVersion, sizeof(SegmentHeader), sizeof(ChannelHeader), offsetof(ChannelHeader, write_cursor),
-    offsetof(ChannelHeader, futex_word), offsetof(ChannelHeader, time_list_head), sizeof(SlotHeader),
-    sizeof(ProvenanceEntry), sizeof(PublisherEntry), sizeof(SubscriberEntry), kSlotPayloadOffset,
-    offsetof(PublisherEntry, published), offsetof(SubscriberEntry, lost), kMaxPublishers, kMaxSubscribers);
+inline constexpr std::uint64_t kChannelLayoutHash =
+    layout_hash_of(kLayoutVersion, sizeof(SegmentHeader), sizeof(ChannelHeader), offsetof(ChannelHeader, write_cursor),
+                   offsetof(ChannelHeader, futex_word), offsetof(ChannelHeader, time_list_head), sizeof(SlotHeader),
+                   sizeof(ProvenanceEntry), sizeof(EndpointEntry), sizeof(EndpointEntry), kSlotPayloadOffset,
+                   offsetof(EndpointEntry, messages), offsetof(EndpointEntry, lost), kMaxPublishers, kMaxSubscribers);
 
 }  // namespace shmbus::layout

@@ -1,12 +1,27 @@
 #pragma once
-// Self-checking payloads for multi-process tests: a torn or mixed copy fails
-// intact().
+// What the peer program and the tests that drive it agree on: the channel
+// geometry (16 slots, so laps happen; up to 4 KiB messages) and
+// self-checking payloads (a torn or mixed copy fails payload_intact()).
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <string>
+
+#include "shmbus/config.hpp"
 
 namespace shmbus::test {
+
+inline Config peer_config(const std::string& domain, const std::string& node) {
+  Config c;
+  c.domain = domain;
+  c.node = node;
+  c.defaults.capacity = 16;
+  c.defaults.max_message_size = 4096;
+  c.defaults.wait_spin = std::chrono::microseconds(20);
+  return c;
+}
 
 inline constexpr std::size_t kPayloadHeader = 12;
 
