@@ -55,23 +55,25 @@ struct Publisher::Impl {
       // between the fetch_add and here): our message is too old to store.
       if (st != 0 && state_sequence(st) >= s) return nullptr;
       // Case 2: a writer one lap behind is still in the slot. Wait for it,
-      // bounded; take the slot over only when that writer is dead, since a
-      // live writer would keep writing into it.
+      // bounded by stall_timeout; then take the slot over if that writer is
+      // dead, else drop our message. Never take over from a live writer: it
+      // would go on writing into the slot. The pid is stored just after the
+      // writer's CAS, so waiting the full stall_timeout (not the readers'
+      // 100 us) before trusting a "dead" pid makes a stale pid of an earlier
+      // owner practically impossible to act on.
       if (is_writing(st)) {
         const std::int64_t now = mono_now_ns();
         if (stuck_since == 0) stuck_since = now;
-        if (now - stuck_since > kDeadWriterCheckNs) {
+        if (now - stuck_since > stall_timeout_ns) {
           const auto owner = static_cast<pid_t>(slot->writer_pid.load(std::memory_order_relaxed));
-          if (!process_alive(owner)) {
-            // CAS cases: won -> the dead writer's slot is ours; lost -> the
-            // state moved on, re-examine it.
-            if (slot->state.compare_exchange_strong(st, writing_state(s), std::memory_order_acq_rel,
-                                                    std::memory_order_acquire)) {
-              break;
-            }
-            continue;
+          if (process_alive(owner)) return nullptr;
+          // CAS cases: won -> the dead writer's slot is ours; lost -> the
+          // state moved on, re-examine it.
+          if (slot->state.compare_exchange_strong(st, writing_state(s), std::memory_order_acq_rel,
+                                                  std::memory_order_acquire)) {
+            break;
           }
-          if (now - stuck_since > stall_timeout_ns) return nullptr;
+          continue;
         }
         cpu_relax();
         st = slot->state.load(std::memory_order_acquire);
