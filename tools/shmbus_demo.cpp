@@ -14,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include "cli_parse.hpp"
 #include "shmbus/error.hpp"
 #include "shmbus/introspect.hpp"
 #include "shmbus/shmbus.hpp"
@@ -106,12 +107,12 @@ pid_t spawn(const std::function<int()>& body) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"shmbus-demo: publishers and a subscriber in separate processes, watched through the time lists"};
+  CLI::App app{"publishers and a subscriber in separate processes, watched through the time lists", "shmbus-demo"};
   double seconds = 3;
   std::string domain;
   app.add_option("-d,--duration", seconds, "how long to run, in seconds")->check(CLI::Range(0.5, 3600.0));
   app.add_option("--domain", domain, "domain to use (default: demo_<pid>)");
-  CLI11_PARSE(app, argc, argv);
+  if (auto rc = cli::parse(app, argc, argv)) return *rc;
 
   struct sigaction sa {};
   sa.sa_handler = on_signal;

@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
+#include "cli_parse.hpp"
 #include "peer_transports.hpp"
 
 using namespace shmbus::bench;
@@ -184,7 +185,7 @@ std::string human_ns(double ns) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"shmbus-bench: compare shmbus with its peers"};
+  CLI::App app{"compare shmbus with its peers", "shmbus-bench"};
   app.require_subcommand(1);
   auto* peers = app.add_subcommand("peers",
                                    "two-process latency and throughput against iceoryx, "
@@ -198,7 +199,7 @@ int main(int argc, char** argv) {
   peers->add_option("--transports", o.transports, "subset of floor,spsc,shmbus,iceoryx,boost_mq,uds")->delimiter(',');
   peers->add_flag("--json", o.json, "print one JSON object instead of a table");
   peers->add_flag("--smoke", smoke, "tiny runs (CI: does every transport work?)");
-  CLI11_PARSE(app, argc, argv);
+  if (auto rc = shmbus::cli::parse(app, argc, argv)) return *rc;
   if (smoke) {
     o.rounds = 2000;
     o.warmup = 200;
