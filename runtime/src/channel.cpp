@@ -9,6 +9,7 @@
 #include "process.hpp"
 #include "shmbus/error.hpp"
 #include "shmbus/names.hpp"
+#include "shmbus/schema.hpp"
 
 namespace shmbus::detail {
 
@@ -36,12 +37,18 @@ std::string describe_type(std::string_view name, std::uint64_t hash) {
   return fmt::format("{} (hash {:016x})", name, hash);
 }
 
-void check_type(std::string_view channel, const ChannelHeader& h, const TypeInfo& type) {
-  if (type.name != h.type_name || type.hash != h.type_hash) {
-    throw Error(Errc::kTypeMismatch,
-                fmt::format("channel {} has type {}, you asked for {}", channel,
-                            describe_type(h.type_name, h.type_hash), describe_type(type.name, type.hash)));
+void check_type(std::string_view channel, const ChannelHeader& h, std::string_view stored_schema,
+                const TypeInfo& type) {
+  if (type.name == h.type_name && type.hash == h.type_hash) return;
+  std::string detail;
+  if (type.name == h.type_name && !stored_schema.empty() && !type.schema.empty()) {
+    // Same name, other definition: say where they part.
+    const std::string diff = schema::first_difference(stored_schema, type.schema);
+    if (!diff.empty()) detail = "; " + diff + " (here = the channel, there = yours)";
   }
+  throw Error(Errc::kTypeMismatch,
+              fmt::format("channel {} has type {}, you asked for {}{}", channel,
+                          describe_type(h.type_name, h.type_hash), describe_type(type.name, type.hash), detail));
 }
 }  // namespace
 
@@ -137,7 +144,7 @@ std::shared_ptr<Channel> Channel::create_or_open(const std::string& domain, std:
     ch = std::shared_ptr<Channel>(new Channel(std::move(s), std::string{name}));
   }
   const ChannelHeader& h = ch->header();
-  if (type != nullptr) check_type(name, h, *type);
+  if (type != nullptr) check_type(name, h, ch->schema_text(), *type);
   // Every opener makes sure the channel is listed: a creator killed between
   // creating the segment and listing it is repaired by the next opener.
   const std::uint32_t index = registry.ensure(name, h.type_name, h.type_hash, h.transport);
@@ -145,11 +152,12 @@ std::shared_ptr<Channel> Channel::create_or_open(const std::string& domain, std:
   return ch;
 }
 
-TypeInfo Channel::type() const {
+std::string_view Channel::schema_text() const noexcept {
   const auto* base = static_cast<const char*>(segment_.base());
-  return TypeInfo{header_->type_name, header_->type_hash,
-                  std::string(base + header_->schema_offset, header_->schema_size)};
+  return {base + header_->schema_offset, header_->schema_size};
 }
+
+TypeInfo Channel::type() const { return TypeInfo{header_->type_name, header_->type_hash, std::string{schema_text()}}; }
 
 std::uint64_t Channel::snapshot_time_list(std::vector<std::int64_t>& out) const {
   out.clear();
@@ -282,7 +290,7 @@ std::shared_ptr<Channel> DomainState::channel(std::string_view name, const TypeI
   std::lock_guard lock(mutex_);
   if (auto it = channels_.find(name); it != channels_.end()) {
     if (auto ch = it->second.lock()) {
-      if (type != nullptr) check_type(name, ch->header(), *type);
+      if (type != nullptr) check_type(name, ch->header(), ch->schema_text(), *type);
       return ch;
     }
   }

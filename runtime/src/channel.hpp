@@ -71,6 +71,8 @@ class Channel {
   std::uint32_t reclaim_dead() noexcept;
 
   [[nodiscard]] TypeInfo type() const;
+  /// The schema text stored at creation (empty for untyped channels).
+  [[nodiscard]] std::string_view schema_text() const noexcept;
 
  private:
   Channel(Segment s, std::string name);

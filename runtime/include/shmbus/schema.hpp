@@ -1,0 +1,196 @@
+#pragma once
+/// @file schema.hpp
+/// Message schemas: definitions in the spirit of ROS `.msg` files, limited
+/// to what a fixed memory layout holds, their layout, their canonical text
+/// and hash, and a JSON codec that works from the schema alone.
+///
+/// Definition lines (one per line, `#` starts a comment):
+///
+///     float64 x                 a field: a type and a name
+///     uint32[4] ids             a fixed-size array
+///     string<32> frame_id       a bounded string: 32 bytes, NUL-padded
+///     Header header             a nested message (same package, else std_msgs)
+///     sensor_msgs/Imu imu       a nested message by full name
+///     uint8[] data              the one trailing unbounded array (last field)
+///     uint8 MODE_FAST=1         a constant (primitive types only)
+///
+/// Primitive types: bool, int8, uint8, int16, uint16, int32, uint32, int64,
+/// uint64, float32, float64.
+///
+/// Layout rule (what the C++ struct, the schema and any reader agree on):
+/// - little-endian; a primitive is aligned to its size (bool: 1 byte, 0/1);
+/// - `string<N>` is N bytes, alignment 1; an array is its elements back to
+///   back, aligned as one element; a nested message is aligned to its
+///   largest member alignment;
+/// - each field starts at the next offset aligned for it, in declaration
+///   order; the gaps are explicit zero padding; the message size is rounded
+///   up to its alignment;
+/// - an unbounded array `T[] name` is stored as a uint32 element count at
+///   the field's place in the fixed part, and its elements right after the
+///   fixed part (the fixed part's alignment includes T's, so they are
+///   aligned). Only a top-level message may have one.
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "shmbus/error.hpp"
+
+namespace shmbus::schema {
+
+enum class Primitive : std::uint8_t {
+  kBool,
+  kInt8,
+  kUint8,
+  kInt16,
+  kUint16,
+  kInt32,
+  kUint32,
+  kInt64,
+  kUint64,
+  kFloat32,
+  kFloat64
+};
+
+/// The schema spelling of a primitive ("float64").
+std::string_view to_string(Primitive p) noexcept;
+/// Size (and alignment) in bytes.
+std::uint32_t size_of(Primitive p) noexcept;
+
+enum class FieldKind : std::uint8_t { kPrimitive, kString, kMessage };
+
+struct MessageDef;
+
+/// One field of a message, with its place in the layout.
+struct Field {
+  std::string name;
+  FieldKind kind = FieldKind::kPrimitive;
+  Primitive primitive = Primitive::kUint8;  ///< kPrimitive
+  std::uint32_t string_capacity = 0;        ///< kString: bytes
+  const MessageDef* message = nullptr;      ///< kMessage
+  std::uint32_t array_length = 0;           ///< 0: not a fixed array
+  bool unbounded = false;                   ///< the trailing `T[]`
+  std::uint32_t offset = 0;                 ///< in the fixed part (the count, for `T[]`)
+  std::uint32_t element_size = 0;           ///< one element (the field itself when scalar)
+  std::uint32_t element_align = 1;
+  int line = 0;  ///< in its definition file
+
+  /// The element type as written canonically ("float64", "string<8>",
+  /// "std_msgs/Header").
+  [[nodiscard]] std::string element_type() const;
+  /// The whole type ("float64[3]", "uint8[]").
+  [[nodiscard]] std::string type() const;
+  /// Bytes in the fixed part (4 for the count of `T[]`).
+  [[nodiscard]] std::uint32_t fixed_size() const noexcept;
+};
+
+/// A constant: `uint8 MODE_FAST=1`.
+struct Constant {
+  std::string name;
+  Primitive primitive = Primitive::kUint8;
+  std::string value;  ///< canonical text ("1", "-2", "0.5", "true")
+};
+
+/// A message type with its computed layout.
+struct MessageDef {
+  std::string name;    ///< package/Name
+  std::string source;  ///< file it came from
+  std::vector<Field> fields;
+  std::vector<Constant> constants;
+  std::uint32_t size = 0;  ///< fixed part, padded to `align`
+  std::uint32_t align = 1;
+  /// The `T[]` field, or nullptr.
+  [[nodiscard]] const Field* tail() const noexcept;
+};
+
+/// A definition or schema text that cannot be used. what() is
+/// "file:line: message". Errc::kInvalidArgument.
+class SchemaError : public Error {
+ public:
+  explicit SchemaError(const std::string& message) : Error(Errc::kInvalidArgument, message) {}
+};
+
+/// Bytes or JSON that do not fit a schema. what() names the field path
+/// ("header.frame_id") and what is wrong. Errc::kInvalidArgument.
+class CodecError : public Error {
+ public:
+  explicit CodecError(const std::string& message) : Error(Errc::kInvalidArgument, message) {}
+};
+
+/// A set of message definitions: parsed, resolved and laid out together.
+/// Thread-safety: build from one thread; const members may be shared.
+class MessageSet {
+ public:
+  MessageSet();
+  ~MessageSet();
+  MessageSet(MessageSet&&) noexcept;
+  MessageSet& operator=(MessageSet&&) noexcept;
+
+  /// Adds `.../package/Name.msg`. Throws SchemaError (unreadable file, bad
+  /// package or name, syntax).
+  void add_file(const std::string& path);
+  /// Adds every `*.msg` under `root/<package>/`.
+  void add_directory(const std::string& root);
+  /// Adds one definition from text.
+  void add(const std::string& package, const std::string& name, std::string_view text, const std::string& source);
+  /// Adds the definitions of a canonical schema text (what a channel
+  /// stores); returns the full name of its first (root) message.
+  std::string add_canonical(std::string_view text, const std::string& source);
+  /// Resolves type names, refuses recursion and computes every layout.
+  /// Throws SchemaError "file:line: message". Idempotent.
+  void resolve();
+
+  /// The resolved message `package/Name`, or nullptr.
+  [[nodiscard]] const MessageDef* find(std::string_view full_name) const;
+  /// Every message, in the order added.
+  [[nodiscard]] std::vector<const MessageDef*> messages() const;
+
+  /// The canonical text of `m`: "MSG: name" then one line per constant and
+  /// field, for `m` and then every message it uses (depth first, once each).
+  [[nodiscard]] static std::string canonical_text(const MessageDef& m);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+/// 64-bit FNV-1a of a canonical schema text: the type hash.
+std::uint64_t hash_text(std::string_view canonical_text) noexcept;
+
+/// One message type, self-contained, ready to decode and encode.
+/// Thread-safety: immutable; share freely.
+class Schema {
+ public:
+  /// From a canonical text (as stored in a channel). Throws SchemaError.
+  static Schema from_canonical(std::string_view canonical_text);
+  /// The message `full_name` of a resolved set.
+  static Schema from_set(std::shared_ptr<const MessageSet> set, std::string_view full_name);
+
+  [[nodiscard]] const MessageDef& root() const noexcept { return *root_; }
+  [[nodiscard]] const std::string& text() const noexcept { return text_; }
+  [[nodiscard]] std::uint64_t hash() const noexcept { return hash_; }
+
+  /// Bytes -> JSON. A buffer shorter than the message needs is a
+  /// CodecError, never a read past its end. Extra bytes are ignored.
+  [[nodiscard]] nlohmann::json decode(std::span<const std::byte> bytes) const;
+  /// JSON -> bytes. Every field must be present with the right JSON type
+  /// and in range; unknown keys are refused. Throws CodecError.
+  [[nodiscard]] std::vector<std::byte> encode(const nlohmann::json& value) const;
+
+ private:
+  std::shared_ptr<const MessageSet> set_;
+  const MessageDef* root_ = nullptr;
+  std::string text_;
+  std::uint64_t hash_ = 0;
+};
+
+/// The first difference between two schemas, for type-mismatch messages:
+/// "field 2: float64 y here, float32 y there"; empty when none is found.
+std::string first_difference(std::string_view canonical_a, std::string_view canonical_b);
+
+}  // namespace shmbus::schema

@@ -1,0 +1,574 @@
+// Parsing, resolution and layout of message definitions; canonical text.
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <set>
+#include <sstream>
+
+#include "shmbus/schema.hpp"
+
+namespace shmbus::schema {
+
+namespace {
+
+constexpr std::uint64_t kMaxBound = 1U << 20;          // array length, string bytes
+constexpr std::uint64_t kMaxMessageSize = 1ULL << 30;  // fixed part of one message
+
+struct PrimitiveName {
+  std::string_view name;
+  Primitive primitive;
+};
+constexpr std::array<PrimitiveName, 11> kPrimitives{{{"bool", Primitive::kBool},
+                                                     {"int8", Primitive::kInt8},
+                                                     {"uint8", Primitive::kUint8},
+                                                     {"int16", Primitive::kInt16},
+                                                     {"uint16", Primitive::kUint16},
+                                                     {"int32", Primitive::kInt32},
+                                                     {"uint32", Primitive::kUint32},
+                                                     {"int64", Primitive::kInt64},
+                                                     {"uint64", Primitive::kUint64},
+                                                     {"float32", Primitive::kFloat32},
+                                                     {"float64", Primitive::kFloat64}}};
+
+std::optional<Primitive> primitive_named(std::string_view s) {
+  for (const auto& p : kPrimitives) {
+    if (p.name == s) return p.primitive;
+  }
+  return std::nullopt;
+}
+
+/// C++ keywords a generated struct member cannot be named.
+constexpr std::array<std::string_view, 52> kCppKeywords{
+    "alignas",  "alignof", "and",     "asm",       "auto",     "bool",     "break",     "case",      "catch",
+    "char",     "class",   "const",   "constexpr", "continue", "decltype", "default",   "delete",    "do",
+    "double",   "else",    "enum",    "explicit",  "export",   "extern",   "false",     "float",     "for",
+    "friend",   "goto",    "if",      "inline",    "int",      "long",     "mutable",   "namespace", "new",
+    "noexcept", "not",     "nullptr", "operator",  "or",       "private",  "protected", "public",    "register",
+    "return",   "short",   "signed",  "sizeof",    "static",   "struct",   "switch"};
+constexpr std::array<std::string_view, 14> kMoreCppKeywords{"template", "this",    "throw",    "true",  "try",
+                                                            "typedef",  "typeid",  "typename", "union", "unsigned",
+                                                            "using",    "virtual", "void",     "while"};
+
+bool is_keyword(std::string_view s) {
+  return std::find(kCppKeywords.begin(), kCppKeywords.end(), s) != kCppKeywords.end() ||
+         std::find(kMoreCppKeywords.begin(), kMoreCppKeywords.end(), s) != kMoreCppKeywords.end();
+}
+
+bool is_identifier(std::string_view s) {
+  if (s.empty() || !std::isalpha(static_cast<unsigned char>(s[0]))) return false;
+  return std::all_of(s.begin(), s.end(),
+                     [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
+}
+
+bool is_package(std::string_view s) {
+  if (s.empty() || !std::islower(static_cast<unsigned char>(s[0]))) return false;
+  return std::all_of(s.begin(), s.end(), [](char c) {
+    return std::islower(static_cast<unsigned char>(c)) || std::isdigit(static_cast<unsigned char>(c)) || c == '_';
+  });
+}
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
+  return s;
+}
+
+std::optional<std::uint64_t> parse_bound(std::string_view s) {
+  if (s.empty() || s.size() > 9 || !std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+    return std::nullopt;
+  }
+  const std::uint64_t v = std::stoull(std::string{s});
+  if (v == 0 || v > kMaxBound) return std::nullopt;
+  return v;
+}
+
+std::uint64_t align_up(std::uint64_t v, std::uint64_t a) { return (v + a - 1) / a * a; }
+
+/// One parsed line before type names are resolved.
+struct RawField {
+  int line = 0;
+  std::string type;  ///< element type as written ("Header", "float64", "string<8>")
+  std::string name;
+  std::uint32_t array_length = 0;
+  bool unbounded = false;
+  std::optional<std::string> value;  ///< set for a constant
+};
+
+struct RawDef {
+  std::string package;
+  std::string name;
+  std::string source;
+  std::vector<RawField> fields;
+};
+
+/// Canonical spelling of a constant's value; nullopt when out of range.
+std::optional<std::string> canonical_value(Primitive p, std::string_view text) {
+  const std::string s{text};
+  if (p == Primitive::kBool) {
+    if (s == "true" || s == "1") return "true";
+    if (s == "false" || s == "0") return "false";
+    return std::nullopt;
+  }
+  char* end = nullptr;
+  errno = 0;
+  if (p == Primitive::kFloat32 || p == Primitive::kFloat64) {
+    const double d = std::strtod(s.c_str(), &end);
+    if (s.empty() || *end != '\0' || errno != 0 || !std::isfinite(d)) return std::nullopt;
+    if (p == Primitive::kFloat32 && std::abs(d) > 3.4028234663852886e38) return std::nullopt;
+    return fmt::format("{}", d);
+  }
+  const bool is_signed =
+      p == Primitive::kInt8 || p == Primitive::kInt16 || p == Primitive::kInt32 || p == Primitive::kInt64;
+  const unsigned bits = size_of(p) * 8;
+  if (is_signed) {
+    const long long v = std::strtoll(s.c_str(), &end, 0);
+    if (s.empty() || *end != '\0' || errno != 0) return std::nullopt;
+    if (bits < 64) {
+      const long long lim = 1LL << (bits - 1);
+      if (v < -lim || v >= lim) return std::nullopt;
+    }
+    return std::to_string(v);
+  }
+  if (!s.empty() && s[0] == '-') return std::nullopt;
+  const unsigned long long v = std::strtoull(s.c_str(), &end, 0);
+  if (s.empty() || *end != '\0' || errno != 0) return std::nullopt;
+  if (bits < 64 && v >= (1ULL << bits)) return std::nullopt;
+  return std::to_string(v);
+}
+
+}  // namespace
+
+std::string_view to_string(Primitive p) noexcept {
+  for (const auto& n : kPrimitives) {
+    if (n.primitive == p) return n.name;
+  }
+  return "?";
+}
+
+std::uint32_t size_of(Primitive p) noexcept {
+  switch (p) {
+    case Primitive::kBool:
+    case Primitive::kInt8:
+    case Primitive::kUint8:
+      return 1;
+    case Primitive::kInt16:
+    case Primitive::kUint16:
+      return 2;
+    case Primitive::kInt32:
+    case Primitive::kUint32:
+    case Primitive::kFloat32:
+      return 4;
+    default:
+      return 8;
+  }
+}
+
+std::string Field::element_type() const {
+  switch (kind) {
+    case FieldKind::kPrimitive:
+      return std::string{to_string(primitive)};
+    case FieldKind::kString:
+      return fmt::format("string<{}>", string_capacity);
+    default:
+      return message != nullptr ? message->name : "?";
+  }
+}
+
+std::string Field::type() const {
+  if (unbounded) return element_type() + "[]";
+  if (array_length != 0) return fmt::format("{}[{}]", element_type(), array_length);
+  return element_type();
+}
+
+std::uint32_t Field::fixed_size() const noexcept {
+  if (unbounded) return 4;
+  return element_size * (array_length == 0 ? 1 : array_length);
+}
+
+const Field* MessageDef::tail() const noexcept {
+  return !fields.empty() && fields.back().unbounded ? &fields.back() : nullptr;
+}
+
+struct MessageSet::Impl {
+  std::vector<RawDef> raw;
+  std::vector<std::unique_ptr<MessageDef>> defs;  // stable addresses
+  std::map<std::string, std::size_t, std::less<>> index;
+  bool resolved = false;
+
+  [[noreturn]] static void fail(const std::string& source, int line, const std::string& what) {
+    throw SchemaError(fmt::format("{}:{}: {}", source, line, what));
+  }
+
+  void parse(RawDef& def, std::string_view text) {
+    std::map<std::string, int> names;
+    int line_no = 0;
+    std::size_t pos = 0;
+    while (pos <= text.size()) {
+      const std::size_t eol = std::min(text.find('\n', pos), text.size());
+      std::string_view line = text.substr(pos, eol - pos);
+      pos = eol + 1;
+      ++line_no;
+      if (const auto hash = line.find('#'); hash != std::string_view::npos) line = line.substr(0, hash);
+      line = trim(line);
+      if (line.empty()) continue;
+      const auto space = line.find_first_of(" \t");
+      if (space == std::string_view::npos) fail(def.source, line_no, fmt::format("'{}' needs a type and a name", line));
+      RawField f;
+      f.line = line_no;
+      std::string_view type = line.substr(0, space);
+      std::string_view rest = trim(line.substr(space));
+      if (const auto eq = rest.find('='); eq != std::string_view::npos) {
+        f.value = std::string{trim(rest.substr(eq + 1))};
+        rest = trim(rest.substr(0, eq));
+      }
+      if (!is_identifier(rest)) {
+        fail(def.source, line_no,
+             fmt::format("'{}' is not a valid name; use letters, digits and '_', starting with a letter", rest));
+      }
+      if (is_keyword(rest) || rest.rfind("shmbus_", 0) == 0) {
+        fail(def.source, line_no, fmt::format("'{}' is reserved (a C++ keyword or shmbus_ prefix)", rest));
+      }
+      f.name = std::string{rest};
+      if (const auto [it, fresh] = names.emplace(f.name, line_no); !fresh) {
+        fail(def.source, line_no, fmt::format("duplicate field '{}' (first on line {})", f.name, it->second));
+      }
+      if (type.size() > 1 && type.back() == ']') {
+        const auto open = type.rfind('[');
+        if (open == std::string_view::npos) fail(def.source, line_no, fmt::format("bad array type '{}'", type));
+        const std::string_view bound = type.substr(open + 1, type.size() - open - 2);
+        if (bound.empty()) {
+          f.unbounded = true;
+        } else if (const auto n = parse_bound(bound)) {
+          f.array_length = static_cast<std::uint32_t>(*n);
+        } else {
+          fail(def.source, line_no,
+               fmt::format("bad array bound '{}' in '{}'; use [N] with N from 1 to {}, or [] for the trailing array",
+                           bound, type, kMaxBound));
+        }
+        type = type.substr(0, open);
+      }
+      f.type = std::string{type};
+      if (f.type == "string") {
+        fail(def.source, line_no, "string needs a bound for a fixed layout: write string<N>, e.g. string<32>");
+      }
+      if (f.type.rfind("string<", 0) == 0) {
+        if (f.type.back() != '>' || !parse_bound(std::string_view{f.type}.substr(7, f.type.size() - 8))) {
+          fail(def.source, line_no,
+               fmt::format("bad string bound in '{}'; use string<N> with N from 1 to {}", f.type, kMaxBound));
+        }
+      }
+      if (f.value) {
+        const auto p = primitive_named(f.type);
+        if (!p || f.array_length != 0 || f.unbounded) {
+          fail(def.source, line_no, fmt::format("constant {} must have a primitive, non-array type", f.name));
+        }
+        const auto v = canonical_value(*p, *f.value);
+        if (!v) fail(def.source, line_no, fmt::format("value '{}' is not a valid {}", *f.value, f.type));
+        f.value = *v;
+      }
+      def.fields.push_back(std::move(f));
+    }
+    // The trailing array must be last, and only one.
+    for (std::size_t i = 0; i < def.fields.size(); ++i) {
+      const RawField& f = def.fields[i];
+      if (!f.unbounded) continue;
+      const bool last_field = std::none_of(def.fields.begin() + static_cast<std::ptrdiff_t>(i) + 1, def.fields.end(),
+                                           [](const RawField& g) { return !g.value; });
+      if (!last_field) {
+        fail(def.source, f.line,
+             fmt::format("unbounded array '{}' must be the last field (a message has at most one)", f.name));
+      }
+    }
+  }
+
+  void add_raw(RawDef def, std::string_view text) {
+    const std::string full = def.package + "/" + def.name;
+    if (index.count(full) != 0 || std::any_of(raw.begin(), raw.end(), [&](const RawDef& r) {
+          return r.package == def.package && r.name == def.name;
+        })) {
+      fail(def.source, 1, fmt::format("message {} is defined twice", full));
+    }
+    parse(def, text);
+    raw.push_back(std::move(def));
+    resolved = false;
+  }
+
+  /// Resolves one element type name as written in package `pkg`.
+  std::optional<std::string> resolve_name(const std::string& pkg, const std::string& type) const {
+    const auto known = [&](const std::string& n) {
+      return std::any_of(raw.begin(), raw.end(), [&](const RawDef& r) { return r.package + "/" + r.name == n; });
+    };
+    if (type.find('/') != std::string::npos) return known(type) ? std::optional{type} : std::nullopt;
+    if (known(pkg + "/" + type)) return pkg + "/" + type;
+    if (type == "Header" && known("std_msgs/Header")) return "std_msgs/Header";
+    return std::nullopt;
+  }
+
+  void build() {
+    if (resolved) return;
+    defs.clear();
+    index.clear();
+    for (const RawDef& r : raw) {
+      auto def = std::make_unique<MessageDef>();
+      def->name = r.package + "/" + r.name;
+      def->source = r.source;
+      index[def->name] = defs.size();
+      defs.push_back(std::move(def));
+    }
+    // Fields and constants, with message references resolved.
+    for (std::size_t d = 0; d < raw.size(); ++d) {
+      const RawDef& r = raw[d];
+      MessageDef& def = *defs[d];
+      for (const RawField& rf : r.fields) {
+        if (rf.value) {
+          def.constants.push_back(Constant{rf.name, *primitive_named(rf.type), *rf.value});
+          continue;
+        }
+        Field f;
+        f.name = rf.name;
+        f.line = rf.line;
+        f.array_length = rf.array_length;
+        f.unbounded = rf.unbounded;
+        if (const auto p = primitive_named(rf.type)) {
+          f.kind = FieldKind::kPrimitive;
+          f.primitive = *p;
+        } else if (rf.type.rfind("string<", 0) == 0) {
+          f.kind = FieldKind::kString;
+          f.string_capacity = static_cast<std::uint32_t>(*parse_bound(rf.type.substr(7, rf.type.size() - 8)));
+        } else {
+          const bool well_formed = [&] {
+            const auto slash = rf.type.find('/');
+            if (slash == std::string::npos) return is_identifier(rf.type);
+            return is_package(rf.type.substr(0, slash)) && is_identifier(rf.type.substr(slash + 1));
+          }();
+          const auto full = well_formed ? resolve_name(r.package, rf.type) : std::nullopt;
+          if (!full) {
+            fail(r.source, rf.line,
+                 fmt::format("unknown type '{}': not a primitive, string<N>, or a message of package {}{}", rf.type,
+                             r.package, rf.type == "Header" ? " or std_msgs" : ""));
+          }
+          f.kind = FieldKind::kMessage;
+          f.message = defs[index.at(*full)].get();
+        }
+        def.fields.push_back(std::move(f));
+      }
+    }
+    std::vector<int> state(defs.size(), 0);
+    std::vector<std::string> path;
+    for (std::size_t d = 0; d < defs.size(); ++d) layout(d, state, path);
+    resolved = true;
+  }
+
+  /// Computes the layout of defs[d] after the messages it contains;
+  /// refuses recursion.
+  void layout(std::size_t d, std::vector<int>& state, std::vector<std::string>& path) {
+    if (state[d] == 2) return;
+    MessageDef& def = *defs[d];
+    state[d] = 1;
+    path.push_back(def.name);
+    std::uint64_t offset = 0;
+    std::uint32_t align = 1;
+    for (Field& f : def.fields) {
+      if (f.kind == FieldKind::kMessage) {
+        const std::size_t inner = index.at(f.message->name);
+        if (state[inner] == 1) {
+          std::string cycle;
+          for (const auto& p : path) cycle += p + " -> ";
+          fail(def.source, f.line, fmt::format("recursive type: {}{} (field '{}')", cycle, f.message->name, f.name));
+        }
+        layout(inner, state, path);
+        if (f.message->tail() != nullptr) {
+          fail(def.source, f.line,
+               fmt::format("{} ends in an unbounded array and cannot be nested (field '{}')", f.message->name, f.name));
+        }
+        f.element_size = f.message->size;
+        f.element_align = f.message->align;
+      } else if (f.kind == FieldKind::kString) {
+        f.element_size = f.string_capacity;
+        f.element_align = 1;
+      } else {
+        f.element_size = size_of(f.primitive);
+        f.element_align = f.element_size;
+      }
+      if (f.unbounded) {
+        offset = align_up(offset, 4);
+        f.offset = static_cast<std::uint32_t>(offset);
+        offset += 4;
+        align = std::max({align, 4U, f.element_align});
+      } else {
+        offset = align_up(offset, f.element_align);
+        f.offset = static_cast<std::uint32_t>(offset);
+        offset += std::uint64_t{f.element_size} * (f.array_length == 0 ? 1 : f.array_length);
+        align = std::max(align, f.element_align);
+      }
+      if (offset > kMaxMessageSize) {
+        fail(def.source, f.line,
+             fmt::format("{} is larger than {} bytes at field '{}'", def.name, kMaxMessageSize, f.name));
+      }
+    }
+    def.align = align;
+    def.size = static_cast<std::uint32_t>(align_up(offset, align));
+    path.pop_back();
+    state[d] = 2;
+  }
+};
+
+MessageSet::MessageSet() : impl_(std::make_unique<Impl>()) {}
+MessageSet::~MessageSet() = default;
+MessageSet::MessageSet(MessageSet&&) noexcept = default;
+MessageSet& MessageSet::operator=(MessageSet&&) noexcept = default;
+
+void MessageSet::add(const std::string& package, const std::string& name, std::string_view text,
+                     const std::string& source) {
+  if (!is_package(package)) {
+    Impl::fail(source, 1, fmt::format("package '{}' must be lower_case letters, digits and '_'", package));
+  }
+  if (!is_identifier(name) || !std::isupper(static_cast<unsigned char>(name[0]))) {
+    Impl::fail(source, 1, fmt::format("message name '{}' must be CamelCase letters and digits", name));
+  }
+  impl_->add_raw(RawDef{package, name, source, {}}, text);
+}
+
+void MessageSet::add_file(const std::string& path) {
+  const std::filesystem::path p(path);
+  std::ifstream in(p, std::ios::binary);
+  if (!in || p.extension() != ".msg") {
+    throw SchemaError(
+        fmt::format("{}:1: cannot read a message definition; expected a readable .../package/Name.msg", path));
+  }
+  std::ostringstream text;
+  text << in.rdbuf();
+  add(p.parent_path().filename().string(), p.stem().string(), text.str(), path);
+}
+
+void MessageSet::add_directory(const std::string& root) {
+  std::vector<std::string> files;
+  std::error_code ec;
+  for (const auto& pkg : std::filesystem::directory_iterator(root, ec)) {
+    if (!pkg.is_directory()) continue;
+    for (const auto& f : std::filesystem::directory_iterator(pkg.path())) {
+      if (f.path().extension() == ".msg") files.push_back(f.path().string());
+    }
+  }
+  if (ec) throw SchemaError(fmt::format("{}:1: cannot list message packages: {}", root, ec.message()));
+  std::sort(files.begin(), files.end());
+  for (const auto& f : files) add_file(f);
+}
+
+std::string MessageSet::add_canonical(std::string_view text, const std::string& source) {
+  // "MSG: pkg/Name" starts each definition; the rest are definition lines.
+  std::string root;
+  std::size_t pos = 0;
+  int line_no = 0;
+  std::string current;
+  std::string body;
+  int body_first_line = 0;
+  const auto flush = [&] {
+    if (current.empty()) return;
+    const auto slash = current.find('/');
+    if (slash == std::string::npos) Impl::fail(source, body_first_line, fmt::format("bad MSG name '{}'", current));
+    // Keep line numbers meaningful: pad the body so errors point into `text`.
+    add(current.substr(0, slash), current.substr(slash + 1),
+        std::string(static_cast<std::size_t>(body_first_line), '\n') + body, source);
+  };
+  while (pos < text.size()) {
+    const std::size_t eol = std::min(text.find('\n', pos), text.size());
+    const std::string_view line = text.substr(pos, eol - pos);
+    pos = eol + 1;
+    ++line_no;
+    if (line.rfind("MSG: ", 0) == 0) {
+      flush();
+      current = std::string{trim(line.substr(5))};
+      if (root.empty()) root = current;
+      body.clear();
+      body_first_line = line_no;
+      continue;
+    }
+    if (current.empty()) {
+      if (trim(line).empty()) continue;
+      Impl::fail(source, line_no, "a canonical schema starts with 'MSG: package/Name'");
+    }
+    body.append(line);
+    body.push_back('\n');
+  }
+  flush();
+  if (root.empty()) Impl::fail(source, 1, "empty schema: expected 'MSG: package/Name'");
+  return root;
+}
+
+void MessageSet::resolve() { impl_->build(); }
+
+const MessageDef* MessageSet::find(std::string_view full_name) const {
+  const auto it = impl_->index.find(full_name);
+  return impl_->resolved && it != impl_->index.end() ? impl_->defs[it->second].get() : nullptr;
+}
+
+std::vector<const MessageDef*> MessageSet::messages() const {
+  std::vector<const MessageDef*> out;
+  for (const auto& d : impl_->defs) out.push_back(d.get());
+  return out;
+}
+
+std::string MessageSet::canonical_text(const MessageDef& m) {
+  std::string out;
+  std::vector<const MessageDef*> order{&m};
+  std::set<const MessageDef*> seen{&m};
+  for (std::size_t i = 0; i < order.size(); ++i) {
+    const MessageDef& d = *order[i];
+    out += "MSG: " + d.name + "\n";
+    for (const Constant& c : d.constants) out += fmt::format("{} {}={}\n", to_string(c.primitive), c.name, c.value);
+    for (const Field& f : d.fields) {
+      out += f.type() + " " + f.name + "\n";
+      if (f.kind == FieldKind::kMessage && seen.insert(f.message).second) order.push_back(f.message);
+    }
+  }
+  return out;
+}
+
+std::uint64_t hash_text(std::string_view canonical_text) noexcept {
+  std::uint64_t h = 0xcbf29ce484222325ULL;
+  for (unsigned char c : canonical_text) {
+    h ^= c;
+    h *= 0x100000001b3ULL;
+  }
+  return h;
+}
+
+std::string first_difference(std::string_view a, std::string_view b) {
+  std::string message;  // the MSG section both are in
+  int field = 0;
+  std::size_t pa = 0, pb = 0;
+  while (pa < a.size() || pb < b.size()) {
+    const std::size_t ea = std::min(a.find('\n', pa), a.size());
+    const std::size_t eb = std::min(b.find('\n', pb), b.size());
+    const std::string_view la = pa < a.size() ? a.substr(pa, ea - pa) : std::string_view{};
+    const std::string_view lb = pb < b.size() ? b.substr(pb, eb - pb) : std::string_view{};
+    if (la != lb) {
+      const auto show = [](std::string_view l) {
+        return l.empty() ? std::string{"nothing"} : "'" + std::string{l} + "'";
+      };
+      return fmt::format("{}line {} differs: {} here, {} there", message.empty() ? "" : "in " + message + ", ", field,
+                         show(la), show(lb));
+    }
+    if (la.rfind("MSG: ", 0) == 0) {
+      message = std::string{la.substr(5)};
+      field = 0;
+    } else {
+      ++field;
+    }
+    pa = ea + 1;
+    pb = eb + 1;
+  }
+  return "";
+}
+
+}  // namespace shmbus::schema
