@@ -174,7 +174,8 @@ int main(int argc, char** argv) {
   std::vector<std::string> includes;
   std::vector<std::string> files;
   app.add_option("--out", out_dir, "directory for <package>/<Name>.hpp")->required();
-  app.add_option("--include", includes, "a directory of <package>/<Name>.msg files to resolve types from");
+  app.add_option("--include", includes, "a directory of <package>/<Name>.msg files to resolve types from (repeatable)")
+      ->allow_extra_args(false);
   app.add_option("files", files, ".../<package>/<Name>.msg files to generate")->required()->check(CLI::ExistingFile);
   if (auto rc = shmbus::cli::parse(app, argc, argv)) return *rc;
   try {

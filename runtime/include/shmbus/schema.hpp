@@ -43,6 +43,9 @@
 
 namespace shmbus::schema {
 
+/// JSON with object keys in schema (insertion) order.
+using Json = nlohmann::ordered_json;
+
 enum class Primitive : std::uint8_t {
   kBool,
   kInt8,
@@ -177,10 +180,10 @@ class Schema {
 
   /// Bytes -> JSON. A buffer shorter than the message needs is a
   /// CodecError, never a read past its end. Extra bytes are ignored.
-  [[nodiscard]] nlohmann::json decode(std::span<const std::byte> bytes) const;
+  [[nodiscard]] Json decode(std::span<const std::byte> bytes) const;
   /// JSON -> bytes. Every field must be present with the right JSON type
   /// and in range; unknown keys are refused. Throws CodecError.
-  [[nodiscard]] std::vector<std::byte> encode(const nlohmann::json& value) const;
+  [[nodiscard]] std::vector<std::byte> encode(const Json& value) const;
 
  private:
   std::shared_ptr<const MessageSet> set_;

@@ -15,7 +15,7 @@ static_assert(std::endian::native == std::endian::little, "the schema layout is 
 
 namespace {
 
-using json = nlohmann::json;
+using json = Json;
 
 /// Appends `s` with every invalid UTF-8 sequence replaced by U+FFFD, so any
 /// byte string decodes to a JSON string that can be printed.

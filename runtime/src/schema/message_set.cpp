@@ -556,8 +556,8 @@ std::string first_difference(std::string_view a, std::string_view b) {
       const auto show = [](std::string_view l) {
         return l.empty() ? std::string{"nothing"} : "'" + std::string{l} + "'";
       };
-      return fmt::format("{}line {} differs: {} here, {} there", message.empty() ? "" : "in " + message + ", ", field,
-                         show(la), show(lb));
+      return fmt::format("{}line {} differs: {} here, {} there", message.empty() ? "" : "in " + message + ", ",
+                         field + 1, show(la), show(lb));
     }
     if (la.rfind("MSG: ", 0) == 0) {
       message = std::string{la.substr(5)};

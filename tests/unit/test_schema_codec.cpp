@@ -1,0 +1,271 @@
+// Round trips and golden files for the schema codec, through headers that
+// shmbus_generate_messages() generated from tests/msg and runtime/msg.
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <limits>
+#include <sstream>
+
+#include "sensor_msgs/Image.hpp"
+#include "sensor_msgs/Imu.hpp"
+#include "shmbus/error.hpp"
+#include "shmbus/publisher.hpp"
+#include "shmbus/schema.hpp"
+#include "shmbus/subscriber.hpp"
+#include "shmbus_msgs/Alert.hpp"
+#include "shmbus_msgs/Statistics.hpp"
+#include "std_msgs/Header.hpp"
+#include "std_msgs/String.hpp"
+#include "support/test_domain.hpp"
+#include "test_msgs/AllKinds.hpp"
+#include "test_msgs/WithTail.hpp"
+
+using namespace shmbus;
+using namespace shmbus::schema;
+using json = shmbus::schema::Json;
+
+namespace {
+
+template <typename T>
+std::span<const std::byte> bytes_of(const T& v) {
+  return std::as_bytes(std::span{&v, 1});
+}
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+std::string hex(std::span<const std::byte> b) {
+  std::string out;
+  for (std::size_t i = 0; i < b.size(); ++i) {
+    out += fmt::format("{:02x}", static_cast<unsigned>(b[i]));
+    out += (i % 16 == 15) ? "\n" : " ";
+  }
+  if (!out.empty() && out.back() == ' ') out.back() = '\n';
+  return out;
+}
+
+/// The checked-in file tests/golden/NAME. With SHMBUS_UPDATE_GOLDEN=1 the
+/// test writes `actual` there first (then review the diff before commit).
+std::string golden(const std::string& name, const std::string& actual) {
+  const std::string path = std::string{SHMBUS_SOURCE_DIR} + "/tests/golden/" + name;
+  if (const char* update = std::getenv("SHMBUS_UPDATE_GOLDEN"); update != nullptr && std::string{update} == "1") {
+    std::ofstream(path) << actual;
+  }
+  return read_text(path);
+}
+
+test_msgs::AllKinds all_kinds_sample() {
+  test_msgs::AllKinds m{};
+  m.flag = true;
+  m.i8 = std::numeric_limits<std::int8_t>::min();
+  m.u8 = std::numeric_limits<std::uint8_t>::max();
+  m.i16 = -12345;
+  m.u16 = 65535;
+  m.i32 = std::numeric_limits<std::int32_t>::min();
+  m.u32 = 4000000000U;
+  m.i64 = std::numeric_limits<std::int64_t>::min();
+  m.u64 = std::numeric_limits<std::uint64_t>::max();
+  m.f32 = std::numeric_limits<float>::infinity();
+  m.f64 = -0.125;
+  m.name.assign("exactly8");
+  m.triple = {1, 2, 65000};
+  m.tags[0].assign("ab");
+  m.tags[1].assign("wxyz");
+  m.point = {1.5F, -2.5F};
+  m.points[0] = {0.0F, std::numeric_limits<float>::quiet_NaN()};
+  m.points[1] = {3.0F, 4.0F};
+  m.header.stamp_ns = 1'700'000'000'123'456'789ULL;
+  m.header.seq = 42;
+  m.header.frame_id.assign("base_link");
+  m.flags = {true, false, true};
+  return m;
+}
+
+Schema schema_of(const char* canonical) { return Schema::from_canonical(canonical); }
+
+}  // namespace
+
+TEST(SchemaCodecTest, EveryFieldKindRoundTripsStructBytesJsonBytesStruct) {
+  const test_msgs::AllKinds original = all_kinds_sample();
+  const Schema s = schema_of(test_msgs::AllKinds::kSchema);
+  EXPECT_EQ(s.hash(), test_msgs::AllKinds::kTypeHash);
+  EXPECT_EQ(s.root().size, sizeof(test_msgs::AllKinds));
+  const json j = s.decode(bytes_of(original));
+  EXPECT_EQ(j["i64"], std::numeric_limits<std::int64_t>::min());
+  EXPECT_EQ(j["u64"], std::numeric_limits<std::uint64_t>::max());
+  EXPECT_EQ(j["f32"], "Infinity");
+  EXPECT_EQ(j["points"][0]["y"], "NaN");
+  EXPECT_EQ(j["name"], "exactly8");
+  EXPECT_EQ(j["tags"][1], "wxyz");
+  EXPECT_EQ(j["header"]["frame_id"], "base_link");
+  // Through text and back, as a tool would.
+  const std::vector<std::byte> encoded = s.encode(json::parse(j.dump()));
+  ASSERT_EQ(encoded.size(), sizeof(test_msgs::AllKinds));
+  test_msgs::AllKinds back{};
+  std::memcpy(&back, encoded.data(), encoded.size());
+  EXPECT_EQ(std::memcmp(&back, &original, sizeof(original)), 0) << hex(encoded) << "\nvs\n" << hex(bytes_of(original));
+}
+
+TEST(SchemaCodecTest, TrailingArrayRoundTripsWithItsCount) {
+  alignas(8) std::byte buf[test_msgs::WithTail::wire_size(3)]{};
+  auto* m = reinterpret_cast<test_msgs::WithTail*>(buf);
+  m->kind = 7;
+  m->points_count = 3;
+  for (std::uint32_t i = 0; i < 3; ++i) m->points()[i] = {static_cast<float>(i), -static_cast<float>(i)};
+  const Schema s = schema_of(test_msgs::WithTail::kSchema);
+  const json j = s.decode(buf);
+  ASSERT_EQ(j["points"].size(), 3U);
+  EXPECT_EQ(j["points"][2]["y"], -2.0);
+  const std::vector<std::byte> encoded = s.encode(j);
+  ASSERT_EQ(encoded.size(), sizeof(buf));
+  EXPECT_EQ(std::memcmp(encoded.data(), buf, sizeof(buf)), 0);
+}
+
+TEST(SchemaCodecTest, ShortBufferIsAnErrorNeverAnOverread) {
+  const Schema s = schema_of(sensor_msgs::Imu::kSchema);
+  // Exactly as long as claimed, on the heap, so ASan sees any read past it.
+  std::vector<std::byte> short_buf(sizeof(sensor_msgs::Imu) - 1);
+  try {
+    (void)s.decode(short_buf);
+    FAIL() << "no error";
+  } catch (const CodecError& e) {
+    EXPECT_STREQ(e.what(), "sensor_msgs/Imu: buffer of 359 bytes is shorter than the 360 bytes the message needs");
+  }
+  const Schema img = schema_of(sensor_msgs::Image::kSchema);
+  std::vector<std::byte> lying(sizeof(sensor_msgs::Image) + 10);
+  const std::uint32_t count = 11;
+  std::memcpy(lying.data() + offsetof(sensor_msgs::Image, data_count), &count, 4);
+  try {
+    (void)img.decode(lying);
+    FAIL() << "no error";
+  } catch (const CodecError& e) {
+    EXPECT_STREQ(e.what(),
+                 "sensor_msgs/Image.data: declares 11 elements but the buffer holds 10 (10 bytes after the 104-byte "
+                 "fixed part)");
+  }
+}
+
+TEST(SchemaCodecTest, BadJsonIsRefusedNamingTheField) {
+  const Schema s = schema_of(test_msgs::AllKinds::kSchema);
+  json good = s.decode(bytes_of(all_kinds_sample()));
+  const auto error_with = [&](auto&& mutate) {
+    json j = good;
+    mutate(j);
+    try {
+      (void)s.encode(j);
+    } catch (const CodecError& e) {
+      return std::string{e.what()};
+    }
+    return std::string{"no error"};
+  };
+  EXPECT_EQ(error_with([](json& j) { j["header"].erase("seq"); }),
+            "header.seq: missing (a uint32 field of std_msgs/Header)");
+  EXPECT_EQ(error_with([](json& j) { j["u8"] = 256; }), "u8: 256 is out of range for uint8 (0 to 255)");
+  EXPECT_EQ(error_with([](json& j) { j["i16"] = -40000; }), "i16: -40000 is out of range for int16 (-32768 to 32767)");
+  EXPECT_EQ(error_with([](json& j) { j["u32"] = -1; }), "u32: -1 is out of range for uint32 (0 to 4294967295)");
+  EXPECT_EQ(error_with([](json& j) { j["i32"] = 1.5; }), "i32: must be an integer (int32), got number 1.5");
+  EXPECT_EQ(error_with([](json& j) { j["f64"] = "fast"; }),
+            "f64: must be a number (or \"NaN\", \"Infinity\", \"-Infinity\"), got string \"fast\"");
+  EXPECT_EQ(error_with([](json& j) { j["name"] = "ninechars"; }),
+            "name: string of 9 bytes is out of range for string<8>");
+  EXPECT_EQ(error_with([](json& j) {
+              j["triple"] = json::array({1, 2});
+            }),
+            "triple: must be an array of 3 elements, got array [1,2]");
+  EXPECT_EQ(error_with([](json& j) { j["points"][1]["x"] = true; }),
+            "points[1].x: must be a number (or \"NaN\", \"Infinity\", \"-Infinity\"), got boolean true");
+  EXPECT_EQ(error_with([](json& j) { j["flag"] = 1; }), "flag: must be true or false, got number 1");
+  EXPECT_EQ(error_with([](json& j) { j["extra"] = 1; }).rfind("test_msgs/AllKinds: unknown field 'extra'", 0), 0U);
+  EXPECT_EQ(error_with([](json& j) { j = json::array(); }), "test_msgs/AllKinds: must be an object, got array []");
+}
+
+TEST(SchemaCodecTest, InvalidUtf8DecodesToReplacementCharacters) {
+  const Schema s = schema_of(std_msgs::String::kSchema);
+  std_msgs::String m{};
+  std::memcpy(m.data.data, "ok\xff\xc3(", 5);
+  const json j = s.decode(bytes_of(m));
+  EXPECT_EQ(j["data"], "ok\xEF\xBF\xBD\xEF\xBF\xBD(");
+  EXPECT_NO_THROW((void)j.dump());
+}
+
+TEST(SchemaGoldenTest, ShippedMessagesHaveTheDocumentedLayout) {
+  EXPECT_EQ(sizeof(std_msgs::Header), 64U);
+  EXPECT_EQ(offsetof(std_msgs::Header, seq), 8U);
+  EXPECT_EQ(offsetof(std_msgs::Header, frame_id), 12U);
+  EXPECT_EQ(sizeof(std_msgs::String), 256U);
+  EXPECT_EQ(sizeof(sensor_msgs::Imu), 360U);
+  EXPECT_EQ(offsetof(sensor_msgs::Imu, angular_velocity), 168U);
+  EXPECT_EQ(offsetof(sensor_msgs::Imu, linear_acceleration_covariance), 288U);
+  EXPECT_EQ(sizeof(sensor_msgs::Image), 104U);
+  EXPECT_EQ(offsetof(sensor_msgs::Image, step), 92U);
+  EXPECT_EQ(offsetof(sensor_msgs::Image, data_count), 96U);
+  EXPECT_EQ(sizeof(shmbus_msgs::StatisticSummary), 40U);
+  EXPECT_EQ(sizeof(shmbus_msgs::Statistics), 296U);
+  EXPECT_EQ(offsetof(shmbus_msgs::Statistics, period), 216U);
+  EXPECT_EQ(sizeof(shmbus_msgs::Alert), 216U);
+  EXPECT_EQ(offsetof(shmbus_msgs::Alert, frequency_hz), 176U);
+  EXPECT_EQ(shmbus_msgs::Alert::LEVEL_CRITICAL, 3);
+}
+
+TEST(SchemaGoldenTest, ImuBytesAndJsonMatchTheCheckedInFiles) {
+  sensor_msgs::Imu m{};
+  m.header.stamp_ns = 1'700'000'000'000'000'000ULL;
+  m.header.seq = 7;
+  m.header.frame_id.assign("imu_link");
+  m.orientation = {0.0, 0.0, 0.7071067811865476, 0.7071067811865476};
+  m.orientation_covariance[0] = -1.0;
+  m.angular_velocity = {0.01, -0.02, 0.5};
+  m.linear_acceleration = {0.1, 0.2, 9.81};
+  m.linear_acceleration_covariance = {0.01, 0, 0, 0, 0.01, 0, 0, 0, 0.04};
+  EXPECT_EQ(hex(bytes_of(m)), golden("sensor_msgs_Imu.hex", hex(bytes_of(m))));
+  const json decoded = schema_of(sensor_msgs::Imu::kSchema).decode(bytes_of(m));
+  EXPECT_EQ(decoded, json::parse(golden("sensor_msgs_Imu.json", decoded.dump(2) + "\n"))) << decoded.dump(2);
+}
+
+TEST(SchemaGoldenTest, AlertJsonMatchesTheCheckedInFile) {
+  shmbus_msgs::Alert a{};
+  a.header.stamp_ns = 1'700'000'000'500'000'000ULL;
+  a.header.seq = 3;
+  a.channel.assign("/camera/front");
+  a.old_level = shmbus_msgs::Alert::LEVEL_NOMINAL;
+  a.new_level = shmbus_msgs::Alert::LEVEL_CRITICAL;
+  a.frequency_hz = 12.5;
+  a.thresholds_hz = {25.0, 35.0, 60.0};
+  a.window_ns = 1'000'000'000;
+  const json decoded = schema_of(shmbus_msgs::Alert::kSchema).decode(bytes_of(a));
+  EXPECT_EQ(decoded, json::parse(golden("shmbus_msgs_Alert.json", decoded.dump(2) + "\n"))) << decoded.dump(2);
+}
+
+TEST(SchemaChannelTest, ChannelStoresTheSchemaAndRefusesAnotherDefinitionOfTheSameName) {
+  shmbus::test::TestDomain d{Config{}, "schema"};
+  TypedPublisher<sensor_msgs::Imu> pub("/imu", d.context());
+  Subscriber any("/imu", std::nullopt, d.context());
+  EXPECT_EQ(any.type().schema, sensor_msgs::Imu::kSchema);
+  const Schema from_channel = Schema::from_canonical(any.type().schema);
+  EXPECT_EQ(from_channel.hash(), sensor_msgs::Imu::kTypeHash);
+  // Same type name, another schema: refused with both hashes and the first
+  // differing line.
+  std::string text = sensor_msgs::Imu::kSchema;
+  text.replace(text.find("float64[4] orientation"), 22, "float32[4] orientation");
+  const TypeInfo other{"sensor_msgs/Imu", hash_text(text), text};
+  try {
+    Publisher wrong("/imu", other, d.context());
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), Errc::kTypeMismatch);
+    EXPECT_EQ(std::string{e.what()},
+              fmt::format("channel /imu has type sensor_msgs/Imu (hash {:016x}), you asked for sensor_msgs/Imu (hash "
+                          "{:016x}); in sensor_msgs/Imu, line 2 differs: 'float64[4] orientation' here, 'float32[4] "
+                          "orientation' there (here = the channel, there = yours)",
+                          sensor_msgs::Imu::kTypeHash, hash_text(text)));
+  }
+}

@@ -1,0 +1,152 @@
+#include <gtest/gtest.h>
+
+#include "shmbus/schema.hpp"
+
+using namespace shmbus::schema;
+
+namespace {
+
+std::string error_of(const std::string& text, const std::string& name = "Bad") {
+  try {
+    MessageSet set;
+    set.add("std_msgs", "Header", "uint64 stamp_ns\nuint32 seq\nstring<52> frame_id\n", "Header.msg");
+    set.add("pkg", name, text, "pkg/" + name + ".msg");
+    set.resolve();
+  } catch (const SchemaError& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+const Field& field(const MessageDef& m, const std::string& name) {
+  for (const Field& f : m.fields) {
+    if (f.name == name) return f;
+  }
+  throw std::runtime_error("no field " + name);
+}
+
+}  // namespace
+
+TEST(SchemaParserTest, LayoutFollowsNaturalAlignmentWithExplicitPadding) {
+  MessageSet set;
+  set.add("pkg", "Inner", "uint8 a\nfloat64 b\n", "Inner.msg");
+  set.add("pkg", "Outer", "uint8 tag\nInner inner  # comment\nuint16[3] ids\nstring<5> s\nuint32 last\n", "Outer.msg");
+  set.resolve();
+  const MessageDef& inner = *set.find("pkg/Inner");
+  EXPECT_EQ(inner.size, 16U);
+  EXPECT_EQ(inner.align, 8U);
+  EXPECT_EQ(field(inner, "b").offset, 8U);
+  const MessageDef& outer = *set.find("pkg/Outer");
+  EXPECT_EQ(field(outer, "tag").offset, 0U);
+  EXPECT_EQ(field(outer, "inner").offset, 8U);
+  EXPECT_EQ(field(outer, "ids").offset, 24U);
+  EXPECT_EQ(field(outer, "s").offset, 30U);
+  EXPECT_EQ(field(outer, "last").offset, 36U);
+  EXPECT_EQ(outer.size, 40U);
+  EXPECT_EQ(outer.align, 8U);
+  EXPECT_EQ(field(outer, "ids").type(), "uint16[3]");
+}
+
+TEST(SchemaParserTest, TrailingArrayIsACountInTheFixedPartAndAlignsItsElements) {
+  MessageSet set;
+  set.add("pkg", "Blob", "uint8 kind\nfloat64[] samples\n", "Blob.msg");
+  set.resolve();
+  const MessageDef& m = *set.find("pkg/Blob");
+  ASSERT_NE(m.tail(), nullptr);
+  EXPECT_EQ(m.tail()->offset, 4U);
+  EXPECT_EQ(m.align, 8U) << "the fixed part aligns the float64 elements after it";
+  EXPECT_EQ(m.size, 8U);
+}
+
+TEST(SchemaParserTest, CanonicalTextNamesTypesFullyAndHashIsStable) {
+  MessageSet set;
+  set.add("std_msgs", "Header", "uint64 stamp_ns # when\n\n", "Header.msg");
+  set.add("pkg", "A", "# comment\nuint8 MODE=0x10\nHeader   header\nfloat32[2] v\n", "A.msg");
+  set.resolve();
+  const std::string text = MessageSet::canonical_text(*set.find("pkg/A"));
+  EXPECT_EQ(text,
+            "MSG: pkg/A\nuint8 MODE=16\nstd_msgs/Header header\nfloat32[2] v\nMSG: std_msgs/Header\nuint64 stamp_ns\n");
+  EXPECT_EQ(hash_text(text), hash_text(text));
+  // Round trip through the canonical text gives the same text and hash.
+  const Schema s = Schema::from_canonical(text);
+  EXPECT_EQ(s.text(), text);
+  EXPECT_EQ(s.hash(), hash_text(text));
+  EXPECT_EQ(s.root().name, "pkg/A");
+  // Any change of a field changes the hash.
+  MessageSet other;
+  other.add("std_msgs", "Header", "uint64 stamp_ns\n", "Header.msg");
+  other.add("pkg", "A", "uint8 MODE=16\nHeader header\nfloat64[2] v\n", "A.msg");
+  other.resolve();
+  EXPECT_NE(hash_text(MessageSet::canonical_text(*other.find("pkg/A"))), hash_text(text));
+}
+
+TEST(SchemaParserTest, MalformedDefinitionsAreRefusedWithFileAndLine) {
+  EXPECT_EQ(error_of("uint8 a\nVector3 v\n"),
+            "pkg/Bad.msg:2: unknown type 'Vector3': not a primitive, string<N>, or a message of package pkg");
+  EXPECT_EQ(error_of("uint8 a\nfloat32 b\nint16 a\n"), "pkg/Bad.msg:3: duplicate field 'a' (first on line 1)");
+  EXPECT_EQ(error_of("uint8[0] a\n"),
+            "pkg/Bad.msg:1: bad array bound '0' in 'uint8[0]'; use [N] with N from 1 to 1048576, or [] for the "
+            "trailing array");
+  EXPECT_EQ(error_of("uint8[x] a\n"),
+            "pkg/Bad.msg:1: bad array bound 'x' in 'uint8[x]'; use [N] with N from 1 to 1048576, or [] for the "
+            "trailing array");
+  EXPECT_EQ(error_of("string name\n"),
+            "pkg/Bad.msg:1: string needs a bound for a fixed layout: write string<N>, e.g. string<32>");
+  EXPECT_EQ(error_of("string<0> name\n"),
+            "pkg/Bad.msg:1: bad string bound in 'string<0>'; use string<N> with N from 1 to 1048576");
+  EXPECT_EQ(error_of("uint8[] a\nuint8 b\n"),
+            "pkg/Bad.msg:1: unbounded array 'a' must be the last field (a message has at most one)");
+  EXPECT_EQ(error_of("uint8 K=300\n"), "pkg/Bad.msg:1: value '300' is not a valid uint8");
+  EXPECT_EQ(error_of("uint8 class\n"), "pkg/Bad.msg:1: 'class' is reserved (a C++ keyword or shmbus_ prefix)");
+  EXPECT_EQ(error_of("uint8\n"), "pkg/Bad.msg:1: 'uint8' needs a type and a name");
+  EXPECT_EQ(error_of("uint8 2x\n"),
+            "pkg/Bad.msg:1: '2x' is not a valid name; use letters, digits and '_', starting with a letter");
+}
+
+TEST(SchemaParserTest, RecursiveTypesAreRefused) {
+  try {
+    MessageSet set;
+    set.add("pkg", "A", "uint8 x\nB b\n", "pkg/A.msg");
+    set.add("pkg", "B", "A a\n", "pkg/B.msg");
+    set.resolve();
+    FAIL() << "no error";
+  } catch (const SchemaError& e) {
+    EXPECT_STREQ(e.what(), "pkg/B.msg:1: recursive type: pkg/A -> pkg/B -> pkg/A (field 'a')");
+  }
+  EXPECT_EQ(error_of("Bad self\n"), "pkg/Bad.msg:1: recursive type: pkg/Bad -> pkg/Bad (field 'self')");
+}
+
+TEST(SchemaParserTest, MessageWithATrailingArrayCannotBeNested) {
+  try {
+    MessageSet set;
+    set.add("pkg", "Blob", "uint8[] data\n", "pkg/Blob.msg");
+    set.add("pkg", "Holder", "Blob blob\n", "pkg/Holder.msg");
+    set.resolve();
+    FAIL() << "no error";
+  } catch (const SchemaError& e) {
+    EXPECT_STREQ(e.what(), "pkg/Holder.msg:1: pkg/Blob ends in an unbounded array and cannot be nested (field 'blob')");
+  }
+}
+
+TEST(SchemaParserTest, FilesAreReadFromPackageFolders) {
+  MessageSet set;
+  set.add_directory(SHMBUS_SOURCE_DIR "/runtime/msg");
+  set.resolve();
+  EXPECT_NE(set.find("sensor_msgs/Imu"), nullptr);
+  EXPECT_NE(set.find("shmbus_msgs/Alert"), nullptr);
+  try {
+    MessageSet missing;
+    missing.add_file("/nonexistent/pkg/X.msg");
+    FAIL();
+  } catch (const SchemaError& e) {
+    EXPECT_EQ(std::string{e.what()}.rfind("/nonexistent/pkg/X.msg:1: cannot read", 0), 0U);
+  }
+}
+
+TEST(SchemaParserTest, FirstDifferenceNamesTheMessageAndLine) {
+  EXPECT_EQ(first_difference("MSG: a/B\nfloat64 x\nfloat64 y\n", "MSG: a/B\nfloat64 x\nfloat32 y\n"),
+            "in a/B, line 2 differs: 'float64 y' here, 'float32 y' there");
+  EXPECT_EQ(first_difference("MSG: a/B\nfloat64 x\n", "MSG: a/B\nfloat64 x\n"), "");
+  EXPECT_EQ(first_difference("MSG: a/B\nfloat64 x\nuint8 z\n", "MSG: a/B\nfloat64 x\n"),
+            "in a/B, line 2 differs: 'uint8 z' here, nothing there");
+}
