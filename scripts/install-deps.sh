@@ -15,6 +15,8 @@ packages=(
   libgtest-dev libgmock-dev         # tests
   libbenchmark-dev                  # micro-benchmarks
   iceoryx libiceoryx-posh-dev libiceoryx-hoofs-dev   # benchmark peer (iox-roudi)
+  clang libclang-rt-14-dev xxd      # libFuzzer targets (scripts/fuzz.sh)
+  clang-format clang-tidy           # scripts/lint.sh
 )
 
 missing=()

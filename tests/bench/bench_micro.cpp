@@ -7,7 +7,9 @@
 #include <vector>
 
 #include "channel.hpp"  // runtime/src: the notify hook's stamp alone
+#include "sensor_msgs/Imu.hpp"
 #include "shmbus/introspect.hpp"
+#include "shmbus/schema.hpp"
 #include "shmbus/shmbus.hpp"
 
 using namespace shmbus;
@@ -116,6 +118,50 @@ void BM_TimeListSnapshot(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_TimeListSnapshot);
+
+sensor_msgs::Imu imu_sample() {
+  sensor_msgs::Imu m{};
+  m.header.stamp_ns = 1'700'000'000'000'000'000ULL;
+  m.header.frame_id.assign("imu_link");
+  m.orientation = {0, 0, 0.7071067811865476, 0.7071067811865476};
+  m.angular_velocity = {0.01, -0.02, 0.5};
+  m.linear_acceleration = {0.1, 0.2, 9.81};
+  return m;
+}
+
+void BM_DecodeImu(benchmark::State& state) {
+  const auto schema = schema::Schema::from_canonical(sensor_msgs::Imu::kSchema);
+  const sensor_msgs::Imu m = imu_sample();
+  for (auto _ : state) {
+    schema::Json j = schema.decode(std::as_bytes(std::span{&m, 1}));
+    benchmark::DoNotOptimize(j);
+  }
+  state.SetLabel("sensor_msgs/Imu (360 B, 43 numbers) -> JSON object");
+}
+BENCHMARK(BM_DecodeImu);
+
+void BM_DecodeImuToText(benchmark::State& state) {
+  const auto schema = schema::Schema::from_canonical(sensor_msgs::Imu::kSchema);
+  const sensor_msgs::Imu m = imu_sample();
+  for (auto _ : state) {
+    std::string text = schema.decode(std::as_bytes(std::span{&m, 1})).dump();
+    benchmark::DoNotOptimize(text);
+  }
+  state.SetLabel("... and dump() to JSON text");
+}
+BENCHMARK(BM_DecodeImuToText);
+
+void BM_EncodeImu(benchmark::State& state) {
+  const auto schema = schema::Schema::from_canonical(sensor_msgs::Imu::kSchema);
+  const sensor_msgs::Imu m = imu_sample();
+  const schema::Json j = schema.decode(std::as_bytes(std::span{&m, 1}));
+  for (auto _ : state) {
+    auto bytes = schema.encode(j);
+    benchmark::DoNotOptimize(bytes);
+  }
+  state.SetLabel("JSON object -> sensor_msgs/Imu bytes");
+}
+BENCHMARK(BM_EncodeImu);
 
 }  // namespace
 

@@ -137,7 +137,8 @@ class Encoder {
 
   void message(const MessageDef& m, const json& v, std::size_t base, const std::string& path) {
     if (!v.is_object()) fail(path.empty() ? m.name : path, "must be an object", v);
-    for (const auto& [key, _] : v.items()) {
+    for (const auto& item : v.items()) {
+      const std::string& key = item.key();
       const bool known = std::any_of(m.fields.begin(), m.fields.end(), [&](const Field& f) { return f.name == key; });
       if (!known) {
         throw CodecError(fmt::format("{}: unknown field '{}' (message {} has: {})", path.empty() ? m.name : path, key,

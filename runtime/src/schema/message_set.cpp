@@ -554,7 +554,7 @@ std::string first_difference(std::string_view a, std::string_view b) {
     const std::string_view lb = pb < b.size() ? b.substr(pb, eb - pb) : std::string_view{};
     if (la != lb) {
       const auto show = [](std::string_view l) {
-        return l.empty() ? std::string{"nothing"} : "'" + std::string{l} + "'";
+        return l.empty() ? std::string{"nothing"} : fmt::format("'{}'", l);
       };
       return fmt::format("{}line {} differs: {} here, {} there", message.empty() ? "" : "in " + message + ", ",
                          field + 1, show(la), show(lb));
