@@ -7,11 +7,14 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build pkg-config git
   libboost-dev                      # Boost.Interprocess (header-only)
-  libspdlog-dev libfmt-dev          # logging and text
+  libfmt-dev                        # text
   libcli11-dev                      # command lines
   libtomlplusplus-dev               # configuration
   nlohmann-json3-dev                # JSON
   libsystemd-dev                    # sd_notify for shmbusd
+  libspdlog-dev                     # shmbusd's log
+  prometheus prometheus-alertmanager   # promtool and a real Alertmanager for the daemon's tests
+  systemd                           # systemd-analyze verify of config/shmbusd.service
   libgtest-dev libgmock-dev         # tests
   libbenchmark-dev                  # micro-benchmarks
   iceoryx libiceoryx-posh-dev libiceoryx-hoofs-dev   # benchmark peer (iox-roudi)

@@ -180,6 +180,29 @@ std::uint64_t Channel::snapshot_time_list(std::vector<std::int64_t>& out) const 
   return head;
 }
 
+std::uint64_t Channel::read_stamps_since(std::uint64_t& cursor, std::vector<std::int64_t>& out) const {
+  // SYNC POINT READ: pairs with the release stores in stamp().
+  const std::uint64_t head = header_->time_list_head.load(std::memory_order_acquire);
+  const std::uint64_t cap = time_list_mask_ + 1;
+  std::uint64_t overwritten = 0;
+  if (head > cap && cursor < head - cap) {
+    overwritten = head - cap - cursor;
+    cursor = head - cap;
+  }
+  std::uint64_t resume = head;  // first index of a trailing run of unwritten entries
+  for (std::uint64_t i = cursor; i < head; ++i) {
+    const std::uint64_t e = time_list_[i & time_list_mask_].load(std::memory_order_acquire);
+    if (e != 0 && (e & kLapMask) == ((i >> time_list_log2_) & kLapMask)) {
+      out.push_back(static_cast<std::int64_t>(e & ~kLapMask));
+      resume = head;
+    } else if (resume == head) {
+      resume = i;
+    }
+  }
+  cursor = resume;
+  return overwritten;
+}
+
 namespace {
 
 template <typename Entry>
@@ -225,6 +248,10 @@ std::uint32_t Channel::register_endpoint(EndpointEntry* table, std::uint32_t siz
   EndpointEntry& e = table[i];
   e.messages.store(0, std::memory_order_relaxed);
   e.lost.store(0, std::memory_order_relaxed);
+  e.age_sum_ns.store(0, std::memory_order_relaxed);
+  e.age_sum_sq_s2.store(0, std::memory_order_relaxed);
+  e.age_min_ns.store(UINT64_MAX, std::memory_order_relaxed);
+  e.age_max_ns.store(0, std::memory_order_relaxed);
   id = static_cast<std::uint32_t>(header_->next_endpoint_id.fetch_add(1, std::memory_order_relaxed) + 1);
   fill_entry(e, node, id);
   return i;

@@ -57,6 +57,8 @@ class Channel {
   /// Reads the stamps of the current lap into `out` (ascending index order,
   /// entries still being written left out). Returns the head read.
   std::uint64_t snapshot_time_list(std::vector<std::int64_t>& out) const;
+  /// See introspect::ChannelReader::read_stamps_since.
+  std::uint64_t read_stamps_since(std::uint64_t& cursor, std::vector<std::int64_t>& out) const;
 
   /// Endpoint tables. register_* reclaims entries of dead processes first;
   /// they throw Error(kResource) when the table is full.

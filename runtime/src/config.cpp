@@ -69,6 +69,10 @@ class ConfigReader {
                 source_ + ":" + std::to_string(where.line) + ":" + std::to_string(where.column) + ": " + what);
   }
 
+  std::string position(const toml::node& n) const {
+    return source_ + ":" + std::to_string(n.source().begin.line) + ":" + std::to_string(n.source().begin.column);
+  }
+
   std::string string_of(const toml::node& n, std::string_view key) const {
     if (const auto* s = n.as_string()) return s->get();
     fail(n, std::string{key} + " must be a string");
@@ -205,6 +209,7 @@ class ConfigReader {
         const auto* t = v.as_table();
         if (t == nullptr) fail(v, "defaults must be a table ([defaults])");
         ChannelRule r;
+        c.defaults_where = position(v);
         for (const auto& [dk, dv] : *t) {
           if (!channel_key(dk.str(), dv, r)) fail(dk.source(), "unknown key defaults." + std::string{dk.str()});
         }
@@ -216,6 +221,7 @@ class ConfigReader {
           const auto* t = e.as_table();
           if (t == nullptr) fail(e, "each channel entry must be a table ([[channel]])");
           ChannelRule r;
+          r.where = position(e);
           for (const auto& [ck, cv] : *t) {
             if (ck.str() == "name")
               r.pattern = string_of(cv, "name");

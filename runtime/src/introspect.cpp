@@ -50,8 +50,8 @@ struct ChannelReader::Impl {
   std::shared_ptr<Channel> channel;
 };
 
-ChannelReader::ChannelReader(const std::string& domain, std::string_view channel)
-    : impl_(std::make_unique<Impl>(Impl{Channel::open_existing(domain, channel, false)})) {}
+ChannelReader::ChannelReader(const std::string& domain, std::string_view channel, bool writable)
+    : impl_(std::make_unique<Impl>(Impl{Channel::open_existing(domain, channel, writable)})) {}
 ChannelReader::~ChannelReader() = default;
 ChannelReader::ChannelReader(ChannelReader&&) noexcept = default;
 ChannelReader& ChannelReader::operator=(ChannelReader&&) noexcept = default;
@@ -76,6 +76,10 @@ void collect_endpoints(const EndpointEntry* table, std::uint32_t n, std::vector<
     if (!read_endpoint(table[i], ev)) continue;
     ev.messages = table[i].messages.load(std::memory_order_relaxed);
     ev.lost = table[i].lost.load(std::memory_order_relaxed);
+    ev.age_sum_ns = table[i].age_sum_ns.load(std::memory_order_relaxed);
+    ev.age_sum_sq_s2 = table[i].age_sum_sq_s2.load(std::memory_order_relaxed);
+    ev.age_min_ns = table[i].age_min_ns.load(std::memory_order_relaxed);
+    ev.age_max_ns = table[i].age_max_ns.load(std::memory_order_relaxed);
     out.push_back(std::move(ev));
   }
 }
@@ -114,6 +118,20 @@ ChannelView ChannelReader::view() const {
     v.received += s.messages;
   }
   return v;
+}
+
+std::uint64_t ChannelReader::read_stamps_since(std::uint64_t& cursor, std::vector<std::int64_t>& out) const {
+  return impl_->channel->read_stamps_since(cursor, out);
+}
+
+void ChannelReader::reset_age_extremes() const {
+  const Channel& ch = *impl_->channel;
+  for (std::uint32_t i = 0; i < kMaxSubscribers; ++i) {
+    EndpointEntry& e = ch.subscriber(i);
+    if (endpoint_phase(e.state.load(std::memory_order_acquire)) != kEndpointLive) continue;
+    e.age_min_ns.store(UINT64_MAX, std::memory_order_relaxed);
+    e.age_max_ns.store(0, std::memory_order_relaxed);
+  }
 }
 
 void ChannelReader::snapshot(TimeListSnapshot& out) const {

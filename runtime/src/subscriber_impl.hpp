@@ -36,6 +36,23 @@ struct Subscriber::Impl {
     if (channel) channel->unregister_subscriber(entry_index);
   }
 
+  /// Message age statistics in the entry: one clock read and a few relaxed
+  /// single-writer stores per take.
+  void record_age(std::int64_t publish_time_ns) noexcept {
+    const std::int64_t now = mono_now_ns();
+    const std::uint64_t age = now > publish_time_ns ? static_cast<std::uint64_t>(now - publish_time_ns) : 0;
+    entry->age_sum_ns.store(entry->age_sum_ns.load(std::memory_order_relaxed) + age, std::memory_order_relaxed);
+    const double s = static_cast<double>(age) * 1e-9;
+    entry->age_sum_sq_s2.store(entry->age_sum_sq_s2.load(std::memory_order_relaxed) + s * s,
+                               std::memory_order_relaxed);
+    if (age < entry->age_min_ns.load(std::memory_order_relaxed)) {
+      entry->age_min_ns.store(age, std::memory_order_relaxed);
+    }
+    if (age > entry->age_max_ns.load(std::memory_order_relaxed)) {
+      entry->age_max_ns.store(age, std::memory_order_relaxed);
+    }
+  }
+
   void count_lost(std::uint64_t n) noexcept {
     pending_lost += n;
     entry->lost.store(entry->lost.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
@@ -118,6 +135,7 @@ struct Subscriber::Impl {
         result.info.lost_before = pending_lost;
         pending_lost = 0;
         entry->messages.store(entry->messages.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+        record_age(result.info.publish_time_ns);
         result.status = TakeStatus::kOk;
         return result;
       }

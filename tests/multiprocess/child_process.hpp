@@ -28,16 +28,24 @@ namespace shmbus::test {
 
 class ChildProcess {
  public:
-  explicit ChildProcess(const std::vector<std::string>& args) {
+  /// Starts `args`; its stdout (and stderr too, with `merge_stderr`) is
+  /// captured. `env` entries ("NAME=value") are added to this environment.
+  explicit ChildProcess(const std::vector<std::string>& args, bool merge_stderr = false,
+                        const std::vector<std::string>& env = {}) {
     int fds[2];
     if (::pipe2(fds, O_CLOEXEC) != 0) throw std::runtime_error("pipe failed");
     posix_spawn_file_actions_t actions;
     ::posix_spawn_file_actions_init(&actions);
     ::posix_spawn_file_actions_adddup2(&actions, fds[1], STDOUT_FILENO);
+    if (merge_stderr) ::posix_spawn_file_actions_adddup2(&actions, fds[1], STDERR_FILENO);
+    std::vector<char*> envp;
+    for (char** e = environ; *e != nullptr; ++e) envp.push_back(*e);
+    for (const auto& e : env) envp.push_back(const_cast<char*>(e.c_str()));
+    envp.push_back(nullptr);
     std::vector<char*> argv;
     for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
     argv.push_back(nullptr);
-    const int rc = ::posix_spawn(&pid_, argv[0], &actions, nullptr, argv.data(), environ);
+    const int rc = ::posix_spawn(&pid_, argv[0], &actions, nullptr, argv.data(), envp.data());
     ::posix_spawn_file_actions_destroy(&actions);
     ::close(fds[1]);
     out_ = fds[0];
@@ -78,6 +86,20 @@ class ChildProcess {
   }
 
   [[nodiscard]] bool timed_out() const { return timed_out_; }
+  /// Reads what the child printed so far (while it runs).
+  const std::string& poll_output() {
+    drain(0);
+    return output_;
+  }
+  /// Waits up to `timeout` until the output contains `text`.
+  bool wait_for_output(const std::string& text, std::chrono::milliseconds timeout) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (std::chrono::steady_clock::now() < deadline) {
+      drain(20);
+      if (output_.find(text) != std::string::npos) return true;
+    }
+    return false;
+  }
   [[nodiscard]] const std::string& output() const { return output_; }
 
   /// The key=value pairs of the last output line.

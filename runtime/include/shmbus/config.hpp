@@ -47,6 +47,7 @@ struct MonitorSettings {
 /// One [[channel]] entry: a name or glob and the keys it sets.
 struct ChannelRule {
   std::string pattern;
+  std::string where;  ///< "file:line:column" of the entry, for messages
   std::optional<Transport> transport;
   std::optional<std::uint32_t> capacity;
   std::optional<std::uint32_t> max_message_size;
@@ -66,6 +67,7 @@ class Config {
   std::uint32_t registry_capacity = 4096;  ///< channels per domain
   std::uint32_t mode = 0660;               ///< permissions of created segments
   ChannelSettings defaults;
+  std::string defaults_where;  ///< "file:line:column" of [defaults], if present
   std::vector<ChannelRule> channels;
   MonitorSettings monitor;
 

@@ -24,6 +24,13 @@ struct EndpointView {
   bool alive = true;           ///< false: its process is gone (not yet reclaimed)
   std::uint64_t messages = 0;  ///< published, or received
   std::uint64_t lost = 0;      ///< dropped (publisher) or lost (subscriber)
+  /// Subscribers: message age (take time - publish time). Sums since the
+  /// subscriber started (count = messages); min/max since the last
+  /// ChannelReader::reset_age_extremes() (min is UINT64_MAX before a sample).
+  std::uint64_t age_sum_ns = 0;
+  double age_sum_sq_s2 = 0;
+  std::uint64_t age_min_ns = UINT64_MAX;
+  std::uint64_t age_max_ns = 0;
 };
 
 /// Everything a channel says about itself.
@@ -89,14 +96,27 @@ class DomainView {
 /// One channel, mapped read-only.
 class ChannelReader {
  public:
-  /// Throws Error(kNotFound) when the channel does not exist.
-  ChannelReader(const std::string& domain, std::string_view channel);
+  /// Throws Error(kNotFound) when the channel does not exist. `writable`
+  /// only for reset_age_extremes().
+  ChannelReader(const std::string& domain, std::string_view channel, bool writable = false);
   ~ChannelReader();
   ChannelReader(ChannelReader&&) noexcept;
   ChannelReader& operator=(ChannelReader&&) noexcept;
 
   /// A fresh view of the channel's identity, endpoints and counters.
   [[nodiscard]] ChannelView view() const;
+  /// Incremental read for monitors: appends to `out` the stamps written at
+  /// time-list indices from `cursor` on (at most one list's worth), in index
+  /// order, and advances `cursor`. An entry still being written at the end
+  /// is left for the next call; one that stays unwritten (its publisher died
+  /// between claiming and storing) is skipped once later ones are written.
+  /// Returns how many indices were lost to overwriting since `cursor`.
+  std::uint64_t read_stamps_since(std::uint64_t& cursor, std::vector<std::int64_t>& out) const;
+
+  /// Starts a new min/max window of every subscriber's message age (the
+  /// daemon calls it once per statistics window). Needs `writable`.
+  void reset_age_extremes() const;
+
   /// A consistent snapshot of the time list: every stamp returned was
   /// written by a publish, none is counted twice. Reuses `out`'s storage.
   void snapshot(TimeListSnapshot& out) const;

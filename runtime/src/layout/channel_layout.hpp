@@ -100,7 +100,11 @@ constexpr std::uint32_t endpoint_pid(std::uint64_t state) noexcept { return stat
 
 /// A publisher's or subscriber's entry. The counters have a single writer,
 /// the owner, which stores them relaxed; readers (tools, daemon) load them
-/// relaxed: they are statistics, ordered against nothing.
+/// relaxed: they are statistics, ordered against nothing. The age fields
+/// are a subscriber's (take time minus publish time): cumulative sums the
+/// daemon differences between scans, and a min/max the daemon resets by
+/// exchange at each window (a sample racing the reset may land in either
+/// window).
 struct alignas(kCacheLine) EndpointEntry {
   // SYNC POINT WRITE: the owner fills the entry, then stores kEndpointLive
   // (release); readers load the state (acquire) before the fields.
@@ -110,11 +114,16 @@ struct alignas(kCacheLine) EndpointEntry {
   std::uint32_t reserved0;
   std::atomic<std::uint64_t> messages;  ///< published, or received
   std::atomic<std::uint64_t> lost;      ///< dropped by a publisher, or lost by a subscriber
-  std::uint64_t reserved1[3];
+  std::atomic<std::uint64_t> age_sum_ns;
+  std::atomic<double> age_sum_sq_s2;    ///< sum of squared ages, in s^2
+  std::atomic<std::uint64_t> age_min_ns;
+  std::atomic<std::uint64_t> age_max_ns;
+  std::uint64_t reserved1[7];
   char node[kNodeBytes];
 };
 static_assert(std::is_standard_layout_v<EndpointEntry>);
-static_assert(sizeof(EndpointEntry) == 2 * kCacheLine, "entries are two cache lines, never shared");
+static_assert(std::atomic<double>::is_always_lock_free, "atomics in shared memory must be lock-free");
+static_assert(sizeof(EndpointEntry) == 3 * kCacheLine, "entries are three cache lines, never shared");
 
 struct ChannelHeader {
   SegmentHeader segment;
@@ -187,6 +196,6 @@ inline constexpr std::uint64_t kChannelLayoutHash =
     layout_hash_of(kLayoutVersion, sizeof(SegmentHeader), sizeof(ChannelHeader), offsetof(ChannelHeader, write_cursor),
                    offsetof(ChannelHeader, futex_word), offsetof(ChannelHeader, time_list_head), sizeof(SlotHeader),
                    sizeof(ProvenanceEntry), sizeof(EndpointEntry), sizeof(EndpointEntry), kSlotPayloadOffset,
-                   offsetof(EndpointEntry, messages), offsetof(EndpointEntry, lost), kMaxPublishers, kMaxSubscribers);
+                   offsetof(EndpointEntry, messages), offsetof(EndpointEntry, lost), offsetof(EndpointEntry, age_max_ns), kMaxPublishers, kMaxSubscribers);
 
 }  // namespace shmbus::layout

@@ -1,0 +1,24 @@
+#pragma once
+// Prometheus text exposition (format 0.0.4) of the monitor's state.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "monitor.hpp"
+
+namespace shmbus::daemon {
+
+/// The daemon's own figures.
+struct DaemonFigures {
+  double last_scan_seconds = 0;
+  std::uint64_t scans = 0;
+  std::uint64_t transitions = 0;
+  std::uint64_t webhook_failures = 0;
+};
+
+/// Renders every metric of every channel, labelled with domain and channel.
+std::string render_metrics(const std::string& domain, const std::vector<ChannelStatus>& channels,
+                           const DaemonFigures& daemon);
+
+}  // namespace shmbus::daemon

@@ -1,0 +1,205 @@
+#include "monitor.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <utility>
+
+#include "shmbus/error.hpp"
+
+namespace shmbus::daemon {
+
+const char* to_string(Level l) noexcept {
+  switch (l) {
+    case Level::kNominal:
+      return "nominal";
+    case Level::kDegraded:
+      return "degraded";
+    case Level::kCritical:
+      return "critical";
+    default:
+      return "unmonitored";
+  }
+}
+
+/// Per channel: the stamps of the current window (a local copy, ascending),
+/// the read cursor into the shared time list, and the level state.
+struct Monitor::Tracked {
+  explicit Tracked(introspect::ChannelReader r) : reader(std::move(r)) {}
+  introspect::ChannelReader reader;
+  std::uint64_t cursor = 0;
+  std::deque<std::int64_t> window;  ///< ascending
+  bool overwritten_in_window = false;
+  std::int64_t overwritten_at = 0;  ///< newest stamp time when stamps were lost to overwriting
+  Debouncer debouncer;
+  bool truncation_reported = false;
+  /// Previous cumulative age sums per subscriber id, for window differences.
+  std::map<std::uint32_t, std::pair<std::uint64_t, std::pair<std::uint64_t, double>>> age_base;
+  ChannelStatus status;
+};
+
+Monitor::Monitor(Config config) : config_(std::move(config)) {}
+Monitor::~Monitor() = default;
+
+void Monitor::reload(Config config) {
+  config_ = std::move(config);
+  for (auto& [name, t] : channels_) {
+    const ChannelSettings s = config_.channel(name);
+    t->status.thresholds_hz = s.thresholds_hz;
+    t->status.window_ns = s.window.count();
+    t->debouncer =
+        Debouncer(config_.monitor.debounce_scans,
+                  s.thresholds_hz ? (t->status.level == Level::kUnmonitored ? Level::kNominal : t->status.level)
+                                  : Level::kUnmonitored);
+    t->status.level = t->debouncer.believed();
+    t->truncation_reported = false;
+  }
+}
+
+void Monitor::discover() {
+  if (!domain_) {
+    try {
+      domain_ = std::make_unique<introspect::DomainView>(config_.domain);
+    } catch (const Error& e) {
+      if (e.code() == Errc::kNotFound) return;  // nobody used the domain yet
+      throw;
+    }
+  }
+  const std::uint64_t generation = domain_->generation();
+  if (generation == generation_) return;
+  generation_ = generation;
+  const std::vector<std::string> names = domain_->channel_names();
+  // Gone: unlisted by `shmtool clean`.
+  for (auto it = channels_.begin(); it != channels_.end();) {
+    it = std::binary_search(names.begin(), names.end(), it->first) ? std::next(it) : channels_.erase(it);
+  }
+  for (const std::string& name : names) {
+    if (channels_.count(name) != 0) continue;
+    std::unique_ptr<Tracked> t;
+    try {
+      t = std::make_unique<Tracked>(introspect::ChannelReader(config_.domain, name, true));
+    } catch (const Error&) {
+      continue;  // listed but its segment is gone or foreign: not ours to measure
+    }
+    const ChannelSettings s = config_.channel(name);
+    t->status.name = name;
+    t->status.thresholds_hz = s.thresholds_hz;
+    t->status.window_ns = s.window.count();
+    const introspect::ChannelView v = t->reader.view();
+    t->status.type_name = v.type_name;
+    t->status.time_list_capacity = v.time_list_capacity;
+    t->debouncer = Debouncer(config_.monitor.debounce_scans, s.thresholds_hz ? Level::kNominal : Level::kUnmonitored);
+    t->status.level = t->debouncer.believed();
+    channels_.emplace(name, std::move(t));
+  }
+}
+
+std::vector<Transition> Monitor::scan(std::int64_t now_ns) {
+  discover();
+  std::vector<Transition> transitions;
+  for (auto& [name, tp] : channels_) {
+    Tracked& t = *tp;
+    scratch_.clear();
+    const std::uint64_t overwritten = t.reader.read_stamps_since(t.cursor, scratch_);
+    // Several publishers stamp after their commits: a new stamp may be a
+    // little older than the newest one kept; insert it in order.
+    for (std::int64_t s : scratch_) {
+      if (t.window.empty() || s >= t.window.back()) {
+        t.window.push_back(s);
+      } else {
+        t.window.insert(std::upper_bound(t.window.begin(), t.window.end(), s), s);
+      }
+    }
+    if (overwritten != 0) {
+      t.overwritten_in_window = true;
+      t.overwritten_at = t.window.empty() ? now_ns : t.window.front();
+    }
+    const std::int64_t start = now_ns - t.status.window_ns;
+    while (!t.window.empty() && t.window.front() <= start) t.window.pop_front();
+    // The list wrapped past stamps that were still inside the window.
+    const bool truncated = t.overwritten_in_window && t.overwritten_at > start;
+    if (!truncated) t.overwritten_in_window = false;
+
+    WindowMeasure& m = t.status.window;
+    m.n = t.window.size();
+    m.truncated = truncated;
+    m.first_ns = m.n ? t.window.front() : 0;
+    m.last_ns = m.n ? t.window.back() : 0;
+    m.frequency_hz = frequency_hz(m.n, m.first_ns, m.last_ns);
+    if (truncated && !t.truncation_reported) {
+      t.truncation_reported = true;
+      truncation_warnings_.push_back(name);
+    }
+    t.status.observed = classify(m.frequency_hz, t.status.thresholds_hz);
+    const Level before = t.debouncer.believed();
+    const Level after = t.debouncer.observe(t.status.observed);
+    t.status.level = after;
+    if (after != before && t.status.thresholds_hz) {
+      transitions.push_back(
+          Transition{name, before, after, m.frequency_hz, *t.status.thresholds_hz, t.status.window_ns});
+    }
+  }
+  return transitions;
+}
+
+void Monitor::refresh_statistics(std::int64_t now_ns) {
+  (void)now_ns;
+  for (auto& [name, tp] : channels_) {
+    Tracked& t = *tp;
+    // Period statistics over the window, with Welford, in constant memory.
+    t.status.window.period = period_statistics(t.window.begin(), t.window.end());
+    const introspect::ChannelView v = t.reader.view();
+    t.status.messages = v.messages;
+    t.status.lost = v.lost;
+    t.status.publishers = static_cast<std::uint32_t>(v.publishers.size());
+    t.status.subscribers = static_cast<std::uint32_t>(v.subscribers.size());
+    t.status.subscriber_stats.clear();
+    decltype(t.age_base) next_base;
+    for (const introspect::EndpointView& s : v.subscribers) {
+      SubscriberStatus st;
+      st.node = s.node;
+      st.pid = s.pid;
+      st.received = s.messages;
+      st.lost = s.lost;
+      // Age over the window: differences of the cumulative sums since the
+      // previous refresh; min/max since the previous reset.
+      const auto base = t.age_base.find(s.id);
+      const std::uint64_t n0 = base != t.age_base.end() ? base->second.first : 0;
+      const std::uint64_t sum0 = base != t.age_base.end() ? base->second.second.first : 0;
+      const double sq0 = base != t.age_base.end() ? base->second.second.second : 0;
+      const std::uint64_t n = s.messages - std::min(n0, s.messages);
+      st.age.count = n;
+      if (n != 0) {
+        const double sum = static_cast<double>(s.age_sum_ns - std::min(sum0, s.age_sum_ns)) / 1e9;
+        const double sq = s.age_sum_sq_s2 - sq0;
+        const double mean = sum / static_cast<double>(n);
+        st.age.mean = mean;
+        st.age.stddev = std::sqrt(std::max(0.0, sq / static_cast<double>(n) - mean * mean));
+        st.age.min = s.age_min_ns == UINT64_MAX ? mean : static_cast<double>(s.age_min_ns) / 1e9;
+        st.age.max = static_cast<double>(s.age_max_ns) / 1e9;
+      }
+      next_base[s.id] = {s.messages, {s.age_sum_ns, s.age_sum_sq_s2}};
+      t.status.subscriber_stats.push_back(std::move(st));
+    }
+    t.age_base = std::move(next_base);
+    t.reader.reset_age_extremes();
+  }
+}
+
+std::vector<ChannelStatus> Monitor::statuses() const {
+  std::vector<ChannelStatus> out;
+  out.reserve(channels_.size());
+  for (const auto& [name, t] : channels_) out.push_back(t->status);
+  return out;
+}
+
+std::size_t Monitor::channel_count() const noexcept { return channels_.size(); }
+
+std::size_t Monitor::alerting_count() const noexcept {
+  return static_cast<std::size_t>(std::count_if(channels_.begin(), channels_.end(), [](const auto& c) {
+    return c.second->status.level == Level::kDegraded || c.second->status.level == Level::kCritical;
+  }));
+}
+
+std::vector<std::string> Monitor::take_truncation_warnings() { return std::exchange(truncation_warnings_, {}); }
+
+}  // namespace shmbus::daemon

@@ -1,0 +1,101 @@
+#pragma once
+// The monitor: every scan, for every channel of the domain, reads the new
+// time-list stamps, measures the frequency over the channel's window,
+// classifies it and debounces level changes. No application code involved:
+// everything comes from shared memory through shmbus/introspect.hpp.
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "frequency.hpp"
+#include "levels.hpp"
+#include "shmbus/config.hpp"
+#include "shmbus/introspect.hpp"
+
+namespace shmbus::daemon {
+
+/// A believed level change.
+struct Transition {
+  std::string channel;
+  Level old_level;
+  Level new_level;
+  double frequency_hz;
+  std::array<double, 3> thresholds_hz;
+  std::int64_t window_ns;
+};
+
+/// One subscriber's counters and message age over the last statistics window.
+struct SubscriberStatus {
+  std::string node;
+  std::int32_t pid = 0;
+  std::uint64_t received = 0;
+  std::uint64_t lost = 0;
+  Summary age;  ///< seconds
+};
+
+/// What the monitor knows of one channel.
+struct ChannelStatus {
+  std::string name;
+  std::string type_name;
+  Level level = Level::kUnmonitored;     ///< believed (debounced)
+  Level observed = Level::kUnmonitored;  ///< this scan's
+  WindowMeasure window;                  ///< last scan (period stats: last statistics window)
+  std::optional<std::array<double, 3>> thresholds_hz;
+  std::int64_t window_ns = 0;
+  std::uint32_t time_list_capacity = 0;
+  std::uint64_t messages = 0;
+  std::uint64_t lost = 0;
+  std::uint32_t publishers = 0;
+  std::uint32_t subscribers = 0;
+  std::vector<SubscriberStatus> subscriber_stats;
+};
+
+/// Thread-safety: one thread scans; others must not call in parallel.
+class Monitor {
+ public:
+  /// Watches `config.domain` with the thresholds and windows of `config`.
+  explicit Monitor(Config config);
+  ~Monitor();
+
+  /// Applies a new configuration (thresholds, windows, debounce) without
+  /// losing measurements; pending level changes restart their debounce.
+  void reload(Config config);
+
+  /// One scan at CLOCK_MONOTONIC `now_ns`: discovers channels that appeared
+  /// or went away, reads new stamps, measures, classifies. Returns the
+  /// believed transitions of this scan.
+  std::vector<Transition> scan(std::int64_t now_ns);
+
+  /// Refreshes counters, endpoint tables and the period and age statistics
+  /// of every channel over the window ending at `now_ns` (statistics period:
+  /// once a second by default), and starts the next age window.
+  void refresh_statistics(std::int64_t now_ns);
+
+  /// The state after the last scan / refresh, in channel-name order.
+  [[nodiscard]] std::vector<ChannelStatus> statuses() const;
+  [[nodiscard]] std::size_t channel_count() const noexcept;
+  /// Channels whose believed level is degraded or critical.
+  [[nodiscard]] std::size_t alerting_count() const noexcept;
+  /// Channels whose time list cannot hold a whole window at their rate.
+  [[nodiscard]] std::vector<std::string> take_truncation_warnings();
+  [[nodiscard]] const Config& config() const noexcept { return config_; }
+  /// Whether the domain's registry exists yet.
+  [[nodiscard]] bool domain_present() const noexcept { return domain_ != nullptr; }
+
+ private:
+  struct Tracked;
+  void discover();
+  Config config_;
+  std::unique_ptr<introspect::DomainView> domain_;
+  std::uint64_t generation_ = UINT64_MAX;
+  std::map<std::string, std::unique_ptr<Tracked>, std::less<>> channels_;
+  std::vector<std::string> truncation_warnings_;
+  std::vector<std::int64_t> scratch_;
+};
+
+}  // namespace shmbus::daemon
