@@ -29,7 +29,7 @@ struct Monitor::Tracked {
   std::uint64_t cursor = 0;
   std::deque<std::int64_t> window;  ///< ascending
   bool overwritten_in_window = false;
-  std::int64_t overwritten_at = 0;  ///< newest stamp time when stamps were lost to overwriting
+  std::int64_t overwritten_at = 0;  ///< the first stamp after the last stamps lost to overwriting
   Debouncer debouncer;
   bool truncation_reported = false;
   /// Previous cumulative age sums per subscriber id, for window differences.
@@ -111,7 +111,8 @@ std::vector<Transition> Monitor::scan(std::int64_t now_ns) {
     }
     if (overwritten != 0) {
       t.overwritten_in_window = true;
-      t.overwritten_at = t.window.empty() ? now_ns : t.window.front();
+      // The lost stamps came just before the first one read now.
+      t.overwritten_at = scratch_.empty() ? now_ns : scratch_.front();
     }
     const std::int64_t start = now_ns - t.status.window_ns;
     while (!t.window.empty() && t.window.front() <= start) t.window.pop_front();
