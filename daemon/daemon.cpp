@@ -157,7 +157,7 @@ int run(const Options& options) {
   std::unique_ptr<HttpServer> http;
   if (listen != "off") {
     const std::int64_t stale_after = 3 * config.monitor.scan_period.count();
-    http = std::make_unique<HttpServer>(listen, [&](const std::string& target) -> HttpResponse {
+    http = std::make_unique<HttpServer>(listen, [&, stale_after](const std::string& target) -> HttpResponse {
       std::lock_guard lock(mutex);
       if (target == "/metrics") {
         return {200, "text/plain; version=0.0.4; charset=utf-8", render_metrics(domain, monitor.statuses(), figures)};

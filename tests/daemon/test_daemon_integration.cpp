@@ -1,0 +1,305 @@
+// The real shmbusd with real publisher processes whose rate changes: level
+// transitions in the log, on /shmbus/alerts and in /metrics; promtool
+// accepts /metrics; a fake NOTIFY_SOCKET sees READY=1 and WATCHDOG=1; a
+// killed and restarted daemon finds every channel again; a real Alertmanager
+// (Debian's prometheus-alertmanager) receives the webhook's alert.
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+
+#include <atomic>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <regex>
+#include <thread>
+
+#include "http.hpp"
+#include "multiprocess/child_process.hpp"
+#include "shmbus/subscriber.hpp"
+#include "shmbus_msgs/Alert.hpp"
+#include "shmbus_msgs/Statistics.hpp"
+#include "support/test_domain.hpp"
+
+using namespace shmbus;
+using namespace std::chrono_literals;
+using shmbus::test::ChildProcess;
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::string kDaemon = SHMBUSD_PATH;
+const std::string kPeer = SHMBUS_TEST_PEER;
+
+std::uint16_t free_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a));
+  socklen_t len = sizeof(a);
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  ::close(fd);
+  return ntohs(a.sin_port);
+}
+
+/// A datagram socket standing in for systemd's NOTIFY_SOCKET. Like systemd
+/// it reads all the time (a full socket would block the daemon's sd_notify).
+class FakeNotifySocket {
+ public:
+  FakeNotifySocket() : path_(fs::temp_directory_path() / ("shmbus_notify_" + std::to_string(::getpid()))) {
+    fs::remove(path_);
+    fd_ = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    sockaddr_un a{};
+    a.sun_family = AF_UNIX;
+    std::snprintf(a.sun_path, sizeof(a.sun_path), "%s", path_.c_str());
+    if (::bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0) throw std::runtime_error("bind notify socket");
+    timeval tv{0, 50'000};
+    ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    reader_ = std::thread([this] {
+      while (!stop_.load()) {
+        char buf[4096];
+        const ssize_t n = ::recv(fd_, buf, sizeof(buf), 0);
+        if (n <= 0) continue;
+        std::lock_guard lock(mutex_);
+        received_.append(buf, static_cast<std::size_t>(n)).push_back('\n');
+      }
+    });
+  }
+  ~FakeNotifySocket() {
+    stop_ = true;
+    reader_.join();
+    ::close(fd_);
+    fs::remove(path_);
+  }
+  [[nodiscard]] std::string path() const { return path_.string(); }
+  /// Waits until a datagram contained `text`.
+  bool wait_for(const std::string& text, std::chrono::milliseconds timeout) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (std::chrono::steady_clock::now() < deadline) {
+      {
+        std::lock_guard lock(mutex_);
+        if (received_.find(text) != std::string::npos) return true;
+      }
+      std::this_thread::sleep_for(20ms);
+    }
+    return false;
+  }
+
+ private:
+  fs::path path_;
+  int fd_ = -1;
+  std::mutex mutex_;
+  std::string received_;
+  std::atomic<bool> stop_{false};
+  std::thread reader_;
+};
+
+std::uint16_t metrics_port_of(ChildProcess& daemon) {
+  EXPECT_TRUE(daemon.wait_for_output("(port ", 20s)) << daemon.poll_output();
+  std::smatch m;
+  const std::string out = daemon.poll_output();
+  if (!std::regex_search(out, m, std::regex(R"(\(port (\d+)\))"))) return 0;
+  return static_cast<std::uint16_t>(std::stoi(m[1]));
+}
+
+std::string get(std::uint16_t port, const std::string& target, int* status = nullptr) {
+  const auto [code, body] = daemon::http_request({"127.0.0.1", port, target}, "GET", "", "");
+  if (status != nullptr) *status = code;
+  return body;
+}
+
+/// Waits for an alert with `level` on /shmbus/alerts.
+std::optional<shmbus_msgs::Alert> wait_alert(TypedSubscriber<shmbus_msgs::Alert>& sub, std::uint8_t level,
+                                             std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (!sub.wait(100ms)) continue;
+    while (auto a = sub.take()) {
+      if (a->new_level == level) return a;
+    }
+  }
+  return std::nullopt;
+}
+
+int run(const std::string& command) { return std::system(command.c_str()); }
+
+}  // namespace
+
+TEST(DaemonIntegrationTest, RealDaemonReportsTransitionsEverywhereAndSurvivesItsRestart) {
+  const std::string domain = shmbus::test::unique_domain("shmbusd");
+  const fs::path dir = fs::temp_directory_path() / ("shmbusd_it_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+
+  // A real Alertmanager when the package is there.
+  std::unique_ptr<ChildProcess> alertmanager;
+  std::uint16_t am_port = 0;
+  if (fs::exists("/usr/bin/prometheus-alertmanager")) {
+    am_port = free_port();
+    std::ofstream(dir / "am.yml") << "route:\n  receiver: none\nreceivers:\n  - name: none\n";
+    alertmanager = std::make_unique<ChildProcess>(
+        std::vector<std::string>{"/usr/bin/prometheus-alertmanager", "--config.file=" + (dir / "am.yml").string(),
+                                 "--storage.path=" + (dir / "am-data").string(),
+                                 "--web.listen-address=127.0.0.1:" + std::to_string(am_port),
+                                 "--cluster.listen-address="},
+        true);
+    bool ready = false;
+    for (int i = 0; i < 100 && !ready; ++i) {
+      try {
+        int status = 0;
+        get(am_port, "/-/ready", &status);
+        ready = status == 200;
+      } catch (const std::exception&) {
+      }
+      if (!ready) std::this_thread::sleep_for(100ms);
+    }
+    ASSERT_TRUE(ready) << "alertmanager did not start: " << alertmanager->poll_output();
+  }
+
+  const fs::path config = dir / "shmbus.toml";
+  {
+    std::ofstream f(config);
+    f << "[defaults]\ncapacity = 16\nmax_message_size = 4096\nwait_spin = \"20us\"\n\n"
+         "[[channel]]\nname = \"/rate\"\nthresholds_hz = [40.0, 60.0, 150.0]\n\n"
+         "[monitor]\nscan_period = \"50ms\"\ndebounce_scans = 2\nstatistics_period = \"500ms\"\n"
+         "metrics_listen = \"127.0.0.1:0\"\n";
+    if (am_port != 0) f << "webhook = \"http://127.0.0.1:" << am_port << "/api/v2/alerts\"\n";
+  }
+  Config sub_config = Config::load_file(config.string());
+  sub_config.domain = domain;
+  sub_config.node = "integration_test";
+  Context ctx(sub_config);
+  TypedSubscriber<shmbus_msgs::Alert> alerts("/shmbus/alerts", ctx);
+  TypedSubscriber<shmbus_msgs::Statistics> statistics("/shmbus/statistics", ctx);
+
+  // ~50 Hz: nominal.
+  auto publisher =
+      std::make_unique<ChildProcess>(std::vector<std::string>{kPeer, "pub", domain, "/rate", "1", "0", "64", "20000"});
+  FakeNotifySocket notify;
+  const std::vector<std::string> daemon_args{kDaemon, "--foreground", "--config", config.string(), "--domain", domain};
+  const std::vector<std::string> daemon_env{"NOTIFY_SOCKET=" + notify.path(), "WATCHDOG_USEC=400000"};
+  auto shmbusd = std::make_unique<ChildProcess>(daemon_args, true, daemon_env);
+  std::uint16_t port = metrics_port_of(*shmbusd);
+  ASSERT_NE(port, 0);
+  EXPECT_TRUE(notify.wait_for("READY=1", 10s));
+  EXPECT_TRUE(notify.wait_for("WATCHDOG=1", 10s));
+  EXPECT_TRUE(notify.wait_for("STATUS=", 10s));
+
+  // Statistics of /rate arrive on the bus.
+  bool got_statistics = false;
+  for (auto deadline = std::chrono::steady_clock::now() + 10s;
+       !got_statistics && std::chrono::steady_clock::now() < deadline;) {
+    if (!statistics.wait(100ms)) continue;
+    while (auto s = statistics.take()) {
+      if (s->channel.view() == "/rate" && s->frequency_hz > 30 && s->period.count > 0) got_statistics = true;
+    }
+  }
+  EXPECT_TRUE(got_statistics);
+
+  // ~100 Hz: degraded.
+  publisher.reset();
+  publisher =
+      std::make_unique<ChildProcess>(std::vector<std::string>{kPeer, "pub", domain, "/rate", "2", "0", "64", "10000"});
+  const auto degraded = wait_alert(alerts, shmbus_msgs::Alert::LEVEL_DEGRADED, 15s);
+  ASSERT_TRUE(degraded.has_value()) << shmbusd->poll_output();
+  EXPECT_EQ(degraded->channel.view(), "/rate");
+  EXPECT_GT(degraded->frequency_hz, 60.0);
+  EXPECT_EQ(degraded->thresholds_hz[2], 150.0);
+
+  // Stopped: critical.
+  publisher.reset();
+  const auto critical = wait_alert(alerts, shmbus_msgs::Alert::LEVEL_CRITICAL, 15s);
+  ASSERT_TRUE(critical.has_value()) << shmbusd->poll_output();
+  EXPECT_EQ(critical->old_level, shmbus_msgs::Alert::LEVEL_DEGRADED);
+
+  EXPECT_TRUE(shmbusd->wait_for_output("channel /rate: level 1 (nominal) -> 2 (degraded)", 5s))
+      << shmbusd->poll_output();
+  EXPECT_TRUE(shmbusd->wait_for_output("channel /rate: level 2 (degraded) -> 3 (critical)", 5s));
+  const std::string metrics = get(port, "/metrics");
+  EXPECT_NE(metrics.find("shmbus_channel_alert_level{domain=\"" + domain + "\",channel=\"/rate\"} 3"),
+            std::string::npos)
+      << metrics;
+  int health = 0;
+  EXPECT_EQ(get(port, "/healthz", &health), "ok\n");
+  EXPECT_EQ(health, 200);
+
+  // promtool, from Debian's prometheus package, accepts the exposition.
+  std::ofstream(dir / "metrics.txt") << metrics;
+  ASSERT_EQ(run("command -v promtool >/dev/null"), 0) << "promtool missing: run scripts/install-deps.sh";
+  EXPECT_EQ(run("promtool check metrics < " + (dir / "metrics.txt").string() + " > " + (dir / "promtool.txt").string() +
+                " 2>&1"),
+            0)
+      << std::ifstream(dir / "promtool.txt").rdbuf();
+
+  // The webhook's alert is in Alertmanager's own API.
+  if (alertmanager) {
+    bool seen = false;
+    for (int i = 0; i < 50 && !seen; ++i) {
+      const auto list = nlohmann::json::parse(get(am_port, "/api/v2/alerts"));
+      for (const auto& a : list) {
+        seen = seen || (a["labels"]["alertname"] == "ShmbusChannelFrequency" && a["labels"]["channel"] == "/rate" &&
+                        a["labels"]["domain"] == domain && a["labels"]["severity"] == "critical");
+      }
+      if (!seen) std::this_thread::sleep_for(100ms);
+    }
+    EXPECT_TRUE(seen) << get(am_port, "/api/v2/alerts");
+  }
+
+  // Killed and restarted: every channel is found again from shared memory.
+  shmbusd->signal(SIGKILL);
+  shmbusd->wait(10s);
+  shmbusd = std::make_unique<ChildProcess>(daemon_args, true, daemon_env);
+  port = metrics_port_of(*shmbusd);
+  std::string after;
+  for (int i = 0; i < 50; ++i) {
+    after = get(port, "/metrics");
+    if (after.find("channel=\"/rate\"") != std::string::npos) break;
+    std::this_thread::sleep_for(100ms);
+  }
+  for (const char* channel : {"/rate", "/shmbus/alerts", "/shmbus/statistics"}) {
+    EXPECT_NE(
+        after.find(std::string{"shmbus_channel_frequency_hz{domain=\""} + domain + "\",channel=\"" + channel + "\"}"),
+        std::string::npos)
+        << channel;
+  }
+
+  // SIGTERM stops cleanly.
+  shmbusd->signal(SIGTERM);
+  const int status = shmbusd->wait(10s);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << shmbusd->output();
+  EXPECT_NE(shmbusd->output().find("stopping on signal"), std::string::npos);
+  if (alertmanager) alertmanager->signal(SIGTERM);
+  introspect::clean_domain(domain, false);
+  fs::remove_all(dir);
+}
+
+TEST(DaemonIntegrationTest, UnitFilePassesSystemdAnalyzeVerify) {
+  ASSERT_EQ(run("command -v systemd-analyze >/dev/null"), 0) << "systemd-analyze missing: run scripts/install-deps.sh";
+  const fs::path dir = fs::temp_directory_path() / ("shmbusd_unit_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  // The unit names /usr/sbin/shmbusd; verify it against the built binary.
+  const std::string cmd = "sed 's|/usr/sbin/shmbusd|" + kDaemon + "|' " + SHMBUS_SOURCE_DIR +
+                          "/config/shmbusd.service > " + (dir / "shmbusd.service").string() +
+                          " && systemd-analyze verify " + (dir / "shmbusd.service").string() + " > " +
+                          (dir / "out.txt").string() + " 2>&1";
+  EXPECT_EQ(run(cmd), 0) << std::ifstream(dir / "out.txt").rdbuf();
+  EXPECT_EQ(fs::file_size(dir / "out.txt"), 0U) << std::ifstream(dir / "out.txt").rdbuf();
+  fs::remove_all(dir);
+}
+
+TEST(DaemonIntegrationTest, BadConfigurationExitsTwoWithOneLine) {
+  const fs::path bad = fs::temp_directory_path() / ("shmbusd_bad_" + std::to_string(::getpid()) + ".toml");
+  std::ofstream(bad) << "[[channel]]\nname = \"/x\"\nthresholds_hz = [30.0, 20.0, 60.0]\n";
+  ChildProcess check({kDaemon, "--check-config", bad.string()}, true);
+  const int status = check.wait(10s);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 2);
+  EXPECT_EQ(check.output(), "shmbusd: " + bad.string() + ":3:17: thresholds_hz must satisfy f1 < f2 < f3\n");
+  ChildProcess run_bad({kDaemon, "--foreground", "--config", bad.string()}, true);
+  EXPECT_EQ(WEXITSTATUS(run_bad.wait(10s)), 2);
+  fs::remove(bad);
+}
