@@ -2,16 +2,17 @@
 # Builds shmbus (Release) and runs the benchmarks: the micro-benchmarks and
 # `shmbus-bench peers` (two processes, shmbus vs iceoryx, Boost message_queue,
 # a Unix socket, floor and spsc).
-#   scripts/bench.sh            full runs (about a minute)
+#   scripts/bench.sh            full runs (about two minutes)
 #   scripts/bench.sh --smoke    tiny runs: does every benchmark work? (CI)
 #   scripts/bench.sh --json     the peers table as one JSON object
 set -euo pipefail
 cd "$(dirname "$0")/.."
 peers_args=()
 micro_args=(--benchmark_min_time=0.2)
+scale_args=()
 for a in "$@"; do
   case "$a" in
-    --smoke) peers_args+=(--smoke); micro_args=(--benchmark_min_time=0.01) ;;
+    --smoke) peers_args+=(--smoke); micro_args=(--benchmark_min_time=0.01); scale_args=(--channels 200) ;;
     --json) peers_args+=(--json) ;;
     *) echo "bench.sh: unknown option '$a'; use --smoke or --json" >&2; exit 2 ;;
   esac
@@ -19,5 +20,6 @@ done
 dir=$(bash scripts/build.sh --release)
 if ! printf '%s\n' "${peers_args[@]}" | grep -q -- --json; then
   "$dir/tests/bench/shmbus_bench_micro" "${micro_args[@]}"
+  "$dir/tests/bench/shmbus_bench_scale" "${scale_args[@]}"
 fi
 "$dir/tests/bench/shmbus-bench" peers "${peers_args[@]}"

@@ -19,8 +19,10 @@ namespace bip = boost::interprocess;
 
 namespace shmbus::detail {
 
+// Only the mapping is kept: the object's file descriptor is closed once the
+// segment is mapped, so a process that maps thousands of channels (the
+// daemon) does not run out of descriptors.
 struct Segment::Impl {
-  bip::shared_memory_object object;
   bip::mapped_region region;
 };
 
@@ -80,8 +82,9 @@ Segment Segment::open(const std::string& name, SegmentSpec spec, bool writable) 
   s.name_ = name;
   auto impl = std::make_unique<Impl>();
   const auto mode = writable ? bip::read_write : bip::read_only;
+  bip::shared_memory_object object;
   try {
-    impl->object = bip::shared_memory_object(bip::open_only, name.c_str(), mode);
+    object = bip::shared_memory_object(bip::open_only, name.c_str(), mode);
   } catch (const bip::interprocess_exception& e) {
     if (e.get_error_code() == bip::not_found_error) {
       throw Error(Errc::kNotFound, fmt::format("shared-memory segment /dev/shm/{} does not exist", name));
@@ -94,7 +97,7 @@ Segment Segment::open(const std::string& name, SegmentSpec spec, bool writable) 
   const auto give_up = std::chrono::steady_clock::now() + kInitWait;
   bip::offset_t size = 0;
   while (true) {
-    impl->object.get_size(size);
+    object.get_size(size);
     if (static_cast<std::size_t>(size) >= sizeof(layout::SegmentHeader)) break;
     if (std::chrono::steady_clock::now() > give_up || object_age_seconds(name) > 1.0) {
       refuse(name, fmt::format("is {} bytes, smaller than a segment header (truncated)", size));
@@ -102,7 +105,7 @@ Segment Segment::open(const std::string& name, SegmentSpec spec, bool writable) 
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
   try {
-    impl->region = bip::mapped_region(impl->object, mode);
+    impl->region = bip::mapped_region(object, mode);
   } catch (const bip::interprocess_exception& e) {
     throw Error(Errc::kResource, fmt::format("cannot map /dev/shm/{}: {}", name, e.what()));
   }
@@ -132,8 +135,9 @@ Segment Segment::create_or_open(const std::string& name, std::size_t size, std::
                                 const std::function<void(void*)>& init, bool& created) {
   auto impl = std::make_unique<Impl>();
   bip::permissions perms(static_cast<int>(mode & 07777U));
+  bip::shared_memory_object object;
   try {
-    impl->object = bip::shared_memory_object(bip::create_only, name.c_str(), bip::read_write, perms);
+    object = bip::shared_memory_object(bip::create_only, name.c_str(), bip::read_write, perms);
   } catch (const bip::interprocess_exception& e) {
     if (e.get_error_code() == bip::already_exists_error) {
       created = false;
@@ -143,8 +147,8 @@ Segment Segment::create_or_open(const std::string& name, std::size_t size, std::
   }
   created = true;
   try {
-    impl->object.truncate(static_cast<bip::offset_t>(size));
-    impl->region = bip::mapped_region(impl->object, bip::read_write);
+    object.truncate(static_cast<bip::offset_t>(size));
+    impl->region = bip::mapped_region(object, bip::read_write);
   } catch (const bip::interprocess_exception& e) {
     bip::shared_memory_object::remove(name.c_str());
     throw Error(Errc::kResource,
