@@ -268,6 +268,25 @@ TEST(DaemonIntegrationTest, RealDaemonReportsTransitionsEverywhereAndSurvivesIts
         << channel;
   }
 
+  // SIGHUP reloads new thresholds without a restart.
+  {
+    std::ofstream f(config);
+    f << "[defaults]\ncapacity = 16\nmax_message_size = 4096\n\n"
+         "[[channel]]\nname = \"/rate\"\nthresholds_hz = [0.0, 1.0, 2.0]\n\n"
+         "[monitor]\nscan_period = \"50ms\"\ndebounce_scans = 2\nmetrics_listen = \"127.0.0.1:0\"\n";
+  }
+  shmbusd->signal(SIGHUP);
+  EXPECT_TRUE(shmbusd->wait_for_output("reloaded " + config.string(), 10s)) << shmbusd->poll_output();
+  std::string reloaded;
+  for (int i = 0; i < 50; ++i) {
+    reloaded = get(port, "/metrics");
+    if (reloaded.find("bound=\"f3\"} 2\n") != std::string::npos) break;
+    std::this_thread::sleep_for(100ms);
+  }
+  EXPECT_NE(reloaded.find("shmbus_channel_threshold_hz{domain=\"" + domain + "\",channel=\"/rate\",bound=\"f3\"} 2\n"),
+            std::string::npos)
+      << reloaded;
+
   // SIGTERM stops cleanly.
   shmbusd->signal(SIGTERM);
   const int status = shmbusd->wait(10s);

@@ -12,6 +12,9 @@
 #include "metrics.hpp"
 #include "outputs.hpp"
 #include "shmbus/error.hpp"
+#include "shmbus/introspect.hpp"
+#include "shmbus/publisher.hpp"
+#include "support/test_domain.hpp"
 
 using namespace shmbus;
 using namespace shmbus::daemon;
@@ -190,4 +193,25 @@ TEST(CheckConfigTest, BadListenAddressAndWebhookAreConfigErrors) {
   }
   EXPECT_THROW((void)parse_http_url("https://x/api"), Error);
   EXPECT_EQ(parse_http_url("http://127.0.0.1:9093/api/v2/alerts").port, 9093);
+}
+
+TEST(MonitorTest, ChannelsAppearingAndDisappearingAreFollowed) {
+  Config c;
+  c.domain = shmbus::test::unique_domain("mon");
+  Monitor monitor(c);
+  EXPECT_TRUE(monitor.scan(1).empty());
+  EXPECT_EQ(monitor.channel_count(), 0U) << "no domain yet: nothing to watch, no error";
+  {
+    Context ctx(c);
+    auto a = std::make_unique<Publisher>("/a", TypeInfo::bytes(), ctx);
+    Publisher b("/b", TypeInfo::bytes(), ctx);
+    monitor.scan(2);
+    EXPECT_EQ(monitor.channel_count(), 2U);
+    a.reset();
+    introspect::clean_domain(c.domain, false);  // removes /a, keeps /b (live)
+    monitor.scan(3);
+    ASSERT_EQ(monitor.channel_count(), 1U);
+    EXPECT_EQ(monitor.statuses()[0].name, "/b");
+  }
+  introspect::clean_domain(c.domain, false);
 }
