@@ -1,8 +1,9 @@
 // shmbus-demo: the main job of a fresh checkout. Two publisher processes
-// (a 100 Hz IMU-like stream and a 1 kHz one) and a subscriber process that
-// blocks on both with a WaitSet, while this process watches the channels
-// the way shmbusd will: from the registry and the time lists, with no code
-// in the publishers.
+// (a 100 Hz IMU-like stream and a 1 kHz one), a subscriber process that
+// blocks on both with a WaitSet, and shmbusd watching every channel with no
+// code in the applications. Halfway the slow publisher stops: shmbusd's
+// alert arrives on /shmbus/alerts. This process prints what the registry
+// and the time lists show.
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -11,10 +12,14 @@
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <cstdio>
+#include <optional>
 #include <thread>
 #include <vector>
 
 #include "cli_parse.hpp"
+#include "frequency.hpp"
+#include "levels.hpp"
+#include "outputs.hpp"
 #include "shmbus/error.hpp"
 #include "shmbus/introspect.hpp"
 #include "shmbus/shmbus.hpp"
@@ -76,16 +81,42 @@ int subscriber_process(const Config& config, const std::vector<std::string>& cha
   return 0;
 }
 
-/// f = (n-1)/(Tn-T1) over the stamps in (now - window, now].
-double rate_from_time_list(const std::vector<std::int64_t>& stamps, std::int64_t now, std::int64_t window) {
-  std::size_t n = 0;
-  std::int64_t first = 0, last = 0;
-  for (std::int64_t t : stamps) {
-    if (t <= now - window || t > now) continue;
-    if (n++ == 0) first = t;
-    last = t;
+/// shmbusd next to this program in the build tree, else on PATH.
+std::string daemon_path() {
+  if (::access(SHMBUSD_BUILD_PATH, X_OK) == 0) return SHMBUSD_BUILD_PATH;
+  return "shmbusd";
+}
+
+/// The demo's configuration, shared by every process of the demo and by
+/// shmbusd: thresholds for both channels, and a time list that holds a whole
+/// window of the fast one even at its upper threshold.
+constexpr const char* kDemoConfig = R"(
+[[channel]]
+name = "/imu/fast"
+time_list_capacity = 2048
+thresholds_hz = [900.0, 1100.0, 2000.0]
+
+[[channel]]
+name = "/imu/slow"
+thresholds_hz = [90.0, 110.0, 200.0]
+
+[monitor]
+scan_period = "100ms"
+debounce_scans = 2
+metrics_listen = "off"
+)";
+
+/// Starts shmbusd on the demo's domain with the demo's configuration file.
+pid_t start_daemon(const std::string& domain, const std::string& config_path) {
+  const std::string path = daemon_path();
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::execlp(path.c_str(), "shmbusd", "--foreground", "--config", config_path.c_str(), "--domain", domain.c_str(),
+             nullptr);
+    std::fprintf(stderr, "shmbus-demo: cannot run shmbusd (%s); the demo goes on without it\n", path.c_str());
+    ::_exit(127);
   }
-  return n >= 2 && last > first ? static_cast<double>(n - 1) / (static_cast<double>(last - first) / 1e9) : 0.0;
+  return pid;
 }
 
 pid_t spawn(const std::function<int()>& body) {
@@ -108,9 +139,10 @@ pid_t spawn(const std::function<int()>& body) {
 
 int main(int argc, char** argv) {
   CLI::App app{"publishers and a subscriber in separate processes, watched through the time lists", "shmbus-demo"};
-  double seconds = 3;
+  double seconds = 4;
   std::string domain;
-  app.add_option("-d,--duration", seconds, "how long to run, in seconds")->check(CLI::Range(0.5, 3600.0));
+  app.add_option("-d,--duration", seconds, "how long to run, in seconds (the slow publisher stops at 40%)")
+      ->check(CLI::Range(0.5, 3600.0));
   app.add_option("--domain", domain, "domain to use (default: demo_<pid>)");
   if (auto rc = cli::parse(app, argc, argv)) return *rc;
 
@@ -119,7 +151,15 @@ int main(int argc, char** argv) {
   ::sigaction(SIGTERM, &sa, nullptr);
   ::sigaction(SIGINT, &sa, nullptr);
   try {
-    Config config = Config::from_environment();
+    // One configuration file for all processes, as SHMBUS_CONFIG would be.
+    const std::string daemon_config = "/tmp/shmbus-demo-" + std::to_string(::getpid()) + ".toml";
+    {
+      std::FILE* f = std::fopen(daemon_config.c_str(), "w");
+      if (f == nullptr) throw Error(Errc::kResource, "cannot write " + daemon_config);
+      std::fputs(kDemoConfig, f);
+      std::fclose(f);
+    }
+    Config config = Config::load_file(daemon_config);
     config.domain = domain.empty() ? "demo_" + std::to_string(::getpid()) : domain;
     validate_domain_name(config.domain);
     config.node = "demo";
@@ -131,33 +171,61 @@ int main(int argc, char** argv) {
     children.push_back(spawn([&] { return publisher_process(config, "/imu/fast", 1000.0); }));
     children.push_back(spawn([&] { return publisher_process(config, "/imu/slow", 100.0); }));
 
-    fmt::print("shmbus demo in domain \"{}\": 2 publisher processes, 1 subscriber process (pids {} {} {})\n",
-               config.domain, children[1], children[2], children[0]);
+    const pid_t shmbusd = start_daemon(config.domain, daemon_config);
+    Context context{config};
+    std::optional<TypedSubscriber<shmbus_msgs::Alert>> alerts_holder;
+    alerts_holder.emplace(daemon::kAlertsChannel, context);
+    auto& alerts = *alerts_holder;
+    fmt::print(
+        "shmbus demo in domain \"{}\": 2 publisher processes, 1 subscriber process (pids {} {} {}), "
+        "shmbusd (pid {})\n",
+        config.domain, children[1], children[2], children[0], shmbusd);
     std::fflush(stdout);
-    fmt::print("{:<11} {:<9} {:>4} {:>4} {:>9} {:>6} {:>11} {:>10}\n", "channel", "type", "pubs", "subs", "messages",
+    fmt::print("{:<18} {:<22} {:>4} {:>4} {:>9} {:>6} {:>11} {:>10}\n", "channel", "type", "pubs", "subs", "messages",
                "lost", "time list", "rate (Hz)");
     const auto end = steady_clock::now() + duration_cast<steady_clock::duration>(duration<double>(seconds));
     introspect::TimeListSnapshot snap;
     const auto start = steady_clock::now();
+    const auto stop_slow = start + duration_cast<steady_clock::duration>(duration<double>(seconds * 0.4));
+    bool slow_stopped = false;
     while (!g_stop && steady_clock::now() < end) {
-      std::this_thread::sleep_for(milliseconds(500));
+      while (alerts.wait(milliseconds(500)) && !g_stop) {
+        while (auto a = alerts.take()) {
+          fmt::print("alert from shmbusd: {} {} -> {} at {:.1f} Hz (thresholds {} {} {} Hz)\n", a->channel.view(),
+                     daemon::to_string(static_cast<daemon::Level>(a->old_level)),
+                     daemon::to_string(static_cast<daemon::Level>(a->new_level)), a->frequency_hz, a->thresholds_hz[0],
+                     a->thresholds_hz[1], a->thresholds_hz[2]);
+        }
+        break;
+      }
+      if (!slow_stopped && steady_clock::now() >= stop_slow) {
+        ::kill(children[2], SIGTERM);
+        ::waitpid(children[2], nullptr, 0);
+        slow_stopped = true;
+        fmt::print("stopped the /imu/slow publisher: watch shmbusd notice\n");
+      }
       fmt::print("t={:.1f}s\n", duration<double>(steady_clock::now() - start).count());
       for (const auto& name : introspect::DomainView(config.domain).channel_names()) {
         introspect::ChannelReader reader(config.domain, name);
         const introspect::ChannelView v = reader.view();
         reader.snapshot(snap);
         const auto now = duration_cast<nanoseconds>(steady_clock::now().time_since_epoch()).count();
-        fmt::print("{:<11} {:<9} {:>4} {:>4} {:>9} {:>6} {:>5}/{:<5} {:>10.1f}\n", name, v.type_name,
+        const auto m = daemon::measure_window(snap.stamps, now, v.window_ns, snap.total > snap.capacity);
+        fmt::print("{:<18} {:<22} {:>4} {:>4} {:>9} {:>6} {:>5}/{:<5} {:>10.1f}\n", name, v.type_name,
                    v.publishers.size(), v.subscribers.size(), v.messages, v.lost, snap.stamps.size(), snap.capacity,
-                   rate_from_time_list(snap.stamps, now, v.window_ns));
+                   m.frequency_hz);
       }
       std::fflush(stdout);
     }
     for (std::size_t i = children.size(); i-- > 0;) {
+      if (i == 2 && slow_stopped) continue;
       ::kill(children[i], SIGTERM);
-      int status = 0;
-      ::waitpid(children[i], &status, 0);
+      ::waitpid(children[i], nullptr, 0);
     }
+    ::kill(shmbusd, SIGTERM);
+    ::waitpid(shmbusd, nullptr, 0);
+    ::unlink(daemon_config.c_str());
+    alerts_holder.reset();  // our own subscription, so clean can remove everything
     const auto report = introspect::clean_domain(config.domain, false);
     fmt::print("done: removed {} shared-memory segments of domain \"{}\"\n", report.removed.size(), config.domain);
     return 0;
