@@ -167,7 +167,7 @@ void Monitor::refresh_statistics(std::int64_t now_ns) {
       const std::uint64_t n0 = base != t.age_base.end() ? base->second.first : 0;
       const std::uint64_t sum0 = base != t.age_base.end() ? base->second.second.first : 0;
       const double sq0 = base != t.age_base.end() ? base->second.second.second : 0;
-      const std::uint64_t n = s.messages - std::min(n0, s.messages);
+      const std::uint64_t n = s.age_samples - std::min(n0, s.age_samples);
       st.age.count = n;
       if (n != 0) {
         const double sum = static_cast<double>(s.age_sum_ns - std::min(sum0, s.age_sum_ns)) / 1e9;
@@ -178,7 +178,7 @@ void Monitor::refresh_statistics(std::int64_t now_ns) {
         st.age.min = s.age_min_ns == UINT64_MAX ? mean : static_cast<double>(s.age_min_ns) / 1e9;
         st.age.max = static_cast<double>(s.age_max_ns) / 1e9;
       }
-      next_base[s.id] = {s.messages, {s.age_sum_ns, s.age_sum_sq_s2}};
+      next_base[s.id] = {s.age_samples, {s.age_sum_ns, s.age_sum_sq_s2}};
       t.status.subscriber_stats.push_back(std::move(st));
     }
     t.age_base = std::move(next_base);

@@ -151,8 +151,13 @@ class ConfigReader {
       const auto d = parse_duration(text);
       if (!d) fail(v, "wait_spin = \"" + text + "\" is not a duration such as \"50us\" or \"0us\"");
       r.wait_spin = *d;
-    } else
+    } else if (key == "age_sample_every") {
+      const std::int64_t n = integer_of(v, key);
+      if (n < 1 || n > 1'000'000) fail(v, "age_sample_every must be from 1 (every take) to 1000000");
+      r.age_sample_every = static_cast<std::uint32_t>(n);
+    } else {
       return false;
+    }
     return true;
   }
 
@@ -251,6 +256,7 @@ class ConfigReader {
     if (r.thresholds_hz) s.thresholds_hz = *r.thresholds_hz;
     if (r.stall_timeout) s.stall_timeout = *r.stall_timeout;
     if (r.wait_spin) s.wait_spin = *r.wait_spin;
+    if (r.age_sample_every) s.age_sample_every = *r.age_sample_every;
   }
 
  private:

@@ -14,7 +14,9 @@ Subscriber::Subscriber(std::string_view channel, const std::optional<TypeInfo>& 
   s.header = &s.channel->header();
   s.entry = &s.channel->subscriber(s.entry_index);
   s.stall_timeout_ns = s.header->stall_timeout_ns;
-  s.wait_spin_ns = context.config().channel(channel).wait_spin.count();
+  const ChannelSettings settings = context.config().channel(channel);
+  s.wait_spin_ns = settings.wait_spin.count();
+  s.age_sample_every = settings.age_sample_every;
   const std::uint64_t cursor = s.header->write_cursor.load(std::memory_order_acquire);
   const std::uint64_t history = std::min<std::uint64_t>(options.history, s.channel->capacity());
   s.next = cursor > history ? cursor - history : 0;

@@ -29,6 +29,8 @@ struct Subscriber::Impl {
   std::int64_t stall_since = 0;    ///< when `next` was first seen claimed but unwritten
   bool dead_checked = false;
   std::uint32_t idle_polls = 0;
+  std::uint32_t age_sample_every = 8;
+  std::uint32_t age_countdown = 1;  ///< the first take is sampled
   std::int64_t stall_timeout_ns = 0;
   std::int64_t wait_spin_ns = 0;
 
@@ -37,14 +39,14 @@ struct Subscriber::Impl {
   }
 
   /// Message age statistics in the entry: one clock read and a few relaxed
-  /// single-writer stores per take.
+  /// single-writer stores, every age_sample_every-th take.
   void record_age(std::int64_t publish_time_ns) noexcept {
     const std::int64_t now = mono_now_ns();
+    entry->age_samples.store(entry->age_samples.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
     const std::uint64_t age = now > publish_time_ns ? static_cast<std::uint64_t>(now - publish_time_ns) : 0;
     entry->age_sum_ns.store(entry->age_sum_ns.load(std::memory_order_relaxed) + age, std::memory_order_relaxed);
     const double s = static_cast<double>(age) * 1e-9;
-    entry->age_sum_sq_s2.store(entry->age_sum_sq_s2.load(std::memory_order_relaxed) + s * s,
-                               std::memory_order_relaxed);
+    entry->age_sum_sq_s2.store(entry->age_sum_sq_s2.load(std::memory_order_relaxed) + s * s, std::memory_order_relaxed);
     if (age < entry->age_min_ns.load(std::memory_order_relaxed)) {
       entry->age_min_ns.store(age, std::memory_order_relaxed);
     }
@@ -135,7 +137,10 @@ struct Subscriber::Impl {
         result.info.lost_before = pending_lost;
         pending_lost = 0;
         entry->messages.store(entry->messages.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-        record_age(result.info.publish_time_ns);
+        if (--age_countdown == 0) {
+          age_countdown = age_sample_every;
+          record_age(result.info.publish_time_ns);
+        }
         result.status = TakeStatus::kOk;
         return result;
       }

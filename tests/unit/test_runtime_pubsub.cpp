@@ -324,3 +324,30 @@ TEST_F(PubSubTest, IceoryxTransportIsRefusedClearlyUntilItExists) {
     EXPECT_NE(std::string{e.what()}.find("transport \"iceoryx\""), std::string::npos);
   }
 }
+
+TEST(AgeStatisticsTest, SubscriberRecordsMessageAgeEveryNthTake) {
+  Config c = small_ring();
+  c.defaults.age_sample_every = 4;
+  shmbus::test::TestDomain d{c, "age"};
+  Publisher pub("/a", TypeInfo::bytes(), d.context());
+  Subscriber sub("/a", TypeInfo::bytes(), d.context());
+  std::vector<std::byte> buf(64);
+  for (int i = 0; i < 8; ++i) {
+    pub.publish(bytes_of(static_cast<std::uint32_t>(i)));
+    ASSERT_TRUE(sub.take(buf).ok());
+  }
+  introspect::ChannelReader reader(d.domain(), "/a", true);
+  auto v = reader.view();
+  ASSERT_EQ(v.subscribers.size(), 1U);
+  const auto& s = v.subscribers[0];
+  EXPECT_EQ(s.messages, 8U);
+  EXPECT_EQ(s.age_samples, 2U) << "the 1st and the 5th take";
+  EXPECT_GT(s.age_sum_ns, 0U);
+  EXPECT_LE(s.age_min_ns, s.age_max_ns);
+  EXPECT_GT(s.age_sum_sq_s2, 0.0);
+  reader.reset_age_extremes();
+  v = reader.view();
+  EXPECT_EQ(v.subscribers[0].age_min_ns, UINT64_MAX);
+  EXPECT_EQ(v.subscribers[0].age_max_ns, 0U);
+  EXPECT_EQ(v.subscribers[0].age_samples, 2U) << "sums are cumulative";
+}

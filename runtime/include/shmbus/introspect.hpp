@@ -24,13 +24,15 @@ struct EndpointView {
   bool alive = true;           ///< false: its process is gone (not yet reclaimed)
   std::uint64_t messages = 0;  ///< published, or received
   std::uint64_t lost = 0;      ///< dropped (publisher) or lost (subscriber)
-  /// Subscribers: message age (take time - publish time). Sums since the
-  /// subscriber started (count = messages); min/max since the last
+  /// Subscribers: message age (take time - publish time), sampled every
+  /// age_sample_every-th take. Sums since the subscriber started (over
+  /// age_samples takes); min/max since the last
   /// ChannelReader::reset_age_extremes() (min is UINT64_MAX before a sample).
   std::uint64_t age_sum_ns = 0;
   double age_sum_sq_s2 = 0;
   std::uint64_t age_min_ns = UINT64_MAX;
   std::uint64_t age_max_ns = 0;
+  std::uint64_t age_samples = 0;  ///< takes whose age the sums hold
 };
 
 /// Everything a channel says about itself.

@@ -101,10 +101,10 @@ constexpr std::uint32_t endpoint_pid(std::uint64_t state) noexcept { return stat
 /// A publisher's or subscriber's entry. The counters have a single writer,
 /// the owner, which stores them relaxed; readers (tools, daemon) load them
 /// relaxed: they are statistics, ordered against nothing. The age fields
-/// are a subscriber's (take time minus publish time): cumulative sums the
-/// daemon differences between scans, and a min/max the daemon resets by
-/// exchange at each window (a sample racing the reset may land in either
-/// window).
+/// are a subscriber's (take time minus publish time), sampled every
+/// age_sample_every-th take so the clock read stays off most takes:
+/// cumulative sums the daemon differences between windows, and a min/max it
+/// resets at each window (a sample racing the reset may land in either).
 struct alignas(kCacheLine) EndpointEntry {
   // SYNC POINT WRITE: the owner fills the entry, then stores kEndpointLive
   // (release); readers load the state (acquire) before the fields.
@@ -115,10 +115,11 @@ struct alignas(kCacheLine) EndpointEntry {
   std::atomic<std::uint64_t> messages;  ///< published, or received
   std::atomic<std::uint64_t> lost;      ///< dropped by a publisher, or lost by a subscriber
   std::atomic<std::uint64_t> age_sum_ns;
-  std::atomic<double> age_sum_sq_s2;    ///< sum of squared ages, in s^2
+  std::atomic<double> age_sum_sq_s2;  ///< sum of squared ages, in s^2
   std::atomic<std::uint64_t> age_min_ns;
   std::atomic<std::uint64_t> age_max_ns;
-  std::uint64_t reserved1[7];
+  std::atomic<std::uint64_t> age_samples;  ///< takes whose age was recorded (1 in age_sample_every)
+  std::uint64_t reserved1[6];
   char node[kNodeBytes];
 };
 static_assert(std::is_standard_layout_v<EndpointEntry>);
@@ -192,10 +193,11 @@ constexpr std::uint64_t time_list_entry(std::int64_t ns, std::uint64_t index, st
   return (static_cast<std::uint64_t>(ns) & ~kLapMask) | ((index >> capacity_log2) & kLapMask);
 }
 
-inline constexpr std::uint64_t kChannelLayoutHash =
-    layout_hash_of(kLayoutVersion, sizeof(SegmentHeader), sizeof(ChannelHeader), offsetof(ChannelHeader, write_cursor),
-                   offsetof(ChannelHeader, futex_word), offsetof(ChannelHeader, time_list_head), sizeof(SlotHeader),
-                   sizeof(ProvenanceEntry), sizeof(EndpointEntry), sizeof(EndpointEntry), kSlotPayloadOffset,
-                   offsetof(EndpointEntry, messages), offsetof(EndpointEntry, lost), offsetof(EndpointEntry, age_max_ns), kMaxPublishers, kMaxSubscribers);
+inline constexpr std::uint64_t kChannelLayoutHash = layout_hash_of(
+    kLayoutVersion, sizeof(SegmentHeader), sizeof(ChannelHeader), offsetof(ChannelHeader, write_cursor),
+    offsetof(ChannelHeader, futex_word), offsetof(ChannelHeader, time_list_head), sizeof(SlotHeader),
+    sizeof(ProvenanceEntry), sizeof(EndpointEntry), sizeof(EndpointEntry), kSlotPayloadOffset,
+    offsetof(EndpointEntry, messages), offsetof(EndpointEntry, lost), offsetof(EndpointEntry, age_max_ns),
+    offsetof(EndpointEntry, age_samples), kMaxPublishers, kMaxSubscribers);
 
 }  // namespace shmbus::layout
