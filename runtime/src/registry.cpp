@@ -6,6 +6,7 @@
 #include <cstring>
 #include <thread>
 
+#include "fnv.hpp"
 #include "process.hpp"
 #include "shmbus/error.hpp"
 #include "shmbus/names.hpp"
@@ -14,12 +15,7 @@ namespace shmbus::detail {
 
 using layout::ChannelRecord;
 
-std::uint64_t hash_name(std::string_view name) noexcept {
-  std::uint64_t h = 0xcbf29ce484222325ULL;
-  for (unsigned char c : name) {
-    h ^= c;
-    h *= 0x100000001b3ULL;
-  }
+std::uint64_t hash_name(std::string_view name) noexcept { return fnv1a64(name); }
   return h;
 }
 

@@ -14,6 +14,7 @@
 #include <set>
 #include <sstream>
 
+#include "fnv.hpp"
 #include "shmbus/schema.hpp"
 
 namespace shmbus::schema {
@@ -534,12 +535,7 @@ std::string MessageSet::canonical_text(const MessageDef& m) {
   return out;
 }
 
-std::uint64_t hash_text(std::string_view canonical_text) noexcept {
-  std::uint64_t h = 0xcbf29ce484222325ULL;
-  for (unsigned char c : canonical_text) {
-    h ^= c;
-    h *= 0x100000001b3ULL;
-  }
+std::uint64_t hash_text(std::string_view canonical_text) noexcept { return detail::fnv1a64(canonical_text); }
   return h;
 }
 
