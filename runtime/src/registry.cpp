@@ -16,8 +16,6 @@ namespace shmbus::detail {
 using layout::ChannelRecord;
 
 std::uint64_t hash_name(std::string_view name) noexcept { return fnv1a64(name); }
-  return h;
-}
 
 void copy_name(char* dst, std::size_t capacity, std::string_view s) noexcept {
   const std::size_t n = std::min(s.size(), capacity - 1);

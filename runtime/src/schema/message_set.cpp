@@ -536,8 +536,6 @@ std::string MessageSet::canonical_text(const MessageDef& m) {
 }
 
 std::uint64_t hash_text(std::string_view canonical_text) noexcept { return detail::fnv1a64(canonical_text); }
-  return h;
-}
 
 std::string first_difference(std::string_view a, std::string_view b) {
   std::string message;  // the MSG section both are in
@@ -549,9 +547,7 @@ std::string first_difference(std::string_view a, std::string_view b) {
     const std::string_view la = pa < a.size() ? a.substr(pa, ea - pa) : std::string_view{};
     const std::string_view lb = pb < b.size() ? b.substr(pb, eb - pb) : std::string_view{};
     if (la != lb) {
-      const auto show = [](std::string_view l) {
-        return l.empty() ? std::string{"nothing"} : fmt::format("'{}'", l);
-      };
+      const auto show = [](std::string_view l) { return l.empty() ? std::string{"nothing"} : fmt::format("'{}'", l); };
       return fmt::format("{}line {} differs: {} here, {} there", message.empty() ? "" : "in " + message + ", ",
                          field + 1, show(la), show(lb));
     }
