@@ -202,7 +202,7 @@ int run(const Options& options) {
       last_scan_ns = now;
       truncated = monitor.take_truncation_warnings();
       if (now >= next_statistics) {
-        monitor.refresh_statistics(now);
+        monitor.refresh_statistics();
         statistics = monitor.statuses();
         next_statistics += config.monitor.statistics_period.count();
         if (next_statistics <= now) next_statistics = now + config.monitor.statistics_period.count();

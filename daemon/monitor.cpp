@@ -32,8 +32,14 @@ struct Monitor::Tracked {
   std::int64_t overwritten_at = 0;  ///< the first stamp after the last stamps lost to overwriting
   Debouncer debouncer;
   bool truncation_reported = false;
-  /// Previous cumulative age sums per subscriber id, for window differences.
-  std::map<std::uint32_t, std::pair<std::uint64_t, std::pair<std::uint64_t, double>>> age_base;
+  /// A subscriber's cumulative age sums at the previous refresh.
+  struct AgeBase {
+    std::uint64_t samples = 0;
+    std::uint64_t sum_ns = 0;
+    double sum_sq_s2 = 0;
+  };
+  /// Per subscriber id, for the differences over one window.
+  std::map<std::uint32_t, AgeBase> age_base;
   ChannelStatus status;
 };
 
@@ -142,8 +148,7 @@ std::vector<Transition> Monitor::scan(std::int64_t now_ns) {
   return transitions;
 }
 
-void Monitor::refresh_statistics(std::int64_t now_ns) {
-  (void)now_ns;
+void Monitor::refresh_statistics() {
   for (auto& [name, tp] : channels_) {
     Tracked& t = *tp;
     // Period statistics over the window, with Welford, in constant memory.
@@ -163,22 +168,20 @@ void Monitor::refresh_statistics(std::int64_t now_ns) {
       st.lost = s.lost;
       // Age over the window: differences of the cumulative sums since the
       // previous refresh; min/max since the previous reset.
-      const auto base = t.age_base.find(s.id);
-      const std::uint64_t n0 = base != t.age_base.end() ? base->second.first : 0;
-      const std::uint64_t sum0 = base != t.age_base.end() ? base->second.second.first : 0;
-      const double sq0 = base != t.age_base.end() ? base->second.second.second : 0;
-      const std::uint64_t n = s.age_samples - std::min(n0, s.age_samples);
+      const auto it = t.age_base.find(s.id);
+      const Tracked::AgeBase base = it != t.age_base.end() ? it->second : Tracked::AgeBase{};
+      const std::uint64_t n = s.age_samples - std::min(base.samples, s.age_samples);
       st.age.count = n;
       if (n != 0) {
-        const double sum = static_cast<double>(s.age_sum_ns - std::min(sum0, s.age_sum_ns)) / 1e9;
-        const double sq = s.age_sum_sq_s2 - sq0;
+        const double sum = static_cast<double>(s.age_sum_ns - std::min(base.sum_ns, s.age_sum_ns)) / 1e9;
+        const double sq = s.age_sum_sq_s2 - base.sum_sq_s2;
         const double mean = sum / static_cast<double>(n);
         st.age.mean = mean;
         st.age.stddev = std::sqrt(std::max(0.0, sq / static_cast<double>(n) - mean * mean));
         st.age.min = s.age_min_ns == UINT64_MAX ? mean : static_cast<double>(s.age_min_ns) / 1e9;
         st.age.max = static_cast<double>(s.age_max_ns) / 1e9;
       }
-      next_base[s.id] = {s.age_samples, {s.age_sum_ns, s.age_sum_sq_s2}};
+      next_base[s.id] = Tracked::AgeBase{s.age_samples, s.age_sum_ns, s.age_sum_sq_s2};
       t.status.subscriber_stats.push_back(std::move(st));
     }
     t.age_base = std::move(next_base);

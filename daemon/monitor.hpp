@@ -72,9 +72,9 @@ class Monitor {
   std::vector<Transition> scan(std::int64_t now_ns);
 
   /// Refreshes counters, endpoint tables and the period and age statistics
-  /// of every channel over the window ending at `now_ns` (statistics period:
-  /// once a second by default), and starts the next age window.
-  void refresh_statistics(std::int64_t now_ns);
+  /// of every channel over its current window (statistics period: once a
+  /// second by default), and starts the next age window.
+  void refresh_statistics();
 
   /// The state after the last scan / refresh, in channel-name order.
   [[nodiscard]] std::vector<ChannelStatus> statuses() const;
@@ -84,8 +84,6 @@ class Monitor {
   /// Channels whose time list cannot hold a whole window at their rate.
   [[nodiscard]] std::vector<std::string> take_truncation_warnings();
   [[nodiscard]] const Config& config() const noexcept { return config_; }
-  /// Whether the domain's registry exists yet.
-  [[nodiscard]] bool domain_present() const noexcept { return domain_ != nullptr; }
 
  private:
   struct Tracked;

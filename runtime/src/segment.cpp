@@ -118,6 +118,9 @@ Segment Segment::open(const std::string& name, SegmentSpec spec, bool writable) 
     if (state != layout::kInitializing) {
       refuse(name, fmt::format("has init state {}, neither initialising nor ready (corrupt)", state));
     }
+    // The creator writes its pid and start time before kReady, while we may
+    // read them: a torn or zero read only delays the verdict by a round
+    // (pid 0 is "not known yet"); the values are final once written.
     const std::uint32_t creator = h->creator_pid;
     const bool creator_dead = creator != 0 && !process_alive(static_cast<pid_t>(creator), h->creator_start_time);
     if (creator_dead || std::chrono::steady_clock::now() > give_up) {
