@@ -43,7 +43,7 @@ struct Monitor::Tracked {
   ChannelStatus status;
 };
 
-Monitor::Monitor(Config config) : config_(std::move(config)) {}
+Monitor::Monitor(Config config, Role role) : config_(std::move(config)), role_(role) {}
 Monitor::~Monitor() = default;
 
 void Monitor::reload(Config config) {
@@ -82,7 +82,7 @@ void Monitor::discover() {
     if (channels_.count(name) != 0) continue;
     std::unique_ptr<Tracked> t;
     try {
-      t = std::make_unique<Tracked>(introspect::ChannelReader(config_.domain, name, true));
+      t = std::make_unique<Tracked>(introspect::ChannelReader(config_.domain, name, role_ == Role::kOwner));
     } catch (const Error&) {
       continue;  // listed but its segment is gone or foreign: not ours to measure
     }
@@ -92,6 +92,7 @@ void Monitor::discover() {
     t->status.window_ns = s.window.count();
     const introspect::ChannelView v = t->reader.view();
     t->status.type_name = v.type_name;
+    t->status.transport = v.transport;
     t->status.time_list_capacity = v.time_list_capacity;
     t->debouncer = Debouncer(config_.monitor.debounce_scans, s.thresholds_hz ? Level::kNominal : Level::kUnmonitored);
     t->status.level = t->debouncer.believed();
@@ -185,7 +186,7 @@ void Monitor::refresh_statistics() {
       t.status.subscriber_stats.push_back(std::move(st));
     }
     t.age_base = std::move(next_base);
-    t.reader.reset_age_extremes();
+    if (role_ == Role::kOwner) t.reader.reset_age_extremes();
   }
 }
 

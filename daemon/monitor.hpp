@@ -42,6 +42,7 @@ struct SubscriberStatus {
 struct ChannelStatus {
   std::string name;
   std::string type_name;
+  Transport transport = Transport::kShm;
   Level level = Level::kUnmonitored;     ///< believed (debounced)
   Level observed = Level::kUnmonitored;  ///< this scan's
   WindowMeasure window;                  ///< last scan (period stats: last statistics window)
@@ -58,8 +59,13 @@ struct ChannelStatus {
 /// Thread-safety: one thread scans; others must not call in parallel.
 class Monitor {
  public:
+  /// Who owns the subscribers' message-age windows: the daemon resets their
+  /// min/max every statistics period (kOwner); a tool only looks (kObserver)
+  /// and maps the channels read-only, so it never disturbs the daemon.
+  enum class Role { kOwner, kObserver };
+
   /// Watches `config.domain` with the thresholds and windows of `config`.
-  explicit Monitor(Config config);
+  explicit Monitor(Config config, Role role = Role::kOwner);
   ~Monitor();
 
   /// Applies a new configuration (thresholds, windows, debounce) without
@@ -73,7 +79,7 @@ class Monitor {
 
   /// Refreshes counters, endpoint tables and the period and age statistics
   /// of every channel over its current window (statistics period: once a
-  /// second by default), and starts the next age window.
+  /// second by default), and (kOwner) starts the next age window.
   void refresh_statistics();
 
   /// The state after the last scan / refresh, in channel-name order.
@@ -89,6 +95,7 @@ class Monitor {
   struct Tracked;
   void discover();
   Config config_;
+  Role role_;
   std::unique_ptr<introspect::DomainView> domain_;
   std::uint64_t generation_ = UINT64_MAX;
   std::map<std::string, std::unique_ptr<Tracked>, std::less<>> channels_;

@@ -1,0 +1,60 @@
+#pragma once
+// The shmtool commands. Each returns the exit code (0 ok, 1 runtime failure,
+// 2 bad usage or configuration, 3 channel not found) or throws shmbus::Error,
+// which main() turns into one line on stderr and the code of its kind.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "common.hpp"
+
+namespace shmbus::tool {
+
+int run_list(const Globals& g);
+int run_info(const Globals& g, const std::string& channel);
+
+struct StatsOptions {
+  std::optional<std::string> channel;
+};
+int run_stats(const Globals& g, const StatsOptions& o);
+int run_alerts(const Globals& g);
+
+struct TopOptions {
+  double interval_s = 1.0;
+  std::string sort = "rate";     ///< rate, level or name
+  std::uint64_t iterations = 0;  ///< 0: until q or Ctrl-C
+};
+int run_top(const Globals& g, const TopOptions& o);
+
+int run_clean(const Globals& g, bool dry_run);
+
+struct EchoOptions {
+  std::string channel;
+  std::uint64_t count = 0;  ///< 0: until Ctrl-C
+  bool hex = false;
+  bool no_header = false;
+  std::uint32_t history = 0;  ///< messages already in the ring to show first
+};
+int run_echo(const Globals& g, const EchoOptions& o);
+
+struct HzOptions {
+  std::string channel;
+  std::optional<double> window_s;  ///< default: the channel's configured window
+  double interval_s = 1.0;
+  std::uint64_t reports = 0;  ///< 0: until Ctrl-C
+};
+int run_hz(const Globals& g, const HzOptions& o);
+
+struct PubOptions {
+  std::string channel;
+  std::string type;                       ///< empty: the existing channel's
+  std::optional<std::uint32_t> raw_size;  ///< raw bytes of this size
+  double rate_hz = 1.0;
+  std::uint64_t count = 0;  ///< 0: until Ctrl-C
+  bool stamp = false;       ///< fill header.stamp_ns and header.seq
+  std::string data;         ///< JSON (typed) or hex (raw)
+};
+int run_pub(const Globals& g, const PubOptions& o);
+
+}  // namespace shmbus::tool

@@ -1,0 +1,103 @@
+#include "common.hpp"
+
+#include <time.h>
+
+#include <fmt/format.h>
+
+#include <cerrno>
+#include <cstdlib>
+
+#include "daemon.hpp"
+#include "shmbus/error.hpp"
+
+namespace shmbus::tool {
+
+namespace {
+volatile std::sig_atomic_t g_stop = 0;
+void on_stop(int) { g_stop = 1; }
+}  // namespace
+
+Config load_config(const Globals& g) {
+  daemon::Options o;
+  o.config_path = g.config_path;
+  o.domain = g.domain;
+  o.metrics_listen = "off";  // the daemon's listen address is not ours to check
+  return daemon::load_config(o);
+}
+
+std::int64_t mono_ns() noexcept {
+  timespec ts{};
+  ::clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<std::int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
+void install_stop_handlers() {
+  struct sigaction sa {};
+  sa.sa_handler = on_stop;
+  ::sigemptyset(&sa.sa_mask);
+  sa.sa_flags = 0;  // no SA_RESTART: a blocking read returns EINTR
+  ::sigaction(SIGINT, &sa, nullptr);
+  ::sigaction(SIGTERM, &sa, nullptr);
+}
+
+bool stop_requested() noexcept { return g_stop != 0; }
+
+bool sleep_until(std::int64_t deadline_ns) noexcept {
+  const timespec ts{static_cast<time_t>(deadline_ns / 1'000'000'000), static_cast<long>(deadline_ns % 1'000'000'000)};
+  while (!stop_requested()) {
+    const int rc = ::clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr);
+    if (rc == 0) return true;
+    if (rc != EINTR) return true;
+  }
+  return false;
+}
+
+introspect::ChannelReader open_channel(const Config& config, std::string_view channel) {
+  try {
+    return introspect::ChannelReader(config.domain, channel);
+  } catch (const Error& e) {
+    if (e.code() != Errc::kNotFound) throw;
+    throw Error(Errc::kNotFound,
+                fmt::format("channel {} not found in domain \"{}\"; `shmtool list --domain {}` shows its channels",
+                            channel, config.domain, config.domain));
+  }
+}
+
+std::optional<schema::Schema> schema_of(const TypeInfo& type) {
+  if (type.schema.empty() || type.hash == TypeInfo::bytes().hash) return std::nullopt;
+  return schema::Schema::from_canonical(type.schema);
+}
+
+std::optional<schema::Schema> schema_of(const introspect::ChannelView& view) {
+  return schema_of(TypeInfo{view.type_name, view.type_hash, view.schema});
+}
+
+TypeCatalog::TypeCatalog(const std::vector<std::string>& msg_paths) : set_(std::make_shared<schema::MessageSet>()) {
+  for (std::size_t i = 0; i < kShippedMessageCount; ++i) {
+    const ShippedMessage& m = kShippedMessages[i];
+    set_->add(m.package, m.name, m.text, fmt::format("<shipped>/{}/{}.msg", m.package, m.name));
+  }
+  std::vector<std::string> roots = msg_paths;
+  if (const char* env = std::getenv("SHMBUS_MSG_PATH"); env != nullptr) {
+    std::string_view rest(env);
+    while (!rest.empty()) {
+      const auto colon = rest.find(':');
+      if (colon != 0) roots.emplace_back(rest.substr(0, colon));
+      rest = colon == std::string_view::npos ? std::string_view{} : rest.substr(colon + 1);
+    }
+  }
+  for (const std::string& r : roots) set_->add_directory(r);
+  set_->resolve();
+}
+
+schema::Schema TypeCatalog::find(std::string_view full_name) const {
+  if (set_->find(full_name) != nullptr) return schema::Schema::from_set(set_, full_name);
+  std::string known;
+  for (const schema::MessageDef* m : set_->messages()) known += (known.empty() ? "" : ", ") + m->name;
+  throw Error(Errc::kInvalidArgument,
+              fmt::format("unknown message type '{}'; known: {}; add definitions with --msg-path DIR or "
+                          "SHMBUS_MSG_PATH (DIR/<package>/<Name>.msg)",
+                          full_name, known));
+}
+
+}  // namespace shmbus::tool

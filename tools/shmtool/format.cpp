@@ -1,0 +1,160 @@
+#include "format.hpp"
+
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+
+namespace shmbus::tool {
+
+std::string human_count(std::uint64_t n) {
+  if (n < 10'000) return std::to_string(n);
+  static constexpr const char* kSuffix[] = {"k", "M", "G", "T", "P", "E"};
+  double v = static_cast<double>(n);
+  int i = -1;
+  while (v >= 999.95 && i < 5) {
+    v /= 1000;
+    ++i;
+  }
+  return fmt::format("{:.{}f}{}", v, v < 9.995 ? 2 : v < 99.95 ? 1 : 0, kSuffix[i]);
+}
+
+std::string human_rate(double hz) {
+  if (!(hz > 0) || !std::isfinite(hz)) return "-";
+  if (hz < 1000) return fmt::format("{:.{}f} Hz", hz, hz < 10 ? 3 : hz < 100 ? 2 : 1);
+  if (hz < 1e6) return fmt::format("{:.3f} kHz", hz / 1e3);
+  return fmt::format("{:.3f} MHz", hz / 1e6);
+}
+
+std::string human_seconds(double s) {
+  if (std::isnan(s)) return "-";
+  const double a = std::fabs(s);
+  const auto three = [](double v, const char* unit) {
+    return fmt::format("{:.{}f} {}", v, std::fabs(v) < 9.995 ? 2 : std::fabs(v) < 99.95 ? 1 : 0, unit);
+  };
+  if (a >= 1 || a == 0) return a == 0 ? "0 s" : three(s, "s");
+  if (a >= 1e-3) return three(s * 1e3, "ms");
+  if (a >= 1e-6) return three(s * 1e6, "us");
+  return fmt::format("{:.0f} ns", s * 1e9);
+}
+
+schema::Json json_number(double x) { return std::isfinite(x) ? schema::Json(x) : schema::Json(nullptr); }
+
+namespace {
+
+void yaml_object(const schema::Json& object, std::size_t indent, std::size_t max_array, std::string& out) {
+  const std::string pad(indent, ' ');
+  for (const auto& [key, value] : object.items()) {
+    out += pad + key + ":";
+    if (value.is_object()) {
+      if (value.empty()) {
+        out += " {}\n";
+      } else {
+        out += '\n';
+        yaml_object(value, indent + 2, max_array, out);
+      }
+    } else if (value.is_array() && !value.empty() && value.front().is_object()) {
+      out += '\n';
+      for (const auto& element : value) {
+        std::string item;
+        yaml_object(element, indent + 4, max_array, item);
+        out += pad + "  - " + item.substr(indent + 4);  // the first key goes on the dash line
+      }
+    } else if (value.is_array()) {
+      out += " [";
+      const std::size_t shown = std::min(value.size(), max_array);
+      for (std::size_t i = 0; i < shown; ++i) out += (i ? ", " : "") + value[i].dump();
+      if (shown < value.size()) out += fmt::format(", ... ({} more)", value.size() - shown);
+      out += "]\n";
+    } else {
+      out += " " + value.dump() + "\n";
+    }
+  }
+}
+
+}  // namespace
+
+std::string to_yaml(const schema::Json& message, std::size_t max_array) {
+  std::string out;
+  yaml_object(message, 0, max_array, out);
+  return out;
+}
+
+bool colour_stdout() {
+  const char* no_colour = std::getenv("NO_COLOR");
+  return ::isatty(STDOUT_FILENO) == 1 && (no_colour == nullptr || *no_colour == '\0');
+}
+
+std::string coloured_level(daemon::Level level, bool colour) {
+  const char* text = daemon::to_string(level);
+  if (!colour) return text;
+  switch (level) {
+    case daemon::Level::kNominal:
+      return fmt::format("\033[32m{}\033[0m", text);
+    case daemon::Level::kDegraded:
+      return fmt::format("\033[33m{}\033[0m", text);
+    case daemon::Level::kCritical:
+      return fmt::format("\033[1;31m{}\033[0m", text);
+    default:
+      return text;
+  }
+}
+
+std::size_t display_width(std::string_view s) {
+  std::size_t width = 0;
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c == 0x1b) {  // CSI: ESC [ ... final byte in @..~
+      while (++i < s.size() && !(s[i] >= '@' && s[i] <= '~' && s[i] != '[')) {
+      }
+      continue;
+    }
+    if ((c & 0xC0) != 0x80) ++width;  // count lead bytes only
+  }
+  return width;
+}
+
+Table::Table(std::vector<std::string> header) {
+  for (std::string& h : header) {
+    const bool right = !h.empty() && h.back() == '>';
+    if (right) h.pop_back();
+    right_.push_back(right);
+    header_.push_back(std::move(h));
+  }
+}
+
+void Table::add(std::vector<std::string> row) {
+  row.resize(header_.size());
+  rows_.push_back(std::move(row));
+}
+
+std::string Table::render(std::size_t indent) const {
+  std::vector<std::size_t> width(header_.size());
+  for (std::size_t c = 0; c < header_.size(); ++c) {
+    width[c] = display_width(header_[c]);
+    for (const auto& r : rows_) width[c] = std::max(width[c], display_width(r[c]));
+  }
+  std::string out;
+  const auto line = [&](const std::vector<std::string>& cells) {
+    std::string l(indent, ' ');
+    for (std::size_t c = 0; c < cells.size(); ++c) {
+      const std::size_t pad = width[c] - display_width(cells[c]);
+      const bool last = c + 1 == cells.size();
+      if (right_[c]) l.append(pad, ' ');
+      l += cells[c];
+      if (!right_[c] && !last) l.append(pad, ' ');
+      if (!last) l += "  ";
+    }
+    while (!l.empty() && l.back() == ' ') l.pop_back();
+    out += l;
+    out += '\n';
+  };
+  line(header_);
+  for (const auto& r : rows_) line(r);
+  return out;
+}
+
+}  // namespace shmbus::tool

@@ -1,0 +1,54 @@
+#pragma once
+// Terminal output for shmtool: aligned tables, human numbers with units, and
+// colour only when stdout is a terminal (and NO_COLOR is unset).
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "levels.hpp"
+#include "shmbus/schema.hpp"
+
+namespace shmbus::tool {
+
+/// "12", "12.3k", "4.56M", "7.89G": three significant digits from 10,000 on.
+std::string human_count(std::uint64_t n);
+/// "200.0 Hz", "1.234 kHz", "12.35 MHz"; "-" for no rate (0 or NaN).
+std::string human_rate(double hz);
+/// Seconds as "4.99 ms", "12.3 us", "87 ns", "1.50 s"; "-" for NaN.
+std::string human_seconds(double s);
+/// A JSON number, or null for NaN and infinities (JSON has neither).
+schema::Json json_number(double x);
+
+/// A decoded message as YAML, like `ros2 topic echo`: one `key: value` per
+/// field, nested messages indented, arrays of numbers on one line and cut
+/// after `max_array` elements (JSON output shows them all).
+std::string to_yaml(const schema::Json& message, std::size_t max_array = 64);
+
+/// Whether stdout gets colour: a TTY and no NO_COLOR in the environment.
+bool colour_stdout();
+/// `text` in the colour of `level` (green, yellow, red) when `colour`.
+std::string coloured_level(daemon::Level level, bool colour);
+
+/// Columns padded to their widest cell; cells may hold ANSI colour codes,
+/// which take no width. Numbers (columns marked right) align right.
+class Table {
+ public:
+  /// Header names; a name ending in '>' is right-aligned (the '>' is dropped).
+  explicit Table(std::vector<std::string> header);
+  void add(std::vector<std::string> row);
+  [[nodiscard]] bool empty() const noexcept { return rows_.empty(); }
+  /// The table, one line per row, `indent` spaces before each.
+  [[nodiscard]] std::string render(std::size_t indent = 0) const;
+
+ private:
+  std::vector<std::string> header_;
+  std::vector<bool> right_;
+  std::vector<std::vector<std::string>> rows_;
+};
+
+/// Display width of `s`: UTF-8 code points, ANSI escape sequences excluded.
+std::size_t display_width(std::string_view s);
+
+}  // namespace shmbus::tool

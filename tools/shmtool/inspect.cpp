@@ -1,0 +1,476 @@
+// The read-only commands: list, info, stats, alerts, top, clean. Rates,
+// levels and statistics come from the daemon library's Monitor in observer
+// role, so shmtool measures exactly as shmbusd does, from the time lists,
+// without subscribing and without disturbing the daemon.
+#include <poll.h>
+#include <termios.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "commands.hpp"
+#include "format.hpp"
+#include "frequency.hpp"
+#include "monitor.hpp"
+#include "outputs.hpp"
+#include "shmbus/error.hpp"
+#include "shmbus/names.hpp"
+
+namespace shmbus::tool {
+
+using daemon::ChannelStatus;
+using daemon::Level;
+using daemon::Monitor;
+using schema::Json;
+
+namespace {
+
+double seconds(std::int64_t ns) { return static_cast<double>(ns) / 1e9; }
+
+void print(const std::string& s) {
+  std::fwrite(s.data(), 1, s.size(), stdout);
+  std::fflush(stdout);
+}
+
+void print_json(const Json& j) { print(j.dump(2) + "\n"); }
+
+/// One scan of the whole domain, as shmbusd would see it now.
+std::vector<ChannelStatus> observe(Monitor& monitor) {
+  (void)monitor.scan(mono_ns());
+  monitor.refresh_statistics();
+  return monitor.statuses();
+}
+
+/// The level this scan measured (`observed`): a one-shot tool has no
+/// history to debounce. `top` shows the debounced level, like the daemon.
+Json channel_json(const ChannelStatus& c, Level level) {
+  Json j;
+  j["name"] = c.name;
+  j["type"] = c.type_name;
+  j["transport"] = std::string{to_string(c.transport)};
+  j["publishers"] = c.publishers;
+  j["subscribers"] = c.subscribers;
+  j["rate_hz"] = c.window.frequency_hz;
+  j["level"] = daemon::to_string(level);
+  j["messages"] = c.messages;
+  j["lost"] = c.lost;
+  return j;
+}
+
+Table channel_table(const std::vector<ChannelStatus>& channels, bool debounced, bool colour) {
+  Table t({"CHANNEL", "TYPE", "TRANSPORT", "PUBS>", "SUBS>", "RATE>", "LEVEL", "MESSAGES>", "LOST>"});
+  for (const ChannelStatus& c : channels) {
+    const Level level = debounced ? c.level : c.observed;
+    t.add({c.name, c.type_name, std::string{to_string(c.transport)}, std::to_string(c.publishers),
+           std::to_string(c.subscribers), human_rate(c.window.frequency_hz),
+           level == Level::kUnmonitored ? "-" : coloured_level(level, colour), human_count(c.messages),
+           human_count(c.lost)});
+  }
+  return t;
+}
+
+std::string thresholds_text(const std::optional<std::array<double, 3>>& t) {
+  if (!t) return "none (measured, not alerted)";
+  return fmt::format("f1={} f2={} f3={} Hz", (*t)[0], (*t)[1], (*t)[2]);
+}
+
+Json thresholds_json(const std::optional<std::array<double, 3>>& t) {
+  return t ? Json::array({(*t)[0], (*t)[1], (*t)[2]}) : Json(nullptr);
+}
+
+Json summary_json(const daemon::Summary& s) {
+  return Json{{"mean_s", json_number(s.mean)},
+              {"min_s", json_number(s.min)},
+              {"max_s", json_number(s.max)},
+              {"std_dev_s", json_number(s.stddev)},
+              {"count", s.count}};
+}
+
+/// Whether shmbusd publishes alerts in this domain: a live publisher of its
+/// alerts channel, and its pid.
+std::optional<std::int32_t> daemon_pid(const Config& config) {
+  try {
+    const introspect::ChannelView v = introspect::ChannelReader(config.domain, daemon::kAlertsChannel).view();
+    for (const auto& p : v.publishers) {
+      if (p.alive) return p.pid;
+    }
+  } catch (const Error&) {
+    // no alerts channel: the daemon never ran in this domain
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+int run_list(const Globals& g) {
+  const Config config = load_config(g);
+  Monitor monitor(config, Monitor::Role::kObserver);
+  const std::vector<ChannelStatus> channels = observe(monitor);
+  if (g.json) {
+    Json out = Json::array();
+    for (const ChannelStatus& c : channels) out.push_back(channel_json(c, c.observed));
+    print_json(out);
+    return 0;
+  }
+  if (channels.empty()) {
+    print(fmt::format("no channels in domain \"{}\"\n", config.domain));
+    return 0;
+  }
+  print(channel_table(channels, false, colour_stdout()).render());
+  return 0;
+}
+
+int run_info(const Globals& g, const std::string& channel) {
+  const Config config = load_config(g);
+  const introspect::ChannelReader reader = open_channel(config, channel);
+  const introspect::ChannelView v = reader.view();
+  introspect::TimeListSnapshot snap;
+  reader.snapshot(snap);
+  const ChannelSettings s = config.channel(channel);
+  const daemon::WindowMeasure m =
+      daemon::measure_window(snap.stamps, mono_ns(), s.window.count(), snap.total > snap.capacity);
+  const Level level = daemon::classify(m.frequency_hz, s.thresholds_hz);
+
+  if (g.json) {
+    Json j;
+    j["name"] = v.name;
+    j["domain"] = config.domain;
+    j["type"] = v.type_name;
+    j["type_hash"] = fmt::format("{:016x}", v.type_hash);
+    j["transport"] = std::string{to_string(v.transport)};
+    j["capacity"] = v.capacity;
+    j["max_message_size"] = v.max_message_size;
+    j["time_list_capacity"] = v.time_list_capacity;
+    j["stall_timeout_s"] = seconds(v.stall_timeout_ns);
+    j["window_s"] = seconds(s.window.count());
+    j["thresholds_hz"] = thresholds_json(s.thresholds_hz);
+    j["rate_hz"] = m.frequency_hz;
+    j["level"] = daemon::to_string(level);
+    j["messages"] = v.messages;
+    j["publish_dropped"] = v.publish_dropped;
+    j["received"] = v.received;
+    j["lost"] = v.lost;
+    j["stamps"] = v.stamps;
+    j["sleepers"] = v.sleepers;
+    Json pubs = Json::array();
+    for (const auto& p : v.publishers) {
+      pubs.push_back(Json{{"id", p.id},
+                          {"pid", p.pid},
+                          {"node", p.node},
+                          {"alive", p.alive},
+                          {"published", p.messages},
+                          {"dropped", p.lost}});
+    }
+    j["publishers"] = std::move(pubs);
+    Json subs = Json::array();
+    for (const auto& p : v.subscribers) {
+      const double mean =
+          p.age_samples ? static_cast<double>(p.age_sum_ns) / static_cast<double>(p.age_samples) / 1e9 : std::nan("");
+      subs.push_back(Json{{"id", p.id},
+                          {"pid", p.pid},
+                          {"node", p.node},
+                          {"alive", p.alive},
+                          {"received", p.messages},
+                          {"lost", p.lost},
+                          {"age_mean_s", json_number(mean)},
+                          {"age_max_s", p.age_samples ? Json(static_cast<double>(p.age_max_ns) / 1e9) : Json()}});
+    }
+    j["subscribers"] = std::move(subs);
+    j["schema"] = v.schema;
+    print_json(j);
+    return 0;
+  }
+
+  const bool colour = colour_stdout();
+  std::string out;
+  Table t({"", ""});
+  t.add({"channel", v.name});
+  t.add({"domain", config.domain});
+  t.add({"type", fmt::format("{} (hash {:016x})", v.type_name, v.type_hash)});
+  t.add({"transport", std::string{to_string(v.transport)}});
+  t.add({"ring", fmt::format("{} slots of at most {} B", v.capacity, v.max_message_size)});
+  std::string covers;
+  if (m.frequency_hz > 0) {
+    covers = fmt::format(" (covers {} at the current rate)",
+                         human_seconds(static_cast<double>(v.time_list_capacity) / m.frequency_hz));
+  }
+  t.add({"time list", fmt::format("{} stamps{}", v.time_list_capacity, covers)});
+  t.add({"stall timeout", format_duration(std::chrono::nanoseconds(v.stall_timeout_ns))});
+  t.add({"rate", fmt::format("{} over {} ({} stamps){}", human_rate(m.frequency_hz), format_duration(s.window), m.n,
+                             m.truncated ? ", time list shorter than the window" : "")});
+  t.add({"level", s.thresholds_hz
+                      ? fmt::format("{} ({}, window {}, from {})", coloured_level(level, colour),
+                                    thresholds_text(s.thresholds_hz), format_duration(s.window), config.source)
+                      : fmt::format("unmonitored (no thresholds for {} in {})", v.name, config.source)});
+  if (v.thresholds_hz != s.thresholds_hz || v.window_ns != s.window.count()) {
+    t.add({"creator's", fmt::format("{}, window {}", thresholds_text(v.thresholds_hz),
+                                    format_duration(std::chrono::nanoseconds(v.window_ns)))});
+  }
+  t.add({"published", fmt::format("{} ({} dropped by publishers)", v.messages - v.publish_dropped, v.publish_dropped)});
+  t.add({"received", fmt::format("{} by all subscribers, {} lost", v.received, v.lost)});
+  t.add({"asleep", fmt::format("{} subscribers in a blocking wait", v.sleepers)});
+  std::string rendered = t.render();
+  out += rendered.substr(rendered.find('\n') + 1);  // no header line
+
+  out += fmt::format("publishers ({}):\n", v.publishers.size());
+  if (!v.publishers.empty()) {
+    Table p({"ID>", "PID>", "NODE", "STATE", "PUBLISHED>", "DROPPED>"});
+    for (const auto& e : v.publishers) {
+      p.add({std::to_string(e.id), std::to_string(e.pid), e.node, e.alive ? "alive" : "dead",
+             std::to_string(e.messages), std::to_string(e.lost)});
+    }
+    out += p.render(2);
+  }
+  out += fmt::format("subscribers ({}):\n", v.subscribers.size());
+  if (!v.subscribers.empty()) {
+    Table p({"ID>", "PID>", "NODE", "STATE", "RECEIVED>", "LOST>", "AGE MEAN>", "AGE MAX>"});
+    for (const auto& e : v.subscribers) {
+      const double mean =
+          e.age_samples ? static_cast<double>(e.age_sum_ns) / static_cast<double>(e.age_samples) / 1e9 : std::nan("");
+      p.add({std::to_string(e.id), std::to_string(e.pid), e.node, e.alive ? "alive" : "dead",
+             std::to_string(e.messages), std::to_string(e.lost), human_seconds(mean),
+             e.age_samples ? human_seconds(static_cast<double>(e.age_max_ns) / 1e9) : "-"});
+    }
+    out += p.render(2);
+  }
+  if (!v.schema.empty()) {
+    out += "schema:\n";
+    std::string_view rest(v.schema);
+    while (!rest.empty()) {
+      const auto nl = rest.find('\n');
+      out += "  ";
+      out += rest.substr(0, nl);
+      out += '\n';
+      rest = nl == std::string_view::npos ? std::string_view{} : rest.substr(nl + 1);
+    }
+  }
+  print(out);
+  return 0;
+}
+
+int run_stats(const Globals& g, const StatsOptions& o) {
+  const Config config = load_config(g);
+  if (o.channel) (void)open_channel(config, *o.channel);  // exit 3 when missing
+  Monitor monitor(config, Monitor::Role::kObserver);
+  std::vector<ChannelStatus> channels = observe(monitor);
+  if (o.channel) {
+    std::erase_if(channels, [&](const ChannelStatus& c) { return c.name != *o.channel; });
+  }
+  if (g.json) {
+    Json out = Json::array();
+    for (const ChannelStatus& c : channels) {
+      Json subs = Json::array();
+      for (const auto& s : c.subscriber_stats) {
+        subs.push_back(Json{{"pid", s.pid},
+                            {"node", s.node},
+                            {"received", s.received},
+                            {"lost", s.lost},
+                            {"age", summary_json(s.age)}});
+      }
+      out.push_back(Json{{"channel", c.name},
+                         {"rate_hz", c.window.frequency_hz},
+                         {"window_s", seconds(c.window_ns)},
+                         {"period", summary_json(c.window.period)},
+                         {"subscribers", std::move(subs)}});
+    }
+    print_json(out);
+    return 0;
+  }
+  if (channels.empty()) {
+    print(fmt::format("no channels in domain \"{}\"\n", config.domain));
+    return 0;
+  }
+  Table periods({"CHANNEL", "RATE>", "WINDOW>", "PERIOD MEAN>", "MIN>", "MAX>", "STD DEV>", "N>"});
+  Table subs({"CHANNEL", "PID>", "NODE", "RECEIVED>", "LOST>", "AGE MEAN>", "AGE MIN>", "AGE MAX>", "AGE STD DEV>"});
+  for (const ChannelStatus& c : channels) {
+    const daemon::Summary& p = c.window.period;
+    periods.add({c.name, human_rate(c.window.frequency_hz), format_duration(std::chrono::nanoseconds(c.window_ns)),
+                 human_seconds(p.mean), human_seconds(p.min), human_seconds(p.max), human_seconds(p.stddev),
+                 std::to_string(p.count)});
+    for (const auto& s : c.subscriber_stats) {
+      subs.add({c.name, std::to_string(s.pid), s.node, std::to_string(s.received), std::to_string(s.lost),
+                human_seconds(s.age.mean), human_seconds(s.age.min), human_seconds(s.age.max),
+                human_seconds(s.age.stddev)});
+    }
+  }
+  std::string out = "message periods over each channel's window:\n" + periods.render(2);
+  if (!subs.empty()) out += "subscribers (message age: sampled takes since the subscriber started):\n" + subs.render(2);
+  print(out);
+  return 0;
+}
+
+int run_alerts(const Globals& g) {
+  const Config config = load_config(g);
+  Monitor monitor(config, Monitor::Role::kObserver);
+  std::vector<ChannelStatus> channels = observe(monitor);
+  std::erase_if(channels, [](const ChannelStatus& c) { return !c.thresholds_hz; });
+  // Worst first, then by name.
+  std::stable_sort(channels.begin(), channels.end(),
+                   [](const ChannelStatus& a, const ChannelStatus& b) { return a.observed > b.observed; });
+  if (g.json) {
+    Json out = Json::array();
+    for (const ChannelStatus& c : channels) {
+      out.push_back(Json{{"channel", c.name},
+                         {"level", daemon::to_string(c.observed)},
+                         {"rate_hz", c.window.frequency_hz},
+                         {"thresholds_hz", thresholds_json(c.thresholds_hz)},
+                         {"window_s", seconds(c.window_ns)}});
+    }
+    print_json(out);
+    return 0;
+  }
+  const bool colour = colour_stdout();
+  std::string out;
+  if (channels.empty()) {
+    out = fmt::format("no monitored channels in domain \"{}\" (none has thresholds in {})\n", config.domain,
+                      config.source);
+  } else {
+    Table t({"CHANNEL", "LEVEL", "RATE>", "F1>", "F2>", "F3>", "WINDOW>"});
+    for (const ChannelStatus& c : channels) {
+      const auto& th = *c.thresholds_hz;
+      t.add({c.name, coloured_level(c.observed, colour), human_rate(c.window.frequency_hz), fmt::format("{}", th[0]),
+             fmt::format("{}", th[1]), fmt::format("{}", th[2]),
+             format_duration(std::chrono::nanoseconds(c.window_ns))});
+    }
+    out = t.render();
+  }
+  const auto pid = daemon_pid(config);
+  out += pid ? fmt::format("shmbusd is running (pid {}); levels above are measured now, before its debounce\n", *pid)
+             : fmt::format("shmbusd is not running in domain \"{}\": levels measured here, thresholds from {}\n",
+                           config.domain, config.source);
+  print(out);
+  return 0;
+}
+
+namespace {
+
+/// Non-canonical, no-echo input while `top` runs; restored on every exit.
+class RawTerminal {
+ public:
+  RawTerminal() {
+    if (::isatty(STDIN_FILENO) != 1 || ::tcgetattr(STDIN_FILENO, &saved_) != 0) return;
+    termios raw = saved_;
+    raw.c_lflag &= static_cast<tcflag_t>(~(ICANON | ECHO));
+    raw.c_cc[VMIN] = 0;
+    raw.c_cc[VTIME] = 0;
+    active_ = ::tcsetattr(STDIN_FILENO, TCSANOW, &raw) == 0;
+  }
+  ~RawTerminal() {
+    if (active_) ::tcsetattr(STDIN_FILENO, TCSANOW, &saved_);
+  }
+  RawTerminal(const RawTerminal&) = delete;
+  RawTerminal& operator=(const RawTerminal&) = delete;
+
+ private:
+  termios saved_{};
+  bool active_ = false;
+};
+
+/// A key pressed within `timeout_ms`, or 0.
+char read_key(int timeout_ms) {
+  pollfd p{STDIN_FILENO, POLLIN, 0};
+  if (::poll(&p, 1, timeout_ms) <= 0 || (p.revents & POLLIN) == 0) return 0;
+  char c = 0;
+  return ::read(STDIN_FILENO, &c, 1) == 1 ? c : 0;
+}
+
+void sort_for_top(std::vector<ChannelStatus>& channels, const std::string& key) {
+  if (key == "name") return;  // statuses() are in name order
+  std::stable_sort(channels.begin(), channels.end(), [&](const ChannelStatus& a, const ChannelStatus& b) {
+    if (key == "level" && a.level != b.level) return a.level > b.level;
+    return a.window.frequency_hz > b.window.frequency_hz;
+  });
+}
+
+}  // namespace
+
+int run_top(const Globals& g, const TopOptions& o) {
+  const Config config = load_config(g);
+  install_stop_handlers();
+  const bool interactive = ::isatty(STDOUT_FILENO) == 1;
+  const bool colour = colour_stdout();
+  RawTerminal terminal;
+  Monitor monitor(config, Monitor::Role::kObserver);
+  std::string sort = o.sort;
+  const auto scan_period = std::max<std::int64_t>(config.monitor.scan_period.count(), 1'000'000);
+  const auto interval = static_cast<std::int64_t>(o.interval_s * 1e9);
+  std::int64_t next_draw = mono_ns();
+  std::int64_t next_scan = next_draw;
+  std::uint64_t drawn = 0;
+  while (!stop_requested()) {
+    const std::int64_t now = mono_ns();
+    if (now >= next_scan) {
+      (void)monitor.scan(now);  // every scan_period, so levels debounce as in shmbusd
+      next_scan += scan_period;
+      if (next_scan < now) next_scan = now + scan_period;
+    }
+    if (now >= next_draw) {
+      monitor.refresh_statistics();
+      std::vector<ChannelStatus> channels = monitor.statuses();
+      sort_for_top(channels, sort);
+      const std::size_t alerting = monitor.alerting_count();
+      std::string screen = interactive ? "\033[H\033[2J" : (drawn != 0 ? "\n" : "");
+      screen += fmt::format("shmtool top - domain {} - {} channels, {} alerting - sorted by {}{}\n", config.domain,
+                            channels.size(), alerting, sort, interactive ? " (r rate, l level, n name, q quit)" : "");
+      screen += channel_table(channels, true, colour).render();
+      print(screen);
+      ++drawn;
+      if (o.iterations != 0 && drawn >= o.iterations) break;
+      next_draw += interval;
+      if (next_draw < now) next_draw = now + interval;
+    }
+    const std::int64_t wake = std::min(next_scan, next_draw);
+    const int wait_ms = static_cast<int>(std::max<std::int64_t>(0, (wake - mono_ns()) / 1'000'000));
+    switch (read_key(wait_ms)) {
+      case 'q':
+      case 'Q':
+        return 0;
+      case 'r':
+        sort = "rate";
+        next_draw = mono_ns();
+        break;
+      case 'l':
+        sort = "level";
+        next_draw = mono_ns();
+        break;
+      case 'n':
+        sort = "name";
+        next_draw = mono_ns();
+        break;
+      default:
+        break;
+    }
+  }
+  return 0;
+}
+
+int run_clean(const Globals& g, bool dry_run) {
+  const Config config = load_config(g);
+  const introspect::CleanReport r = introspect::clean_domain(config.domain, dry_run);
+  if (g.json) {
+    print_json(Json{{"domain", config.domain}, {"dry_run", dry_run}, {"removed", r.removed}, {"kept", r.kept}});
+    return 0;
+  }
+  std::string out;
+  const std::string channel_prefix = domain_object_prefix(config.domain) + "c.";
+  for (const std::string& s : r.removed)
+    out += fmt::format("{} /dev/shm/{}\n", dry_run ? "would remove" : "removed", s);
+  for (const std::string& s : r.kept) {
+    out += fmt::format("kept /dev/shm/{} ({})\n", s,
+                       s.rfind(channel_prefix, 0) == 0 ? "in use by a live process" : "not a name shmbus makes");
+  }
+  out += r.removed.empty() ? fmt::format("nothing to remove in domain \"{}\"\n", config.domain)
+                           : fmt::format("{} {} segment{} of domain \"{}\"\n", dry_run ? "would remove" : "removed",
+                                         r.removed.size(), r.removed.size() == 1 ? "" : "s", config.domain);
+  print(out);
+  return 0;
+}
+
+}  // namespace shmbus::tool

@@ -1,0 +1,342 @@
+// The commands that touch traffic: echo (a subscriber that decodes), hz (the
+// rate from the time list, without subscribing) and pub (a paced publisher
+// that encodes JSON through the schema).
+#include <time.h>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "commands.hpp"
+#include "format.hpp"
+#include "frequency.hpp"
+#include "shmbus/context.hpp"
+#include "shmbus/error.hpp"
+#include "shmbus/names.hpp"
+#include "shmbus/publisher.hpp"
+#include "shmbus/subscriber.hpp"
+
+namespace shmbus::tool {
+
+using schema::Json;
+
+namespace {
+
+void print(const std::string& s) {
+  std::fwrite(s.data(), 1, s.size(), stdout);
+  std::fflush(stdout);
+}
+
+std::string hex(std::span<const std::byte> bytes) {
+  std::string out;
+  out.reserve(bytes.size() * 2);
+  for (std::byte b : bytes) fmt::format_to(std::back_inserter(out), "{:02x}", static_cast<unsigned>(b));
+  return out;
+}
+
+/// A hexdump: offset, 16 bytes, printable ASCII.
+std::string hexdump(std::span<const std::byte> bytes) {
+  std::string out;
+  for (std::size_t off = 0; off < bytes.size(); off += 16) {
+    const std::size_t n = std::min<std::size_t>(16, bytes.size() - off);
+    fmt::format_to(std::back_inserter(out), "{:08x} ", off);
+    for (std::size_t i = 0; i < 16; ++i) {
+      if (i < n) {
+        fmt::format_to(std::back_inserter(out), " {:02x}", static_cast<unsigned>(bytes[off + i]));
+      } else {
+        out += "   ";
+      }
+    }
+    out += "  ";
+    for (std::size_t i = 0; i < n; ++i) {
+      const auto c = static_cast<char>(bytes[off + i]);
+      out += c >= 0x20 && c < 0x7f ? c : '.';
+    }
+    out += '\n';
+  }
+  return out;
+}
+
+std::string wall_time(std::int64_t wall_ns) {
+  const time_t secs = static_cast<time_t>(wall_ns / 1'000'000'000);
+  tm utc{};
+  ::gmtime_r(&secs, &utc);
+  char buf[32];
+  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%S", &utc);
+  return fmt::format("{}.{:06d}Z", buf, static_cast<int>(wall_ns % 1'000'000'000 / 1000));
+}
+
+/// The hex of DATA for raw messages: "0a1b..." (spaces and a 0x prefix allowed).
+std::vector<std::byte> parse_hex(const std::string& text) {
+  std::string digits;
+  std::string_view t(text);
+  if (t.starts_with("0x") || t.starts_with("0X")) t.remove_prefix(2);
+  for (char c : t) {
+    if (c == ' ' || c == ':') continue;
+    if (!std::isxdigit(static_cast<unsigned char>(c))) {
+      throw Error(Errc::kInvalidArgument,
+                  fmt::format("DATA '{}' is not hex; a raw channel takes bytes as hex digits, e.g. 0a1b2c", text));
+    }
+    digits += c;
+  }
+  if (digits.size() % 2 != 0) {
+    throw Error(Errc::kInvalidArgument, fmt::format("DATA '{}' has an odd number of hex digits", text));
+  }
+  std::vector<std::byte> out(digits.size() / 2);
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    out[i] = static_cast<std::byte>(std::stoul(digits.substr(2 * i, 2), nullptr, 16));
+  }
+  return out;
+}
+
+Context make_context(const Config& config) {
+  Config c = config;
+  if (c.node.empty()) c.node = "shmtool";
+  return Context(std::move(c));
+}
+
+}  // namespace
+
+int run_echo(const Globals& g, const EchoOptions& o) {
+  const Config config = load_config(g);
+  (void)open_channel(config, o.channel);  // exit 3, with the hint, when missing
+  install_stop_handlers();
+  Context ctx = make_context(config);
+  Subscriber sub(o.channel, std::nullopt, ctx, SubscriberOptions{o.history});
+  const TypeInfo type = sub.type();
+  const std::optional<schema::Schema> schema = o.hex ? std::nullopt : schema_of(type);
+  std::vector<std::byte> buffer(sub.max_message_size());
+  std::uint64_t shown = 0;
+  std::uint64_t undecodable = 0;
+  while (!stop_requested() && (o.count == 0 || shown < o.count)) {
+    const TakeResult r = sub.take(buffer);
+    if (r.status == TakeStatus::kNoData) {
+      (void)sub.wait(std::chrono::milliseconds(100));
+      continue;
+    }
+    if (!r.ok()) {  // cannot happen: the buffer holds the channel's largest message
+      buffer.resize(r.info.size);
+      continue;
+    }
+    const std::span<const std::byte> payload(buffer.data(), r.info.size);
+    Json data;
+    try {
+      data = schema ? schema->decode(payload) : Json(hex(payload));
+    } catch (const schema::CodecError& e) {
+      ++undecodable;
+      std::fprintf(stderr, "shmtool echo: %s: message %llu does not decode as %s: %s\n", o.channel.c_str(),
+                   static_cast<unsigned long long>(r.info.sequence), type.name.c_str(), e.what());
+      continue;
+    }
+    ++shown;
+    std::string out;
+    if (g.json) {
+      if (o.no_header) {
+        out = data.dump();
+      } else {
+        Json j;
+        j["channel"] = o.channel;
+        j["sequence"] = r.info.sequence;
+        j["publish_time_ns"] = r.info.publish_time_ns;
+        j["publish_wall_ns"] = r.info.publish_wall_ns;
+        j["lost_before"] = r.info.lost_before;
+        j["publisher_id"] = r.info.publisher_id;
+        j["size"] = r.info.size;
+        j["data"] = std::move(data);
+        out = j.dump();
+      }
+      out += '\n';
+    } else {
+      if (!o.no_header) {
+        out = fmt::format("--- {}  seq {}  {}  lost {}  {} B  publisher {}\n", o.channel, r.info.sequence,
+                          wall_time(r.info.publish_wall_ns), r.info.lost_before, r.info.size, r.info.publisher_id);
+      }
+      out += schema ? to_yaml(data) : hexdump(payload);
+    }
+    print(out);
+  }
+  if (undecodable != 0) {
+    std::fprintf(stderr, "shmtool echo: %llu messages on %s did not decode\n",
+                 static_cast<unsigned long long>(undecodable), o.channel.c_str());
+    return 1;
+  }
+  return 0;
+}
+
+int run_hz(const Globals& g, const HzOptions& o) {
+  const Config config = load_config(g);
+  const introspect::ChannelReader reader = open_channel(config, o.channel);
+  install_stop_handlers();
+  const std::int64_t window_ns =
+      o.window_s ? static_cast<std::int64_t>(*o.window_s * 1e9) : config.channel(o.channel).window.count();
+  const auto interval = static_cast<std::int64_t>(o.interval_s * 1e9);
+  introspect::TimeListSnapshot snap;
+  std::int64_t next = mono_ns();
+  for (std::uint64_t reports = 0; o.reports == 0 || reports < o.reports; ++reports) {
+    if (reports != 0 && !sleep_until(next)) break;
+    const std::int64_t now = mono_ns();
+    next += interval;
+    reader.snapshot(snap);
+    const daemon::WindowMeasure m = daemon::measure_window(snap.stamps, now, window_ns, snap.total > snap.capacity);
+    if (g.json) {
+      print(Json{{"channel", o.channel},
+                 {"rate_hz", m.frequency_hz},
+                 {"min_s", json_number(m.period.min)},
+                 {"max_s", json_number(m.period.max)},
+                 {"std_dev_s", json_number(m.period.stddev)},
+                 {"window", m.n}}
+                .dump() +
+            "\n");
+      continue;
+    }
+    if (m.n < 2) {
+      print(fmt::format("{}: no messages in the last {}\n", o.channel,
+                        format_duration(std::chrono::nanoseconds(window_ns))));
+      continue;
+    }
+    std::string line =
+        fmt::format("{}: {}  min {}  max {}  std dev {}  window {} ({})", o.channel, human_rate(m.frequency_hz),
+                    human_seconds(m.period.min), human_seconds(m.period.max), human_seconds(m.period.stddev), m.n,
+                    human_seconds(static_cast<double>(m.last_ns - m.first_ns) / 1e9));
+    if (m.truncated) {
+      line += fmt::format("  [the time list ({} stamps) is shorter than the {} window at this rate]", snap.capacity,
+                          format_duration(std::chrono::nanoseconds(window_ns)));
+    }
+    print(line + "\n");
+  }
+  return 0;
+}
+
+int run_pub(const Globals& g, const PubOptions& o) {
+  if (!(o.rate_hz > 0) || !std::isfinite(o.rate_hz)) {
+    throw Error(Errc::kInvalidArgument, fmt::format("--rate {} is not a rate; give a number of Hz > 0", o.rate_hz));
+  }
+  const Config config = load_config(g);
+  validate_channel_name(o.channel);
+
+  // The type: --raw-size, --type, or the existing channel's.
+  std::optional<introspect::ChannelView> existing;
+  try {
+    existing = introspect::ChannelReader(config.domain, o.channel).view();
+  } catch (const Error& e) {
+    if (e.code() != Errc::kNotFound) throw;
+  }
+  const bool raw = o.raw_size.has_value() || (o.type.empty() && existing && !schema_of(*existing));
+  std::optional<schema::Schema> schema;
+  TypeInfo type = TypeInfo::bytes();
+  if (!raw) {
+    if (!o.type.empty()) {
+      schema = TypeCatalog(g.msg_paths).find(o.type);
+    } else if (existing) {
+      schema = schema_of(*existing);
+    } else {
+      throw Error(Errc::kInvalidArgument,
+                  fmt::format("channel {} does not exist in domain \"{}\"; give its type with --type package/Name "
+                              "(or --raw-size BYTES for raw bytes)",
+                              o.channel, config.domain));
+    }
+    type = TypeInfo{schema->root().name, schema->hash(), schema->text()};
+  } else if (existing && existing->type_hash != type.hash) {
+    type = TypeInfo{existing->type_name, existing->type_hash, existing->schema};  // schema-less typed channel
+  }
+
+  // The payload: DATA merged onto an all-zero message, so fields left out
+  // are zero; encoding names any field that does not fit.
+  Json message;
+  std::vector<std::byte> payload;
+  if (schema) {
+    message = schema->decode(std::vector<std::byte>(schema->root().size));
+    if (!o.data.empty()) {
+      Json data;
+      try {
+        data = Json::parse(o.data);
+      } catch (const Json::parse_error& e) {
+        throw Error(Errc::kInvalidArgument,
+                    fmt::format("DATA is not JSON ({}); quote it for the shell, e.g. '{{\"x\": 1.5}}'", e.what()));
+      }
+      if (!data.is_object()) {
+        throw Error(Errc::kInvalidArgument,
+                    fmt::format("DATA must be a JSON object of {}'s fields, e.g. '{{\"{}\": ...}}'", type.name,
+                                schema->root().fields.empty() ? "x" : schema->root().fields.front().name));
+      }
+      message.merge_patch(data);
+    }
+    if (o.stamp) {
+      const auto header = std::find_if(schema->root().fields.begin(), schema->root().fields.end(),
+                                       [](const schema::Field& f) { return f.name == "header"; });
+      if (header == schema->root().fields.end() || header->message == nullptr ||
+          header->message->name != "std_msgs/Header" || header->array_length != 0) {
+        throw Error(Errc::kInvalidArgument,
+                    fmt::format("--stamp needs a std_msgs/Header field named 'header'; {} has none", type.name));
+      }
+    }
+    payload = schema->encode(message);
+  } else {
+    if (o.stamp) throw Error(Errc::kInvalidArgument, "--stamp needs a typed channel; raw bytes have no header");
+    payload = o.data.empty() ? std::vector<std::byte>{} : parse_hex(o.data);
+    if (o.raw_size) {
+      if (payload.size() > *o.raw_size) {
+        throw Error(Errc::kInvalidArgument,
+                    fmt::format("DATA has {} bytes, more than --raw-size {}", payload.size(), *o.raw_size));
+      }
+      payload.resize(*o.raw_size);
+    }
+  }
+
+  install_stop_handlers();
+  Context ctx = make_context(config);
+  Publisher pub(o.channel, type, ctx);
+  if (payload.size() > pub.max_message_size()) {
+    throw Error(Errc::kInvalidArgument,
+                fmt::format("a {} message is {} bytes; channel {} takes at most {}: raise max_message_size for it "
+                            "in the configuration",
+                            type.name, payload.size(), o.channel, pub.max_message_size()));
+  }
+  print(fmt::format("publishing {} to {} at {}{}; Ctrl-C stops\n", type.name, o.channel, human_rate(o.rate_hz),
+                    o.count ? fmt::format(", {} message{}", o.count, o.count == 1 ? "" : "s") : ""));
+
+  // Absolute deadlines start + k * period: no drift however long it runs.
+  // A tick missed by more than a period (the process was stopped) is
+  // skipped rather than caught up in a burst, and counted.
+  const double period_ns = 1e9 / o.rate_hz;
+  const std::int64_t start = mono_ns();
+  std::uint64_t tick = 0;
+  std::uint64_t sent = 0;
+  std::uint64_t dropped = 0;
+  std::uint64_t skipped = 0;
+  const auto deadline = [&](std::uint64_t k) { return start + std::llround(static_cast<double>(k) * period_ns); };
+  while (!stop_requested() && (o.count == 0 || sent < o.count)) {
+    if (!sleep_until(deadline(tick))) break;
+    const std::int64_t now = mono_ns();
+    if (static_cast<double>(now - deadline(tick)) > period_ns) {
+      const auto due = static_cast<std::uint64_t>(static_cast<double>(now - start) / period_ns);
+      skipped += due - tick;
+      tick = due;
+    }
+    if (o.stamp) {
+      message["header"]["stamp_ns"] = static_cast<std::uint64_t>(
+          std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
+              .count());
+      message["header"]["seq"] = static_cast<std::uint32_t>(sent);
+      payload = schema->encode(message);
+    }
+    if (pub.publish(payload) == PublishResult::kOk) {
+      ++sent;
+    } else {
+      ++dropped;
+    }
+    ++tick;
+  }
+  print(fmt::format("published {} message{} to {}{}{}\n", sent, sent == 1 ? "" : "s", o.channel,
+                    dropped ? fmt::format(", {} dropped (see shmtool info)", dropped) : "",
+                    skipped ? fmt::format(", {} ticks skipped (the process fell behind)", skipped) : ""));
+  return 0;
+}
+
+}  // namespace shmbus::tool
