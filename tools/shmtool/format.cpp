@@ -15,7 +15,7 @@ std::string human_count(std::uint64_t n) {
   static constexpr const char* kSuffix[] = {"k", "M", "G", "T", "P", "E"};
   double v = static_cast<double>(n);
   int i = -1;
-  while (v >= 999.95 && i < 5) {
+  while (v >= 999.5 && i < 5) {
     v /= 1000;
     ++i;
   }

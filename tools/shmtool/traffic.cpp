@@ -242,7 +242,7 @@ int run_pub(const Globals& g, const PubOptions& o) {
                               o.channel, config.domain));
     }
     type = TypeInfo{schema->root().name, schema->hash(), schema->text()};
-  } else if (existing && existing->type_hash != type.hash) {
+  } else if (!o.raw_size && existing && existing->type_hash != type.hash) {
     type = TypeInfo{existing->type_name, existing->type_hash, existing->schema};  // schema-less typed channel
   }
 

@@ -1,0 +1,495 @@
+// shmtool end to end: the real binary against real publisher and subscriber
+// processes (shmtool's own pub and echo, and the test peer), real signals
+// and a real pseudo-terminal for `top`.
+#include <fcntl.h>
+#include <poll.h>
+#include <pty.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "multiprocess/child_process.hpp"
+#include "shmbus/introspect.hpp"
+#include "support/test_domain.hpp"
+
+using namespace std::chrono_literals;
+using nlohmann::json;
+using shmbus::test::ChildProcess;
+
+namespace {
+
+const std::string kTool = SHMTOOL_PATH;
+const std::string kPeer = SHMBUS_TEST_PEER;
+
+/// A finished run: exit code and both streams.
+struct ToolRun {
+  int code = -1;
+  std::string out;
+  std::string err;
+  [[nodiscard]] std::size_t err_lines() const {
+    return static_cast<std::size_t>(std::count(err.begin(), err.end(), '\n'));
+  }
+};
+
+/// Runs shmtool with `args` to its end (killed after 30 s).
+ToolRun shmtool(const std::vector<std::string>& args) {
+  int out[2];
+  int err[2];
+  if (::pipe2(out, O_CLOEXEC) != 0 || ::pipe2(err, O_CLOEXEC) != 0) throw std::runtime_error("pipe");
+  posix_spawn_file_actions_t actions;
+  ::posix_spawn_file_actions_init(&actions);
+  ::posix_spawn_file_actions_adddup2(&actions, out[1], STDOUT_FILENO);
+  ::posix_spawn_file_actions_adddup2(&actions, err[1], STDERR_FILENO);
+  std::vector<std::string> all{kTool};
+  all.insert(all.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (auto& a : all) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  pid_t pid = -1;
+  const int rc = ::posix_spawn(&pid, kTool.c_str(), &actions, nullptr, argv.data(), environ);
+  ::posix_spawn_file_actions_destroy(&actions);
+  ::close(out[1]);
+  ::close(err[1]);
+  if (rc != 0) throw std::runtime_error("posix_spawn shmtool failed");
+  ToolRun r;
+  pollfd fds[2] = {{out[0], POLLIN, 0}, {err[0], POLLIN, 0}};
+  std::string* sinks[2] = {&r.out, &r.err};
+  const auto deadline = std::chrono::steady_clock::now() + 30s;
+  int open = 2;
+  while (open > 0 && std::chrono::steady_clock::now() < deadline) {
+    if (::poll(fds, 2, 100) <= 0) continue;
+    for (int i = 0; i < 2; ++i) {
+      if (fds[i].fd < 0 || fds[i].revents == 0) continue;
+      char buf[4096];
+      const ssize_t n = ::read(fds[i].fd, buf, sizeof(buf));
+      if (n > 0) {
+        sinks[i]->append(buf, static_cast<std::size_t>(n));
+      } else {
+        ::close(fds[i].fd);
+        fds[i].fd = -1;
+        --open;
+      }
+    }
+  }
+  if (open > 0) ::kill(pid, SIGKILL);
+  for (auto& f : fds) {
+    if (f.fd >= 0) ::close(f.fd);
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return r;
+}
+
+/// Every line of `text` parsed as JSON.
+std::vector<json> json_lines(const std::string& text) {
+  std::vector<json> out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    if (!line.empty()) out.push_back(json::parse(line));
+  }
+  return out;
+}
+
+std::vector<std::string> tool_args(std::vector<std::string> args, const std::string& domain) {
+  args.push_back("--domain");
+  args.push_back(domain);
+  return args;
+}
+
+/// A long-running shmtool (pub, echo, hz, top) with its stdout captured.
+std::unique_ptr<ChildProcess> start_tool(std::vector<std::string> args, const std::string& domain) {
+  std::vector<std::string> all{kTool};
+  for (auto& a : tool_args(std::move(args), domain)) all.push_back(std::move(a));
+  return std::make_unique<ChildProcess>(all);
+}
+
+/// Waits until `channel` has at least one stamp in its time list.
+void wait_for_stamps(const std::string& domain, const std::string& channel, std::uint64_t n) {
+  const auto deadline = std::chrono::steady_clock::now() + 20s;
+  while (std::chrono::steady_clock::now() < deadline) {
+    try {
+      if (shmbus::introspect::ChannelReader(domain, channel).view().stamps >= n) return;
+    } catch (const shmbus::Error&) {
+      // not created yet
+    }
+    std::this_thread::sleep_for(5ms);
+  }
+  FAIL() << channel << " got no " << n << " publishes";
+}
+
+bool exited_zero(int status) { return WIFEXITED(status) && WEXITSTATUS(status) == 0; }
+
+/// Removes the test's domain at the end, whatever the test left.
+struct DomainGuard {
+  std::string name = shmbus::test::unique_domain("tool");
+  ~DomainGuard() { shmbus::introspect::clean_domain(name, false); }
+};
+
+}  // namespace
+
+// The acceptance test of `pub` and `hz`: 200 Hz paced with absolute
+// deadlines, measured from the time list within 1%.
+TEST(ShmtoolTiming, PubAt200HzAndHzReportWithinOnePercent) {
+  DomainGuard d;
+  auto pub = start_tool({"pub", "/rate", "--type", "std_msgs/String", "--rate", "200", R"({"data": "tick"})"}, d.name);
+  wait_for_stamps(d.name, "/rate", 1);
+  std::this_thread::sleep_for(1500ms);  // a whole 1 s window of publishes
+  const ToolRun hz = shmtool(tool_args({"hz", "/rate", "--json", "-n", "3"}, d.name));
+  ASSERT_EQ(hz.code, 0) << hz.err;
+  const std::vector<json> reports = json_lines(hz.out);
+  ASSERT_EQ(reports.size(), 3U) << hz.out;
+  for (const json& r : reports) {
+    SCOPED_TRACE(r.dump());
+    EXPECT_EQ(r["channel"], "/rate");
+    EXPECT_NEAR(r["rate_hz"].get<double>(), 200.0, 2.0);  // 1%
+    EXPECT_NEAR(r["window"].get<double>(), 200.0, 3.0);   // stamps in 1 s
+    EXPECT_GT(r["min_s"].get<double>(), 0.0);
+    EXPECT_LT(r["min_s"].get<double>(), 0.005);
+    EXPECT_GT(r["max_s"].get<double>(), 0.005);
+    EXPECT_LT(r["std_dev_s"].get<double>(), 0.005);
+  }
+  pub->signal(SIGINT);
+  const int status = pub->wait(10s);
+  EXPECT_TRUE(exited_zero(status)) << pub->output();
+  EXPECT_NE(pub->output().find("published "), std::string::npos) << pub->output();
+}
+
+TEST(Shmtool, EchoDecodesWhatPubSent) {
+  DomainGuard d;
+  auto pub = start_tool({"pub", "/imu", "--type", "sensor_msgs/Imu", "--rate", "100", "--stamp",
+                         R"({"header": {"frame_id": "imu_link"}, "angular_velocity": [0.5, -1.25, 3]})"},
+                        d.name);
+  wait_for_stamps(d.name, "/imu", 1);
+  const ToolRun echo = shmtool(tool_args({"echo", "/imu", "-n", "3", "--json"}, d.name));
+  ASSERT_EQ(echo.code, 0) << echo.err;
+  const std::vector<json> messages = json_lines(echo.out);
+  ASSERT_EQ(messages.size(), 3U) << echo.out;
+  for (std::size_t i = 0; i < messages.size(); ++i) {
+    const json& m = messages[i];
+    SCOPED_TRACE(m.dump());
+    EXPECT_EQ(m["channel"], "/imu");
+    EXPECT_EQ(m["size"], 360);
+    EXPECT_EQ(m["data"]["header"]["frame_id"], "imu_link");
+    EXPECT_EQ(m["data"]["angular_velocity"], json::array({0.5, -1.25, 3.0}));
+    EXPECT_EQ(m["data"]["linear_acceleration"], json::array({0.0, 0.0, 0.0}));
+    // --stamp: header.seq counts the publishes, stamp_ns is the wall clock.
+    EXPECT_EQ(m["data"]["header"]["seq"].get<std::uint64_t>(), m["sequence"].get<std::uint64_t>());
+    EXPECT_NEAR(static_cast<double>(m["data"]["header"]["stamp_ns"].get<std::uint64_t>()),
+                static_cast<double>(m["publish_wall_ns"].get<std::int64_t>()), 1e8);
+    if (i > 0) EXPECT_EQ(m["sequence"].get<std::uint64_t>(), messages[i - 1]["sequence"].get<std::uint64_t>() + 1);
+  }
+  // --no-header: just the message; the human form is YAML-like.
+  const ToolRun bare = shmtool(tool_args({"echo", "/imu", "-n", "1", "--json", "--no-header"}, d.name));
+  ASSERT_EQ(bare.code, 0) << bare.err;
+  EXPECT_EQ(json::parse(bare.out)["header"]["frame_id"], "imu_link");
+  const ToolRun human = shmtool(tool_args({"echo", "/imu", "-n", "1"}, d.name));
+  ASSERT_EQ(human.code, 0) << human.err;
+  EXPECT_NE(human.out.find("--- /imu  seq "), std::string::npos) << human.out;
+  EXPECT_NE(human.out.find("  frame_id: \"imu_link\"\n"), std::string::npos) << human.out;
+  EXPECT_NE(human.out.find("angular_velocity: [0.5, -1.25, 3.0]\n"), std::string::npos) << human.out;
+  pub->signal(SIGTERM);
+  EXPECT_TRUE(exited_zero(pub->wait(10s)));
+}
+
+TEST(Shmtool, EchoPrintsRawChannelsInHex) {
+  DomainGuard d;
+  const ToolRun pub = shmtool(tool_args({"pub", "/raw", "--raw-size", "6", "--once", "c0ffee"}, d.name));
+  ASSERT_EQ(pub.code, 0) << pub.err;
+  const ToolRun echo = shmtool(tool_args({"echo", "/raw", "--history", "1", "-n", "1", "--json"}, d.name));
+  ASSERT_EQ(echo.code, 0) << echo.err;
+  const json m = json::parse(echo.out);
+  EXPECT_EQ(m["data"], "c0ffee000000");
+  EXPECT_EQ(m["sequence"], 0);
+  const ToolRun dump = shmtool(tool_args({"echo", "/raw", "--history", "1", "-n", "1", "--no-header"}, d.name));
+  EXPECT_EQ(dump.out, "00000000  c0 ff ee 00 00 00                                ......\n");
+}
+
+TEST(Shmtool, ListAndInfoShowPublishersAndSubscribers) {
+  DomainGuard d;
+  // Two raw publishers and one subscriber on /a (the test peer), shmtool's
+  // own publisher on /b.
+  ChildProcess pub1({kPeer, "pub", d.name, "/a", "1", "0", "64", "2000"});
+  ChildProcess pub2({kPeer, "pub", d.name, "/a", "2", "0", "64", "2000"});
+  ChildProcess sub({kPeer, "sub", d.name, "/a", "0", "60000"});
+  auto pub_b = start_tool({"pub", "/b", "--type", "std_msgs/String", "--rate", "20", R"({"data": "b"})"}, d.name);
+  shmbus::test::wait_for_subscribers(d.name, "/a", 1);
+  wait_for_stamps(d.name, "/a", 100);
+  wait_for_stamps(d.name, "/b", 5);
+  // Both publishers registered (each stamps as it publishes).
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (shmbus::introspect::ChannelReader(d.name, "/a").view().publishers.size() < 2 &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(5ms);
+  }
+
+  const ToolRun list = shmtool(tool_args({"list", "--json"}, d.name));
+  ASSERT_EQ(list.code, 0) << list.err;
+  const json channels = json::parse(list.out);
+  ASSERT_EQ(channels.size(), 2U) << list.out;
+  const json& a = channels[0];
+  const json& b = channels[1];
+  EXPECT_EQ(a["name"], "/a");
+  EXPECT_EQ(a["type"], "shmbus/Bytes");
+  EXPECT_EQ(a["transport"], "shm");
+  EXPECT_EQ(a["publishers"], 2);
+  EXPECT_EQ(a["subscribers"], 1);
+  EXPECT_GT(a["rate_hz"].get<double>(), 10.0);
+  EXPECT_GE(a["messages"].get<std::uint64_t>(), 100U);
+  EXPECT_EQ(a["level"], "unmonitored");
+  EXPECT_TRUE(a.contains("lost"));
+  EXPECT_EQ(b["name"], "/b");
+  EXPECT_EQ(b["type"], "std_msgs/String");
+  EXPECT_EQ(b["publishers"], 1);
+  EXPECT_EQ(b["subscribers"], 0);
+  EXPECT_NEAR(b["rate_hz"].get<double>(), 20.0, 2.0);
+
+  const ToolRun info = shmtool(tool_args({"info", "/a", "--json"}, d.name));
+  ASSERT_EQ(info.code, 0) << info.err;
+  const json i = json::parse(info.out);
+  std::vector<int> pub_pids;
+  for (const json& p : i["publishers"]) {
+    pub_pids.push_back(p["pid"]);
+    EXPECT_EQ(p["node"], "peer");
+    EXPECT_TRUE(p["alive"].get<bool>());
+    EXPECT_GT(p["published"].get<std::uint64_t>(), 0U);
+  }
+  std::sort(pub_pids.begin(), pub_pids.end());
+  std::vector<int> expected{pub1.pid(), pub2.pid()};
+  std::sort(expected.begin(), expected.end());
+  EXPECT_EQ(pub_pids, expected);
+  ASSERT_EQ(i["subscribers"].size(), 1U);
+  EXPECT_EQ(i["subscribers"][0]["pid"], sub.pid());
+  EXPECT_EQ(i["capacity"], 16);
+  EXPECT_EQ(i["max_message_size"], 4096);
+  EXPECT_EQ(i["time_list_capacity"], 1024);
+  EXPECT_EQ(i["type_hash"], "0000000000000000");
+
+  // The human form names the same processes.
+  const ToolRun human = shmtool(tool_args({"info", "/b"}, d.name));
+  ASSERT_EQ(human.code, 0) << human.err;
+  EXPECT_NE(human.out.find("publishers (1):"), std::string::npos) << human.out;
+  EXPECT_NE(human.out.find(std::to_string(pub_b->pid()) + "  shmtool  alive"), std::string::npos) << human.out;
+  EXPECT_NE(human.out.find("subscribers (0):"), std::string::npos) << human.out;
+  EXPECT_NE(human.out.find("  string<256> data\n"), std::string::npos) << human.out;
+
+  // stats: period statistics of /b (50 ms) and the subscriber of /a.
+  const ToolRun stats = shmtool(tool_args({"stats", "--json"}, d.name));
+  ASSERT_EQ(stats.code, 0) << stats.err;
+  const json st = json::parse(stats.out);
+  ASSERT_EQ(st.size(), 2U);
+  EXPECT_NEAR(st[1]["period"]["mean_s"].get<double>(), 0.05, 0.005);
+  EXPECT_GE(st[1]["period"]["count"].get<std::uint64_t>(), 4U);
+  ASSERT_EQ(st[0]["subscribers"].size(), 1U);
+  EXPECT_EQ(st[0]["subscribers"][0]["pid"], sub.pid());
+  EXPECT_GT(st[0]["subscribers"][0]["received"].get<std::uint64_t>(), 0U);
+
+  pub_b->signal(SIGINT);
+  EXPECT_TRUE(exited_zero(pub_b->wait(10s)));
+  sub.signal(SIGTERM);
+  pub1.signal(SIGTERM);
+  pub2.signal(SIGTERM);
+  sub.wait(10s);
+  pub1.wait(10s);
+  pub2.wait(10s);
+}
+
+// Ctrl-C ends echo, hz, pub and top cleanly: exit 0 and no endpoint left.
+TEST(Shmtool, CtrlCLeavesNoEndpointBehind) {
+  DomainGuard d;
+  auto pub = start_tool({"pub", "/c", "--type", "std_msgs/String", "--rate", "50"}, d.name);
+  wait_for_stamps(d.name, "/c", 1);
+  auto echo = start_tool({"echo", "/c"}, d.name);
+  auto hz = start_tool({"hz", "/c"}, d.name);
+  auto top = start_tool({"top", "--interval", "0.2"}, d.name);
+  shmbus::test::wait_for_subscribers(d.name, "/c", 1);
+  ASSERT_TRUE(echo->wait_for_output("--- /c", 10s));
+  ASSERT_TRUE(hz->wait_for_output("/c: ", 10s));
+  ASSERT_TRUE(top->wait_for_output("/c ", 10s));
+  for (auto* p : {echo.get(), hz.get(), top.get(), pub.get()}) p->signal(SIGINT);
+  for (auto* p : {echo.get(), hz.get(), top.get(), pub.get()}) EXPECT_TRUE(exited_zero(p->wait(10s)));
+  const shmbus::introspect::ChannelView v = shmbus::introspect::ChannelReader(d.name, "/c").view();
+  EXPECT_TRUE(v.publishers.empty());
+  EXPECT_TRUE(v.subscribers.empty());
+  EXPECT_GT(v.received, 0U);
+}
+
+// `top` on a real terminal: a full-screen table, and `q` quits.
+TEST(Shmtool, TopRefreshesOnATerminalAndQuitsOnQ) {
+  DomainGuard d;
+  const ToolRun pub = shmtool(tool_args({"pub", "/t", "--type", "std_msgs/String", "--once"}, d.name));
+  ASSERT_EQ(pub.code, 0) << pub.err;
+  int master = -1;
+  const pid_t pid = ::forkpty(&master, nullptr, nullptr, nullptr);
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    ::execl(kTool.c_str(), kTool.c_str(), "top", "--interval", "0.2", "--domain", d.name.c_str(), nullptr);
+    ::_exit(127);
+  }
+  std::string screen;
+  const auto read_for = [&](std::chrono::milliseconds t) {
+    const auto deadline = std::chrono::steady_clock::now() + t;
+    while (std::chrono::steady_clock::now() < deadline) {
+      pollfd p{master, POLLIN, 0};
+      if (::poll(&p, 1, 50) > 0) {
+        char buf[4096];
+        const ssize_t n = ::read(master, buf, sizeof(buf));
+        if (n <= 0) break;
+        screen.append(buf, static_cast<std::size_t>(n));
+      }
+    }
+  };
+  read_for(1500ms);
+  EXPECT_NE(screen.find("\033[H\033[2J"), std::string::npos);  // redraws in place
+  EXPECT_NE(screen.find("(r rate, l level, n name, q quit)"), std::string::npos) << screen;
+  EXPECT_NE(screen.find("/t "), std::string::npos) << screen;
+  ASSERT_EQ(::write(master, "l", 1), 1);
+  read_for(500ms);
+  EXPECT_NE(screen.find("sorted by level"), std::string::npos);
+  ASSERT_EQ(::write(master, "q", 1), 1);
+  int status = 0;
+  const auto deadline = std::chrono::steady_clock::now() + 5s;
+  while (::waitpid(pid, &status, WNOHANG) == 0 && std::chrono::steady_clock::now() < deadline) read_for(50ms);
+  if (std::chrono::steady_clock::now() >= deadline) {
+    ::kill(pid, SIGKILL);
+    ::waitpid(pid, &status, 0);
+  }
+  ::close(master);
+  EXPECT_TRUE(exited_zero(status));
+}
+
+TEST(Shmtool, AlertsUseTheConfiguredThresholds) {
+  DomainGuard d;
+  const std::filesystem::path config = std::filesystem::temp_directory_path() / (d.name + ".toml");
+  std::ofstream(config) << "[[channel]]\nname = \"/mon/*\"\nthresholds_hz = [90.0, 110.0, 400.0]\n";
+  auto slow = start_tool({"--config", config.string(), "pub", "/mon/slow", "--type", "std_msgs/String", "--rate", "40"},
+                         d.name);
+  auto ok =
+      start_tool({"--config", config.string(), "pub", "/mon/ok", "--type", "std_msgs/String", "--rate", "100"}, d.name);
+  auto other = start_tool({"pub", "/other", "--type", "std_msgs/String", "--rate", "10"}, d.name);
+  wait_for_stamps(d.name, "/mon/ok", 1);
+  wait_for_stamps(d.name, "/mon/slow", 1);
+  wait_for_stamps(d.name, "/other", 1);
+  std::this_thread::sleep_for(1200ms);
+  const ToolRun alerts = shmtool(tool_args({"--config", config.string(), "alerts", "--json"}, d.name));
+  ASSERT_EQ(alerts.code, 0) << alerts.err;
+  const json a = json::parse(alerts.out);
+  ASSERT_EQ(a.size(), 2U) << a.dump();      // /other has no thresholds
+  EXPECT_EQ(a[0]["channel"], "/mon/slow");  // worst first
+  EXPECT_EQ(a[0]["level"], "critical");
+  EXPECT_NEAR(a[0]["rate_hz"].get<double>(), 40.0, 2.0);
+  EXPECT_EQ(a[0]["thresholds_hz"], json::array({90.0, 110.0, 400.0}));
+  EXPECT_EQ(a[0]["window_s"], 1.0);
+  EXPECT_EQ(a[1]["channel"], "/mon/ok");
+  EXPECT_EQ(a[1]["level"], "nominal");
+  const ToolRun human = shmtool(tool_args({"--config", config.string(), "alerts"}, d.name));
+  EXPECT_NE(human.out.find("shmbusd is not running"), std::string::npos) << human.out;
+  const ToolRun list = shmtool(tool_args({"--config", config.string(), "list", "--json"}, d.name));
+  const json l = json::parse(list.out);
+  ASSERT_EQ(l.size(), 3U);
+  EXPECT_EQ(l[0]["name"], "/mon/ok");
+  EXPECT_EQ(l[0]["level"], "nominal");
+  EXPECT_EQ(l[1]["level"], "critical");
+  EXPECT_EQ(l[2]["level"], "unmonitored");
+  for (auto* p : {slow.get(), ok.get(), other.get()}) p->signal(SIGINT);
+  for (auto* p : {slow.get(), ok.get(), other.get()}) EXPECT_TRUE(exited_zero(p->wait(10s)));
+  std::filesystem::remove(config);
+}
+
+TEST(Shmtool, CleanRemovesADeadDomainAndNothingOfALiveOne) {
+  DomainGuard dead;
+  DomainGuard live;
+  {
+    ChildProcess doomed({kPeer, "pub", dead.name, "/gone", "1", "0", "64", "1000"});
+    wait_for_stamps(dead.name, "/gone", 10);
+    doomed.signal(SIGKILL);
+    doomed.wait(10s);
+  }
+  ChildProcess running({kPeer, "pub", live.name, "/alive", "1", "0", "64", "1000"});
+  wait_for_stamps(live.name, "/alive", 10);
+  const auto exists = [](const std::string& object) { return std::filesystem::exists("/dev/shm/" + object); };
+  const std::string gone = "shmbus." + dead.name + ".c.gone";
+  const std::string gone_registry = "shmbus." + dead.name + ".registry";
+  const std::string alive = "shmbus." + live.name + ".c.alive";
+  ASSERT_TRUE(exists(gone) && exists(gone_registry));
+
+  const ToolRun dry = shmtool(tool_args({"clean", "--dry-run"}, dead.name));
+  ASSERT_EQ(dry.code, 0) << dry.err;
+  EXPECT_NE(dry.out.find("would remove /dev/shm/" + gone + "\n"), std::string::npos) << dry.out;
+  EXPECT_TRUE(exists(gone) && exists(gone_registry));
+
+  const ToolRun clean = shmtool(tool_args({"clean", "--json"}, dead.name));
+  ASSERT_EQ(clean.code, 0) << clean.err;
+  const json r = json::parse(clean.out);
+  EXPECT_EQ(r["removed"].size(), 2U) << r.dump();
+  EXPECT_TRUE(r["kept"].empty());
+  EXPECT_FALSE(exists(gone));
+  EXPECT_FALSE(exists(gone_registry));
+
+  const ToolRun keep = shmtool(tool_args({"clean"}, live.name));
+  ASSERT_EQ(keep.code, 0) << keep.err;
+  EXPECT_NE(keep.out.find("kept /dev/shm/" + alive + " (in use by a live process)"), std::string::npos) << keep.out;
+  EXPECT_NE(keep.out.find("nothing to remove"), std::string::npos) << keep.out;
+  EXPECT_TRUE(exists(alive));
+  EXPECT_TRUE(exists("shmbus." + live.name + ".registry"));
+  running.signal(SIGTERM);
+  running.wait(10s);
+}
+
+// Bad input: one line on stderr that names the thing, and the exit code.
+TEST(Shmtool, BadInputExitCodesAndOneLineErrors) {
+  DomainGuard d;
+  const ToolRun made = shmtool(tool_args({"pub", "/known", "--type", "sensor_msgs/Imu", "--once"}, d.name));
+  ASSERT_EQ(made.code, 0) << made.err;
+  struct Case {
+    std::vector<std::string> args;
+    int code;
+    std::string needle;
+  };
+  const std::vector<Case> cases{
+      {{"info", "/missing"}, 3, "channel /missing not found"},
+      {{"echo", "/missing"}, 3, "channel /missing not found"},
+      {{"hz", "/missing"}, 3, "channel /missing not found"},
+      {{"stats", "/missing"}, 3, "channel /missing not found"},
+      {{"pub", "/known", R"({"angular_velocity": [1, "fast", 3]})"}, 2, "angular_velocity[1]"},
+      {{"pub", "/known", R"({"header": {"sequence": 1}})"}, 2, "header: unknown field 'sequence'"},
+      {{"pub", "/known", "{not json"}, 2, "DATA is not JSON"},
+      {{"pub", "/known", "--rate", "0"}, 2, "--rate 0 is not a rate"},
+      {{"pub", "/known", "--rate", "-5"}, 2, "--rate -5 is not a rate"},
+      {{"pub", "/known", "--type", "std_msgs/String", "--once"}, 2, "you asked for std_msgs/String"},
+      {{"pub", "/new", "--once"}, 2, "give its type with --type"},
+      {{"pub", "/new", "--type", "no_pkg/Nothing", "--once"}, 2, "unknown message type 'no_pkg/Nothing'"},
+      {{"pub", "/text", "--stamp", "--type", "std_msgs/String"}, 2, "--stamp needs a std_msgs/Header field"},
+      {{"pub", "/known", "--raw-size", "8", "--once"}, 2, "has type sensor_msgs/Imu"},
+      {{"pub", "/r", "--raw-size", "2", "0a0b0c", "--once"}, 2, "DATA has 3 bytes, more than --raw-size 2"},
+      {{"pub", "/known", "--type", "sensor_msgs/Imu", "--raw-size", "8"}, 2, "excludes"},
+      {{"echo", "/known", "--json", "--hex"}, 2, "excludes"},
+      {{"hz", "/known", "--window", "0"}, 2, "--window: must be a number of seconds > 0"},
+      {{"info", "bad name"}, 2, "channel name \"bad name\""},
+      {{"frobnicate"}, 2, "unknown command 'frobnicate'"},
+      {{"info"}, 2, "CHANNEL is required"},
+      {{"--config", "/nonexistent/shmbus.toml", "list"}, 2, "/nonexistent/shmbus.toml"},
+  };
+  for (const Case& c : cases) {
+    const ToolRun r = shmtool(tool_args(c.args, d.name));
+    SCOPED_TRACE(c.args.front() + " " + (c.args.size() > 1 ? c.args[1] : "") + ": " + r.err);
+    EXPECT_EQ(r.code, c.code);
+    EXPECT_EQ(r.err_lines(), 1U);
+    EXPECT_NE(r.err.find(c.needle), std::string::npos);
+    EXPECT_EQ(r.err.rfind("shmtool", 0), 0U);
+  }
+  // Nothing was published by the refused runs.
+  EXPECT_EQ(shmbus::introspect::ChannelReader(d.name, "/known").view().messages, 1U);
+}
