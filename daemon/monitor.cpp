@@ -179,8 +179,12 @@ void Monitor::refresh_statistics() {
         const double mean = sum / static_cast<double>(n);
         st.age.mean = mean;
         st.age.stddev = std::sqrt(std::max(0.0, sq / static_cast<double>(n) - mean * mean));
-        st.age.min = s.age_min_ns == UINT64_MAX ? mean : static_cast<double>(s.age_min_ns) / 1e9;
-        st.age.max = static_cast<double>(s.age_max_ns) / 1e9;
+        // No extremes since the last reset: a sample raced the reset, or (an
+        // observer) the owner's window has just begun. Unknown, not 0.
+        if (s.age_min_ns != UINT64_MAX) {
+          st.age.min = static_cast<double>(s.age_min_ns) / 1e9;
+          st.age.max = static_cast<double>(s.age_max_ns) / 1e9;
+        }
       }
       next_base[s.id] = Tracked::AgeBase{s.age_samples, s.age_sum_ns, s.age_sum_sq_s2};
       t.status.subscriber_stats.push_back(std::move(st));

@@ -173,14 +173,15 @@ int run_info(const Globals& g, const std::string& channel) {
     for (const auto& p : v.subscribers) {
       const double mean =
           p.age_samples ? static_cast<double>(p.age_sum_ns) / static_cast<double>(p.age_samples) / 1e9 : std::nan("");
-      subs.push_back(Json{{"id", p.id},
-                          {"pid", p.pid},
-                          {"node", p.node},
-                          {"alive", p.alive},
-                          {"received", p.messages},
-                          {"lost", p.lost},
-                          {"age_mean_s", json_number(mean)},
-                          {"age_max_s", p.age_samples ? Json(static_cast<double>(p.age_max_ns) / 1e9) : Json()}});
+      subs.push_back(
+          Json{{"id", p.id},
+               {"pid", p.pid},
+               {"node", p.node},
+               {"alive", p.alive},
+               {"received", p.messages},
+               {"lost", p.lost},
+               {"age_mean_s", json_number(mean)},
+               {"age_max_s", p.age_min_ns != UINT64_MAX ? Json(static_cast<double>(p.age_max_ns) / 1e9) : Json()}});
     }
     j["subscribers"] = std::move(subs);
     j["schema"] = v.schema;
@@ -215,7 +216,7 @@ int run_info(const Globals& g, const std::string& channel) {
   }
   t.add({"published", fmt::format("{} ({} dropped by publishers)", v.messages - v.publish_dropped, v.publish_dropped)});
   t.add({"received", fmt::format("{} by all subscribers, {} lost", v.received, v.lost)});
-  t.add({"asleep", fmt::format("{} subscribers in a blocking wait", v.sleepers)});
+  t.add({"asleep", fmt::format("{} subscriber{} in a blocking wait", v.sleepers, v.sleepers == 1 ? "" : "s")});
   std::string rendered = t.render();
   out += rendered.substr(rendered.find('\n') + 1);  // no header line
 
@@ -236,7 +237,7 @@ int run_info(const Globals& g, const std::string& channel) {
           e.age_samples ? static_cast<double>(e.age_sum_ns) / static_cast<double>(e.age_samples) / 1e9 : std::nan("");
       p.add({std::to_string(e.id), std::to_string(e.pid), e.node, e.alive ? "alive" : "dead",
              std::to_string(e.messages), std::to_string(e.lost), human_seconds(mean),
-             e.age_samples ? human_seconds(static_cast<double>(e.age_max_ns) / 1e9) : "-"});
+             e.age_min_ns != UINT64_MAX ? human_seconds(static_cast<double>(e.age_max_ns) / 1e9) : "-"});
     }
     out += p.render(2);
   }
@@ -301,7 +302,12 @@ int run_stats(const Globals& g, const StatsOptions& o) {
     }
   }
   std::string out = "message periods over each channel's window:\n" + periods.render(2);
-  if (!subs.empty()) out += "subscribers (message age: sampled takes since the subscriber started):\n" + subs.render(2);
+  if (!subs.empty()) {
+    out +=
+        "subscribers (message age = take time - publish time; mean and std dev since the subscriber started, min "
+        "and max since shmbusd's last statistics window):\n" +
+        subs.render(2);
+  }
   print(out);
   return 0;
 }

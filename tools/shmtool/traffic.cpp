@@ -33,24 +33,35 @@ void print(const std::string& s) {
   std::fflush(stdout);
 }
 
+constexpr char kDigits[] = "0123456789abcdef";
+
+void append_hex(std::string& out, std::byte b) {
+  out += kDigits[static_cast<unsigned>(b) >> 4];
+  out += kDigits[static_cast<unsigned>(b) & 0xf];
+}
+
 std::string hex(std::span<const std::byte> bytes) {
   std::string out;
   out.reserve(bytes.size() * 2);
-  for (std::byte b : bytes) fmt::format_to(std::back_inserter(out), "{:02x}", static_cast<unsigned>(b));
+  for (std::byte b : bytes) append_hex(out, b);
   return out;
 }
 
-/// A hexdump: offset, 16 bytes, printable ASCII.
+/// A hexdump: offset, 16 bytes, printable ASCII (a camera frame is
+/// megabytes: no formatting call per byte).
 std::string hexdump(std::span<const std::byte> bytes) {
   std::string out;
+  out.reserve((bytes.size() / 16 + 1) * 78);
   for (std::size_t off = 0; off < bytes.size(); off += 16) {
     const std::size_t n = std::min<std::size_t>(16, bytes.size() - off);
-    fmt::format_to(std::back_inserter(out), "{:08x} ", off);
+    for (int shift = 28; shift >= 0; shift -= 4) out += kDigits[(off >> shift) & 0xf];
+    out += ' ';
     for (std::size_t i = 0; i < 16; ++i) {
+      out += ' ';
       if (i < n) {
-        fmt::format_to(std::back_inserter(out), " {:02x}", static_cast<unsigned>(bytes[off + i]));
+        append_hex(out, bytes[off + i]);
       } else {
-        out += "   ";
+        out += "  ";
       }
     }
     out += "  ";
