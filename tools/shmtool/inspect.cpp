@@ -93,6 +93,11 @@ Json summary_json(const daemon::Summary& s) {
               {"count", s.count}};
 }
 
+/// A subscriber's mean message age since it started, NaN before a sample.
+double age_mean_s(const introspect::EndpointView& e) {
+  return e.age_samples ? static_cast<double>(e.age_sum_ns) / static_cast<double>(e.age_samples) / 1e9 : std::nan("");
+}
+
 /// Whether shmbusd publishes alerts in this domain: a live publisher of its
 /// alerts channel, and its pid.
 std::optional<std::int32_t> daemon_pid(const Config& config) {
@@ -171,8 +176,6 @@ int run_info(const Globals& g, const std::string& channel) {
     j["publishers"] = std::move(pubs);
     Json subs = Json::array();
     for (const auto& p : v.subscribers) {
-      const double mean =
-          p.age_samples ? static_cast<double>(p.age_sum_ns) / static_cast<double>(p.age_samples) / 1e9 : std::nan("");
       subs.push_back(
           Json{{"id", p.id},
                {"pid", p.pid},
@@ -180,7 +183,7 @@ int run_info(const Globals& g, const std::string& channel) {
                {"alive", p.alive},
                {"received", p.messages},
                {"lost", p.lost},
-               {"age_mean_s", json_number(mean)},
+               {"age_mean_s", json_number(age_mean_s(p))},
                {"age_max_s", p.age_min_ns != UINT64_MAX ? Json(static_cast<double>(p.age_max_ns) / 1e9) : Json()}});
     }
     j["subscribers"] = std::move(subs);
@@ -233,10 +236,8 @@ int run_info(const Globals& g, const std::string& channel) {
   if (!v.subscribers.empty()) {
     Table p({"ID>", "PID>", "NODE", "STATE", "RECEIVED>", "LOST>", "AGE MEAN>", "AGE MAX>"});
     for (const auto& e : v.subscribers) {
-      const double mean =
-          e.age_samples ? static_cast<double>(e.age_sum_ns) / static_cast<double>(e.age_samples) / 1e9 : std::nan("");
       p.add({std::to_string(e.id), std::to_string(e.pid), e.node, e.alive ? "alive" : "dead",
-             std::to_string(e.messages), std::to_string(e.lost), human_seconds(mean),
+             std::to_string(e.messages), std::to_string(e.lost), human_seconds(age_mean_s(e)),
              e.age_min_ns != UINT64_MAX ? human_seconds(static_cast<double>(e.age_max_ns) / 1e9) : "-"});
     }
     out += p.render(2);
