@@ -81,6 +81,7 @@ void collect_endpoints(const EndpointEntry* table, std::uint32_t n, std::vector<
     ev.age_min_ns = table[i].age_min_ns.load(std::memory_order_relaxed);
     ev.age_max_ns = table[i].age_max_ns.load(std::memory_order_relaxed);
     ev.age_samples = table[i].age_samples.load(std::memory_order_relaxed);
+    ev.discarded = table[i].discarded.load(std::memory_order_relaxed);
     out.push_back(std::move(ev));
   }
 }

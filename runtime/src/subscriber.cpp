@@ -50,6 +50,16 @@ bool Subscriber::wait(std::chrono::nanoseconds timeout) noexcept {
 
 std::uint64_t Subscriber::received() const noexcept { return impl_->entry->messages.load(std::memory_order_relaxed); }
 std::uint64_t Subscriber::lost() const noexcept { return impl_->entry->lost.load(std::memory_order_relaxed); }
+
+void Subscriber::count_discarded(std::uint64_t n) noexcept {
+  // Single writer (this subscriber): a relaxed load and store, no RMW.
+  auto& d = impl_->entry->discarded;
+  d.store(d.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+}
+
+std::uint64_t Subscriber::discarded() const noexcept {
+  return impl_->entry->discarded.load(std::memory_order_relaxed);
+}
 std::uint32_t Subscriber::id() const noexcept { return impl_->id; }
 const std::string& Subscriber::channel() const noexcept { return impl_->channel->name(); }
 std::uint32_t Subscriber::channel_index() const noexcept {

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "common.hpp"
 
@@ -56,5 +57,17 @@ struct PubOptions {
   std::string data;         ///< JSON (typed) or hex (raw)
 };
 int run_pub(const Globals& g, const PubOptions& o);
+
+struct SyncOptions {
+  std::vector<std::string> inputs;
+  std::string policy = "bounded";
+  std::string threshold;    ///< a duration ("10ms"); empty: 0
+  std::string output;       ///< channel of shmbus_msgs/SyncSet
+  std::string stamp_field;  ///< empty: the publish time
+  std::size_t queue_size = 64;
+  std::string master;       ///< latest: the triggering input (default: the first)
+  std::uint64_t count = 0;  ///< stop after N sets (0: until Ctrl-C)
+};
+int run_sync(const Globals& g, const SyncOptions& o);
 
 }  // namespace shmbus::tool

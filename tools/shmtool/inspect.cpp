@@ -183,6 +183,7 @@ int run_info(const Globals& g, const std::string& channel) {
                {"alive", p.alive},
                {"received", p.messages},
                {"lost", p.lost},
+               {"discarded", p.discarded},
                {"age_mean_s", json_number(age_mean_s(p))},
                {"age_max_s", p.age_min_ns != UINT64_MAX ? Json(static_cast<double>(p.age_max_ns) / 1e9) : Json()}});
     }
@@ -234,10 +235,11 @@ int run_info(const Globals& g, const std::string& channel) {
   }
   out += fmt::format("subscribers ({}):\n", v.subscribers.size());
   if (!v.subscribers.empty()) {
-    Table p({"ID>", "PID>", "NODE", "STATE", "RECEIVED>", "LOST>", "AGE MEAN>", "AGE MAX>"});
+    Table p({"ID>", "PID>", "NODE", "STATE", "RECEIVED>", "LOST>", "DISCARDED>", "AGE MEAN>", "AGE MAX>"});
     for (const auto& e : v.subscribers) {
       p.add({std::to_string(e.id), std::to_string(e.pid), e.node, e.alive ? "alive" : "dead",
-             std::to_string(e.messages), std::to_string(e.lost), human_seconds(age_mean_s(e)),
+             std::to_string(e.messages), std::to_string(e.lost), std::to_string(e.discarded),
+             human_seconds(age_mean_s(e)),
              e.age_min_ns != UINT64_MAX ? human_seconds(static_cast<double>(e.age_max_ns) / 1e9) : "-"});
     }
     out += p.render(2);

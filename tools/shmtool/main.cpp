@@ -120,6 +120,18 @@ int main(int argc, char** argv) {
   top->add_option("--sort", top_o.sort, "Sort by rate, level or name")->check(CLI::IsMember({"rate", "level", "name"}));
   top->add_option("-n,--iterations", top_o.iterations, "Stop after N refreshes (default: until q or Ctrl-C)");
 
+  SyncOptions sync_o;
+  CLI::App* sync = app.add_subcommand("sync", "Align several channels into sets with a bounded time disparity");
+  sync->add_option("--inputs", sync_o.inputs, "Input channels, comma-separated (2 to 8)")->required()->delimiter(',');
+  sync->add_option("--policy", sync_o.policy, "bounded (default), exact, approximate or latest");
+  sync->add_option("--threshold", sync_o.threshold, "Largest disparity of a set, e.g. 10ms (bounded: required)");
+  sync->add_option("--output", sync_o.output, "Channel the sets go to (shmbus_msgs/SyncSet)")->required();
+  sync->add_option("--stamp-field", sync_o.stamp_field,
+                   "Timestamp field of the inputs, e.g. header.stamp_ns (default: the publish time)");
+  sync->add_option("--queue-size", sync_o.queue_size, "Messages kept per input (default 64)");
+  sync->add_option("--master", sync_o.master, "latest: the input that triggers a set (default: the first)");
+  sync->add_option("-n,--count", sync_o.count, "Stop after N sets (default: until Ctrl-C)");
+
   bool dry_run = false;
   CLI::App* clean = app.add_subcommand("clean", "Remove the domain's segments no live process uses");
   clean->add_flag("--dry-run", dry_run, "Only say what would be removed");
@@ -145,6 +157,7 @@ int main(int argc, char** argv) {
     if (alerts->parsed()) return run_alerts(g);
     if (top->parsed()) return run_top(g, top_o);
     if (clean->parsed()) return run_clean(g, dry_run);
+    if (sync->parsed()) return run_sync(g, sync_o);
   } catch (const shmbus::Error& e) {
     std::fprintf(stderr, "shmtool: %s\n", e.what());
     return e.exit_code();

@@ -33,6 +33,8 @@ struct EndpointView {
   std::uint64_t age_min_ns = UINT64_MAX;
   std::uint64_t age_max_ns = 0;
   std::uint64_t age_samples = 0;  ///< takes whose age the sums hold
+  /// Subscribers: taken, then discarded by the application (a synchronizer).
+  std::uint64_t discarded = 0;
 };
 
 /// Everything a channel says about itself.

@@ -92,6 +92,12 @@ class Subscriber {
 
   [[nodiscard]] std::uint64_t received() const noexcept;
   [[nodiscard]] std::uint64_t lost() const noexcept;
+
+  /// Counts `n` messages this subscriber took and then discarded (a
+  /// synchronizer that found no partner for them), so that `shmtool info`
+  /// shows them beside received and lost: nothing is dropped unseen.
+  void count_discarded(std::uint64_t n = 1) noexcept;
+  [[nodiscard]] std::uint64_t discarded() const noexcept;
   [[nodiscard]] std::uint32_t id() const noexcept;
   [[nodiscard]] const std::string& channel() const noexcept;
   [[nodiscard]] std::uint32_t channel_index() const noexcept;

@@ -119,7 +119,10 @@ struct alignas(kCacheLine) EndpointEntry {
   std::atomic<std::uint64_t> age_min_ns;
   std::atomic<std::uint64_t> age_max_ns;
   std::atomic<std::uint64_t> age_samples;  ///< takes whose age was recorded (1 in age_sample_every)
-  std::uint64_t reserved1[6];
+  /// Subscribers: messages taken and then discarded by the application
+  /// (Subscriber::count_discarded, e.g. by a synchronizer).
+  std::atomic<std::uint64_t> discarded;
+  std::uint64_t reserved1[5];
   char node[kNodeBytes];
 };
 static_assert(std::is_standard_layout_v<EndpointEntry>);
@@ -198,6 +201,6 @@ inline constexpr std::uint64_t kChannelLayoutHash = layout_hash_of(
     offsetof(ChannelHeader, futex_word), offsetof(ChannelHeader, time_list_head), sizeof(SlotHeader),
     sizeof(ProvenanceEntry), sizeof(EndpointEntry), sizeof(EndpointEntry), kSlotPayloadOffset,
     offsetof(EndpointEntry, messages), offsetof(EndpointEntry, lost), offsetof(EndpointEntry, age_max_ns),
-    offsetof(EndpointEntry, age_samples), kMaxPublishers, kMaxSubscribers);
+    offsetof(EndpointEntry, age_samples), offsetof(EndpointEntry, discarded), kMaxPublishers, kMaxSubscribers);
 
 }  // namespace shmbus::layout
