@@ -493,3 +493,97 @@ TEST(Shmtool, BadInputExitCodesAndOneLineErrors) {
   // Nothing was published by the refused runs.
   EXPECT_EQ(shmbus::introspect::ChannelReader(d.name, "/known").view().messages, 1U);
 }
+
+// The synchronizer stage end to end: three publisher processes, `shmtool
+// sync` aligning them, fused sets arriving on the output channel.
+TEST(Shmtool, SyncPublishesFusedSetsFromRealPublishers) {
+  DomainGuard d;
+  std::vector<std::unique_ptr<ChildProcess>> pubs;
+  for (const char* c : {"/s/a", "/s/b", "/s/c"}) {
+    pubs.push_back(start_tool({"pub", c, "--type", "sensor_msgs/Imu", "--rate", "100", "--stamp"}, d.name));
+  }
+  for (const char* c : {"/s/a", "/s/b", "/s/c"}) wait_for_stamps(d.name, c, 1);
+  // Publishers at 100 Hz with unrelated phases: any three latest stamps lie
+  // within one period, so a 10 ms bound always finds sets.
+  auto sync = start_tool({"sync", "--inputs", "/s/a,/s/b,/s/c", "--policy", "bounded", "--threshold", "10ms",
+                          "--stamp-field", "header.stamp_ns", "--output", "/s/fused"},
+                         d.name);
+  wait_for_stamps(d.name, "/s/fused", 1);
+  const ToolRun echo = shmtool(tool_args({"echo", "/s/fused", "-n", "3", "--json"}, d.name));
+  ASSERT_EQ(echo.code, 0) << echo.err;
+  const std::vector<json> sets = json_lines(echo.out);
+  ASSERT_EQ(sets.size(), 3U) << echo.out;
+  std::map<std::string, std::uint64_t> last_sequence;
+  for (const json& s : sets) {
+    SCOPED_TRACE(s.dump());
+    const json& m = s["data"];
+    EXPECT_EQ(m["policy"], "bounded");
+    EXPECT_EQ(m["threshold_ns"], 10'000'000);
+    ASSERT_EQ(m["count"], 3);
+    std::int64_t lo = INT64_MAX;
+    std::int64_t hi = INT64_MIN;
+    for (std::size_t i = 0; i < 3; ++i) {
+      const json& member = m["members"][i];
+      EXPECT_EQ(member["channel"], std::vector<std::string>({"/s/a", "/s/b", "/s/c"})[i]);
+      const auto seq = member["sequence"].get<std::uint64_t>();
+      const std::string channel = member["channel"];
+      if (last_sequence.count(channel)) EXPECT_GT(seq, last_sequence[channel]);
+      last_sequence[channel] = seq;
+      lo = std::min(lo, member["stamp_ns"].get<std::int64_t>());
+      hi = std::max(hi, member["stamp_ns"].get<std::int64_t>());
+    }
+    EXPECT_EQ(m["disparity_ns"].get<std::int64_t>(), hi - lo);
+    EXPECT_LE(hi - lo, 10'000'000);
+  }
+  // The stage shows up as each input's subscriber, with its discards.
+  const ToolRun info = shmtool(tool_args({"info", "/s/b", "--json"}, d.name));
+  const json i = json::parse(info.out);
+  ASSERT_EQ(i["subscribers"].size(), 1U);
+  EXPECT_EQ(i["subscribers"][0]["node"], "shmtool-sync");
+  EXPECT_EQ(i["subscribers"][0]["pid"], sync->pid());
+  EXPECT_TRUE(i["subscribers"][0].contains("discarded"));
+  sync->signal(SIGINT);
+  ASSERT_TRUE(exited_zero(sync->wait(10s))) << sync->output();
+  EXPECT_NE(sync->output().find("published "), std::string::npos) << sync->output();
+  EXPECT_TRUE(shmbus::introspect::ChannelReader(d.name, "/s/a").view().subscribers.empty());
+  for (auto& p : pubs) p->signal(SIGINT);
+  for (auto& p : pubs) EXPECT_TRUE(exited_zero(p->wait(10s)));
+}
+
+TEST(Shmtool, SyncRefusesBadParametersWithOneLine) {
+  DomainGuard d;
+  for (const char* c : {"/x", "/y"}) {
+    const ToolRun made = shmtool(tool_args({"pub", c, "--type", "std_msgs/String", "--once"}, d.name));
+    ASSERT_EQ(made.code, 0) << made.err;
+  }
+  struct Case {
+    std::vector<std::string> args;
+    int code;
+    std::string needle;
+  };
+  const std::vector<Case> cases{
+      {{"sync", "--inputs", "/x,/y", "--threshold", "0ms", "--output", "/f"},
+       2,
+       "--threshold 0ms is not a duration > 0"},
+      {{"sync", "--inputs", "/x,/y", "--threshold", "-3ms", "--output", "/f"}, 2, "--threshold -3ms"},
+      {{"sync", "--inputs", "/x,/y", "--output", "/f"}, 2, "the bounded policy needs --threshold"},
+      {{"sync", "--inputs", "/x", "--threshold", "5ms", "--output", "/f"}, 2, "at least 2 input channels, got 1"},
+      {{"sync", "--inputs", "/x,/y", "--threshold", "5ms", "--output", "/f", "--stamp-field", "header.stamp_ns"},
+       2,
+       "input /x has type std_msgs/String, which has no field 'header.stamp_ns'"},
+      {{"sync", "--inputs", "/x,/y", "--threshold", "5ms", "--output", "/f", "--policy", "fastest"},
+       2,
+       "--policy fastest is unknown"},
+      {{"sync", "--inputs", "/x,/missing", "--threshold", "5ms", "--output", "/f"}, 3, "channel /missing not found"},
+      {{"sync", "--inputs", "/x,/y", "--threshold", "5ms", "--output", "/x"}, 2, "--output /x is also an input"},
+  };
+  for (const Case& c : cases) {
+    const ToolRun r = shmtool(tool_args(c.args, d.name));
+    SCOPED_TRACE(r.err);
+    EXPECT_EQ(r.code, c.code);
+    EXPECT_EQ(r.err_lines(), 1U);
+    EXPECT_NE(r.err.find(c.needle), std::string::npos);
+  }
+  // No stage stayed subscribed after a refusal.
+  EXPECT_TRUE(shmbus::introspect::ChannelReader(d.name, "/x").view().subscribers.empty());
+}
