@@ -161,6 +161,53 @@ class ConfigReader {
     return true;
   }
 
+  void read_sync(const toml::node& v, std::vector<SyncStageSettings>& out) const {
+    const auto* arr = v.as_array();
+    if (arr == nullptr) fail(v, "sync must be an array of tables ([[sync]])");
+    for (const auto& e : *arr) {
+      const auto* t = e.as_table();
+      if (t == nullptr) fail(e, "each sync entry must be a table ([[sync]])");
+      SyncStageSettings s;
+      s.where = position(e);
+      for (const auto& [k, val] : *t) {
+        const std::string_view key = k.str();
+        if (key == "name") {
+          s.name = string_of(val, "name");
+        } else if (key == "inputs") {
+          const auto* list = val.as_array();
+          if (list == nullptr) fail(val, "inputs must be an array of channel names");
+          for (const auto& i : *list) s.inputs.push_back(string_of(i, "inputs"));
+        } else if (key == "output") {
+          s.output = string_of(val, "output");
+        } else if (key == "policy") {
+          s.policy = string_of(val, "policy");
+          if (s.policy != "bounded" && s.policy != "exact" && s.policy != "approximate" && s.policy != "latest") {
+            fail(val, "policy = \"" + s.policy + "\" is unknown; use bounded, exact, approximate or latest");
+          }
+        } else if (key == "threshold") {
+          s.threshold = duration_of(val, "threshold");
+        } else if (key == "stamp_field") {
+          s.stamp_field = string_of(val, "stamp_field");
+        } else if (key == "queue_size") {
+          const std::int64_t n = integer_of(val, "queue_size");
+          if (n < 1 || n > 1'000'000) fail(val, "queue_size must be from 1 to 1000000");
+          s.queue_size = static_cast<std::uint32_t>(n);
+        } else if (key == "master") {
+          s.master = string_of(val, "master");
+        } else {
+          fail(k.source(), "unknown key sync." + std::string{key});
+        }
+      }
+      if (s.name.empty()) fail(e, "a [[sync]] entry needs name = \"...\" (shmtool sync NAME runs it)");
+      if (s.inputs.size() < 2) fail(e, "sync " + s.name + " needs inputs = [\"/a\", \"/b\", ...], at least 2");
+      if (s.output.empty()) fail(e, "sync " + s.name + " needs output = \"/channel\" for its sets");
+      for (const auto& other : out) {
+        if (other.name == s.name) fail(e, "sync " + s.name + " is defined twice (first at " + other.where + ")");
+      }
+      out.push_back(std::move(s));
+    }
+  }
+
   void read_monitor(const toml::table& t, MonitorSettings& m) const {
     for (const auto& [k, v] : t) {
       const std::string_view key = k.str();
@@ -236,6 +283,8 @@ class ConfigReader {
           if (r.pattern.empty()) fail(e, "a [[channel]] entry needs name = \"/exact/name\" or a glob");
           c.channels.push_back(std::move(r));
         }
+      } else if (key == "sync") {
+        read_sync(v, c.sync_stages);
       } else if (key == "monitor") {
         const auto* t = v.as_table();
         if (t == nullptr) fail(v, "monitor must be a table ([monitor])");

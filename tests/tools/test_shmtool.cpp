@@ -505,9 +505,12 @@ TEST(Shmtool, SyncPublishesFusedSetsFromRealPublishers) {
   for (const char* c : {"/s/a", "/s/b", "/s/c"}) wait_for_stamps(d.name, c, 1);
   // Publishers at 100 Hz with unrelated phases: any three latest stamps lie
   // within one period, so a 10 ms bound always finds sets.
-  auto sync = start_tool({"sync", "--inputs", "/s/a,/s/b,/s/c", "--policy", "bounded", "--threshold", "10ms",
-                          "--stamp-field", "header.stamp_ns", "--output", "/s/fused"},
-                         d.name);
+  // The stage comes from the configuration ([[sync]]), as it would in a deployment.
+  const std::filesystem::path config = std::filesystem::temp_directory_path() / (d.name + "_sync.toml");
+  std::ofstream(config) << "[[sync]]\nname = \"imu_fusion\"\ninputs = [\"/s/a\", \"/s/b\", \"/s/c\"]\n"
+                           "output = \"/s/fused\"\npolicy = \"bounded\"\nthreshold = \"10ms\"\n"
+                           "stamp_field = \"header.stamp_ns\"\n";
+  auto sync = start_tool({"--config", config.string(), "sync", "imu_fusion"}, d.name);
   wait_for_stamps(d.name, "/s/fused", 1);
   const ToolRun echo = shmtool(tool_args({"echo", "/s/fused", "-n", "3", "--json"}, d.name));
   ASSERT_EQ(echo.code, 0) << echo.err;
@@ -548,6 +551,7 @@ TEST(Shmtool, SyncPublishesFusedSetsFromRealPublishers) {
   EXPECT_TRUE(shmbus::introspect::ChannelReader(d.name, "/s/a").view().subscribers.empty());
   for (auto& p : pubs) p->signal(SIGINT);
   for (auto& p : pubs) EXPECT_TRUE(exited_zero(p->wait(10s)));
+  std::filesystem::remove(config);
 }
 
 TEST(Shmtool, SyncRefusesBadParametersWithOneLine) {
@@ -577,13 +581,28 @@ TEST(Shmtool, SyncRefusesBadParametersWithOneLine) {
       {{"sync", "--inputs", "/x,/missing", "--threshold", "5ms", "--output", "/f"}, 3, "channel /missing not found"},
       {{"sync", "--inputs", "/x,/y", "--threshold", "5ms", "--output", "/x"}, 2, "--output /x is also an input"},
   };
-  for (const Case& c : cases) {
+  // A [[sync]] entry: its values are used (the stamp field is checked), an
+  // unknown name and a bad entry are refused.
+  const std::filesystem::path good = std::filesystem::temp_directory_path() / (d.name + "_good.toml");
+  std::ofstream(good) << "[[sync]]\nname = \"xy\"\ninputs = [\"/x\", \"/y\"]\noutput = \"/f\"\n"
+                         "threshold = \"5ms\"\nstamp_field = \"header.stamp_ns\"\n";
+  const std::filesystem::path bad = std::filesystem::temp_directory_path() / (d.name + "_bad.toml");
+  std::ofstream(bad) << "[[sync]]\nname = \"one\"\ninputs = [\"/x\"]\noutput = \"/f\"\n";
+  std::vector<Case> all = cases;
+  all.push_back(
+      {{"--config", good.string(), "sync", "xy"}, 2, "input /x has type std_msgs/String, which has no field"});
+  all.push_back({{"--config", good.string(), "sync", "nope"}, 2, "no [[sync]] entry named nope"});
+  all.push_back({{"--config", bad.string(), "sync", "one"}, 2, ":1:1: sync one needs inputs"});
+  all.push_back({{"sync", "--threshold", "5ms"}, 2, "give --inputs and --output, or the name of a [[sync]] entry"});
+  for (const Case& c : all) {
     const ToolRun r = shmtool(tool_args(c.args, d.name));
     SCOPED_TRACE(r.err);
     EXPECT_EQ(r.code, c.code);
     EXPECT_EQ(r.err_lines(), 1U);
     EXPECT_NE(r.err.find(c.needle), std::string::npos);
   }
+  std::filesystem::remove(good);
+  std::filesystem::remove(bad);
   // No stage stayed subscribed after a refusal.
   EXPECT_TRUE(shmbus::introspect::ChannelReader(d.name, "/x").view().subscribers.empty());
 }

@@ -59,14 +59,15 @@ struct PubOptions {
 int run_pub(const Globals& g, const PubOptions& o);
 
 struct SyncOptions {
+  std::string name;  ///< a [[sync]] entry of the configuration; options given here override it
   std::vector<std::string> inputs;
-  std::string policy = "bounded";
-  std::string threshold;    ///< a duration ("10ms"); empty: 0
-  std::string output;       ///< channel of shmbus_msgs/SyncSet
-  std::string stamp_field;  ///< empty: the publish time
-  std::size_t queue_size = 64;
-  std::string master;       ///< latest: the triggering input (default: the first)
-  std::uint64_t count = 0;  ///< stop after N sets (0: until Ctrl-C)
+  std::string policy;                     ///< empty: the entry's, else bounded
+  std::string threshold;                  ///< a duration ("10ms"); empty: 0
+  std::string output;                     ///< channel of shmbus_msgs/SyncSet
+  std::string stamp_field;                ///< empty: the publish time
+  std::optional<std::size_t> queue_size;  ///< default: the entry's, else 64
+  std::string master;                     ///< latest: the triggering input (default: the first)
+  std::uint64_t count = 0;                ///< stop after N sets (0: until Ctrl-C)
 };
 int run_sync(const Globals& g, const SyncOptions& o);
 

@@ -122,10 +122,11 @@ int main(int argc, char** argv) {
 
   SyncOptions sync_o;
   CLI::App* sync = app.add_subcommand("sync", "Align several channels into sets with a bounded time disparity");
-  sync->add_option("--inputs", sync_o.inputs, "Input channels, comma-separated (2 to 8)")->required()->delimiter(',');
+  sync->add_option("NAME", sync_o.name, "A [[sync]] entry of the configuration (options below override it)");
+  sync->add_option("--inputs", sync_o.inputs, "Input channels, comma-separated (2 to 8)")->delimiter(',');
   sync->add_option("--policy", sync_o.policy, "bounded (default), exact, approximate or latest");
   sync->add_option("--threshold", sync_o.threshold, "Largest disparity of a set, e.g. 10ms (bounded: required)");
-  sync->add_option("--output", sync_o.output, "Channel the sets go to (shmbus_msgs/SyncSet)")->required();
+  sync->add_option("--output", sync_o.output, "Channel the sets go to (shmbus_msgs/SyncSet)");
   sync->add_option("--stamp-field", sync_o.stamp_field,
                    "Timestamp field of the inputs, e.g. header.stamp_ns (default: the publish time)");
   sync->add_option("--queue-size", sync_o.queue_size, "Messages kept per input (default 64)");

@@ -43,7 +43,30 @@ std::string drops_text(const sync::Synchronizer& s) {
 
 }  // namespace
 
-int run_sync(const Globals& g, const SyncOptions& o) {
+int run_sync(const Globals& g, const SyncOptions& given) {
+  const Config config = load_config(g);
+  // A [[sync]] entry of the configuration, with the command line on top.
+  SyncOptions o = given;
+  if (!given.name.empty()) {
+    const auto entry = std::find_if(config.sync_stages.begin(), config.sync_stages.end(),
+                                    [&](const SyncStageSettings& s) { return s.name == given.name; });
+    if (entry == config.sync_stages.end()) {
+      throw Error(Errc::kConfig, fmt::format("no [[sync]] entry named {} in {}; add one or give --inputs and --output",
+                                             given.name, config.source));
+    }
+    if (o.inputs.empty()) o.inputs = entry->inputs;
+    if (o.output.empty()) o.output = entry->output;
+    if (o.policy.empty()) o.policy = entry->policy;
+    if (o.threshold.empty() && entry->threshold) o.threshold = format_duration(*entry->threshold);
+    if (o.stamp_field.empty()) o.stamp_field = entry->stamp_field;
+    if (!o.queue_size) o.queue_size = entry->queue_size;
+    if (o.master.empty()) o.master = entry->master;
+  }
+  if (o.inputs.empty() || o.output.empty()) {
+    throw Error(Errc::kInvalidArgument,
+                "give --inputs and --output, or the name of a [[sync]] entry of the configuration");
+  }
+  if (o.policy.empty()) o.policy = "bounded";
   const auto policy = sync::parse_policy(o.policy);
   if (!policy) {
     throw Error(Errc::kInvalidArgument,
@@ -51,7 +74,7 @@ int run_sync(const Globals& g, const SyncOptions& o) {
   }
   sync::SynchronizerOptions options;
   options.policy = *policy;
-  options.queue_size = o.queue_size;
+  options.queue_size = o.queue_size.value_or(64);
   options.stamp_field = o.stamp_field;
   if (!o.threshold.empty()) {
     const auto t = parse_duration(o.threshold);
@@ -79,7 +102,6 @@ int run_sync(const Globals& g, const SyncOptions& o) {
   }
   validate_channel_name(o.output);
 
-  const Config config = load_config(g);
   for (const std::string& in : o.inputs) (void)open_channel(config, in);  // exit 3, with the hint
   install_stop_handlers();
   Config c = config;

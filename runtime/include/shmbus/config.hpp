@@ -63,6 +63,19 @@ struct ChannelRule {
   std::optional<std::uint32_t> age_sample_every;
 };
 
+/// One [[sync]] entry: a synchronizer stage (`shmtool sync NAME`).
+struct SyncStageSettings {
+  std::string name;
+  std::string where;  ///< "file:line:column" of the entry
+  std::vector<std::string> inputs;
+  std::string output;
+  std::string policy = "bounded";  ///< bounded, exact, approximate, latest
+  std::optional<std::chrono::nanoseconds> threshold;
+  std::string stamp_field;  ///< empty: the publish time
+  std::uint32_t queue_size = 64;
+  std::string master;  ///< latest: the triggering input
+};
+
 /// A parsed configuration. Thread-safety: immutable after load; share freely.
 class Config {
  public:
@@ -75,6 +88,7 @@ class Config {
   std::string defaults_where;  ///< "file:line:column" of [defaults], if present
   std::vector<ChannelRule> channels;
   MonitorSettings monitor;
+  std::vector<SyncStageSettings> sync_stages;
 
   /// Parses TOML text. Throws Error(kConfig) "source:line:column: what is wrong".
   static Config parse(std::string_view text, const std::string& source_name);
