@@ -133,6 +133,12 @@ int run(const std::string& command) { return std::system(command.c_str()); }
 
 TEST(DaemonIntegrationTest, RealDaemonReportsTransitionsEverywhereAndSurvivesItsRestart) {
   const std::string domain = shmbus::test::unique_domain("shmbusd");
+  // Removes the domain last, after this test's own subscribers are gone
+  // (a live subscriber keeps its channel's segment).
+  struct DomainCleanup {
+    std::string domain;
+    ~DomainCleanup() { introspect::clean_domain(domain, false); }
+  } cleanup{domain};
   const fs::path dir = fs::temp_directory_path() / ("shmbusd_it_" + std::to_string(::getpid()));
   fs::create_directories(dir);
 
@@ -293,7 +299,6 @@ TEST(DaemonIntegrationTest, RealDaemonReportsTransitionsEverywhereAndSurvivesIts
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << shmbusd->output();
   EXPECT_NE(shmbusd->output().find("stopping on signal"), std::string::npos);
   if (alertmanager) alertmanager->signal(SIGTERM);
-  introspect::clean_domain(domain, false);
   fs::remove_all(dir);
 }
 
