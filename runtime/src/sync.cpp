@@ -307,7 +307,7 @@ StampField resolve_stamp_field(const std::string& channel, const TypeInfo& type,
 }  // namespace
 
 struct Synchronizer::Input {
-  Input(const std::string& channel, Context& context) : subscriber(channel, std::nullopt, context) {}
+  explicit Input(Subscriber s) : subscriber(std::move(s)) {}
   Subscriber subscriber;
   std::optional<StampField> stamp;
   std::vector<std::byte> buffer;
@@ -319,16 +319,40 @@ struct Stored {
   std::vector<std::byte> payload;
 };
 
+namespace {
+
+std::vector<Subscriber> subscribe(const std::vector<std::string>& inputs, Context& context) {
+  std::vector<Subscriber> subs;
+  subs.reserve(inputs.size());
+  for (const std::string& name : inputs) subs.emplace_back(name, std::nullopt, context);
+  return subs;
+}
+
+std::vector<std::string> channels_of(const std::vector<Subscriber>& subs) {
+  std::vector<std::string> names;
+  names.reserve(subs.size());
+  for (const Subscriber& s : subs) names.push_back(s.channel());
+  return names;
+}
+
+}  // namespace
+
 Synchronizer::Synchronizer(const std::vector<std::string>& inputs, const SynchronizerOptions& options, Context& context)
-    : inputs_(inputs), aligner_(inputs.size(), options) {
+    // The parameters are checked (a throwaway Aligner) before anything is
+    // subscribed, so a refused stage never shows up as a subscriber.
+    : Synchronizer((Aligner(inputs.size(), options), subscribe(inputs, context)), options) {}
+
+Synchronizer::Synchronizer(std::vector<Subscriber> inputs, const SynchronizerOptions& options)
+    : inputs_(channels_of(inputs)), aligner_(inputs.size(), options) {
   std::set<std::string> seen;
-  for (const std::string& name : inputs) {
+  for (const std::string& name : inputs_) {
     if (!seen.insert(name).second) {
       throw Error(Errc::kInvalidArgument, fmt::format("input {} is named twice; name each channel once", name));
     }
   }
-  for (const std::string& name : inputs) {
-    auto in = std::make_unique<Input>(name, context);
+  for (Subscriber& sub : inputs) {
+    auto in = std::make_unique<Input>(std::move(sub));
+    const std::string& name = in->subscriber.channel();
     if (!options.stamp_field.empty()) {
       in->stamp = resolve_stamp_field(name, in->subscriber.type(), options.stamp_field);
     }

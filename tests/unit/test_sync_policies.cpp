@@ -7,9 +7,15 @@
 #include <set>
 #include <tuple>
 
+#include <cstring>
+
+#include "sensor_msgs/Imu.hpp"
 #include "shmbus/error.hpp"
+#include "shmbus/introspect.hpp"
+#include "shmbus/publisher.hpp"
 #include "shmbus/sync.hpp"
 #include "support/sync_streams.hpp"
+#include "support/test_domain.hpp"
 
 using namespace shmbus;
 using namespace shmbus::sync;
@@ -325,4 +331,85 @@ TEST(SyncOptions, BadParametersAreRefusedWithTheFix) {
   EXPECT_NE(message(2, o).find("master channel index 2"), std::string::npos);
   EXPECT_EQ(parse_policy("approximate"), Policy::kApproximateTime);
   EXPECT_FALSE(parse_policy("fastest"));
+}
+
+// The Synchronizer on real channels in one process: subscribers handed
+// over, stamps from a schema field, payloads delivered, discards counted in
+// the subscriber's entry.
+TEST(Synchronizer, AlignsSubscribersItIsGivenByAStampField) {
+  shmbus::test::TestDomain d;
+  TypedPublisher<sensor_msgs::Imu> left("/left", d.context());
+  TypedPublisher<sensor_msgs::Imu> right("/right", d.context());
+  std::vector<Subscriber> subs;
+  subs.emplace_back("/left", std::nullopt, d.context());
+  subs.emplace_back("/right", std::nullopt, d.context());
+  SynchronizerOptions o;
+  o.threshold = 5ns;
+  o.stamp_field = "header.stamp_ns";
+  Synchronizer s(std::move(subs), o);
+  std::vector<std::string> drops;
+  s.on_drop(
+      [&](const std::string& channel, DropReason r) { drops.push_back(channel + ":" + std::string{to_string(r)}); });
+  const auto imu = [](std::uint64_t stamp, double x) {
+    sensor_msgs::Imu m{};
+    m.header.stamp_ns = stamp;
+    m.angular_velocity = {x, 0, 0};
+    return m;
+  };
+  left.publish(imu(100, 1.0));
+  left.publish(imu(200, 2.0));  // its partner comes: 203
+  right.publish(imu(203, 3.0));
+  const auto set = s.next(std::chrono::seconds(2));
+  ASSERT_TRUE(set);
+  ASSERT_EQ(set->members.size(), 2U);
+  EXPECT_EQ(set->members[0].channel, "/left");
+  EXPECT_EQ(set->members[0].stamp_ns, 200);
+  EXPECT_EQ(set->members[1].stamp_ns, 203);
+  EXPECT_EQ(set->disparity_ns, 3);
+  sensor_msgs::Imu got{};
+  ASSERT_EQ(set->members[1].payload.size(), sizeof(got));
+  std::memcpy(&got, set->members[1].payload.data(), sizeof(got));
+  EXPECT_EQ(got.angular_velocity[0], 3.0);
+  EXPECT_EQ(drops, std::vector<std::string>{"/left:too_old"});
+  EXPECT_EQ(s.aligner().dropped(0, DropReason::kTooOld), 1U);
+  const auto view = shmbus::introspect::ChannelReader(d.domain(), "/left").view();
+  ASSERT_EQ(view.subscribers.size(), 1U);
+  EXPECT_EQ(view.subscribers[0].discarded, 1U);
+  EXPECT_FALSE(s.next(std::chrono::milliseconds(20)));
+}
+
+TEST(Synchronizer, RefusesAStampFieldAnInputDoesNotHave) {
+  shmbus::test::TestDomain d;
+  TypedPublisher<sensor_msgs::Imu> a("/a", d.context());
+  Publisher b("/b", TypeInfo::bytes(), d.context());
+  SynchronizerOptions o;
+  o.threshold = 5ms;
+  o.stamp_field = "header.stamp_ns";
+  try {
+    Synchronizer s({"/a", "/b"}, o, d.context());
+    FAIL() << "accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), Errc::kInvalidArgument);
+    EXPECT_NE(std::string{e.what()}.find("input /b has type shmbus/Bytes, which has no schema"), std::string::npos)
+        << e.what();
+  }
+  o.stamp_field = "header.frame_id";
+  try {
+    Synchronizer s({"/a", "/a"}, o, d.context());
+    FAIL() << "accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string{e.what()}.find("named twice"), std::string::npos) << e.what();
+  }
+  std::vector<Subscriber> subs;
+  subs.emplace_back("/a", std::nullopt, d.context());
+  subs.emplace_back("/b", std::nullopt, d.context());
+  o.stamp_field = "header.frame_id";
+  try {
+    Synchronizer s(std::move(subs), o);
+    FAIL() << "accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string{e.what()}.find("'header.frame_id' is string<52>, not an int64 or uint64"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_TRUE(shmbus::introspect::ChannelReader(d.domain(), "/a").view().subscribers.empty());
 }

@@ -173,6 +173,9 @@ class Synchronizer {
   /// input channel that does not exist).
   Synchronizer(const std::vector<std::string>& inputs, const SynchronizerOptions& options,
                Context& context = Context::process_default());
+  /// The same on subscribers the caller made (of any type, with any
+  /// options); the synchronizer takes them over.
+  Synchronizer(std::vector<Subscriber> inputs, const SynchronizerOptions& options);
   ~Synchronizer();
   Synchronizer(const Synchronizer&) = delete;
   Synchronizer& operator=(const Synchronizer&) = delete;
