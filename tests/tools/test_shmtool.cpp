@@ -132,6 +132,25 @@ void wait_for_stamps(const std::string& domain, const std::string& channel, std:
 
 bool exited_zero(int status) { return WIFEXITED(status) && WEXITSTATUS(status) == 0; }
 
+/// A command shmtool must refuse: its exit code and what its one stderr
+/// line must name.
+struct Refusal {
+  std::vector<std::string> args;
+  int code;
+  std::string needle;
+};
+
+void expect_refused(const std::vector<Refusal>& cases, const std::string& domain) {
+  for (const Refusal& c : cases) {
+    const ToolRun r = shmtool(tool_args(c.args, domain));
+    SCOPED_TRACE(c.args.front() + " " + (c.args.size() > 1 ? c.args[1] : "") + ": " + r.err);
+    EXPECT_EQ(r.code, c.code);
+    EXPECT_EQ(r.err_lines(), 1U);
+    EXPECT_NE(r.err.find(c.needle), std::string::npos);
+    EXPECT_EQ(r.err.rfind("shmtool", 0), 0U);
+  }
+}
+
 /// Removes the test's domain at the end, whatever the test left.
 struct DomainGuard {
   std::string name = shmbus::test::unique_domain("tool");
@@ -453,12 +472,7 @@ TEST(Shmtool, BadInputExitCodesAndOneLineErrors) {
   DomainGuard d;
   const ToolRun made = shmtool(tool_args({"pub", "/known", "--type", "sensor_msgs/Imu", "--once"}, d.name));
   ASSERT_EQ(made.code, 0) << made.err;
-  struct Case {
-    std::vector<std::string> args;
-    int code;
-    std::string needle;
-  };
-  const std::vector<Case> cases{
+  const std::vector<Refusal> cases{
       {{"info", "/missing"}, 3, "channel /missing not found"},
       {{"echo", "/missing"}, 3, "channel /missing not found"},
       {{"hz", "/missing"}, 3, "channel /missing not found"},
@@ -482,14 +496,7 @@ TEST(Shmtool, BadInputExitCodesAndOneLineErrors) {
       {{"info"}, 2, "CHANNEL is required"},
       {{"--config", "/nonexistent/shmbus.toml", "list"}, 2, "/nonexistent/shmbus.toml"},
   };
-  for (const Case& c : cases) {
-    const ToolRun r = shmtool(tool_args(c.args, d.name));
-    SCOPED_TRACE(c.args.front() + " " + (c.args.size() > 1 ? c.args[1] : "") + ": " + r.err);
-    EXPECT_EQ(r.code, c.code);
-    EXPECT_EQ(r.err_lines(), 1U);
-    EXPECT_NE(r.err.find(c.needle), std::string::npos);
-    EXPECT_EQ(r.err.rfind("shmtool", 0), 0U);
-  }
+  expect_refused(cases, d.name);
   // Nothing was published by the refused runs.
   EXPECT_EQ(shmbus::introspect::ChannelReader(d.name, "/known").view().messages, 1U);
 }
@@ -560,12 +567,7 @@ TEST(Shmtool, SyncRefusesBadParametersWithOneLine) {
     const ToolRun made = shmtool(tool_args({"pub", c, "--type", "std_msgs/String", "--once"}, d.name));
     ASSERT_EQ(made.code, 0) << made.err;
   }
-  struct Case {
-    std::vector<std::string> args;
-    int code;
-    std::string needle;
-  };
-  const std::vector<Case> cases{
+  const std::vector<Refusal> cases{
       {{"sync", "--inputs", "/x,/y", "--threshold", "0ms", "--output", "/f"},
        2,
        "--threshold 0ms is not a duration > 0"},
@@ -588,19 +590,13 @@ TEST(Shmtool, SyncRefusesBadParametersWithOneLine) {
                          "threshold = \"5ms\"\nstamp_field = \"header.stamp_ns\"\n";
   const std::filesystem::path bad = std::filesystem::temp_directory_path() / (d.name + "_bad.toml");
   std::ofstream(bad) << "[[sync]]\nname = \"one\"\ninputs = [\"/x\"]\noutput = \"/f\"\n";
-  std::vector<Case> all = cases;
+  std::vector<Refusal> all = cases;
   all.push_back(
       {{"--config", good.string(), "sync", "xy"}, 2, "input /x has type std_msgs/String, which has no field"});
   all.push_back({{"--config", good.string(), "sync", "nope"}, 2, "no [[sync]] entry named nope"});
   all.push_back({{"--config", bad.string(), "sync", "one"}, 2, ":1:1: sync one needs inputs"});
   all.push_back({{"sync", "--threshold", "5ms"}, 2, "give --inputs and --output, or the name of a [[sync]] entry"});
-  for (const Case& c : all) {
-    const ToolRun r = shmtool(tool_args(c.args, d.name));
-    SCOPED_TRACE(r.err);
-    EXPECT_EQ(r.code, c.code);
-    EXPECT_EQ(r.err_lines(), 1U);
-    EXPECT_NE(r.err.find(c.needle), std::string::npos);
-  }
+  expect_refused(all, d.name);
   std::filesystem::remove(good);
   std::filesystem::remove(bad);
   // No stage stayed subscribed after a refusal.
