@@ -6,9 +6,15 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 
 namespace shmbus::tool {
+
+void print(std::string_view text) {
+  std::fwrite(text.data(), 1, text.size(), stdout);
+  std::fflush(stdout);
+}
 
 std::string human_count(std::uint64_t n) {
   if (n < 10'000) return std::to_string(n);

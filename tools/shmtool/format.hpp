@@ -12,6 +12,10 @@
 
 namespace shmbus::tool {
 
+/// Writes `text` to stdout and flushes it (output may be a pipe a script
+/// reads line by line while the command runs).
+void print(std::string_view text);
+
 /// "12", "12.3k", "4.56M", "7.89G": three significant digits from 10,000 on.
 std::string human_count(std::uint64_t n);
 /// "200.0 Hz", "1.234 kHz", "12.35 MHz"; "-" for no rate (0 or NaN).

@@ -34,11 +34,6 @@ namespace {
 
 double seconds(std::int64_t ns) { return static_cast<double>(ns) / 1e9; }
 
-void print(const std::string& s) {
-  std::fwrite(s.data(), 1, s.size(), stdout);
-  std::fflush(stdout);
-}
-
 void print_json(const Json& j) { print(j.dump(2) + "\n"); }
 
 /// One scan of the whole domain, as shmbusd would see it now.

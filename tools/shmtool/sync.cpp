@@ -22,11 +22,6 @@ namespace shmbus::tool {
 
 namespace {
 
-void print(const std::string& s) {
-  std::fwrite(s.data(), 1, s.size(), stdout);
-  std::fflush(stdout);
-}
-
 /// Drops per input and reason, as "/b too_old=3 no_match=1; /c ...".
 std::string drops_text(const sync::Synchronizer& s) {
   std::string out;

@@ -28,11 +28,6 @@ using schema::Json;
 
 namespace {
 
-void print(const std::string& s) {
-  std::fwrite(s.data(), 1, s.size(), stdout);
-  std::fflush(stdout);
-}
-
 constexpr char kDigits[] = "0123456789abcdef";
 
 void append_hex(std::string& out, std::byte b) {
