@@ -25,12 +25,6 @@ namespace shmbus::daemon {
 
 namespace {
 
-std::int64_t mono_ns() {
-  timespec ts{};
-  ::clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<std::int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
-}
-
 bool under_systemd() { return std::getenv("NOTIFY_SOCKET") != nullptr || std::getenv("JOURNAL_STREAM") != nullptr; }
 
 void setup_logging() {

@@ -421,9 +421,13 @@ std::optional<AlignedSet> Synchronizer::next(std::chrono::nanoseconds timeout) {
     for (Set& s : sets) {
       AlignedSet a;
       a.disparity_ns = s.disparity_ns;
-      for (const Item& item : s.members) {
-        const auto* stored = static_cast<const Stored*>(item.data.get());
-        a.members.push_back(Member{inputs_[item.channel], item.stamp_ns, stored->info, stored->payload});
+      for (Item& item : s.members) {
+        // Stored objects are made non-const in take_all(); when this set is
+        // the last holder (every policy but all-latest, whose partners serve
+        // again), the payload moves instead of being copied a second time.
+        auto* stored = const_cast<Stored*>(static_cast<const Stored*>(item.data.get()));
+        std::vector<std::byte> payload = item.data.use_count() == 1 ? std::move(stored->payload) : stored->payload;
+        a.members.push_back(Member{inputs_[item.channel], item.stamp_ns, stored->info, std::move(payload)});
       }
       ready_.push_back(std::move(a));
     }

@@ -25,12 +25,6 @@ Config load_config(const Globals& g) {
   return daemon::load_config(o);
 }
 
-std::int64_t mono_ns() noexcept {
-  timespec ts{};
-  ::clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<std::int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
-}
-
 void install_stop_handlers() {
   struct sigaction sa {};
   sa.sa_handler = on_stop;

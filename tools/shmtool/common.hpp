@@ -11,12 +11,15 @@
 #include <string_view>
 #include <vector>
 
+#include "frequency.hpp"  // daemon::mono_ns, the clock of the time lists
 #include "shmbus/config.hpp"
 #include "shmbus/introspect.hpp"
 #include "shmbus/schema.hpp"
 #include "shmbus/types.hpp"
 
 namespace shmbus::tool {
+
+using daemon::mono_ns;
 
 /// Options every command takes.
 struct Globals {
@@ -29,9 +32,6 @@ struct Globals {
 /// The configuration the global options select (the daemon's loader, so
 /// both programs read a file the same way). Throws Error(kConfig).
 Config load_config(const Globals& g);
-
-/// CLOCK_MONOTONIC in ns, the clock of the time lists.
-std::int64_t mono_ns() noexcept;
 
 /// SIGINT and SIGTERM set a flag instead of killing the process, so a
 /// command leaves through its destructors and unregisters its endpoints.
