@@ -26,7 +26,7 @@ const char* to_string(Level l) noexcept {
 struct Monitor::Tracked {
   explicit Tracked(introspect::ChannelReader r) : reader(std::move(r)) {}
   introspect::ChannelReader reader;
-  std::uint64_t cursor = 0;
+  introspect::TimeListCursor cursor;
   std::deque<std::int64_t> window;  ///< ascending
   bool overwritten_in_window = false;
   std::int64_t overwritten_at = 0;  ///< the first stamp after the last stamps lost to overwriting
@@ -64,7 +64,7 @@ void Monitor::reload(Config config) {
 void Monitor::discover() {
   if (!domain_) {
     try {
-      domain_ = std::make_unique<introspect::DomainView>(config_.domain);
+      domain_ = std::make_unique<introspect::DomainView>(config_.domain, config_.access());
     } catch (const Error& e) {
       if (e.code() == Errc::kNotFound) return;  // nobody used the domain yet
       throw;
@@ -82,7 +82,7 @@ void Monitor::discover() {
     if (channels_.count(name) != 0) continue;
     std::unique_ptr<Tracked> t;
     try {
-      t = std::make_unique<Tracked>(introspect::ChannelReader(config_.domain, name, role_ == Role::kOwner));
+      t = std::make_unique<Tracked>(introspect::ChannelReader(config_.domain, name, role_ == Role::kOwner, config_.access()));
     } catch (const Error&) {
       continue;  // listed but its segment is gone or foreign: not ours to measure
     }

@@ -205,7 +205,7 @@ int main(int argc, char** argv) {
         fmt::print("stopped the /imu/slow publisher: watch shmbusd notice\n");
       }
       fmt::print("t={:.1f}s\n", duration<double>(steady_clock::now() - start).count());
-      for (const auto& name : introspect::DomainView(config.domain).channel_names()) {
+      for (const auto& name : introspect::DomainView(config.domain, config.access()).channel_names()) {
         introspect::ChannelReader reader(config.domain, name);
         const introspect::ChannelView v = reader.view();
         reader.snapshot(snap);
@@ -226,7 +226,7 @@ int main(int argc, char** argv) {
     ::waitpid(shmbusd, nullptr, 0);
     ::unlink(daemon_config.c_str());
     alerts_holder.reset();  // our own subscription, so clean can remove everything
-    const auto report = introspect::clean_domain(config.domain, false);
+    const auto report = introspect::clean_domain(config.domain, false, config.access());
     fmt::print("done: removed {} shared-memory segments of domain \"{}\"\n", report.removed.size(), config.domain);
     return 0;
   } catch (const Error& e) {

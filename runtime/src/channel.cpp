@@ -37,53 +37,118 @@ std::string describe_type(std::string_view name, std::uint64_t hash) {
   return fmt::format("{} (hash {:016x})", name, hash);
 }
 
-void check_type(std::string_view channel, const ChannelHeader& h, std::string_view stored_schema,
-                const TypeInfo& type) {
-  if (type.name == h.type_name && type.hash == h.type_hash) return;
+void check_type(std::string_view channel, const TypeInfo& stored, const TypeInfo& type) {
+  if (type.name == stored.name && type.hash == stored.hash) return;
   std::string detail;
-  if (type.name == h.type_name && !stored_schema.empty() && !type.schema.empty()) {
+  const std::string_view stored_schema = stored.schema;
+  if (type.name == stored.name && !stored_schema.empty() && !type.schema.empty()) {
     // Same name, other definition: say where they part.
     const std::string diff = schema::first_difference(stored_schema, type.schema);
     if (!diff.empty()) detail = "; " + diff + " (here = the channel, there = yours)";
   }
   throw Error(Errc::kTypeMismatch,
               fmt::format("channel {} has type {}, you asked for {}{}", channel,
-                          describe_type(h.type_name, h.type_hash), describe_type(type.name, type.hash), detail));
+                          describe_type(stored.name, stored.hash), describe_type(type.name, type.hash), detail));
 }
+}  // namespace
+
+namespace {
+
+/// `offset + count * size`, false when it overflows 64 bits.
+bool region_end(std::uint64_t offset, std::uint64_t count, std::uint64_t size, std::uint64_t& end) noexcept {
+  std::uint64_t bytes = 0;
+  return !__builtin_mul_overflow(count, size, &bytes) && !__builtin_add_overflow(offset, bytes, &end);
+}
+
+/// What is wrong with a channel header read from shared memory, or empty.
+/// Every field that sizes or places a region is checked against the mapped
+/// size with overflow-safe arithmetic, and the regions must follow each
+/// other in order, aligned, without overlap.
+std::string geometry_problem(const ChannelHeader& h, std::size_t mapped, std::string_view expected_name) {
+  if (mapped < sizeof(ChannelHeader)) return fmt::format("is {} bytes, smaller than a channel header", mapped);
+  if (!std::has_single_bit(h.capacity) || h.capacity > kMaxCapacity) {
+    return fmt::format("has capacity {} (a power of two up to {} expected)", h.capacity, kMaxCapacity);
+  }
+  if (!std::has_single_bit(h.time_list_capacity) || h.time_list_capacity > kMaxTimeListCapacity) {
+    return fmt::format("has time_list_capacity {} (a power of two up to {} expected)", h.time_list_capacity,
+                       kMaxTimeListCapacity);
+  }
+  if (h.max_message_size == 0 || h.max_message_size > kMaxMessageSize) {
+    return fmt::format("has max_message_size {} (1 to {} expected)", h.max_message_size, kMaxMessageSize);
+  }
+  if (h.slot_stride != slot_stride_for(h.max_message_size)) {
+    return fmt::format("has slot stride {} for max_message_size {}", h.slot_stride, h.max_message_size);
+  }
+  if (h.max_publishers != kMaxPublishers || h.max_subscribers != kMaxSubscribers) {
+    return fmt::format("has endpoint tables of {}/{} entries", h.max_publishers, h.max_subscribers);
+  }
+  if (h.transport > static_cast<std::uint32_t>(Transport::kIceoryx)) return fmt::format("has transport {}", h.transport);
+  if (h.stall_timeout_ns <= 0) return fmt::format("has stall_timeout {} ns", h.stall_timeout_ns);
+  struct Region {
+    const char* what;
+    std::uint64_t offset, count, size;
+  };
+  const Region regions[] = {
+      {"publisher table", h.publishers_offset, kMaxPublishers, sizeof(EndpointEntry)},
+      {"subscriber table", h.subscribers_offset, kMaxSubscribers, sizeof(EndpointEntry)},
+      {"time list", h.time_list_offset, h.time_list_capacity, sizeof(std::uint64_t)},
+      {"slots", h.slots_offset, h.capacity, h.slot_stride},
+      {"schema", h.schema_offset, h.schema_size, 1},
+  };
+  std::uint64_t previous_end = sizeof(ChannelHeader);
+  for (const Region& r : regions) {
+    std::uint64_t end = 0;
+    if (r.offset < previous_end || !region_end(r.offset, r.count, r.size, end) || end > mapped) {
+      return fmt::format("has its {} at offset {} (+{} x {} bytes) outside its place in the {} bytes", r.what,
+                         r.offset, r.count, r.size, mapped);
+    }
+    if (r.size != 1 && r.offset % kCacheLine != 0) return fmt::format("has its {} unaligned", r.what);
+    previous_end = end;
+  }
+  const std::string_view name{h.name, strnlen(h.name, sizeof(h.name))};
+  if (name.size() == sizeof(h.name) || strnlen(h.type_name, sizeof(h.type_name)) == sizeof(h.type_name)) {
+    return "has an unterminated name";
+  }
+  if (!expected_name.empty() && name != expected_name) {
+    return fmt::format("names channel \"{}\", not {}", name, expected_name);
+  }
+  return {};
+}
+
 }  // namespace
 
 Channel::Channel(Segment s, std::string name) : segment_(std::move(s)), name_(std::move(name)) {
   auto* base = static_cast<std::byte*>(segment_.base());
   header_ = reinterpret_cast<ChannelHeader*>(base);
   const ChannelHeader& h = *header_;
-  // The geometry is validated against the mapped size, so a corrupt header
-  // cannot make us address outside the mapping.
-  const bool pow2 = std::has_single_bit(h.capacity) && std::has_single_bit(h.time_list_capacity);
-  const std::uint64_t slots_end = h.slots_offset + std::uint64_t{h.slot_stride} * h.capacity;
-  if (!pow2 || h.slot_stride < slot_stride_for(h.max_message_size) || slots_end > segment_.size() ||
-      h.schema_offset + h.schema_size > segment_.size() ||
-      h.time_list_offset + 8ULL * h.time_list_capacity > h.slots_offset ||
-      h.publishers_offset + sizeof(EndpointEntry) * kMaxPublishers > h.subscribers_offset ||
-      h.max_publishers != kMaxPublishers || h.max_subscribers != kMaxSubscribers) {
+  // The geometry is validated against the mapped size, then copied: a
+  // corrupt or hostile header cannot make us address outside the mapping.
+  if (const std::string problem = geometry_problem(h, segment_.size(), name_); !problem.empty()) {
     throw Error(Errc::kLayoutMismatch,
-                fmt::format("shared-memory segment /dev/shm/{} has an inconsistent channel geometry "
-                            "(corrupt); if no process uses it, remove it with `shmtool clean`",
-                            segment_.name()));
+                fmt::format("shared-memory segment /dev/shm/{} {} (corrupt); if no process uses it, remove it "
+                            "with `shmtool clean`",
+                            segment_.name(), problem));
   }
   slots_ = base + h.slots_offset;
   slot_mask_ = h.capacity - 1;
   slot_stride_ = h.slot_stride;
+  max_message_size_ = h.max_message_size;
+  stall_timeout_ns_ = h.stall_timeout_ns;
   time_list_ = reinterpret_cast<std::atomic<std::uint64_t>*>(base + h.time_list_offset);
   time_list_mask_ = h.time_list_capacity - 1;
   time_list_log2_ = static_cast<std::uint32_t>(std::countr_zero(h.time_list_capacity));
   publishers_ = reinterpret_cast<EndpointEntry*>(base + h.publishers_offset);
   subscribers_ = reinterpret_cast<EndpointEntry*>(base + h.subscribers_offset);
+  type_name_.assign(h.type_name, strnlen(h.type_name, sizeof(h.type_name)));
+  type_hash_ = h.type_hash;
+  schema_.assign(reinterpret_cast<const char*>(base + h.schema_offset), h.schema_size);
 }
 
-std::shared_ptr<Channel> Channel::open_existing(const std::string& domain, std::string_view name, bool writable) {
+std::shared_ptr<Channel> Channel::open_existing(const std::string& domain, std::string_view name, bool writable,
+                                                const SegmentAccess& access) {
   validate_channel_name(name);
   try {
-    Segment s = Segment::open(channel_object_name(domain, name), kSpec, writable);
+    Segment s = Segment::open(channel_object_name(domain, name), kSpec, writable, access);
     return std::shared_ptr<Channel>(new Channel(std::move(s), std::string{name}));
   } catch (const Error& e) {
     if (e.code() == Errc::kNotFound) {
@@ -94,7 +159,7 @@ std::shared_ptr<Channel> Channel::open_existing(const std::string& domain, std::
 }
 
 std::shared_ptr<Channel> Channel::create_or_open(const std::string& domain, std::string_view name, const TypeInfo* type,
-                                                 const ChannelSettings& settings, std::uint32_t mode,
+                                                 const ChannelSettings& settings, const SegmentAccess& access,
                                                  Registry& registry) {
   validate_channel_name(name);
   if (settings.transport != Transport::kShm) {
@@ -108,12 +173,11 @@ std::shared_ptr<Channel> Channel::create_or_open(const std::string& domain, std:
   }
   std::shared_ptr<Channel> ch;
   if (type == nullptr) {
-    ch = open_existing(domain, name, true);
+    ch = open_existing(domain, name, true, access);
   } else {
     const Geometry g = geometry(settings, type->schema.size());
-    bool created = false;
     Segment s = Segment::create_or_open(
-        channel_object_name(domain, name), g.total, mode, kSpec,
+        channel_object_name(domain, name), g.total, access, kSpec,
         [&](void* base) {
           auto* h = static_cast<ChannelHeader*>(base);
           copy_name(h->name, sizeof(h->name), name);
@@ -139,25 +203,21 @@ std::shared_ptr<Channel> Channel::create_or_open(const std::string& domain, std:
             for (int i = 0; i < 3; ++i) h->thresholds_hz[i] = (*settings.thresholds_hz)[i];
           }
           std::memcpy(static_cast<std::byte*>(base) + g.schema, type->schema.data(), type->schema.size());
-        },
-        created);
+        });
     ch = std::shared_ptr<Channel>(new Channel(std::move(s), std::string{name}));
   }
   const ChannelHeader& h = ch->header();
-  if (type != nullptr) check_type(name, h, ch->schema_text(), *type);
+  if (type != nullptr) check_type(name, ch->type(), *type);
   // Every opener makes sure the channel is listed: a creator killed between
   // creating the segment and listing it is repaired by the next opener.
-  const std::uint32_t index = registry.ensure(name, h.type_name, h.type_hash, h.transport);
+  const std::uint32_t index = registry.ensure(name, ch->type_name_, ch->type_hash_, h.transport);
   ch->header().registry_index.store(index, std::memory_order_relaxed);
   return ch;
 }
 
-std::string_view Channel::schema_text() const noexcept {
-  const auto* base = static_cast<const char*>(segment_.base());
-  return {base + header_->schema_offset, header_->schema_size};
-}
+std::string_view Channel::schema_text() const noexcept { return schema_; }
 
-TypeInfo Channel::type() const { return TypeInfo{header_->type_name, header_->type_hash, std::string{schema_text()}}; }
+TypeInfo Channel::type() const { return TypeInfo{type_name_, type_hash_, schema_}; }
 
 std::uint64_t Channel::snapshot_time_list(std::vector<std::int64_t>& out) const {
   out.clear();
@@ -166,13 +226,17 @@ std::uint64_t Channel::snapshot_time_list(std::vector<std::int64_t>& out) const 
   const std::uint64_t cap = time_list_mask_ + 1;
   const std::uint64_t first = head > cap ? head - cap : 0;
   out.reserve(head - first);
+  std::vector<std::uint64_t> entries(head - first);
   for (std::uint64_t i = first; i < head; ++i) {
-    const std::uint64_t e = time_list_[i & time_list_mask_].load(std::memory_order_acquire);
-    // An entry of another lap is either still being written (older lap) or
-    // already overwritten by a stamp after `head` was read (newer lap).
-    if (e != 0 && (e & kLapMask) == ((i >> time_list_log2_) & kLapMask)) {
-      out.push_back(static_cast<std::int64_t>(e & ~kLapMask));
-    }
+    entries[i - first] = time_list_[i & time_list_mask_].load(std::memory_order_acquire);
+  }
+  // Indices the head has lapped since may hold a newer lap: left out.
+  const std::uint64_t head2 = header_->time_list_head.load(std::memory_order_acquire);
+  const std::uint64_t floor = std::max(first, head2 > cap ? head2 - cap : 0);
+  const std::int64_t now = mono_now_ns();
+  for (std::uint64_t i = floor; i < head; ++i) {
+    const std::uint64_t e = entries[i - first];
+    if (time_list_lap_is(e, i, time_list_log2_)) out.push_back(time_list_stamp(e, now));
   }
   // Several publishers stamp after their commits, so index order can be off
   // by a few stamps; callers get time order. Usually a single O(n) check.
@@ -180,40 +244,88 @@ std::uint64_t Channel::snapshot_time_list(std::vector<std::int64_t>& out) const 
   return head;
 }
 
-std::uint64_t Channel::read_stamps_since(std::uint64_t& cursor, std::vector<std::int64_t>& out) const {
+std::uint64_t Channel::read_stamps_since(TimeListCursor& cursor, std::vector<std::int64_t>& out) const {
   // SYNC POINT READ: pairs with the release stores in stamp().
   const std::uint64_t head = header_->time_list_head.load(std::memory_order_acquire);
   const std::uint64_t cap = time_list_mask_ + 1;
   std::uint64_t overwritten = 0;
-  if (head > cap && cursor < head - cap) {
-    overwritten = head - cap - cursor;
-    cursor = head - cap;
+  if (head > cap && cursor.next < head - cap) {
+    overwritten = head - cap - cursor.next;
+    cursor.next = head - cap;
   }
-  std::uint64_t resume = head;  // first index of a trailing run of unwritten entries
-  for (std::uint64_t i = cursor; i < head; ++i) {
-    const std::uint64_t e = time_list_[i & time_list_mask_].load(std::memory_order_acquire);
-    if (e != 0 && (e & kLapMask) == ((i >> time_list_log2_) & kLapMask)) {
-      out.push_back(static_cast<std::int64_t>(e & ~kLapMask));
-      resume = head;
-    } else if (resume == head) {
-      resume = i;
+  if (cursor.next > head) cursor.next = head;  // a list that was re-created
+  // Load every index to examine (the pending ones, then the new ones), then
+  // the head again: an index the head has lapped meanwhile may hold a newer
+  // lap's stamp and is not used.
+  thread_local std::vector<std::pair<std::uint64_t, std::uint64_t>> loaded;
+  loaded.clear();
+  for (std::uint64_t i : cursor.pending) {
+    loaded.emplace_back(i, time_list_[i & time_list_mask_].load(std::memory_order_acquire));
+  }
+  for (std::uint64_t i = cursor.next; i < head; ++i) {
+    loaded.emplace_back(i, time_list_[i & time_list_mask_].load(std::memory_order_acquire));
+  }
+  const std::uint64_t head2 = header_->time_list_head.load(std::memory_order_acquire);
+  const std::uint64_t floor = head2 > cap ? head2 - cap : 0;
+  const std::int64_t now = mono_now_ns();
+  cursor.pending.clear();
+  for (const auto& [i, e] : loaded) {
+    if (i < floor) {
+      ++overwritten;
+    } else if (time_list_lap_is(e, i, time_list_log2_)) {
+      out.push_back(time_list_stamp(e, now));
+    } else {
+      cursor.pending.push_back(i);  // claimed, not stored yet
     }
   }
-  cursor = resume;
+  cursor.next = head;
   return overwritten;
+}
+
+bool Channel::writer_alive(std::uint64_t slot_state) const noexcept {
+  const std::uint32_t token = slot_owner(slot_state);
+  const EndpointEntry& e = publishers_[token_entry(token)];
+  // The entry's state, its tenancy, its state again: equal states mean the
+  // tenancy belongs to the holder named by the state (a holder bumps the
+  // tenancy before it frees the entry).
+  const std::uint64_t st = e.state.load(std::memory_order_acquire);
+  const std::uint32_t tenancy = e.tenancy.load(std::memory_order_acquire);
+  if (e.state.load(std::memory_order_acquire) != st) return true;  // changing hands: ask again later
+  if (endpoint_phase(st) == kEndpointFree) return false;          // its publisher is gone
+  if ((tenancy & kTenancyMask) != token_tenancy(token)) return false;  // an earlier holder's claim
+  return process_alive(static_cast<pid_t>(owner_pid(st)), owner_start_time(st), e.pid_ns);
+}
+
+std::uint32_t Channel::publisher_token(std::uint32_t index) const noexcept {
+  return layout::publisher_token(index, publishers_[index].tenancy.load(std::memory_order_acquire));
+}
+
+std::uint32_t Channel::enter_waiters(std::uint32_t index) const noexcept {
+  const std::uint32_t word = header_->futex_word.load(std::memory_order_acquire);
+  header_->waiters.fetch_or(std::uint64_t{1} << index, std::memory_order_relaxed);
+  // SYNC POINT (store-load): pairs with the fence in wake_waiters().
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  return word;
+}
+
+void Channel::leave_waiters(std::uint32_t index) const noexcept {
+  header_->waiters.fetch_and(~(std::uint64_t{1} << index), std::memory_order_relaxed);
 }
 
 namespace {
 
-template <typename Entry>
-std::uint32_t claim_entry(Entry* table, std::uint32_t size, const std::string& channel, const char* what) {
-  const auto pid = static_cast<std::uint32_t>(self_pid());
+std::uint64_t self_owner_word(std::uint64_t phase) {
+  return owner_word(static_cast<std::uint32_t>(self_pid()), self_start_time(), phase);
+}
+
+std::uint32_t claim_entry(EndpointEntry* table, std::uint32_t size, const std::string& channel, const char* what) {
+  const std::uint64_t claimed = self_owner_word(kEndpointClaimed);
   for (std::uint32_t i = 0; i < size; ++i) {
     std::uint64_t expected = kEndpointFree;
     // CAS cases: won -> the entry is ours, still invisible to readers until
     // Live; lost -> someone else holds it, try the next one.
-    if (table[i].state.compare_exchange_strong(expected, endpoint_state(pid, kEndpointClaimed),
-                                               std::memory_order_acq_rel)) {
+    if (table[i].state.compare_exchange_strong(expected, claimed, std::memory_order_acq_rel)) {
+      table[i].pid_ns = self_pid_ns();
       return i;
     }
   }
@@ -222,21 +334,17 @@ std::uint32_t claim_entry(Entry* table, std::uint32_t size, const std::string& c
                                            channel, what, size));
 }
 
-template <typename Entry>
-void fill_entry(Entry& e, std::string_view node, std::uint32_t id) {
-  e.start_time = self_start_time();
+void fill_entry(EndpointEntry& e, std::string_view node, std::uint32_t id) {
   e.id = id;
   copy_name(e.node, sizeof(e.node), node);
   // SYNC POINT WRITE: fields before Live.
-  e.state.store(endpoint_state(static_cast<std::uint32_t>(self_pid()), kEndpointLive), std::memory_order_release);
+  e.state.store(self_owner_word(kEndpointLive), std::memory_order_release);
 }
 
-template <typename Entry>
-bool entry_dead(const Entry& e, std::uint64_t state) {
-  const std::uint64_t phase = endpoint_phase(state);
-  if (phase == kEndpointFree) return false;
-  const auto pid = static_cast<pid_t>(endpoint_pid(state));
-  return !process_alive(pid, phase == kEndpointLive ? e.start_time : 0);
+/// Known dead: the owner word's pid + start time (Claimed and Live alike).
+bool entry_dead(const EndpointEntry& e, std::uint64_t state) {
+  if (endpoint_phase(state) == kEndpointFree) return false;
+  return !process_alive(static_cast<pid_t>(owner_pid(state)), owner_start_time(state), e.pid_ns);
 }
 
 }  // namespace
@@ -268,50 +376,59 @@ std::uint32_t Channel::register_subscriber(std::string_view node, std::uint32_t&
   return register_endpoint(subscribers_, kMaxSubscribers, node, "subscriber", id);
 }
 
+void Channel::release_entry(EndpointEntry& e, bool subscriber, std::uint32_t index, bool fold) noexcept {
+  if (subscriber) {
+    if (fold) {
+      header_->reclaimed_received.fetch_add(e.messages.load(std::memory_order_relaxed), std::memory_order_relaxed);
+      header_->reclaimed_lost.fetch_add(e.lost.load(std::memory_order_relaxed), std::memory_order_relaxed);
+    }
+    // Its sleep, if it died asleep: publishers stop making futex calls for it.
+    leave_waiters(index);
+  }
+  // Before the entry is free: a checker that sees the old state with the new
+  // tenancy knows the old holder's claims are void.
+  e.tenancy.fetch_add(1, std::memory_order_acq_rel);
+  e.state.store(kEndpointFree, std::memory_order_release);
+}
+
 void Channel::unregister_publisher(std::uint32_t index) noexcept {
-  publishers_[index].state.store(kEndpointFree, std::memory_order_release);
+  release_entry(publishers_[index], false, index, false);
 }
 
 void Channel::unregister_subscriber(std::uint32_t index) noexcept {
-  EndpointEntry& e = subscribers_[index];
-  header_->reclaimed_received.fetch_add(e.messages.load(std::memory_order_relaxed), std::memory_order_relaxed);
-  header_->reclaimed_lost.fetch_add(e.lost.load(std::memory_order_relaxed), std::memory_order_relaxed);
-  e.state.store(kEndpointFree, std::memory_order_release);
+  release_entry(subscribers_[index], true, index, true);
 }
 
 std::uint32_t Channel::reclaim_dead() noexcept {
   std::uint32_t freed = 0;
-  for (std::uint32_t i = 0; i < kMaxPublishers; ++i) {
-    std::uint64_t st = publishers_[i].state.load(std::memory_order_acquire);
-    // CAS: only the reclaimer that wins folds the entry; a lost race means
-    // another process reclaimed it or the owner changed it.
-    if (entry_dead(publishers_[i], st) &&
-        publishers_[i].state.compare_exchange_strong(st, kEndpointFree, std::memory_order_acq_rel)) {
+  const std::uint64_t hold = self_owner_word(kEndpointClaimed);
+  auto reclaim = [&](EndpointEntry* table, std::uint32_t size, bool subscriber) {
+    for (std::uint32_t i = 0; i < size; ++i) {
+      EndpointEntry& e = table[i];
+      std::uint64_t st = e.state.load(std::memory_order_acquire);
+      if (!entry_dead(e, st)) continue;
+      // CAS to a claim of our own: only the reclaimer that wins frees the
+      // entry, and it holds it until it is clean (a reclaimer that dies
+      // half-way leaves a claim that the next one reclaims).
+      if (!e.state.compare_exchange_strong(st, hold, std::memory_order_acq_rel)) continue;
+      e.pid_ns = self_pid_ns();
+      release_entry(e, subscriber, i, endpoint_phase(st) == kEndpointLive);
       ++freed;
     }
-  }
-  for (std::uint32_t i = 0; i < kMaxSubscribers; ++i) {
-    EndpointEntry& e = subscribers_[i];
-    std::uint64_t st = e.state.load(std::memory_order_acquire);
-    if (!entry_dead(e, st)) continue;
-    const std::uint64_t received = e.messages.load(std::memory_order_relaxed);
-    const std::uint64_t lost = e.lost.load(std::memory_order_relaxed);
-    if (e.state.compare_exchange_strong(st, kEndpointFree, std::memory_order_acq_rel)) {
-      if (endpoint_phase(st) == kEndpointLive) {
-        header_->reclaimed_received.fetch_add(received, std::memory_order_relaxed);
-        header_->reclaimed_lost.fetch_add(lost, std::memory_order_relaxed);
-      }
-      ++freed;
-    }
-  }
+  };
+  reclaim(publishers_, kMaxPublishers, false);
+  reclaim(subscribers_, kMaxSubscribers, true);
   if (freed != 0) header_->reclaimed_endpoints.fetch_add(freed, std::memory_order_relaxed);
   return freed;
 }
 
 Registry& DomainState::registry() {
-  // Caller holds mutex_.
-  if (!registry_) {
-    registry_.emplace(Registry::open_or_create(config_.domain, config_.registry_capacity, config_.mode));
+  // Caller holds mutex_. A registry removed under us (`shmtool clean` while
+  // this process was between channels) is re-opened: channels created from
+  // now on are listed in the one monitors read.
+  if (!registry_ || registry_->replaced()) {
+    registry_.reset();
+    registry_.emplace(Registry::open_or_create(config_.domain, config_.registry_capacity, config_.access()));
   }
   return *registry_;
 }
@@ -319,12 +436,13 @@ Registry& DomainState::registry() {
 std::shared_ptr<Channel> DomainState::channel(std::string_view name, const TypeInfo* type) {
   std::lock_guard lock(mutex_);
   if (auto it = channels_.find(name); it != channels_.end()) {
-    if (auto ch = it->second.lock()) {
-      if (type != nullptr) check_type(name, ch->header(), ch->schema_text(), *type);
+    auto ch = it->second.lock();
+    if (ch && !ch->segment().replaced()) {
+      if (type != nullptr) check_type(name, ch->type(), *type);
       return ch;
     }
   }
-  auto ch = Channel::create_or_open(config_.domain, name, type, config_.channel(name), config_.mode, registry());
+  auto ch = Channel::create_or_open(config_.domain, name, type, config_.channel(name), config_.access(), registry());
   channels_[std::string{name}] = ch;
   return ch;
 }

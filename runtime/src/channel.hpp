@@ -15,23 +15,34 @@
 #include "registry.hpp"
 #include "segment.hpp"
 #include "shmbus/config.hpp"
+#include "shmbus/introspect.hpp"
 #include "shmbus/types.hpp"
 
 namespace shmbus::detail {
+
+using introspect::TimeListCursor;
 
 class Channel {
  public:
   /// Maps an existing channel segment without touching the registry
   /// (introspection). Error(kNotFound) when it does not exist.
-  static std::shared_ptr<Channel> open_existing(const std::string& domain, std::string_view name, bool writable);
+  static std::shared_ptr<Channel> open_existing(const std::string& domain, std::string_view name, bool writable,
+                                                const SegmentAccess& access);
   /// Creates the channel with `settings` and `type`, or opens it; checks the
   /// type (when `type` is given) and lists it in `registry`.
   static std::shared_ptr<Channel> create_or_open(const std::string& domain, std::string_view name, const TypeInfo* type,
-                                                 const ChannelSettings& settings, std::uint32_t mode,
+                                                 const ChannelSettings& settings, const SegmentAccess& access,
                                                  Registry& registry);
 
   [[nodiscard]] layout::ChannelHeader& header() const noexcept { return *header_; }
   [[nodiscard]] const std::string& name() const noexcept { return name_; }
+  [[nodiscard]] const Segment& segment() const noexcept { return segment_; }
+
+  /// The geometry copied into private memory at open, after validation: a
+  /// process that changes the header afterwards cannot make us address
+  /// outside the mapping.
+  [[nodiscard]] std::uint32_t max_message_size() const noexcept { return max_message_size_; }
+  [[nodiscard]] std::int64_t stall_timeout_ns() const noexcept { return stall_timeout_ns_; }
 
   [[nodiscard]] layout::SlotHeader* slot(std::uint64_t seq) const noexcept {
     return reinterpret_cast<layout::SlotHeader*>(slots_ + (seq & slot_mask_) * slot_stride_);
@@ -54,11 +65,23 @@ class Channel {
     time_list_[i & time_list_mask_].store(layout::time_list_entry(mono_ns, i, time_list_log2_),
                                           std::memory_order_release);
   }
-  /// Reads the stamps of the current lap into `out` (ascending index order,
-  /// entries still being written left out). Returns the head read.
+  /// Reads the stamps of the current lap into `out` (time order, entries
+  /// still being written left out). Returns the head read.
   std::uint64_t snapshot_time_list(std::vector<std::int64_t>& out) const;
   /// See introspect::ChannelReader::read_stamps_since.
-  std::uint64_t read_stamps_since(std::uint64_t& cursor, std::vector<std::int64_t>& out) const;
+  std::uint64_t read_stamps_since(TimeListCursor& cursor, std::vector<std::int64_t>& out) const;
+
+  /// False only when the publisher that holds a slot in `writing_state`
+  /// is known to be gone (its entry freed or re-let, or its process dead by
+  /// pid + start time); a claim by a live or unknown writer is never taken.
+  [[nodiscard]] bool writer_alive(std::uint64_t slot_state) const noexcept;
+  /// The token a publisher registered at `index` writes into slot states.
+  [[nodiscard]] std::uint32_t publisher_token(std::uint32_t index) const noexcept;
+
+  /// The subscriber at entry `index` registers as a sleeper (its bit in
+  /// `waiters`) and gets the futex value to sleep on; leave_waiters after.
+  std::uint32_t enter_waiters(std::uint32_t index) const noexcept;
+  void leave_waiters(std::uint32_t index) const noexcept;
 
   /// Endpoint tables. register_* reclaims entries of dead processes first;
   /// they throw Error(kResource) when the table is full.
@@ -80,12 +103,20 @@ class Channel {
   Channel(Segment s, std::string name);
   std::uint32_t register_endpoint(layout::EndpointEntry* table, std::uint32_t size, std::string_view node,
                                   const char* what, std::uint32_t& id);
+  /// Frees entry `e` that this process holds (claimed by it): folds a
+  /// subscriber's counters, clears its sleep, bumps the tenancy, frees.
+  void release_entry(layout::EndpointEntry& e, bool subscriber, std::uint32_t index, bool fold) noexcept;
   Segment segment_;
   std::string name_;
   layout::ChannelHeader* header_;
   std::byte* slots_;
   std::uint64_t slot_mask_;
-  std::uint32_t slot_stride_;
+  std::uint64_t slot_stride_;
+  std::uint32_t max_message_size_;
+  std::int64_t stall_timeout_ns_;
+  std::string type_name_;
+  std::uint64_t type_hash_;
+  std::string schema_;
   std::atomic<std::uint64_t>* time_list_;
   std::uint64_t time_list_mask_;
   std::uint32_t time_list_log2_;
@@ -98,8 +129,11 @@ class Channel {
 class DomainState {
  public:
   DomainState(const Config& config) : config_(config) {}
-  /// The channel, mapped once per process.
+  /// The channel, mapped once per process. A mapping whose object was
+  /// removed (`shmtool clean`) is replaced by the current one.
   std::shared_ptr<Channel> channel(std::string_view name, const TypeInfo* type);
+  /// The registry; re-opened when its object was removed, so channels
+  /// created later are listed where monitors look.
   Registry& registry();
 
  private:

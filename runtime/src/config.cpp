@@ -1,6 +1,7 @@
 #include "shmbus/config.hpp"
 
 #include <fnmatch.h>
+#include <grp.h>
 
 #include <toml++/toml.h>
 #include <cmath>
@@ -257,6 +258,11 @@ class ConfigReader {
           fail(v, "mode = \"" + text + "\" must be octal permissions such as \"0660\"");
         }
         c.mode = static_cast<std::uint32_t>(mode);
+      } else if (key == "group") {
+        c.group = string_of(v, key);
+        if (c.group.empty() || ::getgrnam(c.group.c_str()) == nullptr) {
+          fail(v, "group = \"" + c.group + "\" is not a group of this system (see /etc/group)");
+        }
       } else if (key == "defaults") {
         const auto* t = v.as_table();
         if (t == nullptr) fail(v, "defaults must be a table ([defaults])");

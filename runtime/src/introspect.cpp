@@ -3,6 +3,7 @@
 #include <dirent.h>
 
 #include <algorithm>
+#include <bit>
 #include <cstring>
 
 #include "channel.hpp"
@@ -21,9 +22,9 @@ struct DomainView::Impl {
   Registry registry;
 };
 
-DomainView::DomainView(const std::string& domain) {
+DomainView::DomainView(const std::string& domain, const SegmentAccess& access) {
   validate_domain_name(domain);
-  impl_ = std::make_unique<Impl>(Impl{domain, Registry::open_existing(domain, false)});
+  impl_ = std::make_unique<Impl>(Impl{domain, Registry::open_existing(domain, false, access)});
 }
 DomainView::~DomainView() = default;
 DomainView::DomainView(DomainView&&) noexcept = default;
@@ -33,7 +34,7 @@ const std::string& DomainView::domain() const noexcept { return impl_->domain; }
 
 std::vector<std::string> DomainView::channel_names() const {
   std::vector<std::string> names;
-  impl_->registry.for_each_live([&](std::uint32_t, const ChannelRecord& r) { names.emplace_back(r.name); });
+  impl_->registry.for_each_live([&](std::uint32_t, const ChannelRecord& r) { names.emplace_back(record_name(r)); });
   std::sort(names.begin(), names.end());
   return names;
 }
@@ -41,7 +42,7 @@ std::vector<std::string> DomainView::channel_names() const {
 std::optional<std::string> DomainView::channel_name(std::uint32_t registry_index) const {
   const ChannelRecord* r = impl_->registry.record(registry_index);
   if (r == nullptr) return std::nullopt;
-  return std::string{r->name};
+  return std::string{record_name(*r)};
 }
 
 std::uint64_t DomainView::generation() const noexcept { return impl_->registry.generation(); }
@@ -50,8 +51,9 @@ struct ChannelReader::Impl {
   std::shared_ptr<Channel> channel;
 };
 
-ChannelReader::ChannelReader(const std::string& domain, std::string_view channel, bool writable)
-    : impl_(std::make_unique<Impl>(Impl{Channel::open_existing(domain, channel, writable)})) {}
+ChannelReader::ChannelReader(const std::string& domain, std::string_view channel, bool writable,
+                             const SegmentAccess& access)
+    : impl_(std::make_unique<Impl>(Impl{Channel::open_existing(domain, channel, writable, access)})) {}
 ChannelReader::~ChannelReader() = default;
 ChannelReader::ChannelReader(ChannelReader&&) noexcept = default;
 ChannelReader& ChannelReader::operator=(ChannelReader&&) noexcept = default;
@@ -66,7 +68,7 @@ bool read_endpoint(const Entry& e, EndpointView& v) {
   v.pid = static_cast<std::int32_t>(endpoint_pid(st));
   v.id = e.id;
   v.node = std::string(e.node, strnlen(e.node, sizeof(e.node)));
-  v.alive = process_alive(v.pid, e.start_time);
+  v.alive = process_alive(v.pid, owner_start_time(st), e.pid_ns);
   return true;
 }
 
@@ -99,10 +101,10 @@ ChannelView ChannelReader::view() const {
   v.schema = type.schema;
   v.transport = static_cast<Transport>(h.transport);
   v.registry_index = h.registry_index.load(std::memory_order_relaxed);
-  v.capacity = h.capacity;
-  v.max_message_size = h.max_message_size;
+  v.capacity = static_cast<std::uint32_t>(ch.capacity());
+  v.max_message_size = ch.max_message_size();
   v.time_list_capacity = h.time_list_capacity;
-  v.stall_timeout_ns = h.stall_timeout_ns;
+  v.stall_timeout_ns = ch.stall_timeout_ns();
   v.window_ns = h.window_ns;
   if (h.has_thresholds != 0) v.thresholds_hz = {h.thresholds_hz[0], h.thresholds_hz[1], h.thresholds_hz[2]};
   // Counters are statistics: relaxed loads.
@@ -112,7 +114,7 @@ ChannelView ChannelReader::view() const {
   v.received = h.reclaimed_received.load(std::memory_order_relaxed);
   v.stamps = h.time_list_head.load(std::memory_order_relaxed);
   v.wakeups = h.futex_word.load(std::memory_order_relaxed);
-  v.sleepers = h.waiters.load(std::memory_order_relaxed);
+  v.sleepers = static_cast<std::uint32_t>(std::popcount(h.waiters.load(std::memory_order_relaxed)));
   collect_endpoints(&ch.publisher(0), kMaxPublishers, v.publishers);
   collect_endpoints(&ch.subscriber(0), kMaxSubscribers, v.subscribers);
   for (const EndpointView& s : v.subscribers) {
@@ -122,7 +124,7 @@ ChannelView ChannelReader::view() const {
   return v;
 }
 
-std::uint64_t ChannelReader::read_stamps_since(std::uint64_t& cursor, std::vector<std::int64_t>& out) const {
+std::uint64_t ChannelReader::read_stamps_since(TimeListCursor& cursor, std::vector<std::int64_t>& out) const {
   return impl_->channel->read_stamps_since(cursor, out);
 }
 
@@ -163,15 +165,14 @@ bool any_live(const Entry* table, std::uint32_t n) {
   for (std::uint32_t i = 0; i < n; ++i) {
     const std::uint64_t st = table[i].state.load(std::memory_order_acquire);
     if (endpoint_phase(st) == kEndpointFree) continue;
-    const auto pid = static_cast<pid_t>(endpoint_pid(st));
-    if (process_alive(pid, endpoint_phase(st) == kEndpointLive ? table[i].start_time : 0)) return true;
+    if (process_alive(static_cast<pid_t>(endpoint_pid(st)), owner_start_time(st), table[i].pid_ns)) return true;
   }
   return false;
 }
 
 }  // namespace
 
-CleanReport clean_domain(const std::string& domain, bool dry_run) {
+CleanReport clean_domain(const std::string& domain, bool dry_run, const SegmentAccess& access) {
   validate_domain_name(domain);
   CleanReport report;
   const std::string registry_name = registry_object_name(domain);
@@ -179,7 +180,7 @@ CleanReport clean_domain(const std::string& domain, bool dry_run) {
   const std::vector<std::string> objects = domain_objects(domain);
   std::optional<Registry> registry;
   try {
-    registry.emplace(Registry::open_existing(domain, !dry_run));
+    registry.emplace(Registry::open_existing(domain, !dry_run, access));
   } catch (const Error&) {
     // No registry, or one this build cannot read (another version, corrupt):
     // nothing to unlist; an unreadable one is removed with the rest.
@@ -200,10 +201,15 @@ CleanReport clean_domain(const std::string& domain, bool dry_run) {
     channel.insert(channel.begin(), '/');
     bool in_use = false;
     try {
-      auto ch = Channel::open_existing(domain, channel, !dry_run);
+      auto ch = Channel::open_existing(domain, channel, !dry_run, access);
       if (!dry_run) ch->reclaim_dead();
       in_use = any_live(&ch->publisher(0), kMaxPublishers) || any_live(&ch->subscriber(0), kMaxSubscribers);
-    } catch (const Error&) {
+    } catch (const Error& e) {
+      if (e.code() == Errc::kPermission) {
+        report.kept.push_back(object);  // someone else's: not ours to remove
+        ++channels_left;
+        continue;
+      }
       in_use = false;  // unreadable: a left-over of another layout, or corrupt
     }
     if (in_use) {

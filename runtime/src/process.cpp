@@ -1,12 +1,15 @@
 #include "process.hpp"
 
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+
+#include "layout/segment_layout.hpp"
 
 namespace shmbus::detail {
 
@@ -64,15 +67,26 @@ std::uint64_t self_start_time() noexcept {
   return cached;
 }
 
-bool process_alive(pid_t pid, std::uint64_t start_time) noexcept {
+std::uint64_t self_pid_ns() noexcept {
+  static const std::uint64_t ns = [] {
+    struct stat st {};
+    return ::stat("/proc/self/ns/pid", &st) == 0 ? static_cast<std::uint64_t>(st.st_ino) : 0;
+  }();
+  return ns;
+}
+
+bool process_alive(pid_t pid, std::uint64_t start_time, std::uint64_t pid_ns) noexcept {
   if (pid <= 0) return false;
-  if (::kill(pid, 0) != 0 && errno != EPERM) return false;
+  const std::uint64_t own_ns = self_pid_ns();
+  if (pid_ns != 0 && own_ns != 0 && pid_ns != own_ns) return true;  // another namespace: cannot know
+  if (::kill(pid, 0) != 0 && errno == ESRCH) return false;
   // A killed process that its parent has not reaped yet is a zombie: it
   // will never write again, so it counts as dead.
   ProcStat st;
-  if (!read_proc_stat(pid, st)) return false;
+  if (!read_proc_stat(pid, st)) return true;  // exists (kill said so) but hidden: cannot know
   if (st.state == 'Z' || st.state == 'X') return false;
-  return start_time == 0 || st.start_time == start_time;
+  // Compared in the 40 bits an owner word keeps.
+  return start_time == 0 || (st.start_time & layout::kOwnerStartMask) == (start_time & layout::kOwnerStartMask);
 }
 
 std::string program_name() {

@@ -32,8 +32,18 @@ std::uint64_t process_start_time(pid_t pid) noexcept;
 pid_t self_pid() noexcept;
 std::uint64_t self_start_time() noexcept;
 
-/// True when `pid` exists and, if `start_time` is non-zero, started then.
-bool process_alive(pid_t pid, std::uint64_t start_time = 0) noexcept;
+/// The inode of this process's pid namespace (/proc/self/ns/pid), 0 when
+/// it cannot be read. Pids are only comparable inside one namespace.
+std::uint64_t self_pid_ns() noexcept;
+
+/// False only when `pid` is known to be gone: no such process, a zombie,
+/// or (when `start_time` is non-zero) a later process that reused the pid.
+/// Whatever cannot be known counts as alive: a pid of another namespace
+/// (`pid_ns` non-zero and not ours), kill() refused with EPERM while /proc
+/// hides the process (hidepid), /proc unreadable. Acting on a live process
+/// as if it were dead corrupts; waiting on a dead one as if it lived only
+/// costs time, bounded elsewhere.
+bool process_alive(pid_t pid, std::uint64_t start_time = 0, std::uint64_t pid_ns = 0) noexcept;
 
 /// This program's name (/proc/self/comm), the default node name.
 std::string program_name();

@@ -1,6 +1,9 @@
 #include "shmbus/publisher.hpp"
 
+#include <signal.h>
+
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <utility>
 
@@ -19,9 +22,10 @@ struct Publisher::Impl {
   EndpointEntry* entry = nullptr;
   std::uint32_t entry_index = 0;
   std::uint32_t id = 0;
-  std::uint32_t pid = 0;
   std::uint32_t max_size = 0;
   std::int64_t stall_timeout_ns = 0;
+  std::uint32_t owner = 0;          ///< token in the slot states we write
+  std::uint64_t stuck_claim = ~0ULL;  ///< a live writer's claim already waited out
   bool notify_hook = true;
   std::uint32_t provenance_count = 0;
   ProvenanceEntry provenance[kProvenanceEntries]{};
@@ -43,37 +47,47 @@ struct Publisher::Impl {
     // committed message (or nothing, on the first lap). One CAS takes the
     // line exclusive at once; a load first would fetch it twice while a
     // subscriber polls it. A failed CAS leaves the actual state in `st`.
+    // The CASed word names us (owner token): a claim always names its
+    // writer, whenever this process stops or dies.
     const std::uint64_t capacity = channel->capacity();
+    const std::uint64_t mine = writing_state(s, owner);
     std::uint64_t st = s >= capacity ? committed_state(s - capacity) : 0;
-    if (slot->state.compare_exchange_strong(st, writing_state(s), std::memory_order_acq_rel,
-                                            std::memory_order_acquire)) {
+    if (slot->state.compare_exchange_strong(st, mine, std::memory_order_acq_rel, std::memory_order_acquire)) {
       return claimed(slot, s, seq);
     }
     std::int64_t stuck_since = 0;
+    bool dead_checked = false;
     for (;;) {
       // Case 1: a later lap already owns the slot (we were descheduled
       // between the fetch_add and here): our message is too old to store.
       if (st != 0 && state_sequence(st) >= s) return nullptr;
-      // Case 2: a writer one lap behind is still in the slot. Wait for it,
-      // bounded by stall_timeout; then take the slot over if that writer is
-      // dead, else drop our message. Never take over from a live writer: it
-      // would go on writing into the slot. The pid is stored just after the
-      // writer's CAS, so waiting the full stall_timeout (not the readers'
-      // 100 us) before trusting a "dead" pid makes a stale pid of an earlier
-      // owner practically impossible to act on.
+      // Case 2: a writer of an earlier lap is still in the slot. A writer
+      // known dead (its entry freed or re-let, or its pid + start time gone)
+      // is taken over at once; a live or unknown one never is, since it
+      // would go on writing into the slot: we wait for it up to
+      // stall_timeout, then drop our message. A claim we already waited out
+      // is dropped at once, so a stopped writer costs each publisher one
+      // stall_timeout, not one per lap.
       if (is_writing(st)) {
+        if (st == stuck_claim) return nullptr;
         const std::int64_t now = mono_now_ns();
         if (stuck_since == 0) stuck_since = now;
-        if (now - stuck_since > stall_timeout_ns) {
-          const auto owner = static_cast<pid_t>(slot->writer_pid.load(std::memory_order_relaxed));
-          if (process_alive(owner)) return nullptr;
-          // CAS cases: won -> the dead writer's slot is ours; lost -> the
-          // state moved on, re-examine it.
-          if (slot->state.compare_exchange_strong(st, writing_state(s), std::memory_order_acq_rel,
-                                                  std::memory_order_acquire)) {
-            break;
+        const bool timed_out = now - stuck_since > stall_timeout_ns;
+        if ((!dead_checked && now - stuck_since >= kDeadWriterCheckNs) || timed_out) {
+          dead_checked = true;
+          if (!channel->writer_alive(st)) {
+            // CAS cases: won -> the dead writer's slot is ours; lost -> the
+            // state moved on, re-examine it.
+            if (slot->state.compare_exchange_strong(st, mine, std::memory_order_acq_rel,
+                                                    std::memory_order_acquire)) {
+              break;
+            }
+            continue;
           }
-          continue;
+          if (timed_out) {
+            stuck_claim = st;
+            return nullptr;
+          }
         }
         cpu_relax();
         st = slot->state.load(std::memory_order_acquire);
@@ -81,8 +95,7 @@ struct Publisher::Impl {
       }
       // Case 3: free, or committed by an earlier lap: claim it. A failed CAS
       // reloads `st` and re-examines the cases.
-      if (slot->state.compare_exchange_weak(st, writing_state(s), std::memory_order_acq_rel,
-                                            std::memory_order_acquire)) {
+      if (slot->state.compare_exchange_weak(st, mine, std::memory_order_acq_rel, std::memory_order_acquire)) {
         break;
       }
     }
@@ -90,12 +103,12 @@ struct Publisher::Impl {
   }
 
   SlotHeader* claimed(SlotHeader* slot, std::uint64_t s, std::uint64_t& seq) noexcept {
-    slot->writer_pid.store(pid, std::memory_order_relaxed);
     // SYNC POINT WRITE (seqlock): orders the writing state before the
     // header and payload stores that follow; pairs with the reader's acquire
     // fence before its re-check.
     std::atomic_thread_fence(std::memory_order_release);
     seq = s;
+    test_pause(kPauseClaimed);
     return slot;
   }
 
@@ -125,14 +138,38 @@ struct Publisher::Impl {
     }
   }
 
-  void commit(SlotHeader* slot, std::uint64_t seq, std::int64_t mono) noexcept {
-    // SYNC POINT WRITE: header and payload before the committed state;
-    // pairs with the subscriber's acquire load of the state.
-    slot->state.store(committed_state(seq), std::memory_order_release);
+  /// Moves the slot from our writing state to committed. False when the
+  /// slot is no longer ours (taken over after we were judged dead): the
+  /// message is then dropped, and counted by the caller.
+  bool commit(SlotHeader* slot, std::uint64_t seq, std::int64_t mono) noexcept {
+    test_pause(kPauseWritten);
+    // SYNC POINT WRITE: header and payload before the committed state (CAS
+    // from our own writing state, release); pairs with the subscriber's
+    // acquire load of the state.
+    std::uint64_t expected = writing_state(seq, owner);
+    if (!slot->state.compare_exchange_strong(expected, committed_state(seq), std::memory_order_release,
+                                             std::memory_order_relaxed)) {
+      return false;
+    }
     // Single writer: a plain increment, relaxed (statistics).
     entry->messages.store(entry->messages.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    test_pause(kPauseCommitted);
     if (notify_hook) channel->stamp(mono);
-    wake_waiters(*header, notify_hook);
+    // The CAS above is a locked read-modify-write: a full barrier on x86.
+    wake_waiters(*header, true);
+    return true;
+  }
+
+  /// Test hook: SHMBUS_TEST_PAUSE=claimed|written|committed makes the
+  /// publisher stop itself (SIGSTOP) at that step, once per process, so a
+  /// test can kill, stall or resume it exactly there. Read once at start.
+  enum PausePoint { kPauseNone, kPauseClaimed, kPauseWritten, kPauseCommitted };
+  PausePoint pause_at = kPauseNone;
+  void test_pause(PausePoint p) noexcept {
+    if (pause_at == p) [[unlikely]] {
+      pause_at = kPauseNone;
+      ::raise(SIGSTOP);
+    }
   }
 
   void count_drop() noexcept {
@@ -148,10 +185,17 @@ Publisher::Publisher(std::string_view channel, const TypeInfo& type, Context& co
   impl_->channel = std::move(ch);
   impl_->header = &impl_->channel->header();
   impl_->entry = &impl_->channel->publisher(impl_->entry_index);
-  impl_->pid = static_cast<std::uint32_t>(self_pid());
-  impl_->max_size = impl_->header->max_message_size;
-  impl_->stall_timeout_ns = impl_->header->stall_timeout_ns;
+  impl_->owner = impl_->channel->publisher_token(impl_->entry_index);
+  impl_->max_size = impl_->channel->max_message_size();
+  impl_->stall_timeout_ns = impl_->channel->stall_timeout_ns();
   impl_->notify_hook = options.notify_hook;
+  if (const char* p = std::getenv("SHMBUS_TEST_PAUSE")) {  // NOLINT(concurrency-mt-unsafe): read once at set-up
+    const std::string_view point{p};
+    impl_->pause_at = point == "claimed"     ? Impl::kPauseClaimed
+                      : point == "written"   ? Impl::kPauseWritten
+                      : point == "committed" ? Impl::kPauseCommitted
+                                             : Impl::kPauseNone;
+  }
 }
 
 Publisher::~Publisher() = default;
@@ -170,7 +214,10 @@ PublishResult Publisher::publish(std::span<const std::byte> payload) noexcept {
   }
   p.write_header(slot, seq, mono, static_cast<std::uint32_t>(payload.size()), 0);
   std::memcpy(Channel::payload(slot), payload.data(), payload.size());
-  p.commit(slot, seq, mono);
+  if (!p.commit(slot, seq, mono)) {
+    p.count_drop();
+    return PublishResult::kDropped;
+  }
   return PublishResult::kOk;
 }
 
@@ -202,9 +249,13 @@ PublishResult Publisher::commit(Loan& loan, std::size_t size) noexcept {
   // The publish time is the commit time: that is when the message exists.
   const std::int64_t mono = mono_now_ns();
   p.write_header(slot, loan.sequence_, mono, static_cast<std::uint32_t>(size), 0);
-  p.commit(slot, loan.sequence_, mono);
+  const bool committed = p.commit(slot, loan.sequence_, mono);
   loan.data_ = nullptr;
   loan.owner_ = nullptr;
+  if (!committed) {
+    p.count_drop();
+    return PublishResult::kDropped;
+  }
   return PublishResult::kOk;
 }
 
@@ -212,8 +263,14 @@ void Publisher::discard(Loan& loan) noexcept {
   Impl& p = *impl_;
   auto* slot = static_cast<SlotHeader*>(loan.slot_);
   p.write_header(slot, loan.sequence_, mono_now_ns(), 0, kSlotDiscarded);
-  slot->state.store(committed_state(loan.sequence_), std::memory_order_release);
-  wake_waiters(*p.header, false);
+  // From our own writing state only: a slot taken over is not ours to end.
+  std::uint64_t expected = writing_state(loan.sequence_, p.owner);
+  if (slot->state.compare_exchange_strong(expected, committed_state(loan.sequence_), std::memory_order_release,
+                                          std::memory_order_relaxed)) {
+    wake_waiters(*p.header, true);
+  }
+  loan.data_ = nullptr;
+  loan.owner_ = nullptr;
 }
 
 Loan& Loan::operator=(Loan&& other) noexcept {

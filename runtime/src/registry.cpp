@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <bit>
 #include <chrono>
 #include <cstring>
 #include <thread>
@@ -27,29 +28,48 @@ namespace {
 constexpr SegmentSpec kSpec{layout::SegmentKind::kRegistry, layout::kRegistryLayoutHash};
 
 bool name_is(const ChannelRecord& r, std::uint64_t hash, std::string_view name) {
-  return r.name_hash == hash && std::string_view{r.name} == name;
+  return r.name_hash == hash && record_name(r) == name;
 }
+
+/// The largest registry the configuration allows (registry_capacity).
+constexpr std::uint64_t kMaxRegistryCapacity = 1ULL << 20;
 }  // namespace
 
-Registry Registry::open_or_create(const std::string& domain, std::uint32_t capacity, std::uint32_t mode) {
+std::string_view record_name(const ChannelRecord& r) noexcept { return {r.name, strnlen(r.name, sizeof(r.name))}; }
+std::string_view record_type_name(const ChannelRecord& r) noexcept {
+  return {r.type_name, strnlen(r.type_name, sizeof(r.type_name))};
+}
+
+Registry::Registry(Segment s) : segment_(std::move(s)) {
+  const auto* h = static_cast<const layout::RegistryHeader*>(segment_.base());
+  const std::uint64_t cap = segment_.size() >= sizeof(layout::RegistryHeader) ? h->capacity : 0;
+  const std::uint64_t records_end = sizeof(layout::RegistryHeader) + cap * sizeof(ChannelRecord);
+  if (!std::has_single_bit(cap) || cap > kMaxRegistryCapacity ||
+      h->records_offset != sizeof(layout::RegistryHeader) || records_end > segment_.size()) {
+    throw Error(Errc::kLayoutMismatch,
+                fmt::format("shared-memory segment /dev/shm/{} has an inconsistent registry header (capacity {}, "
+                            "records at {}, {} bytes; corrupt); if no process uses the domain, remove it with "
+                            "`shmtool clean`",
+                            segment_.name(), cap, cap != 0 ? h->records_offset : 0, segment_.size()));
+  }
+  capacity_ = static_cast<std::uint32_t>(cap);
+}
+
+Registry Registry::open_or_create(const std::string& domain, std::uint32_t capacity, const SegmentAccess& access) {
   const std::size_t size = sizeof(layout::RegistryHeader) + std::size_t{capacity} * sizeof(ChannelRecord);
-  bool created = false;
-  Segment s = Segment::create_or_open(
-      registry_object_name(domain), size, mode, kSpec,
-      [capacity](void* base) {
-        auto* h = static_cast<layout::RegistryHeader*>(base);
-        h->capacity = capacity;
-        h->records_offset = sizeof(layout::RegistryHeader);
-      },
-      created);
+  Segment s = Segment::create_or_open(registry_object_name(domain), size, access, kSpec, [capacity](void* base) {
+    auto* h = static_cast<layout::RegistryHeader*>(base);
+    h->capacity = capacity;
+    h->records_offset = sizeof(layout::RegistryHeader);
+  });
   Registry r{std::move(s)};
   r.domain_ = domain;
   return r;
 }
 
-Registry Registry::open_existing(const std::string& domain, bool writable) {
+Registry Registry::open_existing(const std::string& domain, bool writable, const SegmentAccess& access) {
   try {
-    Registry r{Segment::open(registry_object_name(domain), kSpec, writable)};
+    Registry r{Segment::open(registry_object_name(domain), kSpec, writable, access)};
     r.domain_ = domain;
     return r;
   } catch (const Error& e) {
@@ -71,7 +91,8 @@ std::uint32_t Registry::ensure(std::string_view name, std::string_view type_name
   const std::uint64_t hash = hash_name(name);
   const std::uint32_t cap = capacity();
   const std::uint32_t mask = cap - 1;
-  const auto pid = static_cast<std::uint32_t>(self_pid());
+  const std::uint64_t claimed =
+      layout::owner_word(static_cast<std::uint32_t>(self_pid()), self_start_time(), layout::kRecordClaimed);
   ChannelRecord* recs = records();
   for (std::uint32_t probe = 0; probe < cap;) {
     const std::uint32_t i = static_cast<std::uint32_t>(hash + probe) & mask;
@@ -81,7 +102,6 @@ std::uint32_t Registry::ensure(std::string_view name, std::string_view type_name
       case layout::kRecordFree: {
         // CAS cases: won -> fill and publish; lost -> re-examine this index
         // (the winner may be adding the same name).
-        const std::uint64_t claimed = (std::uint64_t{pid} << 2) | layout::kRecordClaimed;
         if (r.state.compare_exchange_strong(st, claimed, std::memory_order_acq_rel)) {
           r.name_hash = hash;
           copy_name(r.name, sizeof(r.name), name);
@@ -98,7 +118,7 @@ std::uint32_t Registry::ensure(std::string_view name, std::string_view type_name
       case layout::kRecordClaimed: {
         // Someone is filling this record, maybe with our name: wait for it,
         // or free it when its claimer died half-way.
-        if (!process_alive(static_cast<pid_t>(st >> 2))) {
+        if (!process_alive(static_cast<pid_t>(layout::owner_pid(st)), layout::owner_start_time(st))) {
           r.state.compare_exchange_strong(st, layout::kRecordFree, std::memory_order_acq_rel);
         } else {
           std::this_thread::sleep_for(std::chrono::microseconds(50));

@@ -15,9 +15,9 @@ namespace shmbus::detail {
 class Registry {
  public:
   /// Opens the domain's registry, creating it with `capacity` records.
-  static Registry open_or_create(const std::string& domain, std::uint32_t capacity, std::uint32_t mode);
+  static Registry open_or_create(const std::string& domain, std::uint32_t capacity, const SegmentAccess& access);
   /// Opens an existing registry (Error(kNotFound) when the domain has none).
-  static Registry open_existing(const std::string& domain, bool writable);
+  static Registry open_existing(const std::string& domain, bool writable, const SegmentAccess& access);
 
   /// The record index of `name`, adding a record when there is none.
   /// Safe against concurrent adders of the same name: both end at one record.
@@ -32,21 +32,29 @@ class Registry {
   /// The live record at `index`, or nullptr.
   [[nodiscard]] const layout::ChannelRecord* record(std::uint32_t index) const;
 
-  [[nodiscard]] std::uint32_t capacity() const noexcept { return header()->capacity; }
+  [[nodiscard]] std::uint32_t capacity() const noexcept { return capacity_; }
   [[nodiscard]] std::uint64_t generation() const noexcept {
     return header()->generation.load(std::memory_order_acquire);
   }
   [[nodiscard]] const std::string& object_name() const noexcept { return segment_.name(); }
+  /// See Segment::replaced().
+  [[nodiscard]] bool replaced() const noexcept { return segment_.replaced(); }
 
  private:
-  explicit Registry(Segment s) : segment_(std::move(s)) {}
+  /// Validates the header (capacity, records' place) against the mapping.
+  explicit Registry(Segment s);
   [[nodiscard]] layout::RegistryHeader* header() const noexcept {
     return static_cast<layout::RegistryHeader*>(segment_.base());
   }
   [[nodiscard]] layout::ChannelRecord* records() const noexcept;
   std::string domain_;
   Segment segment_;
+  std::uint32_t capacity_ = 0;  ///< validated at open, kept in private memory
 };
+
+/// A record's name, bounded by its field (a corrupt record may lack the NUL).
+std::string_view record_name(const layout::ChannelRecord& r) noexcept;
+std::string_view record_type_name(const layout::ChannelRecord& r) noexcept;
 
 /// 64-bit FNV-1a of a name.
 std::uint64_t hash_name(std::string_view name) noexcept;

@@ -3,6 +3,7 @@
 // set. See layout/channel_layout.hpp for the slot state word.
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 
 #include "channel.hpp"
@@ -92,17 +93,13 @@ inline void wake_waiters(layout::ChannelHeader& h, bool after_locked_rmw) noexce
   }
 }
 
-/// Registers as a sleeper on `h` and returns the futex value to sleep on;
-/// the caller must re-check for data before sleeping and call
-/// leave_waiters() after.
-inline std::uint32_t enter_waiters(layout::ChannelHeader& h) noexcept {
-  const std::uint32_t word = h.futex_word.load(std::memory_order_acquire);
-  h.waiters.fetch_add(1, std::memory_order_relaxed);
-  // SYNC POINT (store-load): pairs with the fence in wake_waiters().
-  std::atomic_thread_fence(std::memory_order_seq_cst);
-  return word;
+/// `start + timeout`, saturated: a timeout of nanoseconds::max() (or any
+/// that would overflow) waits forever instead of wrapping into the past.
+inline std::int64_t saturating_deadline(std::int64_t start, std::chrono::nanoseconds timeout) noexcept {
+  const std::int64_t t = std::max<std::int64_t>(0, timeout.count());
+  std::int64_t deadline = 0;
+  if (__builtin_add_overflow(start, t, &deadline)) return INT64_MAX;
+  return deadline;
 }
-
-inline void leave_waiters(layout::ChannelHeader& h) noexcept { h.waiters.fetch_sub(1, std::memory_order_relaxed); }
 
 }  // namespace shmbus::detail

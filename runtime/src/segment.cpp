@@ -6,8 +6,12 @@
 #include <boost/interprocess/permissions.hpp>
 #include <boost/interprocess/shared_memory_object.hpp>
 
+#include <grp.h>
+#include <pwd.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <thread>
@@ -24,6 +28,8 @@ namespace shmbus::detail {
 // daemon) does not run out of descriptors.
 struct Segment::Impl {
   bip::mapped_region region;
+  dev_t dev = 0;
+  ino_t ino = 0;
 };
 
 Segment::Segment() = default;
@@ -75,9 +81,65 @@ void validate(const std::string& name, const layout::SegmentHeader& h, std::size
   }
 }
 
+std::string user_name(uid_t uid) {
+  const passwd* p = ::getpwuid(uid);  // NOLINT(concurrency-mt-unsafe): set-up path, name copied at once
+  return p != nullptr ? std::string{p->pw_name} : std::to_string(uid);
+}
+
+/// Refuses a segment that another user owns (unless `access` names its
+/// group) or whose mode grants more than `access.mode`.
+void check_access(const std::string& name, const struct stat& st, const SegmentAccess& access) {
+  const unsigned mode = st.st_mode & 07777U;
+  bool owner_ok = st.st_uid == ::geteuid();
+  if (!owner_ok && !access.group.empty()) {
+    const group* g = ::getgrnam(access.group.c_str());  // NOLINT(concurrency-mt-unsafe): set-up path
+    owner_ok = g != nullptr && st.st_gid == g->gr_gid;
+  }
+  const unsigned extra = mode & ~access.mode & 07777U;
+  if (owner_ok && extra == 0) return;
+  const std::string fix = owner_ok
+                              ? fmt::format("the configuration allows at most mode {:04o}; remove it (rm /dev/shm/{}) "
+                                            "if it is not yours, or raise `mode`",
+                                            access.mode, name)
+                              : fmt::format("another user may have planted it; remove it (rm /dev/shm/{}) if it is "
+                                            "not yours, or set `group` in the configuration to share segments",
+                                            name);
+  throw Error(Errc::kPermission,
+              fmt::format("refusing shared-memory segment /dev/shm/{}: owner {} (uid {}), group {}, mode {:04o}, but "
+                          "this process runs as uid {}{}; {}",
+                          name, user_name(st.st_uid), st.st_uid, st.st_gid, mode, ::geteuid(),
+                          access.group.empty() ? "" : fmt::format(" accepting group {}", access.group), fix));
+}
+
+/// Removes `name` when it is still the object behind `fd`, under an
+/// exclusive flock on that object: two processes recovering the same
+/// abandoned object never remove the fresh one the other created.
+void remove_if_same(const std::string& name, int fd) {
+  if (::flock(fd, LOCK_EX) != 0) return;
+  struct stat held {};
+  struct stat now {};
+  if (::fstat(fd, &held) == 0 && ::stat(("/dev/shm/" + name).c_str(), &now) == 0 && held.st_ino == now.st_ino &&
+      held.st_dev == now.st_dev) {
+    bip::shared_memory_object::remove(name.c_str());
+  }
+  ::flock(fd, LOCK_UN);
+}
+
 }  // namespace
 
-Segment Segment::open(const std::string& name, SegmentSpec spec, bool writable) {
+Segment Segment::open(const std::string& name, SegmentSpec spec, bool writable, const SegmentAccess& access) {
+  return open_object(name, spec, writable, access, false);
+}
+
+bool Segment::replaced() const noexcept {
+  if (!impl_) return true;
+  struct stat st {};
+  if (::stat(("/dev/shm/" + name_).c_str(), &st) != 0) return true;
+  return st.st_ino != impl_->ino || st.st_dev != impl_->dev;
+}
+
+Segment Segment::open_object(const std::string& name, SegmentSpec spec, bool writable, const SegmentAccess& access,
+                             bool recover) {
   Segment s;
   s.name_ = name;
   auto impl = std::make_unique<Impl>();
@@ -91,6 +153,18 @@ Segment Segment::open(const std::string& name, SegmentSpec spec, bool writable) 
     }
     throw Error(Errc::kResource, fmt::format("cannot open /dev/shm/{}: {}; check its permissions", name, e.what()));
   }
+  const int fd = object.get_mapping_handle().handle;
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) throw Error(Errc::kResource, fmt::format("cannot stat /dev/shm/{}", name));
+  check_access(name, st, access);
+  impl->dev = st.st_dev;
+  impl->ino = st.st_ino;
+  // Removes an object its creator abandoned, for the caller to create anew.
+  auto abandon = [&](const std::string& why) {
+    if (!recover) refuse(name, why);
+    remove_if_same(name, fd);
+    throw Error(Errc::kNotFound, fmt::format("shared-memory segment /dev/shm/{} was abandoned", name));
+  };
   // A creator that won the race may not have sized the object yet; give it
   // the same bounded time as for initialisation, but only while the object
   // is young enough to have a creator still at work.
@@ -100,7 +174,7 @@ Segment Segment::open(const std::string& name, SegmentSpec spec, bool writable) 
     object.get_size(size);
     if (static_cast<std::size_t>(size) >= sizeof(layout::SegmentHeader)) break;
     if (std::chrono::steady_clock::now() > give_up || object_age_seconds(name) > 1.0) {
-      refuse(name, fmt::format("is {} bytes, smaller than a segment header (truncated)", size));
+      abandon(fmt::format("is {} bytes, smaller than a segment header (truncated)", size));
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
@@ -122,10 +196,12 @@ Segment Segment::open(const std::string& name, SegmentSpec spec, bool writable) 
     // read them: a torn or zero read only delays the verdict by a round
     // (pid 0 is "not known yet"); the values are final once written.
     const std::uint32_t creator = h->creator_pid;
-    const bool creator_dead = creator != 0 && !process_alive(static_cast<pid_t>(creator), h->creator_start_time);
-    if (creator_dead || std::chrono::steady_clock::now() > give_up) {
+    const bool creator_dead = creator != 0 && !process_alive(static_cast<pid_t>(creator), h->creator_start_time,
+                                                             h->creator_pid_ns);
+    if (creator_dead) abandon(fmt::format("was left half-initialised by pid {}, which died", creator));
+    if (std::chrono::steady_clock::now() > give_up) {
       if (creator == 0) refuse(name, "has no shmbus header (corrupt, or not a shmbus segment)");
-      refuse(name, fmt::format("was left half-initialised by pid {}", creator));
+      refuse(name, fmt::format("is still being initialised by pid {} after {} s", creator, kInitWait.count()));
     }
     std::this_thread::sleep_for(std::chrono::microseconds(200));
   }
@@ -134,45 +210,70 @@ Segment Segment::open(const std::string& name, SegmentSpec spec, bool writable) 
   return s;
 }
 
-Segment Segment::create_or_open(const std::string& name, std::size_t size, std::uint32_t mode, SegmentSpec spec,
-                                const std::function<void(void*)>& init, bool& created) {
-  auto impl = std::make_unique<Impl>();
-  bip::permissions perms(static_cast<int>(mode & 07777U));
-  bip::shared_memory_object object;
-  try {
-    object = bip::shared_memory_object(bip::create_only, name.c_str(), bip::read_write, perms);
-  } catch (const bip::interprocess_exception& e) {
-    if (e.get_error_code() == bip::already_exists_error) {
-      created = false;
-      return open(name, spec, true);
+Segment Segment::create_or_open(const std::string& name, std::size_t size, const SegmentAccess& access,
+                                SegmentSpec spec, const std::function<void(void*)>& init) {
+  // A few rounds: each ends in a segment, or in the removal of an abandoned
+  // one (which another recoverer may race to re-create: then we open it).
+  for (int round = 0;; ++round) {
+    auto impl = std::make_unique<Impl>();
+    bip::permissions perms(static_cast<int>(access.mode & 07777U));
+    bip::shared_memory_object object;
+    try {
+      object = bip::shared_memory_object(bip::create_only, name.c_str(), bip::read_write, perms);
+    } catch (const bip::interprocess_exception& e) {
+      if (e.get_error_code() != bip::already_exists_error) {
+        throw Error(Errc::kResource, fmt::format("cannot create /dev/shm/{}: {}", name, e.what()));
+      }
+      try {
+        return open_object(name, spec, true, access, round < 3);
+      } catch (const Error& opened) {
+        if (opened.code() == Errc::kNotFound && round < 3) continue;  // removed meanwhile: create it
+        throw;
+      }
     }
-    throw Error(Errc::kResource, fmt::format("cannot create /dev/shm/{}: {}", name, e.what()));
+    const int fd = object.get_mapping_handle().handle;
+    // The mode without the umask, and the configured group.
+    ::fchmod(fd, static_cast<mode_t>(access.mode & 07777U));
+    if (!access.group.empty()) {
+      if (const group* g = ::getgrnam(access.group.c_str())) {  // NOLINT(concurrency-mt-unsafe): set-up path
+        if (::fchown(fd, static_cast<uid_t>(-1), g->gr_gid) != 0) {
+          bip::shared_memory_object::remove(name.c_str());
+          throw Error(Errc::kPermission, fmt::format("cannot give /dev/shm/{} to group {}: this user is not in "
+                                                     "it; add it (usermod -aG {} USER) or change `group`",
+                                                     name, access.group, access.group));
+        }
+      }
+    }
+    struct stat st {};
+    ::fstat(fd, &st);
+    impl->dev = st.st_dev;
+    impl->ino = st.st_ino;
+    try {
+      object.truncate(static_cast<bip::offset_t>(size));
+      impl->region = bip::mapped_region(object, bip::read_write);
+    } catch (const bip::interprocess_exception& e) {
+      bip::shared_memory_object::remove(name.c_str());
+      throw Error(Errc::kResource,
+                  fmt::format("cannot size /dev/shm/{} to {} bytes: {}; is /dev/shm full?", name, size, e.what()));
+    }
+    auto* h = static_cast<layout::SegmentHeader*>(impl->region.get_address());
+    h->creator_pid = static_cast<std::uint32_t>(self_pid());
+    h->creator_start_time = self_start_time();
+    h->creator_pid_ns = self_pid_ns();
+    init(impl->region.get_address());
+    h->magic = layout::kMagic;
+    h->layout_version = layout::kLayoutVersion;
+    h->kind = static_cast<std::uint32_t>(spec.kind);
+    h->layout_hash = spec.layout_hash;
+    h->total_size = size;
+    // SYNC POINT WRITE: everything above is visible to an opener that loads
+    // kReady with acquire.
+    h->init_state.store(layout::kReady, std::memory_order_release);
+    Segment s;
+    s.name_ = name;
+    s.impl_ = std::move(impl);
+    return s;
   }
-  created = true;
-  try {
-    object.truncate(static_cast<bip::offset_t>(size));
-    impl->region = bip::mapped_region(object, bip::read_write);
-  } catch (const bip::interprocess_exception& e) {
-    bip::shared_memory_object::remove(name.c_str());
-    throw Error(Errc::kResource,
-                fmt::format("cannot size /dev/shm/{} to {} bytes: {}; is /dev/shm full?", name, size, e.what()));
-  }
-  auto* h = static_cast<layout::SegmentHeader*>(impl->region.get_address());
-  h->creator_pid = static_cast<std::uint32_t>(self_pid());
-  h->creator_start_time = self_start_time();
-  init(impl->region.get_address());
-  h->magic = layout::kMagic;
-  h->layout_version = layout::kLayoutVersion;
-  h->kind = static_cast<std::uint32_t>(spec.kind);
-  h->layout_hash = spec.layout_hash;
-  h->total_size = size;
-  // SYNC POINT WRITE: everything above is visible to an opener that loads
-  // kReady with acquire.
-  h->init_state.store(layout::kReady, std::memory_order_release);
-  Segment s;
-  s.name_ = name;
-  s.impl_ = std::move(impl);
-  return s;
 }
 
 bool Segment::remove(const std::string& name) noexcept { return bip::shared_memory_object::remove(name.c_str()); }

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "layout/segment_layout.hpp"
+#include "shmbus/config.hpp"
 
 namespace shmbus::detail {
 
@@ -26,17 +27,24 @@ class Segment {
   Segment(Segment&&) noexcept;
   Segment& operator=(Segment&&) noexcept;
 
-  /// Creates the object with `size` bytes and `mode`, runs `init` on the
-  /// zeroed memory, writes the header and publishes it ready; or, when
-  /// another process created it first, opens and validates it as open().
-  /// `created` tells which happened.
-  static Segment create_or_open(const std::string& name, std::size_t size, std::uint32_t mode, SegmentSpec spec,
-                                const std::function<void(void*)>& init, bool& created);
+  /// Creates the object with `size` bytes and `access` (mode, group), runs
+  /// `init` on the zeroed memory, writes the header and publishes it ready;
+  /// or, when another process created it first, opens and validates it as
+  /// open(). An object whose creator died before it was ready is removed
+  /// and created anew.
+  static Segment create_or_open(const std::string& name, std::size_t size, const SegmentAccess& access,
+                                SegmentSpec spec, const std::function<void(void*)>& init);
 
-  /// Opens an existing segment and validates its header. Throws
-  /// Error(kNotFound) when absent; Error(kLayoutMismatch) when it is
-  /// truncated, corrupt, of another layout, or was left half-initialised.
-  static Segment open(const std::string& name, SegmentSpec spec, bool writable);
+  /// Opens an existing segment, checks its owner and mode against `access`
+  /// and validates its header. Throws Error(kNotFound) when absent;
+  /// Error(kPermission) when another user owns it or its mode is wider than
+  /// `access` allows; Error(kLayoutMismatch) when it is truncated, corrupt,
+  /// of another layout, or was left half-initialised.
+  static Segment open(const std::string& name, SegmentSpec spec, bool writable, const SegmentAccess& access);
+
+  /// True when the name no longer refers to the object this segment mapped
+  /// (removed by `shmtool clean`, or removed and created anew).
+  [[nodiscard]] bool replaced() const noexcept;
 
   /// Removes the object name (mappings stay valid). False when absent.
   static bool remove(const std::string& name) noexcept;
@@ -47,6 +55,10 @@ class Segment {
   [[nodiscard]] bool valid() const noexcept { return impl_ != nullptr; }
 
  private:
+  /// open(); with `recover`, an object whose creator died before it was
+  /// ready is removed and Error(kNotFound) thrown, so the caller creates it.
+  static Segment open_object(const std::string& name, SegmentSpec spec, bool writable, const SegmentAccess& access,
+                             bool recover);
   struct Impl;
   std::unique_ptr<Impl> impl_;
   std::string name_;

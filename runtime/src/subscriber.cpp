@@ -13,7 +13,8 @@ Subscriber::Subscriber(std::string_view channel, const std::optional<TypeInfo>& 
   Impl& s = *impl_;
   s.header = &s.channel->header();
   s.entry = &s.channel->subscriber(s.entry_index);
-  s.stall_timeout_ns = s.header->stall_timeout_ns;
+  s.stall_timeout_ns = s.channel->stall_timeout_ns();
+  s.max_size = s.channel->max_message_size();
   const ChannelSettings settings = context.config().channel(channel);
   s.wait_spin_ns = settings.wait_spin.count();
   s.age_sample_every = settings.age_sample_every;
@@ -65,7 +66,7 @@ const std::string& Subscriber::channel() const noexcept { return impl_->channel-
 std::uint32_t Subscriber::channel_index() const noexcept {
   return impl_->header->registry_index.load(std::memory_order_relaxed);
 }
-std::size_t Subscriber::max_message_size() const noexcept { return impl_->header->max_message_size; }
+std::size_t Subscriber::max_message_size() const noexcept { return impl_->max_size; }
 TypeInfo Subscriber::type() const { return impl_->channel->type(); }
 
 }  // namespace shmbus

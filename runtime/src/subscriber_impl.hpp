@@ -33,6 +33,7 @@ struct Subscriber::Impl {
   std::uint32_t age_countdown = 1;  ///< the first take is sampled
   std::int64_t stall_timeout_ns = 0;
   std::int64_t wait_spin_ns = 0;
+  std::uint32_t max_size = 0;  ///< the channel's max_message_size, validated at open
 
   ~Impl() {
     if (channel) channel->unregister_subscriber(entry_index);
@@ -68,7 +69,7 @@ struct Subscriber::Impl {
 
   /// Decides about a sequence that is claimed but not committed: keep
   /// waiting (false) or count it lost (true) after the stall bound.
-  bool give_up_stalled(const SlotHeader* slot, std::uint64_t state) noexcept {
+  bool give_up_stalled(std::uint64_t state) noexcept {
     const std::int64_t now = mono_now_ns();
     if (stall_since == 0) {
       stall_since = now;
@@ -79,7 +80,7 @@ struct Subscriber::Impl {
     if (stalled >= stall_timeout_ns) return true;
     if (!dead_checked && stalled >= kDeadWriterCheckNs && is_writing(state) && state_sequence(state) == next) {
       dead_checked = true;
-      return !process_alive(static_cast<pid_t>(slot->writer_pid.load(std::memory_order_relaxed)));
+      return !channel->writer_alive(state);
     }
     return false;
   }
@@ -102,14 +103,19 @@ struct Subscriber::Impl {
         bool fits = true;
         {
           [[maybe_unused]] SeqlockReadScope racy_copy;
-          size = std::min(slot->size, header->max_message_size);
-          flags = slot->flags;
+          // atomic_ref (relaxed): the size bounds the copy below, so the
+          // compiler must not read it again after the bound is applied; the
+          // bound is our private copy of the geometry.
+          size = std::min(std::atomic_ref<std::uint32_t>(slot->size).load(std::memory_order_relaxed), max_size);
+          flags = std::atomic_ref<std::uint32_t>(slot->flags).load(std::memory_order_relaxed);
           result.info.sequence = slot->sequence;
           result.info.publish_time_ns = slot->mono_ns;
           result.info.publish_wall_ns = slot->wall_ns;
           result.info.size = size;
           result.info.publisher_id = slot->publisher_id;
-          result.info.provenance_count = std::min<std::uint32_t>(slot->provenance_count, kProvenanceEntries);
+          result.info.provenance_count = std::min<std::uint32_t>(
+              std::atomic_ref<std::uint32_t>(slot->provenance_count).load(std::memory_order_relaxed),
+              kProvenanceEntries);
           const ProvenanceEntry* prov = Channel::provenance(slot);
           for (std::uint32_t i = 0; i < result.info.provenance_count; ++i) {
             result.info.provenance[i] = Provenance{prov[i].channel_index, prov[i].sequence};
@@ -165,7 +171,7 @@ struct Subscriber::Impl {
         skip_to(cursor - capacity);
         continue;
       }
-      if (give_up_stalled(slot, st)) {
+      if (give_up_stalled(st)) {
         skip_to(next + 1);
         continue;
       }

@@ -47,7 +47,7 @@ std::size_t wait_any(std::span<Subscriber::Impl* const> subs, std::chrono::nanos
                      std::vector<std::size_t>* ready) noexcept {
   if (std::size_t n = collect_pending(subs, ready)) return n;
   const std::int64_t start = mono_now_ns();
-  const std::int64_t deadline = start + std::max<std::int64_t>(0, timeout.count());
+  const std::int64_t deadline = saturating_deadline(start, timeout);
   std::int64_t spin = 0;
   for (auto* s : subs) spin = std::max(spin, s->wait_spin_ns);
   const std::int64_t spin_until = std::min(deadline, start + spin);
@@ -69,10 +69,10 @@ std::size_t wait_any(std::span<Subscriber::Impl* const> subs, std::chrono::nanos
     words = heap_words;
   }
   for (;;) {
-    for (std::size_t i = 0; i < subs.size(); ++i) words[i] = enter_waiters(*subs[i]->header);
+    for (std::size_t i = 0; i < subs.size(); ++i) words[i] = subs[i]->channel->enter_waiters(subs[i]->entry_index);
     std::size_t n = collect_pending(subs, nullptr);
     if (n == 0 && mono_now_ns() < deadline) sleep_on(subs, words, deadline);
-    for (auto* s : subs) leave_waiters(*s->header);
+    for (auto* s : subs) s->channel->leave_waiters(s->entry_index);
     n = collect_pending(subs, ready);
     if (n != 0 || mono_now_ns() >= deadline) return n;
   }

@@ -1,4 +1,6 @@
 #include <fcntl.h>
+#include <grp.h>
+#include <sys/stat.h>
 #include <gtest/gtest.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -74,7 +76,7 @@ TEST_F(SegmentTest, WrongVersionIsRefused) {
   const std::uint32_t version = 99;
   poke(object_, 8, &version, sizeof(version));
   const std::string e = open_error(domain_, "/seg");
-  EXPECT_NE(e.find("has layout version 99, this build uses 1"), std::string::npos) << e;
+  EXPECT_NE(e.find("has layout version 99, this build uses 2"), std::string::npos) << e;
 }
 
 TEST_F(SegmentTest, WrongLayoutHashIsRefused) {
@@ -100,7 +102,7 @@ TEST_F(SegmentTest, InconsistentGeometryIsRefusedBeforeAnyUse) {
   const std::uint32_t capacity = 3;  // not a power of two
   poke(object_, 64 + 128 + 96 + 8, &capacity, sizeof(capacity));
   const std::string e = open_error(domain_, "/seg");
-  EXPECT_NE(e.find("has an inconsistent channel geometry"), std::string::npos) << e;
+  EXPECT_NE(e.find("has capacity 3 (a power of two up to 1048576 expected) (corrupt)"), std::string::npos) << e;
 }
 
 TEST_F(SegmentTest, HalfInitialisedByADeadCreatorIsRefused) {
@@ -122,6 +124,164 @@ TEST_F(SegmentTest, ForeignRegistryIsRefused) {
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), Errc::kLayoutMismatch);
   }
+}
+
+namespace {
+// Byte offsets of ChannelHeader fields (after the 64-byte SegmentHeader, the
+// 128-byte name and the 96-byte type name and its hash).
+constexpr std::size_t kNameAt = 64;
+constexpr std::size_t kMaxMessageSizeAt = 300;
+constexpr std::size_t kSubscribersOffsetAt = 336;
+constexpr std::size_t kTimeListOffsetAt = 344;
+constexpr std::size_t kSchemaSizeAt = 324;
+constexpr std::size_t kSchemaOffsetAt = 360;
+
+std::uint64_t peek64(const std::string& object, std::size_t offset) {
+  std::uint64_t v = 0;
+  const int fd = ::shm_open(object.c_str(), O_RDONLY, 0);
+  EXPECT_GE(fd, 0);
+  EXPECT_EQ(::pread(fd, &v, sizeof(v), static_cast<off_t>(offset)), 8);
+  ::close(fd);
+  return v;
+}
+}  // namespace
+
+// Before: each of these made the opener (and shmtool, shmbusd) address
+// outside the mapping and die with SIGSEGV; now each is one refusal.
+TEST_F(SegmentTest, MaxMessageSizeOfAllOnesIsRefusedNotTruncated) {
+  const std::uint32_t huge = 0xFFFFFFFFU;  // the stride computation truncated it to 32 bits
+  poke(object_, kMaxMessageSizeAt, &huge, sizeof(huge));
+  const std::string e = open_error(domain_, "/seg");
+  EXPECT_NE(e.find("has max_message_size 4294967295"), std::string::npos) << e;
+}
+
+TEST_F(SegmentTest, OffsetOutsideTheSegmentIsRefused) {
+  const std::uint64_t far = 1ULL << 40;
+  poke(object_, kSubscribersOffsetAt, &far, sizeof(far));
+  const std::string e = open_error(domain_, "/seg");
+  EXPECT_NE(e.find("has its subscriber table at offset 1099511627776"), std::string::npos) << e;
+}
+
+TEST_F(SegmentTest, OffsetPlusLengthThatWrapsIn64BitsIsRefused) {
+  const std::uint64_t offset = ~0ULL - 15;  // + schema_size wraps to a small number
+  const std::uint32_t size = 64;
+  poke(object_, kSchemaOffsetAt, &offset, sizeof(offset));
+  poke(object_, kSchemaSizeAt, &size, sizeof(size));
+  const std::string e = open_error(domain_, "/seg");
+  EXPECT_NE(e.find("has its schema at offset 18446744073709551600"), std::string::npos) << e;
+}
+
+TEST_F(SegmentTest, UnalignedOffsetIsRefused) {
+  const std::uint64_t offset = peek64(object_, kTimeListOffsetAt) + 8;
+  poke(object_, kTimeListOffsetAt, &offset, sizeof(offset));
+  const std::string e = open_error(domain_, "/seg");
+  EXPECT_NE(e.find("has its time list unaligned"), std::string::npos) << e;
+}
+
+TEST_F(SegmentTest, UnterminatedNameIsRefused) {
+  const std::string xs(128, 'x');
+  poke(object_, kNameAt, xs.data(), xs.size());
+  const std::string e = open_error(domain_, "/seg");
+  EXPECT_NE(e.find("has an unterminated name"), std::string::npos) << e;
+}
+
+TEST_F(SegmentTest, CorruptRegistryHeaderIsRefused) {
+  const std::string registry = registry_object_name(domain_.domain());
+  for (std::uint32_t capacity : {3U, 1U << 30, 0U}) {
+    poke(registry, 64, &capacity, sizeof(capacity));
+    try {
+      introspect::DomainView dv(domain_.domain());
+      ADD_FAILURE() << "capacity " << capacity << " accepted";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), Errc::kLayoutMismatch);
+      EXPECT_NE(std::string{e.what()}.find("inconsistent registry header (capacity " + std::to_string(capacity)),
+                std::string::npos)
+          << e.what();
+    }
+  }
+}
+
+TEST_F(SegmentTest, UnterminatedRegistryNameIsReadWithinItsField) {
+  // Fill every byte of every record's name and type: a reader must stay
+  // inside the record (before: strlen ran past the mapping's end).
+  const std::string registry = registry_object_name(domain_.domain());
+  const std::string xs(128 + 96, 'x');
+  const std::uint32_t capacity = 4096;
+  for (std::uint32_t i = 0; i < capacity; ++i) {
+    const std::size_t record = 128 + std::size_t{i} * 256;
+    const std::uint64_t live = 2;
+    poke(registry, record, &live, sizeof(live));
+    poke(registry, record + 16, xs.data(), xs.size());
+  }
+  const auto names = introspect::DomainView(domain_.domain()).channel_names();
+  ASSERT_EQ(names.size(), capacity);
+  EXPECT_EQ(names.front(), std::string(128, 'x'));
+}
+
+TEST_F(SegmentTest, HalfInitialisedByADeadCreatorIsRecreatedByTheNextCreator) {
+  const std::uint32_t state = 0;
+  const std::uint32_t pid = 0x3fffff;
+  poke(object_, 32, &state, sizeof(state));
+  poke(object_, 36, &pid, sizeof(pid));
+  // An opener that would create the channel (typed) recreates it at once;
+  // before, every opener was refused until a manual `shmtool clean`.
+  Publisher pub("/seg", TypeInfo::bytes(), domain_.context());
+  Subscriber sub("/seg", std::nullopt, domain_.context());
+  std::vector<std::byte> msg(16, std::byte{7}), buf(16);
+  ASSERT_EQ(pub.publish(msg), PublishResult::kOk);
+  EXPECT_TRUE(sub.take(buf).ok());
+}
+
+namespace {
+/// Opens `channel` of `d` untyped with `access`; the error text or "".
+std::string open_with(TestDomain& d, const std::string& channel, const SegmentAccess& access, Errc* code) {
+  try {
+    introspect::ChannelReader reader(d.domain(), channel, false, access);
+  } catch (const Error& e) {
+    *code = e.code();
+    return e.what();
+  }
+  return "";
+}
+}  // namespace
+
+TEST_F(SegmentTest, SegmentOfAnotherUserIsRefusedNamingItsOwner) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to give a segment to another user";
+  const std::string path = "/dev/shm/" + object_;
+  ASSERT_EQ(::chown(path.c_str(), 65534, 65534), 0);
+  Errc code{};
+  const std::string e = open_with(domain_, "/seg", SegmentAccess{}, &code);
+  EXPECT_EQ(code, Errc::kPermission);
+  EXPECT_NE(e.find("refusing shared-memory segment " + path + ": owner"), std::string::npos) << e;
+  EXPECT_NE(e.find("(uid 65534)"), std::string::npos) << e;
+  EXPECT_NE(e.find("set `group` in the configuration"), std::string::npos) << e;
+  // A configured group accepts it explicitly.
+  const group* g = ::getgrgid(65534);
+  ASSERT_NE(g, nullptr);
+  EXPECT_EQ(open_with(domain_, "/seg", SegmentAccess{0660, g->gr_name}, &code), "");
+  ASSERT_EQ(::chown(path.c_str(), 0, 0), 0);
+}
+
+TEST_F(SegmentTest, SegmentWiderThanTheConfiguredModeIsRefused) {
+  const std::string path = "/dev/shm/" + object_;
+  ASSERT_EQ(::chmod(path.c_str(), 0666), 0);
+  Errc code{};
+  const std::string e = open_with(domain_, "/seg", SegmentAccess{0660, ""}, &code);
+  EXPECT_EQ(code, Errc::kPermission);
+  EXPECT_NE(e.find("mode 0666"), std::string::npos) << e;
+  EXPECT_NE(e.find("at most mode 0660"), std::string::npos) << e;
+  EXPECT_EQ(open_with(domain_, "/seg", SegmentAccess{0666, ""}, &code), "");
+}
+
+TEST(RegistryTest, ProcessReopensARegistryRemovedUnderIt) {
+  TestDomain d{Config{}, "reopen"};
+  { Publisher first("/first", TypeInfo::bytes(), d.context()); }
+  // `shmtool clean` removes the whole domain while this process lives on.
+  introspect::clean_domain(d.domain(), false);
+  Publisher later("/later", TypeInfo::bytes(), d.context());
+  // Before: the process kept its mapping of the removed registry, so the
+  // channel was listed where no monitor looks.
+  EXPECT_EQ(introspect::DomainView(d.domain()).channel_names(), std::vector<std::string>{"/later"});
 }
 
 TEST(CleanTest, RemovesUnusedSegmentsAndKeepsLiveOnes) {

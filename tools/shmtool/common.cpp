@@ -48,7 +48,7 @@ bool sleep_until(std::int64_t deadline_ns) noexcept {
 
 introspect::ChannelReader open_channel(const Config& config, std::string_view channel) {
   try {
-    return introspect::ChannelReader(config.domain, channel);
+    return introspect::ChannelReader(config.domain, channel, false, config.access());
   } catch (const Error& e) {
     if (e.code() != Errc::kNotFound) throw;
     throw Error(Errc::kNotFound,

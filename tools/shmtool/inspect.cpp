@@ -97,7 +97,7 @@ double age_mean_s(const introspect::EndpointView& e) {
 /// alerts channel, and its pid.
 std::optional<std::int32_t> daemon_pid(const Config& config) {
   try {
-    const introspect::ChannelView v = introspect::ChannelReader(config.domain, daemon::kAlertsChannel).view();
+    const introspect::ChannelView v = introspect::ChannelReader(config.domain, daemon::kAlertsChannel, false, config.access()).view();
     for (const auto& p : v.publishers) {
       if (p.alive) return p.pid;
     }
@@ -457,7 +457,7 @@ int run_top(const Globals& g, const TopOptions& o) {
 
 int run_clean(const Globals& g, bool dry_run) {
   const Config config = load_config(g);
-  const introspect::CleanReport r = introspect::clean_domain(config.domain, dry_run);
+  const introspect::CleanReport r = introspect::clean_domain(config.domain, dry_run, config.access());
   if (g.json) {
     print_json(Json{{"domain", config.domain}, {"dry_run", dry_run}, {"removed", r.removed}, {"kept", r.kept}});
     return 0;

@@ -229,7 +229,7 @@ int run_pub(const Globals& g, const PubOptions& o) {
   // The type: --raw-size, --type, or the existing channel's.
   std::optional<introspect::ChannelView> existing;
   try {
-    existing = introspect::ChannelReader(config.domain, o.channel).view();
+    existing = introspect::ChannelReader(config.domain, o.channel, false, config.access()).view();
   } catch (const Error& e) {
     if (e.code() != Errc::kNotFound) throw;
   }

@@ -76,6 +76,16 @@ struct SyncStageSettings {
   std::string master;  ///< latest: the triggering input
 };
 
+/// Whose shared-memory segments a process accepts. /dev/shm is
+/// world-writable: another local user could create a domain's segments
+/// first. A segment is opened only when it belongs to this process's user
+/// (or, with `group`, to that group) and its mode grants nothing beyond
+/// `mode`; segments this process creates get `mode` (and `group`).
+struct SegmentAccess {
+  std::uint32_t mode = 0660;
+  std::string group;  ///< empty: only this user's segments
+};
+
 /// A parsed configuration. Thread-safety: immutable after load; share freely.
 class Config {
  public:
@@ -84,6 +94,7 @@ class Config {
   std::string node;                        ///< empty: the program's name
   std::uint32_t registry_capacity = 4096;  ///< channels per domain
   std::uint32_t mode = 0660;               ///< permissions of created segments
+  std::string group;  ///< a group whose segments are accepted and given to created ones (multi-user systems)
   ChannelSettings defaults;
   std::string defaults_where;  ///< "file:line:column" of [defaults], if present
   std::vector<ChannelRule> channels;
@@ -102,6 +113,8 @@ class Config {
   /// [[channel]] entry in file order, key by key (the last match wins).
   /// Patterns are fnmatch(3) globs without flags (`*` also matches `/`).
   [[nodiscard]] ChannelSettings channel(std::string_view channel_name) const;
+  /// The access rule for segments: `mode` and `group`.
+  [[nodiscard]] SegmentAccess access() const { return SegmentAccess{mode, group}; }
 };
 
 /// Parses "100ms", "1.5s", "250us", "2min", "40ns". Returns nullopt when

@@ -16,6 +16,7 @@ enum class Errc {
   kTypeMismatch,     ///< a channel opened with another type than it has (exit 2)
   kLayoutMismatch,   ///< a segment of another layout, corrupt or truncated (exit 1)
   kResource,         ///< a full table, a failed system call (exit 1)
+  kPermission,       ///< a segment owned by someone else, or too widely open (exit 1)
 };
 
 /// The exception every set-up call throws. `what()` is one line that names

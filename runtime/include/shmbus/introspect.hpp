@@ -62,13 +62,23 @@ struct ChannelView {
   std::vector<EndpointView> subscribers;
 };
 
-/// The stamps of one time list in time order, CLOCK_MONOTONIC ns (16 ns
-/// resolution). `total` is how many were ever written; when it exceeds the
+/// The stamps of one time list in time order, CLOCK_MONOTONIC ns. `total` is how many were ever written; when it exceeds the
 /// capacity the oldest were overwritten.
 struct TimeListSnapshot {
   std::vector<std::int64_t> stamps;
   std::uint64_t total = 0;
   std::uint32_t capacity = 0;
+};
+
+/// Where an incremental reader of a time list is: every index below `next`
+/// was examined once; `pending` holds the examined indices whose stamp was
+/// claimed but not stored yet (with several publishers a stamp claimed
+/// before a higher index may be stored after it). A pending index is read
+/// again on every call until its stamp is there or the list overwrote it,
+/// so no stamp is skipped and none is read twice.
+struct TimeListCursor {
+  std::uint64_t next = 0;
+  std::vector<std::uint64_t> pending;
 };
 
 class ChannelReader;
@@ -79,7 +89,8 @@ class DomainView {
  public:
   /// Throws Error(kNotFound) when the domain has no registry, and
   /// Error(kLayoutMismatch) for a foreign or corrupt one.
-  explicit DomainView(const std::string& domain);
+  /// `access`: whose registry is accepted (Config::access()).
+  explicit DomainView(const std::string& domain, const SegmentAccess& access = {});
   ~DomainView();
   DomainView(DomainView&&) noexcept;
   DomainView& operator=(DomainView&&) noexcept;
@@ -102,20 +113,22 @@ class ChannelReader {
  public:
   /// Throws Error(kNotFound) when the channel does not exist. `writable`
   /// only for reset_age_extremes().
-  ChannelReader(const std::string& domain, std::string_view channel, bool writable = false);
+  ChannelReader(const std::string& domain, std::string_view channel, bool writable = false,
+                const SegmentAccess& access = {});
   ~ChannelReader();
   ChannelReader(ChannelReader&&) noexcept;
   ChannelReader& operator=(ChannelReader&&) noexcept;
 
   /// A fresh view of the channel's identity, endpoints and counters.
   [[nodiscard]] ChannelView view() const;
-  /// Incremental read for monitors: appends to `out` the stamps written at
-  /// time-list indices from `cursor` on (at most one list's worth), in index
-  /// order, and advances `cursor`. An entry still being written at the end
-  /// is left for the next call; one that stays unwritten (its publisher died
-  /// between claiming and storing) is skipped once later ones are written.
-  /// Returns how many indices were lost to overwriting since `cursor`.
-  std::uint64_t read_stamps_since(std::uint64_t& cursor, std::vector<std::int64_t>& out) const;
+  /// Incremental read for monitors: appends to `out` every stamp stored
+  /// since the last call with `cursor` (at most one list's worth; pending
+  /// ones first, then in index order, so not always in time order) and
+  /// advances `cursor`. An entry claimed but not yet stored stays pending
+  /// until it is stored (or overwritten: a publisher that died between
+  /// claiming and storing never stores). Returns how many indices were lost
+  /// to overwriting before they were read.
+  std::uint64_t read_stamps_since(TimeListCursor& cursor, std::vector<std::int64_t>& out) const;
 
   /// Starts a new min/max window of every subscriber's message age (the
   /// daemon calls it once per statistics window). Needs `writable`.
@@ -141,6 +154,7 @@ struct CleanReport {
 /// left. Entries of dead processes are reclaimed first. With `dry_run`,
 /// reports without removing. Segments that are not valid shmbus segments
 /// of this layout are removed too (they can only be left-overs).
-CleanReport clean_domain(const std::string& domain, bool dry_run);
+/// Segments another user owns (refused by `access`) are kept: not ours.
+CleanReport clean_domain(const std::string& domain, bool dry_run, const SegmentAccess& access = {});
 
 }  // namespace shmbus::introspect

@@ -14,7 +14,7 @@
 //
 //   0               8       12      16              24              32
 //   +---------------+-------+-------+---------------+---------------+
-//   | state         |wr pid | flags | sequence      | mono_ns       |
+//   | state         | rsvd  | flags | sequence      | mono_ns       |
 //   +---------------+-------+-------+-------+-------+---------------+
 //   | wall_ns       | size  | pubid | nprov | rsvd  | reserved      |
 //   +---------------+-------+-------+-------+-------+---------------+  64
@@ -22,8 +22,11 @@
 //   +---------------------------------------------------------------+  128
 //   | payload (max_message_size bytes, slot padded to 64)           |
 //
-// Slot state word: 0 = never written; ((seq + 1) << 1) = committed seq;
-// ((seq + 1) << 1) | 1 = seq being written.
+// Slot state word: 0 = never written; (seq + 1) << 13 = committed seq;
+// ((seq + 1) << 13) | (owner << 1) | 1 = seq being written by `owner`, the
+// claiming publisher's token (its entry index and tenancy, 12 bits). The
+// owner is part of the word that is CASed, so a claim always names its
+// writer; sequences have 51 bits (2^51 messages: 7 years at 10 M msg/s).
 
 #include <atomic>
 #include <cstddef>
@@ -41,24 +44,44 @@ inline constexpr std::size_t kTypeNameBytes = 96;
 inline constexpr std::size_t kNodeBytes = 64;
 inline constexpr std::size_t kProvenanceEntries = 4;
 
-constexpr std::uint64_t committed_state(std::uint64_t seq) noexcept { return (seq + 1) << 1; }
-constexpr std::uint64_t writing_state(std::uint64_t seq) noexcept { return ((seq + 1) << 1) | 1U; }
+/// A publisher's token in slot states: its entry index (5 bits) and the
+/// entry's tenancy (7 bits), so a claim by an earlier holder of the same
+/// entry is told apart from the current holder's.
+inline constexpr unsigned kSlotOwnerBits = 12;
+inline constexpr unsigned kSlotSeqShift = kSlotOwnerBits + 1;
+inline constexpr std::uint32_t kTenancyMask = 0x7F;
+static_assert(kMaxPublishers <= 32, "publisher entry indices take 5 bits of a slot owner token");
+static_assert(kMaxSubscribers <= 64, "sleeping subscribers are bits of one 64-bit word");
+constexpr std::uint32_t publisher_token(std::uint32_t entry_index, std::uint32_t tenancy) noexcept {
+  return ((tenancy & kTenancyMask) << 5) | entry_index;
+}
+constexpr std::uint32_t token_entry(std::uint32_t token) noexcept { return token & 31U; }
+constexpr std::uint32_t token_tenancy(std::uint32_t token) noexcept { return token >> 5; }
+
+constexpr std::uint64_t committed_state(std::uint64_t seq) noexcept { return (seq + 1) << kSlotSeqShift; }
+constexpr std::uint64_t writing_state(std::uint64_t seq, std::uint32_t owner) noexcept {
+  return ((seq + 1) << kSlotSeqShift) | (std::uint64_t{owner} << 1) | 1U;
+}
 constexpr bool is_writing(std::uint64_t state) noexcept { return (state & 1U) != 0; }
 /// The sequence a non-zero state refers to.
-constexpr std::uint64_t state_sequence(std::uint64_t state) noexcept { return (state >> 1) - 1; }
+constexpr std::uint64_t state_sequence(std::uint64_t state) noexcept { return (state >> kSlotSeqShift) - 1; }
+/// The token of the publisher writing a slot in writing state.
+constexpr std::uint32_t slot_owner(std::uint64_t state) noexcept {
+  return static_cast<std::uint32_t>((state >> 1) & ((1U << kSlotOwnerBits) - 1));
+}
 
 /// Slot flags.
 inline constexpr std::uint32_t kSlotDiscarded = 1;  ///< a loan given back: no message
 
 struct SlotHeader {
-  // SYNC POINT WRITE (publisher): writing_state(s) by CAS (acq_rel), then a
-  // release fence, then the header and payload, then committed_state(s) by a
-  // release store. SYNC POINT READ (subscriber): acquire load, copy, acquire
-  // fence, relaxed re-load; equal loads mean an untorn copy (seqlock).
+  // SYNC POINT WRITE (publisher): writing_state(s, owner) by CAS (acq_rel),
+  // then a release fence, then the header and payload, then
+  // committed_state(s) by a CAS from its own writing state (release): a
+  // writer whose slot was taken over finds out and counts a drop. SYNC
+  // POINT READ (subscriber): acquire load, copy, acquire fence, relaxed
+  // re-load; equal loads mean an untorn copy (seqlock).
   std::atomic<std::uint64_t> state;
-  /// pid of the process that holds the slot in writing state; read only to
-  /// decide whether a stalled slot was abandoned.
-  std::atomic<std::uint32_t> writer_pid;
+  std::uint32_t reserved2;
   std::uint32_t flags;
   std::uint64_t sequence;
   std::int64_t mono_ns;
@@ -83,20 +106,25 @@ static_assert(sizeof(ProvenanceEntry) * kProvenanceEntries == kCacheLine,
 
 inline constexpr std::size_t kSlotPayloadOffset = 2 * kCacheLine;
 
-constexpr std::uint32_t slot_stride_for(std::uint32_t max_message_size) noexcept {
-  return static_cast<std::uint32_t>(align_up(kSlotPayloadOffset + max_message_size, kCacheLine));
+/// The largest geometry a channel may have (the configuration's limits);
+/// an opener refuses a segment whose header claims more.
+inline constexpr std::uint64_t kMaxCapacity = 1ULL << 20;
+inline constexpr std::uint64_t kMaxMessageSize = 1ULL << 30;
+inline constexpr std::uint64_t kMaxTimeListCapacity = 1ULL << 24;
+
+/// Computed in 64 bits: never truncates, whatever the header says.
+constexpr std::uint64_t slot_stride_for(std::uint64_t max_message_size) noexcept {
+  return align_up(kSlotPayloadOffset + max_message_size, kCacheLine);
 }
 
-/// Endpoint entry state word: (pid << 2) | phase. Carrying the pid in the
-/// word that is CASed means a claim always names its owner.
+/// Endpoint entry state word: an owner word (segment_layout.hpp) with these
+/// phases. Carrying pid and start time in the word that is CASed means a
+/// claim always names its owner.
 inline constexpr std::uint64_t kEndpointFree = 0;
 inline constexpr std::uint64_t kEndpointClaimed = 1;
 inline constexpr std::uint64_t kEndpointLive = 2;
-constexpr std::uint64_t endpoint_state(std::uint32_t pid, std::uint64_t phase) noexcept {
-  return (static_cast<std::uint64_t>(pid) << 2) | phase;
-}
-constexpr std::uint64_t endpoint_phase(std::uint64_t state) noexcept { return state & 3U; }
-constexpr std::uint32_t endpoint_pid(std::uint64_t state) noexcept { return static_cast<std::uint32_t>(state >> 2); }
+constexpr std::uint64_t endpoint_phase(std::uint64_t state) noexcept { return owner_phase(state); }
+constexpr std::uint32_t endpoint_pid(std::uint64_t state) noexcept { return owner_pid(state); }
 
 /// A publisher's or subscriber's entry. The counters have a single writer,
 /// the owner, which stores them relaxed; readers (tools, daemon) load them
@@ -109,9 +137,12 @@ struct alignas(kCacheLine) EndpointEntry {
   // SYNC POINT WRITE: the owner fills the entry, then stores kEndpointLive
   // (release); readers load the state (acquire) before the fields.
   std::atomic<std::uint64_t> state;
-  std::uint64_t start_time;
+  std::uint64_t pid_ns;  ///< the owner's pid namespace (process_alive)
   std::uint32_t id;
-  std::uint32_t reserved0;
+  /// Bumped (release) by whoever frees the entry, while it still holds it:
+  /// a slot claim names (entry, tenancy), so a claim of an earlier holder
+  /// is never taken for the current holder's.
+  std::atomic<std::uint32_t> tenancy;
   std::atomic<std::uint64_t> messages;  ///< published, or received
   std::atomic<std::uint64_t> lost;      ///< dropped by a publisher, or lost by a subscriber
   std::atomic<std::uint64_t> age_sum_ns;
@@ -162,11 +193,14 @@ struct ChannelHeader {
   alignas(kCacheLine) std::atomic<std::uint64_t> write_cursor;
 
   /// Futex word, bumped by a publisher only when `waiters` is non-zero, and
-  /// the count of sleepers. SYNC POINT: publisher = commit store, full fence,
-  /// load waiters; subscriber = waiters fetch_add (full fence), load slot
-  /// state. One of the two sees the other (store-load ordering).
+  /// the sleepers: bit i set while subscriber entry i sleeps (or is about
+  /// to), so reclaiming a dead subscriber's entry clears exactly its sleep.
+  /// SYNC POINT: publisher = commit, full fence, load waiters; subscriber =
+  /// waiters fetch_or (full fence), load slot state. One of the two sees the
+  /// other (store-load ordering).
   alignas(kCacheLine) std::atomic<std::uint32_t> futex_word;
-  std::atomic<std::uint32_t> waiters;
+  std::uint32_t reserved_futex;
+  std::atomic<std::uint64_t> waiters;
 
   /// Cold counters; relaxed: statistics only.
   alignas(kCacheLine) std::atomic<std::uint64_t> next_endpoint_id;
@@ -186,19 +220,38 @@ static_assert(offsetof(ChannelHeader, time_list_head) - offsetof(ChannelHeader, 
               "the time-list head has its own cache line");
 static_assert(sizeof(ChannelHeader) % kCacheLine == 0);
 
-/// Time-list entry: the stamp in ns with its low 4 bits replaced by the lap
-/// number (index / capacity) mod 16. A reader knows which lap it expects at
-/// each index, so an entry claimed but not yet stored (still holding an
-/// older lap's stamp) is recognised and skipped: one fetch_add and one store
-/// per stamp, and a snapshot is still exact. Resolution: 16 ns.
-inline constexpr std::uint64_t kLapMask = 0xF;
+/// Time-list entry: the stamp's low 56 bits (ns) above the lap number
+/// (index / capacity) mod 256. A reader knows which lap it expects at each
+/// index, so an entry claimed but not yet stored (still holding an older
+/// lap's stamp) is recognised and left pending; one fetch_add and one store
+/// per stamp. A reader re-reads the head after the entries: an entry whose
+/// index the head has lapped since may hold a newer lap and is not used, so
+/// the tag only has to tell older laps apart (256 consecutive stampers of
+/// one index would have to die). The full stamp is rebuilt from the reader's
+/// clock: exact within +-2^55 ns (1.1 years) of it. Resolution: 1 ns.
+inline constexpr unsigned kLapBits = 8;
+inline constexpr std::uint64_t kLapMask = (1U << kLapBits) - 1;
 constexpr std::uint64_t time_list_entry(std::int64_t ns, std::uint64_t index, std::uint32_t capacity_log2) noexcept {
-  return (static_cast<std::uint64_t>(ns) & ~kLapMask) | ((index >> capacity_log2) & kLapMask);
+  return (static_cast<std::uint64_t>(ns) << kLapBits) | ((index >> capacity_log2) & kLapMask);
+}
+constexpr bool time_list_lap_is(std::uint64_t entry, std::uint64_t index, std::uint32_t capacity_log2) noexcept {
+  return entry != 0 && (entry & kLapMask) == ((index >> capacity_log2) & kLapMask);
+}
+/// The stamp of `entry`, the one nearest to `now_ns` with those low bits.
+constexpr std::int64_t time_list_stamp(std::uint64_t entry, std::int64_t now_ns) noexcept {
+  constexpr unsigned kBits = 64 - kLapBits;
+  constexpr std::uint64_t kMod = 1ULL << kBits;
+  const std::uint64_t delta = ((entry >> kLapBits) - static_cast<std::uint64_t>(now_ns)) & (kMod - 1);
+  const std::int64_t signed_delta =
+      delta >= kMod / 2 ? static_cast<std::int64_t>(delta) - static_cast<std::int64_t>(kMod)
+                        : static_cast<std::int64_t>(delta);
+  return now_ns + signed_delta;
 }
 
 inline constexpr std::uint64_t kChannelLayoutHash = layout_hash_of(
     kLayoutVersion, sizeof(SegmentHeader), sizeof(ChannelHeader), offsetof(ChannelHeader, write_cursor),
-    offsetof(ChannelHeader, futex_word), offsetof(ChannelHeader, time_list_head), sizeof(SlotHeader),
+    offsetof(ChannelHeader, futex_word), offsetof(ChannelHeader, waiters), offsetof(ChannelHeader, time_list_head),
+    sizeof(SlotHeader), kSlotSeqShift, kLapBits, offsetof(EndpointEntry, tenancy),
     sizeof(ProvenanceEntry), sizeof(EndpointEntry), sizeof(EndpointEntry), kSlotPayloadOffset,
     offsetof(EndpointEntry, messages), offsetof(EndpointEntry, lost), offsetof(EndpointEntry, age_max_ns),
     offsetof(EndpointEntry, age_samples), offsetof(EndpointEntry, discarded), kMaxPublishers, kMaxSubscribers);

@@ -20,14 +20,15 @@
 
 namespace shmbus::layout {
 
-/// Record phase in the low 2 bits of the state word, owner pid above.
+/// Record phase in the low 2 bits of the state word; a Claimed word is an
+/// owner word (segment_layout.hpp): the claimer's pid and start time.
 inline constexpr std::uint64_t kRecordFree = 0;
 inline constexpr std::uint64_t kRecordClaimed = 1;
 inline constexpr std::uint64_t kRecordLive = 2;
 inline constexpr std::uint64_t kRecordTombstone = 3;
 
 struct alignas(kCacheLine) ChannelRecord {
-  // SYNC POINT WRITE: claimer CASes Free -> Claimed|pid (acq_rel), fills the
+  // SYNC POINT WRITE: claimer CASes Free -> Claimed(owner) (acq_rel), fills the
   // record, stores Live (release). Readers load (acquire) before the fields.
   std::atomic<std::uint64_t> state;
   std::uint64_t name_hash;

@@ -20,7 +20,7 @@ inline constexpr std::size_t kCacheLine = 64;
 /// "SHMBUS" followed by two zero bytes, little-endian.
 inline constexpr std::uint64_t kMagic = 0x0000'5355'424d'4853ULL;
 /// Bumped whenever any layout struct changes meaning.
-inline constexpr std::uint32_t kLayoutVersion = 1;
+inline constexpr std::uint32_t kLayoutVersion = 2;
 
 enum class SegmentKind : std::uint32_t { kRegistry = 1, kChannel = 2 };
 
@@ -40,7 +40,10 @@ struct SegmentHeader {
   std::atomic<std::uint32_t> init_state;
   std::uint32_t creator_pid;
   std::uint64_t creator_start_time;
-  std::uint8_t reserved[16];
+  /// The creator's pid namespace (inode of /proc/self/ns/pid): a pid from
+  /// another namespace cannot be judged, so its creator counts as alive.
+  std::uint64_t creator_pid_ns;
+  std::uint8_t reserved[8];
 };
 static_assert(std::is_standard_layout_v<SegmentHeader>);
 static_assert(sizeof(SegmentHeader) == kCacheLine, "the segment header is one cache line");
@@ -65,6 +68,25 @@ constexpr std::uint64_t layout_hash_of(V... values) noexcept {
   ((h = fnv1a(h, static_cast<std::uint64_t>(values))), ...);
   return h;
 }
+
+/// An owner word: a claim that names its owner, so one CAS both takes a
+/// record and says whose it is. Low 2 bits: the phase (its meaning is the
+/// table's); then the pid (22 bits: Linux's pid_max is at most 2^22); then
+/// the owner's start time in clock ticks since boot (40 bits: centuries at
+/// 100 Hz). pid + start time name a process uniquely: a reused pid has a
+/// later start time.
+inline constexpr unsigned kOwnerPidShift = 2;
+inline constexpr unsigned kOwnerStartShift = 24;
+inline constexpr std::uint64_t kOwnerPidMask = (1ULL << 22) - 1;
+inline constexpr std::uint64_t kOwnerStartMask = (1ULL << 40) - 1;
+constexpr std::uint64_t owner_word(std::uint32_t pid, std::uint64_t start_time, std::uint64_t phase) noexcept {
+  return ((start_time & kOwnerStartMask) << kOwnerStartShift) | ((pid & kOwnerPidMask) << kOwnerPidShift) | phase;
+}
+constexpr std::uint64_t owner_phase(std::uint64_t word) noexcept { return word & 3U; }
+constexpr std::uint32_t owner_pid(std::uint64_t word) noexcept {
+  return static_cast<std::uint32_t>((word >> kOwnerPidShift) & kOwnerPidMask);
+}
+constexpr std::uint64_t owner_start_time(std::uint64_t word) noexcept { return word >> kOwnerStartShift; }
 
 constexpr std::uint64_t align_up(std::uint64_t v, std::uint64_t a) noexcept { return (v + a - 1) / a * a; }
 
