@@ -55,16 +55,20 @@ class Channel {
   }
   [[nodiscard]] std::uint64_t capacity() const noexcept { return slot_mask_ + 1; }
 
-  /// The notify hook's store: one fetch_add on the head, one store.
-  void stamp(std::int64_t mono_ns) const noexcept {
+  /// The notify hook: one fetch_add on the head (claim_stamp), one store
+  /// (store_stamp).
+  [[nodiscard]] std::uint64_t claim_stamp() const noexcept {
     // relaxed fetch_add: the head only hands out indices; the entry itself
     // carries its lap, so readers need no ordering with the head.
-    const std::uint64_t i = header_->time_list_head.fetch_add(1, std::memory_order_relaxed);
+    return header_->time_list_head.fetch_add(1, std::memory_order_relaxed);
+  }
+  void store_stamp(std::uint64_t i, std::int64_t mono_ns) const noexcept {
     // SYNC POINT WRITE: release so a reader that sees the entry (acquire)
     // also sees the committed slot of the message it stamps.
     time_list_[i & time_list_mask_].store(layout::time_list_entry(mono_ns, i, time_list_log2_),
                                           std::memory_order_release);
   }
+  void stamp(std::int64_t mono_ns) const noexcept { store_stamp(claim_stamp(), mono_ns); }
   /// Reads the stamps of the current lap into `out` (time order, entries
   /// still being written left out). Returns the head read.
   std::uint64_t snapshot_time_list(std::vector<std::int64_t>& out) const;

@@ -154,16 +154,20 @@ struct Publisher::Impl {
     // Single writer: a plain increment, relaxed (statistics).
     entry->messages.store(entry->messages.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
     test_pause(kPauseCommitted);
-    if (notify_hook) channel->stamp(mono);
+    if (notify_hook) {
+      const std::uint64_t i = channel->claim_stamp();
+      test_pause(kPauseStampClaimed);
+      channel->store_stamp(i, mono);
+    }
     // The CAS above is a locked read-modify-write: a full barrier on x86.
     wake_waiters(*header, true);
     return true;
   }
 
-  /// Test hook: SHMBUS_TEST_PAUSE=claimed|written|committed makes the
+  /// Test hook: SHMBUS_TEST_PAUSE=claimed|written|committed|stamp makes the
   /// publisher stop itself (SIGSTOP) at that step, once per process, so a
   /// test can kill, stall or resume it exactly there. Read once at start.
-  enum PausePoint { kPauseNone, kPauseClaimed, kPauseWritten, kPauseCommitted };
+  enum PausePoint { kPauseNone, kPauseClaimed, kPauseWritten, kPauseCommitted, kPauseStampClaimed };
   PausePoint pause_at = kPauseNone;
   void test_pause(PausePoint p) noexcept {
     if (pause_at == p) [[unlikely]] {
@@ -194,6 +198,7 @@ Publisher::Publisher(std::string_view channel, const TypeInfo& type, Context& co
     impl_->pause_at = point == "claimed"     ? Impl::kPauseClaimed
                       : point == "written"   ? Impl::kPauseWritten
                       : point == "committed" ? Impl::kPauseCommitted
+                      : point == "stamp"     ? Impl::kPauseStampClaimed
                                              : Impl::kPauseNone;
   }
 }

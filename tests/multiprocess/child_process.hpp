@@ -85,6 +85,17 @@ class ChildProcess {
     return status;
   }
 
+  /// Waits up to `timeout` until the child stops itself (SIGSTOP).
+  bool wait_stopped(std::chrono::milliseconds timeout) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (std::chrono::steady_clock::now() < deadline) {
+      drain(5);
+      int status = 0;
+      if (::waitpid(pid_, &status, WNOHANG | WUNTRACED) == pid_ && WIFSTOPPED(status)) return true;
+    }
+    return false;
+  }
+
   [[nodiscard]] bool timed_out() const { return timed_out_; }
   /// Reads what the child printed so far (while it runs).
   const std::string& poll_output() {

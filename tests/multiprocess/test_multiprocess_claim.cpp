@@ -1,0 +1,180 @@
+// The slot claim names its owner: publishers stopped (SIGSTOP) or killed
+// (SIGKILL) at each step of claim, write, commit and stamp, through the
+// runtime's SHMBUS_TEST_PAUSE hook, with real processes and real signals.
+// Asserted: no torn delivery, no permanent stall, every skipped sequence
+// counted, and no stamp lost or read twice.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <thread>
+
+#include "multiprocess/child_process.hpp"
+#include "multiprocess/peer_protocol.hpp"
+#include "shmbus/introspect.hpp"
+#include "shmbus/publisher.hpp"
+#include "shmbus/subscriber.hpp"
+#include "support/test_domain.hpp"
+
+using namespace shmbus;
+using namespace std::chrono_literals;
+using shmbus::test::ChildProcess;
+
+namespace {
+
+const std::string kPeer = SHMBUS_TEST_PEER;
+/// stall_timeout (2 ms) plus room for a loaded 2-core machine's scheduler.
+constexpr std::int64_t kMaxPublishNs = 100'000'000;
+
+class ClaimTest : public ::testing::Test {
+ protected:
+  void TearDown() override { introspect::clean_domain(domain_, false); }
+
+  /// A peer publisher that stops itself at `point` of its first publish.
+  std::unique_ptr<ChildProcess> stopped_victim(const std::string& channel, const std::string& point) {
+    auto v = std::make_unique<ChildProcess>(
+        std::vector<std::string>{kPeer, "pub", domain_, channel, "9", "1", "4096", "0"}, false,
+        std::vector<std::string>{"SHMBUS_TEST_PAUSE=" + point});
+    EXPECT_TRUE(v->wait_stopped(20s)) << "the victim did not stop at " << point;
+    return v;
+  }
+
+  /// Publishes `n` self-checking messages; returns how many were dropped
+  /// and the longest publish.
+  std::pair<int, std::int64_t> publish_laps(Publisher& pub, int n, std::uint32_t first = 0) {
+    std::vector<std::byte> msg(64);
+    int dropped = 0;
+    std::int64_t worst = 0;
+    for (int i = 0; i < n; ++i) {
+      test::fill_payload(msg.data(), msg.size(), 1, first + static_cast<std::uint32_t>(i));
+      const auto t0 = std::chrono::steady_clock::now();
+      if (pub.publish(msg) != PublishResult::kOk) ++dropped;
+      worst = std::max<std::int64_t>(worst, (std::chrono::steady_clock::now() - t0).count());
+      std::this_thread::sleep_for(100us);
+    }
+    return {dropped, worst};
+  }
+
+  static void expect_clean(ChildProcess& sub) {
+    sub.signal(SIGTERM);
+    const int status = sub.wait(60s);
+    ASSERT_FALSE(sub.timed_out()) << sub.output();
+    ASSERT_TRUE(WIFEXITED(status)) << sub.output();
+    const auto f = sub.fields();
+    EXPECT_EQ(f.at("torn"), 0) << sub.output();
+    EXPECT_EQ(f.at("accounting"), 0) << sub.output();
+    EXPECT_EQ(f.at("counter_lost"), f.at("lost")) << sub.output();
+  }
+
+  std::string domain_ = test::unique_domain("claim");
+  Context ctx_{test::peer_config(domain_, "claim_test")};
+};
+
+}  // namespace
+
+// Killed at each step: claimed (slot in writing state), written (payload
+// in, not committed), committed (not stamped). The next laps go on at once.
+TEST_F(ClaimTest, PublisherKilledAtEachStepStallsNobody) {
+  for (const std::string point : {"claimed", "written", "committed"}) {
+    SCOPED_TRACE(point);
+    const std::string channel = "/kill_" + point;
+    ChildProcess sub({kPeer, "sub", domain_, channel, "0", "60000"});
+    test::wait_for_subscribers(domain_, channel, 1);
+    auto victim = stopped_victim(channel, point);
+    victim->signal(SIGKILL);
+    victim->wait(10s);
+    Publisher pub(channel, TypeInfo::bytes(), ctx_);
+    const auto [dropped, worst] = publish_laps(pub, 100);
+    EXPECT_EQ(dropped, 0) << "the dead writer's slot is taken over, not waited on every lap";
+    EXPECT_LT(worst, kMaxPublishNs);
+    std::this_thread::sleep_for(50ms);
+    expect_clean(sub);
+    const auto f = sub.fields();
+    EXPECT_EQ(f.at("lost"), point == "committed" ? 0 : 1) << sub.output();
+    EXPECT_EQ(f.at("delivered"), point == "committed" ? 101 : 100) << sub.output();
+  }
+}
+
+// Before: the slot kept the pid of its previous writer (the CAS happened,
+// the pid store did not). That writer lived, so every later lap stalled
+// stall_timeout on the slot and dropped its message, forever.
+TEST_F(ClaimTest, WriterKilledRightAfterItsClaimWhileThePreviousWriterLivesIsTakenOver) {
+  ChildProcess sub({kPeer, "sub", domain_, "/prev", "0", "60000"});
+  test::wait_for_subscribers(domain_, "/prev", 1);
+  Publisher pub("/prev", TypeInfo::bytes(), ctx_);
+  publish_laps(pub, 16);  // one lap: this process wrote every slot last
+  auto victim = stopped_victim("/prev", "claimed");
+  victim->signal(SIGKILL);
+  victim->wait(10s);
+  const auto [dropped, worst] = publish_laps(pub, 160, 16);
+  EXPECT_EQ(dropped, 0) << "ten laps past the dead claim: none may be dropped";
+  EXPECT_LT(worst, kMaxPublishNs);
+  std::this_thread::sleep_for(50ms);
+  expect_clean(sub);
+  EXPECT_EQ(sub.fields().at("lost"), 1) << sub.output();
+}
+
+// A live writer stopped past stall_timeout keeps its slot (taking it over
+// would put two writers in it); the others drop instead, each after one
+// stall at most, and once it resumes its commit completes normally.
+TEST_F(ClaimTest, LiveWriterStalledPastTheTimeoutIsNeverTakenOver) {
+  ChildProcess sub({kPeer, "sub", domain_, "/stall", "0", "60000"});
+  test::wait_for_subscribers(domain_, "/stall", 1);
+  auto victim = stopped_victim("/stall", "written");
+  Publisher pub("/stall", TypeInfo::bytes(), ctx_);
+  const auto [dropped, worst] = publish_laps(pub, 100);
+  EXPECT_EQ(dropped, 6) << "one drop per lap over the stopped writer's slot";
+  EXPECT_LT(worst, kMaxPublishNs);
+  victim->signal(SIGCONT);
+  const int status = victim->wait(20s);
+  ASSERT_TRUE(WIFEXITED(status)) << victim->output();
+  EXPECT_EQ(victim->fields().at("published"), 1) << "its commit, a CAS from its own claim, succeeded";
+  publish_laps(pub, 20, 100);
+  std::this_thread::sleep_for(50ms);
+  expect_clean(sub);
+}
+
+// A stamp claimed before a higher index but stored after it: the monitor's
+// incremental read keeps it pending and reads it when it lands (before: it
+// was skipped for good once later stamps were written).
+TEST_F(ClaimTest, StampStoredAfterLaterOnesIsReadExactlyOnce) {
+  Publisher pub("/stamp", TypeInfo::bytes(), ctx_);
+  auto victim = stopped_victim("/stamp", "stamp");
+  introspect::ChannelReader reader(domain_, "/stamp");
+  introspect::TimeListCursor cursor;
+  std::vector<std::int64_t> stamps;
+  publish_laps(pub, 10);
+  EXPECT_EQ(reader.read_stamps_since(cursor, stamps), 0U);
+  EXPECT_EQ(stamps.size(), 10U);
+  EXPECT_EQ(cursor.pending.size(), 1U) << "the victim's claimed index";
+  victim->signal(SIGCONT);
+  ASSERT_TRUE(WIFEXITED(victim->wait(20s)));
+  EXPECT_EQ(reader.read_stamps_since(cursor, stamps), 0U);
+  ASSERT_EQ(stamps.size(), 11U) << "the late stamp is read when it lands";
+  EXPECT_TRUE(cursor.pending.empty());
+  EXPECT_EQ(reader.read_stamps_since(cursor, stamps), 0U);
+  EXPECT_EQ(stamps.size(), 11U) << "and never again";
+  std::sort(stamps.begin(), stamps.end());
+  EXPECT_EQ(std::adjacent_find(stamps.begin(), stamps.end()), stamps.end());
+}
+
+// A subscriber killed while asleep in a blocking wait: reclaiming its entry
+// removes its sleep, so publishers stop making futex calls for it (before:
+// `waiters` stayed incremented and every publish made a system call).
+TEST_F(ClaimTest, SubscriberKilledAsleepLeavesNoSleeperBehind) {
+  Publisher pub("/sleep", TypeInfo::bytes(), ctx_);
+  ChildProcess sub({kPeer, "sub", domain_, "/sleep", "0", "60000"});
+  const auto deadline = std::chrono::steady_clock::now() + 20s;
+  while (introspect::ChannelReader(domain_, "/sleep").view().sleepers != 1 &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(1ms);
+  }
+  ASSERT_EQ(introspect::ChannelReader(domain_, "/sleep").view().sleepers, 1U);
+  sub.signal(SIGKILL);
+  sub.wait(10s);
+  Subscriber fresh("/sleep", TypeInfo::bytes(), ctx_);  // registration reclaims the dead entry
+  const auto v = introspect::ChannelReader(domain_, "/sleep").view();
+  EXPECT_EQ(v.sleepers, 0U);
+  publish_laps(pub, 10);
+  EXPECT_EQ(introspect::ChannelReader(domain_, "/sleep").view().wakeups, v.wakeups)
+      << "nobody sleeps: no publish may wake";
+}
