@@ -130,3 +130,30 @@ TEST(WaitTest, PublishersMakeTheWakeCallOnlyWhenSomeoneSleeps) {
   EXPECT_EQ(reader.view().wakeups, 1U);
   EXPECT_EQ(reader.view().sleepers, 0U);
 }
+
+// Before: start + nanoseconds::max() overflowed into the past and the wait
+// returned false at once. Now the deadline saturates: it waits for data.
+TEST(WaitTest, WaitForeverWaitsForData) {
+  TestDomain d{config_with_spin(0us), "w"};
+  Subscriber sub("/a", TypeInfo::bytes(), d.context());
+  WaitSet set;
+  Subscriber other("/b", TypeInfo::bytes(), d.context());
+  set.attach(sub);
+  set.attach(other);
+  std::thread late([&] {
+    std::this_thread::sleep_for(50ms);
+    Publisher pub("/a", TypeInfo::bytes(), d.context());
+    pub.publish(std::vector<std::byte>(8));
+    std::this_thread::sleep_for(50ms);
+    pub.publish(std::vector<std::byte>(8));
+  });
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_TRUE(sub.wait(std::chrono::nanoseconds::max()));
+  EXPECT_GE(std::chrono::steady_clock::now() - t0, 40ms) << "returned before the publish";
+  std::vector<std::byte> buf(16);
+  EXPECT_TRUE(sub.take(buf).ok());
+  std::vector<std::size_t> ready;
+  EXPECT_EQ(set.wait(std::chrono::nanoseconds::max(), ready), 1U);
+  EXPECT_EQ(ready, std::vector<std::size_t>{0});
+  late.join();
+}
