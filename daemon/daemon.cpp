@@ -185,6 +185,7 @@ int run(const Options& options) {
     const std::int64_t now = mono_ns();
     std::vector<Transition> transitions;
     std::vector<std::string> truncated;
+    std::vector<std::pair<std::string, std::string>> unreadable;
     std::vector<ChannelStatus> statistics;
     {
       std::lock_guard lock(mutex);
@@ -195,6 +196,9 @@ int run(const Options& options) {
       if (webhook) figures.webhook_failures = webhook->failures();
       last_scan_ns = now;
       truncated = monitor.take_truncation_warnings();
+      for (const std::string& name : monitor.take_unreadable_warnings()) {
+        unreadable.emplace_back(name, monitor.unreadable().at(name));
+      }
       if (now >= next_statistics) {
         monitor.refresh_statistics();
         statistics = monitor.statuses();
@@ -212,6 +216,9 @@ int run(const Options& options) {
           "channel {}: the time list wrapped inside the {} window: it is too small for the channel's rate; "
           "the frequency is computed from the stamps that are left (raise time_list_capacity)",
           name, format_duration(monitor.config().channel(name).window));
+    }
+    for (const auto& [name, why] : unreadable) {
+      spdlog::error("channel {} is not watched: {}", name, why);
     }
     for (const ChannelStatus& c : statistics) {
       if (c.name.rfind("/shmbus/", 0) == 0) continue;  // not statistics of our own statistics

@@ -78,14 +78,23 @@ void Monitor::discover() {
   for (auto it = channels_.begin(); it != channels_.end();) {
     it = std::binary_search(names.begin(), names.end(), it->first) ? std::next(it) : channels_.erase(it);
   }
+  for (auto it = unreadable_.begin(); it != unreadable_.end();) {
+    it = std::binary_search(names.begin(), names.end(), it->first) ? std::next(it) : unreadable_.erase(it);
+  }
   for (const std::string& name : names) {
     if (channels_.count(name) != 0) continue;
     std::unique_ptr<Tracked> t;
     try {
       t = std::make_unique<Tracked>(introspect::ChannelReader(config_.domain, name, role_ == Role::kOwner, config_.access()));
-    } catch (const Error&) {
-      continue;  // listed but its segment is gone or foreign: not ours to measure
+    } catch (const Error& e) {
+      // Listed but its segment is gone, corrupt or foreign: not ours to
+      // measure. Said once; the other channels go on being watched.
+      if (e.code() != Errc::kNotFound && unreadable_.emplace(name, e.what()).second) {
+        unreadable_warnings_.push_back(name);
+      }
+      continue;
     }
+    unreadable_.erase(name);
     const ChannelSettings s = config_.channel(name);
     t->status.name = name;
     t->status.thresholds_hz = s.thresholds_hz;
@@ -210,5 +219,6 @@ std::size_t Monitor::alerting_count() const noexcept {
 }
 
 std::vector<std::string> Monitor::take_truncation_warnings() { return std::exchange(truncation_warnings_, {}); }
+std::vector<std::string> Monitor::take_unreadable_warnings() { return std::exchange(unreadable_warnings_, {}); }
 
 }  // namespace shmbus::daemon

@@ -89,6 +89,12 @@ class Monitor {
   [[nodiscard]] std::size_t alerting_count() const noexcept;
   /// Channels whose time list cannot hold a whole window at their rate.
   [[nodiscard]] std::vector<std::string> take_truncation_warnings();
+  /// Channels listed in the registry whose segment cannot be used (corrupt,
+  /// another layout, another user's): name -> the reason, one line. They
+  /// are not measured; the others go on.
+  [[nodiscard]] const std::map<std::string, std::string>& unreadable() const noexcept { return unreadable_; }
+  /// The unreadable channels found since the last call (each reported once).
+  [[nodiscard]] std::vector<std::string> take_unreadable_warnings();
   [[nodiscard]] const Config& config() const noexcept { return config_; }
 
  private:
@@ -100,6 +106,8 @@ class Monitor {
   std::uint64_t generation_ = UINT64_MAX;
   std::map<std::string, std::unique_ptr<Tracked>, std::less<>> channels_;
   std::vector<std::string> truncation_warnings_;
+  std::map<std::string, std::string> unreadable_;
+  std::vector<std::string> unreadable_warnings_;
   std::vector<std::int64_t> scratch_;
 };
 

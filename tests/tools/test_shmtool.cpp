@@ -467,6 +467,51 @@ TEST(Shmtool, CleanRemovesADeadDomainAndNothingOfALiveOne) {
   running.wait(10s);
 }
 
+// A corrupt channel segment (max_message_size of all ones, which the
+// stride computation used to truncate) next to a healthy one. Before: list,
+// info and pub died with SIGSEGV. Now: list shows it as a row with a
+// warning, info and pub refuse it with one line and exit 1, and the healthy
+// channel is still listed and measured.
+TEST(Shmtool, CorruptChannelIsShownAndRefusedNeverFollowed) {
+  DomainGuard d;
+  ChildProcess healthy({kPeer, "pub", d.name, "/ok", "1", "0", "64", "1000"});
+  ChildProcess victim({kPeer, "pub", d.name, "/bad", "1", "0", "64", "1000"});
+  wait_for_stamps(d.name, "/ok", 10);
+  wait_for_stamps(d.name, "/bad", 10);
+  victim.signal(SIGKILL);
+  victim.wait(10s);
+  {
+    const std::string object = "/dev/shm/shmbus." + d.name + ".c.bad";
+    const int fd = ::open(object.c_str(), O_RDWR);
+    ASSERT_GE(fd, 0);
+    const std::uint32_t huge = 0xFFFFFFFFU;
+    ASSERT_EQ(::pwrite(fd, &huge, sizeof(huge), 300), 4);  // ChannelHeader::max_message_size
+    ::close(fd);
+  }
+  const ToolRun list = shmtool(tool_args({"list"}, d.name));
+  EXPECT_EQ(list.code, 0) << list.err;
+  EXPECT_NE(list.out.find("/ok"), std::string::npos) << list.out;
+  EXPECT_NE(list.out.find("UNREADABLE"), std::string::npos) << list.out;
+  EXPECT_NE(list.out.find("warning: /bad: shared-memory segment"), std::string::npos) << list.out;
+  EXPECT_NE(list.out.find("has max_message_size 4294967295"), std::string::npos) << list.out;
+  const ToolRun json_list = shmtool(tool_args({"list", "--json"}, d.name));
+  ASSERT_EQ(json_list.code, 0) << json_list.err;
+  const json rows = json::parse(json_list.out);
+  ASSERT_EQ(rows.size(), 2U) << rows.dump();
+  EXPECT_EQ(rows[0]["name"], "/ok");
+  EXPECT_EQ(rows[1]["name"], "/bad");
+  EXPECT_TRUE(rows[1].contains("error"));
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"info", "/bad"}, std::vector<std::string>{"pub", "/bad", "--raw-size", "1", "--once", "00"}}) {
+    const ToolRun r = shmtool(tool_args(args, d.name));
+    EXPECT_EQ(r.code, 1) << args[0] << ": " << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    EXPECT_NE(r.err.find("has max_message_size 4294967295"), std::string::npos) << r.err;
+  }
+  healthy.signal(SIGTERM);
+  healthy.wait(10s);
+}
+
 // Bad input: one line on stderr that names the thing, and the exit code.
 TEST(Shmtool, BadInputExitCodesAndOneLineErrors) {
   DomainGuard d;

@@ -113,17 +113,24 @@ int run_list(const Globals& g) {
   const Config config = load_config(g);
   Monitor monitor(config, Monitor::Role::kObserver);
   const std::vector<ChannelStatus> channels = observe(monitor);
+  // Channels listed but unusable (corrupt, another user's) are rows too,
+  // with the reason: hiding them would hide the problem.
+  const auto& unreadable = monitor.unreadable();
   if (g.json) {
     Json out = Json::array();
     for (const ChannelStatus& c : channels) out.push_back(channel_json(c, c.observed));
+    for (const auto& [name, why] : unreadable) out.push_back(Json{{"name", name}, {"error", why}});
     print_json(out);
     return 0;
   }
-  if (channels.empty()) {
+  if (channels.empty() && unreadable.empty()) {
     print(fmt::format("no channels in domain \"{}\"\n", config.domain));
     return 0;
   }
-  print(channel_table(channels, false, colour_stdout()).render());
+  Table t = channel_table(channels, false, colour_stdout());
+  for (const auto& [name, why] : unreadable) t.add({name, "?", "?", "-", "-", "-", "UNREADABLE", "-", "-"});
+  print(t.render());
+  for (const auto& [name, why] : unreadable) print(fmt::format("warning: {}: {}\n", name, why));
   return 0;
 }
 
