@@ -85,7 +85,8 @@ void Monitor::discover() {
     if (channels_.count(name) != 0) continue;
     std::unique_ptr<Tracked> t;
     try {
-      t = std::make_unique<Tracked>(introspect::ChannelReader(config_.domain, name, role_ == Role::kOwner, config_.access()));
+      t = std::make_unique<Tracked>(
+          introspect::ChannelReader(config_.domain, name, role_ == Role::kOwner, config_.access()));
     } catch (const Error& e) {
       // Listed but its segment is gone, corrupt or foreign: not ours to
       // measure. Said once; the other channels go on being watched.

@@ -82,7 +82,8 @@ std::string geometry_problem(const ChannelHeader& h, std::size_t mapped, std::st
   if (h.max_publishers != kMaxPublishers || h.max_subscribers != kMaxSubscribers) {
     return fmt::format("has endpoint tables of {}/{} entries", h.max_publishers, h.max_subscribers);
   }
-  if (h.transport > static_cast<std::uint32_t>(Transport::kIceoryx)) return fmt::format("has transport {}", h.transport);
+  if (h.transport > static_cast<std::uint32_t>(Transport::kIceoryx))
+    return fmt::format("has transport {}", h.transport);
   if (h.stall_timeout_ns <= 0) return fmt::format("has stall_timeout {} ns", h.stall_timeout_ns);
   struct Region {
     const char* what;
@@ -99,8 +100,8 @@ std::string geometry_problem(const ChannelHeader& h, std::size_t mapped, std::st
   for (const Region& r : regions) {
     std::uint64_t end = 0;
     if (r.offset < previous_end || !region_end(r.offset, r.count, r.size, end) || end > mapped) {
-      return fmt::format("has its {} at offset {} (+{} x {} bytes) outside its place in the {} bytes", r.what,
-                         r.offset, r.count, r.size, mapped);
+      return fmt::format("has its {} at offset {} (+{} x {} bytes) outside its place in the {} bytes", r.what, r.offset,
+                         r.count, r.size, mapped);
     }
     if (r.size != 1 && r.offset % kCacheLine != 0) return fmt::format("has its {} unaligned", r.what);
     previous_end = end;
@@ -176,34 +177,32 @@ std::shared_ptr<Channel> Channel::create_or_open(const std::string& domain, std:
     ch = open_existing(domain, name, true, access);
   } else {
     const Geometry g = geometry(settings, type->schema.size());
-    Segment s = Segment::create_or_open(
-        channel_object_name(domain, name), g.total, access, kSpec,
-        [&](void* base) {
-          auto* h = static_cast<ChannelHeader*>(base);
-          copy_name(h->name, sizeof(h->name), name);
-          copy_name(h->type_name, sizeof(h->type_name), type->name);
-          h->type_hash = type->hash;
-          h->capacity = settings.capacity;
-          h->max_message_size = settings.max_message_size;
-          h->slot_stride = slot_stride_for(settings.max_message_size);
-          h->time_list_capacity = settings.time_list_capacity;
-          h->transport = static_cast<std::uint32_t>(settings.transport);
-          h->max_publishers = kMaxPublishers;
-          h->max_subscribers = kMaxSubscribers;
-          h->schema_size = static_cast<std::uint32_t>(type->schema.size());
-          h->publishers_offset = g.publishers;
-          h->subscribers_offset = g.subscribers;
-          h->time_list_offset = g.time_list;
-          h->slots_offset = g.slots;
-          h->schema_offset = g.schema;
-          h->stall_timeout_ns = settings.stall_timeout.count();
-          h->window_ns = settings.window.count();
-          if (settings.thresholds_hz) {
-            h->has_thresholds = 1;
-            for (int i = 0; i < 3; ++i) h->thresholds_hz[i] = (*settings.thresholds_hz)[i];
-          }
-          std::memcpy(static_cast<std::byte*>(base) + g.schema, type->schema.data(), type->schema.size());
-        });
+    Segment s = Segment::create_or_open(channel_object_name(domain, name), g.total, access, kSpec, [&](void* base) {
+      auto* h = static_cast<ChannelHeader*>(base);
+      copy_name(h->name, sizeof(h->name), name);
+      copy_name(h->type_name, sizeof(h->type_name), type->name);
+      h->type_hash = type->hash;
+      h->capacity = settings.capacity;
+      h->max_message_size = settings.max_message_size;
+      h->slot_stride = slot_stride_for(settings.max_message_size);
+      h->time_list_capacity = settings.time_list_capacity;
+      h->transport = static_cast<std::uint32_t>(settings.transport);
+      h->max_publishers = kMaxPublishers;
+      h->max_subscribers = kMaxSubscribers;
+      h->schema_size = static_cast<std::uint32_t>(type->schema.size());
+      h->publishers_offset = g.publishers;
+      h->subscribers_offset = g.subscribers;
+      h->time_list_offset = g.time_list;
+      h->slots_offset = g.slots;
+      h->schema_offset = g.schema;
+      h->stall_timeout_ns = settings.stall_timeout.count();
+      h->window_ns = settings.window.count();
+      if (settings.thresholds_hz) {
+        h->has_thresholds = 1;
+        for (int i = 0; i < 3; ++i) h->thresholds_hz[i] = (*settings.thresholds_hz)[i];
+      }
+      std::memcpy(static_cast<std::byte*>(base) + g.schema, type->schema.data(), type->schema.size());
+    });
     ch = std::shared_ptr<Channel>(new Channel(std::move(s), std::string{name}));
   }
   const ChannelHeader& h = ch->header();
@@ -290,8 +289,8 @@ bool Channel::writer_alive(std::uint64_t slot_state) const noexcept {
   // tenancy before it frees the entry).
   const std::uint64_t st = e.state.load(std::memory_order_acquire);
   const std::uint32_t tenancy = e.tenancy.load(std::memory_order_acquire);
-  if (e.state.load(std::memory_order_acquire) != st) return true;  // changing hands: ask again later
-  if (endpoint_phase(st) == kEndpointFree) return false;          // its publisher is gone
+  if (e.state.load(std::memory_order_acquire) != st) return true;      // changing hands: ask again later
+  if (endpoint_phase(st) == kEndpointFree) return false;               // its publisher is gone
   if ((tenancy & kTenancyMask) != token_tenancy(token)) return false;  // an earlier holder's claim
   return process_alive(static_cast<pid_t>(owner_pid(st)), owner_start_time(st), e.pid_ns);
 }

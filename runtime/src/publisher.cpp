@@ -24,7 +24,7 @@ struct Publisher::Impl {
   std::uint32_t id = 0;
   std::uint32_t max_size = 0;
   std::int64_t stall_timeout_ns = 0;
-  std::uint32_t owner = 0;          ///< token in the slot states we write
+  std::uint32_t owner = 0;            ///< token in the slot states we write
   std::uint64_t stuck_claim = ~0ULL;  ///< a live writer's claim already waited out
   bool notify_hook = true;
   std::uint32_t provenance_count = 0;
@@ -78,8 +78,7 @@ struct Publisher::Impl {
           if (!channel->writer_alive(st)) {
             // CAS cases: won -> the dead writer's slot is ours; lost -> the
             // state moved on, re-examine it.
-            if (slot->state.compare_exchange_strong(st, mine, std::memory_order_acq_rel,
-                                                    std::memory_order_acquire)) {
+            if (slot->state.compare_exchange_strong(st, mine, std::memory_order_acq_rel, std::memory_order_acquire)) {
               break;
             }
             continue;

@@ -44,8 +44,8 @@ Registry::Registry(Segment s) : segment_(std::move(s)) {
   const auto* h = static_cast<const layout::RegistryHeader*>(segment_.base());
   const std::uint64_t cap = segment_.size() >= sizeof(layout::RegistryHeader) ? h->capacity : 0;
   const std::uint64_t records_end = sizeof(layout::RegistryHeader) + cap * sizeof(ChannelRecord);
-  if (!std::has_single_bit(cap) || cap > kMaxRegistryCapacity ||
-      h->records_offset != sizeof(layout::RegistryHeader) || records_end > segment_.size()) {
+  if (!std::has_single_bit(cap) || cap > kMaxRegistryCapacity || h->records_offset != sizeof(layout::RegistryHeader) ||
+      records_end > segment_.size()) {
     throw Error(Errc::kLayoutMismatch,
                 fmt::format("shared-memory segment /dev/shm/{} has an inconsistent registry header (capacity {}, "
                             "records at {}, {} bytes; corrupt); if no process uses the domain, remove it with "

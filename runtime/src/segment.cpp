@@ -97,13 +97,14 @@ void check_access(const std::string& name, const struct stat& st, const SegmentA
   }
   const unsigned extra = mode & ~access.mode & 07777U;
   if (owner_ok && extra == 0) return;
-  const std::string fix = owner_ok
-                              ? fmt::format("the configuration allows at most mode {:04o}; remove it (rm /dev/shm/{}) "
-                                            "if it is not yours, or raise `mode`",
-                                            access.mode, name)
-                              : fmt::format("another user may have planted it; remove it (rm /dev/shm/{}) if it is "
-                                            "not yours, or set `group` in the configuration to share segments",
-                                            name);
+  const std::string fix = owner_ok ? fmt::format(
+                                         "the configuration allows at most mode {:04o}; remove it (rm /dev/shm/{}) "
+                                         "if it is not yours, or raise `mode`",
+                                         access.mode, name)
+                                   : fmt::format(
+                                         "another user may have planted it; remove it (rm /dev/shm/{}) if it is "
+                                         "not yours, or set `group` in the configuration to share segments",
+                                         name);
   throw Error(Errc::kPermission,
               fmt::format("refusing shared-memory segment /dev/shm/{}: owner {} (uid {}), group {}, mode {:04o}, but "
                           "this process runs as uid {}{}; {}",
@@ -196,8 +197,8 @@ Segment Segment::open_object(const std::string& name, SegmentSpec spec, bool wri
     // read them: a torn or zero read only delays the verdict by a round
     // (pid 0 is "not known yet"); the values are final once written.
     const std::uint32_t creator = h->creator_pid;
-    const bool creator_dead = creator != 0 && !process_alive(static_cast<pid_t>(creator), h->creator_start_time,
-                                                             h->creator_pid_ns);
+    const bool creator_dead =
+        creator != 0 && !process_alive(static_cast<pid_t>(creator), h->creator_start_time, h->creator_pid_ns);
     if (creator_dead) abandon(fmt::format("was left half-initialised by pid {}, which died", creator));
     if (std::chrono::steady_clock::now() > give_up) {
       if (creator == 0) refuse(name, "has no shmbus header (corrupt, or not a shmbus segment)");

@@ -58,9 +58,7 @@ void Subscriber::count_discarded(std::uint64_t n) noexcept {
   d.store(d.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
 }
 
-std::uint64_t Subscriber::discarded() const noexcept {
-  return impl_->entry->discarded.load(std::memory_order_relaxed);
-}
+std::uint64_t Subscriber::discarded() const noexcept { return impl_->entry->discarded.load(std::memory_order_relaxed); }
 std::uint32_t Subscriber::id() const noexcept { return impl_->id; }
 const std::string& Subscriber::channel() const noexcept { return impl_->channel->name(); }
 std::uint32_t Subscriber::channel_index() const noexcept {

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <thread>
 
 #include "multiprocess/child_process.hpp"
@@ -31,9 +32,9 @@ class ClaimTest : public ::testing::Test {
 
   /// A peer publisher that stops itself at `point` of its first publish.
   std::unique_ptr<ChildProcess> stopped_victim(const std::string& channel, const std::string& point) {
-    auto v = std::make_unique<ChildProcess>(
-        std::vector<std::string>{kPeer, "pub", domain_, channel, "9", "1", "4096", "0"}, false,
-        std::vector<std::string>{"SHMBUS_TEST_PAUSE=" + point});
+    auto v =
+        std::make_unique<ChildProcess>(std::vector<std::string>{kPeer, "pub", domain_, channel, "9", "1", "4096", "0"},
+                                       false, std::vector<std::string>{"SHMBUS_TEST_PAUSE=" + point});
     EXPECT_TRUE(v->wait_stopped(20s)) << "the victim did not stop at " << point;
     return v;
   }
@@ -177,4 +178,46 @@ TEST_F(ClaimTest, SubscriberKilledAsleepLeavesNoSleeperBehind) {
   publish_laps(pub, 10);
   EXPECT_EQ(introspect::ChannelReader(domain_, "/sleep").view().wakeups, v.wakeups)
       << "nobody sleeps: no publish may wake";
+}
+
+// Four publishing processes at different rates for 30 s (SHMBUS_TIME_LIST_SOAK_S
+// overrides), read incrementally like shmbusd reads them: the stamps read
+// are exactly the stamps published (none skipped, none twice, none stale).
+TEST_F(ClaimTest, TimeListReadIsExactWithFourPublishersAtDifferentRates) {
+  const char* env = std::getenv("SHMBUS_TIME_LIST_SOAK_S");  // NOLINT(concurrency-mt-unsafe)
+  const auto duration = std::chrono::seconds(env != nullptr ? std::atoi(env) : 30);
+  Subscriber keep_open("/soak", TypeInfo::bytes(), ctx_);  // the channel exists before the readers
+  introspect::ChannelReader reader(domain_, "/soak");
+  const auto started = std::chrono::steady_clock::now();
+  const std::int64_t t0 = started.time_since_epoch().count();
+  std::vector<std::unique_ptr<ChildProcess>> pubs;
+  for (const char* pace_us : {"100", "230", "500", "1000"}) {
+    pubs.push_back(std::make_unique<ChildProcess>(
+        std::vector<std::string>{kPeer, "pub", domain_, "/soak", pace_us, "0", "64", pace_us}));
+  }
+  introspect::TimeListCursor cursor;
+  std::vector<std::int64_t> stamps;
+  std::uint64_t overwritten = 0;
+  while (std::chrono::steady_clock::now() - started < duration) {
+    overwritten += reader.read_stamps_since(cursor, stamps);
+    std::this_thread::sleep_for(5ms);
+  }
+  std::uint64_t published = 0;
+  for (auto& p : pubs) {
+    p->signal(SIGTERM);
+    ASSERT_TRUE(WIFEXITED(p->wait(30s))) << p->output();
+    published += static_cast<std::uint64_t>(p->fields().at("published"));
+  }
+  overwritten += reader.read_stamps_since(cursor, stamps);
+  const std::int64_t t1 = std::chrono::steady_clock::now().time_since_epoch().count();
+  EXPECT_EQ(overwritten, 0U) << "the reader keeps up: nothing may be lost to overwriting";
+  EXPECT_TRUE(cursor.pending.empty());
+  EXPECT_EQ(stamps.size(), published) << "every stamp read once";
+  EXPECT_EQ(reader.view().stamps, published);
+  std::sort(stamps.begin(), stamps.end());
+  EXPECT_EQ(std::adjacent_find(stamps.begin(), stamps.end()), stamps.end()) << "a stamp read twice (stale lap)";
+  ASSERT_FALSE(stamps.empty());
+  EXPECT_GE(stamps.front(), t0);
+  EXPECT_LE(stamps.back(), t1);
+  std::printf("published %llu, stamps read %zu\n", static_cast<unsigned long long>(published), stamps.size());
 }

@@ -502,7 +502,8 @@ TEST(Shmtool, CorruptChannelIsShownAndRefusedNeverFollowed) {
   EXPECT_EQ(rows[1]["name"], "/bad");
   EXPECT_TRUE(rows[1].contains("error"));
   for (const std::vector<std::string>& args :
-       {std::vector<std::string>{"info", "/bad"}, std::vector<std::string>{"pub", "/bad", "--raw-size", "1", "--once", "00"}}) {
+       {std::vector<std::string>{"info", "/bad"},
+        std::vector<std::string>{"pub", "/bad", "--raw-size", "1", "--once", "00"}}) {
     const ToolRun r = shmtool(tool_args(args, d.name));
     EXPECT_EQ(r.code, 1) << args[0] << ": " << r.err;
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;

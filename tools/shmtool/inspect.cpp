@@ -97,7 +97,8 @@ double age_mean_s(const introspect::EndpointView& e) {
 /// alerts channel, and its pid.
 std::optional<std::int32_t> daemon_pid(const Config& config) {
   try {
-    const introspect::ChannelView v = introspect::ChannelReader(config.domain, daemon::kAlertsChannel, false, config.access()).view();
+    const introspect::ChannelView v =
+        introspect::ChannelReader(config.domain, daemon::kAlertsChannel, false, config.access()).view();
     for (const auto& p : v.publishers) {
       if (p.alive) return p.pid;
     }

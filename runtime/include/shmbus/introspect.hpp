@@ -62,8 +62,8 @@ struct ChannelView {
   std::vector<EndpointView> subscribers;
 };
 
-/// The stamps of one time list in time order, CLOCK_MONOTONIC ns. `total` is how many were ever written; when it exceeds the
-/// capacity the oldest were overwritten.
+/// The stamps of one time list in time order, CLOCK_MONOTONIC ns. `total` is how many were ever written; when it
+/// exceeds the capacity the oldest were overwritten.
 struct TimeListSnapshot {
   std::vector<std::int64_t> stamps;
   std::uint64_t total = 0;

@@ -242,18 +242,18 @@ constexpr std::int64_t time_list_stamp(std::uint64_t entry, std::int64_t now_ns)
   constexpr unsigned kBits = 64 - kLapBits;
   constexpr std::uint64_t kMod = 1ULL << kBits;
   const std::uint64_t delta = ((entry >> kLapBits) - static_cast<std::uint64_t>(now_ns)) & (kMod - 1);
-  const std::int64_t signed_delta =
-      delta >= kMod / 2 ? static_cast<std::int64_t>(delta) - static_cast<std::int64_t>(kMod)
-                        : static_cast<std::int64_t>(delta);
+  const std::int64_t signed_delta = delta >= kMod / 2
+                                        ? static_cast<std::int64_t>(delta) - static_cast<std::int64_t>(kMod)
+                                        : static_cast<std::int64_t>(delta);
   return now_ns + signed_delta;
 }
 
 inline constexpr std::uint64_t kChannelLayoutHash = layout_hash_of(
     kLayoutVersion, sizeof(SegmentHeader), sizeof(ChannelHeader), offsetof(ChannelHeader, write_cursor),
     offsetof(ChannelHeader, futex_word), offsetof(ChannelHeader, waiters), offsetof(ChannelHeader, time_list_head),
-    sizeof(SlotHeader), kSlotSeqShift, kLapBits, offsetof(EndpointEntry, tenancy),
-    sizeof(ProvenanceEntry), sizeof(EndpointEntry), sizeof(EndpointEntry), kSlotPayloadOffset,
-    offsetof(EndpointEntry, messages), offsetof(EndpointEntry, lost), offsetof(EndpointEntry, age_max_ns),
-    offsetof(EndpointEntry, age_samples), offsetof(EndpointEntry, discarded), kMaxPublishers, kMaxSubscribers);
+    sizeof(SlotHeader), kSlotSeqShift, kLapBits, offsetof(EndpointEntry, tenancy), sizeof(ProvenanceEntry),
+    sizeof(EndpointEntry), sizeof(EndpointEntry), kSlotPayloadOffset, offsetof(EndpointEntry, messages),
+    offsetof(EndpointEntry, lost), offsetof(EndpointEntry, age_max_ns), offsetof(EndpointEntry, age_samples),
+    offsetof(EndpointEntry, discarded), kMaxPublishers, kMaxSubscribers);
 
 }  // namespace shmbus::layout
