@@ -184,7 +184,7 @@ std::shared_ptr<Channel> Channel::create_or_open(const std::string& domain, std:
       h->type_hash = type->hash;
       h->capacity = settings.capacity;
       h->max_message_size = settings.max_message_size;
-      h->slot_stride = slot_stride_for(settings.max_message_size);
+      h->slot_stride = static_cast<std::uint32_t>(slot_stride_for(settings.max_message_size));  // <= 2^30 + 128
       h->time_list_capacity = settings.time_list_capacity;
       h->transport = static_cast<std::uint32_t>(settings.transport);
       h->max_publishers = kMaxPublishers;

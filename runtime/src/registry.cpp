@@ -31,6 +31,10 @@ bool name_is(const ChannelRecord& r, std::uint64_t hash, std::string_view name) 
   return r.name_hash == hash && record_name(r) == name;
 }
 
+/// How long a record may stay claimed by a live process before it is
+/// taken for corrupt.
+constexpr std::int64_t kClaimWaitNs = 1'000'000'000;
+
 /// The largest registry the configuration allows (registry_capacity).
 constexpr std::uint64_t kMaxRegistryCapacity = 1ULL << 20;
 }  // namespace
@@ -94,6 +98,7 @@ std::uint32_t Registry::ensure(std::string_view name, std::string_view type_name
   const std::uint64_t claimed =
       layout::owner_word(static_cast<std::uint32_t>(self_pid()), self_start_time(), layout::kRecordClaimed);
   ChannelRecord* recs = records();
+  std::int64_t claim_seen_at = 0;
   for (std::uint32_t probe = 0; probe < cap;) {
     const std::uint32_t i = static_cast<std::uint32_t>(hash + probe) & mask;
     ChannelRecord& r = recs[i];
@@ -118,9 +123,20 @@ std::uint32_t Registry::ensure(std::string_view name, std::string_view type_name
       case layout::kRecordClaimed: {
         // Someone is filling this record, maybe with our name: wait for it,
         // or free it when its claimer died half-way.
+        // A claim lasts a few stores; one held by a live process for
+        // longer than kClaimWait is corrupt (or that process is stuck):
+        // refused, never waited on forever.
         if (!process_alive(static_cast<pid_t>(layout::owner_pid(st)), layout::owner_start_time(st))) {
           r.state.compare_exchange_strong(st, layout::kRecordFree, std::memory_order_acq_rel);
         } else {
+          if (claim_seen_at == 0) claim_seen_at = mono_now_ns();
+          if (mono_now_ns() - claim_seen_at > kClaimWaitNs) {
+            throw Error(Errc::kLayoutMismatch,
+                        fmt::format("record {} of /dev/shm/{} has been claimed by pid {} for over 1 s (corrupt, or "
+                                    "that process is stuck); if no process uses the domain, remove it with "
+                                    "`shmtool clean`",
+                                    i, segment_.name(), layout::owner_pid(st)));
+          }
           std::this_thread::sleep_for(std::chrono::microseconds(50));
         }
         continue;

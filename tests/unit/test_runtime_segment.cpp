@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstring>
 #include <vector>
 
@@ -216,6 +217,25 @@ TEST_F(SegmentTest, UnterminatedRegistryNameIsReadWithinItsField) {
   const auto names = introspect::DomainView(domain_.domain()).channel_names();
   ASSERT_EQ(names.size(), capacity);
   EXPECT_EQ(names.front(), std::string(128, 'x'));
+}
+
+// Found by the segment fuzzer: a record left "claimed" by a live process
+// made every later channel creation wait forever. Now refused after 1 s.
+TEST_F(SegmentTest, RecordClaimedForeverByALiveProcessIsRefusedNotWaitedOn) {
+  const std::string registry = registry_object_name(domain_.domain());
+  const std::uint64_t claimed_by_me = (static_cast<std::uint64_t>(::getpid()) << 2) | 1U;  // start time 0: any
+  for (std::uint32_t i = 0; i < 4096; ++i) poke(registry, 128 + std::size_t{i} * 256, &claimed_by_me, 8);
+  const auto t0 = std::chrono::steady_clock::now();
+  try {
+    Publisher p("/new", TypeInfo::bytes(), domain_.context());
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), Errc::kLayoutMismatch);
+    EXPECT_NE(std::string{e.what()}.find("has been claimed by pid " + std::to_string(::getpid()) + " for over 1 s"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));
 }
 
 TEST_F(SegmentTest, HalfInitialisedByADeadCreatorIsRecreatedByTheNextCreator) {
