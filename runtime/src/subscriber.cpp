@@ -1,5 +1,7 @@
 #include "shmbus/subscriber.hpp"
 
+#include "shmbus/error.hpp"
+#include "shmbus/names.hpp"
 #include "subscriber_impl.hpp"
 
 namespace shmbus {
@@ -7,15 +9,44 @@ namespace shmbus {
 Subscriber::Subscriber(std::string_view channel, const std::optional<TypeInfo>& type, Context& context,
                        SubscriberOptions options)
     : impl_(std::make_unique<Impl>()) {
-  auto ch = context.state().channel(channel, type ? &*type : nullptr);
-  impl_->entry_index = ch->register_subscriber(context.node(), impl_->id);
-  impl_->channel = std::move(ch);
-  Impl& s = *impl_;
+  impl_->name = std::string{channel};
+  impl_->context = &context;
+  impl_->options = options;
+  try {
+    impl_->open(type);
+  } catch (const Error& e) {
+    if (e.code() != Errc::kNotFound || type || !options.wait_for_channel) throw;
+    validate_channel_name(channel);
+    impl_->next_attach_try = mono_now_ns() + kAttachRetryNs;
+  }
+}
+
+bool Subscriber::Impl::try_attach(bool force) noexcept {
+  if (channel) return true;
+  const std::int64_t now = mono_now_ns();
+  if (!force && now < next_attach_try) return false;
+  next_attach_try = now + kAttachRetryNs;
+  try {
+    open(std::nullopt);
+  } catch (const Error&) {
+    return false;  // not there yet (or not usable yet): tried again later
+  }
+  // The channel did not exist when we subscribed: every message in it came
+  // after, so none is skipped (those already overwritten count as lost).
+  next = 0;
+  return true;
+}
+
+void Subscriber::Impl::open(const std::optional<TypeInfo>& type) {
+  auto ch = context->state().channel(name, type ? &*type : nullptr);
+  entry_index = ch->register_subscriber(context->node(), id);
+  channel = std::move(ch);
+  Impl& s = *this;
   s.header = &s.channel->header();
   s.entry = &s.channel->subscriber(s.entry_index);
   s.stall_timeout_ns = s.channel->stall_timeout_ns();
   s.max_size = s.channel->max_message_size();
-  const ChannelSettings settings = context.config().channel(channel);
+  const ChannelSettings settings = context->config().channel(name);
   s.wait_spin_ns = settings.wait_spin.count();
   s.age_sample_every = settings.age_sample_every;
   const std::uint64_t cursor = s.header->write_cursor.load(std::memory_order_acquire);
@@ -42,29 +73,43 @@ TakeResult Subscriber::read_in_place(InPlaceReader reader, void* context) noexce
   });
 }
 
-bool Subscriber::pending() const noexcept { return reader_pending(*impl_->channel, impl_->next); }
+bool Subscriber::pending() const noexcept {
+  if (!impl_->channel && !impl_->try_attach()) return false;
+  return reader_pending(*impl_->channel, impl_->next);
+}
+
+bool Subscriber::attached() const noexcept { return impl_->channel != nullptr; }
+bool Subscriber::attach() noexcept { return impl_->try_attach(true); }
 
 bool Subscriber::wait(std::chrono::nanoseconds timeout) noexcept {
   Impl* self = impl_.get();
   return wait_any(std::span<Impl* const>{&self, 1}, timeout, nullptr) != 0;
 }
 
-std::uint64_t Subscriber::received() const noexcept { return impl_->entry->messages.load(std::memory_order_relaxed); }
-std::uint64_t Subscriber::lost() const noexcept { return impl_->entry->lost.load(std::memory_order_relaxed); }
+// Before the channel is attached there is no entry: counters read 0.
+std::uint64_t Subscriber::received() const noexcept {
+  return impl_->entry ? impl_->entry->messages.load(std::memory_order_relaxed) : 0;
+}
+std::uint64_t Subscriber::lost() const noexcept {
+  return impl_->entry ? impl_->entry->lost.load(std::memory_order_relaxed) : 0;
+}
 
 void Subscriber::count_discarded(std::uint64_t n) noexcept {
+  if (!impl_->entry) return;
   // Single writer (this subscriber): a relaxed load and store, no RMW.
   auto& d = impl_->entry->discarded;
   d.store(d.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
 }
 
-std::uint64_t Subscriber::discarded() const noexcept { return impl_->entry->discarded.load(std::memory_order_relaxed); }
+std::uint64_t Subscriber::discarded() const noexcept {
+  return impl_->entry ? impl_->entry->discarded.load(std::memory_order_relaxed) : 0;
+}
 std::uint32_t Subscriber::id() const noexcept { return impl_->id; }
-const std::string& Subscriber::channel() const noexcept { return impl_->channel->name(); }
+const std::string& Subscriber::channel() const noexcept { return impl_->name; }
 std::uint32_t Subscriber::channel_index() const noexcept {
-  return impl_->header->registry_index.load(std::memory_order_relaxed);
+  return impl_->header ? impl_->header->registry_index.load(std::memory_order_relaxed) : UINT32_MAX;
 }
 std::size_t Subscriber::max_message_size() const noexcept { return impl_->max_size; }
-TypeInfo Subscriber::type() const { return impl_->channel->type(); }
+TypeInfo Subscriber::type() const { return impl_->channel ? impl_->channel->type() : TypeInfo{}; }
 
 }  // namespace shmbus

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cstring>
 #include <memory>
+#include <optional>
+#include <string>
 #include <span>
 #include <vector>
 
@@ -18,8 +20,15 @@ namespace shmbus {
 using namespace detail;
 using namespace layout;
 
+/// How often a subscriber waiting for its channel looks for it.
+inline constexpr std::int64_t kAttachRetryNs = 10'000'000;
+
 struct Subscriber::Impl {
-  std::shared_ptr<Channel> channel;
+  std::shared_ptr<Channel> channel;  ///< null while waiting for the channel to appear
+  std::string name;
+  Context* context = nullptr;
+  SubscriberOptions options;
+  std::int64_t next_attach_try = 0;
   ChannelHeader* header = nullptr;
   EndpointEntry* entry = nullptr;
   std::uint32_t entry_index = 0;
@@ -38,6 +47,12 @@ struct Subscriber::Impl {
   ~Impl() {
     if (channel) channel->unregister_subscriber(entry_index);
   }
+
+  /// Opens the channel and registers; throws as the constructor does.
+  void open(const std::optional<TypeInfo>& type);
+  /// For a subscriber waiting for its channel: tries to open it, at most
+  /// every 10 ms (or now, with `force`). True when attached.
+  bool try_attach(bool force = false) noexcept;
 
   /// Message age statistics in the entry: one clock read and a few relaxed
   /// single-writer stores, every age_sample_every-th take.
@@ -91,6 +106,7 @@ struct Subscriber::Impl {
   template <typename Consume>
   TakeResult take_with(Consume&& consume) noexcept {
     TakeResult result;
+    if (!channel && !try_attach()) return result;
     const std::uint64_t capacity = channel->capacity();
     for (;;) {
       SlotHeader* slot = channel->slot(next);

@@ -14,6 +14,7 @@ std::size_t collect_pending(std::span<Subscriber::Impl* const> subs, std::vector
                             bool full = true) noexcept {
   std::size_t n = 0;
   for (std::size_t i = 0; i < subs.size(); ++i) {
+    if (!subs[i]->channel) continue;  // still waiting for its channel
     const Channel& ch = *subs[i]->channel;
     if (full ? reader_pending(ch, subs[i]->next) : reader_settled(ch, subs[i]->next)) {
       ++n;
@@ -43,11 +44,51 @@ void sleep_on(std::span<Subscriber::Impl* const> subs, std::span<const std::uint
 
 }  // namespace
 
+namespace {
+
+/// Tries to attach the subscribers still waiting for their channel (each
+/// at most every kAttachRetryNs). True when some are still absent.
+bool attach_absent(std::span<Subscriber::Impl* const> subs) noexcept {
+  bool absent = false;
+  for (auto* s : subs) absent |= !s->try_attach();
+  return absent;
+}
+
+/// Sleeps on the attached subscribers' channels until `until` or a wake.
+void sleep_attached(std::span<Subscriber::Impl* const> subs, std::int64_t until) noexcept {
+  std::vector<Subscriber::Impl*> attached;
+  for (auto* s : subs) {
+    if (s->channel) attached.push_back(s);
+  }
+  if (attached.empty()) {
+    std::this_thread::sleep_for(std::chrono::nanoseconds(std::max<std::int64_t>(0, until - mono_now_ns())));
+    return;
+  }
+  std::vector<std::uint32_t> words(attached.size());
+  for (std::size_t i = 0; i < attached.size(); ++i) {
+    words[i] = attached[i]->channel->enter_waiters(attached[i]->entry_index);
+  }
+  if (collect_pending(attached, nullptr) == 0 && mono_now_ns() < until) sleep_on(attached, words, until);
+  for (auto* s : attached) s->channel->leave_waiters(s->entry_index);
+}
+
+}  // namespace
+
 std::size_t wait_any(std::span<Subscriber::Impl* const> subs, std::chrono::nanoseconds timeout,
                      std::vector<std::size_t>* ready) noexcept {
+  bool absent = attach_absent(subs);
   if (std::size_t n = collect_pending(subs, ready)) return n;
   const std::int64_t start = mono_now_ns();
   const std::int64_t deadline = saturating_deadline(start, timeout);
+  // Some channels do not exist yet: sleep in slices of kAttachRetryNs and
+  // look for them between slices (set-up time, not the hot path).
+  while (absent) {
+    const std::int64_t now = mono_now_ns();
+    if (now >= deadline) return 0;
+    sleep_attached(subs, std::min(deadline, now + kAttachRetryNs));
+    absent = attach_absent(subs);
+    if (std::size_t n = collect_pending(subs, ready)) return n;
+  }
   std::int64_t spin = 0;
   for (auto* s : subs) spin = std::max(spin, s->wait_spin_ns);
   const std::int64_t spin_until = std::min(deadline, start + spin);

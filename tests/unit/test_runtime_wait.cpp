@@ -4,6 +4,7 @@
 #include <chrono>
 #include <thread>
 
+#include "shmbus/error.hpp"
 #include "shmbus/introspect.hpp"
 #include "shmbus/publisher.hpp"
 #include "shmbus/subscriber.hpp"
@@ -155,5 +156,59 @@ TEST(WaitTest, WaitForeverWaitsForData) {
   std::vector<std::size_t> ready;
   EXPECT_EQ(set.wait(std::chrono::nanoseconds::max(), ready), 1U);
   EXPECT_EQ(ready, std::vector<std::size_t>{0});
+  late.join();
+}
+
+// Processes start in any order: a subscriber made before its channel exists
+// attaches when the channel appears (before: Error kNotFound at once).
+TEST(WaitTest, SubscriberWaitsForItsChannelToAppear) {
+  TestDomain d{config_with_spin(0us), "w"};
+  EXPECT_THROW(Subscriber("/later", std::nullopt, d.context()), Error);
+  Subscriber sub("/later", std::nullopt, d.context(), SubscriberOptions{.wait_for_channel = true});
+  EXPECT_FALSE(sub.attached());
+  EXPECT_EQ(sub.channel(), "/later");
+  std::vector<std::byte> buf(16);
+  EXPECT_EQ(sub.take(buf).status, TakeStatus::kNoData);
+  EXPECT_FALSE(sub.wait(20ms));
+  std::thread late([&] {
+    std::this_thread::sleep_for(50ms);
+    Publisher pub("/later", TypeInfo::bytes(), d.context());
+    std::this_thread::sleep_for(30ms);
+    pub.publish(std::vector<std::byte>(8));
+  });
+  EXPECT_TRUE(sub.wait(5s));
+  EXPECT_TRUE(sub.attached());
+  EXPECT_EQ(sub.type().name, TypeInfo::bytes().name);
+  EXPECT_TRUE(sub.take(buf).ok());
+  late.join();
+}
+
+TEST(WaitTest, WaitSetWaitsForAbsentChannelsBesidePresentOnes) {
+  TestDomain d{config_with_spin(0us), "w"};
+  Publisher present_pub("/present", TypeInfo::bytes(), d.context());
+  Subscriber present("/present", std::nullopt, d.context());
+  Subscriber absent("/absent", std::nullopt, d.context(), SubscriberOptions{.wait_for_channel = true});
+  WaitSet set;
+  set.attach(absent);
+  set.attach(present);
+  std::vector<std::size_t> ready;
+  EXPECT_EQ(set.wait(20ms, ready), 0U);
+  std::thread late([&] {
+    std::this_thread::sleep_for(30ms);
+    present_pub.publish(std::vector<std::byte>(8));
+    std::this_thread::sleep_for(50ms);
+    Publisher pub("/absent", TypeInfo::bytes(), d.context());
+    pub.publish(std::vector<std::byte>(8));
+  });
+  const auto t0 = std::chrono::steady_clock::now();
+  ASSERT_EQ(set.wait(5s, ready), 1U);
+  EXPECT_EQ(ready, std::vector<std::size_t>{1}) << "the present channel wakes the set while the other is absent";
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 1s);
+  std::vector<std::byte> buf(16);
+  EXPECT_TRUE(present.take(buf).ok());
+  ASSERT_EQ(set.wait(5s, ready), 1U);
+  EXPECT_EQ(ready, std::vector<std::size_t>{0});
+  EXPECT_TRUE(absent.attached());
+  EXPECT_TRUE(absent.take(buf).ok());
   late.join();
 }

@@ -36,6 +36,13 @@ struct SubscriberOptions {
   /// Also deliver up to this many messages already in the ring when the
   /// subscriber starts (late joiners); 0 = only new ones.
   std::uint32_t history = 0;
+  /// Untyped subscribers: when the channel does not exist yet, construct
+  /// anyway and attach when it appears (processes start in any order).
+  /// Until then take() finds nothing, and wait() and WaitSet::wait() look
+  /// for the channel every 10 ms. Once attached it delivers every message
+  /// published since the channel appeared (those already overwritten are
+  /// counted lost). Without it the constructor throws Error(kNotFound).
+  bool wait_for_channel = false;
 };
 
 class WaitSet;
@@ -47,7 +54,8 @@ class WaitSet;
 class Subscriber {
  public:
   /// Opens (or, with a type, creates) `channel`. With `type` nullopt any
-  /// type is accepted and the channel must exist (Error kNotFound).
+  /// type is accepted and the channel must exist (Error kNotFound), unless
+  /// `options.wait_for_channel`.
   /// Throws Error like Publisher's constructor.
   Subscriber(std::string_view channel, const std::optional<TypeInfo>& type,
              Context& context = Context::process_default(), SubscriberOptions options = {});
@@ -89,6 +97,12 @@ class Subscriber {
 
   /// True when a message is ready or being written.
   [[nodiscard]] bool pending() const noexcept;
+
+  /// False while a wait_for_channel subscriber waits for its channel to
+  /// appear; type(), max_message_size() and the counters are known once
+  /// attached. attach() tries now (wait() and take() try by themselves).
+  [[nodiscard]] bool attached() const noexcept;
+  bool attach() noexcept;
 
   [[nodiscard]] std::uint64_t received() const noexcept;
   [[nodiscard]] std::uint64_t lost() const noexcept;
