@@ -109,11 +109,13 @@ std::vector<std::string> tool_args(std::vector<std::string> args, const std::str
   return args;
 }
 
-/// A long-running shmtool (pub, echo, hz, top) with its stdout captured.
-std::unique_ptr<ChildProcess> start_tool(std::vector<std::string> args, const std::string& domain) {
+/// A long-running shmtool (pub, echo, hz, top) with its stdout (and, with
+/// `merge_stderr`, its stderr) captured.
+std::unique_ptr<ChildProcess> start_tool(std::vector<std::string> args, const std::string& domain,
+                                         bool merge_stderr = false) {
   std::vector<std::string> all{kTool};
   for (auto& a : tool_args(std::move(args), domain)) all.push_back(std::move(a));
-  return std::make_unique<ChildProcess>(all);
+  return std::make_unique<ChildProcess>(all, merge_stderr);
 }
 
 /// Waits until `channel` has at least one stamp in its time list.
@@ -513,6 +515,38 @@ TEST(Shmtool, CorruptChannelIsShownAndRefusedNeverFollowed) {
   healthy.wait(10s);
 }
 
+// Processes start in any order: echo, hz and sync started before their
+// channels wait for them, saying so once, then work as usual (before: exit 3,
+// so a sync stage started before its sensors died).
+TEST(Shmtool, EchoHzAndSyncStartedBeforeTheirChannelsWaitForThem) {
+  DomainGuard d;
+  auto echo = start_tool({"echo", "/late", "-n", "2", "--json"}, d.name, true);
+  auto hz = start_tool({"hz", "/late", "-n", "1", "--interval", "0.3", "--json"}, d.name, true);
+  auto sync = start_tool({"sync", "--inputs", "/late,/late2", "--threshold", "50ms", "--output", "/fused", "-n", "1"},
+                         d.name, true);
+  for (auto* tool : {echo.get(), hz.get(), sync.get()}) {
+    EXPECT_TRUE(tool->wait_for_output("waiting for /late to appear in domain \"" + d.name + "\"", 20s))
+        << tool->poll_output();
+  }
+  std::this_thread::sleep_for(200ms);
+  ChildProcess late({kPeer, "pub", d.name, "/late", "1", "0", "64", "2000"});
+  ChildProcess late2({kPeer, "pub", d.name, "/late2", "2", "0", "64", "2000"});
+  for (auto* tool : {echo.get(), hz.get(), sync.get()}) {
+    const int status = tool->wait(30s);
+    EXPECT_FALSE(tool->timed_out()) << tool->output();
+    EXPECT_TRUE(exited_zero(status)) << tool->output();
+  }
+  const std::string& echoed = echo->output();
+  EXPECT_EQ(std::count(echoed.begin(), echoed.end(), '{'), 2) << echoed;
+  EXPECT_EQ(echoed.find("waiting for"), echoed.rfind("waiting for")) << "said once: " << echoed;
+  EXPECT_NE(hz->output().find("rate_hz"), std::string::npos) << hz->output();
+  EXPECT_NE(sync->output().find("aligning /late, /late2"), std::string::npos) << sync->output();
+  late.signal(SIGTERM);
+  late2.signal(SIGTERM);
+  late.wait(10s);
+  late2.wait(10s);
+}
+
 // Bad input: one line on stderr that names the thing, and the exit code.
 TEST(Shmtool, BadInputExitCodesAndOneLineErrors) {
   DomainGuard d;
@@ -520,8 +554,8 @@ TEST(Shmtool, BadInputExitCodesAndOneLineErrors) {
   ASSERT_EQ(made.code, 0) << made.err;
   const std::vector<Refusal> cases{
       {{"info", "/missing"}, 3, "channel /missing not found"},
-      {{"echo", "/missing"}, 3, "channel /missing not found"},
-      {{"hz", "/missing"}, 3, "channel /missing not found"},
+      {{"echo", "/missing", "--no-wait"}, 3, "channel /missing not found"},
+      {{"hz", "/missing", "--no-wait"}, 3, "channel /missing not found"},
       {{"stats", "/missing"}, 3, "channel /missing not found"},
       {{"pub", "/known", R"({"angular_velocity": [1, "fast", 3]})"}, 2, "angular_velocity[1]"},
       {{"pub", "/known", R"({"header": {"sequence": 1}})"}, 2, "header: unknown field 'sequence'"},
@@ -626,7 +660,9 @@ TEST(Shmtool, SyncRefusesBadParametersWithOneLine) {
       {{"sync", "--inputs", "/x,/y", "--threshold", "5ms", "--output", "/f", "--policy", "fastest"},
        2,
        "--policy fastest is unknown"},
-      {{"sync", "--inputs", "/x,/missing", "--threshold", "5ms", "--output", "/f"}, 3, "channel /missing not found"},
+      {{"sync", "--inputs", "/x,/missing", "--threshold", "5ms", "--output", "/f", "--no-wait"},
+       3,
+       "channel /missing not found"},
       {{"sync", "--inputs", "/x,/y", "--threshold", "5ms", "--output", "/x"}, 2, "--output /x is also an input"},
   };
   // A [[sync]] entry: its values are used (the stamp field is checked), an

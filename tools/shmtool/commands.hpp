@@ -36,6 +36,7 @@ struct EchoOptions {
   bool hex = false;
   bool no_header = false;
   std::uint32_t history = 0;  ///< messages already in the ring to show first
+  bool no_wait = false;       ///< exit 3 when the channel does not exist (default: wait for it)
 };
 int run_echo(const Globals& g, const EchoOptions& o);
 
@@ -44,6 +45,7 @@ struct HzOptions {
   std::optional<double> window_s;  ///< default: the channel's configured window
   double interval_s = 1.0;
   std::uint64_t reports = 0;  ///< 0: until Ctrl-C
+  bool no_wait = false;       ///< exit 3 when the channel does not exist (default: wait for it)
 };
 int run_hz(const Globals& g, const HzOptions& o);
 
@@ -67,6 +69,7 @@ struct SyncOptions {
   std::string stamp_field;                ///< empty: the publish time
   std::optional<std::size_t> queue_size;  ///< default: the entry's, else 64
   std::string master;                     ///< latest: the triggering input (default: the first)
+  bool no_wait = false;                   ///< exit 3 when an input does not exist (default: wait for it)
   std::uint64_t count = 0;                ///< stop after N sets (0: until Ctrl-C)
 };
 int run_sync(const Globals& g, const SyncOptions& o);

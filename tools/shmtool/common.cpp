@@ -57,6 +57,26 @@ introspect::ChannelReader open_channel(const Config& config, std::string_view ch
   }
 }
 
+std::optional<introspect::ChannelReader> await_channel(const Config& config, std::string_view channel,
+                                                      bool no_wait) {
+  if (no_wait) return open_channel(config, channel);
+  bool said = false;
+  while (!stop_requested()) {
+    try {
+      return introspect::ChannelReader(config.domain, channel, false, config.access());
+    } catch (const Error& e) {
+      if (e.code() != Errc::kNotFound) throw;
+    }
+    if (!said) {
+      std::fprintf(stderr, "waiting for %.*s to appear in domain \"%s\"\n", static_cast<int>(channel.size()),
+                   channel.data(), config.domain.c_str());
+      said = true;
+    }
+    sleep_until(mono_ns() + 20'000'000);
+  }
+  return std::nullopt;
+}
+
 std::optional<schema::Schema> schema_of(const TypeInfo& type) {
   if (type.schema.empty() || type.hash == TypeInfo::bytes().hash) return std::nullopt;
   return schema::Schema::from_canonical(type.schema);

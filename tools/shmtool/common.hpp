@@ -44,6 +44,10 @@ bool sleep_until(std::int64_t deadline_ns) noexcept;
 /// Opens `channel` for reading; a missing one is Error(kNotFound) that says
 /// where to look.
 introspect::ChannelReader open_channel(const Config& config, std::string_view channel);
+/// open_channel(), for commands that subscribe: with `no_wait` false, an
+/// absent channel is waited for (processes start in any order), saying so
+/// once on stderr. nullopt when Ctrl-C came first.
+std::optional<introspect::ChannelReader> await_channel(const Config& config, std::string_view channel, bool no_wait);
 
 /// The schema a channel stores, or nullopt for raw (`shmbus/Bytes`) and
 /// schema-less channels.

@@ -81,6 +81,7 @@ int main(int argc, char** argv) {
   echo->add_flag("--hex", echo_o.hex, "Print payloads as hex instead of decoding")->excludes(echo_json);
   echo->add_flag("--no-header", echo_o.no_header, "Print only the payloads");
   echo->add_option("--history", echo_o.history, "Show up to N messages already in the ring first");
+  echo->add_flag("--no-wait", echo_o.no_wait, "Exit 3 if the channel does not exist (default: wait for it)");
 
   HzOptions hz_o;
   CLI::App* hz = app.add_subcommand("hz", "Rate and period statistics from the time list, without subscribing");
@@ -89,6 +90,7 @@ int main(int argc, char** argv) {
       ->check(kPositiveSeconds);
   hz->add_option("--interval", hz_o.interval_s, "Seconds between reports")->check(kPositiveSeconds);
   hz->add_option("-n,--reports", hz_o.reports, "Stop after N reports (default: until Ctrl-C)");
+  hz->add_flag("--no-wait", hz_o.no_wait, "Exit 3 if the channel does not exist (default: wait for it)");
   json_flag(hz);
 
   PubOptions pub_o;
@@ -132,6 +134,7 @@ int main(int argc, char** argv) {
   sync->add_option("--queue-size", sync_o.queue_size, "Messages kept per input (default 64)");
   sync->add_option("--master", sync_o.master, "latest: the input that triggers a set (default: the first)");
   sync->add_option("-n,--count", sync_o.count, "Stop after N sets (default: until Ctrl-C)");
+  sync->add_flag("--no-wait", sync_o.no_wait, "Exit 3 if an input does not exist (default: wait for it)");
 
   bool dry_run = false;
   CLI::App* clean = app.add_subcommand("clean", "Remove the domain's segments no live process uses");

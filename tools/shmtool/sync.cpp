@@ -97,8 +97,10 @@ int run_sync(const Globals& g, const SyncOptions& given) {
   }
   validate_channel_name(o.output);
 
-  for (const std::string& in : o.inputs) (void)open_channel(config, in);  // exit 3, with the hint
   install_stop_handlers();
+  for (const std::string& in : o.inputs) {
+    if (!await_channel(config, in, o.no_wait)) return 0;  // Ctrl-C while waiting
+  }
   Config c = config;
   if (c.node.empty()) c.node = "shmtool-sync";
   Context ctx(std::move(c));

@@ -111,8 +111,8 @@ Context make_context(const Config& config) {
 
 int run_echo(const Globals& g, const EchoOptions& o) {
   const Config config = load_config(g);
-  (void)open_channel(config, o.channel);  // exit 3, with the hint, when missing
   install_stop_handlers();
+  if (!await_channel(config, o.channel, o.no_wait)) return 0;  // Ctrl-C while waiting
   Context ctx = make_context(config);
   Subscriber sub(o.channel, std::nullopt, ctx, SubscriberOptions{o.history});
   const TypeInfo type = sub.type();
@@ -177,8 +177,10 @@ int run_echo(const Globals& g, const EchoOptions& o) {
 
 int run_hz(const Globals& g, const HzOptions& o) {
   const Config config = load_config(g);
-  const introspect::ChannelReader reader = open_channel(config, o.channel);
   install_stop_handlers();
+  const std::optional<introspect::ChannelReader> awaited = await_channel(config, o.channel, o.no_wait);
+  if (!awaited) return 0;  // Ctrl-C while waiting
+  const introspect::ChannelReader& reader = *awaited;
   const std::int64_t window_ns =
       o.window_s ? static_cast<std::int64_t>(*o.window_s * 1e9) : config.channel(o.channel).window.count();
   const auto interval = static_cast<std::int64_t>(o.interval_s * 1e9);
