@@ -159,3 +159,18 @@ TEST(ConfigTest, ShippedExampleFileIsValid) {
   EXPECT_EQ(c.channel("/imu").capacity, 256U);
   EXPECT_EQ(c.defaults.stall_timeout, std::chrono::milliseconds(2));
 }
+
+TEST(ConfigTest, GroupMustBeAGroupOfThisSystem) {
+  const Config c = Config::parse("group = \"root\"\nmode = \"0640\"\n", "g.toml");
+  EXPECT_EQ(c.access().group, "root");
+  EXPECT_EQ(c.access().mode, 0640U);
+  try {
+    (void)Config::parse("group = \"no_such_group_xyz\"\n", "g.toml");
+    FAIL() << "accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), Errc::kConfig);
+    EXPECT_NE(std::string{e.what()}.find("g.toml:1:9: group = \"no_such_group_xyz\" is not a group of this system"),
+              std::string::npos)
+        << e.what();
+  }
+}
