@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
+#include <fstream>
 #include <thread>
 
 #include "multiprocess/child_process.hpp"
@@ -246,4 +247,41 @@ TEST_F(ClaimTest, TimeListReadIsExactWithFourPublishersAtDifferentRates) {
   EXPECT_TRUE(stamps == received) << "the stamps read are the publish times, one for one";
   std::printf("published %llu, stamps read %zu, received %zu\n", static_cast<unsigned long long>(published),
               stamps.size(), received.size());
+}
+
+// Liveness says "alive" unless it knows: a subscriber in another pid
+// namespace (a container sharing /dev/shm) registers as pid 1 of its
+// namespace. Before: its pid was judged in ours (our pid 1 has another start
+// time), so it was "dead" and its entry was reclaimed under it.
+TEST_F(ClaimTest, EndpointInAnotherPidNamespaceIsNeverJudgedDead) {
+  if (::geteuid() != 0) GTEST_SKIP() << "a pid namespace needs root";
+  ChildProcess ns_sub({"/usr/bin/unshare", "--pid", "--fork", "--mount-proc", "--kill-child=SIGTERM", kPeer, "sub",
+                       domain_, "/ns", "0", "60000"});
+  test::wait_for_subscribers(domain_, "/ns", 1);
+  auto v = introspect::ChannelReader(domain_, "/ns").view();
+  ASSERT_EQ(v.subscribers.size(), 1U);
+  EXPECT_EQ(v.subscribers[0].pid, 1) << "pid 1 of its own namespace";
+  EXPECT_TRUE(v.subscribers[0].alive);
+  Subscriber fresh("/ns", TypeInfo::bytes(), ctx_);  // registration reclaims what it judges dead
+  v = introspect::ChannelReader(domain_, "/ns").view();
+  EXPECT_EQ(v.subscribers.size(), 2U) << "the other namespace's subscriber keeps its entry";
+  Publisher pub("/ns", TypeInfo::bytes(), ctx_);
+  publish_laps(pub, 20);
+  // unshare --fork leaves SIGTERM to its child: send it to the subscriber
+  // itself (its pid here is unshare's only child).
+  std::ifstream children("/proc/" + std::to_string(ns_sub.pid()) + "/task/" + std::to_string(ns_sub.pid()) +
+                         "/children");
+  pid_t inner = 0;
+  ASSERT_TRUE(children >> inner);
+  ::kill(inner, SIGTERM);
+  const int status = ns_sub.wait(20s);
+  EXPECT_FALSE(ns_sub.timed_out());
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << ns_sub.output();
+  const auto deadline = std::chrono::steady_clock::now() + 20s;
+  while (introspect::ChannelReader(domain_, "/ns").view().subscribers.size() != 1 &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(5ms);
+  }
+  EXPECT_EQ(introspect::ChannelReader(domain_, "/ns").view().subscribers.size(), 1U)
+      << "it unregistered itself when it ended";
 }
