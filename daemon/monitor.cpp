@@ -167,8 +167,13 @@ void Monitor::refresh_statistics() {
     const introspect::ChannelView v = t.reader.view();
     t.status.messages = v.messages;
     t.status.lost = v.lost;
-    t.status.publishers = static_cast<std::uint32_t>(v.publishers.size());
-    t.status.subscribers = static_cast<std::uint32_t>(v.subscribers.size());
+    // Live endpoints only: an entry of a dead process not reclaimed yet is
+    // not a publisher or subscriber any more.
+    const auto live = [](const std::vector<introspect::EndpointView>& es) {
+      return static_cast<std::uint32_t>(std::count_if(es.begin(), es.end(), [](const auto& e) { return e.alive; }));
+    };
+    t.status.publishers = live(v.publishers);
+    t.status.subscribers = live(v.subscribers);
     t.status.subscriber_stats.clear();
     decltype(t.age_base) next_base;
     for (const introspect::EndpointView& s : v.subscribers) {

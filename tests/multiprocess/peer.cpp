@@ -99,7 +99,11 @@ int run_sub(Context& ctx, const std::string& channel, std::uint64_t total, long 
       if (static_cast<std::int64_t>(counter) <= it->second) ++order;
       it->second = counter;
     }
-    if (static_cast<std::int64_t>(r.info.sequence) != last_seq + 1 + static_cast<std::int64_t>(r.info.lost_before)) {
+    // A subscriber that joined a channel already in use starts at its
+    // cursor: from the first message on, every sequence is delivered or
+    // counted lost.
+    if (delivered != 0 &&
+        static_cast<std::int64_t>(r.info.sequence) != last_seq + 1 + static_cast<std::int64_t>(r.info.lost_before)) {
       ++accounting;
     }
     last_seq = static_cast<std::int64_t>(r.info.sequence);
