@@ -413,7 +413,11 @@ void Synchronizer::take_all(std::size_t input, std::vector<Set>& sets) {
 }
 
 std::optional<AlignedSet> Synchronizer::next(std::chrono::nanoseconds timeout) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  // Saturated: nanoseconds::max() waits forever instead of overflowing.
+  const auto start = std::chrono::steady_clock::now();
+  const auto deadline = timeout >= std::chrono::steady_clock::time_point::max() - start
+                            ? std::chrono::steady_clock::time_point::max()
+                            : start + timeout;
   std::vector<Set> sets;
   while (ready_.empty()) {
     // Take what is there first, then sleep on all inputs at once.

@@ -327,3 +327,49 @@ TEST(DaemonIntegrationTest, BadConfigurationExitsTwoWithOneLine) {
   EXPECT_EQ(WEXITSTATUS(run_bad.wait(10s)), 2);
   fs::remove(bad);
 }
+
+// A corrupt channel segment (max_message_size of all ones) next to a healthy
+// one. Before: shmbusd died with SIGSEGV. Now it logs the channel once and
+// goes on watching the other.
+TEST(DaemonIntegrationTest, CorruptChannelIsLoggedOnceAndTheOthersAreStillWatched) {
+  const std::string domain = shmbus::test::unique_domain("shmbusd_corrupt");
+  struct DomainCleanup {
+    std::string domain;
+    ~DomainCleanup() { introspect::clean_domain(domain, false); }
+  } cleanup{domain};
+  ChildProcess good({kPeer, "pub", domain, "/good", "1", "0", "64", "10000"});
+  {
+    ChildProcess bad({kPeer, "pub", domain, "/bad", "2", "0", "64", "10000"});
+    std::this_thread::sleep_for(200ms);
+    bad.signal(SIGKILL);
+    bad.wait(10s);
+  }
+  {
+    std::fstream f("/dev/shm/shmbus." + domain + ".c.bad", std::ios::in | std::ios::out | std::ios::binary);
+    ASSERT_TRUE(f.good());
+    const std::uint32_t huge = 0xFFFFFFFFU;
+    f.seekp(300);  // ChannelHeader::max_message_size
+    f.write(reinterpret_cast<const char*>(&huge), sizeof(huge));
+  }
+  const fs::path config = fs::temp_directory_path() / ("shmbusd_corrupt_" + std::to_string(::getpid()) + ".toml");
+  std::ofstream(config) << "[monitor]\nscan_period = \"50ms\"\nmetrics_listen = \"127.0.0.1:0\"\n";
+  ChildProcess shmbusd({kDaemon, "--foreground", "--config", config.string(), "--domain", domain}, true);
+  const std::uint16_t port = metrics_port_of(shmbusd);
+  ASSERT_NE(port, 0);
+  EXPECT_TRUE(shmbusd.wait_for_output("channel /bad is not watched", 10s)) << shmbusd.poll_output();
+  std::this_thread::sleep_for(1500ms);  // many scans
+  const std::string log = shmbusd.poll_output();
+  EXPECT_EQ(log.find("channel /bad is not watched"), log.rfind("channel /bad is not watched")) << "once: " << log;
+  EXPECT_NE(log.find("has max_message_size 4294967295"), std::string::npos) << log;
+  const std::string metrics = get(port, "/metrics");
+  std::smatch m;
+  ASSERT_TRUE(
+      std::regex_search(metrics, m, std::regex(R"(shmbus_channel_frequency_hz\{[^}]*channel="/good"\} ([0-9.]+))")))
+      << metrics;
+  EXPECT_GT(std::stod(m[1]), 50.0) << "the healthy channel is still measured (~100 Hz)";
+  shmbusd.signal(SIGTERM);
+  EXPECT_TRUE(WIFEXITED(shmbusd.wait(20s))) << "shmbusd ended by SIGTERM, not by a crash: " << shmbusd.output();
+  good.signal(SIGTERM);
+  good.wait(10s);
+  fs::remove(config);
+}

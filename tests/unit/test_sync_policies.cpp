@@ -413,3 +413,22 @@ TEST(Synchronizer, RefusesAStampFieldAnInputDoesNotHave) {
   }
   EXPECT_TRUE(shmbus::introspect::ChannelReader(d.domain(), "/a").view().subscribers.empty());
 }
+
+// Before: now + nanoseconds::max() overflowed and next() gave up at once.
+TEST(Synchronizer, NextWithoutATimeoutWaitsForASet) {
+  shmbus::test::TestDomain d;
+  TypedPublisher<sensor_msgs::Imu> left("/left", d.context());
+  TypedPublisher<sensor_msgs::Imu> right("/right", d.context());
+  SynchronizerOptions o;
+  o.threshold = std::chrono::seconds(1);
+  Synchronizer s(std::vector<std::string>{"/left", "/right"}, o, d.context());
+  std::thread late([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    left.publish(sensor_msgs::Imu{});
+    right.publish(sensor_msgs::Imu{});
+  });
+  const auto set = s.next(std::chrono::nanoseconds::max());
+  late.join();
+  ASSERT_TRUE(set);
+  EXPECT_EQ(set->members.size(), 2U);
+}
