@@ -6,8 +6,8 @@
 #include <cstring>
 #include <memory>
 #include <optional>
-#include <string>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "channel.hpp"

@@ -133,12 +133,7 @@ int run(const std::string& command) { return std::system(command.c_str()); }
 
 TEST(DaemonIntegrationTest, RealDaemonReportsTransitionsEverywhereAndSurvivesItsRestart) {
   const std::string domain = shmbus::test::unique_domain("shmbusd");
-  // Removes the domain last, after this test's own subscribers are gone
-  // (a live subscriber keeps its channel's segment).
-  struct DomainCleanup {
-    std::string domain;
-    ~DomainCleanup() { introspect::clean_domain(domain, false); }
-  } cleanup{domain};
+  shmbus::test::DomainCleanup cleanup{domain};
   const fs::path dir = fs::temp_directory_path() / ("shmbusd_it_" + std::to_string(::getpid()));
   fs::create_directories(dir);
 
@@ -333,10 +328,7 @@ TEST(DaemonIntegrationTest, BadConfigurationExitsTwoWithOneLine) {
 // goes on watching the other.
 TEST(DaemonIntegrationTest, CorruptChannelIsLoggedOnceAndTheOthersAreStillWatched) {
   const std::string domain = shmbus::test::unique_domain("shmbusd_corrupt");
-  struct DomainCleanup {
-    std::string domain;
-    ~DomainCleanup() { introspect::clean_domain(domain, false); }
-  } cleanup{domain};
+  shmbus::test::DomainCleanup cleanup{domain};
   ChildProcess good({kPeer, "pub", domain, "/good", "1", "0", "64", "10000"});
   {
     ChildProcess bad({kPeer, "pub", domain, "/bad", "2", "0", "64", "10000"});

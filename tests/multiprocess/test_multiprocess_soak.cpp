@@ -59,8 +59,8 @@ class Soak {
     if (p.publisher) {
       // A new tag per life: a restarted publisher counts from 0 again.
       const std::string tag = std::to_string(1000 * (index + 1) + p.restarts);
-      p.proc = std::make_unique<ChildProcess>(std::vector<std::string>{
-          kPeer, "pub", domain_, channel_name(p.channel), tag, "0", "256", std::to_string(p.pace_us)});
+      p.proc = std::make_unique<ChildProcess>(std::vector<std::string>{kPeer, "pub", domain_, channel_name(p.channel),
+                                                                       tag, "0", "256", std::to_string(p.pace_us)});
     } else {
       p.proc = std::make_unique<ChildProcess>(
           std::vector<std::string>{kPeer, "sub", domain_, channel_name(p.channel), "0", "3600000"});
@@ -109,10 +109,7 @@ TEST(SoakTest, ChaosOfKillsStopsAndRestartsBreaksNothing) {
   const char* env = std::getenv("SHMBUS_SOAK_SECONDS");  // NOLINT(concurrency-mt-unsafe)
   const auto storm = std::chrono::seconds(env != nullptr ? std::atoi(env) : 60);
   const std::string domain = test::unique_domain("soak");
-  struct Cleanup {
-    std::string domain;
-    ~Cleanup() { introspect::clean_domain(domain, false); }
-  } cleanup{domain};
+  shmbus::test::DomainCleanup cleanup{domain};
 
   // The channels, made first with the soak's stall_timeout (the creator's
   // settings hold for everyone).
@@ -135,9 +132,18 @@ TEST(SoakTest, ChaosOfKillsStopsAndRestartsBreaksNothing) {
   const auto port = static_cast<std::uint16_t>(std::stoi(port_match[1]));
 
   std::vector<Peer> peers;
-  for (const auto& [publisher, channel, pace] : std::vector<std::tuple<bool, int, long>>{
-           {true, 0, 500}, {true, 1, 700}, {true, 2, 1000}, {true, 3, 1300}, {true, 0, 900}, {true, 1, 1100},
-           {false, 0, 0}, {false, 1, 0}, {false, 2, 0}, {false, 3, 0}, {false, 0, 0}, {false, 2, 0}}) {
+  for (const auto& [publisher, channel, pace] : std::vector<std::tuple<bool, int, long>>{{true, 0, 500},
+                                                                                         {true, 1, 700},
+                                                                                         {true, 2, 1000},
+                                                                                         {true, 3, 1300},
+                                                                                         {true, 0, 900},
+                                                                                         {true, 1, 1100},
+                                                                                         {false, 0, 0},
+                                                                                         {false, 1, 0},
+                                                                                         {false, 2, 0},
+                                                                                         {false, 3, 0},
+                                                                                         {false, 0, 0},
+                                                                                         {false, 2, 0}}) {
     peers.push_back(Peer{publisher, channel, pace, 0, nullptr});
   }
   Soak soak(domain);
@@ -177,8 +183,8 @@ TEST(SoakTest, ChaosOfKillsStopsAndRestartsBreaksNothing) {
   }
   EXPECT_GT(delivered, 0);
   for (int c = 0; c < kChannels; ++c) {
-    const auto wanted = static_cast<std::size_t>(std::count_if(
-        peers.begin(), peers.end(), [c](const Peer& p) { return !p.publisher && p.channel == c; }));
+    const auto wanted = static_cast<std::size_t>(
+        std::count_if(peers.begin(), peers.end(), [c](const Peer& p) { return !p.publisher && p.channel == c; }));
     test::wait_for_subscribers(domain, channel_name(c), wanted);
   }
 

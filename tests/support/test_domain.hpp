@@ -39,4 +39,12 @@ class TestDomain {
   std::unique_ptr<Context> context_;
 };
 
+/// Removes a domain's segments when it goes out of scope: declare it before
+/// the test's own endpoints, so it runs after they are gone (a live
+/// endpoint keeps its channel's segment).
+struct DomainCleanup {
+  std::string domain;
+  ~DomainCleanup() { introspect::clean_domain(domain, false); }
+};
+
 }  // namespace shmbus::test

@@ -57,8 +57,7 @@ introspect::ChannelReader open_channel(const Config& config, std::string_view ch
   }
 }
 
-std::optional<introspect::ChannelReader> await_channel(const Config& config, std::string_view channel,
-                                                      bool no_wait) {
+std::optional<introspect::ChannelReader> await_channel(const Config& config, std::string_view channel, bool no_wait) {
   if (no_wait) return open_channel(config, channel);
   bool said = false;
   while (!stop_requested()) {
