@@ -219,24 +219,25 @@ std::string_view Channel::schema_text() const noexcept { return schema_; }
 TypeInfo Channel::type() const { return TypeInfo{type_name_, type_hash_, schema_}; }
 
 std::uint64_t Channel::snapshot_time_list(std::vector<std::int64_t>& out) const {
-  out.clear();
   // SYNC POINT READ: pairs with the release stores in stamp().
   const std::uint64_t head = header_->time_list_head.load(std::memory_order_acquire);
   const std::uint64_t cap = time_list_mask_ + 1;
   const std::uint64_t first = head > cap ? head - cap : 0;
-  out.reserve(head - first);
-  std::vector<std::uint64_t> entries(head - first);
+  // The raw entries first (in `out`'s storage), then the head again:
+  // indices it has lapped meanwhile may hold a newer lap and are left out.
+  out.resize(head - first);
   for (std::uint64_t i = first; i < head; ++i) {
-    entries[i - first] = time_list_[i & time_list_mask_].load(std::memory_order_acquire);
+    out[i - first] = static_cast<std::int64_t>(time_list_[i & time_list_mask_].load(std::memory_order_acquire));
   }
-  // Indices the head has lapped since may hold a newer lap: left out.
   const std::uint64_t head2 = header_->time_list_head.load(std::memory_order_acquire);
   const std::uint64_t floor = std::max(first, head2 > cap ? head2 - cap : 0);
   const std::int64_t now = mono_now_ns();
+  std::size_t kept = 0;
   for (std::uint64_t i = floor; i < head; ++i) {
-    const std::uint64_t e = entries[i - first];
-    if (time_list_lap_is(e, i, time_list_log2_)) out.push_back(time_list_stamp(e, now));
+    const auto e = static_cast<std::uint64_t>(out[i - first]);
+    if (time_list_lap_is(e, i, time_list_log2_)) out[kept++] = time_list_stamp(e, now);
   }
+  out.resize(kept);
   // Several publishers stamp after their commits, so index order can be off
   // by a few stamps; callers get time order. Usually a single O(n) check.
   if (!std::is_sorted(out.begin(), out.end())) std::sort(out.begin(), out.end());
