@@ -293,7 +293,8 @@ bool Channel::writer_alive(std::uint64_t slot_state) const noexcept {
   if (e.state.load(std::memory_order_acquire) != st) return true;      // changing hands: ask again later
   if (endpoint_phase(st) == kEndpointFree) return false;               // its publisher is gone
   if ((tenancy & kTenancyMask) != token_tenancy(token)) return false;  // an earlier holder's claim
-  return process_alive(static_cast<pid_t>(owner_pid(st)), owner_start_time(st), e.pid_ns);
+  return process_alive(static_cast<pid_t>(owner_pid(st)), owner_start_time(st),
+                       e.pid_ns.load(std::memory_order_relaxed));
 }
 
 std::uint32_t Channel::publisher_token(std::uint32_t index) const noexcept {
@@ -325,7 +326,7 @@ std::uint32_t claim_entry(EndpointEntry* table, std::uint32_t size, const std::s
     // CAS cases: won -> the entry is ours, still invisible to readers until
     // Live; lost -> someone else holds it, try the next one.
     if (table[i].state.compare_exchange_strong(expected, claimed, std::memory_order_acq_rel)) {
-      table[i].pid_ns = self_pid_ns();
+      table[i].pid_ns.store(self_pid_ns(), std::memory_order_relaxed);
       return i;
     }
   }
@@ -344,7 +345,8 @@ void fill_entry(EndpointEntry& e, std::string_view node, std::uint32_t id) {
 /// Known dead: the owner word's pid + start time (Claimed and Live alike).
 bool entry_dead(const EndpointEntry& e, std::uint64_t state) {
   if (endpoint_phase(state) == kEndpointFree) return false;
-  return !process_alive(static_cast<pid_t>(owner_pid(state)), owner_start_time(state), e.pid_ns);
+  return !process_alive(static_cast<pid_t>(owner_pid(state)), owner_start_time(state),
+                        e.pid_ns.load(std::memory_order_relaxed));
 }
 
 }  // namespace
@@ -411,7 +413,7 @@ std::uint32_t Channel::reclaim_dead() noexcept {
       // entry, and it holds it until it is clean (a reclaimer that dies
       // half-way leaves a claim that the next one reclaims).
       if (!e.state.compare_exchange_strong(st, hold, std::memory_order_acq_rel)) continue;
-      e.pid_ns = self_pid_ns();
+      e.pid_ns.store(self_pid_ns(), std::memory_order_relaxed);
       release_entry(e, subscriber, i, endpoint_phase(st) == kEndpointLive);
       ++freed;
     }

@@ -98,6 +98,7 @@ std::uint32_t Registry::ensure(std::string_view name, std::string_view type_name
   const std::uint64_t claimed =
       layout::owner_word(static_cast<std::uint32_t>(self_pid()), self_start_time(), layout::kRecordClaimed);
   ChannelRecord* recs = records();
+  std::uint64_t claim_seen = 0;  ///< the claim word being waited on, and since when
   std::int64_t claim_seen_at = 0;
   for (std::uint32_t probe = 0; probe < cap;) {
     const std::uint32_t i = static_cast<std::uint32_t>(hash + probe) & mask;
@@ -129,7 +130,10 @@ std::uint32_t Registry::ensure(std::string_view name, std::string_view type_name
         if (!process_alive(static_cast<pid_t>(layout::owner_pid(st)), layout::owner_start_time(st))) {
           r.state.compare_exchange_strong(st, layout::kRecordFree, std::memory_order_acq_rel);
         } else {
-          if (claim_seen_at == 0) claim_seen_at = mono_now_ns();
+          if (st != claim_seen) {  // a new claim: its own time starts now
+            claim_seen = st;
+            claim_seen_at = mono_now_ns();
+          }
           if (mono_now_ns() - claim_seen_at > kClaimWaitNs) {
             throw Error(Errc::kLayoutMismatch,
                         fmt::format("record {} of /dev/shm/{} has been claimed by pid {} for over 1 s (corrupt, or "

@@ -137,7 +137,9 @@ struct alignas(kCacheLine) EndpointEntry {
   // SYNC POINT WRITE: the owner fills the entry, then stores kEndpointLive
   // (release); readers load the state (acquire) before the fields.
   std::atomic<std::uint64_t> state;
-  std::uint64_t pid_ns;  ///< the owner's pid namespace (process_alive)
+  /// The owner's pid namespace (process_alive); written by the claimer just
+  /// after its CAS while others may judge the claim: relaxed atomic.
+  std::atomic<std::uint64_t> pid_ns;
   std::uint32_t id;
   /// Bumped (release) by whoever frees the entry, while it still holds it:
   /// a slot claim names (entry, tenancy), so a claim of an earlier holder
