@@ -293,7 +293,12 @@ TEST(DaemonIntegrationTest, RealDaemonReportsTransitionsEverywhereAndSurvivesIts
   const int status = shmbusd->wait(10s);
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << shmbusd->output();
   EXPECT_NE(shmbusd->output().find("stopping on signal"), std::string::npos);
-  if (alertmanager) alertmanager->signal(SIGTERM);
+  if (alertmanager) {
+    // Wait for it: it writes its data directory while it shuts down, and
+    // removing the directory under it failed now and then.
+    alertmanager->signal(SIGTERM);
+    alertmanager->wait(20s);
+  }
   fs::remove_all(dir);
 }
 
