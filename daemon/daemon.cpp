@@ -13,7 +13,7 @@
 #include <cstdlib>
 #include <mutex>
 
-#include "cli_parse.hpp"
+#include "shmbus/cli.hpp"
 #include "http.hpp"
 #include "metrics.hpp"
 #include "monitor.hpp"

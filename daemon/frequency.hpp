@@ -1,5 +1,5 @@
 #pragma once
-// The channel frequency of DESIGN.md: over the window W ending now, take the
+// The channel frequency (docs/architecture.md): over the window W ending now, take the
 // stamps in (now - W, now]; n is their count, T1 the earliest, Tn the latest;
 // f = (n - 1) / (Tn - T1) for n >= 2, else 0. Also the message period
 // statistics over the same stamps.

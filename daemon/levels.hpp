@@ -1,5 +1,5 @@
 #pragma once
-// The three alert levels of DESIGN.md and the debounce that believes a change
+// The three alert levels (docs/architecture.md) and the debounce that believes a change
 // only after N consecutive scans agree.
 //
 //   level 1  f1 <= f <= f2   nominal

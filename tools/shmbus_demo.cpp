@@ -16,7 +16,7 @@
 #include <thread>
 #include <vector>
 
-#include "cli_parse.hpp"
+#include "shmbus/cli.hpp"
 #include "frequency.hpp"
 #include "levels.hpp"
 #include "outputs.hpp"

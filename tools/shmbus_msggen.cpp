@@ -11,7 +11,7 @@
 #include <fstream>
 #include <set>
 
-#include "cli_parse.hpp"
+#include "shmbus/cli.hpp"
 #include "shmbus/schema.hpp"
 
 namespace fs = std::filesystem;

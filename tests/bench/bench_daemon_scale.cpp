@@ -16,7 +16,7 @@
 #include <regex>
 #include <thread>
 
-#include "cli_parse.hpp"
+#include "shmbus/cli.hpp"
 #include "http.hpp"
 #include "monitor.hpp"
 #include "shmbus/introspect.hpp"

@@ -19,7 +19,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
-#include "cli_parse.hpp"
+#include "shmbus/cli.hpp"
 #include "peer_transports.hpp"
 
 using namespace shmbus::bench;

@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "cli_parse.hpp"
+#include "shmbus/cli.hpp"
 #include "shmbus/sync.hpp"
 #include "support/sync_streams.hpp"
 

@@ -11,7 +11,7 @@
 #include <optional>
 #include <string>
 
-#include "cli_parse.hpp"
+#include "shmbus/cli.hpp"
 #include "commands.hpp"
 #include "shmbus/error.hpp"
 

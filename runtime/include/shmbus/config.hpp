@@ -1,7 +1,7 @@
 #pragma once
 /// @file config.hpp
 /// The TOML configuration every shmbus process loads at start
-/// (`SHMBUS_CONFIG`), and the daemon too. See DESIGN.md for the keys.
+/// (`SHMBUS_CONFIG`), and the daemon too. docs/configuration.md lists the keys.
 
 #include <array>
 #include <chrono>
