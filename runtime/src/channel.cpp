@@ -293,8 +293,7 @@ bool Channel::writer_alive(std::uint64_t slot_state) const noexcept {
   if (e.state.load(std::memory_order_acquire) != st) return true;      // changing hands: ask again later
   if (endpoint_phase(st) == kEndpointFree) return false;               // its publisher is gone
   if ((tenancy & kTenancyMask) != token_tenancy(token)) return false;  // an earlier holder's claim
-  return process_alive(static_cast<pid_t>(owner_pid(st)), owner_start_time(st),
-                       e.pid_ns.load(std::memory_order_relaxed));
+  return owner_alive(st, e.pid_ns.load(std::memory_order_relaxed));
 }
 
 std::uint32_t Channel::publisher_token(std::uint32_t index) const noexcept {
@@ -310,14 +309,12 @@ std::uint32_t Channel::enter_waiters(std::uint32_t index) const noexcept {
 }
 
 void Channel::leave_waiters(std::uint32_t index) const noexcept {
+  // relaxed: leaving orders nothing; a publisher that still sees the bit
+  // only makes one spare wake call.
   header_->waiters.fetch_and(~(std::uint64_t{1} << index), std::memory_order_relaxed);
 }
 
 namespace {
-
-std::uint64_t self_owner_word(std::uint64_t phase) {
-  return owner_word(static_cast<std::uint32_t>(self_pid()), self_start_time(), phase);
-}
 
 std::uint32_t claim_entry(EndpointEntry* table, std::uint32_t size, const std::string& channel, const char* what) {
   const std::uint64_t claimed = self_owner_word(kEndpointClaimed);
@@ -345,8 +342,7 @@ void fill_entry(EndpointEntry& e, std::string_view node, std::uint32_t id) {
 /// Known dead: the owner word's pid + start time (Claimed and Live alike).
 bool entry_dead(const EndpointEntry& e, std::uint64_t state) {
   if (endpoint_phase(state) == kEndpointFree) return false;
-  return !process_alive(static_cast<pid_t>(owner_pid(state)), owner_start_time(state),
-                        e.pid_ns.load(std::memory_order_relaxed));
+  return !owner_alive(state, e.pid_ns.load(std::memory_order_relaxed));
 }
 
 }  // namespace

@@ -68,7 +68,7 @@ bool read_endpoint(const Entry& e, EndpointView& v) {
   v.pid = static_cast<std::int32_t>(endpoint_pid(st));
   v.id = e.id;
   v.node = std::string(e.node, strnlen(e.node, sizeof(e.node)));
-  v.alive = process_alive(v.pid, owner_start_time(st), e.pid_ns.load(std::memory_order_relaxed));
+  v.alive = owner_alive(st, e.pid_ns.load(std::memory_order_relaxed));
   return true;
 }
 
@@ -165,9 +165,7 @@ bool any_live(const Entry* table, std::uint32_t n) {
   for (std::uint32_t i = 0; i < n; ++i) {
     const std::uint64_t st = table[i].state.load(std::memory_order_acquire);
     if (endpoint_phase(st) == kEndpointFree) continue;
-    if (process_alive(static_cast<pid_t>(endpoint_pid(st)), owner_start_time(st),
-                      table[i].pid_ns.load(std::memory_order_relaxed)))
-      return true;
+    if (owner_alive(st, table[i].pid_ns.load(std::memory_order_relaxed))) return true;
   }
   return false;
 }

@@ -89,6 +89,14 @@ bool process_alive(pid_t pid, std::uint64_t start_time, std::uint64_t pid_ns) no
   return start_time == 0 || (st.start_time & layout::kOwnerStartMask) == (start_time & layout::kOwnerStartMask);
 }
 
+std::uint64_t self_owner_word(std::uint64_t phase) noexcept {
+  return layout::owner_word(static_cast<std::uint32_t>(self_pid()), self_start_time(), phase);
+}
+
+bool owner_alive(std::uint64_t word, std::uint64_t pid_ns) noexcept {
+  return process_alive(static_cast<pid_t>(layout::owner_pid(word)), layout::owner_start_time(word), pid_ns);
+}
+
 std::string program_name() {
   std::ifstream in("/proc/self/comm");
   std::string name;

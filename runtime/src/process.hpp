@@ -45,6 +45,13 @@ std::uint64_t self_pid_ns() noexcept;
 /// costs time, bounded elsewhere.
 bool process_alive(pid_t pid, std::uint64_t start_time = 0, std::uint64_t pid_ns = 0) noexcept;
 
+/// This process's owner word (layout/segment_layout.hpp) with `phase`:
+/// what a claim CASes into an endpoint entry or a registry record.
+std::uint64_t self_owner_word(std::uint64_t phase) noexcept;
+
+/// process_alive() of the process an owner word names.
+bool owner_alive(std::uint64_t owner_word, std::uint64_t pid_ns = 0) noexcept;
+
 /// This program's name (/proc/self/comm), the default node name.
 std::string program_name();
 

@@ -158,8 +158,7 @@ struct Publisher::Impl {
       test_pause(kPauseStampClaimed);
       channel->store_stamp(i, mono);
     }
-    // The CAS above is a locked read-modify-write: a full barrier on x86.
-    wake_waiters(*header, true);
+    wake_waiters(*header);
     return true;
   }
 
@@ -271,7 +270,7 @@ void Publisher::discard(Loan& loan) noexcept {
   std::uint64_t expected = writing_state(loan.sequence_, p.owner);
   if (slot->state.compare_exchange_strong(expected, committed_state(loan.sequence_), std::memory_order_release,
                                           std::memory_order_relaxed)) {
-    wake_waiters(*p.header, true);
+    wake_waiters(*p.header);
   }
   loan.data_ = nullptr;
   loan.owner_ = nullptr;

@@ -95,8 +95,7 @@ std::uint32_t Registry::ensure(std::string_view name, std::string_view type_name
   const std::uint64_t hash = hash_name(name);
   const std::uint32_t cap = capacity();
   const std::uint32_t mask = cap - 1;
-  const std::uint64_t claimed =
-      layout::owner_word(static_cast<std::uint32_t>(self_pid()), self_start_time(), layout::kRecordClaimed);
+  const std::uint64_t claimed = self_owner_word(layout::kRecordClaimed);
   ChannelRecord* recs = records();
   std::uint64_t claim_seen = 0;  ///< the claim word being waited on, and since when
   std::int64_t claim_seen_at = 0;
@@ -127,7 +126,7 @@ std::uint32_t Registry::ensure(std::string_view name, std::string_view type_name
         // A claim lasts a few stores; one held by a live process for
         // longer than kClaimWait is corrupt (or that process is stuck):
         // refused, never waited on forever.
-        if (!process_alive(static_cast<pid_t>(layout::owner_pid(st)), layout::owner_start_time(st))) {
+        if (!owner_alive(st)) {
           r.state.compare_exchange_strong(st, layout::kRecordFree, std::memory_order_acq_rel);
         } else {
           if (st != claim_seen) {  // a new claim: its own time starts now

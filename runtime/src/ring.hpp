@@ -25,9 +25,9 @@ extern "C" void AnnotateIgnoreReadsEnd(const char* file, int line);
 namespace shmbus::detail {
 
 /// A slot stuck in writing state is checked for a dead writer once it has
-/// been stuck this long: long after a live writer has stored its pid, and
-/// short enough that a crash stalls readers and publishers well under the
-/// stall_timeout bound.
+/// been stuck this long: rarely enough that a writer merely preempted is not
+/// asked about on every poll, and soon enough that a crash stalls readers
+/// and publishers well under the stall_timeout bound.
 inline constexpr std::int64_t kDeadWriterCheckNs = 100'000;
 
 /// Brackets a seqlock reader's optimistic copy. The copy may race with a
@@ -69,22 +69,16 @@ inline bool reader_settled(const Channel& ch, std::uint64_t next) noexcept {
 }
 
 /// After a commit: wakes sleepers, making the system call only when some
-/// subscriber sleeps. `after_locked_rmw`: the caller has just done an
-/// atomic read-modify-write (the notify hook's fetch_add).
-inline void wake_waiters(layout::ChannelHeader& h, bool after_locked_rmw) noexcept {
-  // SYNC POINT (store-load): the commit store above and the load of
-  // `waiters` below must not be reordered; pairs with the fence after the
-  // sleeper's waiters.fetch_add in enter_waiters(). On x86-64 a locked
-  // read-modify-write is a full barrier, so after the hook's fetch_add only
-  // the compiler must be kept from reordering (saves an mfence per publish).
+/// subscriber sleeps. The caller has just committed with a CAS (a locked
+/// read-modify-write).
+inline void wake_waiters(layout::ChannelHeader& h) noexcept {
+  // SYNC POINT (store-load): the commit above and the load of `waiters`
+  // below must not be reordered; pairs with the fence after the sleeper's
+  // fetch_or in Channel::enter_waiters(). On x86-64 the commit's locked CAS
+  // is a full barrier, so only the compiler must be kept from reordering.
 #if defined(__x86_64__) && !defined(SHMBUS_TSAN)
-  if (after_locked_rmw) {
-    std::atomic_signal_fence(std::memory_order_seq_cst);
-  } else {
-    std::atomic_thread_fence(std::memory_order_seq_cst);
-  }
+  std::atomic_signal_fence(std::memory_order_seq_cst);
 #else
-  (void)after_locked_rmw;
   std::atomic_thread_fence(std::memory_order_seq_cst);
 #endif
   if (h.waiters.load(std::memory_order_relaxed) != 0) {

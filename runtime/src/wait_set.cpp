@@ -42,9 +42,22 @@ void sleep_on(std::span<Subscriber::Impl* const> subs, std::span<const std::uint
   std::this_thread::sleep_for(std::chrono::nanoseconds(std::max<std::int64_t>(0, until - mono_now_ns())));
 }
 
-}  // namespace
-
-namespace {
+/// One sleep on every subscriber's channel (all attached): registers as a
+/// sleeper, checks once more for data (SYNC POINT with the publisher's wake
+/// check, see Channel::enter_waiters), sleeps until a wake or `until`, and
+/// leaves.
+void sleep_round(std::span<Subscriber::Impl* const> subs, std::int64_t until) noexcept {
+  std::uint32_t stack_words[16];
+  std::vector<std::uint32_t> heap_words;
+  std::span<std::uint32_t> words{stack_words, std::min<std::size_t>(subs.size(), 16)};
+  if (subs.size() > 16) {
+    heap_words.resize(subs.size());
+    words = heap_words;
+  }
+  for (std::size_t i = 0; i < subs.size(); ++i) words[i] = subs[i]->channel->enter_waiters(subs[i]->entry_index);
+  if (collect_pending(subs, nullptr) == 0 && mono_now_ns() < until) sleep_on(subs, words, until);
+  for (auto* s : subs) s->channel->leave_waiters(s->entry_index);
+}
 
 /// Tries to attach the subscribers still waiting for their channel (each
 /// at most every kAttachRetryNs). True when some are still absent.
@@ -54,7 +67,8 @@ bool attach_absent(std::span<Subscriber::Impl* const> subs) noexcept {
   return absent;
 }
 
-/// Sleeps on the attached subscribers' channels until `until` or a wake.
+/// sleep_round() on the subscribers whose channel exists (a plain sleep
+/// when none does).
 void sleep_attached(std::span<Subscriber::Impl* const> subs, std::int64_t until) noexcept {
   std::vector<Subscriber::Impl*> attached;
   for (auto* s : subs) {
@@ -64,12 +78,7 @@ void sleep_attached(std::span<Subscriber::Impl* const> subs, std::int64_t until)
     std::this_thread::sleep_for(std::chrono::nanoseconds(std::max<std::int64_t>(0, until - mono_now_ns())));
     return;
   }
-  std::vector<std::uint32_t> words(attached.size());
-  for (std::size_t i = 0; i < attached.size(); ++i) {
-    words[i] = attached[i]->channel->enter_waiters(attached[i]->entry_index);
-  }
-  if (collect_pending(attached, nullptr) == 0 && mono_now_ns() < until) sleep_on(attached, words, until);
-  for (auto* s : attached) s->channel->leave_waiters(s->entry_index);
+  sleep_round(attached, until);
 }
 
 }  // namespace
@@ -102,19 +111,9 @@ std::size_t wait_any(std::span<Subscriber::Impl* const> subs, std::chrono::nanos
       cpu_relax();
     }
   }
-  std::uint32_t stack_words[16];
-  std::vector<std::uint32_t> heap_words;
-  std::span<std::uint32_t> words{stack_words, subs.size()};
-  if (subs.size() > 16) {
-    heap_words.resize(subs.size());
-    words = heap_words;
-  }
   for (;;) {
-    for (std::size_t i = 0; i < subs.size(); ++i) words[i] = subs[i]->channel->enter_waiters(subs[i]->entry_index);
-    std::size_t n = collect_pending(subs, nullptr);
-    if (n == 0 && mono_now_ns() < deadline) sleep_on(subs, words, deadline);
-    for (auto* s : subs) s->channel->leave_waiters(s->entry_index);
-    n = collect_pending(subs, ready);
+    sleep_round(subs, deadline);
+    const std::size_t n = collect_pending(subs, ready);
     if (n != 0 || mono_now_ns() >= deadline) return n;
   }
 }

@@ -220,6 +220,10 @@ static_assert(offsetof(ChannelHeader, futex_word) - offsetof(ChannelHeader, writ
               "the futex line must not share the cursor's cache line");
 static_assert(offsetof(ChannelHeader, time_list_head) - offsetof(ChannelHeader, next_endpoint_id) >= kCacheLine,
               "the time-list head has its own cache line");
+static_assert(offsetof(ChannelHeader, waiters) % 8 == 0 &&
+                  offsetof(ChannelHeader, waiters) - offsetof(ChannelHeader, futex_word) < kCacheLine,
+              "the sleeper mask shares the futex word's line: one line for the publisher's wake check");
+static_assert(std::atomic<std::uint64_t>::is_always_lock_free, "the sleeper mask is one lock-free word");
 static_assert(sizeof(ChannelHeader) % kCacheLine == 0);
 
 /// Time-list entry: the stamp's low 56 bits (ns) above the lap number
