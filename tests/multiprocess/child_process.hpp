@@ -159,4 +159,24 @@ inline void wait_for_subscribers(const std::string& domain, const std::string& c
   FAIL() << "subscribers did not register on " << channel;
 }
 
+/// Waits (up to 20 s) until every subscriber of the channel has delivered
+/// or counted lost every sequence claimed so far. A test that asserts exact
+/// loss counts publishes in lock-step with it: on a loaded machine a
+/// descheduled subscriber is otherwise overrun, and its (rightly counted)
+/// overrun losses would add to the ones under test.
+inline void wait_until_caught_up(const introspect::ChannelReader& reader) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  for (;;) {
+    const auto v = reader.view();
+    bool behind = false;
+    for (const auto& s : v.subscribers) behind = behind || s.messages + s.lost < v.messages;
+    if (!behind) return;
+    if (std::chrono::steady_clock::now() > deadline) {
+      ADD_FAILURE() << "a subscriber of " << v.name << " did not catch up with sequence " << v.messages;
+      return;
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
+}
+
 }  // namespace shmbus::test
