@@ -17,20 +17,18 @@
 #include <vector>
 
 #include "shmbus/cli.hpp"
-#include "frequency.hpp"
-#include "levels.hpp"
-#include "outputs.hpp"
+#include "shmbus/monitor/frequency.hpp"
+#include "shmbus/monitor/levels.hpp"
+#include "shmbus/monitor/bus_channels.hpp"
 #include "shmbus/error.hpp"
 #include "shmbus/introspect.hpp"
 #include "shmbus/shmbus.hpp"
+#include "shmbus_msgs/Alert.hpp"
 
 using namespace shmbus;
 using namespace std::chrono;
 
 namespace {
-
-volatile sig_atomic_t g_stop = 0;
-void on_signal(int) { g_stop = 1; }
 
 struct Imu {
   static constexpr const char* kTypeName = "demo/Imu";
@@ -47,7 +45,7 @@ int publisher_process(const Config& config, const std::string& channel, double h
   TypedPublisher<Imu> pub(channel, ctx);
   const auto period = duration_cast<steady_clock::duration>(duration<double>(1.0 / hz));
   auto next = steady_clock::now();
-  for (std::uint64_t i = 0; !g_stop; ++i) {
+  for (std::uint64_t i = 0; !cli::stop_requested(); ++i) {
     Imu m{i, {0.01 * static_cast<double>(i), 0, 0}, {0, 0, 9.81}};
     pub.publish(m);
     next += period;
@@ -67,7 +65,7 @@ int subscriber_process(const Config& config, const std::vector<std::string>& cha
   }
   std::vector<std::size_t> ready;
   std::vector<std::uint64_t> received(channels.size());
-  while (!g_stop) {
+  while (!cli::stop_requested()) {
     ws.wait(milliseconds(100), ready);
     for (std::size_t i : ready) {
       while (subs[i]->take()) ++received[i];
@@ -146,11 +144,8 @@ int main(int argc, char** argv) {
   app.add_option("--domain", domain, "domain to use (default: demo_<pid>)");
   if (auto rc = cli::parse(app, argc, argv)) return *rc;
 
-  struct sigaction sa {};
-  sa.sa_handler = on_signal;
-  ::sigaction(SIGTERM, &sa, nullptr);
-  ::sigaction(SIGINT, &sa, nullptr);
-  try {
+  cli::install_stop_handlers();
+  return cli::guarded("shmbus-demo", [&] {
     // One configuration file for all processes, as SHMBUS_CONFIG would be.
     const std::string daemon_config = "/tmp/shmbus-demo-" + std::to_string(::getpid()) + ".toml";
     {
@@ -174,7 +169,7 @@ int main(int argc, char** argv) {
     const pid_t shmbusd = start_daemon(config.domain, daemon_config);
     Context context{config};
     std::optional<TypedSubscriber<shmbus_msgs::Alert>> alerts_holder;
-    alerts_holder.emplace(daemon::kAlertsChannel, context);
+    alerts_holder.emplace(monitor::kAlertsChannel, context);
     auto& alerts = *alerts_holder;
     fmt::print(
         "shmbus demo in domain \"{}\": 2 publisher processes, 1 subscriber process (pids {} {} {}), "
@@ -188,12 +183,12 @@ int main(int argc, char** argv) {
     const auto start = steady_clock::now();
     const auto stop_slow = start + duration_cast<steady_clock::duration>(duration<double>(seconds * 0.4));
     bool slow_stopped = false;
-    while (!g_stop && steady_clock::now() < end) {
-      while (alerts.wait(milliseconds(500)) && !g_stop) {
+    while (!cli::stop_requested() && steady_clock::now() < end) {
+      while (alerts.wait(milliseconds(500)) && !cli::stop_requested()) {
         while (auto a = alerts.take()) {
           fmt::print("alert from shmbusd: {} {} -> {} at {:.1f} Hz (thresholds {} {} {} Hz)\n", a->channel.view(),
-                     daemon::to_string(static_cast<daemon::Level>(a->old_level)),
-                     daemon::to_string(static_cast<daemon::Level>(a->new_level)), a->frequency_hz, a->thresholds_hz[0],
+                     monitor::to_string(static_cast<monitor::Level>(a->old_level)),
+                     monitor::to_string(static_cast<monitor::Level>(a->new_level)), a->frequency_hz, a->thresholds_hz[0],
                      a->thresholds_hz[1], a->thresholds_hz[2]);
         }
         break;
@@ -210,7 +205,7 @@ int main(int argc, char** argv) {
         const introspect::ChannelView v = reader.view();
         reader.snapshot(snap);
         const auto now = duration_cast<nanoseconds>(steady_clock::now().time_since_epoch()).count();
-        const auto m = daemon::measure_window(snap.stamps, now, v.window_ns, snap.total > snap.capacity);
+        const auto m = monitor::measure_window(snap.stamps, now, v.window_ns, snap.total > snap.capacity);
         fmt::print("{:<18} {:<22} {:>4} {:>4} {:>9} {:>6} {:>5}/{:<5} {:>10.1f}\n", name, v.type_name,
                    v.publishers.size(), v.subscribers.size(), v.messages, v.lost, snap.stamps.size(), snap.capacity,
                    m.frequency_hz);
@@ -229,11 +224,5 @@ int main(int argc, char** argv) {
     const auto report = introspect::clean_domain(config.domain, false, config.access());
     fmt::print("done: removed {} shared-memory segments of domain \"{}\"\n", report.removed.size(), config.domain);
     return 0;
-  } catch (const Error& e) {
-    std::fprintf(stderr, "shmbus-demo: %s\n", e.what());
-    return e.exit_code();
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "shmbus-demo: %s\n", e.what());
-    return 1;
-  }
+  });
 }

@@ -1,5 +1,5 @@
 #pragma once
-// Process identity and liveness, and the clocks.
+// Process identity and liveness (the clocks are shmbus/clock.hpp).
 
 #include <sys/types.h>
 #include <time.h>
@@ -7,21 +7,12 @@
 #include <cstdint>
 #include <string>
 
+#include "shmbus/clock.hpp"
+
 namespace shmbus::detail {
 
-/// CLOCK_MONOTONIC in ns (vDSO, no system call).
-inline std::int64_t mono_now_ns() noexcept {
-  timespec ts{};
-  ::clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<std::int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
-}
-
-/// CLOCK_REALTIME in ns.
-inline std::int64_t wall_now_ns() noexcept {
-  timespec ts{};
-  ::clock_gettime(CLOCK_REALTIME, &ts);
-  return static_cast<std::int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
-}
+using shmbus::mono_now_ns;
+using shmbus::wall_now_ns;
 
 /// The start time of `pid` in clock ticks since boot (/proc/PID/stat field
 /// 22), or 0 when there is no such process. With the pid it names a process

@@ -18,7 +18,7 @@
 
 #include "shmbus/cli.hpp"
 #include "http.hpp"
-#include "monitor.hpp"
+#include "shmbus/monitor/monitor.hpp"
 #include "shmbus/introspect.hpp"
 #include "shmbus/publisher.hpp"
 
@@ -119,7 +119,7 @@ Row run(std::size_t n) {
       pubs.push_back(std::make_unique<Publisher>(fmt::format("/scale/c{}", i), TypeInfo::bytes(), ctx));
       for (int k = 0; k < 1000; ++k) pubs.back()->publish(payload, sizeof(payload));
     }
-    daemon::Monitor monitor(c);
+    monitor::Monitor monitor(c);
     // First scan: discovers every channel and reads its 1,000 stamps.
     std::int64_t t0 = mono();
     monitor.scan(mono());

@@ -8,12 +8,12 @@
 #include <thread>
 #include <vector>
 
-#include "monitor.hpp"
+#include "shmbus/monitor/monitor.hpp"
 #include "shmbus/publisher.hpp"
 #include "support/test_domain.hpp"
 
 using namespace shmbus;
-using namespace shmbus::daemon;
+using namespace shmbus::monitor;
 using namespace std::chrono;
 
 namespace {

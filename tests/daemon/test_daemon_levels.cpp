@@ -7,8 +7,9 @@
 #include <vector>
 
 #include "daemon.hpp"
-#include "frequency.hpp"
-#include "levels.hpp"
+#include "shmbus/monitor/config_report.hpp"
+#include "shmbus/monitor/frequency.hpp"
+#include "shmbus/monitor/levels.hpp"
 #include "metrics.hpp"
 #include "outputs.hpp"
 #include "shmbus/error.hpp"
@@ -18,6 +19,7 @@
 
 using namespace shmbus;
 using namespace shmbus::daemon;
+using namespace shmbus::monitor;
 
 namespace {
 constexpr std::array<double, 3> kT{25.0, 35.0, 60.0};
@@ -177,7 +179,7 @@ TEST(CheckConfigTest, WindowTheTimeListCanNeverCoverIsWarnedWithItsPosition) {
             "w.toml:5:1: warning: channel /cam: window 10s at f3 = 60 Hz needs 600 stamps but time_list_capacity is "
             "256: the time list can never cover the window; raise time_list_capacity to 1024 or shorten the window");
   EXPECT_NE(describe_config(c).find("[[channel]] /cam -> transport=shm capacity=64 max_message_size=4096 "
-                                    "time_list_capacity=256 window=10s thresholds=[25, 35, 60] Hz"),
+                                    "time_list_capacity=256 window=10s thresholds f1=25 f2=35 f3=60 Hz"),
             std::string::npos);
 }
 

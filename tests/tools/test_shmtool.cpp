@@ -372,13 +372,18 @@ TEST(Shmtool, TopRefreshesOnATerminalAndQuitsOnQ) {
       }
     }
   };
-  read_for(1500ms);
+  // Reads until `what` is on the screen; bounded, so a loaded machine is
+  // waited for and a broken `top` still fails.
+  const auto read_until = [&](const std::string& what) {
+    const auto deadline = std::chrono::steady_clock::now() + 10s;
+    while (screen.find(what) == std::string::npos && std::chrono::steady_clock::now() < deadline) read_for(50ms);
+    return screen.find(what) != std::string::npos;
+  };
+  EXPECT_TRUE(read_until("(r rate, l level, n name, q quit)")) << screen;
+  EXPECT_TRUE(read_until("/t ")) << screen;
   EXPECT_NE(screen.find("\033[H\033[2J"), std::string::npos);  // redraws in place
-  EXPECT_NE(screen.find("(r rate, l level, n name, q quit)"), std::string::npos) << screen;
-  EXPECT_NE(screen.find("/t "), std::string::npos) << screen;
   ASSERT_EQ(::write(master, "l", 1), 1);
-  read_for(500ms);
-  EXPECT_NE(screen.find("sorted by level"), std::string::npos);
+  EXPECT_TRUE(read_until("sorted by level")) << screen;
   ASSERT_EQ(::write(master, "q", 1), 1);
   int status = 0;
   const auto deadline = std::chrono::steady_clock::now() + 5s;

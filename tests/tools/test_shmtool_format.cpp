@@ -31,7 +31,7 @@ TEST(ShmtoolFormat, HumanNumbersKeepThreeSignificantDigits) {
 
 TEST(ShmtoolFormat, TableAlignsColumnsIgnoringColourCodes) {
   Table t({"NAME", "RATE>", "LEVEL"});
-  t.add({"/a", "1.000 Hz", coloured_level(shmbus::daemon::Level::kCritical, true)});
+  t.add({"/a", "1.000 Hz", coloured_level(shmbus::monitor::Level::kCritical, true)});
   t.add({"/longer/name", "200.0 Hz", "nominal"});
   const std::string out = t.render();
   EXPECT_EQ(out,
@@ -40,7 +40,7 @@ TEST(ShmtoolFormat, TableAlignsColumnsIgnoringColourCodes) {
             "/longer/name  200.0 Hz  nominal\n");
   EXPECT_EQ(display_width("\033[32mnominal\033[0m"), 7U);
   EXPECT_EQ(display_width("µs"), 2U);
-  EXPECT_EQ(coloured_level(shmbus::daemon::Level::kDegraded, false), "degraded");
+  EXPECT_EQ(coloured_level(shmbus::monitor::Level::kDegraded, false), "degraded");
 }
 
 TEST(ShmtoolFormat, MessagesPrintAsYaml) {

@@ -7,34 +7,15 @@
 #include <cerrno>
 #include <cstdlib>
 
-#include "daemon.hpp"
+#include "shmbus/monitor/config_report.hpp"
 #include "shmbus/error.hpp"
 
 namespace shmbus::tool {
 
-namespace {
-volatile std::sig_atomic_t g_stop = 0;
-void on_stop(int) { g_stop = 1; }
-}  // namespace
-
 Config load_config(const Globals& g) {
-  daemon::Options o;
-  o.config_path = g.config_path;
-  o.domain = g.domain;
-  o.metrics_listen = "off";  // the daemon's listen address is not ours to check
-  return daemon::load_config(o);
+  return monitor::load_config(monitor::ConfigSource{g.config_path, g.domain});
 }
 
-void install_stop_handlers() {
-  struct sigaction sa {};
-  sa.sa_handler = on_stop;
-  ::sigemptyset(&sa.sa_mask);
-  sa.sa_flags = 0;  // no SA_RESTART: a blocking read returns EINTR
-  ::sigaction(SIGINT, &sa, nullptr);
-  ::sigaction(SIGTERM, &sa, nullptr);
-}
-
-bool stop_requested() noexcept { return g_stop != 0; }
 
 bool sleep_until(std::int64_t deadline_ns) noexcept {
   const timespec ts{static_cast<time_t>(deadline_ns / 1'000'000'000), static_cast<long>(deadline_ns % 1'000'000'000)};
@@ -71,7 +52,7 @@ std::optional<introspect::ChannelReader> await_channel(const Config& config, std
                    channel.data(), config.domain.c_str());
       said = true;
     }
-    sleep_until(mono_ns() + 20'000'000);
+    sleep_until(mono_now_ns() + 20'000'000);
   }
   return std::nullopt;
 }

@@ -11,15 +11,14 @@
 #include <string_view>
 #include <vector>
 
-#include "frequency.hpp"  // daemon::mono_ns, the clock of the time lists
+#include "shmbus/cli.hpp"
+#include "shmbus/clock.hpp"
 #include "shmbus/config.hpp"
 #include "shmbus/introspect.hpp"
 #include "shmbus/schema.hpp"
 #include "shmbus/types.hpp"
 
 namespace shmbus::tool {
-
-using daemon::mono_ns;
 
 /// Options every command takes.
 struct Globals {
@@ -29,14 +28,15 @@ struct Globals {
   bool json = false;                   ///< --json
 };
 
-/// The configuration the global options select (the daemon's loader, so
-/// both programs read a file the same way). Throws Error(kConfig).
+/// The configuration the global options select (the monitor's loader, so
+/// shmtool and shmbusd read a file the same way). Throws Error(kConfig).
 Config load_config(const Globals& g);
 
-/// SIGINT and SIGTERM set a flag instead of killing the process, so a
-/// command leaves through its destructors and unregisters its endpoints.
-void install_stop_handlers();
-bool stop_requested() noexcept;
+/// SIGINT and SIGTERM request a stop, so a command leaves through its
+/// destructors and unregisters its endpoints.
+using cli::install_stop_handlers;
+using cli::stop_requested;
+
 /// Sleeps until CLOCK_MONOTONIC `deadline_ns`; returns early (false) when a
 /// stop was requested.
 bool sleep_until(std::int64_t deadline_ns) noexcept;

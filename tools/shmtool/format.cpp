@@ -94,15 +94,15 @@ bool colour_stdout() {
   return ::isatty(STDOUT_FILENO) == 1 && (no_colour == nullptr || *no_colour == '\0');
 }
 
-std::string coloured_level(daemon::Level level, bool colour) {
-  const char* text = daemon::to_string(level);
+std::string coloured_level(monitor::Level level, bool colour) {
+  const char* text = monitor::to_string(level);
   if (!colour) return text;
   switch (level) {
-    case daemon::Level::kNominal:
+    case monitor::Level::kNominal:
       return fmt::format("\033[32m{}\033[0m", text);
-    case daemon::Level::kDegraded:
+    case monitor::Level::kDegraded:
       return fmt::format("\033[33m{}\033[0m", text);
-    case daemon::Level::kCritical:
+    case monitor::Level::kCritical:
       return fmt::format("\033[1;31m{}\033[0m", text);
     default:
       return text;

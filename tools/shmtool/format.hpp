@@ -7,7 +7,7 @@
 #include <string_view>
 #include <vector>
 
-#include "levels.hpp"
+#include "shmbus/monitor/levels.hpp"
 #include "shmbus/schema.hpp"
 
 namespace shmbus::tool {
@@ -33,7 +33,7 @@ std::string to_yaml(const schema::Json& message, std::size_t max_array = 64);
 /// Whether stdout gets colour: a TTY and no NO_COLOR in the environment.
 bool colour_stdout();
 /// `text` in the colour of `level` (green, yellow, red) when `colour`.
-std::string coloured_level(daemon::Level level, bool colour);
+std::string coloured_level(monitor::Level level, bool colour);
 
 /// Columns padded to their widest cell; cells may hold ANSI colour codes,
 /// which take no width. Numbers (columns marked right) align right.

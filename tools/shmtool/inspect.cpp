@@ -17,17 +17,18 @@
 
 #include "commands.hpp"
 #include "format.hpp"
-#include "frequency.hpp"
-#include "monitor.hpp"
-#include "outputs.hpp"
+#include "shmbus/monitor/frequency.hpp"
+#include "shmbus/monitor/monitor.hpp"
+#include "shmbus/monitor/bus_channels.hpp"
+#include "shmbus/monitor/config_report.hpp"
 #include "shmbus/error.hpp"
 #include "shmbus/names.hpp"
 
 namespace shmbus::tool {
 
-using daemon::ChannelStatus;
-using daemon::Level;
-using daemon::Monitor;
+using monitor::ChannelStatus;
+using monitor::Level;
+using monitor::Monitor;
 using schema::Json;
 
 namespace {
@@ -38,7 +39,7 @@ void print_json(const Json& j) { print(j.dump(2) + "\n"); }
 
 /// One scan of the whole domain, as shmbusd would see it now.
 std::vector<ChannelStatus> observe(Monitor& monitor) {
-  (void)monitor.scan(mono_ns());
+  (void)monitor.scan(mono_now_ns());
   monitor.refresh_statistics();
   return monitor.statuses();
 }
@@ -53,7 +54,7 @@ Json channel_json(const ChannelStatus& c, Level level) {
   j["publishers"] = c.publishers;
   j["subscribers"] = c.subscribers;
   j["rate_hz"] = c.window.frequency_hz;
-  j["level"] = daemon::to_string(level);
+  j["level"] = monitor::to_string(level);
   j["messages"] = c.messages;
   j["lost"] = c.lost;
   return j;
@@ -71,16 +72,11 @@ Table channel_table(const std::vector<ChannelStatus>& channels, bool debounced, 
   return t;
 }
 
-std::string thresholds_text(const std::optional<std::array<double, 3>>& t) {
-  if (!t) return "none (measured, not alerted)";
-  return fmt::format("f1={} f2={} f3={} Hz", (*t)[0], (*t)[1], (*t)[2]);
-}
-
 Json thresholds_json(const std::optional<std::array<double, 3>>& t) {
   return t ? Json::array({(*t)[0], (*t)[1], (*t)[2]}) : Json(nullptr);
 }
 
-Json summary_json(const daemon::Summary& s) {
+Json summary_json(const monitor::Summary& s) {
   return Json{{"mean_s", json_number(s.mean)},
               {"min_s", json_number(s.min)},
               {"max_s", json_number(s.max)},
@@ -98,7 +94,7 @@ double age_mean_s(const introspect::EndpointView& e) {
 std::optional<std::int32_t> daemon_pid(const Config& config) {
   try {
     const introspect::ChannelView v =
-        introspect::ChannelReader(config.domain, daemon::kAlertsChannel, false, config.access()).view();
+        introspect::ChannelReader(config.domain, monitor::kAlertsChannel, false, config.access()).view();
     for (const auto& p : v.publishers) {
       if (p.alive) return p.pid;
     }
@@ -142,9 +138,9 @@ int run_info(const Globals& g, const std::string& channel) {
   introspect::TimeListSnapshot snap;
   reader.snapshot(snap);
   const ChannelSettings s = config.channel(channel);
-  const daemon::WindowMeasure m =
-      daemon::measure_window(snap.stamps, mono_ns(), s.window.count(), snap.total > snap.capacity);
-  const Level level = daemon::classify(m.frequency_hz, s.thresholds_hz);
+  const monitor::WindowMeasure m =
+      monitor::measure_window(snap.stamps, mono_now_ns(), s.window.count(), snap.total > snap.capacity);
+  const Level level = monitor::classify(m.frequency_hz, s.thresholds_hz);
 
   if (g.json) {
     Json j;
@@ -160,7 +156,7 @@ int run_info(const Globals& g, const std::string& channel) {
     j["window_s"] = seconds(s.window.count());
     j["thresholds_hz"] = thresholds_json(s.thresholds_hz);
     j["rate_hz"] = m.frequency_hz;
-    j["level"] = daemon::to_string(level);
+    j["level"] = monitor::to_string(level);
     j["messages"] = v.messages;
     j["publish_dropped"] = v.publish_dropped;
     j["received"] = v.received;
@@ -215,10 +211,10 @@ int run_info(const Globals& g, const std::string& channel) {
                              m.truncated ? ", time list shorter than the window" : "")});
   t.add({"level", s.thresholds_hz
                       ? fmt::format("{} ({}, window {}, from {})", coloured_level(level, colour),
-                                    thresholds_text(s.thresholds_hz), format_duration(s.window), config.source)
+                                    monitor::thresholds_text(s.thresholds_hz), format_duration(s.window), config.source)
                       : fmt::format("unmonitored (no thresholds for {} in {})", v.name, config.source)});
   if (v.thresholds_hz != s.thresholds_hz || v.window_ns != s.window.count()) {
-    t.add({"creator's", fmt::format("{}, window {}", thresholds_text(v.thresholds_hz),
+    t.add({"creator's", fmt::format("{}, window {}", monitor::thresholds_text(v.thresholds_hz),
                                     format_duration(std::chrono::nanoseconds(v.window_ns)))});
   }
   t.add({"published", fmt::format("{} ({} dropped by publishers)", v.messages - v.publish_dropped, v.publish_dropped)});
@@ -297,7 +293,7 @@ int run_stats(const Globals& g, const StatsOptions& o) {
   Table periods({"CHANNEL", "RATE>", "WINDOW>", "PERIOD MEAN>", "MIN>", "MAX>", "STD DEV>", "N>"});
   Table subs({"CHANNEL", "PID>", "NODE", "RECEIVED>", "LOST>", "AGE MEAN>", "AGE MIN>", "AGE MAX>", "AGE STD DEV>"});
   for (const ChannelStatus& c : channels) {
-    const daemon::Summary& p = c.window.period;
+    const monitor::Summary& p = c.window.period;
     periods.add({c.name, human_rate(c.window.frequency_hz), format_duration(std::chrono::nanoseconds(c.window_ns)),
                  human_seconds(p.mean), human_seconds(p.min), human_seconds(p.max), human_seconds(p.stddev),
                  std::to_string(p.count)});
@@ -330,7 +326,7 @@ int run_alerts(const Globals& g) {
     Json out = Json::array();
     for (const ChannelStatus& c : channels) {
       out.push_back(Json{{"channel", c.name},
-                         {"level", daemon::to_string(c.observed)},
+                         {"level", monitor::to_string(c.observed)},
                          {"rate_hz", c.window.frequency_hz},
                          {"thresholds_hz", thresholds_json(c.thresholds_hz)},
                          {"window_s", seconds(c.window_ns)}});
@@ -413,11 +409,11 @@ int run_top(const Globals& g, const TopOptions& o) {
   std::string sort = o.sort;
   const auto scan_period = std::max<std::int64_t>(config.monitor.scan_period.count(), 1'000'000);
   const auto interval = static_cast<std::int64_t>(o.interval_s * 1e9);
-  std::int64_t next_draw = mono_ns();
+  std::int64_t next_draw = mono_now_ns();
   std::int64_t next_scan = next_draw;
   std::uint64_t drawn = 0;
   while (!stop_requested()) {
-    const std::int64_t now = mono_ns();
+    const std::int64_t now = mono_now_ns();
     if (now >= next_scan) {
       (void)monitor.scan(now);  // every scan_period, so levels debounce as in shmbusd
       next_scan += scan_period;
@@ -439,22 +435,22 @@ int run_top(const Globals& g, const TopOptions& o) {
       if (next_draw < now) next_draw = now + interval;
     }
     const std::int64_t wake = std::min(next_scan, next_draw);
-    const int wait_ms = static_cast<int>(std::max<std::int64_t>(0, (wake - mono_ns()) / 1'000'000));
+    const int wait_ms = static_cast<int>(std::max<std::int64_t>(0, (wake - mono_now_ns()) / 1'000'000));
     switch (read_key(wait_ms)) {
       case 'q':
       case 'Q':
         return 0;
       case 'r':
         sort = "rate";
-        next_draw = mono_ns();
+        next_draw = mono_now_ns();
         break;
       case 'l':
         sort = "level";
-        next_draw = mono_ns();
+        next_draw = mono_now_ns();
         break;
       case 'n':
         sort = "name";
-        next_draw = mono_ns();
+        next_draw = mono_now_ns();
         break;
       default:
         break;

@@ -151,7 +151,7 @@ int main(int argc, char** argv) {
   if (const auto code = shmbus::cli::parse(app, argc, argv)) return *code;
   if (once) pub_o.count = 1;
 
-  try {
+  return shmbus::cli::guarded("shmtool", [&] {
     if (list->parsed()) return run_list(g);
     if (info->parsed()) return run_info(g, channel);
     if (echo->parsed()) return run_echo(g, echo_o);
@@ -162,12 +162,6 @@ int main(int argc, char** argv) {
     if (top->parsed()) return run_top(g, top_o);
     if (clean->parsed()) return run_clean(g, dry_run);
     if (sync->parsed()) return run_sync(g, sync_o);
-  } catch (const shmbus::Error& e) {
-    std::fprintf(stderr, "shmtool: %s\n", e.what());
-    return e.exit_code();
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "shmtool: %s\n", e.what());
-    return 1;
-  }
-  return 2;
+    return 2;
+  });
 }

@@ -15,7 +15,7 @@
 
 #include "commands.hpp"
 #include "format.hpp"
-#include "frequency.hpp"
+#include "shmbus/monitor/frequency.hpp"
 #include "shmbus/context.hpp"
 #include "shmbus/error.hpp"
 #include "shmbus/names.hpp"
@@ -185,13 +185,13 @@ int run_hz(const Globals& g, const HzOptions& o) {
       o.window_s ? static_cast<std::int64_t>(*o.window_s * 1e9) : config.channel(o.channel).window.count();
   const auto interval = static_cast<std::int64_t>(o.interval_s * 1e9);
   introspect::TimeListSnapshot snap;
-  std::int64_t next = mono_ns();
+  std::int64_t next = mono_now_ns();
   for (std::uint64_t reports = 0; o.reports == 0 || reports < o.reports; ++reports) {
     if (reports != 0 && !sleep_until(next)) break;
-    const std::int64_t now = mono_ns();
+    const std::int64_t now = mono_now_ns();
     next += interval;
     reader.snapshot(snap);
-    const daemon::WindowMeasure m = daemon::measure_window(snap.stamps, now, window_ns, snap.total > snap.capacity);
+    const monitor::WindowMeasure m = monitor::measure_window(snap.stamps, now, window_ns, snap.total > snap.capacity);
     if (g.json) {
       print(Json{{"channel", o.channel},
                  {"rate_hz", m.frequency_hz},
@@ -313,7 +313,7 @@ int run_pub(const Globals& g, const PubOptions& o) {
   // A tick missed by more than a period (the process was stopped) is
   // skipped rather than caught up in a burst, and counted.
   const double period_ns = 1e9 / o.rate_hz;
-  const std::int64_t start = mono_ns();
+  const std::int64_t start = mono_now_ns();
   std::uint64_t tick = 0;
   std::uint64_t sent = 0;
   std::uint64_t dropped = 0;
@@ -321,7 +321,7 @@ int run_pub(const Globals& g, const PubOptions& o) {
   const auto deadline = [&](std::uint64_t k) { return start + std::llround(static_cast<double>(k) * period_ns); };
   while (!stop_requested() && (o.count == 0 || sent < o.count)) {
     if (!sleep_until(deadline(tick))) break;
-    const std::int64_t now = mono_ns();
+    const std::int64_t now = mono_now_ns();
     if (static_cast<double>(now - deadline(tick)) > period_ns) {
       const auto due = static_cast<std::uint64_t>(static_cast<double>(now - start) / period_ns);
       skipped += due - tick;

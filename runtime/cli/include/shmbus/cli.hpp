@@ -1,12 +1,21 @@
 #pragma once
-// Command-line parsing with the project's exit codes: --help prints and
-// exits 0; a usage error prints one line naming the fix and exits 2 (CLI11's
-// own exit codes are 100+).
+// What every program of the project does the same way: command-line
+// parsing with the project's exit codes (--help prints and exits 0; a usage
+// error prints one line naming the fix and exits 2; CLI11's own exit codes
+// are 100+), errors turned into one stderr line and an exit code, and
+// SIGINT/SIGTERM turned into a stop request.
+
+#include <signal.h>
 
 #include <CLI/CLI.hpp>
+#include <csignal>
 #include <cstdio>
+#include <exception>
+#include <initializer_list>
 #include <optional>
 #include <string>
+
+#include "shmbus/error.hpp"
 
 namespace shmbus::cli {
 
@@ -24,5 +33,49 @@ inline std::optional<int> parse(CLI::App& app, int argc, char** argv) {
   }
   return std::nullopt;
 }
+
+/// Runs a program's body: an Error becomes "PROGRAM: message" on stderr and
+/// its exit code (2 config/usage, 3 not found, 1 otherwise); any other
+/// exception exits 1.
+template <typename Body>
+int guarded(const char* program, Body&& body) {
+  try {
+    return body();
+  } catch (const Error& e) {
+    std::fprintf(stderr, "%s: %s\n", program, e.what());
+    return e.exit_code();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s: %s\n", program, e.what());
+    return 1;
+  }
+}
+
+/// A signal set of `signals`.
+inline sigset_t signal_set(std::initializer_list<int> signals) {
+  sigset_t set;
+  ::sigemptyset(&set);
+  for (const int s : signals) ::sigaddset(&set, s);
+  return set;
+}
+
+namespace detail {
+inline volatile std::sig_atomic_t stop_flag = 0;
+inline void on_stop_signal(int) { stop_flag = 1; }
+}  // namespace detail
+
+/// SIGINT and SIGTERM request a stop (stop_requested()) instead of ending
+/// the process, so a program leaves through its destructors and unregisters
+/// its endpoints. No SA_RESTART: a blocking call returns EINTR.
+inline void install_stop_handlers() {
+  struct sigaction sa {};
+  sa.sa_handler = detail::on_stop_signal;
+  ::sigemptyset(&sa.sa_mask);
+  sa.sa_flags = 0;
+  ::sigaction(SIGINT, &sa, nullptr);
+  ::sigaction(SIGTERM, &sa, nullptr);
+}
+
+/// True once SIGINT or SIGTERM arrived (after install_stop_handlers()).
+inline bool stop_requested() noexcept { return detail::stop_flag != 0; }
 
 }  // namespace shmbus::cli

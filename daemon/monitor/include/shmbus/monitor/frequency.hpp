@@ -4,22 +4,12 @@
 // f = (n - 1) / (Tn - T1) for n >= 2, else 0. Also the message period
 // statistics over the same stamps.
 
-#include <time.h>
-
 #include <cstdint>
 #include <span>
 
-#include "statistics.hpp"
+#include "shmbus/monitor/statistics.hpp"
 
-namespace shmbus::daemon {
-
-/// CLOCK_MONOTONIC in ns: the clock of the time lists, so the "now" a
-/// window ends at.
-inline std::int64_t mono_ns() noexcept {
-  timespec ts{};
-  ::clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<std::int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
-}
+namespace shmbus::monitor {
 
 /// f = (n-1)/(Tn-T1) in Hz; 0 when n < 2 (no measurable rate).
 constexpr double frequency_hz(std::uint64_t n, std::int64_t first_ns, std::int64_t last_ns) noexcept {
@@ -55,4 +45,4 @@ struct WindowMeasure {
 WindowMeasure measure_window(std::span<const std::int64_t> stamps, std::int64_t now_ns, std::int64_t window_ns,
                              bool list_full) noexcept;
 
-}  // namespace shmbus::daemon
+}  // namespace shmbus::monitor

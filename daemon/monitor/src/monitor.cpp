@@ -1,4 +1,4 @@
-#include "monitor.hpp"
+#include "shmbus/monitor/monitor.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -6,7 +6,7 @@
 
 #include "shmbus/error.hpp"
 
-namespace shmbus::daemon {
+namespace shmbus::monitor {
 
 const char* to_string(Level l) noexcept {
   switch (l) {
@@ -227,4 +227,4 @@ std::size_t Monitor::alerting_count() const noexcept {
 std::vector<std::string> Monitor::take_truncation_warnings() { return std::exchange(truncation_warnings_, {}); }
 std::vector<std::string> Monitor::take_unreadable_warnings() { return std::exchange(unreadable_warnings_, {}); }
 
-}  // namespace shmbus::daemon
+}  // namespace shmbus::monitor

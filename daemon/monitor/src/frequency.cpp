@@ -1,8 +1,8 @@
-#include "frequency.hpp"
+#include "shmbus/monitor/frequency.hpp"
 
 #include <algorithm>
 
-namespace shmbus::daemon {
+namespace shmbus::monitor {
 
 WindowMeasure measure_window(std::span<const std::int64_t> stamps, std::int64_t now_ns, std::int64_t window_ns,
                              bool list_full) noexcept {
@@ -22,4 +22,4 @@ WindowMeasure measure_window(std::span<const std::int64_t> stamps, std::int64_t 
   return m;
 }
 
-}  // namespace shmbus::daemon
+}  // namespace shmbus::monitor

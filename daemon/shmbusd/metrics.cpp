@@ -7,6 +7,9 @@
 namespace shmbus::daemon {
 namespace {
 
+using monitor::Summary;
+using monitor::SubscriberStatus;
+
 /// Escapes a label value: backslash, double quote and newline.
 std::string escape(std::string_view v) {
   std::string out;

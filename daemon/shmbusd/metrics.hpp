@@ -5,9 +5,11 @@
 #include <string>
 #include <vector>
 
-#include "monitor.hpp"
+#include "shmbus/monitor/monitor.hpp"
 
 namespace shmbus::daemon {
+
+using monitor::ChannelStatus;
 
 /// The daemon's own figures.
 struct DaemonFigures {

@@ -13,7 +13,7 @@
 #include <thread>
 
 #include "http.hpp"
-#include "monitor.hpp"
+#include "shmbus/monitor/monitor.hpp"
 #include "shmbus/context.hpp"
 #include "shmbus/publisher.hpp"
 #include "shmbus_msgs/Alert.hpp"
@@ -21,8 +21,8 @@
 
 namespace shmbus::daemon {
 
-inline constexpr const char* kAlertsChannel = "/shmbus/alerts";
-inline constexpr const char* kStatisticsChannel = "/shmbus/statistics";
+using monitor::ChannelStatus;
+using monitor::Transition;
 
 /// Publishes alerts and statistics on the bus of the monitored domain.
 class BusOutputs {
@@ -51,7 +51,6 @@ class AlertmanagerWebhook {
   /// Re-sends the firing alerts when `resend` has passed.
   void tick();
   [[nodiscard]] std::uint64_t failures() const noexcept { return failures_.load(); }
-  [[nodiscard]] std::uint64_t delivered() const noexcept { return delivered_.load(); }
 
   /// The v2 body for one transition (an array of postable alerts), for tests.
   static std::string body_for(const Transition& t, const std::string& domain, const std::string& starts_at,
@@ -70,7 +69,6 @@ class AlertmanagerWebhook {
   std::deque<std::string> queue_;
   bool stopping_ = false;
   std::atomic<std::uint64_t> failures_{0};
-  std::atomic<std::uint64_t> delivered_{0};
   std::thread thread_;
 };
 

@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <limits>
 
-namespace shmbus::daemon {
+namespace shmbus::monitor {
 
 /// The five statistics of a sample.
 struct Summary {
@@ -52,4 +52,4 @@ class Welford {
   double max_ = 0;
 };
 
-}  // namespace shmbus::daemon
+}  // namespace shmbus::monitor

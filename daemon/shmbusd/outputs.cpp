@@ -6,15 +6,18 @@
 
 #include <nlohmann/json.hpp>
 
+#include "shmbus/clock.hpp"
+#include "shmbus/monitor/bus_channels.hpp"
+
 namespace shmbus::daemon {
 
 namespace {
 
-std::uint64_t wall_ns() {
-  timespec ts{};
-  ::clock_gettime(CLOCK_REALTIME, &ts);
-  return static_cast<std::uint64_t>(ts.tv_sec) * 1'000'000'000ULL + static_cast<std::uint64_t>(ts.tv_nsec);
-}
+using monitor::Level;
+using monitor::Summary;
+using monitor::SubscriberStatus;
+
+std::uint64_t wall_ns() { return static_cast<std::uint64_t>(wall_now_ns()); }
 
 void fill_summary(shmbus_msgs::StatisticSummary& out, const Summary& s) {
   out.mean = s.mean;
@@ -37,7 +40,7 @@ std::string rfc3339_now() {
                      utc.tm_hour, utc.tm_min, utc.tm_sec, ts.tv_nsec / 1'000'000);
 }
 
-BusOutputs::BusOutputs(Context& context) : alerts_(kAlertsChannel, context), statistics_(kStatisticsChannel, context) {}
+BusOutputs::BusOutputs(Context& context) : alerts_(monitor::kAlertsChannel, context), statistics_(monitor::kStatisticsChannel, context) {}
 
 void BusOutputs::publish_alert(const Transition& t) {
   shmbus_msgs::Alert a{};
@@ -168,9 +171,7 @@ void AlertmanagerWebhook::worker() {
     }
     try {
       const auto [status, reply] = http_request(url_, "POST", body, "application/json");
-      if (status / 100 == 2) {
-        delivered_.fetch_add(1);
-      } else {
+      if (status / 100 != 2) {
         failures_.fetch_add(1);
         spdlog::warn("webhook {}:{}{} answered {}: {}", url_.host, url_.port, url_.target, status, reply);
       }

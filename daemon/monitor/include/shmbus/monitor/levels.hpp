@@ -11,7 +11,7 @@
 #include <cstdint>
 #include <optional>
 
-namespace shmbus::daemon {
+namespace shmbus::monitor {
 
 enum class Level : std::uint8_t { kUnmonitored = 0, kNominal = 1, kDegraded = 2, kCritical = 3 };
 
@@ -65,4 +65,4 @@ class Debouncer {
   std::uint32_t candidate_count_ = 0;
 };
 
-}  // namespace shmbus::daemon
+}  // namespace shmbus::monitor

@@ -12,12 +12,12 @@
 #include <string>
 #include <vector>
 
-#include "frequency.hpp"
-#include "levels.hpp"
+#include "shmbus/monitor/frequency.hpp"
+#include "shmbus/monitor/levels.hpp"
 #include "shmbus/config.hpp"
 #include "shmbus/introspect.hpp"
 
-namespace shmbus::daemon {
+namespace shmbus::monitor {
 
 /// A believed level change.
 struct Transition {
@@ -111,4 +111,4 @@ class Monitor {
   std::vector<std::int64_t> scratch_;
 };
 
-}  // namespace shmbus::daemon
+}  // namespace shmbus::monitor
