@@ -9,7 +9,7 @@
 #include "process.hpp"
 #include "shmbus/error.hpp"
 #include "shmbus/names.hpp"
-#include "shmbus/schema.hpp"
+#include "shmbus/schema_text.hpp"
 
 namespace shmbus::detail {
 

@@ -367,8 +367,8 @@ TEST(Synchronizer, AlignsSubscribersItIsGivenByAStampField) {
   EXPECT_EQ(set->members[1].stamp_ns, 203);
   EXPECT_EQ(set->disparity_ns, 3);
   sensor_msgs::Imu got{};
-  ASSERT_EQ(set->members[1].payload.size(), sizeof(got));
-  std::memcpy(&got, set->members[1].payload.data(), sizeof(got));
+  ASSERT_EQ(set->members[1].payload().size(), sizeof(got));
+  std::memcpy(&got, set->members[1].payload().data(), sizeof(got));
   EXPECT_EQ(got.angular_velocity[0], 3.0);
   EXPECT_EQ(drops, std::vector<std::string>{"/left:too_old"});
   EXPECT_EQ(s.aligner().dropped(0, DropReason::kTooOld), 1U);

@@ -127,7 +127,7 @@ int run_sync(const Globals& g, const SyncOptions& given) {
       m.count = static_cast<std::uint32_t>(s->members.size());
       for (std::size_t i = 0; i < s->members.size(); ++i) {
         m.members[i].channel.assign(s->members[i].channel);
-        m.members[i].sequence = s->members[i].info.sequence;
+        m.members[i].sequence = s->members[i].info().sequence;
         m.members[i].stamp_ns = s->members[i].stamp_ns;
       }
       out.publish(m);

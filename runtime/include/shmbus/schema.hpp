@@ -40,6 +40,7 @@
 #include <vector>
 
 #include "shmbus/error.hpp"
+#include "shmbus/schema_text.hpp"
 
 namespace shmbus::schema {
 
@@ -162,9 +163,6 @@ class MessageSet {
   std::unique_ptr<Impl> impl_;
 };
 
-/// 64-bit FNV-1a of a canonical schema text: the type hash.
-std::uint64_t hash_text(std::string_view canonical_text) noexcept;
-
 /// One message type, self-contained, ready to decode and encode.
 /// Thread-safety: immutable; share freely.
 class Schema {
@@ -191,9 +189,5 @@ class Schema {
   std::string text_;
   std::uint64_t hash_ = 0;
 };
-
-/// The first difference between two schemas, for type-mismatch messages:
-/// "field 2: float64 y here, float32 y there"; empty when none is found.
-std::string first_difference(std::string_view canonical_a, std::string_view canonical_b);
 
 }  // namespace shmbus::schema

@@ -45,6 +45,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -84,13 +85,22 @@ struct Options {
   std::size_t master = 0;       ///< kAllLatest: the channel that triggers
 };
 
-/// One message as the aligner sees it. `data` is the caller's (the
-/// Synchronizer keeps the message there); the aligner only moves it.
+/// A message as taken from its channel: its header and its bytes, owned
+/// and immutable once taken. Sets share it (all-latest puts one partner in
+/// several sets), so it is never copied after the take.
+struct TakenMessage {
+  MessageInfo info;
+  std::vector<std::byte> payload;
+};
+
+/// One message as the aligner sees it. The aligner reads channel, stamp
+/// and sequence and only carries `message` along (null where the caller
+/// keeps no message, as the policy tests do).
 struct Item {
   std::size_t channel = 0;
   std::int64_t stamp_ns = 0;
   std::uint64_t sequence = 0;
-  std::shared_ptr<const void> data;
+  std::shared_ptr<const TakenMessage> message;
 };
 
 /// An aligned set: one item per channel, in channel order.
@@ -153,8 +163,10 @@ struct SynchronizerOptions : Options {
 struct Member {
   std::string channel;
   std::int64_t stamp_ns = 0;
-  MessageInfo info;
-  std::vector<std::byte> payload;
+  std::shared_ptr<const TakenMessage> message;  ///< never null in a delivered set
+
+  [[nodiscard]] const MessageInfo& info() const noexcept { return message->info; }
+  [[nodiscard]] std::span<const std::byte> payload() const noexcept { return message->payload; }
 };
 
 /// A set of messages, one per input, in input order.
