@@ -1,16 +1,21 @@
 #!/usr/bin/env bash
-# Configures and builds shmbus. Usage: scripts/build.sh [--sanitize address|thread] [--release]
+# Configures and builds shmbus.
+#   scripts/build.sh [--sanitize address|thread] [--release] [--target T ...]
 # Build trees: build/ (default), build-release/, build-asan/, build-tsan/.
+# --target builds only T (and what it needs); SHMBUS_WERROR=ON in the
+# environment makes warnings errors (CI).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 sanitize=""
 build_type=RelWithDebInfo
+targets=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --sanitize) sanitize="${2:?--sanitize needs address or thread}"; shift 2 ;;
     --release) build_type=Release; shift ;;
-    *) echo "build.sh: unknown option '$1'; use --sanitize address|thread or --release" >&2; exit 2 ;;
+    --target) targets+=(--target "${2:?--target needs a target name}"); shift 2 ;;
+    *) echo "build.sh: unknown option '$1'; use --sanitize address|thread, --release or --target T" >&2; exit 2 ;;
   esac
 done
 
@@ -22,6 +27,7 @@ case "$sanitize" in
 esac
 
 bash scripts/install-deps.sh >&2
-cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE="$build_type" -DSHMBUS_SANITIZE="$sanitize" >&2
-cmake --build "$dir" -j "$(nproc)" >&2
+cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE="$build_type" -DSHMBUS_SANITIZE="$sanitize" \
+  -DSHMBUS_WERROR="${SHMBUS_WERROR:-OFF}" >&2
+cmake --build "$dir" -j "$(nproc)" "${targets[@]}" >&2
 echo "$dir"

@@ -3,5 +3,6 @@
 # Extra arguments go to shmbus-demo (e.g. --duration 10).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-dir=$(bash scripts/build.sh --release)
+# Only the demo and what it starts (shmbusd), not the tests and benchmarks.
+dir=$(bash scripts/build.sh --release --target shmbus_demo)
 exec "$dir/tools/shmbus-demo" "$@"

@@ -17,11 +17,11 @@
 #include <vector>
 
 #include "shmbus/cli.hpp"
-#include "shmbus/monitor/frequency.hpp"
-#include "shmbus/monitor/levels.hpp"
-#include "shmbus/monitor/bus_channels.hpp"
 #include "shmbus/error.hpp"
 #include "shmbus/introspect.hpp"
+#include "shmbus/monitor/bus_channels.hpp"
+#include "shmbus/monitor/frequency.hpp"
+#include "shmbus/monitor/levels.hpp"
 #include "shmbus/shmbus.hpp"
 #include "shmbus_msgs/Alert.hpp"
 
@@ -133,9 +133,7 @@ pid_t spawn(const std::function<int()>& body) {
   return pid;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+int run(int argc, char** argv) {
   CLI::App app{"publishers and a subscriber in separate processes, watched through the time lists", "shmbus-demo"};
   double seconds = 4;
   std::string domain;
@@ -145,7 +143,7 @@ int main(int argc, char** argv) {
   if (auto rc = cli::parse(app, argc, argv)) return *rc;
 
   cli::install_stop_handlers();
-  return cli::guarded("shmbus-demo", [&] {
+  {
     // One configuration file for all processes, as SHMBUS_CONFIG would be.
     const std::string daemon_config = "/tmp/shmbus-demo-" + std::to_string(::getpid()) + ".toml";
     {
@@ -188,8 +186,8 @@ int main(int argc, char** argv) {
         while (auto a = alerts.take()) {
           fmt::print("alert from shmbusd: {} {} -> {} at {:.1f} Hz (thresholds {} {} {} Hz)\n", a->channel.view(),
                      monitor::to_string(static_cast<monitor::Level>(a->old_level)),
-                     monitor::to_string(static_cast<monitor::Level>(a->new_level)), a->frequency_hz, a->thresholds_hz[0],
-                     a->thresholds_hz[1], a->thresholds_hz[2]);
+                     monitor::to_string(static_cast<monitor::Level>(a->new_level)), a->frequency_hz,
+                     a->thresholds_hz[0], a->thresholds_hz[1], a->thresholds_hz[2]);
         }
         break;
       }
@@ -224,5 +222,11 @@ int main(int argc, char** argv) {
     const auto report = introspect::clean_domain(config.domain, false, config.access());
     fmt::print("done: removed {} shared-memory segments of domain \"{}\"\n", report.removed.size(), config.domain);
     return 0;
-  });
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return shmbus::cli::guarded("shmbus-demo", [&] { return run(argc, argv); });
 }

@@ -166,9 +166,7 @@ void write_if_changed(const fs::path& path, const std::string& text) {
   if (!out) throw std::runtime_error("cannot write " + path.string());
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+int run(int argc, char** argv) {
   CLI::App app{"generate C++ headers from shmbus message definitions", "shmbus-msggen"};
   std::string out_dir;
   std::vector<std::string> includes;
@@ -178,7 +176,7 @@ int main(int argc, char** argv) {
       ->allow_extra_args(false);
   app.add_option("files", files, ".../<package>/<Name>.msg files to generate")->required()->check(CLI::ExistingFile);
   if (auto rc = shmbus::cli::parse(app, argc, argv)) return *rc;
-  try {
+  {
     MessageSet set;
     std::set<std::string> added;
     for (const auto& f : files) {
@@ -203,11 +201,12 @@ int main(int argc, char** argv) {
                        generate(*set.find(full)));
     }
     return 0;
-  } catch (const SchemaError& e) {
-    std::fprintf(stderr, "shmbus-msggen: %s\n", e.what());
-    return 2;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "shmbus-msggen: %s\n", e.what());
-    return 1;
   }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // A bad definition (SchemaError) exits 2, like every usage error.
+  return shmbus::cli::guarded("shmbus-msggen", [&] { return run(argc, argv); });
 }

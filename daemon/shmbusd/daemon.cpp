@@ -213,8 +213,7 @@ class Daemon {
     try {
       Config fresh = load_config(options_);
       if (fresh.domain != domain_) {
-        spdlog::warn("reload: the domain changed to \"{}\"; keeping \"{}\" (restart to switch)", fresh.domain,
-                     domain_);
+        spdlog::warn("reload: the domain changed to \"{}\"; keeping \"{}\" (restart to switch)", fresh.domain, domain_);
         fresh.domain = domain_;
       }
       if (fresh.monitor.metrics_listen != listen_) {
@@ -298,7 +297,8 @@ int daemon_main(int argc, char** argv) {
     ::pthread_sigmask(SIG_BLOCK, &signals, nullptr);
     // NOLINTNEXTLINE(concurrency-mt-unsafe): read before any thread starts
     bool to_journal = std::getenv("JOURNAL_STREAM") != nullptr;
-    if (!options.foreground && !to_journal && std::getenv("NOTIFY_SOCKET") == nullptr) {  // NOLINT(concurrency-mt-unsafe)
+    if (!options.foreground && !to_journal &&
+        std::getenv("NOTIFY_SOCKET") == nullptr) {  // NOLINT(concurrency-mt-unsafe)
       // Classic daemon: detach from the terminal; logs go to the journal.
       if (::daemon(0, 0) != 0) throw Error(Errc::kResource, "cannot detach into the background (daemon(3) failed)");
       to_journal = true;

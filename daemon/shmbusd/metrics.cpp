@@ -7,8 +7,8 @@
 namespace shmbus::daemon {
 namespace {
 
-using monitor::Summary;
 using monitor::SubscriberStatus;
+using monitor::Summary;
 
 /// Escapes a label value: backslash, double quote and newline.
 std::string escape(std::string_view v) {
@@ -35,7 +35,7 @@ std::string number(double v) {
 
 class Writer {
  public:
-  explicit Writer(std::string domain) : domain_(escape(domain)) {}
+  explicit Writer(const std::string& domain) : domain_(escape(domain)) {}
 
   void family(const char* name, const char* type, const char* help) {
     out_ += fmt::format("# HELP {} {}\n# TYPE {} {}\n", name, help, name, type);

@@ -14,8 +14,8 @@ namespace shmbus::daemon {
 namespace {
 
 using monitor::Level;
-using monitor::Summary;
 using monitor::SubscriberStatus;
+using monitor::Summary;
 
 std::uint64_t wall_ns() { return static_cast<std::uint64_t>(wall_now_ns()); }
 
@@ -40,7 +40,8 @@ std::string rfc3339_now() {
                      utc.tm_hour, utc.tm_min, utc.tm_sec, ts.tv_nsec / 1'000'000);
 }
 
-BusOutputs::BusOutputs(Context& context) : alerts_(monitor::kAlertsChannel, context), statistics_(monitor::kStatisticsChannel, context) {}
+BusOutputs::BusOutputs(Context& context)
+    : alerts_(monitor::kAlertsChannel, context), statistics_(monitor::kStatisticsChannel, context) {}
 
 void BusOutputs::publish_alert(const Transition& t) {
   shmbus_msgs::Alert a{};

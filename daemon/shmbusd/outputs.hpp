@@ -13,8 +13,8 @@
 #include <thread>
 
 #include "http.hpp"
-#include "shmbus/monitor/monitor.hpp"
 #include "shmbus/context.hpp"
+#include "shmbus/monitor/monitor.hpp"
 #include "shmbus/publisher.hpp"
 #include "shmbus_msgs/Alert.hpp"
 #include "shmbus_msgs/Statistics.hpp"

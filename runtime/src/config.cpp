@@ -1,7 +1,6 @@
 #include "shmbus/config.hpp"
 
 #include <fnmatch.h>
-#include <grp.h>
 
 #include <toml++/toml.h>
 #include <cmath>
@@ -9,6 +8,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "process.hpp"
 #include "shmbus/error.hpp"
 #include "shmbus/names.hpp"
 
@@ -260,7 +260,7 @@ class ConfigReader {
         c.mode = static_cast<std::uint32_t>(mode);
       } else if (key == "group") {
         c.group = string_of(v, key);
-        if (c.group.empty() || ::getgrnam(c.group.c_str()) == nullptr) {
+        if (c.group.empty() || !detail::group_id(c.group)) {
           fail(v, "group = \"" + c.group + "\" is not a group of this system (see /etc/group)");
         }
       } else if (key == "defaults") {

@@ -1,5 +1,7 @@
 #include "process.hpp"
 
+#include <grp.h>
+#include <pwd.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -8,6 +10,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <vector>
 
 #include "layout/segment_layout.hpp"
 
@@ -102,6 +105,34 @@ std::string program_name() {
   std::string name;
   std::getline(in, name);
   return name.empty() ? std::string{"process"} : name;
+}
+
+namespace {
+
+/// The buffer size the *_r lookups ask for, with a floor for systems that
+/// do not say.
+std::size_t lookup_buffer_size(int name) {
+  const long n = ::sysconf(name);
+  return n > 0 ? static_cast<std::size_t>(n) : 16384;
+}
+
+}  // namespace
+
+std::optional<gid_t> group_id(const std::string& name) {
+  std::vector<char> buf(lookup_buffer_size(_SC_GETGR_R_SIZE_MAX));
+  group g{};
+  group* found = nullptr;
+  while (::getgrnam_r(name.c_str(), &g, buf.data(), buf.size(), &found) == ERANGE) buf.resize(buf.size() * 2);
+  if (found == nullptr) return std::nullopt;
+  return found->gr_gid;
+}
+
+std::string user_name(uid_t uid) {
+  std::vector<char> buf(lookup_buffer_size(_SC_GETPW_R_SIZE_MAX));
+  passwd p{};
+  passwd* found = nullptr;
+  while (::getpwuid_r(uid, &p, buf.data(), buf.size(), &found) == ERANGE) buf.resize(buf.size() * 2);
+  return found != nullptr ? std::string{found->pw_name} : std::to_string(uid);
 }
 
 }  // namespace shmbus::detail

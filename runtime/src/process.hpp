@@ -5,6 +5,7 @@
 #include <time.h>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "shmbus/clock.hpp"
@@ -45,5 +46,12 @@ bool owner_alive(std::uint64_t owner_word, std::uint64_t pid_ns = 0) noexcept;
 
 /// This program's name (/proc/self/comm), the default node name.
 std::string program_name();
+
+/// The group id of group `name` (getgrnam_r: safe with other threads), or
+/// nullopt when the system has no such group.
+std::optional<gid_t> group_id(const std::string& name);
+
+/// The login name of `uid` (getpwuid_r), or the number when it has none.
+std::string user_name(uid_t uid);
 
 }  // namespace shmbus::detail

@@ -6,8 +6,6 @@
 #include <boost/interprocess/permissions.hpp>
 #include <boost/interprocess/shared_memory_object.hpp>
 
-#include <grp.h>
-#include <pwd.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -81,19 +79,14 @@ void validate(const std::string& name, const layout::SegmentHeader& h, std::size
   }
 }
 
-std::string user_name(uid_t uid) {
-  const passwd* p = ::getpwuid(uid);  // NOLINT(concurrency-mt-unsafe): set-up path, name copied at once
-  return p != nullptr ? std::string{p->pw_name} : std::to_string(uid);
-}
-
 /// Refuses a segment that another user owns (unless `access` names its
 /// group) or whose mode grants more than `access.mode`.
 void check_access(const std::string& name, const struct stat& st, const SegmentAccess& access) {
   const unsigned mode = st.st_mode & 07777U;
   bool owner_ok = st.st_uid == ::geteuid();
   if (!owner_ok && !access.group.empty()) {
-    const group* g = ::getgrnam(access.group.c_str());  // NOLINT(concurrency-mt-unsafe): set-up path
-    owner_ok = g != nullptr && st.st_gid == g->gr_gid;
+    const std::optional<gid_t> gid = group_id(access.group);
+    owner_ok = gid && st.st_gid == *gid;
   }
   const unsigned extra = mode & ~access.mode & 07777U;
   if (owner_ok && extra == 0) return;
@@ -236,8 +229,8 @@ Segment Segment::create_or_open(const std::string& name, std::size_t size, const
     // The mode without the umask, and the configured group.
     ::fchmod(fd, static_cast<mode_t>(access.mode & 07777U));
     if (!access.group.empty()) {
-      if (const group* g = ::getgrnam(access.group.c_str())) {  // NOLINT(concurrency-mt-unsafe): set-up path
-        if (::fchown(fd, static_cast<uid_t>(-1), g->gr_gid) != 0) {
+      if (const std::optional<gid_t> gid = group_id(access.group)) {
+        if (::fchown(fd, static_cast<uid_t>(-1), *gid) != 0) {
           bip::shared_memory_object::remove(name.c_str());
           throw Error(Errc::kPermission, fmt::format("cannot give /dev/shm/{} to group {}: this user is not in "
                                                      "it; add it (usermod -aG {} USER) or change `group`",

@@ -16,10 +16,10 @@
 #include <regex>
 #include <thread>
 
-#include "shmbus/cli.hpp"
 #include "http.hpp"
-#include "shmbus/monitor/monitor.hpp"
+#include "shmbus/cli.hpp"
 #include "shmbus/introspect.hpp"
+#include "shmbus/monitor/monitor.hpp"
 #include "shmbus/publisher.hpp"
 
 using namespace shmbus;

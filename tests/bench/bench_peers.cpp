@@ -19,8 +19,8 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
-#include "shmbus/cli.hpp"
 #include "peer_transports.hpp"
+#include "shmbus/cli.hpp"
 
 using namespace shmbus::bench;
 
@@ -102,7 +102,8 @@ Report run_side(Transport& t, Side side, Mode mode, std::size_t size, Task task,
     if (leader) {
       std::sort(one_way.begin(), one_way.end());
       const auto pct = [&](double p) {
-        return static_cast<double>(one_way[std::min(one_way.size() - 1, static_cast<std::size_t>(p * one_way.size()))]);
+        return static_cast<double>(
+            one_way[std::min(one_way.size() - 1, static_cast<std::size_t>(p * static_cast<double>(one_way.size())))]);
       };
       r.p50 = pct(0.50);
       r.p99 = pct(0.99);
@@ -260,7 +261,7 @@ int main(int argc, char** argv) {
       if (!t->supports(mode)) continue;
       for (std::size_t size : o.sizes) {
         if (!o.json) std::fprintf(stderr, "running %s %s %zu B ...\n", name.c_str(), to_string(mode), size);
-        Result res{name, mode, size};
+        Result res{name, mode, size, 0, 0, 0, std::nullopt};
         const auto lat = run_pair_again_on_failure(*t, mode, size, Task::kLatency, o);
         if (!lat) {
           std::fprintf(stderr, "shmbus-bench: %s %s %zu B latency run failed\n", name.c_str(), to_string(mode), size);

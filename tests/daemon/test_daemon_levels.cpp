@@ -7,13 +7,13 @@
 #include <vector>
 
 #include "daemon.hpp"
-#include "shmbus/monitor/config_report.hpp"
-#include "shmbus/monitor/frequency.hpp"
-#include "shmbus/monitor/levels.hpp"
 #include "metrics.hpp"
 #include "outputs.hpp"
 #include "shmbus/error.hpp"
 #include "shmbus/introspect.hpp"
+#include "shmbus/monitor/config_report.hpp"
+#include "shmbus/monitor/frequency.hpp"
+#include "shmbus/monitor/levels.hpp"
 #include "shmbus/publisher.hpp"
 #include "support/test_domain.hpp"
 

@@ -210,7 +210,9 @@ TEST(Shmtool, EchoDecodesWhatPubSent) {
     EXPECT_EQ(m["data"]["header"]["seq"].get<std::uint64_t>(), m["sequence"].get<std::uint64_t>());
     EXPECT_NEAR(static_cast<double>(m["data"]["header"]["stamp_ns"].get<std::uint64_t>()),
                 static_cast<double>(m["publish_wall_ns"].get<std::int64_t>()), 1e8);
-    if (i > 0) EXPECT_EQ(m["sequence"].get<std::uint64_t>(), messages[i - 1]["sequence"].get<std::uint64_t>() + 1);
+    if (i > 0) {
+      EXPECT_EQ(m["sequence"].get<std::uint64_t>(), messages[i - 1]["sequence"].get<std::uint64_t>() + 1);
+    }
   }
   // --no-header: just the message; the human form is YAML-like.
   const ToolRun bare = shmtool(tool_args({"echo", "/imu", "-n", "1", "--json", "--no-header"}, d.name));
@@ -622,7 +624,9 @@ TEST(Shmtool, SyncPublishesFusedSetsFromRealPublishers) {
       EXPECT_EQ(member["channel"], std::vector<std::string>({"/s/a", "/s/b", "/s/c"})[i]);
       const auto seq = member["sequence"].get<std::uint64_t>();
       const std::string channel = member["channel"];
-      if (last_sequence.count(channel)) EXPECT_GT(seq, last_sequence[channel]);
+      if (last_sequence.count(channel)) {
+        EXPECT_GT(seq, last_sequence[channel]);
+      }
       last_sequence[channel] = seq;
       lo = std::min(lo, member["stamp_ns"].get<std::int64_t>());
       hi = std::max(hi, member["stamp_ns"].get<std::int64_t>());

@@ -7,15 +7,12 @@
 #include <cerrno>
 #include <cstdlib>
 
-#include "shmbus/monitor/config_report.hpp"
 #include "shmbus/error.hpp"
+#include "shmbus/monitor/config_report.hpp"
 
 namespace shmbus::tool {
 
-Config load_config(const Globals& g) {
-  return monitor::load_config(monitor::ConfigSource{g.config_path, g.domain});
-}
-
+Config load_config(const Globals& g) { return monitor::load_config(monitor::ConfigSource{g.config_path, g.domain}); }
 
 bool sleep_until(std::int64_t deadline_ns) noexcept {
   const timespec ts{static_cast<time_t>(deadline_ns / 1'000'000'000), static_cast<long>(deadline_ns % 1'000'000'000)};
@@ -72,6 +69,7 @@ TypeCatalog::TypeCatalog(const std::vector<std::string>& msg_paths) : set_(std::
     set_->add(m.package, m.name, m.text, fmt::format("<shipped>/{}/{}.msg", m.package, m.name));
   }
   std::vector<std::string> roots = msg_paths;
+  // NOLINTNEXTLINE(concurrency-mt-unsafe): shmtool reads its environment before any thread starts
   if (const char* env = std::getenv("SHMBUS_MSG_PATH"); env != nullptr) {
     std::string_view rest(env);
     while (!rest.empty()) {

@@ -17,11 +17,11 @@
 
 #include "commands.hpp"
 #include "format.hpp"
-#include "shmbus/monitor/frequency.hpp"
-#include "shmbus/monitor/monitor.hpp"
+#include "shmbus/error.hpp"
 #include "shmbus/monitor/bus_channels.hpp"
 #include "shmbus/monitor/config_report.hpp"
-#include "shmbus/error.hpp"
+#include "shmbus/monitor/frequency.hpp"
+#include "shmbus/monitor/monitor.hpp"
 #include "shmbus/names.hpp"
 
 namespace shmbus::tool {
@@ -386,7 +386,7 @@ char read_key(int timeout_ms) {
   pollfd p{STDIN_FILENO, POLLIN, 0};
   if (::poll(&p, 1, timeout_ms) <= 0 || (p.revents & POLLIN) == 0) return 0;
   char c = 0;
-  return ::read(STDIN_FILENO, &c, 1) == 1 ? c : 0;
+  return ::read(STDIN_FILENO, &c, 1) == 1 ? c : '\0';
 }
 
 void sort_for_top(std::vector<ChannelStatus>& channels, const std::string& key) {

@@ -11,8 +11,8 @@
 #include <optional>
 #include <string>
 
-#include "shmbus/cli.hpp"
 #include "commands.hpp"
+#include "shmbus/cli.hpp"
 #include "shmbus/error.hpp"
 
 using namespace shmbus::tool;
@@ -50,9 +50,7 @@ std::optional<std::string> unknown_command(const CLI::App& app, int argc, char**
   return std::nullopt;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+int run(int argc, char** argv) {
   CLI::App app{"Inspect and drive a shmbus domain: channels, rates, alerts, messages.", "shmtool"};
   app.require_subcommand(1);
   app.fallthrough();  // global options may follow the command too
@@ -164,4 +162,10 @@ int main(int argc, char** argv) {
     if (sync->parsed()) return run_sync(g, sync_o);
     return 2;
   });
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return shmbus::cli::guarded("shmtool", [&] { return run(argc, argv); });
 }

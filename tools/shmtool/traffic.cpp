@@ -15,9 +15,9 @@
 
 #include "commands.hpp"
 #include "format.hpp"
-#include "shmbus/monitor/frequency.hpp"
 #include "shmbus/context.hpp"
 #include "shmbus/error.hpp"
+#include "shmbus/monitor/frequency.hpp"
 #include "shmbus/names.hpp"
 #include "shmbus/publisher.hpp"
 #include "shmbus/subscriber.hpp"

@@ -134,7 +134,7 @@ class Aligner {
   [[nodiscard]] std::size_t pending() const noexcept;
 
  private:
-  void drop(Item item, DropReason reason);
+  void drop(const Item& item, DropReason reason);
   void drop_front(std::size_t channel, DropReason reason);
   void emit_heads(std::vector<Set>& out);
   void align_bounded(std::size_t pivot_channel, std::int64_t threshold_ns, DropReason mismatch, std::vector<Set>& out);

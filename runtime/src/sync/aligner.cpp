@@ -92,7 +92,7 @@ std::size_t Aligner::pending() const noexcept {
   return n;
 }
 
-void Aligner::drop(Item item, DropReason reason) {
+void Aligner::drop(const Item& item, DropReason reason) {
   ++dropped_[item.channel][static_cast<std::size_t>(reason)];
   if (on_drop_) on_drop_(item, reason);
 }
@@ -100,7 +100,7 @@ void Aligner::drop(Item item, DropReason reason) {
 void Aligner::drop_front(std::size_t channel, DropReason reason) {
   Item item = std::move(queues_[channel].front());
   queues_[channel].pop_front();
-  drop(std::move(item), reason);
+  drop(item, reason);
 }
 
 void Aligner::emit_heads(std::vector<Set>& out) {
@@ -127,7 +127,7 @@ void Aligner::push(Item item, std::vector<Set>& out) {
   // A channel's messages must come in timestamp order: one that does not
   // could break the order of sets, so it goes.
   if (last_stamp_[c] && item.stamp_ns < *last_stamp_[c]) {
-    drop(std::move(item), DropReason::kOutOfOrder);
+    drop(item, DropReason::kOutOfOrder);
     return;
   }
   last_stamp_[c] = item.stamp_ns;
@@ -231,14 +231,14 @@ void Aligner::align_approximate(std::vector<Set>& out) {
 void Aligner::align_latest(Item item, std::vector<Set>& out) {
   const std::size_t c = item.channel;
   if (c != options_.master) {
-    if (latest_[c] && !latest_used_[c]) drop(std::move(*latest_[c]), DropReason::kSuperseded);
+    if (latest_[c] && !latest_used_[c]) drop(*latest_[c], DropReason::kSuperseded);
     latest_[c] = std::move(item);
     latest_used_[c] = false;
     return;
   }
   for (std::size_t k = 0; k < latest_.size(); ++k) {
     if (k != c && !latest_[k]) {
-      drop(std::move(item), DropReason::kNoMatch);
+      drop(item, DropReason::kNoMatch);
       return;
     }
   }

@@ -43,5 +43,4 @@ StampField resolve_stamp_field(const std::string& channel, const TypeInfo& type,
   }
 }
 
-
 }  // namespace shmbus::sync

@@ -10,7 +10,6 @@
 
 namespace shmbus::sync {
 
-
 struct Synchronizer::Input {
   explicit Input(Subscriber s) : subscriber(std::move(s)) {}
   Subscriber subscriber;

@@ -35,8 +35,8 @@ inline std::optional<int> parse(CLI::App& app, int argc, char** argv) {
 }
 
 /// Runs a program's body: an Error becomes "PROGRAM: message" on stderr and
-/// its exit code (2 config/usage, 3 not found, 1 otherwise); any other
-/// exception exits 1.
+/// its exit code (2 config/usage, 3 not found, 1 otherwise); anything else
+/// thrown exits 1.
 template <typename Body>
 int guarded(const char* program, Body&& body) {
   try {
@@ -46,6 +46,9 @@ int guarded(const char* program, Body&& body) {
     return e.exit_code();
   } catch (const std::exception& e) {
     std::fprintf(stderr, "%s: %s\n", program, e.what());
+    return 1;
+  } catch (...) {
+    std::fprintf(stderr, "%s: unexpected error\n", program);
     return 1;
   }
 }

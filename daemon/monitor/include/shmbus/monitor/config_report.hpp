@@ -15,8 +15,8 @@ namespace shmbus::monitor {
 
 /// Where a program's configuration comes from.
 struct ConfigSource {
-  std::string path;                    ///< --config, else SHMBUS_CONFIG, else the embedded default
-  std::optional<std::string> domain;   ///< --domain: overrides the file and SHMBUS_DOMAIN
+  std::string path;                   ///< --config, else SHMBUS_CONFIG, else the embedded default
+  std::optional<std::string> domain;  ///< --domain: overrides the file and SHMBUS_DOMAIN
 };
 
 /// Loads the configuration `source` names; SHMBUS_DOMAIN overrides a file's

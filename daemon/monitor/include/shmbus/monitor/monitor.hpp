@@ -12,10 +12,10 @@
 #include <string>
 #include <vector>
 
-#include "shmbus/monitor/frequency.hpp"
-#include "shmbus/monitor/levels.hpp"
 #include "shmbus/config.hpp"
 #include "shmbus/introspect.hpp"
+#include "shmbus/monitor/frequency.hpp"
+#include "shmbus/monitor/levels.hpp"
 
 namespace shmbus::monitor {
 
