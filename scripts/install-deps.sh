@@ -20,6 +20,7 @@ packages=(
   iceoryx libiceoryx-posh-dev libiceoryx-hoofs-dev   # benchmark peer (iox-roudi)
   clang libclang-rt-14-dev xxd      # libFuzzer targets (scripts/fuzz.sh)
   clang-format clang-tidy           # scripts/lint.sh
+  lintian dpkg-dev                  # the Debian package test (tests/package/deb.sh)
 )
 
 missing=()

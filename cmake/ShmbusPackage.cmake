@@ -1,0 +1,84 @@
+# Debian packages (CPack DEB): `cmake --build BUILD --target package` makes
+#   shmbus_<version>_amd64.deb      shmbusd (+ systemd unit, sysusers entry,
+#                                   /etc/shmbus/shmbus.toml conffile), shmtool
+#   shmbus-dev_<version>_amd64.deb  the libraries, headers, CMake package,
+#                                   shmbus-msggen and the .msg definitions
+# Configure with -DCMAKE_INSTALL_PREFIX=/usr for a package (tests/package/deb.sh).
+
+# Debian's own layout for what a package puts outside the prefix.
+set(SHMBUS_SYSTEMD_UNIT_DIR "lib/systemd/system" CACHE STRING
+    "Where the shmbusd unit goes (relative: under the prefix; a package uses /lib/systemd/system)")
+
+set(deb_dir ${PROJECT_SOURCE_DIR}/config/debian)
+set(doc_files ${PROJECT_SOURCE_DIR}/README.md ${PROJECT_SOURCE_DIR}/docs/architecture.md
+              ${PROJECT_SOURCE_DIR}/docs/configuration.md)
+
+# A native package's changelog, compressed without a timestamp (reproducible).
+string(TIMESTAMP changelog_date "%a, %d %b %Y %H:%M:%S +0000" UTC)
+set(changelog ${CMAKE_CURRENT_BINARY_DIR}/debian/changelog)
+file(WRITE ${changelog}
+     "shmbus (${PROJECT_VERSION}) unstable; urgency=medium\n\n"
+     "  * Built from the shmbus source tree.\n\n"
+     " -- shmbus developers <developers@shmbus.example.org>  ${changelog_date}\n")
+add_custom_command(OUTPUT ${CMAKE_CURRENT_BINARY_DIR}/debian/changelog.gz
+                   COMMAND gzip -9nf -k ${changelog} DEPENDS ${changelog} VERBATIM)
+add_custom_target(shmbus_debian_changelog ALL DEPENDS ${CMAKE_CURRENT_BINARY_DIR}/debian/changelog.gz)
+
+foreach(component daemon dev)
+  set(pkg shmbus)
+  if(component STREQUAL "dev")
+    set(pkg shmbus-dev)
+  endif()
+  install(FILES ${deb_dir}/copyright ${CMAKE_CURRENT_BINARY_DIR}/debian/changelog.gz
+          DESTINATION ${CMAKE_INSTALL_DATADIR}/doc/${pkg} COMPONENT ${component})
+endforeach()
+install(FILES ${doc_files} DESTINATION ${CMAKE_INSTALL_DATADIR}/doc/shmbus COMPONENT daemon)
+install(FILES ${PROJECT_SOURCE_DIR}/config/shmbusd.service DESTINATION ${SHMBUS_SYSTEMD_UNIT_DIR} COMPONENT daemon)
+install(FILES ${PROJECT_SOURCE_DIR}/config/shmbus.sysusers DESTINATION lib/sysusers.d RENAME shmbus.conf
+        COMPONENT daemon)
+install(FILES ${PROJECT_SOURCE_DIR}/config/shmbus.toml DESTINATION ${CMAKE_INSTALL_FULL_SYSCONFDIR}/shmbus
+        COMPONENT daemon)
+
+set(CPACK_GENERATOR DEB)
+set(CPACK_PACKAGE_NAME shmbus)
+set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
+set(CPACK_PACKAGE_CONTACT "shmbus developers <developers@shmbus.example.org>")
+set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "${PROJECT_DESCRIPTION}")
+set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
+set(CPACK_STRIP_FILES ON)
+set(CPACK_DEB_COMPONENT_INSTALL ON)
+set(CPACK_COMPONENTS_ALL daemon dev)
+set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
+set(CPACK_DEBIAN_PACKAGE_SECTION devel)
+set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
+set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
+set(CPACK_DEBIAN_PACKAGE_GENERATE_SHLIBS ON)
+
+set(CPACK_DEBIAN_DAEMON_PACKAGE_NAME shmbus)
+set(CPACK_DEBIAN_DAEMON_PACKAGE_SECTION net)
+set(CPACK_DEBIAN_DAEMON_PACKAGE_DEPENDS "systemd")
+set(CPACK_DEBIAN_DAEMON_PACKAGE_CONTROL_EXTRA
+    "${deb_dir}/conffiles;${deb_dir}/postinst;${deb_dir}/prerm;${deb_dir}/postrm")
+set(CPACK_DEBIAN_DAEMON_PACKAGE_CONTROL_STRICT_PERMISSION ON)
+# The long descriptions (lines under 80); the summary line is
+# CPACK_PACKAGE_DESCRIPTION_SUMMARY.
+string(JOIN "\n" CPACK_DEBIAN_DAEMON_DESCRIPTION
+       "The monitoring daemon and the command-line tool of shmbus."
+       "shmbusd reads the time list of every channel of a domain, computes"
+       "each channel's frequency and raises three-level alerts (log,"
+       "Prometheus, channels on the bus, an Alertmanager webhook). shmtool"
+       "lists, inspects, echoes, publishes and measures channels.")
+
+set(CPACK_DEBIAN_DEV_PACKAGE_NAME shmbus-dev)
+set(CPACK_DEBIAN_DEV_PACKAGE_SECTION libdevel)
+# What find_package(shmbus) finds its dependencies in (shmbusConfig.cmake).
+set(CPACK_DEBIAN_DEV_PACKAGE_DEPENDS
+    "libboost-dev (>= 1.74), libfmt-dev, libtomlplusplus-dev, nlohmann-json3-dev (>= 3.10)")
+string(JOIN "\n" CPACK_DEBIAN_DEV_DESCRIPTION
+       "The libraries and headers of shmbus."
+       "libshmbus (publishers, subscribers and wait sets in shared memory),"
+       "the schema codec, the synchronizer, the CMake package"
+       "(find_package(shmbus)), shmbus-msggen and the shipped message"
+       "definitions.")
+
+include(CPack)

@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# The Debian packages end to end (ctest label "package"): build them
+# (cmake --target package), install them with dpkg, use what they installed
+# (shmtool, shmbusd --check-config, the unit through systemd-analyze verify,
+# the shmbus user, a consumer project built against /usr), run lintian
+# (errors fail), then purge them and check that nothing is left.
+#   deb.sh SOURCE_DIR WORK_DIR GENERATOR
+# Needs root (dpkg -i); exits 77 (skipped) otherwise. Refuses to run where
+# shmbus packages are installed already: it would remove them.
+set -euo pipefail
+src=$1 work=$2 generator=$3
+fail() { echo "deb.sh: $*" >&2; exit 1; }
+if [ "$(id -u)" -ne 0 ]; then
+  echo "deb.sh: skipped: installing a package needs root (run scripts/test.sh as root)"
+  exit 77
+fi
+for p in shmbus shmbus-dev; do
+  if dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'installed'; then
+    fail "package $p is installed on this machine; remove it first (dpkg --purge $p): this test installs and purges its own"
+  fi
+done
+
+rm -rf "$work"
+mkdir -p "$work"
+cmake -S "$src" -B "$work/build" -G "$generator" -DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX=/usr \
+  -DSHMBUS_SYSTEMD_UNIT_DIR=/lib/systemd/system -DSHMBUS_BUILD_TESTS=OFF -DSHMBUS_BUILD_BENCHMARKS=OFF >/dev/null
+cmake --build "$work/build" --target package >/dev/null
+version=$(sed -nE 's/^CMAKE_PROJECT_VERSION:STATIC=(.*)/\1/p' "$work/build/CMakeCache.txt")
+arch=$(dpkg --print-architecture)
+debs=("$work/build/shmbus_${version}_${arch}.deb" "$work/build/shmbus-dev_${version}_${arch}.deb")
+for d in "${debs[@]}"; do [ -f "$d" ] || fail "cmake --target package made no $(basename "$d")"; done
+echo "built: $(basename "${debs[0]}") $(basename "${debs[1]}")"
+
+trap 'dpkg --purge shmbus shmbus-dev >/dev/null 2>&1 || true' EXIT
+dpkg -i "${debs[@]}"
+
+# What the runtime package installed works.
+[ "$(shmtool --version)" = "$version" ] || fail "shmtool --version does not say $version"
+[ "$(/usr/sbin/shmbusd --version)" = "$version" ] || fail "shmbusd --version does not say $version"
+shmbusd --check-config /etc/shmbus/shmbus.toml | grep -q 'valid' || fail "shmbusd --check-config refused the installed file"
+systemd-analyze verify /lib/systemd/system/shmbusd.service || fail "systemd-analyze verify refused the installed unit"
+getent passwd shmbus >/dev/null || fail "the package did not create the shmbus user (sysusers.d)"
+dpkg-query -W -f='${Conffiles}\n' shmbus | grep -q '/etc/shmbus/shmbus.toml' || fail "/etc/shmbus/shmbus.toml is not a conffile"
+shmtool list --domain "deb_$$" | grep -q 'no channels' || fail "shmtool list does not run"
+
+# The development package: a project outside the tree builds against /usr.
+cmake -S "$src/tests/package/consumer" -B "$work/consumer" -G "$generator" >/dev/null
+cmake --build "$work/consumer" >/dev/null
+out=$("$work/consumer/consumer")
+echo "$out"
+echo "$out" | grep -Eq 'consumer: received 42 as .*"frame_id":"here".*"value":42' || fail "the consumer did not work"
+
+# lintian: every finding is shown; errors fail.
+lintian_out=$(lintian --tag-display-limit 0 "${debs[@]}" 2>&1 || true)
+echo "lintian findings: $(printf '%s' "$lintian_out" | grep -c . || true)"
+printf '%s\n' "$lintian_out"
+if printf '%s\n' "$lintian_out" | grep -q '^E: '; then fail "lintian reports errors (above)"; fi
+
+# Remove, purge, and nothing is left.
+files=$(dpkg -L shmbus shmbus-dev | while read -r f; do [ -f "$f" ] && echo "$f"; done)
+dpkg -r shmbus shmbus-dev >/dev/null
+[ -e /usr/bin/shmtool ] && fail "shmtool is left after dpkg -r"
+[ -e /etc/shmbus/shmbus.toml ] || fail "dpkg -r removed the conffile (only purge may)"
+dpkg --purge shmbus >/dev/null  # shmbus-dev has no conffiles: gone with -r
+trap - EXIT
+left=""
+for f in $files /etc/shmbus; do [ -e "$f" ] && left="$left $f"; done
+[ -z "$left" ] || fail "left after purge:$left"
+echo "deb.sh: installed, used, linted, purged; $(echo "$files" | wc -l) files, none left"
