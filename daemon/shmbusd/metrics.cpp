@@ -65,8 +65,9 @@ std::string render_metrics(const std::string& domain, const std::vector<ChannelS
                            const DaemonFigures& daemon) {
   Writer w(domain);
   w.family("shmbus_channel_frequency_hz", "gauge", "Message frequency over the channel's window, f=(n-1)/(Tn-T1).");
-  for_channels(channels,
-               [&](const ChannelStatus& c) { w.sample("shmbus_channel_frequency_hz", c.name, c.window.frequency_hz); });
+  for_channels(channels, [&](const ChannelStatus& c) {
+    w.sample("shmbus_channel_frequency_hz", c.name, c.measure.frequency_hz);
+  });
   w.family("shmbus_channel_alert_level", "gauge",
            "Believed alert level: 0 unmonitored, 1 nominal, 2 degraded, 3 critical.");
   for_channels(channels, [&](const ChannelStatus& c) {
@@ -86,12 +87,12 @@ std::string render_metrics(const std::string& domain, const std::vector<ChannelS
   });
   w.family("shmbus_channel_window_stamps", "gauge", "Time-list stamps inside the window (n).");
   for_channels(channels, [&](const ChannelStatus& c) {
-    w.sample("shmbus_channel_window_stamps", c.name, static_cast<double>(c.window.n));
+    w.sample("shmbus_channel_window_stamps", c.name, static_cast<double>(c.measure.n));
   });
   w.family("shmbus_channel_time_list_truncated", "gauge",
            "1 when the time list wrapped past stamps still inside the window (it is too small for W).");
   for_channels(channels, [&](const ChannelStatus& c) {
-    w.sample("shmbus_channel_time_list_truncated", c.name, c.window.truncated ? 1 : 0);
+    w.sample("shmbus_channel_time_list_truncated", c.name, c.measure.truncated ? 1 : 0);
   });
   w.family("shmbus_channel_messages_total", "counter", "Messages published into the channel.");
   for_channels(channels, [&](const ChannelStatus& c) {
@@ -112,7 +113,7 @@ std::string render_metrics(const std::string& domain, const std::vector<ChannelS
   w.family("shmbus_channel_period_seconds", "gauge",
            "Time between consecutive publishes over the window: mean, min, max, stddev (NaN without samples).");
   for_channels(channels, [&](const ChannelStatus& c) {
-    const Summary& p = c.window.period;
+    const Summary& p = c.measure.period;
     w.sample("shmbus_channel_period_seconds", c.name, p.mean, ",stat=\"mean\"");
     w.sample("shmbus_channel_period_seconds", c.name, p.min, ",stat=\"min\"");
     w.sample("shmbus_channel_period_seconds", c.name, p.max, ",stat=\"max\"");
@@ -120,7 +121,7 @@ std::string render_metrics(const std::string& domain, const std::vector<ChannelS
   });
   w.family("shmbus_channel_period_samples", "gauge", "Periods the period statistics were computed from.");
   for_channels(channels, [&](const ChannelStatus& c) {
-    w.sample("shmbus_channel_period_samples", c.name, static_cast<double>(c.window.period.count));
+    w.sample("shmbus_channel_period_samples", c.name, static_cast<double>(c.measure.period.count));
   });
   w.family("shmbus_subscriber_age_seconds", "gauge",
            "Message age (take time - publish time) per subscriber over the last statistics window.");

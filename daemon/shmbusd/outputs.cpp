@@ -65,12 +65,12 @@ void BusOutputs::publish_statistics(const ChannelStatus& c, std::int64_t window_
   s.channel.assign(c.name);
   s.window_start_ns = static_cast<std::uint64_t>(window_start_ns);
   s.window_stop_ns = static_cast<std::uint64_t>(window_stop_ns);
-  s.frequency_hz = c.window.frequency_hz;
+  s.frequency_hz = c.measure.frequency_hz;
   s.messages = c.messages;
   s.lost = c.lost;
   s.publishers = c.publishers;
   s.subscribers = c.subscribers;
-  fill_summary(s.period, c.window.period);
+  fill_summary(s.period, c.measure.period);
   // The age over all subscribers: the count-weighted pool of their windows.
   Summary age;
   double sum = 0, sq = 0;

@@ -353,7 +353,7 @@ std::uint32_t Channel::register_endpoint(EndpointEntry* table, std::uint32_t siz
   const std::uint32_t i = claim_entry(table, size, name_, what);
   EndpointEntry& e = table[i];
   e.messages.store(0, std::memory_order_relaxed);
-  e.lost.store(0, std::memory_order_relaxed);
+  e.missed.store(0, std::memory_order_relaxed);
   e.age_sum_ns.store(0, std::memory_order_relaxed);
   e.age_sum_sq_s2.store(0, std::memory_order_relaxed);
   e.age_min_ns.store(UINT64_MAX, std::memory_order_relaxed);
@@ -378,7 +378,7 @@ void Channel::release_entry(EndpointEntry& e, bool subscriber, std::uint32_t ind
   if (subscriber) {
     if (fold) {
       header_->reclaimed_received.fetch_add(e.messages.load(std::memory_order_relaxed), std::memory_order_relaxed);
-      header_->reclaimed_lost.fetch_add(e.lost.load(std::memory_order_relaxed), std::memory_order_relaxed);
+      header_->reclaimed_lost.fetch_add(e.lost().load(std::memory_order_relaxed), std::memory_order_relaxed);
     }
     // Its sleep, if it died asleep: publishers stop making futex calls for it.
     leave_waiters(index);

@@ -72,12 +72,13 @@ bool read_endpoint(const Entry& e, EndpointView& v) {
   return true;
 }
 
-void collect_endpoints(const EndpointEntry* table, std::uint32_t n, std::vector<EndpointView>& out) {
+void collect_endpoints(const EndpointEntry* table, std::uint32_t n, bool publishers, std::vector<EndpointView>& out) {
   for (std::uint32_t i = 0; i < n; ++i) {
     EndpointView ev;
     if (!read_endpoint(table[i], ev)) continue;
     ev.messages = table[i].messages.load(std::memory_order_relaxed);
-    ev.lost = table[i].lost.load(std::memory_order_relaxed);
+    const std::uint64_t missed = table[i].missed.load(std::memory_order_relaxed);
+    (publishers ? ev.dropped : ev.lost) = missed;
     ev.age_sum_ns = table[i].age_sum_ns.load(std::memory_order_relaxed);
     ev.age_sum_sq_s2 = table[i].age_sum_sq_s2.load(std::memory_order_relaxed);
     ev.age_min_ns = table[i].age_min_ns.load(std::memory_order_relaxed);
@@ -115,8 +116,8 @@ ChannelView ChannelReader::view() const {
   v.stamps = h.time_list_head.load(std::memory_order_relaxed);
   v.wakeups = h.futex_word.load(std::memory_order_relaxed);
   v.sleepers = static_cast<std::uint32_t>(std::popcount(h.waiters.load(std::memory_order_relaxed)));
-  collect_endpoints(&ch.publisher(0), kMaxPublishers, v.publishers);
-  collect_endpoints(&ch.subscriber(0), kMaxSubscribers, v.subscribers);
+  collect_endpoints(&ch.publisher(0), kMaxPublishers, true, v.publishers);
+  collect_endpoints(&ch.subscriber(0), kMaxSubscribers, false, v.subscribers);
   for (const EndpointView& s : v.subscribers) {
     v.lost += s.lost;
     v.received += s.messages;

@@ -175,7 +175,7 @@ struct Publisher::Impl {
   }
 
   void count_drop() noexcept {
-    entry->lost.store(entry->lost.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    entry->dropped().store(entry->dropped().load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
     header->publish_dropped.fetch_add(1, std::memory_order_relaxed);
   }
 };
@@ -307,6 +307,6 @@ std::uint32_t Publisher::channel_index() const noexcept {
 }
 std::size_t Publisher::max_message_size() const noexcept { return impl_->max_size; }
 std::uint64_t Publisher::published() const noexcept { return impl_->entry->messages.load(std::memory_order_relaxed); }
-std::uint64_t Publisher::dropped() const noexcept { return impl_->entry->lost.load(std::memory_order_relaxed); }
+std::uint64_t Publisher::dropped() const noexcept { return impl_->entry->dropped().load(std::memory_order_relaxed); }
 
 }  // namespace shmbus

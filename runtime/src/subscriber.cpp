@@ -91,7 +91,7 @@ std::uint64_t Subscriber::received() const noexcept {
   return impl_->entry ? impl_->entry->messages.load(std::memory_order_relaxed) : 0;
 }
 std::uint64_t Subscriber::lost() const noexcept {
-  return impl_->entry ? impl_->entry->lost.load(std::memory_order_relaxed) : 0;
+  return impl_->entry ? impl_->entry->lost().load(std::memory_order_relaxed) : 0;
 }
 
 void Subscriber::count_discarded(std::uint64_t n) noexcept {

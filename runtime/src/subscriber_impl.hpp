@@ -73,7 +73,7 @@ struct Subscriber::Impl {
 
   void count_lost(std::uint64_t n) noexcept {
     pending_lost += n;
-    entry->lost.store(entry->lost.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+    entry->lost().store(entry->lost().load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
   }
 
   void skip_to(std::uint64_t seq) noexcept {

@@ -74,11 +74,11 @@ window = "5s"        # a 1 Hz channel needs more than one period in its window
     const auto it =
         std::find_if(statuses.begin(), statuses.end(), [&](const ChannelStatus& s) { return s.name == r.channel; });
     ASSERT_NE(it, statuses.end()) << r.channel;
-    const double f = it->window.frequency_hz;
+    const double f = it->measure.frequency_hz;
     std::printf("%-12s expected %7.1f Hz, measured %9.3f Hz (n=%llu, error %.3f%%)\n", r.channel, r.hz, f,
-                static_cast<unsigned long long>(it->window.n), 100.0 * std::abs(f - r.hz) / r.hz);
+                static_cast<unsigned long long>(it->measure.n), 100.0 * std::abs(f - r.hz) / r.hz);
     EXPECT_NEAR(f, r.hz, r.hz * 0.01) << r.channel;
-    EXPECT_FALSE(it->window.truncated) << r.channel;
+    EXPECT_FALSE(it->measure.truncated) << r.channel;
   }
 }
 
@@ -100,12 +100,12 @@ TEST(AccuracyTest, SmallTimeListIsReportedTruncatedAndStillMeasured) {
   }
   monitor.scan(mono_now());
   const auto s = monitor.statuses().at(0);
-  EXPECT_TRUE(s.window.truncated);
+  EXPECT_TRUE(s.measure.truncated);
   EXPECT_EQ(monitor.take_truncation_warnings(), std::vector<std::string>{"/fast"});
   // Every 100 ms the scan finds ~100 new stamps of which the list kept 64:
   // the window holds what was read, and its rate is still that of the
   // stamps (1 kHz between consecutive kept stamps, at most ~36% low overall
   // because of the holes): "computed from what is there".
-  EXPECT_GT(s.window.n, 500U);
-  EXPECT_GT(s.window.frequency_hz, 500.0);
+  EXPECT_GT(s.measure.n, 500U);
+  EXPECT_GT(s.measure.frequency_hz, 500.0);
 }

@@ -113,8 +113,8 @@ TEST(MetricsTest, ExpositionHasEveryFamilyWithDomainAndChannelLabels) {
   c.name = "/cam\"era";
   c.level = Level::kDegraded;
   c.thresholds_hz = kT;
-  c.window.frequency_hz = 40.5;
-  c.window.n = 41;
+  c.measure.frequency_hz = 40.5;
+  c.measure.n = 41;
   c.messages = 1000;
   c.lost = 3;
   c.publishers = 1;

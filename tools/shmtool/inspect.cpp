@@ -53,7 +53,7 @@ Json channel_json(const ChannelStatus& c, Level level) {
   j["transport"] = std::string{to_string(c.transport)};
   j["publishers"] = c.publishers;
   j["subscribers"] = c.subscribers;
-  j["rate_hz"] = c.window.frequency_hz;
+  j["rate_hz"] = c.measure.frequency_hz;
   j["level"] = monitor::to_string(level);
   j["messages"] = c.messages;
   j["lost"] = c.lost;
@@ -65,7 +65,7 @@ Table channel_table(const std::vector<ChannelStatus>& channels, bool debounced, 
   for (const ChannelStatus& c : channels) {
     const Level level = debounced ? c.level : c.observed;
     t.add({c.name, c.type_name, std::string{to_string(c.transport)}, std::to_string(c.publishers),
-           std::to_string(c.subscribers), human_rate(c.window.frequency_hz),
+           std::to_string(c.subscribers), human_rate(c.measure.frequency_hz),
            level == Level::kUnmonitored ? "-" : coloured_level(level, colour), human_count(c.messages),
            human_count(c.lost)});
   }
@@ -170,7 +170,7 @@ int run_info(const Globals& g, const std::string& channel) {
                           {"node", p.node},
                           {"alive", p.alive},
                           {"published", p.messages},
-                          {"dropped", p.lost}});
+                          {"dropped", p.dropped}});
     }
     j["publishers"] = std::move(pubs);
     Json subs = Json::array();
@@ -228,7 +228,7 @@ int run_info(const Globals& g, const std::string& channel) {
     Table p({"ID>", "PID>", "NODE", "STATE", "PUBLISHED>", "DROPPED>"});
     for (const auto& e : v.publishers) {
       p.add({std::to_string(e.id), std::to_string(e.pid), e.node, e.alive ? "alive" : "dead",
-             std::to_string(e.messages), std::to_string(e.lost)});
+             std::to_string(e.messages), std::to_string(e.dropped)});
     }
     out += p.render(2);
   }
@@ -278,9 +278,9 @@ int run_stats(const Globals& g, const StatsOptions& o) {
                             {"age", summary_json(s.age)}});
       }
       out.push_back(Json{{"channel", c.name},
-                         {"rate_hz", c.window.frequency_hz},
+                         {"rate_hz", c.measure.frequency_hz},
                          {"window_s", seconds(c.window_ns)},
-                         {"period", summary_json(c.window.period)},
+                         {"period", summary_json(c.measure.period)},
                          {"subscribers", std::move(subs)}});
     }
     print_json(out);
@@ -293,8 +293,8 @@ int run_stats(const Globals& g, const StatsOptions& o) {
   Table periods({"CHANNEL", "RATE>", "WINDOW>", "PERIOD MEAN>", "MIN>", "MAX>", "STD DEV>", "N>"});
   Table subs({"CHANNEL", "PID>", "NODE", "RECEIVED>", "LOST>", "AGE MEAN>", "AGE MIN>", "AGE MAX>", "AGE STD DEV>"});
   for (const ChannelStatus& c : channels) {
-    const monitor::Summary& p = c.window.period;
-    periods.add({c.name, human_rate(c.window.frequency_hz), format_duration(std::chrono::nanoseconds(c.window_ns)),
+    const monitor::Summary& p = c.measure.period;
+    periods.add({c.name, human_rate(c.measure.frequency_hz), format_duration(std::chrono::nanoseconds(c.window_ns)),
                  human_seconds(p.mean), human_seconds(p.min), human_seconds(p.max), human_seconds(p.stddev),
                  std::to_string(p.count)});
     for (const auto& s : c.subscriber_stats) {
@@ -327,7 +327,7 @@ int run_alerts(const Globals& g) {
     for (const ChannelStatus& c : channels) {
       out.push_back(Json{{"channel", c.name},
                          {"level", monitor::to_string(c.observed)},
-                         {"rate_hz", c.window.frequency_hz},
+                         {"rate_hz", c.measure.frequency_hz},
                          {"thresholds_hz", thresholds_json(c.thresholds_hz)},
                          {"window_s", seconds(c.window_ns)}});
     }
@@ -343,7 +343,7 @@ int run_alerts(const Globals& g) {
     Table t({"CHANNEL", "LEVEL", "RATE>", "F1>", "F2>", "F3>", "WINDOW>"});
     for (const ChannelStatus& c : channels) {
       const auto& th = *c.thresholds_hz;
-      t.add({c.name, coloured_level(c.observed, colour), human_rate(c.window.frequency_hz), fmt::format("{}", th[0]),
+      t.add({c.name, coloured_level(c.observed, colour), human_rate(c.measure.frequency_hz), fmt::format("{}", th[0]),
              fmt::format("{}", th[1]), fmt::format("{}", th[2]),
              format_duration(std::chrono::nanoseconds(c.window_ns))});
     }
@@ -393,7 +393,7 @@ void sort_for_top(std::vector<ChannelStatus>& channels, const std::string& key) 
   if (key == "name") return;  // statuses() are in name order
   std::stable_sort(channels.begin(), channels.end(), [&](const ChannelStatus& a, const ChannelStatus& b) {
     if (key == "level" && a.level != b.level) return a.level > b.level;
-    return a.window.frequency_hz > b.window.frequency_hz;
+    return a.measure.frequency_hz > b.measure.frequency_hz;
   });
 }
 

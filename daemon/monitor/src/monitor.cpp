@@ -27,7 +27,7 @@ struct Monitor::Tracked {
   explicit Tracked(introspect::ChannelReader r) : reader(std::move(r)) {}
   introspect::ChannelReader reader;
   introspect::TimeListCursor cursor;
-  std::deque<std::int64_t> window;  ///< ascending
+  std::deque<std::int64_t> in_window;  ///< the stamps inside the window, ascending
   bool overwritten_in_window = false;
   std::int64_t overwritten_at = 0;  ///< the first stamp after the last stamps lost to overwriting
   Debouncer debouncer;
@@ -38,7 +38,7 @@ struct Monitor::Tracked {
     std::uint64_t sum_ns = 0;
     double sum_sq_s2 = 0;
   };
-  /// Per subscriber id, for the differences over one window.
+  /// Per subscriber id, for the differences over one statistics period.
   std::map<std::uint32_t, AgeBase> age_base;
   ChannelStatus status;
 };
@@ -120,10 +120,10 @@ std::vector<Transition> Monitor::scan(std::int64_t now_ns) {
     // Several publishers stamp after their commits: a new stamp may be a
     // little older than the newest one kept; insert it in order.
     for (std::int64_t s : scratch_) {
-      if (t.window.empty() || s >= t.window.back()) {
-        t.window.push_back(s);
+      if (t.in_window.empty() || s >= t.in_window.back()) {
+        t.in_window.push_back(s);
       } else {
-        t.window.insert(std::upper_bound(t.window.begin(), t.window.end(), s), s);
+        t.in_window.insert(std::upper_bound(t.in_window.begin(), t.in_window.end(), s), s);
       }
     }
     if (overwritten != 0) {
@@ -132,16 +132,16 @@ std::vector<Transition> Monitor::scan(std::int64_t now_ns) {
       t.overwritten_at = scratch_.empty() ? now_ns : scratch_.front();
     }
     const std::int64_t start = now_ns - t.status.window_ns;
-    while (!t.window.empty() && t.window.front() <= start) t.window.pop_front();
+    while (!t.in_window.empty() && t.in_window.front() <= start) t.in_window.pop_front();
     // The list wrapped past stamps that were still inside the window.
     const bool truncated = t.overwritten_in_window && t.overwritten_at > start;
     if (!truncated) t.overwritten_in_window = false;
 
-    WindowMeasure& m = t.status.window;
-    m.n = t.window.size();
+    WindowMeasure& m = t.status.measure;
+    m.n = t.in_window.size();
     m.truncated = truncated;
-    m.first_ns = m.n ? t.window.front() : 0;
-    m.last_ns = m.n ? t.window.back() : 0;
+    m.first_ns = m.n ? t.in_window.front() : 0;
+    m.last_ns = m.n ? t.in_window.back() : 0;
     m.frequency_hz = frequency_hz(m.n, m.first_ns, m.last_ns);
     if (truncated && !t.truncation_reported) {
       t.truncation_reported = true;
@@ -163,7 +163,7 @@ void Monitor::refresh_statistics() {
   for (auto& [name, tp] : channels_) {
     Tracked& t = *tp;
     // Period statistics over the window, with Welford, in constant memory.
-    t.status.window.period = period_statistics(t.window.begin(), t.window.end());
+    t.status.measure.period = period_statistics(t.in_window.begin(), t.in_window.end());
     const introspect::ChannelView v = t.reader.view();
     t.status.messages = v.messages;
     t.status.lost = v.lost;
@@ -182,7 +182,7 @@ void Monitor::refresh_statistics() {
       st.pid = s.pid;
       st.received = s.messages;
       st.lost = s.lost;
-      // Age over the window: differences of the cumulative sums since the
+      // Age over the statistics period: differences of the cumulative sums since the
       // previous refresh; min/max since the previous reset.
       const auto it = t.age_base.find(s.id);
       const Tracked::AgeBase base = it != t.age_base.end() ? it->second : Tracked::AgeBase{};

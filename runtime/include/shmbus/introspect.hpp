@@ -23,7 +23,8 @@ struct EndpointView {
   std::string node;
   bool alive = true;           ///< false: its process is gone (not yet reclaimed)
   std::uint64_t messages = 0;  ///< published, or received
-  std::uint64_t lost = 0;      ///< dropped (publisher) or lost (subscriber)
+  std::uint64_t dropped = 0;   ///< publishers: messages dropped (a claim given up)
+  std::uint64_t lost = 0;      ///< subscribers: messages lost (overwritten or skipped)
   /// Subscribers: message age (take time - publish time), sampled every
   /// age_sample_every-th take. Sums since the subscriber started (over
   /// age_samples takes); min/max since the last

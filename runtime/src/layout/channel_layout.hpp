@@ -146,7 +146,9 @@ struct alignas(kCacheLine) EndpointEntry {
   /// is never taken for the current holder's.
   std::atomic<std::uint32_t> tenancy;
   std::atomic<std::uint64_t> messages;  ///< published, or received
-  std::atomic<std::uint64_t> lost;      ///< dropped by a publisher, or lost by a subscriber
+  /// A publisher's dropped messages, or a subscriber's lost ones: one
+  /// counter, named by its reader through dropped() and lost().
+  std::atomic<std::uint64_t> missed;
   std::atomic<std::uint64_t> age_sum_ns;
   std::atomic<double> age_sum_sq_s2;  ///< sum of squared ages, in s^2
   std::atomic<std::uint64_t> age_min_ns;
@@ -157,6 +159,12 @@ struct alignas(kCacheLine) EndpointEntry {
   std::atomic<std::uint64_t> discarded;
   std::uint64_t reserved1[5];
   char node[kNodeBytes];
+
+  /// Publisher entries: messages the publisher dropped (a claim given up).
+  std::atomic<std::uint64_t>& dropped() noexcept { return missed; }
+  /// Subscriber entries: messages the subscriber lost (overwritten, skipped).
+  std::atomic<std::uint64_t>& lost() noexcept { return missed; }
+  [[nodiscard]] const std::atomic<std::uint64_t>& lost() const noexcept { return missed; }
 };
 static_assert(std::is_standard_layout_v<EndpointEntry>);
 static_assert(std::atomic<double>::is_always_lock_free, "atomics in shared memory must be lock-free");
@@ -259,7 +267,7 @@ inline constexpr std::uint64_t kChannelLayoutHash = layout_hash_of(
     offsetof(ChannelHeader, futex_word), offsetof(ChannelHeader, waiters), offsetof(ChannelHeader, time_list_head),
     sizeof(SlotHeader), kSlotSeqShift, kLapBits, offsetof(EndpointEntry, tenancy), sizeof(ProvenanceEntry),
     sizeof(EndpointEntry), sizeof(EndpointEntry), kSlotPayloadOffset, offsetof(EndpointEntry, messages),
-    offsetof(EndpointEntry, lost), offsetof(EndpointEntry, age_max_ns), offsetof(EndpointEntry, age_samples),
+    offsetof(EndpointEntry, missed), offsetof(EndpointEntry, age_max_ns), offsetof(EndpointEntry, age_samples),
     offsetof(EndpointEntry, discarded), kMaxPublishers, kMaxSubscribers);
 
 }  // namespace shmbus::layout

@@ -29,7 +29,7 @@ struct Transition {
   std::int64_t window_ns;
 };
 
-/// One subscriber's counters and message age over the last statistics window.
+/// One subscriber's counters, and its message age over the last statistics period.
 struct SubscriberStatus {
   std::string node;
   std::int32_t pid = 0;
@@ -45,7 +45,7 @@ struct ChannelStatus {
   Transport transport = Transport::kShm;
   Level level = Level::kUnmonitored;     ///< believed (debounced)
   Level observed = Level::kUnmonitored;  ///< this scan's
-  WindowMeasure window;                  ///< last scan (period stats: last statistics window)
+  WindowMeasure measure;                 ///< over the window at the last scan (period statistics: at the last refresh)
   std::optional<std::array<double, 3>> thresholds_hz;
   std::int64_t window_ns = 0;
   std::uint32_t time_list_capacity = 0;
@@ -59,7 +59,7 @@ struct ChannelStatus {
 /// Thread-safety: one thread scans; others must not call in parallel.
 class Monitor {
  public:
-  /// Who owns the subscribers' message-age windows: the daemon resets their
+  /// Who owns the subscribers' message-age extremes: the daemon resets their
   /// min/max every statistics period (kOwner); a tool only looks (kObserver)
   /// and maps the channels read-only, so it never disturbs the daemon.
   enum class Role { kOwner, kObserver };
@@ -79,7 +79,7 @@ class Monitor {
 
   /// Refreshes counters, endpoint tables and the period and age statistics
   /// of every channel over its current window (statistics period: once a
-  /// second by default), and (kOwner) starts the next age window.
+  /// second by default), and (kOwner) starts the next statistics period.
   void refresh_statistics();
 
   /// The state after the last scan / refresh, in channel-name order.
