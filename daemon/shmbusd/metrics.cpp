@@ -2,7 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <array>
 #include <cmath>
+#include <utility>
 
 namespace shmbus::daemon {
 namespace {
@@ -54,9 +56,109 @@ class Writer {
   std::string out_;
 };
 
-template <typename F>
-void for_channels(const std::vector<ChannelStatus>& cs, F f) {
-  for (const ChannelStatus& c : cs) f(c);
+/// One metric with one sample per channel (and per label set `extra`).
+struct ChannelMetric {
+  const char* name;
+  const char* type;
+  const char* help;
+  double (*value)(const ChannelStatus&);
+};
+
+const ChannelMetric kChannelMetrics[] = {
+    {"shmbus_channel_frequency_hz", "gauge", "Message frequency over the channel's window, f=(n-1)/(Tn-T1).",
+     [](const ChannelStatus& c) { return c.measure.frequency_hz; }},
+    {"shmbus_channel_alert_level", "gauge", "Believed alert level: 0 unmonitored, 1 nominal, 2 degraded, 3 critical.",
+     [](const ChannelStatus& c) { return static_cast<double>(c.level); }},
+    {"shmbus_channel_threshold_hz", "gauge", "Configured frequency thresholds f1 < f2 < f3.", nullptr},
+    {"shmbus_channel_window_seconds", "gauge", "The frequency window W.",
+     [](const ChannelStatus& c) { return static_cast<double>(c.window_ns) / 1e9; }},
+    {"shmbus_channel_window_stamps", "gauge", "Time-list stamps inside the window (n).",
+     [](const ChannelStatus& c) { return static_cast<double>(c.measure.n); }},
+    {"shmbus_channel_time_list_truncated", "gauge",
+     "1 when the time list wrapped past stamps still inside the window (it is too small for W).",
+     [](const ChannelStatus& c) { return c.measure.truncated ? 1.0 : 0.0; }},
+    {"shmbus_channel_messages_total", "counter", "Messages published into the channel.",
+     [](const ChannelStatus& c) { return static_cast<double>(c.messages); }},
+    {"shmbus_channel_lost_messages_total", "counter", "Messages lost by the channel's subscribers.",
+     [](const ChannelStatus& c) { return static_cast<double>(c.lost); }},
+    {"shmbus_channel_publishers", "gauge", "Live publishers.",
+     [](const ChannelStatus& c) { return static_cast<double>(c.publishers); }},
+    {"shmbus_channel_subscribers", "gauge", "Live subscribers.",
+     [](const ChannelStatus& c) { return static_cast<double>(c.subscribers); }},
+};
+
+/// The four statistics of a Summary as samples labelled stat="...".
+void summary_samples(Writer& w, const char* name, std::string_view channel, const Summary& s,
+                     const std::string& extra = "") {
+  w.sample(name, channel, s.mean, ",stat=\"mean\"" + extra);
+  w.sample(name, channel, s.min, ",stat=\"min\"" + extra);
+  w.sample(name, channel, s.max, ",stat=\"max\"" + extra);
+  w.sample(name, channel, s.stddev, ",stat=\"stddev\"" + extra);
+}
+
+void channel_metrics(Writer& w, const std::vector<ChannelStatus>& channels) {
+  for (const ChannelMetric& m : kChannelMetrics) {
+    w.family(m.name, m.type, m.help);
+    for (const ChannelStatus& c : channels) {
+      if (m.value != nullptr) {
+        w.sample(m.name, c.name, m.value(c));
+      } else if (c.thresholds_hz) {  // the thresholds: one sample per bound
+        for (std::size_t i = 0; i < 3; ++i) {
+          w.sample(m.name, c.name, (*c.thresholds_hz)[i], fmt::format(",bound=\"f{}\"", i + 1));
+        }
+      }
+    }
+  }
+  w.family("shmbus_channel_period_seconds", "gauge",
+           "Time between consecutive publishes over the window: mean, min, max, stddev (NaN without samples).");
+  for (const ChannelStatus& c : channels) summary_samples(w, "shmbus_channel_period_seconds", c.name, c.measure.period);
+  w.family("shmbus_channel_period_samples", "gauge", "Periods the period statistics were computed from.");
+  for (const ChannelStatus& c : channels) {
+    w.sample("shmbus_channel_period_samples", c.name, static_cast<double>(c.measure.period.count));
+  }
+}
+
+void subscriber_metrics(Writer& w, const std::vector<ChannelStatus>& channels) {
+  const auto who = [](const SubscriberStatus& s) {
+    return fmt::format(",node=\"{}\",pid=\"{}\"", escape(s.node), s.pid);
+  };
+  w.family("shmbus_subscriber_age_seconds", "gauge",
+           "Message age (take time - publish time) per subscriber over the last statistics period.");
+  for (const ChannelStatus& c : channels) {
+    for (const SubscriberStatus& s : c.subscriber_stats) {
+      summary_samples(w, "shmbus_subscriber_age_seconds", c.name, s.age, who(s));
+    }
+  }
+  w.family("shmbus_subscriber_received_total", "counter", "Messages a subscriber took.");
+  for (const ChannelStatus& c : channels) {
+    for (const SubscriberStatus& s : c.subscriber_stats) {
+      w.sample("shmbus_subscriber_received_total", c.name, static_cast<double>(s.received), who(s));
+    }
+  }
+  w.family("shmbus_subscriber_lost_total", "counter", "Messages a subscriber lost (overwritten or torn).");
+  for (const ChannelStatus& c : channels) {
+    for (const SubscriberStatus& s : c.subscriber_stats) {
+      w.sample("shmbus_subscriber_lost_total", c.name, static_cast<double>(s.lost), who(s));
+    }
+  }
+}
+
+void daemon_metrics(Writer& w, std::size_t channels, const DaemonFigures& daemon) {
+  const std::pair<std::array<const char*, 3>, double> figures[] = {
+      {{"shmbus_daemon_scan_duration_seconds", "gauge", "How long the last scan of all channels took."},
+       daemon.last_scan_seconds},
+      {{"shmbus_daemon_scans_total", "counter", "Scans done since the daemon started."},
+       static_cast<double>(daemon.scans)},
+      {{"shmbus_daemon_channels", "gauge", "Channels the daemon watches."}, static_cast<double>(channels)},
+      {{"shmbus_daemon_alert_transitions_total", "counter", "Believed level transitions since the daemon started."},
+       static_cast<double>(daemon.transitions)},
+      {{"shmbus_daemon_webhook_failures_total", "counter", "Webhook deliveries that failed."},
+       static_cast<double>(daemon.webhook_failures)},
+  };
+  for (const auto& [family, value] : figures) {
+    w.family(family[0], family[1], family[2]);
+    w.plain(family[0], value);
+  }
 }
 
 }  // namespace
@@ -64,100 +166,9 @@ void for_channels(const std::vector<ChannelStatus>& cs, F f) {
 std::string render_metrics(const std::string& domain, const std::vector<ChannelStatus>& channels,
                            const DaemonFigures& daemon) {
   Writer w(domain);
-  w.family("shmbus_channel_frequency_hz", "gauge", "Message frequency over the channel's window, f=(n-1)/(Tn-T1).");
-  for_channels(channels, [&](const ChannelStatus& c) {
-    w.sample("shmbus_channel_frequency_hz", c.name, c.measure.frequency_hz);
-  });
-  w.family("shmbus_channel_alert_level", "gauge",
-           "Believed alert level: 0 unmonitored, 1 nominal, 2 degraded, 3 critical.");
-  for_channels(channels, [&](const ChannelStatus& c) {
-    w.sample("shmbus_channel_alert_level", c.name, static_cast<double>(c.level));
-  });
-  w.family("shmbus_channel_threshold_hz", "gauge", "Configured frequency thresholds f1 < f2 < f3.");
-  for_channels(channels, [&](const ChannelStatus& c) {
-    if (!c.thresholds_hz) return;
-    for (int i = 0; i < 3; ++i) {
-      w.sample("shmbus_channel_threshold_hz", c.name, (*c.thresholds_hz)[static_cast<std::size_t>(i)],
-               fmt::format(",bound=\"f{}\"", i + 1));
-    }
-  });
-  w.family("shmbus_channel_window_seconds", "gauge", "The frequency window W.");
-  for_channels(channels, [&](const ChannelStatus& c) {
-    w.sample("shmbus_channel_window_seconds", c.name, static_cast<double>(c.window_ns) / 1e9);
-  });
-  w.family("shmbus_channel_window_stamps", "gauge", "Time-list stamps inside the window (n).");
-  for_channels(channels, [&](const ChannelStatus& c) {
-    w.sample("shmbus_channel_window_stamps", c.name, static_cast<double>(c.measure.n));
-  });
-  w.family("shmbus_channel_time_list_truncated", "gauge",
-           "1 when the time list wrapped past stamps still inside the window (it is too small for W).");
-  for_channels(channels, [&](const ChannelStatus& c) {
-    w.sample("shmbus_channel_time_list_truncated", c.name, c.measure.truncated ? 1 : 0);
-  });
-  w.family("shmbus_channel_messages_total", "counter", "Messages published into the channel.");
-  for_channels(channels, [&](const ChannelStatus& c) {
-    w.sample("shmbus_channel_messages_total", c.name, static_cast<double>(c.messages));
-  });
-  w.family("shmbus_channel_lost_messages_total", "counter", "Messages lost by the channel's subscribers.");
-  for_channels(channels, [&](const ChannelStatus& c) {
-    w.sample("shmbus_channel_lost_messages_total", c.name, static_cast<double>(c.lost));
-  });
-  w.family("shmbus_channel_publishers", "gauge", "Live publishers.");
-  for_channels(channels, [&](const ChannelStatus& c) {
-    w.sample("shmbus_channel_publishers", c.name, static_cast<double>(c.publishers));
-  });
-  w.family("shmbus_channel_subscribers", "gauge", "Live subscribers.");
-  for_channels(channels, [&](const ChannelStatus& c) {
-    w.sample("shmbus_channel_subscribers", c.name, static_cast<double>(c.subscribers));
-  });
-  w.family("shmbus_channel_period_seconds", "gauge",
-           "Time between consecutive publishes over the window: mean, min, max, stddev (NaN without samples).");
-  for_channels(channels, [&](const ChannelStatus& c) {
-    const Summary& p = c.measure.period;
-    w.sample("shmbus_channel_period_seconds", c.name, p.mean, ",stat=\"mean\"");
-    w.sample("shmbus_channel_period_seconds", c.name, p.min, ",stat=\"min\"");
-    w.sample("shmbus_channel_period_seconds", c.name, p.max, ",stat=\"max\"");
-    w.sample("shmbus_channel_period_seconds", c.name, p.stddev, ",stat=\"stddev\"");
-  });
-  w.family("shmbus_channel_period_samples", "gauge", "Periods the period statistics were computed from.");
-  for_channels(channels, [&](const ChannelStatus& c) {
-    w.sample("shmbus_channel_period_samples", c.name, static_cast<double>(c.measure.period.count));
-  });
-  w.family("shmbus_subscriber_age_seconds", "gauge",
-           "Message age (take time - publish time) per subscriber over the last statistics window.");
-  for_channels(channels, [&](const ChannelStatus& c) {
-    for (const SubscriberStatus& s : c.subscriber_stats) {
-      const std::string who = fmt::format(",node=\"{}\",pid=\"{}\"", escape(s.node), s.pid);
-      w.sample("shmbus_subscriber_age_seconds", c.name, s.age.mean, ",stat=\"mean\"" + who);
-      w.sample("shmbus_subscriber_age_seconds", c.name, s.age.min, ",stat=\"min\"" + who);
-      w.sample("shmbus_subscriber_age_seconds", c.name, s.age.max, ",stat=\"max\"" + who);
-      w.sample("shmbus_subscriber_age_seconds", c.name, s.age.stddev, ",stat=\"stddev\"" + who);
-    }
-  });
-  w.family("shmbus_subscriber_received_total", "counter", "Messages a subscriber took.");
-  for_channels(channels, [&](const ChannelStatus& c) {
-    for (const SubscriberStatus& s : c.subscriber_stats) {
-      w.sample("shmbus_subscriber_received_total", c.name, static_cast<double>(s.received),
-               fmt::format(",node=\"{}\",pid=\"{}\"", escape(s.node), s.pid));
-    }
-  });
-  w.family("shmbus_subscriber_lost_total", "counter", "Messages a subscriber lost (overwritten or torn).");
-  for_channels(channels, [&](const ChannelStatus& c) {
-    for (const SubscriberStatus& s : c.subscriber_stats) {
-      w.sample("shmbus_subscriber_lost_total", c.name, static_cast<double>(s.lost),
-               fmt::format(",node=\"{}\",pid=\"{}\"", escape(s.node), s.pid));
-    }
-  });
-  w.family("shmbus_daemon_scan_duration_seconds", "gauge", "How long the last scan of all channels took.");
-  w.plain("shmbus_daemon_scan_duration_seconds", daemon.last_scan_seconds);
-  w.family("shmbus_daemon_scans_total", "counter", "Scans done since the daemon started.");
-  w.plain("shmbus_daemon_scans_total", static_cast<double>(daemon.scans));
-  w.family("shmbus_daemon_channels", "gauge", "Channels the daemon watches.");
-  w.plain("shmbus_daemon_channels", static_cast<double>(channels.size()));
-  w.family("shmbus_daemon_alert_transitions_total", "counter", "Believed level transitions since the daemon started.");
-  w.plain("shmbus_daemon_alert_transitions_total", static_cast<double>(daemon.transitions));
-  w.family("shmbus_daemon_webhook_failures_total", "counter", "Webhook deliveries that failed.");
-  w.plain("shmbus_daemon_webhook_failures_total", static_cast<double>(daemon.webhook_failures));
+  channel_metrics(w, channels);
+  subscriber_metrics(w, channels);
+  daemon_metrics(w, channels.size(), daemon);
   return w.take();
 }
 

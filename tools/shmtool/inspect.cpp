@@ -131,72 +131,73 @@ int run_list(const Globals& g) {
   return 0;
 }
 
-int run_info(const Globals& g, const std::string& channel) {
-  const Config config = load_config(g);
-  const introspect::ChannelReader reader = open_channel(config, channel);
-  const introspect::ChannelView v = reader.view();
-  introspect::TimeListSnapshot snap;
-  reader.snapshot(snap);
-  const ChannelSettings s = config.channel(channel);
-  const monitor::WindowMeasure m =
-      monitor::measure_window(snap.stamps, mono_now_ns(), s.window.count(), snap.total > snap.capacity);
-  const Level level = monitor::classify(m.frequency_hz, s.thresholds_hz);
+namespace {
 
-  if (g.json) {
-    Json j;
-    j["name"] = v.name;
-    j["domain"] = config.domain;
-    j["type"] = v.type_name;
-    j["type_hash"] = fmt::format("{:016x}", v.type_hash);
-    j["transport"] = std::string{to_string(v.transport)};
-    j["capacity"] = v.capacity;
-    j["max_message_size"] = v.max_message_size;
-    j["time_list_capacity"] = v.time_list_capacity;
-    j["stall_timeout_s"] = seconds(v.stall_timeout_ns);
-    j["window_s"] = seconds(s.window.count());
-    j["thresholds_hz"] = thresholds_json(s.thresholds_hz);
-    j["rate_hz"] = m.frequency_hz;
-    j["level"] = monitor::to_string(level);
-    j["messages"] = v.messages;
-    j["publish_dropped"] = v.publish_dropped;
-    j["received"] = v.received;
-    j["lost"] = v.lost;
-    j["stamps"] = v.stamps;
-    j["sleepers"] = v.sleepers;
-    Json pubs = Json::array();
-    for (const auto& p : v.publishers) {
-      pubs.push_back(Json{{"id", p.id},
-                          {"pid", p.pid},
-                          {"node", p.node},
-                          {"alive", p.alive},
-                          {"published", p.messages},
-                          {"dropped", p.dropped}});
+/// What `info` shows of a channel: its view, and its rate and level now
+/// under the configuration's settings for it.
+struct InfoFacts {
+  const Config& config;
+  const introspect::ChannelView& view;
+  const ChannelSettings& settings;
+  const monitor::WindowMeasure& measure;
+  Level level;
+};
+
+Json endpoints_json(const std::vector<introspect::EndpointView>& endpoints, bool publishers) {
+  Json out = Json::array();
+  for (const auto& p : endpoints) {
+    Json e{{"id", p.id}, {"pid", p.pid}, {"node", p.node}, {"alive", p.alive}};
+    if (publishers) {
+      e["published"] = p.messages;
+      e["dropped"] = p.dropped;
+    } else {
+      e["received"] = p.messages;
+      e["lost"] = p.lost;
+      e["discarded"] = p.discarded;
+      e["age_mean_s"] = json_number(age_mean_s(p));
+      e["age_max_s"] = p.age_min_ns != UINT64_MAX ? Json(static_cast<double>(p.age_max_ns) / 1e9) : Json();
     }
-    j["publishers"] = std::move(pubs);
-    Json subs = Json::array();
-    for (const auto& p : v.subscribers) {
-      subs.push_back(
-          Json{{"id", p.id},
-               {"pid", p.pid},
-               {"node", p.node},
-               {"alive", p.alive},
-               {"received", p.messages},
-               {"lost", p.lost},
-               {"discarded", p.discarded},
-               {"age_mean_s", json_number(age_mean_s(p))},
-               {"age_max_s", p.age_min_ns != UINT64_MAX ? Json(static_cast<double>(p.age_max_ns) / 1e9) : Json()}});
-    }
-    j["subscribers"] = std::move(subs);
-    j["schema"] = v.schema;
-    print_json(j);
-    return 0;
+    out.push_back(std::move(e));
   }
+  return out;
+}
 
-  const bool colour = colour_stdout();
-  std::string out;
+Json info_json(const InfoFacts& f) {
+  const introspect::ChannelView& v = f.view;
+  Json j;
+  j["name"] = v.name;
+  j["domain"] = f.config.domain;
+  j["type"] = v.type_name;
+  j["type_hash"] = fmt::format("{:016x}", v.type_hash);
+  j["transport"] = std::string{to_string(v.transport)};
+  j["capacity"] = v.capacity;
+  j["max_message_size"] = v.max_message_size;
+  j["time_list_capacity"] = v.time_list_capacity;
+  j["stall_timeout_s"] = seconds(v.stall_timeout_ns);
+  j["window_s"] = seconds(f.settings.window.count());
+  j["thresholds_hz"] = thresholds_json(f.settings.thresholds_hz);
+  j["rate_hz"] = f.measure.frequency_hz;
+  j["level"] = monitor::to_string(f.level);
+  j["messages"] = v.messages;
+  j["publish_dropped"] = v.publish_dropped;
+  j["received"] = v.received;
+  j["lost"] = v.lost;
+  j["stamps"] = v.stamps;
+  j["sleepers"] = v.sleepers;
+  j["publishers"] = endpoints_json(v.publishers, true);
+  j["subscribers"] = endpoints_json(v.subscribers, false);
+  j["schema"] = v.schema;
+  return j;
+}
+
+/// The key/value part of `info`: identity, geometry, rate, level, counters.
+std::string info_summary(const InfoFacts& f, bool colour) {
+  const introspect::ChannelView& v = f.view;
+  const ChannelSettings& s = f.settings;
+  const monitor::WindowMeasure& m = f.measure;
   Table t({"", ""});
   t.add({"channel", v.name});
-  t.add({"domain", config.domain});
+  t.add({"domain", f.config.domain});
   t.add({"type", fmt::format("{} (hash {:016x})", v.type_name, v.type_hash)});
   t.add({"transport", std::string{to_string(v.transport)}});
   t.add({"ring", fmt::format("{} slots of at most {} B", v.capacity, v.max_message_size)});
@@ -209,10 +210,10 @@ int run_info(const Globals& g, const std::string& channel) {
   t.add({"stall timeout", format_duration(std::chrono::nanoseconds(v.stall_timeout_ns))});
   t.add({"rate", fmt::format("{} over {} ({} stamps){}", human_rate(m.frequency_hz), format_duration(s.window), m.n,
                              m.truncated ? ", time list shorter than the window" : "")});
-  t.add({"level", s.thresholds_hz
-                      ? fmt::format("{} ({}, window {}, from {})", coloured_level(level, colour),
-                                    monitor::thresholds_text(s.thresholds_hz), format_duration(s.window), config.source)
-                      : fmt::format("unmonitored (no thresholds for {} in {})", v.name, config.source)});
+  t.add({"level", s.thresholds_hz ? fmt::format("{} ({}, window {}, from {})", coloured_level(f.level, colour),
+                                                monitor::thresholds_text(s.thresholds_hz), format_duration(s.window),
+                                                f.config.source)
+                                  : fmt::format("unmonitored (no thresholds for {} in {})", v.name, f.config.source)});
   if (v.thresholds_hz != s.thresholds_hz || v.window_ns != s.window.count()) {
     t.add({"creator's", fmt::format("{}, window {}", monitor::thresholds_text(v.thresholds_hz),
                                     format_duration(std::chrono::nanoseconds(v.window_ns)))});
@@ -220,10 +221,13 @@ int run_info(const Globals& g, const std::string& channel) {
   t.add({"published", fmt::format("{} ({} dropped by publishers)", v.messages - v.publish_dropped, v.publish_dropped)});
   t.add({"received", fmt::format("{} by all subscribers, {} lost", v.received, v.lost)});
   t.add({"asleep", fmt::format("{} subscriber{} in a blocking wait", v.sleepers, v.sleepers == 1 ? "" : "s")});
-  std::string rendered = t.render();
-  out += rendered.substr(rendered.find('\n') + 1);  // no header line
+  const std::string rendered = t.render();
+  return rendered.substr(rendered.find('\n') + 1);  // no header line
+}
 
-  out += fmt::format("publishers ({}):\n", v.publishers.size());
+/// The publisher and subscriber tables of `info`.
+std::string info_endpoints(const introspect::ChannelView& v) {
+  std::string out = fmt::format("publishers ({}):\n", v.publishers.size());
   if (!v.publishers.empty()) {
     Table p({"ID>", "PID>", "NODE", "STATE", "PUBLISHED>", "DROPPED>"});
     for (const auto& e : v.publishers) {
@@ -243,18 +247,40 @@ int run_info(const Globals& g, const std::string& channel) {
     }
     out += p.render(2);
   }
-  if (!v.schema.empty()) {
-    out += "schema:\n";
-    std::string_view rest(v.schema);
-    while (!rest.empty()) {
-      const auto nl = rest.find('\n');
-      out += "  ";
-      out += rest.substr(0, nl);
-      out += '\n';
-      rest = nl == std::string_view::npos ? std::string_view{} : rest.substr(nl + 1);
-    }
+  return out;
+}
+
+/// The schema text, indented.
+std::string info_schema(std::string_view schema) {
+  if (schema.empty()) return "";
+  std::string out = "schema:\n";
+  while (!schema.empty()) {
+    const auto nl = schema.find('\n');
+    out += "  ";
+    out += schema.substr(0, nl);
+    out += '\n';
+    schema = nl == std::string_view::npos ? std::string_view{} : schema.substr(nl + 1);
   }
-  print(out);
+  return out;
+}
+
+}  // namespace
+
+int run_info(const Globals& g, const std::string& channel) {
+  const Config config = load_config(g);
+  const introspect::ChannelReader reader = open_channel(config, channel);
+  const introspect::ChannelView v = reader.view();
+  introspect::TimeListSnapshot snap;
+  reader.snapshot(snap);
+  const ChannelSettings s = config.channel(channel);
+  const monitor::WindowMeasure m =
+      monitor::measure_window(snap.stamps, mono_now_ns(), s.window.count(), snap.total > snap.capacity);
+  const InfoFacts facts{config, v, s, m, monitor::classify(m.frequency_hz, s.thresholds_hz)};
+  if (g.json) {
+    print_json(info_json(facts));
+  } else {
+    print(info_summary(facts, colour_stdout()) + info_endpoints(v) + info_schema(v.schema));
+  }
   return 0;
 }
 

@@ -36,27 +36,28 @@ std::string drops_text(const sync::Synchronizer& s) {
   return out.empty() ? "none" : out;
 }
 
-}  // namespace
-
-int run_sync(const Globals& g, const SyncOptions& given) {
-  const Config config = load_config(g);
-  // A [[sync]] entry of the configuration, with the command line on top.
+/// A [[sync]] entry of the configuration, with the command line on top.
+SyncOptions with_config_entry(const Config& config, const SyncOptions& given) {
   SyncOptions o = given;
-  if (!given.name.empty()) {
-    const auto entry = std::find_if(config.sync_stages.begin(), config.sync_stages.end(),
-                                    [&](const SyncStageSettings& s) { return s.name == given.name; });
-    if (entry == config.sync_stages.end()) {
-      throw Error(Errc::kConfig, fmt::format("no [[sync]] entry named {} in {}; add one or give --inputs and --output",
-                                             given.name, config.source));
-    }
-    if (o.inputs.empty()) o.inputs = entry->inputs;
-    if (o.output.empty()) o.output = entry->output;
-    if (o.policy.empty()) o.policy = entry->policy;
-    if (o.threshold.empty() && entry->threshold) o.threshold = format_duration(*entry->threshold);
-    if (o.stamp_field.empty()) o.stamp_field = entry->stamp_field;
-    if (!o.queue_size) o.queue_size = entry->queue_size;
-    if (o.master.empty()) o.master = entry->master;
+  if (given.name.empty()) return o;
+  const auto entry = std::find_if(config.sync_stages.begin(), config.sync_stages.end(),
+                                  [&](const SyncStageSettings& s) { return s.name == given.name; });
+  if (entry == config.sync_stages.end()) {
+    throw Error(Errc::kConfig, fmt::format("no [[sync]] entry named {} in {}; add one or give --inputs and --output",
+                                           given.name, config.source));
   }
+  if (o.inputs.empty()) o.inputs = entry->inputs;
+  if (o.output.empty()) o.output = entry->output;
+  if (o.policy.empty()) o.policy = entry->policy;
+  if (o.threshold.empty() && entry->threshold) o.threshold = format_duration(*entry->threshold);
+  if (o.stamp_field.empty()) o.stamp_field = entry->stamp_field;
+  if (!o.queue_size) o.queue_size = entry->queue_size;
+  if (o.master.empty()) o.master = entry->master;
+  return o;
+}
+
+/// The stage's options from the command, each refusal naming the fix.
+sync::SynchronizerOptions stage_options(SyncOptions& o) {
   if (o.inputs.empty() || o.output.empty()) {
     throw Error(Errc::kInvalidArgument,
                 "give --inputs and --output, or the name of a [[sync]] entry of the configuration");
@@ -96,6 +97,33 @@ int run_sync(const Globals& g, const SyncOptions& given) {
     options.master = static_cast<std::size_t>(m - o.inputs.begin());
   }
   validate_channel_name(o.output);
+  return options;
+}
+
+/// A set as shmbus_msgs/SyncSet: its members, disparity, policy, threshold.
+shmbus_msgs::SyncSet to_message(const sync::AlignedSet& s, const std::string& policy,
+                                std::chrono::nanoseconds threshold, std::uint32_t seq) {
+  shmbus_msgs::SyncSet m{};
+  m.header.stamp_ns = static_cast<std::uint64_t>(wall_now_ns());
+  m.header.seq = seq;
+  m.policy.assign(policy);
+  m.threshold_ns = static_cast<std::uint64_t>(threshold.count());
+  m.disparity_ns = static_cast<std::uint64_t>(s.disparity_ns);
+  m.count = static_cast<std::uint32_t>(s.members.size());
+  for (std::size_t i = 0; i < s.members.size(); ++i) {
+    m.members[i].channel.assign(s.members[i].channel);
+    m.members[i].sequence = s.members[i].info().sequence;
+    m.members[i].stamp_ns = s.members[i].stamp_ns;
+  }
+  return m;
+}
+
+}  // namespace
+
+int run_sync(const Globals& g, const SyncOptions& given) {
+  const Config config = load_config(g);
+  SyncOptions o = with_config_entry(config, given);
+  const sync::SynchronizerOptions options = stage_options(o);
 
   install_stop_handlers();
   for (const std::string& in : o.inputs) {
@@ -116,21 +144,7 @@ int run_sync(const Globals& g, const SyncOptions& given) {
   auto next_report = std::chrono::steady_clock::now() + std::chrono::seconds(1);
   while (!stop_requested() && (o.count == 0 || sets < o.count)) {
     if (auto s = synchronizer.next(std::chrono::milliseconds(100))) {
-      shmbus_msgs::SyncSet m{};
-      m.header.stamp_ns = static_cast<std::uint64_t>(
-          std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
-              .count());
-      m.header.seq = static_cast<std::uint32_t>(sets);
-      m.policy.assign(o.policy);
-      m.threshold_ns = static_cast<std::uint64_t>(options.threshold.count());
-      m.disparity_ns = static_cast<std::uint64_t>(s->disparity_ns);
-      m.count = static_cast<std::uint32_t>(s->members.size());
-      for (std::size_t i = 0; i < s->members.size(); ++i) {
-        m.members[i].channel.assign(s->members[i].channel);
-        m.members[i].sequence = s->members[i].info().sequence;
-        m.members[i].stamp_ns = s->members[i].stamp_ns;
-      }
-      out.publish(m);
+      out.publish(to_message(*s, o.policy, options.threshold, static_cast<std::uint32_t>(sets)));
       ++sets;
       within += s->disparity_ns <= options.threshold.count() ? 1 : 0;
       max_disparity = std::max(max_disparity, s->disparity_ns);

@@ -221,14 +221,18 @@ int run_hz(const Globals& g, const HzOptions& o) {
   return 0;
 }
 
-int run_pub(const Globals& g, const PubOptions& o) {
-  if (!(o.rate_hz > 0) || !std::isfinite(o.rate_hz)) {
-    throw Error(Errc::kInvalidArgument, fmt::format("--rate {} is not a rate; give a number of Hz > 0", o.rate_hz));
-  }
-  const Config config = load_config(g);
-  validate_channel_name(o.channel);
+namespace {
 
-  // The type: --raw-size, --type, or the existing channel's.
+/// What `pub` sends: the type, and the message as JSON (typed) or bytes.
+struct PubMessage {
+  TypeInfo type = TypeInfo::bytes();
+  std::optional<schema::Schema> schema;  ///< typed channels
+  Json message;                          ///< typed channels: what is encoded
+  std::vector<std::byte> payload;
+};
+
+/// The type: --raw-size, --type, or the existing channel's.
+void resolve_pub_type(const Globals& g, const Config& config, const PubOptions& o, PubMessage& out) {
   std::optional<introspect::ChannelView> existing;
   try {
     existing = introspect::ChannelReader(config.domain, o.channel, false, config.access()).view();
@@ -236,82 +240,72 @@ int run_pub(const Globals& g, const PubOptions& o) {
     if (e.code() != Errc::kNotFound) throw;
   }
   const bool raw = o.raw_size.has_value() || (o.type.empty() && existing && !schema_of(*existing));
-  std::optional<schema::Schema> schema;
-  TypeInfo type = TypeInfo::bytes();
   if (!raw) {
     if (!o.type.empty()) {
-      schema = TypeCatalog(g.msg_paths).find(o.type);
+      out.schema = TypeCatalog(g.msg_paths).find(o.type);
     } else if (existing) {
-      schema = schema_of(*existing);
+      out.schema = schema_of(*existing);
     } else {
       throw Error(Errc::kInvalidArgument,
                   fmt::format("channel {} does not exist in domain \"{}\"; give its type with --type package/Name "
                               "(or --raw-size BYTES for raw bytes)",
                               o.channel, config.domain));
     }
-    type = TypeInfo{schema->root().name, schema->hash(), schema->text()};
-  } else if (!o.raw_size && existing && existing->type_hash != type.hash) {
-    type = TypeInfo{existing->type_name, existing->type_hash, existing->schema};  // schema-less typed channel
+    out.type = TypeInfo{out.schema->root().name, out.schema->hash(), out.schema->text()};
+  } else if (!o.raw_size && existing && existing->type_hash != out.type.hash) {
+    out.type = TypeInfo{existing->type_name, existing->type_hash, existing->schema};  // schema-less typed channel
   }
+}
 
-  // The payload: DATA merged onto an all-zero message, so fields left out
-  // are zero; encoding names any field that does not fit.
-  Json message;
-  std::vector<std::byte> payload;
-  if (schema) {
-    message = schema->decode(std::vector<std::byte>(schema->root().size));
-    if (!o.data.empty()) {
-      Json data;
-      try {
-        data = Json::parse(o.data);
-      } catch (const Json::parse_error& e) {
-        throw Error(Errc::kInvalidArgument,
-                    fmt::format("DATA is not JSON ({}); quote it for the shell, e.g. '{{\"x\": 1.5}}'", e.what()));
-      }
-      if (!data.is_object()) {
-        throw Error(Errc::kInvalidArgument,
-                    fmt::format("DATA must be a JSON object of {}'s fields, e.g. '{{\"{}\": ...}}'", type.name,
-                                schema->root().fields.empty() ? "x" : schema->root().fields.front().name));
-      }
-      message.merge_patch(data);
+/// A typed payload: DATA merged onto an all-zero message, so fields left
+/// out are zero; encoding names any field that does not fit.
+void encode_typed(const PubOptions& o, PubMessage& out) {
+  const schema::Schema& schema = *out.schema;
+  out.message = schema.decode(std::vector<std::byte>(schema.root().size));
+  if (!o.data.empty()) {
+    Json data;
+    try {
+      data = Json::parse(o.data);
+    } catch (const Json::parse_error& e) {
+      throw Error(Errc::kInvalidArgument,
+                  fmt::format("DATA is not JSON ({}); quote it for the shell, e.g. '{{\"x\": 1.5}}'", e.what()));
     }
-    if (o.stamp) {
-      const auto header = std::find_if(schema->root().fields.begin(), schema->root().fields.end(),
-                                       [](const schema::Field& f) { return f.name == "header"; });
-      if (header == schema->root().fields.end() || header->message == nullptr ||
-          header->message->name != "std_msgs/Header" || header->array_length != 0) {
-        throw Error(Errc::kInvalidArgument,
-                    fmt::format("--stamp needs a std_msgs/Header field named 'header'; {} has none", type.name));
-      }
+    if (!data.is_object()) {
+      throw Error(Errc::kInvalidArgument,
+                  fmt::format("DATA must be a JSON object of {}'s fields, e.g. '{{\"{}\": ...}}'", out.type.name,
+                              schema.root().fields.empty() ? "x" : schema.root().fields.front().name));
     }
-    payload = schema->encode(message);
-  } else {
-    if (o.stamp) throw Error(Errc::kInvalidArgument, "--stamp needs a typed channel; raw bytes have no header");
-    payload = o.data.empty() ? std::vector<std::byte>{} : parse_hex(o.data);
-    if (o.raw_size) {
-      if (payload.size() > *o.raw_size) {
-        throw Error(Errc::kInvalidArgument,
-                    fmt::format("DATA has {} bytes, more than --raw-size {}", payload.size(), *o.raw_size));
-      }
-      payload.resize(*o.raw_size);
+    out.message.merge_patch(data);
+  }
+  if (o.stamp) {
+    const auto header = std::find_if(schema.root().fields.begin(), schema.root().fields.end(),
+                                     [](const schema::Field& f) { return f.name == "header"; });
+    if (header == schema.root().fields.end() || header->message == nullptr ||
+        header->message->name != "std_msgs/Header" || header->array_length != 0) {
+      throw Error(Errc::kInvalidArgument,
+                  fmt::format("--stamp needs a std_msgs/Header field named 'header'; {} has none", out.type.name));
     }
   }
+  out.payload = schema.encode(out.message);
+}
 
-  install_stop_handlers();
-  Context ctx = make_context(config);
-  Publisher pub(o.channel, type, ctx);
-  if (payload.size() > pub.max_message_size()) {
-    throw Error(Errc::kInvalidArgument,
-                fmt::format("a {} message is {} bytes; channel {} takes at most {}: raise max_message_size for it "
-                            "in the configuration",
-                            type.name, payload.size(), o.channel, pub.max_message_size()));
+/// A raw payload: DATA in hex, padded to --raw-size.
+void encode_raw(const PubOptions& o, PubMessage& out) {
+  if (o.stamp) throw Error(Errc::kInvalidArgument, "--stamp needs a typed channel; raw bytes have no header");
+  out.payload = o.data.empty() ? std::vector<std::byte>{} : parse_hex(o.data);
+  if (o.raw_size) {
+    if (out.payload.size() > *o.raw_size) {
+      throw Error(Errc::kInvalidArgument,
+                  fmt::format("DATA has {} bytes, more than --raw-size {}", out.payload.size(), *o.raw_size));
+    }
+    out.payload.resize(*o.raw_size);
   }
-  print(fmt::format("publishing {} to {} at {}{}; Ctrl-C stops\n", type.name, o.channel, human_rate(o.rate_hz),
-                    o.count ? fmt::format(", {} message{}", o.count, o.count == 1 ? "" : "s") : ""));
+}
 
-  // Absolute deadlines start + k * period: no drift however long it runs.
-  // A tick missed by more than a period (the process was stopped) is
-  // skipped rather than caught up in a burst, and counted.
+/// Publishes on absolute deadlines start + k * period: no drift however
+/// long it runs. A tick missed by more than a period (the process was
+/// stopped) is skipped rather than caught up in a burst, and counted.
+void publish_paced(Publisher& pub, const PubOptions& o, PubMessage& m) {
   const double period_ns = 1e9 / o.rate_hz;
   const std::int64_t start = mono_now_ns();
   std::uint64_t tick = 0;
@@ -328,13 +322,11 @@ int run_pub(const Globals& g, const PubOptions& o) {
       tick = due;
     }
     if (o.stamp) {
-      message["header"]["stamp_ns"] = static_cast<std::uint64_t>(
-          std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
-              .count());
-      message["header"]["seq"] = static_cast<std::uint32_t>(sent);
-      payload = schema->encode(message);
+      m.message["header"]["stamp_ns"] = static_cast<std::uint64_t>(wall_now_ns());
+      m.message["header"]["seq"] = static_cast<std::uint32_t>(sent);
+      m.payload = m.schema->encode(m.message);
     }
-    if (pub.publish(payload) == PublishResult::kOk) {
+    if (pub.publish(m.payload) == PublishResult::kOk) {
       ++sent;
     } else {
       ++dropped;
@@ -344,6 +336,36 @@ int run_pub(const Globals& g, const PubOptions& o) {
   print(fmt::format("published {} message{} to {}{}{}\n", sent, sent == 1 ? "" : "s", o.channel,
                     dropped ? fmt::format(", {} dropped (see shmtool info)", dropped) : "",
                     skipped ? fmt::format(", {} ticks skipped (the process fell behind)", skipped) : ""));
+}
+
+}  // namespace
+
+int run_pub(const Globals& g, const PubOptions& o) {
+  if (!(o.rate_hz > 0) || !std::isfinite(o.rate_hz)) {
+    throw Error(Errc::kInvalidArgument, fmt::format("--rate {} is not a rate; give a number of Hz > 0", o.rate_hz));
+  }
+  const Config config = load_config(g);
+  validate_channel_name(o.channel);
+  PubMessage m;
+  resolve_pub_type(g, config, o, m);
+  if (m.schema) {
+    encode_typed(o, m);
+  } else {
+    encode_raw(o, m);
+  }
+
+  install_stop_handlers();
+  Context ctx = make_context(config);
+  Publisher pub(o.channel, m.type, ctx);
+  if (m.payload.size() > pub.max_message_size()) {
+    throw Error(Errc::kInvalidArgument,
+                fmt::format("a {} message is {} bytes; channel {} takes at most {}: raise max_message_size for it "
+                            "in the configuration",
+                            m.type.name, m.payload.size(), o.channel, pub.max_message_size()));
+  }
+  print(fmt::format("publishing {} to {} at {}{}; Ctrl-C stops\n", m.type.name, o.channel, human_rate(o.rate_hz),
+                    o.count ? fmt::format(", {} message{}", o.count, o.count == 1 ? "" : "s") : ""));
+  publish_paced(pub, o, m);
   return 0;
 }
 
