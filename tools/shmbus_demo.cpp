@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "shmbus/cli.hpp"
+#include "shmbus/clock.hpp"
 #include "shmbus/error.hpp"
 #include "shmbus/introspect.hpp"
 #include "shmbus/monitor/bus_channels.hpp"
@@ -120,17 +121,49 @@ pid_t start_daemon(const std::string& domain, const std::string& config_path) {
 pid_t spawn(const std::function<int()>& body) {
   const pid_t pid = ::fork();
   if (pid == 0) {
-    int rc = 1;
-    try {
-      rc = body();
-    } catch (const Error& e) {
-      std::fprintf(stderr, "shmbus-demo: %s\n", e.what());
-      rc = e.exit_code();
-    }
+    const int rc = cli::guarded("shmbus-demo", body);
     std::fflush(stdout);
     ::_exit(rc);
   }
   return pid;
+}
+
+/// One configuration file for all processes, as SHMBUS_CONFIG would be.
+std::string write_config() {
+  const std::string path = "/tmp/shmbus-demo-" + std::to_string(::getpid()) + ".toml";
+  std::FILE* f = std::fopen(path.c_str(), "w");
+  if (f == nullptr) throw Error(Errc::kResource, "cannot write " + path);
+  std::fputs(kDemoConfig, f);
+  std::fclose(f);
+  return path;
+}
+
+/// Prints the alerts shmbusd published, waiting up to half a second.
+void print_alerts(TypedSubscriber<shmbus_msgs::Alert>& alerts) {
+  if (!alerts.wait(milliseconds(500)) || cli::stop_requested()) return;
+  while (auto a = alerts.take()) {
+    fmt::print("alert from shmbusd: {} {} -> {} at {:.1f} Hz (thresholds {} {} {} Hz)\n", a->channel.view(),
+               monitor::to_string(static_cast<monitor::Level>(a->old_level)),
+               monitor::to_string(static_cast<monitor::Level>(a->new_level)), a->frequency_hz, a->thresholds_hz[0],
+               a->thresholds_hz[1], a->thresholds_hz[2]);
+  }
+}
+
+/// One row per channel: what the registry and the time lists show.
+void print_channels(const Config& config, introspect::TimeListSnapshot& snap) {
+  for (const auto& name : introspect::DomainView(config.domain, config.access()).channel_names()) {
+    introspect::ChannelReader reader(config.domain, name);
+    const introspect::ChannelView v = reader.view();
+    reader.snapshot(snap);
+    const auto m = monitor::measure_window(snap.stamps, mono_now_ns(), v.window_ns, snap.total > snap.capacity);
+    fmt::print("{:<18} {:<22} {:>4} {:>4} {:>9} {:>6} {:>5}/{:<5} {:>10.1f}\n", name, v.type_name, v.publishers.size(),
+               v.subscribers.size(), v.messages, v.lost, snap.stamps.size(), snap.capacity, m.frequency_hz);
+  }
+}
+
+void stop_process(pid_t pid) {
+  ::kill(pid, SIGTERM);
+  ::waitpid(pid, nullptr, 0);
 }
 
 int run(int argc, char** argv) {
@@ -143,86 +176,52 @@ int run(int argc, char** argv) {
   if (auto rc = cli::parse(app, argc, argv)) return *rc;
 
   cli::install_stop_handlers();
-  {
-    // One configuration file for all processes, as SHMBUS_CONFIG would be.
-    const std::string daemon_config = "/tmp/shmbus-demo-" + std::to_string(::getpid()) + ".toml";
-    {
-      std::FILE* f = std::fopen(daemon_config.c_str(), "w");
-      if (f == nullptr) throw Error(Errc::kResource, "cannot write " + daemon_config);
-      std::fputs(kDemoConfig, f);
-      std::fclose(f);
-    }
-    Config config = Config::load_file(daemon_config);
-    config.domain = domain.empty() ? "demo_" + std::to_string(::getpid()) : domain;
-    validate_domain_name(config.domain);
-    config.node = "demo";
-    const std::vector<std::string> channels{"/imu/fast", "/imu/slow"};
-    std::vector<pid_t> children;
-    children.push_back(spawn([&] { return subscriber_process(config, channels); }));
-    // Let the subscriber create the channels and register before data flows.
-    std::this_thread::sleep_for(milliseconds(200));
-    children.push_back(spawn([&] { return publisher_process(config, "/imu/fast", 1000.0); }));
-    children.push_back(spawn([&] { return publisher_process(config, "/imu/slow", 100.0); }));
+  const std::string daemon_config = write_config();
+  Config config = Config::load_file(daemon_config);
+  config.domain = domain.empty() ? "demo_" + std::to_string(::getpid()) : domain;
+  validate_domain_name(config.domain);
+  config.node = "demo";
+  const std::vector<std::string> channels{"/imu/fast", "/imu/slow"};
+  const pid_t subscriber = spawn([&] { return subscriber_process(config, channels); });
+  // Let the subscriber create the channels and register before data flows.
+  std::this_thread::sleep_for(milliseconds(200));
+  const pid_t fast = spawn([&] { return publisher_process(config, "/imu/fast", 1000.0); });
+  const pid_t slow = spawn([&] { return publisher_process(config, "/imu/slow", 100.0); });
+  const pid_t shmbusd = start_daemon(config.domain, daemon_config);
+  Context context{config};
+  std::optional<TypedSubscriber<shmbus_msgs::Alert>> alerts;
+  alerts.emplace(monitor::kAlertsChannel, context);
+  fmt::print(
+      "shmbus demo in domain \"{}\": 2 publisher processes, 1 subscriber process (pids {} {} {}), "
+      "shmbusd (pid {})\n",
+      config.domain, fast, slow, subscriber, shmbusd);
+  fmt::print("{:<18} {:<22} {:>4} {:>4} {:>9} {:>6} {:>11} {:>10}\n", "channel", "type", "pubs", "subs", "messages",
+             "lost", "time list", "rate (Hz)");
+  std::fflush(stdout);
 
-    const pid_t shmbusd = start_daemon(config.domain, daemon_config);
-    Context context{config};
-    std::optional<TypedSubscriber<shmbus_msgs::Alert>> alerts_holder;
-    alerts_holder.emplace(monitor::kAlertsChannel, context);
-    auto& alerts = *alerts_holder;
-    fmt::print(
-        "shmbus demo in domain \"{}\": 2 publisher processes, 1 subscriber process (pids {} {} {}), "
-        "shmbusd (pid {})\n",
-        config.domain, children[1], children[2], children[0], shmbusd);
+  const auto start = steady_clock::now();
+  const auto end = start + duration_cast<steady_clock::duration>(duration<double>(seconds));
+  const auto stop_slow = start + duration_cast<steady_clock::duration>(duration<double>(seconds * 0.4));
+  bool slow_stopped = false;
+  introspect::TimeListSnapshot snap;
+  while (!cli::stop_requested() && steady_clock::now() < end) {
+    print_alerts(*alerts);
+    if (!slow_stopped && steady_clock::now() >= stop_slow) {
+      stop_process(slow);
+      slow_stopped = true;
+      fmt::print("stopped the /imu/slow publisher: watch shmbusd notice\n");
+    }
+    fmt::print("t={:.1f}s\n", duration<double>(steady_clock::now() - start).count());
+    print_channels(config, snap);
     std::fflush(stdout);
-    fmt::print("{:<18} {:<22} {:>4} {:>4} {:>9} {:>6} {:>11} {:>10}\n", "channel", "type", "pubs", "subs", "messages",
-               "lost", "time list", "rate (Hz)");
-    const auto end = steady_clock::now() + duration_cast<steady_clock::duration>(duration<double>(seconds));
-    introspect::TimeListSnapshot snap;
-    const auto start = steady_clock::now();
-    const auto stop_slow = start + duration_cast<steady_clock::duration>(duration<double>(seconds * 0.4));
-    bool slow_stopped = false;
-    while (!cli::stop_requested() && steady_clock::now() < end) {
-      while (alerts.wait(milliseconds(500)) && !cli::stop_requested()) {
-        while (auto a = alerts.take()) {
-          fmt::print("alert from shmbusd: {} {} -> {} at {:.1f} Hz (thresholds {} {} {} Hz)\n", a->channel.view(),
-                     monitor::to_string(static_cast<monitor::Level>(a->old_level)),
-                     monitor::to_string(static_cast<monitor::Level>(a->new_level)), a->frequency_hz,
-                     a->thresholds_hz[0], a->thresholds_hz[1], a->thresholds_hz[2]);
-        }
-        break;
-      }
-      if (!slow_stopped && steady_clock::now() >= stop_slow) {
-        ::kill(children[2], SIGTERM);
-        ::waitpid(children[2], nullptr, 0);
-        slow_stopped = true;
-        fmt::print("stopped the /imu/slow publisher: watch shmbusd notice\n");
-      }
-      fmt::print("t={:.1f}s\n", duration<double>(steady_clock::now() - start).count());
-      for (const auto& name : introspect::DomainView(config.domain, config.access()).channel_names()) {
-        introspect::ChannelReader reader(config.domain, name);
-        const introspect::ChannelView v = reader.view();
-        reader.snapshot(snap);
-        const auto now = duration_cast<nanoseconds>(steady_clock::now().time_since_epoch()).count();
-        const auto m = monitor::measure_window(snap.stamps, now, v.window_ns, snap.total > snap.capacity);
-        fmt::print("{:<18} {:<22} {:>4} {:>4} {:>9} {:>6} {:>5}/{:<5} {:>10.1f}\n", name, v.type_name,
-                   v.publishers.size(), v.subscribers.size(), v.messages, v.lost, snap.stamps.size(), snap.capacity,
-                   m.frequency_hz);
-      }
-      std::fflush(stdout);
-    }
-    for (std::size_t i = children.size(); i-- > 0;) {
-      if (i == 2 && slow_stopped) continue;
-      ::kill(children[i], SIGTERM);
-      ::waitpid(children[i], nullptr, 0);
-    }
-    ::kill(shmbusd, SIGTERM);
-    ::waitpid(shmbusd, nullptr, 0);
-    ::unlink(daemon_config.c_str());
-    alerts_holder.reset();  // our own subscription, so clean can remove everything
-    const auto report = introspect::clean_domain(config.domain, false, config.access());
-    fmt::print("done: removed {} shared-memory segments of domain \"{}\"\n", report.removed.size(), config.domain);
-    return 0;
   }
+  if (!slow_stopped) stop_process(slow);
+  for (const pid_t pid : {fast, subscriber, shmbusd}) stop_process(pid);
+  ::unlink(daemon_config.c_str());
+  alerts.reset();  // our own subscription, so clean can remove everything
+  const auto report = introspect::clean_domain(config.domain, false, config.access());
+  fmt::print("done: removed {} shared-memory segments of domain \"{}\"\n", report.removed.size(), config.domain);
+  return 0;
 }
 
 }  // namespace
