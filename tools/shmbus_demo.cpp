@@ -130,7 +130,7 @@ pid_t spawn(const std::function<int()>& body) {
 
 /// One configuration file for all processes, as SHMBUS_CONFIG would be.
 std::string write_config() {
-  const std::string path = "/tmp/shmbus-demo-" + std::to_string(::getpid()) + ".toml";
+  std::string path = "/tmp/shmbus-demo-" + std::to_string(::getpid()) + ".toml";
   std::FILE* f = std::fopen(path.c_str(), "w");
   if (f == nullptr) throw Error(Errc::kResource, "cannot write " + path);
   std::fputs(kDemoConfig, f);
