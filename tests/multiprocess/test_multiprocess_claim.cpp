@@ -198,11 +198,14 @@ TEST_F(ClaimTest, SubscriberKilledAsleepLeavesNoSleeperBehind) {
 TEST_F(ClaimTest, TimeListReadIsExactWithFourPublishersAtDifferentRates) {
   const char* env = std::getenv("SHMBUS_TIME_LIST_SOAK_S");  // NOLINT(concurrency-mt-unsafe)
   const auto duration = std::chrono::seconds(env != nullptr ? std::atoi(env) : 30);
-  // A ring deep enough (65536 x 64 B), and a stall_timeout long enough
-  // (a publisher preempted mid-write is waited for, not skipped), that the
-  // subscriber never loses one.
+  // A ring and a time list deep enough (65536 entries: ~3.8 s of the
+  // ~17 kHz total, so a reader descheduled on a loaded sanitizer machine
+  // still catches up), and a stall_timeout long enough (a publisher preempted
+  // mid-write is waited for, not skipped), that neither the subscriber nor
+  // the time-list reader loses one: the comparison below is exact.
   Config deep = test::peer_config(domain_, "claim_test");
   deep.defaults.capacity = 65536;
+  deep.defaults.time_list_capacity = 65536;
   deep.defaults.max_message_size = 64;
   deep.defaults.stall_timeout = std::chrono::seconds(2);
   Context deep_ctx{deep};
