@@ -85,6 +85,7 @@ void collect_endpoints(const EndpointEntry* table, std::uint32_t n, bool publish
     ev.age_max_ns = table[i].age_max_ns.load(std::memory_order_relaxed);
     ev.age_samples = table[i].age_samples.load(std::memory_order_relaxed);
     ev.discarded = table[i].discarded.load(std::memory_order_relaxed);
+    ev.errors = table[i].errors.load(std::memory_order_relaxed);
     out.push_back(std::move(ev));
   }
 }

@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "channel.hpp"
+#include "shmbus/input_scope.hpp"
 #include "process.hpp"
 #include "ring.hpp"
 
@@ -131,9 +132,19 @@ struct Publisher::Impl {
     slot->wall_ns = wall_from_mono(mono);
     slot->size = size;
     slot->publisher_id = id;
-    slot->provenance_count = provenance_count;
     if (provenance_count != 0) {
+      slot->provenance_count = provenance_count;
       std::memcpy(Channel::provenance(slot), provenance, sizeof(ProvenanceEntry) * provenance_count);
+    } else if (const InputScope* scope = InputScope::current()) {
+      // What this thread took since its scope began (a Node callback).
+      const auto inputs = scope->inputs();
+      slot->provenance_count = static_cast<std::uint32_t>(inputs.size());
+      ProvenanceEntry* out = Channel::provenance(slot);
+      for (std::size_t i = 0; i < inputs.size(); ++i) {
+        out[i] = ProvenanceEntry{inputs[i].channel_index, 0, inputs[i].sequence};
+      }
+    } else {
+      slot->provenance_count = 0;
     }
   }
 
@@ -183,7 +194,8 @@ struct Publisher::Impl {
 Publisher::Publisher(std::string_view channel, const TypeInfo& type, Context& context, PublisherOptions options)
     : impl_(std::make_unique<Impl>()) {
   auto ch = context.state().channel(channel, &type);
-  impl_->entry_index = ch->register_publisher(context.node(), impl_->id);
+  impl_->entry_index =
+      ch->register_publisher(options.node.empty() ? context.node() : options.node, impl_->id);
   impl_->channel = std::move(ch);
   impl_->header = &impl_->channel->header();
   impl_->entry = &impl_->channel->publisher(impl_->entry_index);

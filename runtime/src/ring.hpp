@@ -87,13 +87,4 @@ inline void wake_waiters(layout::ChannelHeader& h) noexcept {
   }
 }
 
-/// `start + timeout`, saturated: a timeout of nanoseconds::max() (or any
-/// that would overflow) waits forever instead of wrapping into the past.
-inline std::int64_t saturating_deadline(std::int64_t start, std::chrono::nanoseconds timeout) noexcept {
-  const std::int64_t t = std::max<std::int64_t>(0, timeout.count());
-  std::int64_t deadline = 0;
-  if (__builtin_add_overflow(start, t, &deadline)) return INT64_MAX;
-  return deadline;
-}
-
 }  // namespace shmbus::detail

@@ -39,7 +39,7 @@ bool Subscriber::Impl::try_attach(bool force) noexcept {
 
 void Subscriber::Impl::open(const std::optional<TypeInfo>& type) {
   auto ch = context->state().channel(name, type ? &*type : nullptr);
-  entry_index = ch->register_subscriber(context->node(), id);
+  entry_index = ch->register_subscriber(options.node.empty() ? context->node() : options.node, id);
   channel = std::move(ch);
   Impl& s = *this;
   s.header = &s.channel->header();
@@ -83,7 +83,7 @@ bool Subscriber::attach() noexcept { return impl_->try_attach(true); }
 
 bool Subscriber::wait(std::chrono::nanoseconds timeout) noexcept {
   Impl* self = impl_.get();
-  return wait_any(std::span<Impl* const>{&self, 1}, timeout, nullptr) != 0;
+  return wait_any(std::span<Impl* const>{&self, 1}, {}, timeout, nullptr) != 0;
 }
 
 // Before the channel is attached there is no entry: counters read 0.
@@ -103,6 +103,15 @@ void Subscriber::count_discarded(std::uint64_t n) noexcept {
 
 std::uint64_t Subscriber::discarded() const noexcept {
   return impl_->entry ? impl_->entry->discarded.load(std::memory_order_relaxed) : 0;
+}
+void Subscriber::count_error(std::uint64_t n) noexcept {
+  if (!impl_->entry) return;
+  auto& e = impl_->entry->errors;
+  e.store(e.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+}
+
+std::uint64_t Subscriber::errors() const noexcept {
+  return impl_->entry ? impl_->entry->errors.load(std::memory_order_relaxed) : 0;
 }
 std::uint32_t Subscriber::id() const noexcept { return impl_->id; }
 const std::string& Subscriber::channel() const noexcept { return impl_->name; }

@@ -13,7 +13,9 @@
 #include "channel.hpp"
 #include "process.hpp"
 #include "ring.hpp"
+#include "shmbus/input_scope.hpp"
 #include "shmbus/subscriber.hpp"
+#include "shmbus/wait_set.hpp"
 
 namespace shmbus {
 
@@ -163,6 +165,9 @@ struct Subscriber::Impl {
           age_countdown = age_sample_every;
           record_age(result.info.publish_time_ns);
         }
+        if (InputScope* scope = InputScope::current()) {
+          scope->add(Provenance{header->registry_index.load(std::memory_order_relaxed), result.info.sequence});
+        }
         result.status = TakeStatus::kOk;
         return result;
       }
@@ -196,11 +201,12 @@ struct Subscriber::Impl {
   }
 };
 
-/// Blocks until any of `subs` is pending or `timeout` passes: spins for the
-/// longest wait_spin of them, then sleeps on their futex words (one futex
-/// call for one subscriber, futex_waitv for several). Appends the indices
-/// of pending subscribers to `ready` when given; returns how many are.
-std::size_t wait_any(std::span<Subscriber::Impl* const> subs, std::chrono::nanoseconds timeout,
-                     std::vector<std::size_t>* ready) noexcept;
+/// Blocks until any of `subs` is pending, any of `guards` is triggered or
+/// `timeout` passes: spins for the longest wait_spin of them, then sleeps
+/// on their futex words (one futex call for one word, futex_waitv for
+/// several). Appends the indices of pending subscribers to `ready` when
+/// given; returns how many are.
+std::size_t wait_any(std::span<Subscriber::Impl* const> subs, std::span<GuardCondition* const> guards,
+                     std::chrono::nanoseconds timeout, std::vector<std::size_t>* ready) noexcept;
 
 }  // namespace shmbus

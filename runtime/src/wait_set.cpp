@@ -24,39 +24,59 @@ std::size_t collect_pending(std::span<Subscriber::Impl* const> subs, std::vector
   return n;
 }
 
-/// Sleeps on every channel's futex word until a wake or the deadline.
-void sleep_on(std::span<Subscriber::Impl* const> subs, std::span<const std::uint32_t> words,
-              std::int64_t deadline) noexcept {
-  if (subs.size() == 1) {
-    futex_wait(subs[0]->header->futex_word, words[0], deadline);
-    return;
+bool any_triggered(std::span<GuardCondition* const> guards) noexcept {
+  for (const auto* g : guards) {
+    if (g->triggered()) return true;
   }
-  constexpr std::size_t kMaxVector = 128;  // the kernel's limit for futex_waitv
-  if (subs.size() <= kMaxVector) {
-    FutexWaitItem items[kMaxVector];
-    for (std::size_t i = 0; i < subs.size(); ++i) items[i] = {&subs[i]->header->futex_word, words[i]};
-    if (futex_wait_any(std::span<const FutexWaitItem>{items, subs.size()}, deadline)) return;
-  }
-  // No futex_waitv (Linux < 5.16) or too many channels: poll every 1 ms.
-  const std::int64_t until = std::min(deadline, mono_now_ns() + 1'000'000);
-  std::this_thread::sleep_for(std::chrono::nanoseconds(std::max<std::int64_t>(0, until - mono_now_ns())));
+  return false;
 }
 
-/// One sleep on every subscriber's channel (all attached): registers as a
-/// sleeper, checks once more for data (SYNC POINT with the publisher's wake
-/// check, see Channel::enter_waiters), sleeps until a wake or `until`, and
-/// leaves.
-void sleep_round(std::span<Subscriber::Impl* const> subs, std::int64_t until) noexcept {
-  std::uint32_t stack_words[16];
-  std::vector<std::uint32_t> heap_words;
-  std::span<std::uint32_t> words{stack_words, std::min<std::size_t>(subs.size(), 16)};
-  if (subs.size() > 16) {
-    heap_words.resize(subs.size());
-    words = heap_words;
+/// Sleeps until the deadline, without futex words to sleep on.
+void sleep_until(std::int64_t deadline) noexcept {
+  std::this_thread::sleep_for(std::chrono::nanoseconds(std::max<std::int64_t>(0, deadline - mono_now_ns())));
+}
+
+/// Sleeps on the futex words until one changes, a wake, or the deadline.
+void sleep_on(std::span<const FutexWaitItem> items, std::int64_t deadline) noexcept {
+  if (items.size() == 1) {
+    futex_wait(*items[0].word, items[0].expected, deadline);
+    return;
   }
-  for (std::size_t i = 0; i < subs.size(); ++i) words[i] = subs[i]->channel->enter_waiters(subs[i]->entry_index);
-  if (collect_pending(subs, nullptr) == 0 && mono_now_ns() < until) sleep_on(subs, words, until);
-  for (auto* s : subs) s->channel->leave_waiters(s->entry_index);
+  if (futex_wait_any(items, deadline)) return;
+  // No futex_waitv (Linux < 5.16) or too many words: poll every 1 ms.
+  sleep_until(std::min(deadline, mono_now_ns() + 1'000'000));
+}
+
+/// One sleep on every attached subscriber's channel and every guard:
+/// registers as a sleeper, samples the guards' words, checks once more for
+/// data and triggers (SYNC POINT with the publisher's wake check, see
+/// Channel::enter_waiters, and with GuardCondition::trigger, which sets the
+/// flag before it bumps the word), sleeps until a wake or `until`, leaves.
+void sleep_round(std::span<Subscriber::Impl* const> subs, std::span<GuardCondition* const> guards,
+                 std::int64_t until) noexcept {
+  constexpr std::size_t kMaxVector = 128;  // the kernel's limit for futex_waitv
+  FutexWaitItem stack_items[16];
+  std::vector<FutexWaitItem> heap_items;
+  std::span<FutexWaitItem> items{stack_items, std::min<std::size_t>(subs.size() + guards.size(), 16)};
+  if (subs.size() + guards.size() > 16) {
+    heap_items.resize(subs.size() + guards.size());
+    items = heap_items;
+  }
+  std::size_t n = 0;
+  for (auto* s : subs) {
+    if (s->channel) items[n++] = {&s->header->futex_word, s->channel->enter_waiters(s->entry_index)};
+  }
+  for (auto* g : guards) items[n++] = {&g->word(), g->word().load(std::memory_order_acquire)};
+  if (collect_pending(subs, nullptr) == 0 && !any_triggered(guards) && mono_now_ns() < until) {
+    if (n == 0 || n > kMaxVector) {
+      sleep_until(n == 0 ? until : std::min(until, mono_now_ns() + 1'000'000));
+    } else {
+      sleep_on(items.first(n), until);
+    }
+  }
+  for (auto* s : subs) {
+    if (s->channel) s->channel->leave_waiters(s->entry_index);
+  }
 }
 
 /// Tries to attach the subscribers still waiting for their channel (each
@@ -67,26 +87,19 @@ bool attach_absent(std::span<Subscriber::Impl* const> subs) noexcept {
   return absent;
 }
 
-/// sleep_round() on the subscribers whose channel exists (a plain sleep
-/// when none does).
-void sleep_attached(std::span<Subscriber::Impl* const> subs, std::int64_t until) noexcept {
-  std::vector<Subscriber::Impl*> attached;
-  for (auto* s : subs) {
-    if (s->channel) attached.push_back(s);
-  }
-  if (attached.empty()) {
-    std::this_thread::sleep_for(std::chrono::nanoseconds(std::max<std::int64_t>(0, until - mono_now_ns())));
-    return;
-  }
-  sleep_round(attached, until);
-}
-
 }  // namespace
 
-std::size_t wait_any(std::span<Subscriber::Impl* const> subs, std::chrono::nanoseconds timeout,
-                     std::vector<std::size_t>* ready) noexcept {
+void GuardCondition::trigger() noexcept {
+  triggered_.store(true, std::memory_order_release);
+  word_.fetch_add(1, std::memory_order_acq_rel);
+  futex_wake_all(word_);
+}
+
+std::size_t wait_any(std::span<Subscriber::Impl* const> subs, std::span<GuardCondition* const> guards,
+                     std::chrono::nanoseconds timeout, std::vector<std::size_t>* ready) noexcept {
   bool absent = attach_absent(subs);
   if (std::size_t n = collect_pending(subs, ready)) return n;
+  if (any_triggered(guards)) return 0;
   const std::int64_t start = mono_now_ns();
   const std::int64_t deadline = saturating_deadline(start, timeout);
   // Some channels do not exist yet: sleep in slices of kAttachRetryNs and
@@ -94,27 +107,28 @@ std::size_t wait_any(std::span<Subscriber::Impl* const> subs, std::chrono::nanos
   while (absent) {
     const std::int64_t now = mono_now_ns();
     if (now >= deadline) return 0;
-    sleep_attached(subs, std::min(deadline, now + kAttachRetryNs));
+    sleep_round(subs, guards, std::min(deadline, now + kAttachRetryNs));
     absent = attach_absent(subs);
     if (std::size_t n = collect_pending(subs, ready)) return n;
+    if (any_triggered(guards)) return 0;
   }
   std::int64_t spin = 0;
   for (auto* s : subs) spin = std::max(spin, s->wait_spin_ns);
   const std::int64_t spin_until = std::min(deadline, start + spin);
   // Spin first: at high rates the next message comes sooner than a sleeping
-  // CPU wakes up. The clock is read every 64 iterations only.
+  // CPU wakes up. The clock (and the guards) are read every 64 iterations.
   if (spin > 0) {
     for (std::uint32_t i = 1;; ++i) {
       const bool every_64th = (i & 63U) == 0;
       if (std::size_t n = collect_pending(subs, ready, every_64th)) return n;
-      if (every_64th && mono_now_ns() >= spin_until) break;
+      if (every_64th && (mono_now_ns() >= spin_until || any_triggered(guards))) break;
       cpu_relax();
     }
   }
   for (;;) {
-    sleep_round(subs, deadline);
+    sleep_round(subs, guards, deadline);
     const std::size_t n = collect_pending(subs, ready);
-    if (n != 0 || mono_now_ns() >= deadline) return n;
+    if (n != 0 || any_triggered(guards) || mono_now_ns() >= deadline) return n;
   }
 }
 
@@ -123,9 +137,16 @@ std::size_t WaitSet::attach(Subscriber& subscriber) {
   return subscribers_.size() - 1;
 }
 
+void WaitSet::attach(GuardCondition& guard) { guards_.push_back(&guard); }
+
+void WaitSet::clear() noexcept {
+  subscribers_.clear();
+  guards_.clear();
+}
+
 std::size_t WaitSet::wait(std::chrono::nanoseconds timeout, std::vector<std::size_t>& ready) {
   ready.clear();
-  return wait_any(subscribers_, timeout, &ready);
+  return wait_any(subscribers_, guards_, timeout, &ready);
 }
 
 }  // namespace shmbus

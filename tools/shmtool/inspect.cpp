@@ -154,6 +154,7 @@ Json endpoints_json(const std::vector<introspect::EndpointView>& endpoints, bool
       e["received"] = p.messages;
       e["lost"] = p.lost;
       e["discarded"] = p.discarded;
+      e["errors"] = p.errors;
       e["age_mean_s"] = json_number(age_mean_s(p));
       e["age_max_s"] = p.age_min_ns != UINT64_MAX ? Json(static_cast<double>(p.age_max_ns) / 1e9) : Json();
     }
@@ -238,10 +239,10 @@ std::string info_endpoints(const introspect::ChannelView& v) {
   }
   out += fmt::format("subscribers ({}):\n", v.subscribers.size());
   if (!v.subscribers.empty()) {
-    Table p({"ID>", "PID>", "NODE", "STATE", "RECEIVED>", "LOST>", "DISCARDED>", "AGE MEAN>", "AGE MAX>"});
+    Table p({"ID>", "PID>", "NODE", "STATE", "RECEIVED>", "LOST>", "DISCARDED>", "ERRORS>", "AGE MEAN>", "AGE MAX>"});
     for (const auto& e : v.subscribers) {
       p.add({std::to_string(e.id), std::to_string(e.pid), e.node, e.alive ? "alive" : "dead",
-             std::to_string(e.messages), std::to_string(e.lost), std::to_string(e.discarded),
+             std::to_string(e.messages), std::to_string(e.lost), std::to_string(e.discarded), std::to_string(e.errors),
              human_seconds(age_mean_s(e)),
              e.age_min_ns != UINT64_MAX ? human_seconds(static_cast<double>(e.age_max_ns) / 1e9) : "-"});
     }

@@ -114,7 +114,7 @@ int run_echo(const Globals& g, const EchoOptions& o) {
   install_stop_handlers();
   if (!await_channel(config, o.channel, o.no_wait)) return 0;  // Ctrl-C while waiting
   Context ctx = make_context(config);
-  Subscriber sub(o.channel, std::nullopt, ctx, SubscriberOptions{o.history});
+  Subscriber sub(o.channel, std::nullopt, ctx, SubscriberOptions{.history = o.history});
   const TypeInfo type = sub.type();
   const std::optional<schema::Schema> schema = o.hex ? std::nullopt : schema_of(type);
   std::vector<std::byte> buffer(sub.max_message_size());

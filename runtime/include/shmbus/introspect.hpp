@@ -36,6 +36,8 @@ struct EndpointView {
   std::uint64_t age_samples = 0;  ///< takes whose age the sums hold
   /// Subscribers: taken, then discarded by the application (a synchronizer).
   std::uint64_t discarded = 0;
+  /// Subscribers: exceptions thrown by a Node's callbacks for it.
+  std::uint64_t errors = 0;
 };
 
 /// Everything a channel says about itself.

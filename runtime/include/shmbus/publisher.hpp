@@ -30,6 +30,8 @@ struct PublisherOptions {
   /// daemon reads). Off only for benchmarks that measure the hook's cost:
   /// without it the daemon and `shmtool hz` see no rate for this publisher.
   bool notify_hook = true;
+  /// The node name shown for this publisher; empty: the context's node.
+  std::string node{};
 };
 
 class Publisher;

@@ -5,6 +5,7 @@
 #include "shmbus/config.hpp"
 #include "shmbus/context.hpp"
 #include "shmbus/error.hpp"
+#include "shmbus/input_scope.hpp"
 #include "shmbus/names.hpp"
 #include "shmbus/publisher.hpp"
 #include "shmbus/subscriber.hpp"

@@ -43,6 +43,9 @@ struct SubscriberOptions {
   /// published since the channel appeared (those already overwritten are
   /// counted lost). Without it the constructor throws Error(kNotFound).
   bool wait_for_channel = false;
+  /// The node name shown for this subscriber (shmtool info, the monitor);
+  /// empty: the context's node. A shmbus::Node sets its own name.
+  std::string node{};
 };
 
 class WaitSet;
@@ -112,6 +115,10 @@ class Subscriber {
   /// shows them beside received and lost: nothing is dropped unseen.
   void count_discarded(std::uint64_t n = 1) noexcept;
   [[nodiscard]] std::uint64_t discarded() const noexcept;
+  /// Counts `n` exceptions thrown by callbacks that handled this
+  /// subscriber's messages (a Node does), shown by `shmtool info`.
+  void count_error(std::uint64_t n = 1) noexcept;
+  [[nodiscard]] std::uint64_t errors() const noexcept;
   [[nodiscard]] std::uint32_t id() const noexcept;
   [[nodiscard]] const std::string& channel() const noexcept;
   [[nodiscard]] std::uint32_t channel_index() const noexcept;

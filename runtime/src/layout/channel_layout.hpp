@@ -157,7 +157,10 @@ struct alignas(kCacheLine) EndpointEntry {
   /// Subscribers: messages taken and then discarded by the application
   /// (Subscriber::count_discarded, e.g. by a synchronizer).
   std::atomic<std::uint64_t> discarded;
-  std::uint64_t reserved1[5];
+  /// Subscribers: exceptions thrown by the callbacks a Node ran for this
+  /// subscription (Subscriber::count_error).
+  std::atomic<std::uint64_t> errors;
+  std::uint64_t reserved1[4];
   char node[kNodeBytes];
 
   /// Publisher entries: messages the publisher dropped (a claim given up).

@@ -1,0 +1,335 @@
+#pragma once
+/// @file node.hpp
+/// Nodes and executors: declare what a module reacts to (messages, timers)
+/// and let the runtime run it.
+///
+///   shmbus::Node node("fusion");
+///   auto& out = node.publisher<Pose>("/pose");
+///   node.subscribe<Imu>("/imu", [&](const Imu& m, const shmbus::MessageInfo&) { ... out.publish(p); });
+///   node.every(100ms, [&] { ... });
+///   node.spin();  // until node.stop(), SIGINT or SIGTERM
+
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <new>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "shmbus/context.hpp"
+#include "shmbus/publisher.hpp"
+#include "shmbus/subscriber.hpp"
+#include "shmbus/wait_set.hpp"
+
+namespace shmbus {
+
+class Executor;
+class Node;
+
+/// How the callbacks of one group may run on a multi-threaded executor.
+enum class CallbackGroupKind {
+  kMutuallyExclusive,  ///< one callback of the group at a time (the default group)
+  kReentrant,          ///< callbacks of the group run in parallel
+};
+
+/// A set of callbacks with one concurrency rule (as ROS 2's callback
+/// groups). Whatever the group, one subscription's callbacks never overlap
+/// each other (its channel is handled in publish order) and one timer's
+/// never overlap each other. Made by Node::create_callback_group.
+class CallbackGroup {
+ public:
+  explicit CallbackGroup(CallbackGroupKind kind) noexcept : kind_(kind) {}
+  [[nodiscard]] CallbackGroupKind kind() const noexcept { return kind_; }
+
+ private:
+  friend class Executor;
+  CallbackGroupKind kind_;
+  std::atomic<bool> busy_{false};  ///< a mutually exclusive group's callback runs
+};
+
+/// What a node does when a callback throws.
+enum class OnException {
+  kContinue,  ///< log one line to stderr, count it, keep running
+  kStop,      ///< count it, stop spinning and rethrow it from spin()
+};
+
+/// Options of a node.
+struct NodeOptions {
+  OnException on_exception = OnException::kContinue;
+  /// spin() ends on SIGINT or SIGTERM (handlers installed once per process,
+  /// chained to handlers installed before).
+  bool handle_signals = true;
+};
+
+/// Options of one subscription.
+struct SubscriptionOptions {
+  /// History, wait_for_channel (the node sets `node`).
+  SubscriberOptions subscriber{};
+  /// nullptr: the node's default, mutually exclusive group.
+  CallbackGroup* group = nullptr;
+  /// Deliver a read-only view of the message where it lies in shared memory
+  /// instead of a copy (images, point clouds). The view is valid only during
+  /// the callback; the message is validated after it (as Subscriber::read):
+  /// when a publisher overwrote it meanwhile, what the callback saw may be
+  /// torn, `on_overwritten` is called with its header and it is counted
+  /// (Subscription::overwritten, and lost in shmtool info).
+  bool in_place = false;
+  std::function<void(const MessageInfo&)> on_overwritten;
+  /// Messages handled per wakeup before the executor looks at its other
+  /// sources again (fairness between a busy channel and the rest).
+  std::uint32_t batch = 32;
+};
+
+/// Options of one timer.
+struct TimerOptions {
+  /// nullptr: the node's default, mutually exclusive group.
+  CallbackGroup* group = nullptr;
+};
+
+/// One subscription of a node: its callback and its counters.
+/// Thread-safety: the counters may be read from any thread.
+class Subscription {
+ public:
+  using Dispatch = std::function<TakeStatus(Subscription&)>;
+
+  Subscription(Subscriber subscriber, CallbackGroup* group, std::uint32_t batch);
+  Subscription(const Subscription&) = delete;
+  Subscription& operator=(const Subscription&) = delete;
+
+  [[nodiscard]] const std::string& channel() const noexcept { return subscriber_.channel(); }
+  /// The underlying subscriber (received, lost, type); do not take from it
+  /// while the node spins.
+  [[nodiscard]] Subscriber& subscriber() noexcept { return subscriber_; }
+  /// Callbacks run, callbacks that threw, in-place views overwritten.
+  [[nodiscard]] std::uint64_t calls() const noexcept { return calls_.load(std::memory_order_relaxed); }
+  [[nodiscard]] std::uint64_t errors() const noexcept { return errors_.load(std::memory_order_relaxed); }
+  [[nodiscard]] std::uint64_t overwritten() const noexcept { return overwritten_.load(std::memory_order_relaxed); }
+  /// No more callbacks (takes effect before the next message).
+  void cancel() noexcept { cancelled_.store(true, std::memory_order_release); }
+
+ private:
+  friend class Executor;
+  friend class Node;
+  /// Takes one message and runs the callback on it.
+  TakeStatus dispatch() { return dispatch_(*this); }
+  void count(std::atomic<std::uint64_t>& c) noexcept { c.store(c.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed); }
+
+  Subscriber subscriber_;
+  Node* node_ = nullptr;
+  CallbackGroup* group_;
+  std::uint32_t batch_;
+  Dispatch dispatch_;
+  std::vector<std::byte> buffer_;    ///< raw copies
+  std::exception_ptr in_place_error_;  ///< thrown inside an in-place read
+  std::atomic<bool> in_flight_{false};
+  std::atomic<bool> cancelled_{false};
+  std::atomic<std::uint64_t> calls_{0};
+  std::atomic<std::uint64_t> errors_{0};
+  std::atomic<std::uint64_t> overwritten_{0};
+};
+
+/// A periodic or one-shot timer of a node. Periodic timers fire on absolute
+/// deadlines start + k * period (no drift); a tick later than a whole period
+/// is skipped and counted in missed(), never bursted.
+class Timer {
+ public:
+  Timer(std::chrono::nanoseconds period, bool periodic, std::function<void()> callback, CallbackGroup* group);
+  Timer(const Timer&) = delete;
+  Timer& operator=(const Timer&) = delete;
+
+  void cancel() noexcept { cancelled_.store(true, std::memory_order_release); }
+  [[nodiscard]] bool cancelled() const noexcept { return cancelled_.load(std::memory_order_acquire); }
+  [[nodiscard]] std::chrono::nanoseconds period() const noexcept { return std::chrono::nanoseconds(period_ns_); }
+  [[nodiscard]] std::uint64_t runs() const noexcept { return runs_.load(std::memory_order_relaxed); }
+  [[nodiscard]] std::uint64_t missed() const noexcept { return missed_.load(std::memory_order_relaxed); }
+  [[nodiscard]] std::uint64_t errors() const noexcept { return errors_.load(std::memory_order_relaxed); }
+
+ private:
+  friend class Executor;
+  friend class Node;
+  Node* node_ = nullptr;
+  std::int64_t period_ns_;
+  bool periodic_;
+  std::function<void()> callback_;
+  CallbackGroup* group_;
+  std::atomic<std::int64_t> next_ns_;  ///< CLOCK_MONOTONIC deadline
+  std::atomic<bool> in_flight_{false};
+  std::atomic<bool> cancelled_{false};
+  std::atomic<std::uint64_t> runs_{0};
+  std::atomic<std::uint64_t> missed_{0};
+  std::atomic<std::uint64_t> errors_{0};
+};
+
+/// A module: a name (the node identity shmtool and the monitor show on its
+/// endpoints), its subscriptions, publishers and timers. Callbacks run when
+/// the node spins (spin, spin_once, or an Executor it was added to).
+/// Thread-safety: subscribe/publisher/every/after may be called from the
+/// node's own callbacks and from the thread that owns it; stop() from any
+/// thread and from callbacks. A publisher from publisher() may be used by
+/// one thread at a time (the callbacks of one mutually exclusive group).
+class Node {
+ public:
+  /// `name` empty: the context's node name. Throws Error(kInvalidArgument)
+  /// for a bad name.
+  explicit Node(std::string_view name = {}, Context& context = Context::process_default(), NodeOptions options = {});
+  ~Node();
+  Node(const Node&) = delete;
+  Node& operator=(const Node&) = delete;
+
+  [[nodiscard]] const std::string& name() const noexcept { return name_; }
+  [[nodiscard]] Context& context() const noexcept { return *context_; }
+
+  /// Calls `callback(message, info)` for every message on `channel` (created
+  /// with T's type if absent). With options.in_place the message is a view
+  /// into shared memory.
+  template <MessageType T, typename F>
+  Subscription& subscribe(std::string_view channel, F&& callback, SubscriptionOptions options = {}) {
+    auto cb = std::function<void(const T&, const MessageInfo&)>(std::forward<F>(callback));
+    const bool in_place = options.in_place;
+    auto on_overwritten = options.on_overwritten;
+    return add_subscription(
+        channel, type_info_of<T>(), std::move(options),
+        in_place ? dispatch_in_place(
+                       [cb](std::span<const std::byte> p, const MessageInfo& info) {
+                         cb(*std::launder(reinterpret_cast<const T*>(p.data())), info);
+                       },
+                       std::move(on_overwritten))
+                 : Subscription::Dispatch([cb](Subscription& s) {
+                     T value;
+                     const TakeResult r = s.subscriber().take(std::as_writable_bytes(std::span{&value, 1}));
+                     if (r.ok()) cb(value, r.info);
+                     return r.status;
+                   }));
+  }
+
+  /// The raw form: `callback(payload, info)` on any channel type (`type`
+  /// nullopt: the channel must exist, or options.subscriber.wait_for_channel).
+  using RawCallback = std::function<void(std::span<const std::byte>, const MessageInfo&)>;
+  Subscription& subscribe_raw(std::string_view channel, const std::optional<TypeInfo>& type, RawCallback callback,
+                              SubscriptionOptions options = {});
+
+  /// A publisher owned by the node (registered under the node's name).
+  template <MessageType T>
+  TypedPublisher<T>& publisher(std::string_view channel, PublisherOptions options = {}) {
+    options.node = name_;
+    const std::lock_guard lock(mutex_);
+    auto p = std::make_shared<TypedPublisher<T>>(channel, *context_, std::move(options));
+    publishers_.push_back(p);
+    return *p;
+  }
+  Publisher& publisher(std::string_view channel, const TypeInfo& type, PublisherOptions options = {});
+
+  /// Calls `callback` every `period`, first one period from now.
+  Timer& every(std::chrono::nanoseconds period, std::function<void()> callback, TimerOptions options = {});
+  /// Calls `callback` once, `delay` from now.
+  Timer& after(std::chrono::nanoseconds delay, std::function<void()> callback, TimerOptions options = {});
+
+  /// A callback group for subscribe/every options (owned by the node).
+  CallbackGroup& create_callback_group(CallbackGroupKind kind);
+
+  /// Runs callbacks until stop(), SIGINT/SIGTERM (options.handle_signals)
+  /// or, with OnException::kStop, a callback throws (rethrown here).
+  void spin();
+  /// Waits up to `timeout` for work and runs what is ready once. Returns
+  /// the number of callbacks run.
+  std::size_t spin_once(std::chrono::nanoseconds timeout);
+  /// Ends the spin that serves this node (from any thread, a callback, or a
+  /// signal handler); a stop before the spin ends it at once.
+  void stop() noexcept;
+  /// False once stop() was called (until a spin ends) or a stop signal came.
+  [[nodiscard]] bool ok() const noexcept;
+
+  /// Callbacks run and callbacks that threw, over all subscriptions and timers.
+  [[nodiscard]] std::uint64_t calls() const;
+  [[nodiscard]] std::uint64_t errors() const;
+
+ private:
+  friend class Executor;
+  Subscription& add_subscription(std::string_view channel, const std::optional<TypeInfo>& type,
+                                 SubscriptionOptions options, Subscription::Dispatch dispatch);
+  static Subscription::Dispatch dispatch_in_place(RawCallback callback,
+                                                  std::function<void(const MessageInfo&)> on_overwritten);
+  Timer& add_timer(std::chrono::nanoseconds period, bool periodic, std::function<void()> callback,
+                   TimerOptions options);
+
+  std::string name_;
+  Context* context_;
+  NodeOptions options_;
+  mutable std::mutex mutex_;  ///< guards the lists below against callbacks adding to them
+  std::vector<std::unique_ptr<Subscription>> subscriptions_;
+  std::vector<std::unique_ptr<Timer>> timers_;
+  std::vector<std::shared_ptr<void>> publishers_;
+  std::vector<std::unique_ptr<CallbackGroup>> groups_;
+  CallbackGroup default_group_{CallbackGroupKind::kMutuallyExclusive};
+  std::atomic<std::uint64_t> generation_{0};  ///< bumped by every addition
+  std::atomic<bool> stop_requested_{false};
+  GuardCondition wake_;  ///< additions and stop()
+  std::unique_ptr<Executor> own_;  ///< spin_once's executor, kept between calls
+};
+
+/// Runs the callbacks of one or more nodes, on the calling thread (threads
+/// = 1) or on `threads` threads that serve the nodes together, under the
+/// callback groups' rules. Built on WaitSet: an idle executor sleeps in one
+/// futex_waitv until a message, a timer deadline, a stop or a signal.
+/// Thread-safety: add() before spinning; stop() from anywhere.
+class Executor {
+ public:
+  explicit Executor(std::size_t threads = 1);
+  ~Executor();
+  Executor(const Executor&) = delete;
+  Executor& operator=(const Executor&) = delete;
+
+  /// Serves `node` (which must outlive the executor's spins).
+  void add(Node& node);
+  /// Runs until stop(), a node's stop(), a stop signal (when a node handles
+  /// them) or an exception under OnException::kStop (rethrown here).
+  void spin();
+  /// Waits up to `timeout` for work, runs what is ready once (on the calling
+  /// thread), returns the number of callbacks run.
+  std::size_t spin_once(std::chrono::nanoseconds timeout);
+  void stop() noexcept;
+
+ private:
+  struct Work;
+  bool refresh();
+  [[nodiscard]] bool stopping() const noexcept;
+  std::int64_t run_due_timers(std::int64_t now, std::size_t& ran);
+  void fire(Timer& t, std::int64_t now);
+  std::size_t drain(Subscription& s);
+  void handle_exception(Node& node, const std::string& source, std::exception_ptr error);
+  void wait_for_work(std::vector<std::size_t>& ready);
+  void spin_single();
+  void worker();
+  bool next_work(Work& w);
+  void run(Work& w);
+
+  std::size_t threads_;
+  std::vector<Node*> nodes_;
+  std::vector<std::uint64_t> seen_;  ///< each node's generation at the last refresh
+  std::vector<Subscription*> subscriptions_;
+  std::vector<Timer*> timers_;
+  bool signals_ = false;       ///< some node handles SIGINT/SIGTERM
+  std::size_t next_start_ = 0;  ///< multi-threaded: round robin over subscriptions
+  WaitSet wait_set_;
+  std::vector<std::size_t> wait_index_;  ///< wait-set index -> subscription index
+  std::vector<std::size_t> ready_;
+  GuardCondition stop_guard_;
+  GuardCondition work_done_;  ///< a worker finished: the waiter re-evaluates
+  std::atomic<bool> stop_requested_{false};
+  std::mutex wait_mutex_;  ///< multi-threaded: one thread looks for work at a time
+  std::mutex error_mutex_;
+  std::exception_ptr fatal_;  ///< an exception under OnException::kStop
+};
+
+/// True once SIGINT or SIGTERM reached a process whose nodes handle signals.
+[[nodiscard]] bool stop_signalled() noexcept;
+
+}  // namespace shmbus

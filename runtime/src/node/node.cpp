@@ -1,0 +1,222 @@
+#include "shmbus/node.hpp"
+
+#include <signal.h>
+
+#include <mutex>
+
+#include "shmbus/clock.hpp"
+#include "shmbus/error.hpp"
+#include "shmbus/names.hpp"
+#include "signals.hpp"
+
+namespace shmbus {
+
+namespace detail {
+namespace {
+
+GuardCondition g_stop_guard;
+struct sigaction g_previous_int {};
+struct sigaction g_previous_term {};
+
+void call_previous(const struct sigaction& previous, int sig, siginfo_t* info, void* context) {
+  if ((previous.sa_flags & SA_SIGINFO) != 0) {
+    if (previous.sa_sigaction != nullptr) previous.sa_sigaction(sig, info, context);
+  } else if (previous.sa_handler != SIG_DFL && previous.sa_handler != SIG_IGN && previous.sa_handler != nullptr) {
+    previous.sa_handler(sig);
+  }
+}
+
+void on_stop_signal(int sig, siginfo_t* info, void* context) {
+  g_stop_guard.trigger();  // atomics and one futex system call: async-signal-safe
+  call_previous(sig == SIGINT ? g_previous_int : g_previous_term, sig, info, context);
+}
+
+}  // namespace
+
+void install_stop_signals() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    struct sigaction sa {};
+    sa.sa_sigaction = on_stop_signal;
+    sa.sa_flags = SA_SIGINFO | SA_RESTART;
+    ::sigemptyset(&sa.sa_mask);
+    ::sigaction(SIGINT, &sa, &g_previous_int);
+    ::sigaction(SIGTERM, &sa, &g_previous_term);
+  });
+}
+
+GuardCondition& stop_signal_guard() noexcept { return g_stop_guard; }
+
+}  // namespace detail
+
+bool stop_signalled() noexcept { return detail::stop_signal_guard().triggered(); }
+
+Subscription::Subscription(Subscriber subscriber, CallbackGroup* group, std::uint32_t batch)
+    : subscriber_(std::move(subscriber)), group_(group), batch_(std::max<std::uint32_t>(batch, 1)) {}
+
+Timer::Timer(std::chrono::nanoseconds period, bool periodic, std::function<void()> callback, CallbackGroup* group)
+    : period_ns_(period.count()), periodic_(periodic), callback_(std::move(callback)), group_(group), next_ns_(0) {}
+
+Node::Node(std::string_view name, Context& context, NodeOptions options)
+    : name_(name.empty() ? context.node() : std::string{name}), context_(&context), options_(options) {
+  validate_node_name(name_);
+}
+
+Node::~Node() = default;
+
+Subscription& Node::add_subscription(std::string_view channel, const std::optional<TypeInfo>& type,
+                                     SubscriptionOptions options, Subscription::Dispatch dispatch) {
+  options.subscriber.node = name_;
+  auto s = std::make_unique<Subscription>(Subscriber(channel, type, *context_, options.subscriber),
+                                          options.group != nullptr ? options.group : &default_group_,
+                                          options.batch);
+  s->dispatch_ = std::move(dispatch);
+  s->node_ = this;
+  Subscription& ref = *s;
+  {
+    const std::lock_guard lock(mutex_);
+    subscriptions_.push_back(std::move(s));
+  }
+  generation_.fetch_add(1, std::memory_order_release);
+  wake_.trigger();
+  return ref;
+}
+
+Subscription& Node::subscribe_raw(std::string_view channel, const std::optional<TypeInfo>& type,
+                                  RawCallback callback, SubscriptionOptions options) {
+  if (options.in_place) {
+    auto on_overwritten = options.on_overwritten;
+    return add_subscription(channel, type, std::move(options),
+                            dispatch_in_place(std::move(callback), std::move(on_overwritten)));
+  }
+  return add_subscription(channel, type, std::move(options), [cb = std::move(callback)](Subscription& s) {
+    Subscriber& sub = s.subscriber();
+    // Sized on first use: a wait_for_channel subscriber learns its
+    // channel's max_message_size when it attaches.
+    if (s.buffer_.size() < sub.max_message_size()) s.buffer_.resize(sub.max_message_size());
+    const TakeResult r = sub.take(s.buffer_);
+    if (r.ok()) cb(std::span<const std::byte>{s.buffer_.data(), r.info.size}, r.info);
+    return r.status;
+  });
+}
+
+Subscription::Dispatch Node::dispatch_in_place(RawCallback callback,
+                                               std::function<void(const MessageInfo&)> on_overwritten) {
+  return [cb = std::move(callback), on_overwritten = std::move(on_overwritten)](Subscription& s) {
+    // read() calls the reader again with the next message when the one it
+    // saw was overwritten meanwhile: every call but a delivered last one
+    // saw a torn message. The reader is noexcept territory: an exception is
+    // kept and rethrown after the read.
+    std::uint32_t seen = 0;
+    MessageInfo last;
+    auto torn = [&](const MessageInfo& info) {
+      s.count(s.overwritten_);
+      if (!on_overwritten) return;
+      try {
+        on_overwritten(info);
+      } catch (...) {
+        if (!s.in_place_error_) s.in_place_error_ = std::current_exception();
+      }
+    };
+    const TakeResult r = s.subscriber().read([&](std::span<const std::byte> payload, const MessageInfo& info) {
+      if (seen++ != 0) torn(last);
+      last = info;
+      try {
+        cb(payload, info);
+      } catch (...) {
+        if (!s.in_place_error_) s.in_place_error_ = std::current_exception();
+      }
+    });
+    if (!r.ok() && seen != 0) torn(last);
+    if (s.in_place_error_) {
+      std::exception_ptr e;
+      std::swap(e, s.in_place_error_);
+      std::rethrow_exception(e);
+    }
+    return r.status;
+  };
+}
+
+Publisher& Node::publisher(std::string_view channel, const TypeInfo& type, PublisherOptions options) {
+  options.node = name_;
+  const std::lock_guard lock(mutex_);
+  auto p = std::make_shared<Publisher>(channel, type, *context_, std::move(options));
+  publishers_.push_back(p);
+  return *p;
+}
+
+Timer& Node::add_timer(std::chrono::nanoseconds period, bool periodic, std::function<void()> callback,
+                       TimerOptions options) {
+  if (periodic && period.count() <= 0) {
+    throw Error(Errc::kInvalidArgument, "node \"" + name_ + "\": a timer period must be positive");
+  }
+  auto t = std::make_unique<Timer>(period, periodic, std::move(callback),
+                                   options.group != nullptr ? options.group : &default_group_);
+  t->node_ = this;
+  t->next_ns_.store(mono_now_ns() + std::max<std::int64_t>(period.count(), 0), std::memory_order_relaxed);
+  Timer& ref = *t;
+  {
+    const std::lock_guard lock(mutex_);
+    timers_.push_back(std::move(t));
+  }
+  generation_.fetch_add(1, std::memory_order_release);
+  wake_.trigger();
+  return ref;
+}
+
+Timer& Node::every(std::chrono::nanoseconds period, std::function<void()> callback, TimerOptions options) {
+  return add_timer(period, true, std::move(callback), options);
+}
+
+Timer& Node::after(std::chrono::nanoseconds delay, std::function<void()> callback, TimerOptions options) {
+  return add_timer(delay, false, std::move(callback), options);
+}
+
+CallbackGroup& Node::create_callback_group(CallbackGroupKind kind) {
+  const std::lock_guard lock(mutex_);
+  groups_.push_back(std::make_unique<CallbackGroup>(kind));
+  return *groups_.back();
+}
+
+void Node::spin() {
+  if (!own_) {
+    own_ = std::make_unique<Executor>(1);
+    own_->add(*this);
+  }
+  own_->spin();
+}
+
+std::size_t Node::spin_once(std::chrono::nanoseconds timeout) {
+  if (!own_) {
+    own_ = std::make_unique<Executor>(1);
+    own_->add(*this);
+  }
+  return own_->spin_once(timeout);
+}
+
+void Node::stop() noexcept {
+  stop_requested_.store(true, std::memory_order_release);
+  wake_.trigger();
+}
+
+bool Node::ok() const noexcept {
+  return !stop_requested_.load(std::memory_order_acquire) && !(options_.handle_signals && stop_signalled());
+}
+
+std::uint64_t Node::calls() const {
+  const std::lock_guard lock(mutex_);
+  std::uint64_t n = 0;
+  for (const auto& s : subscriptions_) n += s->calls();
+  for (const auto& t : timers_) n += t->runs();
+  return n;
+}
+
+std::uint64_t Node::errors() const {
+  const std::lock_guard lock(mutex_);
+  std::uint64_t n = 0;
+  for (const auto& s : subscriptions_) n += s->errors();
+  for (const auto& t : timers_) n += t->errors();
+  return n;
+}
+
+}  // namespace shmbus

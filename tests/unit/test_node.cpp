@@ -1,0 +1,370 @@
+// Nodes and executors: callbacks in publish order, timers on absolute
+// deadlines, stop from a callback, exceptions, in-place views, provenance,
+// and the multi-threaded executor's callback groups (run under TSan).
+#include <gtest/gtest.h>
+#include <pthread.h>
+#include <time.h>
+
+#include <atomic>
+#include <chrono>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+#include "shmbus/clock.hpp"
+#include "shmbus/error.hpp"
+#include "shmbus/introspect.hpp"
+#include "shmbus/node.hpp"
+#include "support/test_domain.hpp"
+
+using namespace shmbus;
+using namespace std::chrono_literals;
+using shmbus::test::TestDomain;
+
+namespace {
+
+struct Num {
+  static constexpr const char* kTypeName = "test/Num";
+  static constexpr std::uint64_t kTypeHash = 0x6e756d5f74657374ULL;
+  std::uint64_t value;
+};
+
+Config node_config(std::uint32_t capacity = 1024) {
+  Config c;
+  c.defaults.capacity = capacity;
+  c.defaults.max_message_size = 64;
+  c.defaults.wait_spin = 20us;
+  return c;
+}
+
+/// CPU time a thread used, from its CPU clock.
+double thread_cpu_seconds(pthread_t thread) {
+  clockid_t clock{};
+  ::pthread_getcpuclockid(thread, &clock);
+  timespec ts{};
+  ::clock_gettime(clock, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9;
+}
+
+}  // namespace
+
+TEST(NodeTest, CallbacksRunInPublishOrderPerChannel) {
+  TestDomain d{node_config(), "n"};
+  Node node("orderly", d.context());
+  std::vector<std::uint64_t> a;
+  std::vector<std::uint64_t> b;
+  std::vector<std::uint64_t> a_seq;
+  node.subscribe<Num>("/a", [&](const Num& m, const MessageInfo& info) {
+    a.push_back(m.value);
+    a_seq.push_back(info.sequence);
+  });
+  node.subscribe<Num>("/b", [&](const Num& m, const MessageInfo&) {
+    b.push_back(m.value);
+    if (a.size() == 300 && b.size() == 300) node.stop();
+  });
+  std::thread publisher([&] {
+    TypedPublisher<Num> pa("/a", d.context());
+    TypedPublisher<Num> pb("/b", d.context());
+    for (std::uint64_t i = 0; i < 300; ++i) {
+      pa.publish(Num{i});
+      pb.publish(Num{1000 + i});
+      if (i % 50 == 0) std::this_thread::sleep_for(1ms);
+    }
+  });
+  node.after(20s, [&] { node.stop(); });  // bound: the test fails, never hangs
+  node.spin();
+  publisher.join();
+  ASSERT_EQ(a.size(), 300U);
+  ASSERT_EQ(b.size(), 300U);
+  for (std::uint64_t i = 0; i < 300; ++i) {
+    EXPECT_EQ(a[i], i);
+    EXPECT_EQ(a_seq[i], i);
+    EXPECT_EQ(b[i], 1000 + i);
+  }
+  EXPECT_EQ(node.calls(), 600U);
+  EXPECT_EQ(node.errors(), 0U);
+}
+
+TEST(NodeTest, NodeNameIsTheEndpointsNode) {
+  TestDomain d{node_config(), "n"};
+  Node node("camera_driver", d.context());
+  node.subscribe<Num>("/img", [](const Num&, const MessageInfo&) {});
+  node.publisher<Num>("/img_out");
+  const auto in = introspect::ChannelReader(d.domain(), "/img").view();
+  const auto out = introspect::ChannelReader(d.domain(), "/img_out").view();
+  ASSERT_EQ(in.subscribers.size(), 1U);
+  ASSERT_EQ(out.publishers.size(), 1U);
+  EXPECT_EQ(in.subscribers[0].node, "camera_driver");
+  EXPECT_EQ(out.publishers[0].node, "camera_driver");
+  EXPECT_THROW(Node("bad name!", d.context()), Error);
+}
+
+TEST(NodeTest, StopFromACallbackEndsSpinBeforeTheNextCallback) {
+  TestDomain d{node_config(), "n"};
+  Node node("stopper", d.context());
+  int calls = 0;
+  node.subscribe<Num>("/s", [&](const Num&, const MessageInfo&) {
+    if (++calls == 3) node.stop();
+  });
+  TypedPublisher<Num> pub("/s", d.context());
+  for (std::uint64_t i = 0; i < 10; ++i) pub.publish(Num{i});
+  node.spin();
+  EXPECT_EQ(calls, 3);
+  // The stop was consumed: the next spins go on with the rest.
+  for (int i = 0; i < 100 && calls < 10; ++i) node.spin_once(100ms);
+  EXPECT_EQ(calls, 10);
+}
+
+TEST(NodeTest, TimersFireOnAbsoluteDeadlinesUnderLoad) {
+  TestDomain d{node_config(), "n"};
+  Node node("clock", d.context());
+  std::atomic<bool> hog_stop{false};
+  std::vector<std::thread> hogs;  // load: more runnable threads than cores
+  for (int i = 0; i < 3; ++i) {
+    hogs.emplace_back([&] {
+      while (!hog_stop.load(std::memory_order_relaxed)) {
+      }
+    });
+  }
+  constexpr std::int64_t kPeriod = 5'000'000;
+  std::vector<std::int64_t> fired;
+  const std::int64_t start = mono_now_ns();
+  Timer* timer = nullptr;
+  timer = &node.every(std::chrono::nanoseconds(kPeriod), [&] {
+    fired.push_back(mono_now_ns());
+    if (fired.size() == 60) node.stop();
+  });
+  int one_shots = 0;
+  node.after(12ms, [&] { ++one_shots; });
+  node.spin();
+  hog_stop = true;
+  for (auto& h : hogs) h.join();
+  ASSERT_EQ(fired.size(), 60U);
+  EXPECT_EQ(one_shots, 1);
+  // Never early: tick k (of runs and skipped ticks) is at or after its
+  // absolute deadline start + k * period; no drift: the last tick's
+  // deadline is exactly runs + missed periods from the start.
+  for (std::size_t k = 0; k < fired.size(); ++k) {
+    EXPECT_GE(fired[k], start + static_cast<std::int64_t>(k + 1) * kPeriod) << "tick " << k;
+  }
+  const std::uint64_t ticks = timer->runs() + timer->missed();
+  EXPECT_EQ(timer->runs(), 60U);
+  EXPECT_GE(fired.back(), start + static_cast<std::int64_t>(ticks) * kPeriod);
+  EXPECT_LT(fired.back(), start + static_cast<std::int64_t>(ticks + 1) * kPeriod + 2'000'000)
+      << "a tick later than a whole period is skipped and counted, not bursted";
+}
+
+TEST(NodeTest, ExceptionsAreCountedAndTheNodeGoesOn) {
+  TestDomain d{node_config(), "n"};
+  Node node("thrower", d.context());
+  int calls = 0;
+  auto& sub = node.subscribe<Num>("/e", [&](const Num& m, const MessageInfo&) {
+    ++calls;
+    if (m.value % 2 == 1) throw std::runtime_error("odd value");
+  });
+  auto& timer = node.after(1ms, [] { throw 42; });
+  TypedPublisher<Num> pub("/e", d.context());
+  for (std::uint64_t i = 0; i < 10; ++i) pub.publish(Num{i});
+  for (int i = 0; i < 100 && calls < 10; ++i) node.spin_once(100ms);
+  EXPECT_EQ(calls, 10);
+  EXPECT_EQ(sub.errors(), 5U);
+  EXPECT_EQ(sub.calls(), 10U);
+  for (int i = 0; i < 100 && timer.runs() == 0; ++i) node.spin_once(100ms);
+  EXPECT_EQ(timer.errors(), 1U);
+  EXPECT_EQ(node.errors(), 6U);
+  // Visible to shmtool info: the subscriber entry counts them.
+  const auto v = introspect::ChannelReader(d.domain(), "/e").view();
+  ASSERT_EQ(v.subscribers.size(), 1U);
+  EXPECT_EQ(v.subscribers[0].errors, 5U);
+}
+
+TEST(NodeTest, OnExceptionStopRethrowsFromSpin) {
+  TestDomain d{node_config(), "n"};
+  Node node("strict", d.context(), NodeOptions{.on_exception = OnException::kStop});
+  int calls = 0;
+  node.subscribe<Num>("/x", [&](const Num& m, const MessageInfo&) {
+    ++calls;
+    if (m.value == 2) throw std::logic_error("bad input 2");
+  });
+  TypedPublisher<Num> pub("/x", d.context());
+  for (std::uint64_t i = 0; i < 5; ++i) pub.publish(Num{i});
+  try {
+    node.spin();
+    FAIL() << "spin must rethrow";
+  } catch (const std::logic_error& e) {
+    EXPECT_STREQ(e.what(), "bad input 2");
+  }
+  EXPECT_EQ(calls, 3);
+  EXPECT_EQ(node.errors(), 1U);
+}
+
+TEST(NodeTest, InPlaceViewIsToldWhenItWasOverwritten) {
+  TestDomain d{node_config(8), "n"};
+  Node node("viewer", d.context());
+  TypedPublisher<Num> pub("/big", d.context());
+  std::vector<std::uint64_t> seen;
+  std::vector<std::uint64_t> overwritten;
+  SubscriptionOptions o;
+  o.in_place = true;
+  o.on_overwritten = [&](const MessageInfo& info) { overwritten.push_back(info.sequence); };
+  auto& sub = node.subscribe<Num>(
+      "/big",
+      [&](const Num& m, const MessageInfo& info) {
+        seen.push_back(m.value);
+        // While the first message is viewed in place, publishers lap the
+        // ring (8 slots): what the callback saw is overwritten.
+        if (info.sequence == 0) {
+          for (std::uint64_t i = 1; i <= 9; ++i) pub.publish(Num{i});
+        }
+        if (info.sequence == 9) node.stop();
+      },
+      o);
+  pub.publish(Num{0});
+  node.after(10s, [&] { node.stop(); });
+  node.spin();
+  ASSERT_EQ(overwritten.size(), 1U);
+  EXPECT_EQ(overwritten[0], 0U);
+  EXPECT_EQ(sub.overwritten(), 1U);
+  EXPECT_EQ(seen.front(), 0U);
+  EXPECT_EQ(seen.back(), 9U);
+  EXPECT_EQ(sub.calls(), seen.size() - 1) << "the torn view is not a delivered message";
+  EXPECT_GE(sub.subscriber().lost(), 1U);
+}
+
+TEST(NodeTest, WhatACallbackPublishesCitesItsTrigger) {
+  TestDomain d{node_config(), "n"};
+  Node node("relay", d.context());
+  auto& out = node.publisher<Num>("/out");
+  Subscriber side("/side", TypeInfo::bytes(), d.context());
+  Publisher side_pub("/side", TypeInfo::bytes(), d.context());
+  node.subscribe<Num>("/in", [&](const Num& m, const MessageInfo&) {
+    std::byte buf[8];
+    (void)side.take(buf);  // anything else the callback takes is cited too
+    out.publish(Num{m.value * 10});
+    node.stop();
+  });
+  TypedSubscriber<Num> reader("/out", d.context());
+  TypedPublisher<Num> in("/in", d.context());
+  in.publish(Num{0});
+  in.publish(Num{7});
+  const std::uint64_t x = 1;
+  side_pub.publish(&x, sizeof x);
+  node.after(10s, [&] { node.stop(); });
+  node.spin();
+  MessageInfo info;
+  const auto m = reader.take(&info);
+  ASSERT_TRUE(m.has_value());
+  EXPECT_EQ(m->value, 0U);
+  ASSERT_EQ(info.provenance_count, 2U);
+  EXPECT_EQ(info.provenance[0].channel_index, introspect::ChannelReader(d.domain(), "/in").view().registry_index);
+  EXPECT_EQ(info.provenance[0].sequence, 0U);
+  EXPECT_EQ(info.provenance[1].channel_index, introspect::ChannelReader(d.domain(), "/side").view().registry_index);
+  EXPECT_EQ(info.provenance[1].sequence, 0U);
+}
+
+TEST(NodeTest, SubscriptionsAddedFromACallbackAreServed) {
+  TestDomain d{node_config(), "n"};
+  Node node("grower", d.context());
+  TypedPublisher<Num> late_pub("/late", d.context());
+  int late_calls = 0;
+  node.after(1ms, [&] {
+    node.subscribe<Num>("/late", [&](const Num&, const MessageInfo&) {
+      if (++late_calls == 1) node.stop();
+    });
+    node.after(5ms, [&] { late_pub.publish(Num{1}); });
+  });
+  node.after(10s, [&] { node.stop(); });
+  node.spin();
+  EXPECT_EQ(late_calls, 1);
+}
+
+TEST(NodeTest, IdleNodeWithAHundredSubscriptionsUsesNoCpu) {
+  TestDomain d{node_config(16), "n"};
+  Node node("idle", d.context());
+  for (int i = 0; i < 100; ++i) {
+    node.subscribe<Num>("/idle" + std::to_string(i), [](const Num&, const MessageInfo&) {});
+  }
+  std::thread spinner([&] { node.spin(); });
+  std::this_thread::sleep_for(100ms);  // past the spin phase, asleep in futex_waitv
+  const double before = thread_cpu_seconds(spinner.native_handle());
+  std::this_thread::sleep_for(500ms);
+  const double used = thread_cpu_seconds(spinner.native_handle()) - before;
+  // A wake still works: a message on the 100th channel is dispatched.
+  std::atomic<int> woke{0};
+  node.subscribe<Num>("/wake", [&](const Num&, const MessageInfo&) {
+    woke = 1;
+    node.stop();
+  });
+  TypedPublisher<Num>("/wake", d.context()).publish(Num{1});
+  spinner.join();
+  EXPECT_LT(used, 0.005) << "an idle node sleeps: " << used * 1e3 << " ms of CPU in 500 ms";
+  EXPECT_EQ(woke.load(), 1);
+}
+
+// The multi-threaded executor: a mutually exclusive group never runs two of
+// its callbacks at once, a reentrant group does, and no subscription's
+// callbacks overlap each other (publish order per channel).
+TEST(NodeTest, MultiThreadedExecutorHonoursCallbackGroups) {
+  TestDomain d{node_config(), "n"};
+  Node node("parallel", d.context());
+  auto& exclusive = node.create_callback_group(CallbackGroupKind::kMutuallyExclusive);
+  auto& reentrant = node.create_callback_group(CallbackGroupKind::kReentrant);
+  std::atomic<int> in_exclusive{0};
+  std::atomic<int> max_exclusive{0};
+  std::atomic<int> met{0};  // the two reentrant callbacks meet inside
+  std::atomic<bool> met_ok{false};
+  std::atomic<int> done{0};
+  std::vector<std::uint64_t> order_a;
+  std::vector<std::uint64_t> order_b;
+  auto exclusive_cb = [&](std::vector<std::uint64_t>& order) {
+    return [&](const Num& m, const MessageInfo&) {
+      const int now = ++in_exclusive;
+      int prev = max_exclusive.load();
+      while (now > prev && !max_exclusive.compare_exchange_weak(prev, now)) {
+      }
+      order.push_back(m.value);
+      std::this_thread::sleep_for(50us);
+      --in_exclusive;
+      ++done;
+    };
+  };
+  SubscriptionOptions ex;
+  ex.group = &exclusive;
+  node.subscribe<Num>("/ex_a", exclusive_cb(order_a), ex);
+  node.subscribe<Num>("/ex_b", exclusive_cb(order_b), ex);
+  SubscriptionOptions re;
+  re.group = &reentrant;
+  auto meet = [&](const Num&, const MessageInfo&) {
+    ++met;
+    const auto deadline = std::chrono::steady_clock::now() + 5s;
+    while (met.load() < 2 && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
+    if (met.load() >= 2) met_ok = true;
+    ++done;
+  };
+  node.subscribe<Num>("/re_a", meet, re);
+  node.subscribe<Num>("/re_b", meet, re);
+  Executor executor(4);
+  executor.add(node);
+  std::thread spinner([&] { executor.spin(); });
+  {
+    TypedPublisher<Num> a("/ex_a", d.context());
+    TypedPublisher<Num> b("/ex_b", d.context());
+    TypedPublisher<Num> ra("/re_a", d.context());
+    TypedPublisher<Num> rb("/re_b", d.context());
+    ra.publish(Num{0});
+    rb.publish(Num{0});
+    for (std::uint64_t i = 0; i < 200; ++i) {
+      a.publish(Num{i});
+      b.publish(Num{i});
+    }
+  }
+  const auto deadline = std::chrono::steady_clock::now() + 20s;
+  while (done.load() < 402 && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(1ms);
+  executor.stop();
+  spinner.join();
+  EXPECT_EQ(done.load(), 402);
+  EXPECT_EQ(max_exclusive.load(), 1) << "a mutually exclusive group ran two callbacks at once";
+  EXPECT_TRUE(met_ok.load()) << "the reentrant group's callbacks never ran in parallel";
+  ASSERT_EQ(order_a.size(), 200U);
+  for (std::uint64_t i = 0; i < 200; ++i) EXPECT_EQ(order_a[i], i);
+}
