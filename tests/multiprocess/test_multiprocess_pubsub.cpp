@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "multiprocess/child_process.hpp"
+#include "multiprocess/peer_protocol.hpp"
 #include "shmbus/error.hpp"
 #include "shmbus/introspect.hpp"
 #include "shmbus/publisher.hpp"
@@ -22,6 +23,7 @@ class MultiProcessTest : public ::testing::Test {
  protected:
   void TearDown() override { introspect::clean_domain(domain_, false); }
   std::string domain_ = shmbus::test::unique_domain("mp");
+  std::unique_ptr<Context> context_ = std::make_unique<Context>(test::peer_config(domain_, "mp_test"));
 };
 
 }  // namespace
@@ -68,4 +70,39 @@ TEST_F(MultiProcessTest, ThreePublishersTwoSubscribersEveryMessageDeliveredOnceO
   EXPECT_EQ(v.messages, kTotal);
   EXPECT_EQ(v.publish_dropped, dropped);
   EXPECT_EQ(v.stamps, kTotal - dropped) << "one time-list stamp per committed message";
+}
+
+// Ctrl-C to a process with two nodes spun on two threads: one SIGINT ends
+// both spins, the process exits 0 through its destructors, and every
+// endpoint of both nodes is unregistered (not left for reclaiming).
+TEST_F(MultiProcessTest, SigintEndsEveryNodeOfAProcessCleanly) {
+  ChildProcess peer({SHMBUS_TEST_NODE_PEER, domain_});
+  ASSERT_TRUE(peer.wait_for_output("ready", 20s)) << peer.output();
+  test::wait_for_subscribers(domain_, "/alpha_in", 1);
+  test::wait_for_subscribers(domain_, "/beta_in", 1);
+  {
+    Publisher a("/alpha_in", TypeInfo::bytes(), *context_);
+    Publisher b("/beta_in", TypeInfo::bytes(), *context_);
+    const std::uint64_t x = 1;
+    for (int i = 0; i < 5; ++i) a.publish(&x, sizeof x);
+    for (int i = 0; i < 7; ++i) b.publish(&x, sizeof x);
+    const auto deadline = std::chrono::steady_clock::now() + 20s;
+    while (std::chrono::steady_clock::now() < deadline &&
+           (introspect::ChannelReader(domain_, "/alpha_in").view().subscribers.at(0).messages < 5 ||
+            introspect::ChannelReader(domain_, "/beta_in").view().subscribers.at(0).messages < 7)) {
+      std::this_thread::sleep_for(1ms);
+    }
+  }
+  std::this_thread::sleep_for(50ms);  // a few timer ticks
+  peer.signal(SIGINT);
+  const int status = peer.wait(10s);
+  ASSERT_FALSE(peer.timed_out()) << "SIGINT did not end both spins";
+  ASSERT_TRUE(WIFEXITED(status)) << peer.output();
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  const auto f = peer.fields();
+  EXPECT_EQ(f.at("alpha_calls"), 5);
+  EXPECT_EQ(f.at("beta_calls"), 7);
+  EXPECT_GE(f.at("alpha_timer"), 1);
+  EXPECT_TRUE(introspect::ChannelReader(domain_, "/alpha_in").view().subscribers.empty());
+  EXPECT_TRUE(introspect::ChannelReader(domain_, "/beta_in").view().subscribers.empty());
 }

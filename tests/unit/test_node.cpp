@@ -54,13 +54,17 @@ TEST(NodeTest, CallbacksRunInPublishOrderPerChannel) {
   std::vector<std::uint64_t> a;
   std::vector<std::uint64_t> b;
   std::vector<std::uint64_t> a_seq;
+  auto stop_when_done = [&] {
+    if (a.size() == 300 && b.size() == 300) node.stop();
+  };
   node.subscribe<Num>("/a", [&](const Num& m, const MessageInfo& info) {
     a.push_back(m.value);
     a_seq.push_back(info.sequence);
+    stop_when_done();
   });
   node.subscribe<Num>("/b", [&](const Num& m, const MessageInfo&) {
     b.push_back(m.value);
-    if (a.size() == 300 && b.size() == 300) node.stop();
+    stop_when_done();
   });
   std::thread publisher([&] {
     TypedPublisher<Num> pa("/a", d.context());

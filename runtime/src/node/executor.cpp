@@ -33,6 +33,12 @@ bool enter(CallbackGroup& group, std::atomic<bool>& busy, std::atomic<bool>& in_
   return false;
 }
 
+/// Gives back what enter() took.
+void leave(const CallbackGroup& group, std::atomic<bool>& busy, std::atomic<bool>& in_flight) noexcept {
+  if (group.kind() == CallbackGroupKind::kMutuallyExclusive) busy.store(false, std::memory_order_release);
+  in_flight.store(false, std::memory_order_release);
+}
+
 }  // namespace
 
 /// One unit of work a multi-threaded worker claimed.
@@ -231,8 +237,13 @@ bool Executor::next_work(Work& w) {
   for (std::size_t k = 0; k < n; ++k) {
     const std::size_t i = (next_start_ + k) % n;
     Subscription& s = *subscriptions_[i];
-    if (s.cancelled_.load(std::memory_order_relaxed) || !s.subscriber_.pending()) continue;
-    if (!enter(*s.group_, s.group_->busy_, s.in_flight_)) continue;
+    // Claimed first: the subscriber's read position belongs to whoever holds
+    // the claim (a worker may be draining it right now).
+    if (s.cancelled_.load(std::memory_order_relaxed) || !enter(*s.group_, s.group_->busy_, s.in_flight_)) continue;
+    if (!s.subscriber_.pending()) {
+      leave(*s.group_, s.group_->busy_, s.in_flight_);
+      continue;
+    }
     next_start_ = i + 1;
     w = Work{&s, nullptr, 0};
     return true;
@@ -279,8 +290,7 @@ void Executor::run(Work& w) {
     in_flight = &w.subscription->in_flight_;
     group = w.subscription->group_;
   }
-  if (group->kind() == CallbackGroupKind::kMutuallyExclusive) group->busy_.store(false, std::memory_order_release);
-  in_flight->store(false, std::memory_order_release);
+  leave(*group, group->busy_, *in_flight);
 }
 
 void Executor::worker() {
