@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds shmbus (Release) and runs the benchmarks: the micro-benchmarks and
 # `shmbus-bench peers` (two processes, shmbus vs iceoryx, Boost message_queue,
-# a Unix socket, floor and spsc), the monitor's scale and the synchronizer
+# a Unix socket, floor and spsc; and the Node API's dispatch), the Node
+# executor's timers and idle CPU, the monitor's scale and the synchronizer
 # policies on simulated sensor streams.
 #   scripts/bench.sh            full runs (about two minutes)
 #   scripts/bench.sh --smoke    tiny runs: does every benchmark work? (CI)
@@ -12,9 +13,10 @@ peers_args=()
 micro_args=(--benchmark_min_time=0.2)
 scale_args=()
 sync_args=()
+node_args=()
 for a in "$@"; do
   case "$a" in
-    --smoke) peers_args+=(--smoke); micro_args=(--benchmark_min_time=0.01); scale_args=(--channels 200); sync_args=(--seconds 30) ;;
+    --smoke) peers_args+=(--smoke); micro_args=(--benchmark_min_time=0.01); scale_args=(--channels 200); sync_args=(--seconds 30); node_args=(--smoke) ;;
     --json) peers_args+=(--json) ;;
     *) echo "bench.sh: unknown option '$a'; use --smoke or --json" >&2; exit 2 ;;
   esac
@@ -24,5 +26,6 @@ if ! printf '%s\n' "${peers_args[@]}" | grep -q -- --json; then
   "$dir/tests/bench/shmbus_bench_micro" "${micro_args[@]}"
   "$dir/tests/bench/shmbus_bench_scale" "${scale_args[@]}"
   "$dir/tests/bench/shmbus_bench_sync" "${sync_args[@]}"
+  "$dir/tests/bench/shmbus-bench-node" "${node_args[@]}"
 fi
 "$dir/tests/bench/shmbus-bench" peers "${peers_args[@]}"

@@ -99,7 +99,7 @@ std::size_t wait_any(std::span<Subscriber::Impl* const> subs, std::span<GuardCon
                      std::chrono::nanoseconds timeout, std::vector<std::size_t>* ready) noexcept {
   bool absent = attach_absent(subs);
   if (std::size_t n = collect_pending(subs, ready)) return n;
-  if (any_triggered(guards)) return 0;
+  if (any_triggered(guards) || timeout.count() <= 0) return 0;  // a poll: no sleeper registration either
   const std::int64_t start = mono_now_ns();
   const std::int64_t deadline = saturating_deadline(start, timeout);
   // Some channels do not exist yet: sleep in slices of kAttachRetryNs and

@@ -31,7 +31,7 @@ struct Options {
   std::uint64_t warmup = 10'000;
   std::uint64_t messages = 1'000'000;
   std::vector<std::size_t> sizes{64, 4096};
-  std::vector<std::string> transports{"floor", "spsc", "shmbus", "iceoryx", "boost_mq", "uds"};
+  std::vector<std::string> transports{"floor", "spsc", "shmbus", "node", "iceoryx", "boost_mq", "uds"};
   bool json = false;
 };
 
@@ -210,14 +210,15 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   auto* peers = app.add_subcommand("peers",
                                    "two-process latency and throughput against iceoryx, "
-                                   "Boost message_queue, a Unix socket, floor and spsc");
+                                   "Boost message_queue, a Unix socket, floor and spsc; "
+                                   "node = shmbus through Node callbacks");
   Options o;
   bool smoke = false;
   peers->add_option("--rounds", o.rounds, "measured round trips per latency run")->check(CLI::Range(100, 100'000'000));
   peers->add_option("--warmup", o.warmup, "round trips before measuring");
   peers->add_option("--messages", o.messages, "messages per throughput run")->check(CLI::Range(1000, 1'000'000'000));
   peers->add_option("--sizes", o.sizes, "payload sizes in bytes")->delimiter(',');
-  peers->add_option("--transports", o.transports, "subset of floor,spsc,shmbus,iceoryx,boost_mq,uds")->delimiter(',');
+  peers->add_option("--transports", o.transports, "subset of floor,spsc,shmbus,node,iceoryx,boost_mq,uds")->delimiter(',');
   peers->add_flag("--json", o.json, "print one JSON object instead of a table");
   peers->add_flag("--smoke", smoke, "tiny runs (CI: does every transport work?)");
   if (auto rc = shmbus::cli::parse(app, argc, argv)) return *rc;
@@ -238,6 +239,8 @@ int main(int argc, char** argv) {
     std::unique_ptr<Transport> t;
     if (name == "shmbus")
       t = make_shmbus();
+    else if (name == "node")
+      t = make_node();
     else if (name == "iceoryx")
       t = make_iceoryx(tmp);
     else if (name == "boost_mq")
@@ -249,7 +252,7 @@ int main(int argc, char** argv) {
     else if (name == "spsc")
       t = make_spsc();
     else {
-      std::fprintf(stderr, "shmbus-bench: unknown transport '%s'; use floor,spsc,shmbus,iceoryx,boost_mq,uds\n",
+      std::fprintf(stderr, "shmbus-bench: unknown transport '%s'; use floor,spsc,shmbus,node,iceoryx,boost_mq,uds\n",
                    name.c_str());
       return 2;
     }
@@ -313,6 +316,14 @@ int main(int argc, char** argv) {
                floor ? fmt::format("{:.2f}x", r.p50 / floor->p50) : "-",
                iox ? fmt::format("{:.2f}x", r.p50 / iox->p50) : "-",
                iox && r.msgs_per_s && iox->msgs_per_s ? fmt::format("{:.2f}x", *r.msgs_per_s / *iox->msgs_per_s) : "-");
+  }
+  // The executor's cost per message: a Node callback against a raw read of
+  // the same channels, measured side by side in this run.
+  for (const auto& r : results) {
+    const Result* raw = r.transport == "node" ? find("shmbus", r.mode, r.size) : nullptr;
+    if (raw == nullptr) continue;
+    fmt::print("node dispatch overhead {} {} B: p50 {:+.0f} ns, p99 {:+.0f} ns per message (node - shmbus)\n",
+               to_string(r.mode), r.size, r.p50 - raw->p50, r.p99 - raw->p99);
   }
   return 0;
 }

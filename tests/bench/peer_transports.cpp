@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "shmbus/introspect.hpp"
+#include "shmbus/node.hpp"
 #include "shmbus/shmbus.hpp"
 
 #if SHMBUS_BENCH_ICEORYX
@@ -36,15 +37,20 @@ std::uint64_t read_seq(const std::byte* p) {
 
 // ---------------------------------------------------------------- shmbus
 
+/// Both sides' configuration: a 256-slot ring of max_size messages.
+Config link_config(const std::string& domain, Side side, std::size_t max_size) {
+  Config c;
+  c.domain = domain;
+  c.node = side == Side::kLeader ? "bench_leader" : "bench_follower";
+  c.defaults.capacity = 256;
+  c.defaults.max_message_size = static_cast<std::uint32_t>(max_size);
+  return c;
+}
+
 class ShmbusLink final : public Link {
  public:
   ShmbusLink(const std::string& domain, Side side, std::size_t max_size) {
-    Config c;
-    c.domain = domain;
-    c.node = side == Side::kLeader ? "bench_leader" : "bench_follower";
-    c.defaults.capacity = 256;
-    c.defaults.max_message_size = static_cast<std::uint32_t>(max_size);
-    ctx_ = std::make_unique<Context>(c);
+    ctx_ = std::make_unique<Context>(link_config(domain, side, max_size));
     const bool leader = side == Side::kLeader;
     sub_ = std::make_unique<Subscriber>(leader ? "/pong" : "/ping", TypeInfo::bytes(), *ctx_);
     pub_ = std::make_unique<Publisher>(leader ? "/ping" : "/pong", TypeInfo::bytes(), *ctx_);
@@ -69,17 +75,59 @@ class ShmbusLink final : public Link {
   std::unique_ptr<Publisher> pub_;
 };
 
+/// The same channels through the Node API: a callback receives each message
+/// (an in-place view, as ShmbusLink reads it), dispatched by spin_once - the
+/// difference to ShmbusLink is the executor's cost per message.
+class NodeLink final : public Link {
+ public:
+  NodeLink(const std::string& domain, Side side, std::size_t max_size)
+      : ctx_(link_config(domain, side, max_size)), node_("", ctx_, NodeOptions{.handle_signals = false}) {
+    const bool leader = side == Side::kLeader;
+    SubscriptionOptions o;
+    o.in_place = true;
+    o.batch = 1;  // one message per receive()
+    node_.subscribe_raw(
+        leader ? "/pong" : "/ping", TypeInfo::bytes(),
+        [this](std::span<const std::byte> p, const MessageInfo&) {
+          seq_ = read_seq(p.data());
+          got_ = true;
+        },
+        o);
+    pub_ = &node_.publisher(leader ? "/ping" : "/pong", TypeInfo::bytes());
+  }
+  void send(const std::byte* data, std::size_t size) override { pub_->publish(data, size); }
+  std::uint64_t receive(Mode mode) override {
+    got_ = false;
+    const auto timeout = mode == Mode::kPoll ? std::chrono::nanoseconds(0) : std::chrono::nanoseconds(std::chrono::seconds(1));
+    while (!got_) node_.spin_once(timeout);
+    return seq_;
+  }
+  std::uint64_t flow_window() const override { return 192; }
+
+ private:
+  Context ctx_;
+  Node node_;
+  Publisher* pub_ = nullptr;
+  std::uint64_t seq_ = 0;
+  bool got_ = false;
+};
+
+/// shmbus through raw subscribers ("shmbus") or through Node callbacks
+/// ("node").
 class ShmbusTransport final : public Transport {
  public:
-  std::string name() const override { return "shmbus"; }
+  explicit ShmbusTransport(bool node) : node_(node) {}
+  std::string name() const override { return node_ ? "node" : "shmbus"; }
   bool supports(Mode) const override { return true; }
   void prepare(std::size_t) override { domain_ = "bench_" + std::to_string(::getpid()) + "_" + std::to_string(run_++); }
   std::unique_ptr<Link> connect(Side side, std::size_t max_size) override {
+    if (node_) return std::make_unique<NodeLink>(domain_, side, max_size);
     return std::make_unique<ShmbusLink>(domain_, side, max_size);
   }
   void cleanup() override { introspect::clean_domain(domain_, false); }
 
  private:
+  bool node_;
   std::string domain_;
   int run_ = 0;
 };
@@ -406,7 +454,8 @@ class SpscTransport final : public Transport {
 
 }  // namespace
 
-std::unique_ptr<Transport> make_shmbus() { return std::make_unique<ShmbusTransport>(); }
+std::unique_ptr<Transport> make_shmbus() { return std::make_unique<ShmbusTransport>(false); }
+std::unique_ptr<Transport> make_node() { return std::make_unique<ShmbusTransport>(true); }
 std::unique_ptr<Transport> make_iceoryx([[maybe_unused]] const std::string& dir) {
 #if SHMBUS_BENCH_ICEORYX
   return std::make_unique<IceoryxTransport>(dir);

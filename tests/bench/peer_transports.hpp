@@ -50,6 +50,8 @@ class Transport {
 };
 
 std::unique_ptr<Transport> make_shmbus();
+/// shmbus through the Node API (callbacks dispatched by an executor).
+std::unique_ptr<Transport> make_node();
 std::unique_ptr<Transport> make_iceoryx(const std::string& roudi_config_dir);
 std::unique_ptr<Transport> make_boost_mq();
 std::unique_ptr<Transport> make_uds();

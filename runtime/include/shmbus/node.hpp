@@ -151,6 +151,9 @@ class Timer {
   [[nodiscard]] std::uint64_t runs() const noexcept { return runs_.load(std::memory_order_relaxed); }
   [[nodiscard]] std::uint64_t missed() const noexcept { return missed_.load(std::memory_order_relaxed); }
   [[nodiscard]] std::uint64_t errors() const noexcept { return errors_.load(std::memory_order_relaxed); }
+  /// Inside the callback: the CLOCK_MONOTONIC deadline this run is for
+  /// (its lateness is mono_now_ns() - deadline_ns()).
+  [[nodiscard]] std::int64_t deadline_ns() const noexcept { return deadline_ns_.load(std::memory_order_relaxed); }
 
  private:
   friend class Executor;
@@ -161,6 +164,7 @@ class Timer {
   std::function<void()> callback_;
   CallbackGroup* group_;
   std::atomic<std::int64_t> next_ns_;  ///< CLOCK_MONOTONIC deadline
+  std::atomic<std::int64_t> deadline_ns_{0};  ///< of the run in progress (or the last)
   std::atomic<bool> in_flight_{false};
   std::atomic<bool> cancelled_{false};
   std::atomic<std::uint64_t> runs_{0};
@@ -300,6 +304,7 @@ class Executor {
  private:
   struct Work;
   bool refresh();
+  void reset_wakes() noexcept;
   [[nodiscard]] bool stopping() const noexcept;
   std::int64_t run_due_timers(std::int64_t now, std::size_t& ran);
   void fire(Timer& t, std::int64_t now);

@@ -140,8 +140,10 @@ void Executor::fire(Timer& t, std::int64_t now) {
   if (t.periodic_) {
     const std::int64_t late_periods = (now - due) / t.period_ns_;
     if (late_periods > 0) t.missed_.fetch_add(static_cast<std::uint64_t>(late_periods), std::memory_order_relaxed);
+    t.deadline_ns_.store(due + late_periods * t.period_ns_, std::memory_order_relaxed);
     t.next_ns_.store(due + (late_periods + 1) * t.period_ns_, std::memory_order_relaxed);
   } else {
+    t.deadline_ns_.store(due, std::memory_order_relaxed);
     t.cancelled_.store(true, std::memory_order_release);
   }
   InputScope scope;
@@ -193,18 +195,29 @@ std::size_t Executor::drain(Subscription& s) {
   return n;
 }
 
+/// Clears the nodes' wake guards (a load first: most rounds find them clear).
+void Executor::reset_wakes() noexcept {
+  for (Node* n : nodes_) {
+    if (n->wake_.triggered()) n->wake_.reset();
+  }
+}
+
 std::size_t Executor::spin_once(std::chrono::nanoseconds timeout) {
   refresh();
   std::size_t ran = 0;
   std::int64_t next_timer = timers_.empty() ? kNever : run_due_timers(mono_now_ns(), ran);
-  if (ran == 0 && !stopping()) {
+  if (timeout.count() <= 0) {
+    // A poll: try every subscription, as a loop of take()s would (an idle
+    // take reads only the slot's state line, no publisher's line).
+    for (Subscription* s : subscriptions_) ran += drain(*s);
+  } else if (ran == 0 && !stopping()) {
     const std::int64_t now = mono_now_ns();
     const std::int64_t until = std::min(saturating_deadline(now, timeout), next_timer);
     wait_set_.wait(std::chrono::nanoseconds(std::max<std::int64_t>(until - now, 0)), ready_);
     for (const std::size_t i : ready_) ran += drain(*subscriptions_[wait_index_[i]]);
     if (!timers_.empty()) run_due_timers(mono_now_ns(), ran);
   }
-  for (Node* n : nodes_) n->wake_.reset();
+  reset_wakes();
   return ran;
 }
 
@@ -218,7 +231,7 @@ void Executor::spin_single() {
     std::chrono::nanoseconds timeout = std::chrono::nanoseconds::max();
     if (next_timer != kNever) timeout = std::chrono::nanoseconds(std::max<std::int64_t>(next_timer - mono_now_ns(), 0));
     wait_set_.wait(timeout, ready_);
-    for (Node* n : nodes_) n->wake_.reset();
+    reset_wakes();
     for (const std::size_t i : ready_) drain(*subscriptions_[wait_index_[i]]);
   }
 }
@@ -305,7 +318,7 @@ void Executor::worker() {
           return;
         }
         work_done_.reset();
-        for (Node* n : nodes_) n->wake_.reset();
+        reset_wakes();
         refresh();
         if (next_work(w)) break;
         wait_for_work(ready);
