@@ -1,8 +1,8 @@
 // shmbus-demo: the main job of a fresh checkout. Two publisher processes
-// (a 100 Hz IMU-like stream and a 1 kHz one), a subscriber process that
-// blocks on both with a WaitSet, and shmbusd watching every channel with no
-// code in the applications. Halfway the slow publisher stops: shmbusd's
-// alert arrives on /shmbus/alerts. This process prints what the registry
+// (a 100 Hz IMU-like stream and a 1 kHz one, each a node with a timer), a
+// subscriber process (a node with a callback on each channel), and shmbusd
+// watching every channel with no code in the applications. Halfway the
+// slow publisher stops: shmbusd's alert arrives on /shmbus/alerts. This process prints what the registry
 // and the time lists show.
 #include <signal.h>
 #include <sys/wait.h>
@@ -23,6 +23,7 @@
 #include "shmbus/monitor/bus_channels.hpp"
 #include "shmbus/monitor/frequency.hpp"
 #include "shmbus/monitor/levels.hpp"
+#include "shmbus/node.hpp"
 #include "shmbus/shmbus.hpp"
 #include "shmbus_msgs/Alert.hpp"
 
@@ -40,42 +41,31 @@ struct Imu {
   double linear_acceleration[3];
 };
 
-/// Publishes at `hz` with absolute deadlines until SIGTERM.
+/// A node publishing at `hz` (a timer on absolute deadlines) until SIGTERM.
 int publisher_process(const Config& config, const std::string& channel, double hz) {
   Context ctx{config};
-  TypedPublisher<Imu> pub(channel, ctx);
-  const auto period = duration_cast<steady_clock::duration>(duration<double>(1.0 / hz));
-  auto next = steady_clock::now();
-  for (std::uint64_t i = 0; !cli::stop_requested(); ++i) {
-    Imu m{i, {0.01 * static_cast<double>(i), 0, 0}, {0, 0, 9.81}};
-    pub.publish(m);
-    next += period;
-    std::this_thread::sleep_until(next);
-  }
+  Node node("imu_driver", ctx);
+  auto& pub = node.publisher<Imu>(channel);
+  std::uint64_t i = 0;
+  node.every(duration_cast<nanoseconds>(duration<double>(1.0 / hz)), [&] {
+    pub.publish(Imu{i, {0.01 * static_cast<double>(i), 0, 0}, {0, 0, 9.81}});
+    ++i;
+  });
+  node.spin();
   return 0;
 }
 
-/// Blocks on both channels with one WaitSet; reports what it received.
+/// A node with a callback on each channel; reports what it received.
 int subscriber_process(const Config& config, const std::vector<std::string>& channels) {
   Context ctx{config};
-  std::vector<std::unique_ptr<TypedSubscriber<Imu>>> subs;
-  WaitSet ws;
-  for (const auto& c : channels) {
-    subs.push_back(std::make_unique<TypedSubscriber<Imu>>(c, ctx));
-    ws.attach(subs.back()->untyped());
-  }
-  std::vector<std::size_t> ready;
-  std::vector<std::uint64_t> received(channels.size());
-  while (!cli::stop_requested()) {
-    ws.wait(milliseconds(100), ready);
-    for (std::size_t i : ready) {
-      while (subs[i]->take()) ++received[i];
-    }
-  }
-  for (std::size_t i = 0; i < channels.size(); ++i) {
-    std::printf("subscriber (pid %d): %s received %llu, lost %llu\n", static_cast<int>(::getpid()), channels[i].c_str(),
-                static_cast<unsigned long long>(received[i]),
-                static_cast<unsigned long long>(subs[i]->untyped().lost()));
+  Node node("imu_consumer", ctx);
+  std::vector<Subscription*> subs;
+  for (const auto& c : channels) subs.push_back(&node.subscribe<Imu>(c, [](const Imu&, const MessageInfo&) {}));
+  node.spin();
+  for (const Subscription* s : subs) {
+    std::printf("subscriber (pid %d): %s received %llu, lost %llu\n", static_cast<int>(::getpid()), s->channel().c_str(),
+                static_cast<unsigned long long>(s->calls()),
+                static_cast<unsigned long long>(s->subscriber().lost()));
   }
   return 0;
 }

@@ -9,6 +9,7 @@
 #include "shmbus/error.hpp"
 #include "shmbus/introspect.hpp"
 #include "shmbus/publisher.hpp"
+#include "shmbus/subscriber.hpp"
 #include "support/test_domain.hpp"
 
 using namespace shmbus;
@@ -106,3 +107,48 @@ TEST_F(MultiProcessTest, SigintEndsEveryNodeOfAProcessCleanly) {
   EXPECT_TRUE(introspect::ChannelReader(domain_, "/alpha_in").view().subscribers.empty());
   EXPECT_TRUE(introspect::ChannelReader(domain_, "/beta_in").view().subscribers.empty());
 }
+
+#ifdef SHMBUS_EXAMPLE_FUSION
+namespace {
+// The example's types, as its publishers and readers declare them.
+struct ExampleOdom {
+  static constexpr const char* kTypeName = "example/Odom";
+  static constexpr std::uint64_t kTypeHash = 2;
+  double x;
+};
+struct ExamplePose {
+  static constexpr const char* kTypeName = "example/Pose";
+  static constexpr std::uint64_t kTypeHash = 3;
+  double x, v;
+};
+}  // namespace
+
+// The module the README shows (examples/fusion_node.cpp), run as a user
+// would: it fuses what arrives, its output cites its input, its 10 Hz timer
+// prints, and Ctrl-C ends it with exit code 0.
+TEST_F(MultiProcessTest, ReadmeModuleFusesPublishesAndEndsOnSigint) {
+  ChildProcess fusion({SHMBUS_EXAMPLE_FUSION}, false, {"SHMBUS_DOMAIN=" + domain_});
+  test::wait_for_subscribers(domain_, "/odom", 1);
+  test::wait_for_subscribers(domain_, "/imu", 1);
+  TypedSubscriber<ExamplePose> pose("/pose", *context_);
+  TypedPublisher<ExampleOdom> odom("/odom", *context_);
+  odom.publish(ExampleOdom{10.0});
+  ASSERT_TRUE(pose.wait(10s));
+  MessageInfo info;
+  std::optional<ExamplePose> p;
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (!(p = pose.take(&info)) && std::chrono::steady_clock::now() < deadline) pose.wait(100ms);
+  ASSERT_TRUE(p.has_value());
+  EXPECT_DOUBLE_EQ(p->x, 1.0);
+  ASSERT_EQ(info.provenance_count, 1U);
+  EXPECT_EQ(info.provenance[0].channel_index, odom.untyped().channel_index());
+  EXPECT_EQ(info.provenance[0].sequence, 0U);
+  std::this_thread::sleep_for(300ms);  // a few 10 Hz reports (stdout is a pipe: flushed at exit)
+  fusion.signal(SIGINT);
+  const int status = fusion.wait(10s);
+  ASSERT_TRUE(WIFEXITED(status)) << fusion.output();
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  EXPECT_NE(fusion.output().find("x=1.000 v=0.000"), std::string::npos) << fusion.output();
+  EXPECT_TRUE(introspect::ChannelReader(domain_, "/odom").view().subscribers.empty());
+}
+#endif

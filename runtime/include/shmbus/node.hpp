@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "shmbus/context.hpp"
+#include "shmbus/error.hpp"
 #include "shmbus/publisher.hpp"
 #include "shmbus/subscriber.hpp"
 #include "shmbus/wait_set.hpp"
@@ -108,6 +109,7 @@ class Subscription {
   /// The underlying subscriber (received, lost, type); do not take from it
   /// while the node spins.
   [[nodiscard]] Subscriber& subscriber() noexcept { return subscriber_; }
+  [[nodiscard]] const Subscriber& subscriber() const noexcept { return subscriber_; }
   /// Callbacks run, callbacks that threw, in-place views overwritten.
   [[nodiscard]] std::uint64_t calls() const noexcept { return calls_.load(std::memory_order_relaxed); }
   [[nodiscard]] std::uint64_t errors() const noexcept { return errors_.load(std::memory_order_relaxed); }
