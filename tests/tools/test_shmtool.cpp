@@ -22,6 +22,7 @@
 
 #include "multiprocess/child_process.hpp"
 #include "shmbus/introspect.hpp"
+#include "shmbus/node.hpp"
 #include "support/test_domain.hpp"
 
 using namespace std::chrono_literals;
@@ -692,4 +693,33 @@ TEST(Shmtool, SyncRefusesBadParametersWithOneLine) {
   std::filesystem::remove(bad);
   // No stage stayed subscribed after a refusal.
   EXPECT_TRUE(shmbus::introspect::ChannelReader(d.name, "/x").view().subscribers.empty());
+}
+
+// A node's callback exceptions are counted on its subscription's entry and
+// shown by `shmtool info` beside received and lost, under the node's name.
+TEST(Shmtool, InfoShowsANodesCallbackErrors) {
+  DomainGuard d;
+  shmbus::Config config;
+  config.domain = d.name;
+  shmbus::Context ctx{config};
+  shmbus::Node node("flaky_node", ctx, shmbus::NodeOptions{.handle_signals = false});
+  int calls = 0;
+  node.subscribe_raw("/flaky", shmbus::TypeInfo::bytes(), [&](std::span<const std::byte>, const shmbus::MessageInfo&) {
+    if (++calls <= 3) throw std::runtime_error("cannot parse");
+  });
+  shmbus::Publisher pub("/flaky", shmbus::TypeInfo::bytes(), ctx);
+  const std::uint64_t x = 7;
+  for (int i = 0; i < 5; ++i) pub.publish(&x, sizeof x);
+  for (int i = 0; i < 100 && calls < 5; ++i) node.spin_once(100ms);
+  ASSERT_EQ(calls, 5);
+  const ToolRun info = shmtool(tool_args({"info", "/flaky", "--json"}, d.name));
+  ASSERT_EQ(info.code, 0) << info.err;
+  const json i = json::parse(info.out);
+  ASSERT_EQ(i["subscribers"].size(), 1U);
+  EXPECT_EQ(i["subscribers"][0]["node"], "flaky_node");
+  EXPECT_EQ(i["subscribers"][0]["received"], 5);
+  EXPECT_EQ(i["subscribers"][0]["errors"], 3);
+  const ToolRun text = shmtool(tool_args({"info", "/flaky"}, d.name));
+  ASSERT_EQ(text.code, 0) << text.err;
+  EXPECT_NE(text.out.find("ERRORS"), std::string::npos) << text.out;
 }
