@@ -53,6 +53,39 @@ Config bench_config(const std::string& domain) {
   return c;
 }
 
+/// Percentiles of `lateness` (ns), in us.
+void fill_percentiles(std::vector<std::int64_t>& lateness, TimerResult& r) {
+  std::sort(lateness.begin(), lateness.end());
+  const auto pct = [&](double p) {
+    return static_cast<double>(
+               lateness[std::min(lateness.size() - 1, static_cast<std::size_t>(p * static_cast<double>(lateness.size())))]) /
+           1e3;
+  };
+  r.p50_us = pct(0.50);
+  r.p99_us = pct(0.99);
+  r.max_us = static_cast<double>(lateness.back()) / 1e3;
+}
+
+/// The floor: a thread sleeping to the same absolute deadlines with
+/// clock_nanosleep(TIMER_ABSTIME), no executor at all.
+TimerResult measure_sleep_floor(const Options& o) {
+  const auto period = static_cast<std::int64_t>(1e9 / o.rate_hz);
+  std::vector<std::int64_t> lateness;
+  lateness.reserve(o.periods);
+  std::int64_t deadline = mono_now_ns();
+  for (std::uint64_t i = 0; i < o.periods; ++i) {
+    deadline += period;
+    const timespec ts{static_cast<time_t>(deadline / 1'000'000'000), static_cast<long>(deadline % 1'000'000'000)};
+    while (::clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr) != 0) {
+    }
+    lateness.push_back(mono_now_ns() - deadline);
+  }
+  TimerResult r;
+  fill_percentiles(lateness, r);
+  r.runs = o.periods;
+  return r;
+}
+
 TimerResult measure_timer(const Options& o, Context& ctx) {
   Node node("timer_bench", ctx, NodeOptions{.handle_signals = false});
   const auto period = std::chrono::nanoseconds(static_cast<std::int64_t>(1e9 / o.rate_hz));
@@ -69,16 +102,8 @@ TimerResult measure_timer(const Options& o, Context& ctx) {
     if (lateness.size() == o.periods) node.stop();
   });
   node.spin();
-  std::sort(lateness.begin(), lateness.end());
-  const auto pct = [&](double p) {
-    return static_cast<double>(
-               lateness[std::min(lateness.size() - 1, static_cast<std::size_t>(p * static_cast<double>(lateness.size())))]) /
-           1e3;
-  };
   TimerResult r;
-  r.p50_us = pct(0.50);
-  r.p99_us = pct(0.99);
-  r.max_us = static_cast<double>(lateness.back()) / 1e3;
+  fill_percentiles(lateness, r);
   r.runs = timer->runs();
   r.missed = timer->missed();
   r.drift_ns = (last_deadline - first_deadline) - static_cast<std::int64_t>(r.runs + r.missed - 1) * period.count();
@@ -119,6 +144,7 @@ int run(int argc, char** argv) {
   }
   const std::string domain = "bench_node_" + std::to_string(::getpid());
   Context ctx{bench_config(domain)};
+  const TimerResult floor = measure_sleep_floor(o);
   const TimerResult t = measure_timer(o, ctx);
   const double idle = measure_idle(o, ctx);
   introspect::clean_domain(domain, false);
@@ -126,13 +152,17 @@ int run(int argc, char** argv) {
     nlohmann::json j{{"timer_rate_hz", o.rate_hz}, {"timer_periods", o.periods},   {"lateness_p50_us", t.p50_us},
                      {"lateness_p99_us", t.p99_us}, {"lateness_max_us", t.max_us}, {"runs", t.runs},
                      {"missed", t.missed},          {"drift_ns", t.drift_ns},      {"idle_subscriptions", o.idle_subscriptions},
-                     {"idle_cpu_percent", idle}};
+                     {"idle_cpu_percent", idle},
+                     {"sleep_floor_p50_us", floor.p50_us}, {"sleep_floor_p99_us", floor.p99_us}};
     fmt::print("{}\n", j.dump(2));
     return 0;
   }
   fmt::print("timer at {:.0f} Hz over {} periods: lateness p50 {:.1f} us, p99 {:.1f} us, max {:.1f} us; "
              "{} runs, {} skipped; deadline drift {} ns\n",
              o.rate_hz, o.periods, t.p50_us, t.p99_us, t.max_us, t.runs, t.missed, t.drift_ns);
+  fmt::print("floor (clock_nanosleep to the same absolute deadlines): lateness p50 {:.1f} us, p99 {:.1f} us, "
+             "max {:.1f} us\n",
+             floor.p50_us, floor.p99_us, floor.max_us);
   fmt::print("idle node with {} subscriptions: {:.3f}% CPU over {:.1f} s\n", o.idle_subscriptions, idle, o.idle_seconds);
   return 0;
 }
