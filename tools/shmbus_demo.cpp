@@ -63,8 +63,8 @@ int subscriber_process(const Config& config, const std::vector<std::string>& cha
   for (const auto& c : channels) subs.push_back(&node.subscribe<Imu>(c, [](const Imu&, const MessageInfo&) {}));
   node.spin();
   for (const Subscription* s : subs) {
-    std::printf("subscriber (pid %d): %s received %llu, lost %llu\n", static_cast<int>(::getpid()), s->channel().c_str(),
-                static_cast<unsigned long long>(s->calls()),
+    std::printf("subscriber (pid %d): %s received %llu, lost %llu\n", static_cast<int>(::getpid()),
+                s->channel().c_str(), static_cast<unsigned long long>(s->calls()),
                 static_cast<unsigned long long>(s->subscriber().lost()));
   }
   return 0;

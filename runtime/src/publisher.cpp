@@ -8,9 +8,9 @@
 #include <utility>
 
 #include "channel.hpp"
-#include "shmbus/input_scope.hpp"
 #include "process.hpp"
 #include "ring.hpp"
+#include "shmbus/input_scope.hpp"
 
 namespace shmbus {
 
@@ -194,8 +194,7 @@ struct Publisher::Impl {
 Publisher::Publisher(std::string_view channel, const TypeInfo& type, Context& context, PublisherOptions options)
     : impl_(std::make_unique<Impl>()) {
   auto ch = context.state().channel(channel, &type);
-  impl_->entry_index =
-      ch->register_publisher(options.node.empty() ? context.node() : options.node, impl_->id);
+  impl_->entry_index = ch->register_publisher(options.node.empty() ? context.node() : options.node, impl_->id);
   impl_->channel = std::move(ch);
   impl_->header = &impl_->channel->header();
   impl_->entry = &impl_->channel->publisher(impl_->entry_index);

@@ -57,8 +57,8 @@ Config bench_config(const std::string& domain) {
 void fill_percentiles(std::vector<std::int64_t>& lateness, TimerResult& r) {
   std::sort(lateness.begin(), lateness.end());
   const auto pct = [&](double p) {
-    return static_cast<double>(
-               lateness[std::min(lateness.size() - 1, static_cast<std::size_t>(p * static_cast<double>(lateness.size())))]) /
+    return static_cast<double>(lateness[std::min(lateness.size() - 1,
+                                                 static_cast<std::size_t>(p * static_cast<double>(lateness.size())))]) /
            1e3;
   };
   r.p50_us = pct(0.50);
@@ -114,7 +114,8 @@ TimerResult measure_timer(const Options& o, Context& ctx) {
 double measure_idle(const Options& o, Context& ctx) {
   Node node("idle_bench", ctx, NodeOptions{.handle_signals = false});
   for (std::uint32_t i = 0; i < o.idle_subscriptions; ++i) {
-    node.subscribe_raw("/idle" + std::to_string(i), TypeInfo::bytes(), [](std::span<const std::byte>, const MessageInfo&) {});
+    node.subscribe_raw("/idle" + std::to_string(i), TypeInfo::bytes(),
+                       [](std::span<const std::byte>, const MessageInfo&) {});
   }
   std::thread spinner([&] { node.spin(); });
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
@@ -149,21 +150,31 @@ int run(int argc, char** argv) {
   const double idle = measure_idle(o, ctx);
   introspect::clean_domain(domain, false);
   if (o.json) {
-    nlohmann::json j{{"timer_rate_hz", o.rate_hz}, {"timer_periods", o.periods},   {"lateness_p50_us", t.p50_us},
-                     {"lateness_p99_us", t.p99_us}, {"lateness_max_us", t.max_us}, {"runs", t.runs},
-                     {"missed", t.missed},          {"drift_ns", t.drift_ns},      {"idle_subscriptions", o.idle_subscriptions},
+    nlohmann::json j{{"timer_rate_hz", o.rate_hz},
+                     {"timer_periods", o.periods},
+                     {"lateness_p50_us", t.p50_us},
+                     {"lateness_p99_us", t.p99_us},
+                     {"lateness_max_us", t.max_us},
+                     {"runs", t.runs},
+                     {"missed", t.missed},
+                     {"drift_ns", t.drift_ns},
+                     {"idle_subscriptions", o.idle_subscriptions},
                      {"idle_cpu_percent", idle},
-                     {"sleep_floor_p50_us", floor.p50_us}, {"sleep_floor_p99_us", floor.p99_us}};
+                     {"sleep_floor_p50_us", floor.p50_us},
+                     {"sleep_floor_p99_us", floor.p99_us}};
     fmt::print("{}\n", j.dump(2));
     return 0;
   }
-  fmt::print("timer at {:.0f} Hz over {} periods: lateness p50 {:.1f} us, p99 {:.1f} us, max {:.1f} us; "
-             "{} runs, {} skipped; deadline drift {} ns\n",
-             o.rate_hz, o.periods, t.p50_us, t.p99_us, t.max_us, t.runs, t.missed, t.drift_ns);
-  fmt::print("floor (clock_nanosleep to the same absolute deadlines): lateness p50 {:.1f} us, p99 {:.1f} us, "
-             "max {:.1f} us\n",
-             floor.p50_us, floor.p99_us, floor.max_us);
-  fmt::print("idle node with {} subscriptions: {:.3f}% CPU over {:.1f} s\n", o.idle_subscriptions, idle, o.idle_seconds);
+  fmt::print(
+      "timer at {:.0f} Hz over {} periods: lateness p50 {:.1f} us, p99 {:.1f} us, max {:.1f} us; "
+      "{} runs, {} skipped; deadline drift {} ns\n",
+      o.rate_hz, o.periods, t.p50_us, t.p99_us, t.max_us, t.runs, t.missed, t.drift_ns);
+  fmt::print(
+      "floor (clock_nanosleep to the same absolute deadlines): lateness p50 {:.1f} us, p99 {:.1f} us, "
+      "max {:.1f} us\n",
+      floor.p50_us, floor.p99_us, floor.max_us);
+  fmt::print("idle node with {} subscriptions: {:.3f}% CPU over {:.1f} s\n", o.idle_subscriptions, idle,
+             o.idle_seconds);
   return 0;
 }
 

@@ -218,7 +218,8 @@ int main(int argc, char** argv) {
   peers->add_option("--warmup", o.warmup, "round trips before measuring");
   peers->add_option("--messages", o.messages, "messages per throughput run")->check(CLI::Range(1000, 1'000'000'000));
   peers->add_option("--sizes", o.sizes, "payload sizes in bytes")->delimiter(',');
-  peers->add_option("--transports", o.transports, "subset of floor,spsc,shmbus,node,iceoryx,boost_mq,uds")->delimiter(',');
+  peers->add_option("--transports", o.transports, "subset of floor,spsc,shmbus,node,iceoryx,boost_mq,uds")
+      ->delimiter(',');
   peers->add_flag("--json", o.json, "print one JSON object instead of a table");
   peers->add_flag("--smoke", smoke, "tiny runs (CI: does every transport work?)");
   if (auto rc = shmbus::cli::parse(app, argc, argv)) return *rc;

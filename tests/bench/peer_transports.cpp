@@ -98,7 +98,8 @@ class NodeLink final : public Link {
   void send(const std::byte* data, std::size_t size) override { pub_->publish(data, size); }
   std::uint64_t receive(Mode mode) override {
     got_ = false;
-    const auto timeout = mode == Mode::kPoll ? std::chrono::nanoseconds(0) : std::chrono::nanoseconds(std::chrono::seconds(1));
+    const auto timeout =
+        mode == Mode::kPoll ? std::chrono::nanoseconds(0) : std::chrono::nanoseconds(std::chrono::seconds(1));
     while (!got_) node_.spin_once(timeout);
     return seq_;
   }

@@ -28,7 +28,8 @@ int main(int argc, char** argv) {
     std::uint64_t beta_calls = 0;
     alpha.subscribe_raw("/alpha_in", TypeInfo::bytes(),
                         [&](std::span<const std::byte>, const MessageInfo&) { ++alpha_calls; });
-    beta.subscribe_raw("/beta_in", TypeInfo::bytes(), [&](std::span<const std::byte>, const MessageInfo&) { ++beta_calls; });
+    beta.subscribe_raw("/beta_in", TypeInfo::bytes(),
+                       [&](std::span<const std::byte>, const MessageInfo&) { ++beta_calls; });
     auto& timer = alpha.every(10ms, [] {});
     std::printf("ready\n");
     std::thread beta_thread([&] { beta.spin(); });

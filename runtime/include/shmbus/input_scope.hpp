@@ -45,7 +45,10 @@ class InputScope {
   /// Inputs recorded beyond kMaxProvenance, so not cited.
   [[nodiscard]] std::uint32_t cut() const noexcept { return cut_; }
   /// Forgets the inputs recorded so far.
-  void clear() noexcept { count_ = 0; cut_ = 0; }
+  void clear() noexcept {
+    count_ = 0;
+    cut_ = 0;
+  }
 
   /// This thread's innermost scope, or nullptr.
   [[nodiscard]] static InputScope* current() noexcept { return detail::current_input_scope; }

@@ -122,14 +122,16 @@ class Subscription {
   friend class Node;
   /// Takes one message and runs the callback on it.
   TakeStatus dispatch() { return dispatch_(*this); }
-  void count(std::atomic<std::uint64_t>& c) noexcept { c.store(c.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed); }
+  void count(std::atomic<std::uint64_t>& c) noexcept {
+    c.store(c.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  }
 
   Subscriber subscriber_;
   Node* node_ = nullptr;
   CallbackGroup* group_;
   std::uint32_t batch_;
   Dispatch dispatch_;
-  std::vector<std::byte> buffer_;    ///< raw copies
+  std::vector<std::byte> buffer_;      ///< raw copies
   std::exception_ptr in_place_error_;  ///< thrown inside an in-place read
   std::atomic<bool> in_flight_{false};
   std::atomic<bool> cancelled_{false};
@@ -165,7 +167,7 @@ class Timer {
   bool periodic_;
   std::function<void()> callback_;
   CallbackGroup* group_;
-  std::atomic<std::int64_t> next_ns_;  ///< CLOCK_MONOTONIC deadline
+  std::atomic<std::int64_t> next_ns_;         ///< CLOCK_MONOTONIC deadline
   std::atomic<std::int64_t> deadline_ns_{0};  ///< of the run in progress (or the last)
   std::atomic<bool> in_flight_{false};
   std::atomic<bool> cancelled_{false};
@@ -277,7 +279,7 @@ class Node {
   CallbackGroup default_group_{CallbackGroupKind::kMutuallyExclusive};
   std::atomic<std::uint64_t> generation_{0};  ///< bumped by every addition
   std::atomic<bool> stop_requested_{false};
-  GuardCondition wake_;  ///< additions and stop()
+  GuardCondition wake_;            ///< additions and stop()
   std::unique_ptr<Executor> own_;  ///< spin_once's executor, kept between calls
 };
 
@@ -323,7 +325,7 @@ class Executor {
   std::vector<std::uint64_t> seen_;  ///< each node's generation at the last refresh
   std::vector<Subscription*> subscriptions_;
   std::vector<Timer*> timers_;
-  bool signals_ = false;       ///< some node handles SIGINT/SIGTERM
+  bool signals_ = false;        ///< some node handles SIGINT/SIGTERM
   std::size_t next_start_ = 0;  ///< multi-threaded: round robin over subscriptions
   WaitSet wait_set_;
   std::vector<std::size_t> wait_index_;  ///< wait-set index -> subscription index

@@ -269,8 +269,8 @@ bool Executor::next_work(Work& w) {
 void Executor::wait_for_work(std::vector<std::size_t>& ready) {
   WaitSet ws;
   for (Subscription* s : subscriptions_) {
-    const bool group_busy = s->group_->kind() == CallbackGroupKind::kMutuallyExclusive &&
-                            s->group_->busy_.load(std::memory_order_acquire);
+    const bool group_busy =
+        s->group_->kind() == CallbackGroupKind::kMutuallyExclusive && s->group_->busy_.load(std::memory_order_acquire);
     if (s->cancelled_.load(std::memory_order_relaxed) || s->in_flight_.load(std::memory_order_acquire) || group_busy) {
       continue;  // a worker finishing it triggers work_done_
     }
@@ -285,8 +285,9 @@ void Executor::wait_for_work(std::vector<std::size_t>& ready) {
   ws.attach(work_done_);
   if (signals_) ws.attach(detail::stop_signal_guard());
   for (Node* n : nodes_) ws.attach(n->wake_);
-  const auto timeout = deadline == kNever ? std::chrono::nanoseconds::max()
-                                          : std::chrono::nanoseconds(std::max<std::int64_t>(deadline - mono_now_ns(), 0));
+  const auto timeout = deadline == kNever
+                           ? std::chrono::nanoseconds::max()
+                           : std::chrono::nanoseconds(std::max<std::int64_t>(deadline - mono_now_ns(), 0));
   ws.wait(timeout, ready);
 }
 

@@ -68,8 +68,7 @@ Subscription& Node::add_subscription(std::string_view channel, const std::option
                                      SubscriptionOptions options, Subscription::Dispatch dispatch) {
   options.subscriber.node = name_;
   auto s = std::make_unique<Subscription>(Subscriber(channel, type, *context_, options.subscriber),
-                                          options.group != nullptr ? options.group : &default_group_,
-                                          options.batch);
+                                          options.group != nullptr ? options.group : &default_group_, options.batch);
   s->dispatch_ = std::move(dispatch);
   s->node_ = this;
   Subscription& ref = *s;
@@ -82,8 +81,8 @@ Subscription& Node::add_subscription(std::string_view channel, const std::option
   return ref;
 }
 
-Subscription& Node::subscribe_raw(std::string_view channel, const std::optional<TypeInfo>& type,
-                                  RawCallback callback, SubscriptionOptions options) {
+Subscription& Node::subscribe_raw(std::string_view channel, const std::optional<TypeInfo>& type, RawCallback callback,
+                                  SubscriptionOptions options) {
   if (options.in_place) {
     auto on_overwritten = options.on_overwritten;
     return add_subscription(channel, type, std::move(options),
