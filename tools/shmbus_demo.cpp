@@ -60,6 +60,7 @@ int subscriber_process(const Config& config, const std::vector<std::string>& cha
   Context ctx{config};
   Node node("imu_consumer", ctx);
   std::vector<Subscription*> subs;
+  subs.reserve(channels.size());
   for (const auto& c : channels) subs.push_back(&node.subscribe<Imu>(c, [](const Imu&, const MessageInfo&) {}));
   node.spin();
   for (const Subscription* s : subs) {

@@ -191,7 +191,7 @@ struct Publisher::Impl {
   }
 };
 
-Publisher::Publisher(std::string_view channel, const TypeInfo& type, Context& context, PublisherOptions options)
+Publisher::Publisher(std::string_view channel, const TypeInfo& type, Context& context, const PublisherOptions& options)
     : impl_(std::make_unique<Impl>()) {
   auto ch = context.state().channel(channel, &type);
   impl_->entry_index = ch->register_publisher(options.node.empty() ? context.node() : options.node, impl_->id);

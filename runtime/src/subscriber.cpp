@@ -7,7 +7,7 @@
 namespace shmbus {
 
 Subscriber::Subscriber(std::string_view channel, const std::optional<TypeInfo>& type, Context& context,
-                       SubscriberOptions options)
+                       const SubscriberOptions& options)
     : impl_(std::make_unique<Impl>()) {
   impl_->name = std::string{channel};
   impl_->context = &context;

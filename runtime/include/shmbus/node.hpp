@@ -199,30 +199,28 @@ class Node {
   /// with T's type if absent). With options.in_place the message is a view
   /// into shared memory.
   template <MessageType T, typename F>
-  Subscription& subscribe(std::string_view channel, F&& callback, SubscriptionOptions options = {}) {
+  Subscription& subscribe(std::string_view channel, F&& callback, const SubscriptionOptions& options = {}) {
     auto cb = std::function<void(const T&, const MessageInfo&)>(std::forward<F>(callback));
-    const bool in_place = options.in_place;
-    auto on_overwritten = options.on_overwritten;
     return add_subscription(
-        channel, type_info_of<T>(), std::move(options),
-        in_place ? dispatch_in_place(
-                       [cb](std::span<const std::byte> p, const MessageInfo& info) {
-                         cb(*std::launder(reinterpret_cast<const T*>(p.data())), info);
-                       },
-                       std::move(on_overwritten))
-                 : Subscription::Dispatch([cb](Subscription& s) {
-                     T value;
-                     const TakeResult r = s.subscriber().take(std::as_writable_bytes(std::span{&value, 1}));
-                     if (r.ok()) cb(value, r.info);
-                     return r.status;
-                   }));
+        channel, type_info_of<T>(), options,
+        options.in_place ? dispatch_in_place(
+                               [cb](std::span<const std::byte> p, const MessageInfo& info) {
+                                 cb(*std::launder(reinterpret_cast<const T*>(p.data())), info);
+                               },
+                               options.on_overwritten)
+                         : Subscription::Dispatch([cb](Subscription& s) {
+                             T value;
+                             const TakeResult r = s.subscriber().take(std::as_writable_bytes(std::span{&value, 1}));
+                             if (r.ok()) cb(value, r.info);
+                             return r.status;
+                           }));
   }
 
   /// The raw form: `callback(payload, info)` on any channel type (`type`
   /// nullopt: the channel must exist, or options.subscriber.wait_for_channel).
   using RawCallback = std::function<void(std::span<const std::byte>, const MessageInfo&)>;
   Subscription& subscribe_raw(std::string_view channel, const std::optional<TypeInfo>& type, RawCallback callback,
-                              SubscriptionOptions options = {});
+                              const SubscriptionOptions& options = {});
 
   /// A publisher owned by the node (registered under the node's name).
   template <MessageType T>
@@ -262,7 +260,7 @@ class Node {
  private:
   friend class Executor;
   Subscription& add_subscription(std::string_view channel, const std::optional<TypeInfo>& type,
-                                 SubscriptionOptions options, Subscription::Dispatch dispatch);
+                                 const SubscriptionOptions& options, Subscription::Dispatch dispatch);
   static Subscription::Dispatch dispatch_in_place(RawCallback callback,
                                                   std::function<void(const MessageInfo&)> on_overwritten);
   Timer& add_timer(std::chrono::nanoseconds period, bool periodic, std::function<void()> callback,
@@ -313,7 +311,7 @@ class Executor {
   std::int64_t run_due_timers(std::int64_t now, std::size_t& ran);
   void fire(Timer& t, std::int64_t now);
   std::size_t drain(Subscription& s);
-  void handle_exception(Node& node, const std::string& source, std::exception_ptr error);
+  void handle_exception(Node& node, const std::string& source, const std::exception_ptr& error);
   void wait_for_work(std::vector<std::size_t>& ready);
   void spin_single();
   void worker();

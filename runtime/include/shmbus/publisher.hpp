@@ -84,7 +84,7 @@ class Publisher {
   /// (bad name), kTypeMismatch (the channel has another type), kResource
   /// (publisher table full), kLayoutMismatch (a foreign segment).
   Publisher(std::string_view channel, const TypeInfo& type, Context& context = Context::process_default(),
-            PublisherOptions options = {});
+            const PublisherOptions& options = {});
   ~Publisher();
   Publisher(Publisher&&) noexcept;
   Publisher& operator=(Publisher&&) noexcept;
@@ -130,7 +130,7 @@ template <MessageType T>
 class TypedPublisher {
  public:
   explicit TypedPublisher(std::string_view channel, Context& context = Context::process_default(),
-                          PublisherOptions options = {})
+                          const PublisherOptions& options = {})
       : publisher_(channel, type_info_of<T>(), context, options) {}
 
   /// Copies `message` into the channel.

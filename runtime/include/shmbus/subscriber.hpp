@@ -61,7 +61,7 @@ class Subscriber {
   /// `options.wait_for_channel`.
   /// Throws Error like Publisher's constructor.
   Subscriber(std::string_view channel, const std::optional<TypeInfo>& type,
-             Context& context = Context::process_default(), SubscriberOptions options = {});
+             Context& context = Context::process_default(), const SubscriberOptions& options = {});
   ~Subscriber();
   Subscriber(Subscriber&&) noexcept;
   Subscriber& operator=(Subscriber&&) noexcept;
@@ -138,7 +138,7 @@ template <MessageType T>
 class TypedSubscriber {
  public:
   explicit TypedSubscriber(std::string_view channel, Context& context = Context::process_default(),
-                           SubscriberOptions options = {})
+                           const SubscriberOptions& options = {})
       : subscriber_(channel, type_info_of<T>(), context, options) {}
 
   /// The next message and its header, or nullopt when there is none.

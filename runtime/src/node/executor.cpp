@@ -103,7 +103,7 @@ bool Executor::refresh() {
   return true;
 }
 
-void Executor::handle_exception(Node& node, const std::string& source, std::exception_ptr error) {
+void Executor::handle_exception(Node& node, const std::string& source, const std::exception_ptr& error) {
   std::string what = "an exception that is not a std::exception";
   try {
     std::rethrow_exception(error);

@@ -65,9 +65,10 @@ Node::Node(std::string_view name, Context& context, NodeOptions options)
 Node::~Node() = default;
 
 Subscription& Node::add_subscription(std::string_view channel, const std::optional<TypeInfo>& type,
-                                     SubscriptionOptions options, Subscription::Dispatch dispatch) {
-  options.subscriber.node = name_;
-  auto s = std::make_unique<Subscription>(Subscriber(channel, type, *context_, options.subscriber),
+                                     const SubscriptionOptions& options, Subscription::Dispatch dispatch) {
+  SubscriberOptions subscriber_options = options.subscriber;
+  subscriber_options.node = name_;
+  auto s = std::make_unique<Subscription>(Subscriber(channel, type, *context_, subscriber_options),
                                           options.group != nullptr ? options.group : &default_group_, options.batch);
   s->dispatch_ = std::move(dispatch);
   s->node_ = this;
@@ -82,13 +83,11 @@ Subscription& Node::add_subscription(std::string_view channel, const std::option
 }
 
 Subscription& Node::subscribe_raw(std::string_view channel, const std::optional<TypeInfo>& type, RawCallback callback,
-                                  SubscriptionOptions options) {
+                                  const SubscriptionOptions& options) {
   if (options.in_place) {
-    auto on_overwritten = options.on_overwritten;
-    return add_subscription(channel, type, std::move(options),
-                            dispatch_in_place(std::move(callback), std::move(on_overwritten)));
+    return add_subscription(channel, type, options, dispatch_in_place(std::move(callback), options.on_overwritten));
   }
-  return add_subscription(channel, type, std::move(options), [cb = std::move(callback)](Subscription& s) {
+  return add_subscription(channel, type, options, [cb = std::move(callback)](Subscription& s) {
     Subscriber& sub = s.subscriber();
     // Sized on first use: a wait_for_channel subscriber learns its
     // channel's max_message_size when it attaches.
