@@ -372,3 +372,43 @@ TEST(NodeTest, MultiThreadedExecutorHonoursCallbackGroups) {
   ASSERT_EQ(order_a.size(), 200U);
   for (std::uint64_t i = 0; i < 200; ++i) EXPECT_EQ(order_a[i], i);
 }
+
+TEST(NodeTest, CancelledSubscriptionGetsNoCallbacksAndDoesNotWakeTheExecutor) {
+  TestDomain d{node_config(), "n"};
+  Node node("canceller", d.context());
+  int calls = 0;
+  auto& sub = node.subscribe<Num>("/c", [&](const Num&, const MessageInfo&) { ++calls; });
+  TypedPublisher<Num> pub("/c", d.context());
+  pub.publish(Num{1});
+  for (int i = 0; i < 100 && calls == 0; ++i) node.spin_once(100ms);
+  ASSERT_EQ(calls, 1);
+  sub.cancel();
+  for (std::uint64_t i = 0; i < 3; ++i) pub.publish(Num{i});  // pending, never taken
+  std::thread spinner([&] { node.spin(); });
+  std::this_thread::sleep_for(50ms);
+  const double before = thread_cpu_seconds(spinner.native_handle());
+  std::this_thread::sleep_for(300ms);
+  const double used = thread_cpu_seconds(spinner.native_handle()) - before;
+  node.stop();
+  spinner.join();
+  EXPECT_EQ(calls, 1);
+  EXPECT_EQ(sub.calls(), 1U);
+  EXPECT_LT(used, 0.03) << "pending messages of a cancelled subscription kept the executor awake";
+}
+
+TEST(NodeTest, OnExceptionStopRethrowsFromSpinOnce) {
+  TestDomain d{node_config(), "n"};
+  Node node("strict_once", d.context(), NodeOptions{.on_exception = OnException::kStop});
+  node.subscribe<Num>("/y", [&](const Num&, const MessageInfo&) { throw std::runtime_error("no"); });
+  TypedPublisher<Num>("/y", d.context()).publish(Num{1});
+  bool thrown = false;
+  for (int i = 0; i < 100 && !thrown; ++i) {
+    try {
+      node.spin_once(100ms);
+    } catch (const std::runtime_error&) {
+      thrown = true;
+    }
+  }
+  EXPECT_TRUE(thrown);
+  EXPECT_EQ(node.spin_once(10ms), 0U) << "after the rethrow the node spins again";
+}

@@ -114,8 +114,9 @@ class Subscription {
   [[nodiscard]] std::uint64_t calls() const noexcept { return calls_.load(std::memory_order_relaxed); }
   [[nodiscard]] std::uint64_t errors() const noexcept { return errors_.load(std::memory_order_relaxed); }
   [[nodiscard]] std::uint64_t overwritten() const noexcept { return overwritten_.load(std::memory_order_relaxed); }
-  /// No more callbacks (takes effect before the next message).
-  void cancel() noexcept { cancelled_.store(true, std::memory_order_release); }
+  /// No more callbacks (takes effect before the next message); the
+  /// subscription stays registered until its node is destroyed.
+  void cancel() noexcept;
 
  private:
   friend class Executor;
@@ -259,6 +260,7 @@ class Node {
 
  private:
   friend class Executor;
+  friend class Subscription;
   Subscription& add_subscription(std::string_view channel, const std::optional<TypeInfo>& type,
                                  const SubscriptionOptions& options, Subscription::Dispatch dispatch);
   static Subscription::Dispatch dispatch_in_place(RawCallback callback,
@@ -307,6 +309,8 @@ class Executor {
   struct Work;
   bool refresh();
   void reset_wakes() noexcept;
+  bool fatal_pending();
+  void rethrow_fatal();
   [[nodiscard]] bool stopping() const noexcept;
   std::int64_t run_due_timers(std::int64_t now, std::size_t& ran);
   void fire(Timer& t, std::int64_t now);

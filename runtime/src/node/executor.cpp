@@ -86,7 +86,11 @@ bool Executor::refresh() {
   signals_ = false;
   for (Node* n : nodes_) {
     const std::lock_guard lock(n->mutex_);
-    for (auto& s : n->subscriptions_) subscriptions_.push_back(s.get());
+    for (auto& s : n->subscriptions_) {
+      // A cancelled subscription leaves the wait set: its pending messages
+      // must not wake the executor for nothing.
+      if (!s->cancelled_.load(std::memory_order_acquire)) subscriptions_.push_back(s.get());
+    }
     for (auto& t : n->timers_) timers_.push_back(t.get());
     signals_ |= n->options_.handle_signals;
   }
@@ -210,15 +214,37 @@ std::size_t Executor::spin_once(std::chrono::nanoseconds timeout) {
     // A poll: try every subscription, as a loop of take()s would (an idle
     // take reads only the slot's state line, no publisher's line).
     for (Subscription* s : subscriptions_) ran += drain(*s);
-  } else if (ran == 0 && !stopping()) {
+  } else if (!stopping()) {
+    // Waits only when no timer ran; either way runs what is ready.
     const std::int64_t now = mono_now_ns();
-    const std::int64_t until = std::min(saturating_deadline(now, timeout), next_timer);
+    const std::int64_t until = ran != 0 ? now : std::min(saturating_deadline(now, timeout), next_timer);
     wait_set_.wait(std::chrono::nanoseconds(std::max<std::int64_t>(until - now, 0)), ready_);
     for (const std::size_t i : ready_) ran += drain(*subscriptions_[wait_index_[i]]);
-    if (!timers_.empty()) run_due_timers(mono_now_ns(), ran);
+    if (!timers_.empty() && ran == 0) run_due_timers(mono_now_ns(), ran);
   }
   reset_wakes();
+  // OnException::kStop: rethrown here too; the node's own stop() is left
+  // for the caller's `while (node.ok())` to see.
+  if (fatal_pending()) {
+    stop_requested_.store(false, std::memory_order_release);
+    stop_guard_.reset();
+    rethrow_fatal();
+  }
   return ran;
+}
+
+bool Executor::fatal_pending() {
+  const std::lock_guard lock(error_mutex_);
+  return fatal_ != nullptr;
+}
+
+void Executor::rethrow_fatal() {
+  std::exception_ptr fatal;
+  {
+    const std::lock_guard lock(error_mutex_);
+    std::swap(fatal, fatal_);
+  }
+  if (fatal) std::rethrow_exception(fatal);
 }
 
 void Executor::spin_single() {
@@ -344,12 +370,7 @@ void Executor::spin() {
   stop_requested_.store(false, std::memory_order_release);
   stop_guard_.reset();
   for (Node* n : nodes_) n->stop_requested_.store(false, std::memory_order_release);
-  std::exception_ptr fatal;
-  {
-    const std::lock_guard lock(error_mutex_);
-    std::swap(fatal, fatal_);
-  }
-  if (fatal) std::rethrow_exception(fatal);
+  rethrow_fatal();
 }
 
 }  // namespace shmbus

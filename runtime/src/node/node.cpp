@@ -54,6 +54,14 @@ bool stop_signalled() noexcept { return detail::stop_signal_guard().triggered();
 Subscription::Subscription(Subscriber subscriber, CallbackGroup* group, std::uint32_t batch)
     : subscriber_(std::move(subscriber)), group_(group), batch_(std::max<std::uint32_t>(batch, 1)) {}
 
+void Subscription::cancel() noexcept {
+  cancelled_.store(true, std::memory_order_release);
+  if (node_ != nullptr) {  // its executors rebuild their wait sets without it
+    node_->generation_.fetch_add(1, std::memory_order_release);
+    node_->wake_.trigger();
+  }
+}
+
 Timer::Timer(std::chrono::nanoseconds period, bool periodic, std::function<void()> callback, CallbackGroup* group)
     : period_ns_(period.count()), periodic_(periodic), callback_(std::move(callback)), group_(group), next_ns_(0) {}
 
