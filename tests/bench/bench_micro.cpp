@@ -1,5 +1,5 @@
 // Micro-benchmarks of the hot path: publish (with and without the notify
-// hook), take, the time-list stamp and snapshot. One process, one thread:
+// hook), take, a Node's dispatch, the time-list stamp and snapshot. One process, one thread:
 // what the code costs, without cache-line transfers between cores.
 #include <benchmark/benchmark.h>
 #include <unistd.h>
@@ -9,6 +9,7 @@
 #include "channel.hpp"  // runtime/src: the notify hook's stamp alone
 #include "sensor_msgs/Imu.hpp"
 #include "shmbus/introspect.hpp"
+#include "shmbus/node.hpp"
 #include "shmbus/schema.hpp"
 #include "shmbus/shmbus.hpp"
 
@@ -63,6 +64,30 @@ void BM_PublishTake(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_PublishTake)->ArgName("size")->Arg(64)->Arg(4096);
+
+// The same publish and take, the take done by a Node's executor calling a
+// callback (spin_once polls): the difference to BM_PublishTake is the
+// dispatch cost per message, with no other core involved.
+void BM_PublishNodeDispatch(benchmark::State& state) {
+  const auto size = static_cast<std::size_t>(state.range(0));
+  BenchDomain d(4096);
+  {
+    Publisher pub("/bench", TypeInfo::bytes(), *d.context);
+    Node node("bench", *d.context, NodeOptions{.handle_signals = false});
+    std::size_t seen = 0;
+    SubscriptionOptions o;
+    o.batch = 1;
+    node.subscribe_raw(
+        "/bench", TypeInfo::bytes(), [&](std::span<const std::byte> p, const MessageInfo&) { seen += p.size(); }, o);
+    std::vector<std::byte> msg(size);
+    for (auto _ : state) {
+      pub.publish(msg);
+      benchmark::DoNotOptimize(node.spin_once(std::chrono::nanoseconds(0)));
+    }
+    benchmark::DoNotOptimize(seen);
+  }
+}
+BENCHMARK(BM_PublishNodeDispatch)->ArgName("size")->Arg(64)->Arg(4096);
 
 void BM_TakeEmpty(benchmark::State& state) {
   BenchDomain d(64);

@@ -309,7 +309,7 @@ class Executor {
   struct Work;
   bool refresh();
   void reset_wakes() noexcept;
-  bool fatal_pending();
+  [[nodiscard]] bool fatal_pending() const noexcept;
   void rethrow_fatal();
   [[nodiscard]] bool stopping() const noexcept;
   std::int64_t run_due_timers(std::int64_t now, std::size_t& ran);
@@ -337,7 +337,8 @@ class Executor {
   std::atomic<bool> stop_requested_{false};
   std::mutex wait_mutex_;  ///< multi-threaded: one thread looks for work at a time
   std::mutex error_mutex_;
-  std::exception_ptr fatal_;  ///< an exception under OnException::kStop
+  std::exception_ptr fatal_;            ///< an exception under OnException::kStop
+  std::atomic<bool> has_fatal_{false};  ///< fatal_ is set (checked without the lock)
 };
 
 /// True once SIGINT or SIGTERM reached a process whose nodes handle signals.

@@ -119,6 +119,7 @@ void Executor::handle_exception(Node& node, const std::string& source, const std
     {
       const std::lock_guard lock(error_mutex_);
       if (!fatal_) fatal_ = error;
+      has_fatal_.store(true, std::memory_order_release);
     }
     std::fprintf(stderr, "%s\n",
                  fmt::format("shmbus: node \"{}\": the callback of {} threw: {} (the node stops: on_exception = stop)",
@@ -215,10 +216,17 @@ std::size_t Executor::spin_once(std::chrono::nanoseconds timeout) {
     // take reads only the slot's state line, no publisher's line).
     for (Subscription* s : subscriptions_) ran += drain(*s);
   } else if (!stopping()) {
-    // Waits only when no timer ran; either way runs what is ready.
-    const std::int64_t now = mono_now_ns();
-    const std::int64_t until = ran != 0 ? now : std::min(saturating_deadline(now, timeout), next_timer);
-    wait_set_.wait(std::chrono::nanoseconds(std::max<std::int64_t>(until - now, 0)), ready_);
+    // Waits only when no timer ran; either way runs what is ready. Without
+    // timers the timeout goes to the wait as it is (no clock read here).
+    if (ran != 0) {
+      wait_set_.wait(std::chrono::nanoseconds(0), ready_);
+    } else if (next_timer == kNever) {
+      wait_set_.wait(timeout, ready_);
+    } else {
+      const std::int64_t now = mono_now_ns();
+      const std::int64_t until = std::min(saturating_deadline(now, timeout), next_timer);
+      wait_set_.wait(std::chrono::nanoseconds(std::max<std::int64_t>(until - now, 0)), ready_);
+    }
     for (const std::size_t i : ready_) ran += drain(*subscriptions_[wait_index_[i]]);
     if (!timers_.empty() && ran == 0) run_due_timers(mono_now_ns(), ran);
   }
@@ -233,16 +241,15 @@ std::size_t Executor::spin_once(std::chrono::nanoseconds timeout) {
   return ran;
 }
 
-bool Executor::fatal_pending() {
-  const std::lock_guard lock(error_mutex_);
-  return fatal_ != nullptr;
-}
+bool Executor::fatal_pending() const noexcept { return has_fatal_.load(std::memory_order_acquire); }
 
 void Executor::rethrow_fatal() {
+  if (!fatal_pending()) return;
   std::exception_ptr fatal;
   {
     const std::lock_guard lock(error_mutex_);
     std::swap(fatal, fatal_);
+    has_fatal_.store(false, std::memory_order_release);
   }
   if (fatal) std::rethrow_exception(fatal);
 }
