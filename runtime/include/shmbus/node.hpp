@@ -65,8 +65,9 @@ enum class OnException {
 /// Options of a node.
 struct NodeOptions {
   OnException on_exception = OnException::kContinue;
-  /// spin() ends on SIGINT or SIGTERM (handlers installed once per process,
-  /// chained to handlers installed before).
+  /// spin() ends on SIGINT or SIGTERM: the first spin installs one handler
+  /// per process, chained to the handlers installed before it (a handler
+  /// installed after it replaces it: install yours first).
   bool handle_signals = true;
 };
 
