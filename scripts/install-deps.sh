@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs every Debian 12 package that shmbus needs to build, test and
-# benchmark. Idempotent: packages already present are left alone, and apt is
-# only asked when something is missing.
+# benchmark, and the npm clients its tests drive (tests/js). Idempotent:
+# packages already present are left alone, and apt and npm are only asked
+# when something is missing.
 set -euo pipefail
 
 packages=(
@@ -21,6 +22,7 @@ packages=(
   clang libclang-rt-14-dev xxd      # libFuzzer targets (scripts/fuzz.sh)
   clang-format clang-tidy           # scripts/lint.sh
   lintian dpkg-dev                  # the Debian package test (tests/package/deb.sh)
+  libzstd-dev liblz4-dev zlib1g-dev # MCAP chunk compression and CRCs (shmbus::record)
 )
 
 missing=()
@@ -29,18 +31,30 @@ for p in "${packages[@]}"; do
     missing+=("$p")
   fi
 done
+# Node.js and npm run the clients from other ecosystems the tests drive
+# (tests/js). A machine may have them from elsewhere (NodeSource's nodejs
+# carries npm): only when a command is absent are Debian's packages asked.
+command -v node >/dev/null || missing+=(nodejs)
+command -v npm >/dev/null || missing+=(npm)
 
 if [ ${#missing[@]} -eq 0 ]; then
   echo "install-deps: all ${#packages[@]} packages present"
-  exit 0
+else
+  echo "install-deps: installing ${missing[*]}"
+  sudo_cmd=()
+  if [ "$(id -u)" -ne 0 ]; then
+    command -v sudo >/dev/null || { echo "install-deps: not root and no sudo: run as root, or install: ${missing[*]}" >&2; exit 1; }
+    sudo_cmd=(sudo)
+  fi
+  export DEBIAN_FRONTEND=noninteractive
+  "${sudo_cmd[@]}" apt-get update -qq
+  "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
-echo "install-deps: installing ${missing[*]}"
-sudo_cmd=()
-if [ "$(id -u)" -ne 0 ]; then
-  command -v sudo >/dev/null || { echo "install-deps: not root and no sudo: run as root, or install: ${missing[*]}" >&2; exit 1; }
-  sudo_cmd=(sudo)
+# The npm packages of tests/js, exactly as its lock file says, into
+# tests/js/node_modules (project-local; again only when the lock changed).
+js="$(dirname "$0")/../tests/js"
+if [ ! -f "$js/node_modules/.package-lock.json" ] || [ "$js/package-lock.json" -nt "$js/node_modules/.package-lock.json" ]; then
+  echo "install-deps: npm ci in tests/js"
+  (cd "$js" && npm ci --no-audit --no-fund --loglevel=error)
 fi
-export DEBIAN_FRONTEND=noninteractive
-"${sudo_cmd[@]}" apt-get update -qq
-"${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"

@@ -1,0 +1,151 @@
+#pragma once
+/// @file mcap.hpp
+/// MCAP files (https://mcap.dev/spec, major version 0), written by the
+/// project itself: chunked, zstd/lz4 compressed, indexed (message indexes,
+/// chunk indexes, statistics, summary offsets) with CRC-32s, so the
+/// reference readers (`@mcap/core`'s indexed and stream readers, the `mcap`
+/// CLI, Foxglove) read what the recorder writes.
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace shmbus::mcap {
+
+/// Record opcodes.
+enum class Op : std::uint8_t {
+  kHeader = 0x01,
+  kFooter = 0x02,
+  kSchema = 0x03,
+  kChannel = 0x04,
+  kMessage = 0x05,
+  kChunk = 0x06,
+  kMessageIndex = 0x07,
+  kChunkIndex = 0x08,
+  kAttachment = 0x09,
+  kAttachmentIndex = 0x0A,
+  kStatistics = 0x0B,
+  kMetadata = 0x0C,
+  kMetadataIndex = 0x0D,
+  kSummaryOffset = 0x0E,
+  kDataEnd = 0x0F,
+};
+
+/// The 8 bytes an MCAP file begins and ends with.
+inline constexpr std::uint8_t kMagic[8] = {0x89, 'M', 'C', 'A', 'P', '0', '\r', '\n'};
+
+/// Chunk compression.
+enum class Compression { kNone, kLz4, kZstd };
+/// The name MCAP uses ("", "lz4", "zstd").
+std::string_view compression_name(Compression c) noexcept;
+/// From "none" (or ""), "lz4", "zstd"; nullopt for anything else.
+std::optional<Compression> parse_compression(std::string_view name) noexcept;
+
+/// Ordered key/value pairs (MCAP's Map<string, string>).
+using KeyValues = std::vector<std::pair<std::string, std::string>>;
+
+struct Schema {
+  std::uint16_t id = 0;
+  std::string name;
+  std::string encoding;
+  std::string data;
+};
+
+struct Channel {
+  std::uint16_t id = 0;
+  std::uint16_t schema_id = 0;  ///< 0: no schema
+  std::string topic;
+  std::string message_encoding;
+  KeyValues metadata;
+};
+
+/// A message to write: `data` is copied.
+struct Message {
+  std::uint16_t channel_id = 0;
+  std::uint32_t sequence = 0;
+  std::uint64_t log_time = 0;      ///< ns
+  std::uint64_t publish_time = 0;  ///< ns
+  std::span<const std::byte> data;
+};
+
+struct Metadata {
+  std::string name;
+  KeyValues values;
+};
+
+/// The file's Statistics record.
+struct Statistics {
+  std::uint64_t message_count = 0;
+  std::uint16_t schema_count = 0;
+  std::uint32_t channel_count = 0;
+  std::uint32_t attachment_count = 0;
+  std::uint32_t metadata_count = 0;
+  std::uint32_t chunk_count = 0;
+  std::uint64_t message_start_time = 0;
+  std::uint64_t message_end_time = 0;
+  std::vector<std::pair<std::uint16_t, std::uint64_t>> channel_message_counts;
+};
+
+/// Options of a Writer.
+struct WriterOptions {
+  std::string profile = "shmbus";
+  std::string library = "shmbus";
+  Compression compression = Compression::kZstd;
+  /// A chunk is closed once its uncompressed records reach this size.
+  std::uint64_t chunk_size = std::uint64_t{1} << 20;
+  /// zstd level (1 = fastest; the recorder's default), ignored otherwise.
+  int zstd_level = 1;
+};
+
+/// Writes one MCAP file: messages go into chunks (compressed as the options
+/// say), each followed by its message indexes; close() writes the data end
+/// (with the data section's CRC), the summary (schemas, channels,
+/// statistics, chunk and metadata indexes, each group once), the summary
+/// offsets and the footer (with the summary's CRC).
+/// Thread-safety: one thread.
+class Writer {
+ public:
+  /// Creates (truncates) `path`. Throws Error(kResource) naming the path
+  /// when it cannot be written.
+  explicit Writer(const std::string& path, WriterOptions options = {});
+  /// Closes the file if close() was not called (errors then are lost: call
+  /// close() to see them).
+  ~Writer();
+  Writer(const Writer&) = delete;
+  Writer& operator=(const Writer&) = delete;
+
+  /// Adds a schema; returns its id (1, 2, ...).
+  std::uint16_t add_schema(std::string name, std::string encoding, std::string data);
+  /// Adds a channel; returns its id (0, 1, ...).
+  std::uint16_t add_channel(std::uint16_t schema_id, std::string topic, std::string message_encoding,
+                            KeyValues metadata);
+  /// Appends a message (into the open chunk). Throws Error(kInvalidArgument)
+  /// for an unknown channel id, Error(kResource) on a write error.
+  void write(const Message& message);
+  /// Writes a Metadata record (outside chunks) and indexes it.
+  void write_metadata(const Metadata& metadata);
+  /// Ends the open chunk now (the next message starts a new one).
+  void flush_chunk();
+  /// Finishes the file. Throws Error(kResource) on a write error.
+  void close();
+
+  /// Bytes in the file so far (the open chunk not counted).
+  [[nodiscard]] std::uint64_t bytes() const noexcept;
+  [[nodiscard]] const Statistics& statistics() const noexcept;
+  [[nodiscard]] const std::string& path() const noexcept;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+/// CRC-32 (IEEE, as MCAP uses), continuing from `crc`.
+std::uint32_t crc32(std::span<const std::byte> data, std::uint32_t crc = 0) noexcept;
+
+}  // namespace shmbus::mcap

@@ -1,0 +1,190 @@
+// The MCAP writer against the reference readers: files written here are read
+// by @mcap/core's indexed reader and its stream reader (node, from npm,
+// tests/js), CRCs validated, and what they report is compared with what was
+// written: profile, channels, schemas, metadata, statistics, and per channel
+// the count, order and a CRC of every payload.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "shmbus/error.hpp"
+#include "shmbus/mcap.hpp"
+
+using namespace shmbus;
+using json = nlohmann::json;
+
+namespace {
+
+struct ReaderRun {
+  int code = -1;
+  std::string out;
+};
+
+/// Runs the reference reader on `path`.
+ReaderRun read_with_mcap_core(const std::string& path) {
+  const std::string dir = std::string(SHMBUS_SOURCE_DIR) + "/tests/js";
+  if (!std::filesystem::exists(dir + "/node_modules/@mcap/core")) {
+    ADD_FAILURE() << "@mcap/core is not installed in " << dir << ": run scripts/install-deps.sh";
+    return {};
+  }
+  const std::string cmd = "node " + dir + "/mcap_read.mjs " + path + " 2>&1";
+  ReaderRun r;
+  FILE* p = ::popen(cmd.c_str(), "r");
+  char buf[4096];
+  std::size_t n = 0;
+  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
+  r.code = ::pclose(p);
+  return r;
+}
+
+struct Written {
+  std::map<std::string, std::uint64_t> counts;
+  std::map<std::string, std::uint32_t> crc;
+  std::map<std::string, std::uint32_t> last_sequence;
+  mcap::Statistics stats;
+};
+
+/// Three channels of different types, rates and sizes, interleaved in
+/// log-time order, in chunks of `chunk_size` bytes, plus two metadata records.
+Written write_sample(const std::string& path, mcap::Compression compression, std::uint64_t chunk_size) {
+  mcap::WriterOptions o;
+  o.compression = compression;
+  o.chunk_size = chunk_size;
+  o.library = "shmbus test";
+  mcap::Writer w(path, o);
+  const auto imu_schema = w.add_schema("sensor_msgs/Imu", "shmbus.msg", "Header header\nfloat64[3] gyro\n");
+  const auto img_schema = w.add_schema("sensor_msgs/Image", "shmbus.msg", "uint32 height\nuint8[] data\n");
+  const std::vector<std::string> topics{"/imu", "/camera", "/imu_raw"};
+  std::vector<std::uint16_t> ids;
+  ids.push_back(w.add_channel(imu_schema, "/imu", "shmbus", {{"type_name", "sensor_msgs/Imu"}, {"domain", "t"}}));
+  ids.push_back(w.add_channel(img_schema, "/camera", "shmbus", {{"type_name", "sensor_msgs/Image"}}));
+  ids.push_back(w.add_channel(imu_schema, "/imu_raw", "shmbus", {}));
+  w.write_metadata({"shmbus.recording", {{"host", "test-host"}, {"domain", "t"}}});
+  Written out;
+  std::vector<std::uint32_t> sequence(3, 0);
+  std::vector<std::byte> payload;
+  for (std::uint64_t t = 0; t < 3000; ++t) {
+    for (std::size_t c = 0; c < 3; ++c) {
+      // /imu every tick (64 B), /camera every 10th (3000 B), /imu_raw every 3rd (24 B)
+      const std::uint64_t every = c == 0 ? 1 : c == 1 ? 10 : 3;
+      if (t % every != 0) continue;
+      payload.assign(c == 0 ? 64 : c == 1 ? 3000 : 24, std::byte{0});
+      for (std::size_t i = 0; i < payload.size(); ++i) {
+        payload[i] = static_cast<std::byte>((t * 31 + i * 7 + c) & 0xff);
+      }
+      const std::uint64_t log_time = 1'700'000'000'000'000'000ULL + t * 1'000'000 + c;
+      w.write({ids[c], sequence[c], log_time, log_time - 500, payload});
+      out.counts[topics[c]]++;
+      out.crc[topics[c]] = mcap::crc32(payload, out.crc[topics[c]]);
+      out.last_sequence[topics[c]] = sequence[c]++;
+    }
+  }
+  w.write_metadata({"shmbus.losses", {{"/imu", "0"}}});
+  w.close();
+  out.stats = w.statistics();
+  return out;
+}
+
+void expect_read_back(const std::string& path, mcap::Compression compression, const Written& w) {
+  const ReaderRun r = read_with_mcap_core(path);
+  ASSERT_EQ(r.code, 0) << r.out;
+  const json j = json::parse(r.out);
+  EXPECT_EQ(j["profile"], "shmbus");
+  EXPECT_EQ(j["library"], "shmbus test");
+  EXPECT_EQ(j["chunks"].get<std::uint32_t>(), w.stats.chunk_count);
+  EXPECT_GT(w.stats.chunk_count, 3U) << "the sample must span several chunks";
+  EXPECT_EQ(j["compression"], json::array({std::string(mcap::compression_name(compression))}));
+  ASSERT_EQ(j["channels"].size(), 3U);
+  EXPECT_EQ(j["channels"][0]["topic"], "/imu");
+  EXPECT_EQ(j["channels"][0]["message_encoding"], "shmbus");
+  EXPECT_EQ(j["channels"][0]["schema_name"], "sensor_msgs/Imu");
+  EXPECT_EQ(j["channels"][0]["schema_encoding"], "shmbus.msg");
+  EXPECT_EQ(j["channels"][0]["schema_data"], "Header header\nfloat64[3] gyro\n");
+  EXPECT_EQ(j["channels"][0]["metadata"]["type_name"], "sensor_msgs/Imu");
+  EXPECT_EQ(j["channels"][1]["schema_name"], "sensor_msgs/Image");
+  EXPECT_EQ(j["channels"][2]["schema_name"], "sensor_msgs/Imu");
+  ASSERT_EQ(j["metadata"].size(), 2U);
+  EXPECT_EQ(j["metadata"][0]["name"], "shmbus.recording");
+  EXPECT_EQ(j["metadata"][0]["metadata"]["host"], "test-host");
+  const json& s = j["statistics"];
+  EXPECT_EQ(s["message_count"].get<std::uint64_t>(), w.stats.message_count);
+  EXPECT_EQ(s["channel_count"], 3);
+  EXPECT_EQ(s["schema_count"], 2);
+  EXPECT_EQ(s["metadata_count"], 2);
+  EXPECT_EQ(s["chunk_count"].get<std::uint32_t>(), w.stats.chunk_count);
+  EXPECT_EQ(s["message_start_time"], std::to_string(w.stats.message_start_time));
+  EXPECT_EQ(s["message_end_time"], std::to_string(w.stats.message_end_time));
+  EXPECT_EQ(s["channel_message_counts"]["1"].get<std::uint64_t>(), w.counts.at("/camera"));
+  EXPECT_NE(j["data_section_crc"].get<std::uint32_t>(), 0U);
+  EXPECT_EQ(j["data_section_crc"], j["data_section_crc_computed"]) << "the data section CRC covers bytes 0 to data end";
+  for (const char* reader : {"indexed", "stream"}) {
+    SCOPED_TRACE(reader);
+    for (const auto& [topic, n] : w.counts) {
+      EXPECT_EQ(j[reader]["counts"][topic].get<std::uint64_t>(), n) << topic;
+      EXPECT_EQ(j[reader]["crc"][topic].get<std::uint32_t>(), w.crc.at(topic)) << topic << ": payload bytes differ";
+      EXPECT_EQ(j[reader]["first_sequence"][topic], 0) << topic;
+      EXPECT_EQ(j[reader]["last_sequence"][topic].get<std::uint32_t>(), w.last_sequence.at(topic)) << topic;
+    }
+  }
+  EXPECT_TRUE(j["indexed"]["in_order"].get<bool>());
+  EXPECT_TRUE(j["stream"]["done"].get<bool>());
+}
+
+class McapTest : public ::testing::TestWithParam<mcap::Compression> {
+ protected:
+  void TearDown() override { std::filesystem::remove(path_); }
+  std::string path_ = "/tmp/shmbus_mcap_test_" + std::to_string(::getpid()) + ".mcap";
+};
+
+}  // namespace
+
+TEST_P(McapTest, ReferenceReadersReadEverythingWritten) {
+  const Written w = write_sample(path_, GetParam(), 16 * 1024);
+  expect_read_back(path_, GetParam(), w);
+}
+
+INSTANTIATE_TEST_SUITE_P(Compressions, McapTest,
+                         ::testing::Values(mcap::Compression::kNone, mcap::Compression::kLz4, mcap::Compression::kZstd),
+                         [](const auto& info) {
+                           const auto name = mcap::compression_name(info.param);
+                           return name.empty() ? std::string("none") : std::string(name);
+                         });
+
+TEST_F(McapTest, AFlippedByteInAChunkFailsTheReferenceCrcCheck) {
+  write_sample(path_, mcap::Compression::kNone, 16 * 1024);
+  {
+    std::fstream f(path_, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(2000);  // inside the first chunk's records
+    char c = 0;
+    f.read(&c, 1);
+    f.seekp(2000);
+    c = static_cast<char>(c ^ 0x5a);
+    f.write(&c, 1);
+  }
+  const ReaderRun r = read_with_mcap_core(path_);
+  EXPECT_NE(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("Incorrect chunk CRC"), std::string::npos) << r.out;
+}
+
+TEST_F(McapTest, AnUnwritableFileIsOneErrorNamingIt) {
+  try {
+    mcap::Writer w("/nonexistent-dir/x.mcap");
+    FAIL() << "must throw";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), Errc::kResource);
+    EXPECT_NE(std::string(e.what()).find("/nonexistent-dir/x.mcap"), std::string::npos) << e.what();
+  }
+}
+
+TEST_F(McapTest, AMessageOnAnUnknownChannelIsRefused) {
+  mcap::Writer w(path_);
+  const std::byte b[1]{};
+  EXPECT_THROW(w.write({7, 0, 1, 1, b}), Error);
+}
