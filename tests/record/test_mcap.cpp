@@ -188,3 +188,64 @@ TEST_F(McapTest, AMessageOnAnUnknownChannelIsRefused) {
   const std::byte b[1]{};
   EXPECT_THROW(w.write({7, 0, 1, 1, b}), Error);
 }
+
+// The project's own reader: the summary as written, every message back in
+// log-time order with its bytes.
+TEST_P(McapTest, OwnReaderReadsBackEverythingInLogTimeOrder) {
+  const Written w = write_sample(path_, GetParam(), 16 * 1024);
+  mcap::Reader r(path_);
+  const mcap::FileInfo& info = r.info();
+  EXPECT_EQ(info.profile, "shmbus");
+  EXPECT_EQ(info.compression, mcap::compression_name(GetParam()));
+  ASSERT_EQ(info.channels.size(), 3U);
+  EXPECT_EQ(info.channels[1].topic, "/camera");
+  ASSERT_NE(info.schema(info.channels[1].schema_id), nullptr);
+  EXPECT_EQ(info.schema(info.channels[1].schema_id)->name, "sensor_msgs/Image");
+  EXPECT_EQ(info.statistics.message_count, w.stats.message_count);
+  EXPECT_EQ(info.statistics.chunk_count, w.stats.chunk_count);
+  ASSERT_EQ(info.metadata.size(), 2U);
+  EXPECT_EQ(info.metadata[1].name, "shmbus.losses");
+  std::map<std::string, std::uint64_t> counts;
+  std::map<std::string, std::uint32_t> crc;
+  std::uint64_t last = 0;
+  bool ordered = true;
+  r.read_messages([&](const mcap::MessageView& m) {
+    const std::string& topic = info.channel(m.channel_id)->topic;
+    ++counts[topic];
+    crc[topic] = mcap::crc32(m.data, crc[topic]);
+    ordered = ordered && m.log_time >= last;
+    last = m.log_time;
+    return true;
+  });
+  EXPECT_TRUE(ordered);
+  EXPECT_EQ(counts, w.counts);
+  EXPECT_EQ(crc, w.crc);
+}
+
+TEST_F(McapTest, TruncatedAndCorruptFilesAreOneLineNamingTheOffset) {
+  write_sample(path_, mcap::Compression::kZstd, 16 * 1024);
+  const auto size = std::filesystem::file_size(path_);
+  {
+    std::fstream f(path_, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(static_cast<std::streamoff>(size) - 40);  // inside the summary offsets
+    const char c = 0x7f;
+    f.write(&c, 1);
+  }
+  try {
+    mcap::Reader r(path_);
+    FAIL() << "a bad summary CRC must be refused";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), Errc::kConfig);
+    EXPECT_NE(std::string(e.what()).find("summary CRC mismatch"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find(path_ + ": not a valid MCAP file at byte "), std::string::npos) << e.what();
+  }
+  std::filesystem::resize_file(path_, size / 2);
+  try {
+    mcap::Reader r(path_);
+    FAIL() << "a truncated file must be refused";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), Errc::kConfig);
+    EXPECT_NE(std::string(e.what()).find("no MCAP magic at the end"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(mcap::Reader("/nonexistent.mcap"), Error);
+}
