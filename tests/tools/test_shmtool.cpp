@@ -723,3 +723,79 @@ TEST(Shmtool, InfoShowsANodesCallbackErrors) {
   ASSERT_EQ(text.code, 0) << text.err;
   EXPECT_NE(text.out.find("ERRORS"), std::string::npos) << text.out;
 }
+
+// The recorder end to end: three channels of different types and rates,
+// created after the recording started, each with a known count; Ctrl-C
+// ends the recording with a complete file whose `bag info` counts and whose
+// reading by @mcap/core (npm) equal what was published, with nothing lost.
+TEST(Shmtool, RecordThreeChannelsAndBagInfoCountsEqualWhatWasPublished) {
+  DomainGuard d;
+  const std::string file = "/tmp/shmtool_record_" + std::to_string(::getpid()) + ".mcap";
+  auto recorder = start_tool({"record", "-o", file, "/r/*", "--compression", "lz4", "--chunk-size", "4096"}, d.name);
+  ASSERT_TRUE(recorder->wait_for_output("recording", 20s)) << recorder->output();
+  std::vector<std::unique_ptr<shmbus::test::ChildProcess>> pubs;
+  pubs.push_back(start_tool(
+      {"pub", "/r/a", "--type", "std_msgs/String", "--rate", "200", "--count", "100", R"({"data": "abc"})"}, d.name));
+  pubs.push_back(
+      start_tool({"pub", "/r/b", "--type", "sensor_msgs/Imu", "--rate", "100", "--count", "50", "{}"}, d.name));
+  pubs.push_back(start_tool({"pub", "/r/c", "--raw-size", "64", "--rate", "50", "--count", "25", "00ff"}, d.name));
+  for (auto& p : pubs) ASSERT_TRUE(exited_zero(p->wait(20s))) << p->output();
+  // The recorder shows as a subscriber of each channel, under its node name.
+  const ToolRun info = shmtool(tool_args({"info", "/r/b", "--json"}, d.name));
+  ASSERT_EQ(info.code, 0) << info.err;
+  ASSERT_EQ(json::parse(info.out)["subscribers"].size(), 1U);
+  EXPECT_EQ(json::parse(info.out)["subscribers"][0]["node"], "shmtool-record");
+  std::this_thread::sleep_for(300ms);  // the last messages reach the file's queue
+  recorder->signal(SIGINT);
+  ASSERT_TRUE(exited_zero(recorder->wait(20s))) << recorder->output();
+  EXPECT_NE(recorder->output().find("recorded 175 messages on 3 channels"), std::string::npos) << recorder->output();
+
+  const ToolRun bag = shmtool({"bag", "info", file, "--json"});
+  ASSERT_EQ(bag.code, 0) << bag.err;
+  const json b = json::parse(bag.out);
+  EXPECT_EQ(b["profile"], "shmbus");
+  EXPECT_EQ(b["compression"], "lz4");
+  EXPECT_EQ(b["messages"], 175);
+  EXPECT_GT(b["end_ns"].get<std::uint64_t>(), b["start_ns"].get<std::uint64_t>());
+  std::map<std::string, json> channels;
+  for (const json& c : b["channels"]) channels[c["name"]] = c;
+  ASSERT_EQ(channels.size(), 3U) << bag.out;
+  EXPECT_EQ(channels["/r/a"]["messages"], 100);
+  EXPECT_EQ(channels["/r/a"]["type"], "std_msgs/String");
+  EXPECT_EQ(channels["/r/b"]["messages"], 50);
+  EXPECT_EQ(channels["/r/b"]["type"], "sensor_msgs/Imu");
+  EXPECT_EQ(channels["/r/c"]["messages"], 25);
+  EXPECT_EQ(channels["/r/c"]["type"], "shmbus/Bytes");
+  for (const auto& [name, c] : channels) EXPECT_EQ(c["lost"], 0) << name;
+  const ToolRun text = shmtool({"bag", "info", file});
+  ASSERT_EQ(text.code, 0) << text.err;
+  EXPECT_NE(text.out.find("sensor_msgs/Imu"), std::string::npos) << text.out;
+
+  // The reference reader sees the same.
+  const std::string reader = std::string(SHMBUS_SOURCE_DIR) + "/tests/js/mcap_read.mjs";
+  FILE* p = ::popen(("node " + reader + " " + file + " 2>&1").c_str(), "r");
+  std::string out;
+  char buf[4096];
+  std::size_t n = 0;
+  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  ASSERT_EQ(::pclose(p), 0) << out;
+  const json j = json::parse(out);
+  EXPECT_EQ(j["indexed"]["counts"]["/r/a"], 100);
+  EXPECT_EQ(j["indexed"]["counts"]["/r/b"], 50);
+  EXPECT_EQ(j["stream"]["counts"]["/r/c"], 25);
+  EXPECT_EQ(j["indexed"]["last_sequence"]["/r/a"], 99) << "the channel sequence, from the first message on";
+  std::filesystem::remove(file);
+}
+
+TEST(Shmtool, BagInfoRefusesWhatIsNotAnMcapFileWithOneLine) {
+  const std::string file = "/tmp/shmtool_not_mcap_" + std::to_string(::getpid()) + ".mcap";
+  std::ofstream(file) << std::string(200, 'x');
+  const ToolRun r = shmtool({"bag", "info", file});
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find(file + ": not a valid MCAP file at byte 0: no MCAP magic at the start"), std::string::npos)
+      << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  std::filesystem::remove(file);
+  const ToolRun missing = shmtool({"bag", "info", file});
+  EXPECT_EQ(missing.code, 3) << missing.err;
+}

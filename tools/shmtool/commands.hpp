@@ -74,4 +74,18 @@ struct SyncOptions {
 };
 int run_sync(const Globals& g, const SyncOptions& o);
 
+struct RecordOptions {
+  std::string output;                 ///< FILE.mcap
+  std::vector<std::string> patterns;  ///< channel names or globs
+  bool all = false;                   ///< every channel
+  std::vector<std::string> exclude;   ///< globs never recorded
+  std::string compression = "zstd";   ///< zstd, lz4 or none
+  std::uint64_t chunk_size = 1U << 20;
+  double duration_s = 0;                   ///< 0: until Ctrl-C
+  std::uint64_t queue_bytes = 256U << 20;  ///< between the reader and the writer thread
+};
+int run_record(const Globals& g, const RecordOptions& o);
+/// bag info FILE: what a recording holds.
+int run_bag_info(const Globals& g, const std::string& path);
+
 }  // namespace shmbus::tool

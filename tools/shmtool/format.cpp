@@ -8,6 +8,8 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
+#include <iterator>
 
 namespace shmbus::tool {
 
@@ -33,6 +35,27 @@ std::string human_rate(double hz) {
   if (hz < 1000) return fmt::format("{:.{}f} Hz", hz, hz < 10 ? 3 : hz < 100 ? 2 : 1);
   if (hz < 1e6) return fmt::format("{:.3f} kHz", hz / 1e3);
   return fmt::format("{:.3f} MHz", hz / 1e6);
+}
+
+std::string human_bytes(std::uint64_t n) {
+  if (n < 1024) return fmt::format("{} B", n);
+  const char* units[] = {"KiB", "MiB", "GiB", "TiB"};
+  double v = static_cast<double>(n) / 1024;
+  std::size_t u = 0;
+  while (v >= 1024 && u + 1 < std::size(units)) {
+    v /= 1024;
+    ++u;
+  }
+  return fmt::format("{:.{}f} {}", v, v < 10 ? 2 : v < 100 ? 1 : 0, units[u]);
+}
+
+std::string wall_time_text(std::int64_t ns) {
+  const std::time_t secs = static_cast<std::time_t>(ns / 1'000'000'000);
+  std::tm tm{};
+  ::gmtime_r(&secs, &tm);
+  char text[32];
+  std::strftime(text, sizeof text, "%Y-%m-%d %H:%M:%S", &tm);
+  return fmt::format("{}.{:03d} UTC", text, static_cast<int>((ns / 1'000'000) % 1000));
 }
 
 std::string human_seconds(double s) {

@@ -22,6 +22,10 @@ std::string human_count(std::uint64_t n);
 std::string human_rate(double hz);
 /// Seconds as "4.99 ms", "12.3 us", "87 ns", "1.50 s"; "-" for NaN.
 std::string human_seconds(double s);
+/// "512 B", "12.3 KiB", "4.56 MiB", "7.89 GiB".
+std::string human_bytes(std::uint64_t n);
+/// CLOCK_REALTIME ns as "2026-11-22 23:31:02.123 UTC".
+std::string wall_time_text(std::int64_t ns);
 /// A JSON number, or null for NaN and infinities (JSON has neither).
 schema::Json json_number(double x);
 

@@ -1,6 +1,7 @@
 // shmtool: inspect and drive a shmbus domain from a terminal.
 //
-//   shmtool list | info CH | echo CH | hz CH | pub CH | stats [CH] | alerts | top | clean
+//   shmtool list | info CH | echo CH | hz CH | pub CH | stats [CH] | alerts | top | clean | sync
+//           record -o FILE [CH...] | bag info FILE
 //
 // Exit codes: 0 ok, 1 runtime failure, 2 bad usage or configuration,
 // 3 channel not found; every failure is one line on stderr.
@@ -64,6 +65,8 @@ struct Commands {
   TopOptions top;
   SyncOptions sync;
   bool dry_run = false;  ///< clean
+  RecordOptions record;
+  std::string bag_file;  ///< bag info
   std::map<std::string, std::function<int()>> run;
 };
 
@@ -151,6 +154,29 @@ void add_sync_command(CLI::App& app, Commands& k) {
   k.run["sync"] = [&k] { return run_sync(k.g, k.sync); };
 }
 
+/// record, bag info: recordings (MCAP).
+void add_record_commands(CLI::App& app, Commands& k) {
+  CLI::App* record = app.add_subcommand("record", "Record channels to an MCAP file until Ctrl-C or --duration");
+  record->add_option("-o,--output", k.record.output, "The file to write (FILE.mcap)")->required();
+  record->add_option("CHANNELS", k.record.patterns, "Channel names or globs (e.g. /camera/*)");
+  record->add_flag("--all", k.record.all, "Record every channel, also those that appear later");
+  record->add_option("--exclude", k.record.exclude, "Globs of channels never recorded (repeatable)");
+  record->add_option("--compression", k.record.compression, "Chunk compression: zstd (default), lz4 or none")
+      ->check(CLI::IsMember({"zstd", "lz4", "none"}));
+  record->add_option("--chunk-size", k.record.chunk_size, "Uncompressed bytes per chunk (default 1 MiB)")
+      ->check(CLI::Range(std::uint64_t{1024}, std::uint64_t{1} << 32));
+  record->add_option("--duration", k.record.duration_s, "Stop after SECONDS")->check(kPositiveSeconds);
+  record->add_option("--queue-size", k.record.queue_bytes,
+                     "Bytes buffered between reading the rings and writing the file (default 256 MiB)");
+  CLI::App* bag = app.add_subcommand("bag", "Inspect recordings");
+  bag->require_subcommand(1);
+  CLI::App* info = bag->add_subcommand("info", "What a recording holds: time span, channels, counts, rates, losses");
+  info->add_option("FILE", k.bag_file, "An MCAP file")->required();
+  json_flag(info, k);
+  k.run["record"] = [&k] { return run_record(k.g, k.record); };
+  k.run["bag"] = [&k] { return run_bag_info(k.g, k.bag_file); };
+}
+
 int run(int argc, char** argv) {
   CLI::App app{"Inspect and drive a shmbus domain: channels, rates, alerts, messages.", "shmtool"};
   app.require_subcommand(1);
@@ -163,6 +189,7 @@ int run(int argc, char** argv) {
   add_inspect_commands(app, k);
   add_traffic_commands(app, k);
   add_sync_command(app, k);
+  add_record_commands(app, k);
 
   if (const auto bad = unknown_command(app, argc, argv)) {
     std::string names;
