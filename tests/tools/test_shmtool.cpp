@@ -799,3 +799,54 @@ TEST(Shmtool, BagInfoRefusesWhatIsNotAnMcapFileWithOneLine) {
   const ToolRun missing = shmtool({"bag", "info", file});
   EXPECT_EQ(missing.code, 3) << missing.err;
 }
+
+// play: a recording published again in another domain, at its recorded
+// spacing, remapped where asked, faster with --rate, and refused onto a
+// channel of another type.
+TEST(Shmtool, PlayPublishesARecordingAgainAtItsSpacing) {
+  DomainGuard rec;
+  const std::string file = "/tmp/shmtool_play_" + std::to_string(::getpid()) + ".mcap";
+  auto recorder = start_tool({"record", "-o", file, "/p/*"}, rec.name);
+  ASSERT_TRUE(recorder->wait_for_output("recording", 20s)) << recorder->output();
+  auto a = start_tool(
+      {"pub", "/p/a", "--type", "std_msgs/String", "--rate", "200", "--count", "100", R"({"data": "z"})"}, rec.name);
+  auto b = start_tool({"pub", "/p/b", "--raw-size", "16", "--rate", "50", "--count", "25", "01"}, rec.name);
+  ASSERT_TRUE(exited_zero(a->wait(20s))) << a->output();
+  ASSERT_TRUE(exited_zero(b->wait(20s))) << b->output();
+  std::this_thread::sleep_for(300ms);
+  recorder->signal(SIGINT);
+  ASSERT_TRUE(exited_zero(recorder->wait(20s))) << recorder->output();
+  const json info = json::parse(shmtool({"bag", "info", file, "--json"}).out);
+  const double span_s = info["duration_s"].get<double>();
+  ASSERT_GT(span_s, 0.4);
+
+  DomainGuard replay;
+  auto echo_a = start_tool({"echo", "/p/a", "-n", "100", "--json"}, replay.name);
+  auto echo_b = start_tool({"echo", "/x/b", "-n", "25", "--json"}, replay.name);
+  const ToolRun played =
+      shmtool(tool_args({"play", file, "--remap", "/p/b=/x/b", "--wait-for-subscribers"}, replay.name));
+  ASSERT_EQ(played.code, 0) << played.err;
+  EXPECT_NE(played.out.find("played 125 messages in "), std::string::npos) << played.out;
+  const double took_s = std::stod(played.out.substr(played.out.find("played 125 messages in ") + 23));
+  EXPECT_GT(took_s, 0.9 * span_s) << "the recorded spacing is kept, not burst";
+  ASSERT_TRUE(exited_zero(echo_a->wait(20s))) << echo_a->output();
+  ASSERT_TRUE(exited_zero(echo_b->wait(20s))) << echo_b->output();
+  const auto lines_a = json_lines(echo_a->output());
+  ASSERT_EQ(lines_a.size(), 100U);
+  EXPECT_EQ(lines_a.front()["data"]["data"], "z");
+  EXPECT_EQ(json_lines(echo_b->output()).size(), 25U);
+
+  const ToolRun fast = shmtool(tool_args({"play", file, "--rate", "4", "--channels", "/p/a"}, replay.name));
+  ASSERT_EQ(fast.code, 0) << fast.err;
+  ASSERT_NE(fast.out.find("played 100 messages in "), std::string::npos) << fast.out;
+  const double fast_s = std::stod(fast.out.substr(fast.out.find("played 100 messages in ") + 23));
+  EXPECT_LT(fast_s, 0.6 * span_s) << "--rate 4 plays four times as fast";
+
+  DomainGuard other;
+  ASSERT_EQ(shmtool(tool_args({"pub", "/p/a", "--type", "sensor_msgs/Imu", "--once", "{}"}, other.name)).code, 0);
+  const ToolRun refused = shmtool(tool_args({"play", file}, other.name));
+  EXPECT_EQ(refused.code, 2) << refused.err;
+  EXPECT_NE(refused.err.find("sensor_msgs/Imu"), std::string::npos) << refused.err;
+  EXPECT_NE(refused.err.find("std_msgs/String"), std::string::npos) << refused.err;
+  std::filesystem::remove(file);
+}

@@ -1,4 +1,5 @@
-// shmtool record and bag info: the bus to MCAP, and what a recording holds.
+// shmtool record, play and bag info: the bus to MCAP, back onto the bus, and
+// what a recording holds.
 //
 // The recorder is a subscriber on every channel it records (node
 // "shmtool-record"): it never slows a publisher, and what it loses on the
@@ -24,6 +25,7 @@
 #include "format.hpp"
 #include "shmbus/error.hpp"
 #include "shmbus/mcap.hpp"
+#include "shmbus/publisher.hpp"
 #include "shmbus/subscriber.hpp"
 #include "shmbus/wait_set.hpp"
 
@@ -91,6 +93,10 @@ struct RecordedChannel {
   std::string name;
   std::unique_ptr<Subscriber> sub;
   std::uint16_t mcap_id = 0;
+  /// When the recorder subscribed: a message published before (taken from
+  /// the ring's history) is logged at its publish time, not at the moment
+  /// the recorder found its channel.
+  std::int64_t subscribed_wall_ns = 0;
   std::atomic<std::uint64_t> queue_dropped{0};
   std::uint64_t written = 0;  ///< writer thread
 };
@@ -182,6 +188,7 @@ class Recorder {
       } catch (const Error&) {
         continue;  // removed meanwhile: found again if it comes back
       }
+      rc->subscribed_wall_ns = wall_now_ns();
       const TypeInfo type = rc->sub->type();
       rc->mcap_id = add_to_file(name, type);
       recorded_.insert(name);
@@ -211,7 +218,9 @@ class Recorder {
     for (;;) {
       const TakeResult r = rc.sub->take(buffer);
       if (!r.ok()) return;
-      Taken t{i, r.info.sequence, static_cast<std::uint64_t>(wall_now_ns()),
+      const std::int64_t received =
+          r.info.publish_wall_ns < rc.subscribed_wall_ns ? r.info.publish_wall_ns : wall_now_ns();
+      Taken t{i, r.info.sequence, static_cast<std::uint64_t>(received),
               static_cast<std::uint64_t>(r.info.publish_wall_ns),
               std::vector<std::byte>(buffer.begin(), buffer.begin() + r.info.size)};
       if (!queue_.push(std::move(t))) rc.queue_dropped.fetch_add(1, std::memory_order_relaxed);
@@ -282,7 +291,101 @@ std::map<std::string, std::uint64_t> recorded_losses(const mcap::FileInfo& info)
   return lost;
 }
 
+/// The type a recorded channel had, from its metadata and schema.
+TypeInfo recorded_type(const mcap::FileInfo& info, const mcap::Channel& c) {
+  TypeInfo t{"shmbus/Bytes", 0, ""};
+  for (const auto& [k, v] : c.metadata) {
+    if (k == "type_name") t.name = v;
+    if (k == "type_hash") t.hash = std::stoull(v, nullptr, 16);
+  }
+  if (const mcap::Schema* s = info.schema(c.schema_id)) t.schema = s->data;
+  return t;
+}
+
+/// FROM=TO pairs.
+std::map<std::string, std::string> parse_remaps(const std::vector<std::string>& remaps) {
+  std::map<std::string, std::string> out;
+  for (const auto& r : remaps) {
+    const auto eq = r.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == r.size()) {
+      throw Error(Errc::kInvalidArgument, "play: --remap '" + r + "' is not FROM=TO, e.g. --remap /imu=/imu_replayed");
+    }
+    out[r.substr(0, eq)] = r.substr(eq + 1);
+  }
+  return out;
+}
+
+/// One file's channels as publishers in the domain (by MCAP channel id).
+struct PlayedFile {
+  std::unique_ptr<mcap::Reader> reader;
+  std::map<std::uint16_t, Publisher*> publishers;
+};
+
 }  // namespace
+
+int run_play(const Globals& g, const PlayOptions& o) {
+  const Config config = load_config(g);
+  install_stop_handlers();
+  const auto remaps = parse_remaps(o.remap);
+  Config c = config;
+  c.node = "shmtool-play";
+  Context ctx(std::move(c));
+  std::vector<PlayedFile> files;
+  for (const auto& path : o.files) files.push_back({std::make_unique<mcap::Reader>(path), {}});
+  std::sort(files.begin(), files.end(), [](const PlayedFile& a, const PlayedFile& b) {
+    return a.reader->info().statistics.message_start_time < b.reader->info().statistics.message_start_time;
+  });
+  // One publisher per played name; the recording's type and schema create a
+  // missing channel, and a channel that exists with another type is
+  // refused naming both (Error kTypeMismatch).
+  std::map<std::string, std::unique_ptr<Publisher>> publishers;
+  for (PlayedFile& f : files) {
+    const mcap::FileInfo& info = f.reader->info();
+    for (const auto& ch : info.channels) {
+      if ((!o.channels.empty() && !matches_any(o.channels, ch.topic)) || matches_any(o.exclude, ch.topic)) continue;
+      const std::string name = remaps.count(ch.topic) != 0 ? remaps.at(ch.topic) : ch.topic;
+      auto& p = publishers[name];
+      if (!p) p = std::make_unique<Publisher>(name, recorded_type(info, ch), ctx);
+      f.publishers[ch.id] = p.get();
+    }
+  }
+  if (publishers.empty()) {
+    throw Error(Errc::kNotFound, "play: no recorded channel matches; see shmtool bag info " + o.files.front());
+  }
+  if (o.wait_for_subscribers) {
+    print(fmt::format("waiting for a subscriber on each of the {} channels\n", publishers.size()));
+    for (const auto& [name, p] : publishers) {
+      while (!stop_requested() && introspect::ChannelReader(config.domain, name).view().subscribers.empty()) {
+        sleep_until(mono_now_ns() + 10'000'000);
+      }
+    }
+  }
+  print(fmt::format("playing {} channels from {} file(s) at {}x{}; Ctrl-C stops\n", publishers.size(), files.size(),
+                    o.rate, o.loop ? ", looping" : ""));
+  std::uint64_t played = 0;
+  const std::int64_t started = mono_now_ns();
+  do {
+    // Deadlines are absolute: start + (log_time - first) / rate, so the
+    // recorded spacing is kept and nothing drifts.
+    const std::int64_t t0 = mono_now_ns();
+    std::uint64_t first = 0;
+    for (PlayedFile& f : files) {
+      if (stop_requested()) break;
+      f.reader->read_messages([&](const mcap::MessageView& m) {
+        const auto it = f.publishers.find(m.channel_id);
+        if (it == f.publishers.end()) return true;
+        if (first == 0) first = m.log_time;
+        const auto offset = static_cast<double>(m.log_time - first) / o.rate;
+        if (!sleep_until(t0 + static_cast<std::int64_t>(offset))) return false;
+        it->second->publish(m.data);
+        ++played;
+        return true;
+      });
+    }
+  } while (o.loop && !stop_requested());
+  print(fmt::format("played {} messages in {:.3f} s\n", played, static_cast<double>(mono_now_ns() - started) / 1e9));
+  return 0;
+}
 
 int run_record(const Globals& g, const RecordOptions& o) {
   const Config config = load_config(g);

@@ -85,6 +85,16 @@ struct RecordOptions {
   std::uint64_t queue_bytes = 256U << 20;  ///< between the reader and the writer thread
 };
 int run_record(const Globals& g, const RecordOptions& o);
+struct PlayOptions {
+  std::vector<std::string> files;     ///< played one after the other, by their start times
+  double rate = 1.0;                  ///< speed factor
+  bool loop = false;                  ///< start again at the end
+  std::vector<std::string> channels;  ///< globs of the recorded names to play (default: all)
+  std::vector<std::string> exclude;   ///< globs never played
+  std::vector<std::string> remap;     ///< FROM=TO: publish FROM's messages on TO
+  bool wait_for_subscribers = false;  ///< start once every played channel has a subscriber
+};
+int run_play(const Globals& g, const PlayOptions& o);
 /// bag info FILE: what a recording holds.
 int run_bag_info(const Globals& g, const std::string& path);
 

@@ -1,7 +1,7 @@
 // shmtool: inspect and drive a shmbus domain from a terminal.
 //
 //   shmtool list | info CH | echo CH | hz CH | pub CH | stats [CH] | alerts | top | clean | sync
-//           record -o FILE [CH...] | bag info FILE
+//           record -o FILE [CH...] | play FILE... | bag info FILE
 //
 // Exit codes: 0 ok, 1 runtime failure, 2 bad usage or configuration,
 // 3 channel not found; every failure is one line on stderr.
@@ -66,6 +66,7 @@ struct Commands {
   SyncOptions sync;
   bool dry_run = false;  ///< clean
   RecordOptions record;
+  PlayOptions play;
   std::string bag_file;  ///< bag info
   std::map<std::string, std::function<int()>> run;
 };
@@ -168,6 +169,16 @@ void add_record_commands(CLI::App& app, Commands& k) {
   record->add_option("--duration", k.record.duration_s, "Stop after SECONDS")->check(kPositiveSeconds);
   record->add_option("--queue-size", k.record.queue_bytes,
                      "Bytes buffered between reading the rings and writing the file (default 256 MiB)");
+  CLI::App* play = app.add_subcommand("play", "Publish a recording again, at its recorded spacing");
+  play->add_option("FILES", k.play.files, "MCAP files (a split recording plays as one)")->required();
+  play->add_option("--rate", k.play.rate, "Speed factor (default 1)")->check(CLI::Range(0.001, 1000.0));
+  play->add_flag("--loop", k.play.loop, "Start again at the end, until Ctrl-C");
+  play->add_option("--channels", k.play.channels, "Globs of the recorded channels to play (default: all)");
+  play->add_option("--exclude", k.play.exclude, "Globs of recorded channels not to play");
+  play->add_option("--remap", k.play.remap, "FROM=TO: publish FROM's messages on TO (repeatable)");
+  play->add_flag("--wait-for-subscribers", k.play.wait_for_subscribers,
+                 "Start once every played channel has a subscriber");
+  k.run["play"] = [&k] { return run_play(k.g, k.play); };
   CLI::App* bag = app.add_subcommand("bag", "Inspect recordings");
   bag->require_subcommand(1);
   CLI::App* info = bag->add_subcommand("info", "What a recording holds: time span, channels, counts, rates, losses");
