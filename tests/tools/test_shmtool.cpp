@@ -850,3 +850,18 @@ TEST(Shmtool, PlayPublishesARecordingAgainAtItsSpacing) {
   EXPECT_NE(refused.err.find("std_msgs/String"), std::string::npos) << refused.err;
   std::filesystem::remove(file);
 }
+
+// A disk that fills up ends the recording with one line naming the file
+// and the cause, exit 1 - not a crash of the writer thread.
+TEST(Shmtool, RecordOntoAFullDiskFailsWithOneLine) {
+  DomainGuard d;
+  auto pub = start_tool({"pub", "/full", "--raw-size", "512", "--rate", "500", "00"}, d.name);
+  wait_for_stamps(d.name, "/full", 1);
+  const ToolRun r =
+      shmtool(tool_args({"record", "-o", "/dev/full", "/full", "--chunk-size", "1024", "--duration", "10"}, d.name));
+  pub->signal(SIGINT);
+  EXPECT_TRUE(exited_zero(pub->wait(10s)));
+  EXPECT_EQ(r.code, 1) << r.err;
+  EXPECT_NE(r.err.find("mcap file /dev/full: cannot write: No space left on device"), std::string::npos) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+}

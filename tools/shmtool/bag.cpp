@@ -15,6 +15,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <deque>
+#include <exception>
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -130,7 +131,7 @@ class Recorder {
     std::int64_t next_discovery = mono_now_ns() + 200'000'000;
     std::vector<std::size_t> ready;
     std::vector<std::byte> buffer;
-    while (!stop_requested() && mono_now_ns() < end) {
+    while (!stop_requested() && !write_failed_.load() && mono_now_ns() < end) {
       if (mono_now_ns() >= next_discovery) {
         discover();  // channels that appear after the start and match
         next_discovery = mono_now_ns() + 200'000'000;
@@ -142,6 +143,7 @@ class Recorder {
     for (std::size_t i = 0; i < channels_.size(); ++i) drain(i, buffer);  // what is left in the rings
     reading_done_ = true;
     writer.join();
+    if (write_error_) std::rethrow_exception(write_error_);
     return finish();
   }
 
@@ -227,7 +229,18 @@ class Recorder {
     }
   }
 
+  /// The writer thread. A write error (a full disk) ends the recording:
+  /// the reader stops and run() rethrows it (one line, exit 1).
   void write_loop() {
+    try {
+      write_batches();
+    } catch (...) {
+      write_error_ = std::current_exception();
+      write_failed_ = true;
+    }
+  }
+
+  void write_batches() {
     std::deque<Taken> batch;
     for (;;) {
       const bool last = reading_done_.load();
@@ -278,6 +291,8 @@ class Recorder {
   std::vector<std::unique_ptr<RecordedChannel>> channels_;
   WaitSet wait_set_;
   std::atomic<bool> reading_done_{false};
+  std::atomic<bool> write_failed_{false};
+  std::exception_ptr write_error_;  ///< set by the writer thread before write_failed_
   bool discovered_once_ = false;
 };
 
