@@ -268,6 +268,9 @@ class Node {
                                                   std::function<void(const MessageInfo&)> on_overwritten);
   Timer& add_timer(std::chrono::nanoseconds period, bool periodic, std::function<void()> callback,
                    TimerOptions options);
+  /// Tells the executors that the lists changed: bumps generation_ (release;
+  /// Executor::refresh acquires it and rebuilds its wait set) and wakes them.
+  void announce_change() noexcept;
 
   std::string name_;
   Context* context_;
@@ -278,7 +281,7 @@ class Node {
   std::vector<std::shared_ptr<void>> publishers_;
   std::vector<std::unique_ptr<CallbackGroup>> groups_;
   CallbackGroup default_group_{CallbackGroupKind::kMutuallyExclusive};
-  std::atomic<std::uint64_t> generation_{0};  ///< bumped by every addition
+  std::atomic<std::uint64_t> generation_{0};  ///< bumped by announce_change()
   std::atomic<bool> stop_requested_{false};
   GuardCondition wake_;            ///< additions and stop()
   std::unique_ptr<Executor> own_;  ///< spin_once's executor, kept between calls

@@ -33,7 +33,10 @@ bool enter(CallbackGroup& group, std::atomic<bool>& busy, std::atomic<bool>& in_
   return false;
 }
 
-/// Gives back what enter() took.
+/// Gives back what enter() took. The release stores pair with enter()'s
+/// acquiring CASes: the next thread to enter sees everything the callback
+/// wrote (one subscription's or group's callbacks are ordered, never
+/// overlapping).
 void leave(const CallbackGroup& group, std::atomic<bool>& busy, std::atomic<bool>& in_flight) noexcept {
   if (group.kind() == CallbackGroupKind::kMutuallyExclusive) busy.store(false, std::memory_order_release);
   in_flight.store(false, std::memory_order_release);
@@ -74,6 +77,8 @@ bool Executor::stopping() const noexcept {
 bool Executor::refresh() {
   bool changed = false;
   for (std::size_t i = 0; i < nodes_.size(); ++i) {
+    // Acquire pairs with Node::announce_change's release: the lists it
+    // announced are complete when read below.
     const std::uint64_t g = nodes_[i]->generation_.load(std::memory_order_acquire);
     if (g != seen_[i]) {
       seen_[i] = g;

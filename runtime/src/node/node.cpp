@@ -56,10 +56,7 @@ Subscription::Subscription(Subscriber subscriber, CallbackGroup* group, std::uin
 
 void Subscription::cancel() noexcept {
   cancelled_.store(true, std::memory_order_release);
-  if (node_ != nullptr) {  // its executors rebuild their wait sets without it
-    node_->generation_.fetch_add(1, std::memory_order_release);
-    node_->wake_.trigger();
-  }
+  if (node_ != nullptr) node_->announce_change();  // its executors rebuild their wait sets without it
 }
 
 Timer::Timer(std::chrono::nanoseconds period, bool periodic, std::function<void()> callback, CallbackGroup* group)
@@ -71,6 +68,11 @@ Node::Node(std::string_view name, Context& context, NodeOptions options)
 }
 
 Node::~Node() = default;
+
+void Node::announce_change() noexcept {
+  generation_.fetch_add(1, std::memory_order_release);
+  wake_.trigger();
+}
 
 Subscription& Node::add_subscription(std::string_view channel, const std::optional<TypeInfo>& type,
                                      const SubscriptionOptions& options, Subscription::Dispatch dispatch) {
@@ -85,8 +87,7 @@ Subscription& Node::add_subscription(std::string_view channel, const std::option
     const std::lock_guard lock(mutex_);
     subscriptions_.push_back(std::move(s));
   }
-  generation_.fetch_add(1, std::memory_order_release);
-  wake_.trigger();
+  announce_change();
   return ref;
 }
 
@@ -165,8 +166,7 @@ Timer& Node::add_timer(std::chrono::nanoseconds period, bool periodic, std::func
     const std::lock_guard lock(mutex_);
     timers_.push_back(std::move(t));
   }
-  generation_.fetch_add(1, std::memory_order_release);
-  wake_.trigger();
+  announce_change();
   return ref;
 }
 
