@@ -1,49 +1,27 @@
-// shmtool record, play and bag info: the bus to MCAP, back onto the bus, and
-// what a recording holds.
-//
-// The recorder is a subscriber on every channel it records (node
-// "shmtool-record"): it never slows a publisher, and what it loses on the
-// rings is counted per channel. A reader thread drains the rings into a
-// bounded queue; a writer thread compresses and writes, so a slow disk
-// loses messages only when the queue is full, and those are counted too.
-// Both counts are written into the file (metadata "shmbus.lost") and
-// printed at the end.
+// shmtool play and bag (info, recover, export): a recording back onto the
+// bus, what it holds, an indexed file from an unfinished one, and a copy
+// with JSON messages that any MCAP tool decodes.
 #include <fmt/format.h>
 #include <fnmatch.h>
 #include <unistd.h>
 
-#include <atomic>
-#include <condition_variable>
-#include <deque>
-#include <exception>
+#include <poll.h>
+#include <termios.h>
+
+#include <cstdio>
+#include <ctime>
 #include <map>
-#include <mutex>
 #include <nlohmann/json.hpp>
-#include <set>
-#include <thread>
 
 #include "commands.hpp"
 #include "format.hpp"
+#include "recording.hpp"
 #include "shmbus/error.hpp"
 #include "shmbus/mcap.hpp"
 #include "shmbus/publisher.hpp"
-#include "shmbus/subscriber.hpp"
-#include "shmbus/wait_set.hpp"
+#include "shmbus_msgs/Clock.hpp"
 
 namespace shmbus::tool {
-
-namespace {
-
-using Json = nlohmann::json;
-
-constexpr const char* kRecorderNode = "shmtool-record";
-constexpr const char* kLostMetadata = "shmbus.lost";
-
-std::string host_name() {
-  char name[256] = {};
-  ::gethostname(name, sizeof name - 1);
-  return name;
-}
 
 bool matches_any(const std::vector<std::string>& globs, const std::string& name) {
   for (const auto& g : globs) {
@@ -52,251 +30,12 @@ bool matches_any(const std::vector<std::string>& globs, const std::string& name)
   return false;
 }
 
-/// One message between the reader and the writer thread.
-struct Taken {
-  std::size_t channel;  ///< index into Recorder::channels_
-  std::uint64_t sequence;
-  std::uint64_t log_time;
-  std::uint64_t publish_time;
-  std::vector<std::byte> data;
-};
+std::string host_name() {
+  char name[256] = {};
+  ::gethostname(name, sizeof name - 1);
+  return name;
+}
 
-/// A bounded byte budget between the threads.
-class Queue {
- public:
-  explicit Queue(std::uint64_t max_bytes) : max_bytes_(max_bytes) {}
-  /// False when the message does not fit (counted by the caller).
-  bool push(Taken&& t) {
-    const std::lock_guard lock(mutex_);
-    if (bytes_ + t.data.size() > max_bytes_ && !items_.empty()) return false;
-    bytes_ += t.data.size();
-    items_.push_back(std::move(t));
-    ready_.notify_one();
-    return true;
-  }
-  /// Waits up to 100 ms; moves what is queued into `out`.
-  void pop_all(std::deque<Taken>& out) {
-    std::unique_lock lock(mutex_);
-    ready_.wait_for(lock, std::chrono::milliseconds(100), [&] { return !items_.empty(); });
-    out.swap(items_);
-    bytes_ = 0;
-  }
-
- private:
-  std::mutex mutex_;
-  std::condition_variable ready_;
-  std::deque<Taken> items_;
-  std::uint64_t bytes_ = 0;
-  std::uint64_t max_bytes_;
-};
-
-struct RecordedChannel {
-  std::string name;
-  std::unique_ptr<Subscriber> sub;
-  std::uint16_t mcap_id = 0;
-  /// When the recorder subscribed: a message published before (taken from
-  /// the ring's history) is logged at its publish time, not at the moment
-  /// the recorder found its channel.
-  std::int64_t subscribed_wall_ns = 0;
-  std::atomic<std::uint64_t> queue_dropped{0};
-  std::uint64_t written = 0;  ///< writer thread
-};
-
-/// The recorder: which channels, the threads, the file.
-class Recorder {
- public:
-  Recorder(const Config& config, const RecordOptions& o)
-      : o_(o), config_(config), queue_(o.queue_bytes), writer_(o.output, writer_options(o)) {
-    Config c = config;
-    c.node = kRecorderNode;
-    context_ = std::make_unique<Context>(std::move(c));
-    writer_.write_metadata({"shmbus.recording",
-                            {{"host", host_name()},
-                             {"domain", config.domain},
-                             {"start_wall_ns", std::to_string(wall_now_ns())},
-                             {"recorder", "shmtool record"}}});
-  }
-
-  int run() {
-    discover();
-    if (channels_.empty() && o_.patterns.empty() && !o_.all) {
-      throw Error(Errc::kInvalidArgument, "record: no channel to record; name channels or globs, or give --all");
-    }
-    print(fmt::format("recording {} into {} ({} compression); Ctrl-C stops\n",
-                      o_.all ? std::string("every channel") : fmt::format("{}", fmt::join(o_.patterns, " ")), o_.output,
-                      o_.compression));
-    std::thread writer([this] { write_loop(); });
-    const std::int64_t end =
-        o_.duration_s > 0 ? mono_now_ns() + static_cast<std::int64_t>(o_.duration_s * 1e9) : INT64_MAX;
-    std::int64_t next_discovery = mono_now_ns() + 200'000'000;
-    std::vector<std::size_t> ready;
-    std::vector<std::byte> buffer;
-    while (!stop_requested() && !write_failed_.load() && mono_now_ns() < end) {
-      if (mono_now_ns() >= next_discovery) {
-        discover();  // channels that appear after the start and match
-        next_discovery = mono_now_ns() + 200'000'000;
-      }
-      const std::int64_t until = std::min({end, next_discovery, mono_now_ns() + 100'000'000});
-      wait_set_.wait(std::chrono::nanoseconds(std::max<std::int64_t>(until - mono_now_ns(), 0)), ready);
-      for (const std::size_t i : ready) drain(i, buffer);
-    }
-    for (std::size_t i = 0; i < channels_.size(); ++i) drain(i, buffer);  // what is left in the rings
-    reading_done_ = true;
-    writer.join();
-    if (write_error_) std::rethrow_exception(write_error_);
-    return finish();
-  }
-
- private:
-  static mcap::WriterOptions writer_options(const RecordOptions& o) {
-    mcap::WriterOptions w;
-    const auto c = mcap::parse_compression(o.compression);
-    if (!c) {
-      throw Error(Errc::kInvalidArgument,
-                  "record: unknown --compression '" + o.compression + "'; use zstd, lz4 or none");
-    }
-    w.compression = *c;
-    w.chunk_size = o.chunk_size;
-    w.library = "shmtool record";
-    return w;
-  }
-
-  bool wanted(const std::string& name) const {
-    if (matches_any(o_.exclude, name)) return false;
-    return o_.all || matches_any(o_.patterns, name);
-  }
-
-  /// Subscribes to the matching channels not yet recorded. A channel that
-  /// appeared after the start is read from its oldest message still in the
-  /// ring: everything in it was published while recording.
-  void discover() {
-    const bool started = discovered_once_;
-    discovered_once_ = true;
-    std::vector<std::string> names;
-    try {
-      names = introspect::DomainView(config_.domain, config_.access()).channel_names();
-    } catch (const Error& e) {
-      if (e.code() != Errc::kNotFound) throw;
-      return;  // the domain has no channel yet: they are looked for again
-    }
-    for (const auto& name : names) {
-      if (recorded_.count(name) != 0 || !wanted(name)) continue;
-      auto rc = std::make_unique<RecordedChannel>();
-      rc->name = name;
-      try {
-        rc->sub = std::make_unique<Subscriber>(
-            name, std::nullopt, *context_,
-            SubscriberOptions{.history = started ? UINT32_MAX : 0U, .node = kRecorderNode});
-      } catch (const Error&) {
-        continue;  // removed meanwhile: found again if it comes back
-      }
-      rc->subscribed_wall_ns = wall_now_ns();
-      const TypeInfo type = rc->sub->type();
-      rc->mcap_id = add_to_file(name, type);
-      recorded_.insert(name);
-      wait_set_.attach(*rc->sub);
-      const std::lock_guard lock(channels_mutex_);
-      channels_.push_back(std::move(rc));
-    }
-  }
-
-  std::uint16_t add_to_file(const std::string& name, const TypeInfo& type) {
-    const std::lock_guard lock(writer_mutex_);
-    auto it = schemas_.find(type.hash);
-    if (it == schemas_.end()) {
-      it = schemas_.emplace(type.hash, writer_.add_schema(type.name, "shmbus.msg", type.schema)).first;
-    }
-    return writer_.add_channel(it->second, name, "shmbus",
-                               {{"type_name", type.name},
-                                {"type_hash", fmt::format("{:016x}", type.hash)},
-                                {"host", host_name()},
-                                {"domain", config_.domain}});
-  }
-
-  /// Takes what channel `i` has into the queue.
-  void drain(std::size_t i, std::vector<std::byte>& buffer) {
-    RecordedChannel& rc = *channels_[i];
-    buffer.resize(rc.sub->max_message_size());
-    for (;;) {
-      const TakeResult r = rc.sub->take(buffer);
-      if (!r.ok()) return;
-      const std::int64_t received =
-          r.info.publish_wall_ns < rc.subscribed_wall_ns ? r.info.publish_wall_ns : wall_now_ns();
-      Taken t{i, r.info.sequence, static_cast<std::uint64_t>(received),
-              static_cast<std::uint64_t>(r.info.publish_wall_ns),
-              std::vector<std::byte>(buffer.begin(), buffer.begin() + r.info.size)};
-      if (!queue_.push(std::move(t))) rc.queue_dropped.fetch_add(1, std::memory_order_relaxed);
-    }
-  }
-
-  /// The writer thread. A write error (a full disk) ends the recording:
-  /// the reader stops and run() rethrows it (one line, exit 1).
-  void write_loop() {
-    try {
-      write_batches();
-    } catch (...) {
-      write_error_ = std::current_exception();
-      write_failed_ = true;
-    }
-  }
-
-  void write_batches() {
-    std::deque<Taken> batch;
-    for (;;) {
-      const bool last = reading_done_.load();
-      queue_.pop_all(batch);
-      for (Taken& t : batch) {
-        RecordedChannel* rc = nullptr;
-        {
-          const std::lock_guard lock(channels_mutex_);
-          rc = channels_[t.channel].get();
-        }
-        const std::lock_guard lock(writer_mutex_);
-        writer_.write({rc->mcap_id, static_cast<std::uint32_t>(t.sequence), t.log_time, t.publish_time, t.data});
-        ++rc->written;
-      }
-      batch.clear();
-      if (last) return;
-    }
-  }
-
-  int finish() {
-    mcap::KeyValues lost;
-    std::uint64_t total = 0;
-    std::uint64_t total_lost = 0;
-    for (const auto& rc : channels_) {
-      const std::uint64_t n = rc->sub->lost() + rc->queue_dropped.load();
-      lost.emplace_back(rc->name, std::to_string(n));
-      total += rc->written;
-      total_lost += n;
-      print(fmt::format("  {}: {} messages, {} lost ({} on the ring, {} with the queue full)\n", rc->name, rc->written,
-                        n, rc->sub->lost(), rc->queue_dropped.load()));
-    }
-    writer_.write_metadata({kLostMetadata, lost});
-    writer_.close();
-    print(fmt::format("recorded {} messages on {} channels into {} ({}), {} lost\n", total, channels_.size(), o_.output,
-                      human_bytes(writer_.bytes()), total_lost));
-    return 0;
-  }
-
-  RecordOptions o_;
-  Config config_;
-  std::unique_ptr<Context> context_;
-  Queue queue_;
-  mcap::Writer writer_;
-  std::mutex writer_mutex_;  ///< discovery adds channels while the writer thread writes
-  std::mutex channels_mutex_;
-  std::map<std::uint64_t, std::uint16_t> schemas_;  ///< type hash -> schema id
-  std::set<std::string> recorded_;
-  std::vector<std::unique_ptr<RecordedChannel>> channels_;
-  WaitSet wait_set_;
-  std::atomic<bool> reading_done_{false};
-  std::atomic<bool> write_failed_{false};
-  std::exception_ptr write_error_;  ///< set by the writer thread before write_failed_
-  bool discovered_once_ = false;
-};
-
-/// The per-channel losses the recorder wrote, by channel name.
 std::map<std::string, std::uint64_t> recorded_losses(const mcap::FileInfo& info) {
   std::map<std::string, std::uint64_t> lost;
   for (const auto& m : info.metadata) {
@@ -305,6 +44,17 @@ std::map<std::string, std::uint64_t> recorded_losses(const mcap::FileInfo& info)
   }
   return lost;
 }
+
+std::string numbered_path(const std::string& output, std::uint64_t n) {
+  const std::string_view ext = ".mcap";
+  const bool has_ext = output.size() > ext.size() && output.ends_with(ext);
+  const std::string stem = has_ext ? output.substr(0, output.size() - ext.size()) : output;
+  return fmt::format("{}_{}.mcap", stem, n);
+}
+
+namespace {
+
+using Json = nlohmann::json;
 
 /// The type a recorded channel had, from its metadata and schema.
 TypeInfo recorded_type(const mcap::FileInfo& info, const mcap::Channel& c) {
@@ -330,10 +80,182 @@ std::map<std::string, std::string> parse_remaps(const std::vector<std::string>& 
   return out;
 }
 
+/// RFC 4648 base64, for raw payloads in JSON (as Foxglove shows bytes).
+std::string base64(std::span<const std::byte> data) {
+  static constexpr char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  out.reserve((data.size() + 2) / 3 * 4);
+  for (std::size_t i = 0; i < data.size(); i += 3) {
+    const std::size_t n = std::min<std::size_t>(3, data.size() - i);
+    std::uint32_t v = 0;
+    for (std::size_t k = 0; k < 3; ++k) v = (v << 8) | (k < n ? std::to_integer<std::uint32_t>(data[i + k]) : 0U);
+    for (std::size_t k = 0; k < 4; ++k) out += k <= n ? kAlphabet[(v >> (18 - 6 * k)) & 63U] : '=';
+  }
+  return out;
+}
+
+/// The jsonschema of a raw channel's exported messages.
+Json raw_json_schema() {
+  return Json{{"$schema", "http://json-schema.org/draft-07/schema#"},
+              {"title", "shmbus/Bytes"},
+              {"type", "object"},
+              {"properties", {{"data", {{"type", "string"}, {"contentEncoding", "base64"}}}}},
+              {"required", {"data"}},
+              {"additionalProperties", false}};
+}
+
 /// One file's channels as publishers in the domain (by MCAP channel id).
 struct PlayedFile {
   std::unique_ptr<mcap::Reader> reader;
   std::map<std::uint16_t, Publisher*> publishers;
+};
+
+/// A wall time for --begin/--end: nanoseconds since the epoch, or ISO 8601
+/// in UTC ("2026-11-23T10:00:00", fractions and a trailing Z allowed).
+std::uint64_t parse_wall_time(const std::string& option, const std::string& text) {
+  if (!text.empty() && text.find_first_not_of("0123456789") == std::string::npos) return std::stoull(text);
+  std::tm tm{};
+  const char* rest = ::strptime(text.c_str(), "%Y-%m-%dT%H:%M:%S", &tm);
+  double fraction = 0;
+  if (rest != nullptr && *rest == '.') {
+    char* after = nullptr;
+    fraction = std::strtod(rest, &after);
+    rest = after;
+  }
+  if (rest != nullptr && *rest == 'Z') ++rest;
+  if (rest == nullptr || *rest != '\0') {
+    throw Error(Errc::kInvalidArgument, "play: " + option + " '" + text +
+                                            "' is not a wall time; use UTC like 2026-11-23T10:00:00.5Z or "
+                                            "nanoseconds since the epoch (see shmtool bag info for the span)");
+  }
+  return static_cast<std::uint64_t>(::timegm(&tm)) * 1'000'000'000ULL +
+         static_cast<std::uint64_t>(fraction * 1e9 + 0.5);
+}
+
+/// The keys on a terminal (space pauses and resumes, s steps one message
+/// while paused, + and - double and halve the rate) and the status line.
+/// Inactive, and silent, when stdin is not a terminal.
+class Controls {
+ public:
+  explicit Controls(bool paused) : active_(::isatty(STDIN_FILENO) == 1), paused_(paused) {
+    if (!active_) return;
+    ::tcgetattr(STDIN_FILENO, &saved_);
+    termios raw = saved_;
+    raw.c_lflag &= ~static_cast<tcflag_t>(ICANON | ECHO);
+    raw.c_cc[VMIN] = 0;
+    raw.c_cc[VTIME] = 0;
+    ::tcsetattr(STDIN_FILENO, TCSANOW, &raw);
+  }
+  ~Controls() {
+    if (!active_) return;
+    ::tcsetattr(STDIN_FILENO, TCSANOW, &saved_);
+    std::fputs("\n", stderr);
+  }
+  Controls(const Controls&) = delete;
+  Controls& operator=(const Controls&) = delete;
+
+  [[nodiscard]] bool active() const noexcept { return active_; }
+  [[nodiscard]] bool paused() const noexcept { return paused_; }
+
+  /// Waits up to `ms` for a key; returns it (0: none).
+  char key(int ms) const {
+    if (!active_) return 0;
+    pollfd p{STDIN_FILENO, POLLIN, 0};
+    if (::poll(&p, 1, ms) <= 0) return 0;
+    char c = 0;
+    return ::read(STDIN_FILENO, &c, 1) == 1 ? c : 0;
+  }
+  void toggle_pause() noexcept { paused_ = !paused_; }
+
+  void status(double position_s, double length_s, double rate, std::uint64_t played) {
+    if (!active_ || mono_now_ns() < next_status_) return;
+    next_status_ = mono_now_ns() + 100'000'000;
+    std::fprintf(stderr, "\r[%s] %8.3f / %.3f s  x%g  %llu messages   ", paused_ ? "paused " : "playing", position_s,
+                 length_s, rate, static_cast<unsigned long long>(played));
+  }
+
+ private:
+  bool active_;
+  bool paused_;
+  termios saved_{};
+  std::int64_t next_status_ = 0;
+};
+
+/// When each message is due: base_mono + (log_time - base_log) / rate,
+/// absolute deadlines on CLOCK_MONOTONIC (nothing drifts), re-based when
+/// the rate changes or a pause ends.
+class Pacer {
+ public:
+  Pacer(double rate, std::uint64_t from_log, Controls& controls)
+      : rate_(rate), base_log_(from_log), base_mono_(mono_now_ns()), controls_(controls) {}
+
+  void restart(std::uint64_t from_log) {
+    base_log_ = from_log;
+    base_mono_ = mono_now_ns();
+  }
+
+  /// Waits until `log_time` is due (handling the keys meanwhile); false
+  /// when a stop was requested.
+  bool wait(std::uint64_t log_time, double length_s, std::uint64_t played) {
+    for (;;) {
+      if (stop_requested()) return false;
+      const std::int64_t now = mono_now_ns();
+      controls_.status(static_cast<double>(position(now) - first_) / 1e9, length_s, rate_, played);
+      if (controls_.paused()) {
+        if (handle(controls_.key(20), log_time)) return true;  // a step
+        continue;
+      }
+      const std::int64_t due =
+          base_mono_ + static_cast<std::int64_t>(static_cast<double>(log_time - base_log_) / rate_);
+      if (now >= due) return true;
+      const std::int64_t left_ms = (due - now) / 1'000'000;
+      if (controls_.active() && left_ms > 2) {
+        handle(controls_.key(static_cast<int>(std::min<std::int64_t>(left_ms - 1, 50))), log_time);
+        continue;
+      }
+      return sleep_until(due);
+    }
+  }
+  void set_first(std::uint64_t first) noexcept { first_ = first; }
+  [[nodiscard]] double rate() const noexcept { return rate_; }
+
+ private:
+  /// The recording time now corresponds to.
+  [[nodiscard]] std::uint64_t position(std::int64_t now) const noexcept {
+    if (controls_.paused() || now <= base_mono_) return base_log_;
+    return base_log_ + static_cast<std::uint64_t>(static_cast<double>(now - base_mono_) * rate_);
+  }
+
+  /// One key; true when it releases the next message (a step).
+  bool handle(char key, std::uint64_t next_log) {
+    const std::int64_t now = mono_now_ns();
+    switch (key) {
+      case ' ':
+        // Pausing holds the position; resuming continues from it.
+        if (!controls_.paused()) base_log_ = position(now);
+        base_mono_ = now;
+        controls_.toggle_pause();
+        return false;
+      case 's':
+        if (!controls_.paused()) return false;
+        base_log_ = next_log;
+        return true;
+      case '+':
+      case '-':
+        base_log_ = position(now);
+        base_mono_ = now;
+        rate_ = std::clamp(key == '+' ? rate_ * 2 : rate_ / 2, 0.001, 1000.0);
+        return false;
+      default:
+        return false;
+    }
+  }
+
+  double rate_;
+  std::uint64_t base_log_;
+  std::int64_t base_mono_;
+  std::uint64_t first_ = 0;
+  Controls& controls_;
 };
 
 }  // namespace
@@ -342,6 +264,9 @@ int run_play(const Globals& g, const PlayOptions& o) {
   const Config config = load_config(g);
   install_stop_handlers();
   const auto remaps = parse_remaps(o.remap);
+  if (o.paused && ::isatty(STDIN_FILENO) != 1) {
+    throw Error(Errc::kInvalidArgument, "play: --paused needs a terminal on stdin (space resumes); run it from one");
+  }
   Config c = config;
   c.node = "shmtool-play";
   Context ctx(std::move(c));
@@ -350,6 +275,26 @@ int run_play(const Globals& g, const PlayOptions& o) {
   std::sort(files.begin(), files.end(), [](const PlayedFile& a, const PlayedFile& b) {
     return a.reader->info().statistics.message_start_time < b.reader->info().statistics.message_start_time;
   });
+  std::uint64_t start = UINT64_MAX;
+  std::uint64_t last = 0;
+  for (const PlayedFile& f : files) {
+    const mcap::Statistics& s = f.reader->info().statistics;
+    if (s.message_count == 0) continue;
+    start = std::min(start, s.message_start_time);
+    last = std::max(last, s.message_end_time);
+  }
+  // What part of the recording plays: [from, to].
+  std::uint64_t from = start == UINT64_MAX ? 0 : start + static_cast<std::uint64_t>(o.start_offset_s * 1e9);
+  if (!o.begin.empty()) from = std::max(from, parse_wall_time("--begin", o.begin));
+  const std::uint64_t to = o.end.empty() ? UINT64_MAX : parse_wall_time("--end", o.end);
+  if (start != UINT64_MAX && (from > last || to < from)) {
+    throw Error(
+        Errc::kInvalidArgument,
+        fmt::format("play: nothing to play between {} and {}; the recording spans {} to {}",
+                    wall_time_text(static_cast<std::int64_t>(from)),
+                    to == UINT64_MAX ? std::string("its end") : wall_time_text(static_cast<std::int64_t>(to)),
+                    wall_time_text(static_cast<std::int64_t>(start)), wall_time_text(static_cast<std::int64_t>(last))));
+  }
   // One publisher per played name; the recording's type and schema create a
   // missing channel, and a channel that exists with another type is
   // refused naming both (Error kTypeMismatch).
@@ -367,6 +312,8 @@ int run_play(const Globals& g, const PlayOptions& o) {
   if (publishers.empty()) {
     throw Error(Errc::kNotFound, "play: no recorded channel matches; see shmtool bag info " + o.files.front());
   }
+  std::unique_ptr<TypedPublisher<shmbus_msgs::Clock>> clock;
+  if (o.clock) clock = std::make_unique<TypedPublisher<shmbus_msgs::Clock>>(kClockChannel, ctx);
   if (o.wait_for_subscribers) {
     print(fmt::format("waiting for a subscriber on each of the {} channels\n", publishers.size()));
     for (const auto& [name, p] : publishers) {
@@ -375,38 +322,102 @@ int run_play(const Globals& g, const PlayOptions& o) {
       }
     }
   }
-  print(fmt::format("playing {} channels from {} file(s) at {}x{}; Ctrl-C stops\n", publishers.size(), files.size(),
-                    o.rate, o.loop ? ", looping" : ""));
+  Controls controls(o.paused);
+  print(fmt::format("playing {} channels from {} file(s) at {}x{}{}; {}Ctrl-C stops\n", publishers.size(), files.size(),
+                    o.rate, o.loop ? ", looping" : "", o.clock ? fmt::format(", time on {}", kClockChannel) : "",
+                    controls.active() ? "space pauses, s steps, +/- change the rate; " : ""));
   std::uint64_t played = 0;
   const std::int64_t started = mono_now_ns();
+  const double length_s = start == UINT64_MAX ? 0.0 : static_cast<double>(std::min(last, to) - from) / 1e9;
+  Pacer pacer(o.rate, from, controls);
+  pacer.set_first(from);
+  std::uint64_t last_clock = 0;
+  bool stopped = false;
   do {
-    // Deadlines are absolute: start + (log_time - first) / rate, so the
-    // recorded spacing is kept and nothing drifts.
-    const std::int64_t t0 = mono_now_ns();
-    std::uint64_t first = 0;
+    pacer.restart(from);
     for (PlayedFile& f : files) {
-      if (stop_requested()) break;
+      if (stopped) break;
       f.reader->read_messages([&](const mcap::MessageView& m) {
+        if (m.log_time > to) return false;
         const auto it = f.publishers.find(m.channel_id);
-        if (it == f.publishers.end()) return true;
-        if (first == 0) first = m.log_time;
-        const auto offset = static_cast<double>(m.log_time - first) / o.rate;
-        if (!sleep_until(t0 + static_cast<std::int64_t>(offset))) return false;
+        if (m.log_time < from || it == f.publishers.end()) return true;
+        if (!pacer.wait(m.log_time, length_s, played)) {
+          stopped = true;
+          return false;
+        }
+        if (clock && (last_clock == 0 || m.log_time >= last_clock + 1'000'000 || m.log_time < last_clock)) {
+          shmbus_msgs::Clock t{};
+          t.clock_ns = m.log_time;
+          clock->publish(t);
+          last_clock = m.log_time;
+        }
         it->second->publish(m.data);
         ++played;
         return true;
       });
     }
-  } while (o.loop && !stop_requested());
+  } while (o.loop && !stopped && !stop_requested());
   print(fmt::format("played {} messages in {:.3f} s\n", played, static_cast<double>(mono_now_ns() - started) / 1e9));
   return 0;
 }
 
-int run_record(const Globals& g, const RecordOptions& o) {
-  const Config config = load_config(g);
-  install_stop_handlers();
-  Recorder recorder(config, o);
-  return recorder.run();
+int run_bag_recover(const Globals& /*g*/, const std::string& in, const std::string& out) {
+  if (in == out) {
+    throw Error(Errc::kInvalidArgument, "bag recover: -o must name another file than " + in + " (it is read whole)");
+  }
+  const mcap::RecoverReport r = mcap::recover(in, out);
+  const mcap::Reader check(out);  // what was written reads back as a complete file
+  print(fmt::format("recovered {} messages in {} chunks ({} metadata records) from {} into {} ({})\n", r.messages,
+                    r.chunks, r.metadata, in, out, human_bytes(check.info().bytes)));
+  if (!r.stopped_because.empty()) {
+    print(fmt::format("the rest of {} (from byte {}) is unreadable: {}\n", in, r.valid_bytes, r.stopped_because));
+  }
+  return 0;
+}
+
+int run_bag_export(const Globals& /*g*/, const std::string& in, const std::string& out, const std::string& encoding) {
+  if (encoding != "json") {
+    throw Error(Errc::kInvalidArgument, "bag export: unknown --encoding '" + encoding + "'; use json");
+  }
+  if (in == out) throw Error(Errc::kInvalidArgument, "bag export: -o must name another file than " + in);
+  mcap::Reader reader(in);
+  const mcap::FileInfo& info = reader.info();
+  mcap::WriterOptions w;
+  w.profile = info.profile;
+  w.library = "shmtool bag export";
+  w.compression = mcap::parse_compression(info.compression).value_or(mcap::Compression::kZstd);
+  mcap::Writer writer(out, w);
+  // Per recorded channel: its decoder and its id in the copy. A raw
+  // channel (no schema) becomes {"data": base64}.
+  struct Exported {
+    std::optional<schema::Schema> schema;
+    std::uint16_t id = 0;
+  };
+  std::map<std::uint16_t, Exported> channels;
+  std::map<std::string, std::uint16_t> schema_ids;  // jsonschema text -> id
+  for (const auto& ch : info.channels) {
+    Exported e;
+    const TypeInfo type = recorded_type(info, ch);
+    e.schema = schema_of(type);
+    const std::string js = e.schema ? e.schema->json_schema().dump() : raw_json_schema().dump();
+    auto it = schema_ids.find(js);
+    if (it == schema_ids.end()) it = schema_ids.emplace(js, writer.add_schema(type.name, "jsonschema", js)).first;
+    e.id = writer.add_channel(it->second, ch.topic, "json", ch.metadata);
+    channels[ch.id] = std::move(e);
+  }
+  for (const auto& m : info.metadata) writer.write_metadata(m);
+  std::uint64_t n = 0;
+  reader.read_messages([&](const mcap::MessageView& m) {
+    const Exported& e = channels.at(m.channel_id);
+    const std::string text = e.schema ? e.schema->decode(m.data).dump() : Json{{"data", base64(m.data)}}.dump();
+    writer.write({e.id, m.sequence, m.log_time, m.publish_time, std::as_bytes(std::span{text})});
+    ++n;
+    return true;
+  });
+  writer.close();
+  print(fmt::format("exported {} messages on {} channels from {} into {} (json, {})\n", n, channels.size(), in, out,
+                    human_bytes(writer.bytes())));
+  return 0;
 }
 
 int run_bag_info(const Globals& g, const std::string& path) {

@@ -83,6 +83,11 @@ struct RecordOptions {
   std::uint64_t chunk_size = 1U << 20;
   double duration_s = 0;                   ///< 0: until Ctrl-C
   std::uint64_t queue_bytes = 256U << 20;  ///< between the reader and the writer thread
+  std::uint64_t split_bytes = 0;           ///< a new file once this many bytes are written
+  double split_duration_s = 0;             ///< a new file after this much recorded time
+  double snapshot_s = 0;                   ///< keep the last DUR in memory; write it when triggered
+  bool trigger = false;                    ///< send a trigger to the snapshot recorders and exit
+  std::string reason;                      ///< the trigger's reason
 };
 int run_record(const Globals& g, const RecordOptions& o);
 struct PlayOptions {
@@ -93,9 +98,18 @@ struct PlayOptions {
   std::vector<std::string> exclude;   ///< globs never played
   std::vector<std::string> remap;     ///< FROM=TO: publish FROM's messages on TO
   bool wait_for_subscribers = false;  ///< start once every played channel has a subscriber
+  double start_offset_s = 0;          ///< skip this much of the recording's start
+  std::string begin;                  ///< play from this wall time (ISO 8601 or ns since the epoch)
+  std::string end;                    ///< play up to this wall time
+  bool paused = false;                ///< start paused (space resumes)
+  bool clock = false;                 ///< publish the recording's time on /shmbus/clock
 };
 int run_play(const Globals& g, const PlayOptions& o);
 /// bag info FILE: what a recording holds.
 int run_bag_info(const Globals& g, const std::string& path);
+/// bag recover IN -o OUT: an indexed file from one whose recorder died.
+int run_bag_recover(const Globals& g, const std::string& in, const std::string& out);
+/// bag export IN -o OUT --encoding json: the recording with JSON messages.
+int run_bag_export(const Globals& g, const std::string& in, const std::string& out, const std::string& encoding);
 
 }  // namespace shmbus::tool

@@ -1,7 +1,7 @@
 // shmtool: inspect and drive a shmbus domain from a terminal.
 //
 //   shmtool list | info CH | echo CH | hz CH | pub CH | stats [CH] | alerts | top | clean | sync
-//           record -o FILE [CH...] | play FILE... | bag info FILE
+//           record -o FILE [CH...] | play FILE... | bag info|recover|export FILE
 //
 // Exit codes: 0 ok, 1 runtime failure, 2 bad usage or configuration,
 // 3 channel not found; every failure is one line on stderr.
@@ -35,6 +35,25 @@ const CLI::Validator kPositiveSeconds(
     },
     "SECONDS>0");
 
+/// A duration: "10s", "500ms", "2min", or a bare number of seconds;
+/// rewritten to seconds for the option's double.
+const CLI::Validator kDuration(
+    [](std::string& text) -> std::string {
+      try {
+        std::size_t used = 0;
+        const double v = std::stod(text, &used);
+        if (used == text.size() && v > 0 && std::isfinite(v)) return {};
+      } catch (const std::exception&) {
+        // not a bare number: a duration with its unit, below
+      }
+      if (const auto d = shmbus::parse_duration(text); d && d->count() > 0) {
+        text = std::to_string(static_cast<double>(d->count()) / 1e9);
+        return {};
+      }
+      return "must be a duration > 0 such as 10s, 500ms or 2min, not '" + text + "'";
+    },
+    "DURATION");
+
 /// The first word that is not a global option, when it names no command:
 /// CLI11 would only say that a command is required.
 std::optional<std::string> unknown_command(const CLI::App& app, int argc, char** argv) {
@@ -67,7 +86,9 @@ struct Commands {
   bool dry_run = false;  ///< clean
   RecordOptions record;
   PlayOptions play;
-  std::string bag_file;  ///< bag info
+  std::string bag_file;           ///< bag info, recover, export
+  std::string bag_output;         ///< bag recover, export
+  std::string encoding = "json";  ///< bag export
   std::map<std::string, std::function<int()>> run;
 };
 
@@ -155,10 +176,13 @@ void add_sync_command(CLI::App& app, Commands& k) {
   k.run["sync"] = [&k] { return run_sync(k.g, k.sync); };
 }
 
-/// record, bag info: recordings (MCAP).
+/// record, play, bag: recordings (MCAP).
 void add_record_commands(CLI::App& app, Commands& k) {
   CLI::App* record = app.add_subcommand("record", "Record channels to an MCAP file until Ctrl-C or --duration");
-  record->add_option("-o,--output", k.record.output, "The file to write (FILE.mcap)")->required();
+  CLI::Option* trigger = record->add_flag("--trigger", k.record.trigger,
+                                          "Make the recorders in --snapshot mode write what they keep, then exit");
+  record->add_option("--reason", k.record.reason, "With --trigger: why (written into the snapshot)")->needs(trigger);
+  record->add_option("-o,--output", k.record.output, "The file to write (FILE.mcap)")->excludes(trigger);
   record->add_option("CHANNELS", k.record.patterns, "Channel names or globs (e.g. /camera/*)");
   record->add_flag("--all", k.record.all, "Record every channel, also those that appear later");
   record->add_option("--exclude", k.record.exclude, "Globs of channels never recorded (repeatable)");
@@ -166,9 +190,24 @@ void add_record_commands(CLI::App& app, Commands& k) {
       ->check(CLI::IsMember({"zstd", "lz4", "none"}));
   record->add_option("--chunk-size", k.record.chunk_size, "Uncompressed bytes per chunk (default 1 MiB)")
       ->check(CLI::Range(std::uint64_t{1024}, std::uint64_t{1} << 32));
-  record->add_option("--duration", k.record.duration_s, "Stop after SECONDS")->check(kPositiveSeconds);
+  record->add_option("--duration", k.record.duration_s, "Stop after DURATION (e.g. 30s)")->transform(kDuration);
   record->add_option("--queue-size", k.record.queue_bytes,
-                     "Bytes buffered between reading the rings and writing the file (default 256 MiB)");
+                     "Bytes buffered between reading the rings and writing the file (default 256 MiB); "
+                     "with --snapshot, the most kept in memory");
+  CLI::Option* split_size =
+      record->add_option("--split-size", k.record.split_bytes, "Start a new file (FILE_0, FILE_1, ...) past BYTES")
+          ->check(CLI::Range(std::uint64_t{4096}, UINT64_MAX));
+  CLI::Option* split_duration =
+      record->add_option("--split-duration", k.record.split_duration_s, "Start a new file every DURATION")
+          ->transform(kDuration);
+  record
+      ->add_option("--snapshot", k.record.snapshot_s,
+                   "Keep the last DURATION in memory; write it (FILE_0, FILE_1, ...) when triggered")
+      ->transform(kDuration)
+      ->excludes(split_size)
+      ->excludes(split_duration);
+  k.run["record"] = [&k] { return run_record(k.g, k.record); };
+
   CLI::App* play = app.add_subcommand("play", "Publish a recording again, at its recorded spacing");
   play->add_option("FILES", k.play.files, "MCAP files (a split recording plays as one)")->required();
   play->add_option("--rate", k.play.rate, "Speed factor (default 1)")->check(CLI::Range(0.001, 1000.0));
@@ -178,14 +217,31 @@ void add_record_commands(CLI::App& app, Commands& k) {
   play->add_option("--remap", k.play.remap, "FROM=TO: publish FROM's messages on TO (repeatable)");
   play->add_flag("--wait-for-subscribers", k.play.wait_for_subscribers,
                  "Start once every played channel has a subscriber");
+  play->add_option("--start-offset", k.play.start_offset_s, "Skip the first DURATION of the recording")
+      ->transform(kDuration);
+  play->add_option("--begin", k.play.begin, "Play from this wall time (2026-11-23T10:00:00Z, or ns since the epoch)");
+  play->add_option("--end", k.play.end, "Play up to this wall time");
+  play->add_flag("--paused", k.play.paused, "Start paused (on a terminal: space resumes, s steps one message)");
+  play->add_flag("--clock", k.play.clock, "Publish the recording's time on /shmbus/clock (rosgraph_msgs-like)");
   k.run["play"] = [&k] { return run_play(k.g, k.play); };
-  CLI::App* bag = app.add_subcommand("bag", "Inspect recordings");
+
+  CLI::App* bag = app.add_subcommand("bag", "Inspect, repair and convert recordings");
   bag->require_subcommand(1);
   CLI::App* info = bag->add_subcommand("info", "What a recording holds: time span, channels, counts, rates, losses");
   info->add_option("FILE", k.bag_file, "An MCAP file")->required();
   json_flag(info, k);
-  k.run["record"] = [&k] { return run_record(k.g, k.record); };
-  k.run["bag"] = [&k] { return run_bag_info(k.g, k.bag_file); };
+  CLI::App* recover = bag->add_subcommand("recover", "Rebuild an indexed file from one whose recorder was killed");
+  recover->add_option("FILE", k.bag_file, "The unfinished MCAP file")->required();
+  recover->add_option("-o,--output", k.bag_output, "The file to write")->required();
+  CLI::App* exp = bag->add_subcommand("export", "Rewrite a recording with JSON messages and a jsonschema per type");
+  exp->add_option("FILE", k.bag_file, "An MCAP file")->required();
+  exp->add_option("-o,--output", k.bag_output, "The file to write")->required();
+  exp->add_option("--encoding", k.encoding, "Message encoding of the copy: json")->check(CLI::IsMember({"json"}));
+  k.run["bag"] = [&k, info, recover] {
+    if (info->parsed()) return run_bag_info(k.g, k.bag_file);
+    if (recover->parsed()) return run_bag_recover(k.g, k.bag_file, k.bag_output);
+    return run_bag_export(k.g, k.bag_file, k.bag_output, k.encoding);
+  };
 }
 
 int run(int argc, char** argv) {

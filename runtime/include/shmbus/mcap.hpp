@@ -93,6 +93,21 @@ struct Statistics {
   std::vector<std::pair<std::uint16_t, std::uint64_t>> channel_message_counts;
 };
 
+/// A Chunk Index record: where one chunk is, what it spans and holds. The
+/// writer makes one per chunk; the reader finds the chunks through them.
+struct ChunkIndex {
+  std::uint64_t start_time = 0;
+  std::uint64_t end_time = 0;
+  std::uint64_t offset = 0;  ///< of the chunk record
+  std::uint64_t length = 0;  ///< of the chunk record
+  /// Channel id -> offset of its Message Index record after the chunk.
+  std::vector<std::pair<std::uint16_t, std::uint64_t>> message_index_offsets;
+  std::uint64_t message_index_length = 0;
+  std::string compression;
+  std::uint64_t compressed_size = 0;
+  std::uint64_t uncompressed_size = 0;
+};
+
 /// Options of a Writer.
 struct WriterOptions {
   std::string profile = "shmbus";
@@ -131,7 +146,9 @@ class Writer {
   void write(const Message& message);
   /// Writes a Metadata record (outside chunks) and indexes it.
   void write_metadata(const Metadata& metadata);
-  /// Ends the open chunk now (the next message starts a new one).
+  /// Ends the open chunk now (the next message starts a new one) and hands
+  /// it to the kernel: a process killed after this leaves a file whose
+  /// chunks so far recover() finds.
   void flush_chunk();
   /// Finishes the file. Throws Error(kResource) on a write error.
   void close();
@@ -171,6 +188,17 @@ struct FileInfo {
   [[nodiscard]] const Schema* schema(std::uint16_t id) const noexcept;
 };
 
+/// What recover() found and wrote.
+struct RecoverReport {
+  std::uint64_t chunks = 0;    ///< complete chunks kept
+  std::uint64_t messages = 0;  ///< messages in them
+  std::uint64_t metadata = 0;  ///< metadata records kept
+  /// Where the readable data ended (the file's size when it all was read)
+  /// and, when that is before the end, why.
+  std::uint64_t valid_bytes = 0;
+  std::string stopped_because;
+};
+
 /// Reads an indexed MCAP file (as Writer writes them): the structure is
 /// checked when opened (magic at both ends, footer, summary CRC, summary
 /// records), chunk CRCs when messages are read. Anything wrong is
@@ -189,9 +217,20 @@ class Reader {
   void read_messages(const std::function<bool(const MessageView&)>& f);
 
  private:
+  friend RecoverReport recover(const std::string& in, const std::string& out);
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
+
+/// Rebuilds an indexed file from one whose writer died (SIGKILL, power
+/// loss): reads `in`'s data section from the start, record by record,
+/// keeping every schema, channel and metadata record and every complete
+/// chunk whose CRC holds, up to the first record that is cut short or
+/// damaged; writes them to `out` as a complete file (summary, indexes,
+/// statistics) with `in`'s profile. `in` need not be damaged: a complete
+/// file is copied whole. Throws Error(kConfig) naming `in` when it does not
+/// begin as an MCAP file, Error(kNotFound) when it does not exist.
+RecoverReport recover(const std::string& in, const std::string& out);
 
 /// CRC-32 (IEEE, as MCAP uses), continuing from `crc`.
 std::uint32_t crc32(std::span<const std::byte> data, std::uint32_t crc = 0) noexcept;

@@ -182,6 +182,12 @@ class Schema {
   /// JSON -> bytes. Every field must be present with the right JSON type
   /// and in range; unknown keys are refused. Throws CodecError.
   [[nodiscard]] std::vector<std::byte> encode(const Json& value) const;
+  /// A JSON Schema (draft-07) that every decode() result satisfies:
+  /// objects with all fields required and no others, integers within
+  /// their type's range, fixed arrays of their length, strings within
+  /// their capacity, floats as numbers or "NaN"/"Infinity"/"-Infinity".
+  /// What Foxglove and MCAP tools use to show JSON messages.
+  [[nodiscard]] Json json_schema() const;
 
  private:
   std::shared_ptr<const MessageSet> set_;

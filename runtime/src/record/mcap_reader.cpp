@@ -11,6 +11,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <map>
+#include <optional>
 #include <queue>
 #include <system_error>
 
@@ -22,12 +24,6 @@ namespace shmbus::mcap {
 namespace {
 
 constexpr std::uint64_t kFooterRecord = 1 + 8 + 8 + 8 + 4;
-
-struct ChunkRef {
-  std::uint64_t start_time = 0;
-  std::uint64_t offset = 0;
-  std::uint64_t length = 0;
-};
 
 /// One message of a loaded chunk: its log time and where its record starts.
 struct MessageRef {
@@ -97,6 +93,36 @@ class Cursor {
   const std::function<void(std::uint64_t, const std::string&)>& bad_;
 };
 
+namespace {
+
+Schema read_schema(Cursor& c) {
+  Schema s;
+  s.id = c.u16();
+  s.name = c.str();
+  s.encoding = c.str();
+  s.data = c.str();
+  return s;
+}
+
+Channel read_channel(Cursor& c) {
+  Channel ch;
+  ch.id = c.u16();
+  ch.schema_id = c.u16();
+  ch.topic = c.str();
+  ch.message_encoding = c.str();
+  ch.metadata = c.key_values();
+  return ch;
+}
+
+Metadata read_metadata(Cursor& c) {
+  Metadata m;
+  m.name = c.str();
+  m.values = c.key_values();
+  return m;
+}
+
+}  // namespace
+
 const Channel* FileInfo::channel(std::uint16_t id) const noexcept {
   for (const auto& c : channels) {
     if (c.id == id) return &c;
@@ -116,7 +142,7 @@ struct Reader::Impl {
   int fd = -1;
   const std::byte* base = nullptr;
   std::size_t size = 0;
-  std::vector<ChunkRef> chunks;
+  std::vector<ChunkIndex> chunks;
   std::function<void(std::uint64_t, const std::string&)> bad = [this](std::uint64_t at, const std::string& what) {
     throw Error(Errc::kConfig, info.path + ": not a valid MCAP file at byte " + std::to_string(at) + ": " + what);
   };
@@ -141,7 +167,8 @@ struct Reader::Impl {
     return {op, bytes(at + 9, length)};
   }
 
-  void open_file() {
+  /// Maps the file; `min_size`: fewer bytes cannot be what is asked for.
+  void open_file(std::size_t min_size = 8 + 9 + kFooterRecord + 8) {
     fd = ::open(info.path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
       const int e = errno;
@@ -152,14 +179,14 @@ struct Reader::Impl {
     if (::fstat(fd, &st) != 0) throw Error(Errc::kResource, info.path + ": cannot stat it");
     size = static_cast<std::size_t>(st.st_size);
     info.bytes = size;
-    if (size < 8 + 9 + kFooterRecord + 8) bad(0, "too short to be an MCAP file (" + std::to_string(size) + " bytes)");
+    if (size < min_size) bad(0, "too short to be an MCAP file (" + std::to_string(size) + " bytes)");
     void* m = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
     if (m == MAP_FAILED) throw Error(Errc::kResource, info.path + ": cannot map it");
     base = static_cast<const std::byte*>(m);
   }
 
   void check_frame(std::uint64_t& summary_start, std::uint64_t& summary_offset_start) {
-    if (std::memcmp(base, kMagic, 8) != 0) bad(0, "no MCAP magic at the start");
+    read_header();
     if (std::memcmp(base + size - 8, kMagic, 8) != 0) {
       bad(size - 8, "no MCAP magic at the end (an unfinished recording? shmtool bag recover rebuilds it)");
     }
@@ -178,11 +205,17 @@ struct Reader::Impl {
         bad(summary_start,
             "summary CRC mismatch (file " + std::to_string(summary_crc) + ", computed " + std::to_string(crc) + ")");
     }
-    const auto [hop, header] = record(8);
-    if (hop != Op::kHeader) bad(8, "the first record is not a header");
+  }
+
+  /// The magic and the header record; returns where the next record starts.
+  std::uint64_t read_header() {
+    if (std::memcmp(base, kMagic, 8) != 0) bad(0, "no MCAP magic at the start");
+    const auto [op, header] = record(8);
+    if (op != Op::kHeader) bad(8, "the first record is not a header");
     Cursor h(header, 17, bad);
     info.profile = h.str();
     info.library = h.str();
+    return 8 + 9 + header.size();
   }
 
   void read_summary(std::uint64_t start, std::uint64_t end) {
@@ -192,25 +225,12 @@ struct Reader::Impl {
       const auto [op, content] = record(at);
       Cursor c(content, at + 9, bad);
       switch (op) {
-        case Op::kSchema: {
-          Schema s;
-          s.id = c.u16();
-          s.name = c.str();
-          s.encoding = c.str();
-          s.data = c.str();
-          info.schemas.push_back(std::move(s));
+        case Op::kSchema:
+          info.schemas.push_back(read_schema(c));
           break;
-        }
-        case Op::kChannel: {
-          Channel ch;
-          ch.id = c.u16();
-          ch.schema_id = c.u16();
-          ch.topic = c.str();
-          ch.message_encoding = c.str();
-          ch.metadata = c.key_values();
-          info.channels.push_back(std::move(ch));
+        case Op::kChannel:
+          info.channels.push_back(read_channel(c));
           break;
-        }
         case Op::kStatistics: {
           Statistics& s = info.statistics;
           s.message_count = c.u64();
@@ -229,15 +249,24 @@ struct Reader::Impl {
           break;
         }
         case Op::kChunkIndex: {
-          ChunkRef r;
+          ChunkIndex r;
           r.start_time = c.u64();
-          c.u64();  // end time
+          r.end_time = c.u64();
           r.offset = c.u64();
           r.length = c.u64();
-          c.take(c.u32());  // message index offsets: chunks are read whole
-          c.u64();          // message index length
-          compressions.push_back(c.str());
-          chunks.push_back(r);
+          const std::uint32_t offsets_length = c.u32();
+          const std::uint64_t offsets_at = c.offset();
+          Cursor offsets(c.take(offsets_length), offsets_at, bad);
+          while (!offsets.done()) {
+            const std::uint16_t id = offsets.u16();
+            r.message_index_offsets.emplace_back(id, offsets.u64());
+          }
+          r.message_index_length = c.u64();
+          r.compression = c.str();
+          r.compressed_size = c.u64();
+          r.uncompressed_size = c.u64();
+          compressions.push_back(r.compression);
+          chunks.push_back(std::move(r));
           break;
         }
         case Op::kMetadataIndex:
@@ -255,18 +284,15 @@ struct Reader::Impl {
       const auto [op, content] = record(at);
       if (op != Op::kMetadata) bad(at, "a metadata index points at another record");
       Cursor c(content, at + 9, bad);
-      Metadata m;
-      m.name = c.str();
-      m.values = c.key_values();
-      info.metadata.push_back(std::move(m));
+      info.metadata.push_back(read_metadata(c));
     }
-    std::stable_sort(chunks.begin(), chunks.end(), [](const ChunkRef& a, const ChunkRef& b) {
+    std::stable_sort(chunks.begin(), chunks.end(), [](const ChunkIndex& a, const ChunkIndex& b) {
       return a.start_time != b.start_time ? a.start_time < b.start_time : a.offset < b.offset;
     });
   }
 
   /// Decompresses and checks one chunk; indexes its messages.
-  LoadedChunk load(const ChunkRef& ref) const {
+  LoadedChunk load(const ChunkIndex& ref) const {
     const auto [op, content] = record(ref.offset);
     if (op != Op::kChunk) bad(ref.offset, "a chunk index points at another record");
     Cursor c(content, ref.offset + 9, bad);
@@ -382,6 +408,107 @@ void Reader::read_messages(const std::function<bool(const MessageView&)>& f) {
       chunk = LoadedChunk{};  // done with it: free its memory
     }
   }
+}
+
+RecoverReport recover(const std::string& in, const std::string& out) {
+  Reader::Impl r;
+  r.info.path = in;
+  r.open_file(8 + 9);
+  std::uint64_t at = r.read_header();
+  RecoverReport report;
+  // The chunks' compression is kept (the first chunk's; none before one).
+  std::optional<Writer> w;
+  std::map<std::uint16_t, std::uint16_t> schema_ids;   // in -> out
+  std::map<std::uint16_t, std::uint16_t> channel_ids;  // in -> out
+  std::vector<Metadata> early_metadata;                // before the writer exists
+  const auto writer = [&](const std::string& compression) -> Writer& {
+    if (!w) {
+      WriterOptions o;
+      o.profile = r.info.profile;
+      o.library = "shmtool bag recover";
+      o.compression = parse_compression(compression).value_or(Compression::kZstd);
+      w.emplace(out, o);
+      for (const auto& m : early_metadata) w->write_metadata(m);
+    }
+    return *w;
+  };
+  const auto add_schema = [&](const Schema& s) {
+    if (schema_ids.count(s.id) == 0) schema_ids[s.id] = writer("").add_schema(s.name, s.encoding, s.data);
+  };
+  const auto add_channel = [&](const Channel& c) {
+    if (channel_ids.count(c.id) != 0) return;
+    const auto schema = schema_ids.find(c.schema_id);
+    channel_ids[c.id] = writer("").add_channel(schema != schema_ids.end() ? schema->second : 0, c.topic,
+                                               c.message_encoding, c.metadata);
+  };
+  const auto stop = [&](const std::string& why) { report.stopped_because = why; };
+  while (report.stopped_because.empty()) {
+    if (r.size - at < 9) {
+      if (at != r.size) stop("a record header is cut short at byte " + std::to_string(at));
+      break;
+    }
+    Cursor head(r.bytes(at, 9), at, r.bad);
+    const auto op = static_cast<Op>(head.u8());
+    const std::uint64_t length = head.u64();
+    if (length > r.size - at - 9) {
+      stop("the record at byte " + std::to_string(at) + " is cut short (" + std::to_string(length) + " bytes, " +
+           std::to_string(r.size - at - 9) + " in the file)");
+      break;
+    }
+    if (op == Op::kDataEnd || op == Op::kFooter) break;  // the data section is whole
+    try {
+      Cursor c(r.bytes(at + 9, length), at + 9, r.bad);
+      if (op == Op::kSchema) add_schema(read_schema(c));
+      if (op == Op::kChannel) add_channel(read_channel(c));
+      if (op == Op::kMetadata) {
+        Metadata m = read_metadata(c);
+        if (w) {
+          w->write_metadata(m);
+        } else {
+          early_metadata.push_back(std::move(m));
+        }
+        ++report.metadata;
+      }
+      if (op == Op::kChunk) {
+        ChunkIndex ref;
+        ref.offset = at;
+        const LoadedChunk chunk = r.load(ref);
+        Cursor records(chunk.records, 0, r.bad);
+        c.u64();
+        c.u64();
+        c.u64();
+        c.u32();
+        Writer& out_file = writer(c.str());
+        while (!records.done()) {
+          const auto op_in = static_cast<Op>(records.u8());
+          const auto content = records.take(records.u64());
+          Cursor inner(content, 0, r.bad);
+          if (op_in == Op::kSchema) add_schema(read_schema(inner));
+          if (op_in == Op::kChannel) add_channel(read_channel(inner));
+          if (op_in != Op::kMessage) continue;
+          Message m;
+          const auto channel = channel_ids.find(inner.u16());
+          if (channel == channel_ids.end()) r.bad(at, "a message on a channel the file never declared");
+          m.channel_id = channel->second;
+          m.sequence = inner.u32();
+          m.log_time = inner.u64();
+          m.publish_time = inner.u64();
+          m.data = inner.take(content.size() - inner.position());
+          ++report.messages;
+          out_file.write(m);
+        }
+        ++report.chunks;
+      }
+    } catch (const Error& e) {
+      if (e.code() != Errc::kConfig) throw;
+      stop(e.what());
+      break;
+    }
+    at += 9 + length;
+  }
+  report.valid_bytes = at;
+  writer("").close();
+  return report;
 }
 
 }  // namespace shmbus::mcap

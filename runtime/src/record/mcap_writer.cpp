@@ -81,17 +81,6 @@ class Buffer {
   std::vector<std::byte> bytes_;
 };
 
-struct ChunkIndexEntry {
-  std::uint64_t start_time = 0;
-  std::uint64_t end_time = 0;
-  std::uint64_t offset = 0;
-  std::uint64_t length = 0;
-  std::vector<std::pair<std::uint16_t, std::uint64_t>> message_index_offsets;
-  std::uint64_t message_index_length = 0;
-  std::uint64_t compressed_size = 0;
-  std::uint64_t uncompressed_size = 0;
-};
-
 struct MetadataIndexEntry {
   std::uint64_t offset = 0;
   std::uint64_t length = 0;
@@ -169,7 +158,7 @@ struct Writer::Impl {
   ZSTD_CCtx* zstd = nullptr;
   std::vector<Schema> schemas;
   std::vector<Channel> channels;
-  std::vector<ChunkIndexEntry> chunk_indexes;
+  std::vector<ChunkIndex> chunk_indexes;
   std::vector<MetadataIndexEntry> metadata_indexes;
   std::map<std::uint16_t, std::uint64_t> channel_counts;
   Statistics stats;
@@ -240,12 +229,13 @@ struct Writer::Impl {
     if (chunk.empty()) return;
     const std::uint32_t uncompressed_crc = crc32(chunk.view());
     const std::span<const std::byte> body = compress(chunk.view());
-    ChunkIndexEntry idx;
+    ChunkIndex idx;
     idx.start_time = chunk_messages != 0 ? chunk_start : 0;
     idx.end_time = chunk_messages != 0 ? chunk_end : 0;
     idx.offset = position();
     idx.compressed_size = body.size();
     idx.uncompressed_size = chunk.size();
+    idx.compression = compression_name(options.compression);
     const std::size_t r = out.begin(Op::kChunk);
     out.u64(idx.start_time);
     out.u64(idx.end_time);
@@ -339,7 +329,7 @@ struct Writer::Impl {
         }
         out.close_length32(m);
         out.u64(c.message_index_length);
-        out.str(compression_name(options.compression));
+        out.str(c.compression);
         out.u64(c.compressed_size);
         out.u64(c.uncompressed_size);
         out.end(r);
@@ -458,7 +448,10 @@ void Writer::write_metadata(const Metadata& metadata) {
   w.maybe_flush();
 }
 
-void Writer::flush_chunk() { impl_->close_chunk(); }
+void Writer::flush_chunk() {
+  impl_->close_chunk();
+  impl_->flush_out(&impl_->data_crc);
+}
 
 void Writer::close() {
   Impl& w = *impl_;

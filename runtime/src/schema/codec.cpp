@@ -330,6 +330,86 @@ Schema Schema::from_set(std::shared_ptr<const MessageSet> set, std::string_view 
   return s;
 }
 
+namespace {
+
+template <typename T>
+json integer_schema() {
+  return json{
+      {"type", "integer"}, {"minimum", std::numeric_limits<T>::min()}, {"maximum", std::numeric_limits<T>::max()}};
+}
+
+json primitive_schema(Primitive p) {
+  switch (p) {
+    case Primitive::kBool:
+      return json{{"type", "boolean"}};
+    case Primitive::kInt8:
+      return integer_schema<std::int8_t>();
+    case Primitive::kUint8:
+      return integer_schema<std::uint8_t>();
+    case Primitive::kInt16:
+      return integer_schema<std::int16_t>();
+    case Primitive::kUint16:
+      return integer_schema<std::uint16_t>();
+    case Primitive::kInt32:
+      return integer_schema<std::int32_t>();
+    case Primitive::kUint32:
+      return integer_schema<std::uint32_t>();
+    case Primitive::kInt64:
+      return integer_schema<std::int64_t>();
+    case Primitive::kUint64:
+      return integer_schema<std::uint64_t>();
+    case Primitive::kFloat32:
+    case Primitive::kFloat64:
+      // As decode() writes them: a number, or the text of a non-finite one.
+      return json{{"anyOf", json::array({json{{"type", "number"}},
+                                         json{{"enum", json::array({"NaN", "Infinity", "-Infinity"})}}})}};
+  }
+  return json::object();
+}
+
+json message_schema(const MessageDef& m);
+
+json element_schema(const Field& f) {
+  switch (f.kind) {
+    case FieldKind::kPrimitive:
+      return primitive_schema(f.primitive);
+    case FieldKind::kString:
+      // At most the capacity in bytes, so at most as many characters.
+      return json{{"type", "string"}, {"maxLength", f.string_capacity}};
+    default:
+      return message_schema(*f.message);
+  }
+}
+
+json field_schema(const Field& f) {
+  if (f.unbounded) return json{{"type", "array"}, {"items", element_schema(f)}};
+  if (f.array_length == 0) return element_schema(f);
+  return json{
+      {"type", "array"}, {"items", element_schema(f)}, {"minItems", f.array_length}, {"maxItems", f.array_length}};
+}
+
+json message_schema(const MessageDef& m) {
+  json properties = json::object();
+  json required = json::array();
+  for (const Field& f : m.fields) {
+    properties[f.name] = field_schema(f);
+    required.push_back(f.name);
+  }
+  return json{{"title", m.name},
+              {"type", "object"},
+              {"properties", std::move(properties)},
+              {"required", std::move(required)},
+              {"additionalProperties", false}};
+}
+
+}  // namespace
+
+json Schema::json_schema() const {
+  json s = message_schema(*root_);
+  s["$schema"] = "http://json-schema.org/draft-07/schema#";
+  return s;
+}
+
 json Schema::decode(std::span<const std::byte> bytes) const {
   const MessageDef& m = *root_;
   if (bytes.size() < m.size) {

@@ -1,0 +1,521 @@
+// shmtool record: the bus to MCAP.
+//
+// The recorder is a subscriber on every channel it records (node
+// "shmtool-record"): it never slows a publisher, and what it loses on the
+// rings is counted per channel. A reader thread drains the rings into a
+// bounded queue; a writer thread compresses and writes, so a slow disk
+// loses messages only when the queue is full, and those are counted too.
+// Both counts are written into each file (metadata "shmbus.lost") and
+// printed at the end. The writer thread hands a chunk to the kernel at
+// least once a second, so a recorder killed with SIGKILL leaves a file that
+// `shmtool bag recover` rebuilds with all but the last second.
+//
+// --split-size/--split-duration start a new file at a chunk boundary;
+// --snapshot keeps the last DUR in memory instead and writes it when
+// triggered (SIGUSR1, a message on /shmbus/record/trigger, or shmbusd
+// raising an alert on a recorded channel).
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <csignal>
+#include <deque>
+#include <exception>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include "commands.hpp"
+#include "format.hpp"
+#include "recording.hpp"
+#include "shmbus/error.hpp"
+#include "shmbus/mcap.hpp"
+#include "shmbus/monitor/bus_channels.hpp"
+#include "shmbus/publisher.hpp"
+#include "shmbus/subscriber.hpp"
+#include "shmbus/wait_set.hpp"
+#include "shmbus_msgs/Alert.hpp"
+#include "shmbus_msgs/RecordTrigger.hpp"
+
+namespace shmbus::tool {
+
+namespace {
+
+/// Marks a queue item that is a snapshot trigger (its data: the reason).
+constexpr std::size_t kTriggerItem = SIZE_MAX;
+/// The writer thread hands the open chunk to the kernel at least this often.
+constexpr std::int64_t kChunkFlushNs = 1'000'000'000;
+
+/// SIGUSR1 (snapshot mode): wakes the reader thread, which turns it into a
+/// trigger. GuardCondition::trigger is async-signal-safe.
+GuardCondition& sigusr1_guard() {
+  static GuardCondition guard;
+  return guard;
+}
+
+extern "C" void on_sigusr1(int /*signal*/) { sigusr1_guard().trigger(); }
+
+/// One message (or trigger) between the reader and the writer thread.
+struct Taken {
+  std::size_t channel;  ///< index into Recorder::channels_, or kTriggerItem
+  std::uint64_t sequence;
+  std::uint64_t log_time;
+  std::uint64_t publish_time;
+  std::vector<std::byte> data;
+};
+
+/// A bounded byte budget between the threads.
+class Queue {
+ public:
+  explicit Queue(std::uint64_t max_bytes) : max_bytes_(max_bytes) {}
+  /// False when the message does not fit (counted by the caller); `force`
+  /// (triggers) always fits.
+  bool push(Taken&& t, bool force = false) {
+    const std::lock_guard lock(mutex_);
+    if (!force && bytes_ + t.data.size() > max_bytes_ && !items_.empty()) return false;
+    bytes_ += t.data.size();
+    items_.push_back(std::move(t));
+    ready_.notify_one();
+    return true;
+  }
+  /// Waits up to 100 ms; moves what is queued into `out`.
+  void pop_all(std::deque<Taken>& out) {
+    std::unique_lock lock(mutex_);
+    ready_.wait_for(lock, std::chrono::milliseconds(100), [&] { return !items_.empty(); });
+    out.swap(items_);
+    bytes_ = 0;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable ready_;
+  std::deque<Taken> items_;
+  std::uint64_t bytes_ = 0;
+  std::uint64_t max_bytes_;
+};
+
+struct RecordedChannel {
+  std::string name;
+  TypeInfo type;
+  std::unique_ptr<Subscriber> sub;
+  /// When the recorder subscribed: a message published before (taken from
+  /// the ring's history) is logged at its publish time, not at the moment
+  /// the recorder found its channel.
+  std::int64_t subscribed_wall_ns = 0;
+  std::atomic<std::uint64_t> ring_lost{0};      ///< the subscriber's count, kept by the reader thread
+  std::atomic<std::uint64_t> queue_dropped{0};  ///< the queue was full
+  // The writer thread's own:
+  std::uint64_t written = 0;
+  std::uint64_t lost_in_earlier_files = 0;
+  [[nodiscard]] std::uint64_t lost() const noexcept { return ring_lost.load() + queue_dropped.load(); }
+};
+
+/// One output file being written (the writer thread's).
+struct OpenFile {
+  std::unique_ptr<mcap::Writer> writer;
+  std::vector<std::uint16_t> ids;                  ///< recorded channel index -> MCAP channel id
+  std::map<std::uint64_t, std::uint16_t> schemas;  ///< type hash -> schema id
+  std::uint64_t first_log_time = 0;                ///< 0: no message yet
+};
+
+/// The recorder: which channels, the threads, the files.
+class Recorder {
+ public:
+  Recorder(const Config& config, const RecordOptions& o)
+      : o_(o), config_(config), queue_(o.queue_bytes), options_(writer_options(o)) {
+    Config c = config;
+    c.node = kRecorderNode;
+    context_ = std::make_unique<Context>(std::move(c));
+    if (o.snapshot_s > 0) {
+      trigger_sub_ = std::make_unique<TypedSubscriber<shmbus_msgs::RecordTrigger>>(
+          kTriggerChannel, *context_, SubscriberOptions{.node = kRecorderNode});
+      wait_set_.attach(trigger_sub_->untyped());
+      wait_set_.attach(sigusr1_guard());
+      struct sigaction sa {};
+      sa.sa_handler = on_sigusr1;
+      ::sigemptyset(&sa.sa_mask);
+      sa.sa_flags = SA_RESTART;
+      ::sigaction(SIGUSR1, &sa, nullptr);
+    } else {
+      // Nothing to trigger: the first file is opened now, so a path that
+      // cannot be written fails before anything is recorded.
+      open_next_file();
+    }
+  }
+
+  int run() {
+    discover();
+    if (channels_.empty() && o_.patterns.empty() && !o_.all) {
+      throw Error(Errc::kInvalidArgument, "record: no channel to record; name channels or globs, or give --all");
+    }
+    const std::string what = o_.all ? std::string("every channel") : fmt::format("{}", fmt::join(o_.patterns, " "));
+    if (o_.snapshot_s > 0) {
+      print(
+          fmt::format("recording {} in memory, keeping the last {:g} s; SIGUSR1 (kill -USR1 {}), shmtool record "
+                      "--trigger or a shmbusd alert on a recorded channel writes it to {}; Ctrl-C stops\n",
+                      what, o_.snapshot_s, ::getpid(), numbered_path(o_.output, 0)));
+    } else {
+      print(fmt::format("recording {} into {} ({} compression); Ctrl-C stops\n", what, file_.writer->path(),
+                        o_.compression));
+    }
+    std::thread writer([this] { write_loop(); });
+    try {
+      read_loop();
+    } catch (...) {
+      reading_done_ = true;
+      writer.join();
+      throw;
+    }
+    reading_done_ = true;
+    writer.join();
+    if (write_error_) std::rethrow_exception(write_error_);
+    return finish();
+  }
+
+ private:
+  static mcap::WriterOptions writer_options(const RecordOptions& o) {
+    mcap::WriterOptions w;
+    const auto c = mcap::parse_compression(o.compression);
+    if (!c) {
+      throw Error(Errc::kInvalidArgument,
+                  "record: unknown --compression '" + o.compression + "'; use zstd, lz4 or none");
+    }
+    w.compression = *c;
+    w.chunk_size = o.chunk_size;
+    w.library = "shmtool record";
+    return w;
+  }
+
+  [[nodiscard]] bool numbered() const noexcept {
+    return o_.split_bytes > 0 || o_.split_duration_s > 0 || o_.snapshot_s > 0;
+  }
+
+  bool wanted(const std::string& name) const {
+    if (name == kTriggerChannel || matches_any(o_.exclude, name)) return false;
+    return o_.all || matches_any(o_.patterns, name);
+  }
+
+  void read_loop() {
+    const std::int64_t end =
+        o_.duration_s > 0 ? mono_now_ns() + static_cast<std::int64_t>(o_.duration_s * 1e9) : INT64_MAX;
+    std::int64_t next_discovery = mono_now_ns() + 200'000'000;
+    std::vector<std::size_t> ready;
+    std::vector<std::byte> buffer;
+    while (!stop_requested() && !write_failed_.load() && mono_now_ns() < end) {
+      if (mono_now_ns() >= next_discovery) {
+        discover();  // channels that appear after the start and match
+        next_discovery = mono_now_ns() + 200'000'000;
+      }
+      const std::int64_t until = std::min({end, next_discovery, mono_now_ns() + 100'000'000});
+      wait_set_.wait(std::chrono::nanoseconds(std::max<std::int64_t>(until - mono_now_ns(), 0)), ready);
+      for (const std::size_t w : ready) {
+        if (w < slot_channel_.size() && slot_channel_[w] != SIZE_MAX) drain(slot_channel_[w], buffer);
+      }
+      if (o_.snapshot_s > 0) take_triggers();
+    }
+    for (std::size_t i = 0; i < channels_.size(); ++i) drain(i, buffer);  // what is left in the rings
+  }
+
+  /// Subscribes to the matching channels not yet recorded. A channel that
+  /// appeared after the start is read from its oldest message still in the
+  /// ring: everything in it was published while recording.
+  void discover() {
+    const bool started = discovered_once_;
+    discovered_once_ = true;
+    std::vector<std::string> names;
+    try {
+      names = introspect::DomainView(config_.domain, config_.access()).channel_names();
+    } catch (const Error& e) {
+      if (e.code() != Errc::kNotFound) throw;
+      return;  // the domain has no channel yet: they are looked for again
+    }
+    if (o_.snapshot_s > 0 && !alerts_sub_ &&
+        std::find(names.begin(), names.end(), monitor::kAlertsChannel) != names.end()) {
+      try {
+        alerts_sub_ = std::make_unique<TypedSubscriber<shmbus_msgs::Alert>>(monitor::kAlertsChannel, *context_,
+                                                                            SubscriberOptions{.node = kRecorderNode});
+        wait_set_.attach(alerts_sub_->untyped());
+      } catch (const Error&) {
+        alerts_sub_.reset();  // removed meanwhile, or another type: looked for again
+      }
+    }
+    for (const auto& name : names) {
+      if (recorded_.count(name) != 0 || !wanted(name)) continue;
+      auto rc = std::make_unique<RecordedChannel>();
+      rc->name = name;
+      try {
+        rc->sub = std::make_unique<Subscriber>(
+            name, std::nullopt, *context_,
+            SubscriberOptions{.history = started ? UINT32_MAX : 0U, .node = kRecorderNode});
+      } catch (const Error&) {
+        continue;  // removed meanwhile: found again if it comes back
+      }
+      rc->subscribed_wall_ns = wall_now_ns();
+      rc->type = rc->sub->type();
+      recorded_.insert(name);
+      const std::size_t slot = wait_set_.attach(*rc->sub);
+      const std::lock_guard lock(channels_mutex_);
+      if (slot_channel_.size() <= slot) slot_channel_.resize(slot + 1, SIZE_MAX);
+      slot_channel_[slot] = channels_.size();
+      channels_.push_back(std::move(rc));
+    }
+  }
+
+  /// Takes what channel `i` has into the queue.
+  void drain(std::size_t i, std::vector<std::byte>& buffer) {
+    RecordedChannel& rc = *channels_[i];
+    buffer.resize(rc.sub->max_message_size());
+    for (;;) {
+      const TakeResult r = rc.sub->take(buffer);
+      if (!r.ok()) break;
+      const std::int64_t received =
+          r.info.publish_wall_ns < rc.subscribed_wall_ns ? r.info.publish_wall_ns : wall_now_ns();
+      Taken t{i, r.info.sequence, static_cast<std::uint64_t>(received),
+              static_cast<std::uint64_t>(r.info.publish_wall_ns),
+              std::vector<std::byte>(buffer.begin(), buffer.begin() + r.info.size)};
+      if (!queue_.push(std::move(t))) rc.queue_dropped.fetch_add(1, std::memory_order_relaxed);
+    }
+    rc.ring_lost.store(rc.sub->lost(), std::memory_order_relaxed);
+  }
+
+  /// Snapshot triggers: SIGUSR1, /shmbus/record/trigger, and shmbusd
+  /// raising an alert (to degraded or critical) on a recorded channel. Each
+  /// goes through the queue, after the messages taken before it.
+  void take_triggers() {
+    const auto trigger = [this](const std::string& reason) {
+      const auto* p = reinterpret_cast<const std::byte*>(reason.data());
+      const auto now = static_cast<std::uint64_t>(wall_now_ns());
+      queue_.push({kTriggerItem, 0, now, now, std::vector<std::byte>(p, p + reason.size())}, true);
+    };
+    if (sigusr1_guard().reset()) trigger("SIGUSR1");
+    while (const auto t = trigger_sub_->take()) {
+      const std::string reason{t->reason.view()};
+      trigger(reason.empty() ? std::string("a message on ") + kTriggerChannel : reason);
+    }
+    if (!alerts_sub_) return;
+    while (const auto a = alerts_sub_->take()) {
+      const std::string channel{a->channel.view()};
+      if (recorded_.count(channel) == 0 || a->new_level <= a->old_level ||
+          a->new_level < shmbus_msgs::Alert::LEVEL_DEGRADED) {
+        continue;
+      }
+      trigger(fmt::format("shmbusd alert: {} {} at {:.2f} Hz", channel,
+                          a->new_level == shmbus_msgs::Alert::LEVEL_CRITICAL ? "critical" : "degraded",
+                          a->frequency_hz));
+    }
+  }
+
+  /// The writer thread. A write error (a full disk) ends the recording:
+  /// the reader stops and run() rethrows it (one line, exit 1).
+  void write_loop() {
+    try {
+      write_batches();
+    } catch (...) {
+      write_error_ = std::current_exception();
+      write_failed_ = true;
+    }
+  }
+
+  void write_batches() {
+    std::deque<Taken> batch;
+    std::int64_t last_flush = mono_now_ns();
+    for (;;) {
+      const bool last = reading_done_.load();
+      queue_.pop_all(batch);
+      for (Taken& t : batch) {
+        if (t.channel == kTriggerItem) {
+          write_snapshot(std::string(reinterpret_cast<const char*>(t.data.data()), t.data.size()), t.log_time);
+        } else if (o_.snapshot_s > 0) {
+          keep(std::move(t));
+        } else {
+          write_message(t);
+        }
+      }
+      batch.clear();
+      if (file_.writer && mono_now_ns() - last_flush >= kChunkFlushNs) {
+        file_.writer->flush_chunk();  // a SIGKILL loses at most this last second
+        last_flush = mono_now_ns();
+      }
+      if (last) return;
+    }
+  }
+
+  RecordedChannel& channel(std::size_t i) {
+    const std::lock_guard lock(channels_mutex_);
+    return *channels_[i];
+  }
+
+  /// Adds the channels discovered since to the open file (a channel shows
+  /// in the file even before its first message).
+  void add_new_channels() {
+    std::size_t known = 0;
+    {
+      const std::lock_guard lock(channels_mutex_);
+      known = channels_.size();
+    }
+    while (file_.ids.size() < known) {
+      const RecordedChannel& rc = channel(file_.ids.size());
+      auto it = file_.schemas.find(rc.type.hash);
+      if (it == file_.schemas.end()) {
+        it = file_.schemas.emplace(rc.type.hash, file_.writer->add_schema(rc.type.name, "shmbus.msg", rc.type.schema))
+                 .first;
+      }
+      file_.ids.push_back(file_.writer->add_channel(it->second, rc.name, "shmbus",
+                                                    {{"type_name", rc.type.name},
+                                                     {"type_hash", fmt::format("{:016x}", rc.type.hash)},
+                                                     {"host", host_name()},
+                                                     {"domain", config_.domain}}));
+    }
+  }
+
+  void open_next_file() {
+    const std::string path = numbered() ? numbered_path(o_.output, files_.size()) : o_.output;
+    file_ = OpenFile{};
+    file_.writer = std::make_unique<mcap::Writer>(path, options_);
+    file_.writer->write_metadata({kRecordingMetadata,
+                                  {{"host", host_name()},
+                                   {"domain", config_.domain},
+                                   {"start_wall_ns", std::to_string(wall_now_ns())},
+                                   {"recorder", "shmtool record"},
+                                   {"part", std::to_string(files_.size())}}});
+    files_.push_back(path);
+  }
+
+  /// Closes the open file with the losses since the previous one.
+  void close_file() {
+    mcap::KeyValues lost;
+    for (std::size_t i = 0; i < file_.ids.size(); ++i) {
+      RecordedChannel& rc = channel(i);
+      const std::uint64_t total = rc.lost();
+      lost.emplace_back(rc.name, std::to_string(total - rc.lost_in_earlier_files));
+      rc.lost_in_earlier_files = total;
+    }
+    file_.writer->write_metadata({kLostMetadata, lost});
+    file_.writer->close();
+    bytes_in_closed_files_ += file_.writer->bytes();
+    file_.writer.reset();
+  }
+
+  void write_message(const Taken& t) {
+    if (file_.first_log_time != 0 && o_.split_duration_s > 0 &&
+        t.log_time - file_.first_log_time >= static_cast<std::uint64_t>(o_.split_duration_s * 1e9)) {
+      close_file();
+      open_next_file();
+    }
+    add_new_channels();
+    RecordedChannel& rc = channel(t.channel);
+    file_.writer->write(
+        {file_.ids[t.channel], static_cast<std::uint32_t>(t.sequence), t.log_time, t.publish_time, t.data});
+    if (file_.first_log_time == 0) file_.first_log_time = t.log_time;
+    ++rc.written;
+    if (o_.split_bytes > 0 && file_.writer->bytes() >= o_.split_bytes) {
+      close_file();
+      open_next_file();
+    }
+  }
+
+  /// Snapshot mode: the last --snapshot seconds (and at most --queue-size
+  /// bytes; the oldest go first) stay in memory.
+  void keep(Taken&& t) {
+    kept_bytes_ += t.data.size();
+    kept_.push_back(std::move(t));
+    const auto window = static_cast<std::uint64_t>(o_.snapshot_s * 1e9);
+    const std::uint64_t newest = kept_.back().log_time;
+    while (!kept_.empty() && (kept_.front().log_time + window < newest || kept_bytes_ > o_.queue_bytes)) {
+      kept_bytes_ -= kept_.front().data.size();
+      kept_.pop_front();
+    }
+  }
+
+  void write_snapshot(const std::string& reason, std::uint64_t trigger_ns) {
+    open_next_file();
+    const std::string path = file_.writer->path();
+    file_.writer->write_metadata({kSnapshotMetadata,
+                                  {{"reason", reason},
+                                   {"trigger_wall_ns", std::to_string(trigger_ns)},
+                                   {"window_s", fmt::format("{:g}", o_.snapshot_s)}}});
+    const std::size_t n = kept_.size();
+    const double span_s =
+        kept_.empty() ? 0.0 : static_cast<double>(trigger_ns - std::min(trigger_ns, kept_.front().log_time)) / 1e9;
+    for (const Taken& t : kept_) write_message(t);
+    add_new_channels();
+    close_file();
+    kept_.clear();
+    kept_bytes_ = 0;
+    print(fmt::format("snapshot {}: {} messages, the {:.1f} s before the trigger ({})\n", path, n, span_s, reason));
+  }
+
+  int finish() {
+    if (file_.writer) close_file();
+    std::uint64_t total = 0;
+    std::uint64_t total_lost = 0;
+    for (const auto& rc : channels_) {
+      total += rc->written;
+      total_lost += rc->lost();
+      print(fmt::format("  {}: {} messages, {} lost ({} on the ring, {} with the queue full)\n", rc->name, rc->written,
+                        rc->lost(), rc->ring_lost.load(), rc->queue_dropped.load()));
+    }
+    const std::string into = files_.size() == 1 ? files_[0]
+                             : files_.empty()
+                                 ? std::string("no file (no trigger came)")
+                                 : fmt::format("{} files ({} ... {})", files_.size(), files_.front(), files_.back());
+    print(fmt::format("recorded {} messages on {} channels into {} ({}), {} lost\n", total, channels_.size(), into,
+                      human_bytes(bytes_in_closed_files_), total_lost));
+    return 0;
+  }
+
+  RecordOptions o_;
+  Config config_;
+  std::unique_ptr<Context> context_;
+  Queue queue_;
+  mcap::WriterOptions options_;
+  std::mutex channels_mutex_;  ///< discovery appends while the writer thread reads
+  std::set<std::string> recorded_;
+  std::vector<std::unique_ptr<RecordedChannel>> channels_;
+  std::vector<std::size_t> slot_channel_;  ///< wait-set index -> channel index (SIZE_MAX: a trigger source)
+  WaitSet wait_set_;
+  std::unique_ptr<TypedSubscriber<shmbus_msgs::RecordTrigger>> trigger_sub_;
+  std::unique_ptr<TypedSubscriber<shmbus_msgs::Alert>> alerts_sub_;
+  std::atomic<bool> reading_done_{false};
+  std::atomic<bool> write_failed_{false};
+  std::exception_ptr write_error_;  ///< set by the writer thread before write_failed_
+  bool discovered_once_ = false;
+  // The writer thread's:
+  OpenFile file_;
+  std::vector<std::string> files_;
+  std::uint64_t bytes_in_closed_files_ = 0;
+  std::deque<Taken> kept_;
+  std::uint64_t kept_bytes_ = 0;
+};
+
+}  // namespace
+
+int run_record(const Globals& g, const RecordOptions& o) {
+  const Config config = load_config(g);
+  install_stop_handlers();
+  if (o.trigger) {
+    // Sends one trigger to the recorders in snapshot mode; none listening
+    // is not found (exit 3), never a silent no-op.
+    Config c = config;
+    c.node = "shmtool-record-trigger";
+    Context ctx(std::move(c));
+    TypedPublisher<shmbus_msgs::RecordTrigger> pub(kTriggerChannel, ctx);
+    const auto view = introspect::ChannelReader(config.domain, kTriggerChannel, false, config.access()).view();
+    if (view.subscribers.empty()) {
+      throw Error(Errc::kNotFound, std::string("record --trigger: no recorder listens on ") + kTriggerChannel +
+                                       "; start one with shmtool record --snapshot DUR");
+    }
+    shmbus_msgs::RecordTrigger t{};
+    t.header.stamp_ns = static_cast<std::uint64_t>(wall_now_ns());
+    t.reason.assign(o.reason.empty() ? std::string_view("shmtool record --trigger") : std::string_view(o.reason));
+    pub.publish(t);
+    print(fmt::format("triggered {} recorder(s)\n", view.subscribers.size()));
+    return 0;
+  }
+  if (o.output.empty()) throw Error(Errc::kInvalidArgument, "record: give the file to write with -o FILE.mcap");
+  Recorder recorder(config, o);
+  return recorder.run();
+}
+
+}  // namespace shmbus::tool
