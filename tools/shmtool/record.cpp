@@ -44,6 +44,10 @@ namespace {
 
 /// Marks a queue item that is a snapshot trigger (its data: the reason).
 constexpr std::size_t kTriggerItem = SIZE_MAX;
+/// How often the reader thread looks at the registry for new channels
+/// (one atomic load): a channel is found within this, long before a ring
+/// of the default 64 slots fills at a few hundred hertz.
+constexpr std::int64_t kDiscoveryNs = 20'000'000;
 /// The writer thread hands the open chunk to the kernel at least this often.
 constexpr std::int64_t kChunkFlushNs = 1'000'000'000;
 
@@ -199,15 +203,11 @@ class Recorder {
   void read_loop() {
     const std::int64_t end =
         o_.duration_s > 0 ? mono_now_ns() + static_cast<std::int64_t>(o_.duration_s * 1e9) : INT64_MAX;
-    std::int64_t next_discovery = mono_now_ns() + 200'000'000;
     std::vector<std::size_t> ready;
     std::vector<std::byte> buffer;
     while (!stop_requested() && !write_failed_.load() && mono_now_ns() < end) {
-      if (mono_now_ns() >= next_discovery) {
-        discover();  // channels that appear after the start and match
-        next_discovery = mono_now_ns() + 200'000'000;
-      }
-      const std::int64_t until = std::min({end, next_discovery, mono_now_ns() + 100'000'000});
+      if (registry_changed()) discover();  // channels that appear after the start and match
+      const std::int64_t until = std::min(end, mono_now_ns() + kDiscoveryNs);
       wait_set_.wait(std::chrono::nanoseconds(std::max<std::int64_t>(until - mono_now_ns(), 0)), ready);
       for (const std::size_t w : ready) {
         if (w < slot_channel_.size() && slot_channel_[w] != SIZE_MAX) drain(slot_channel_[w], buffer);
@@ -217,19 +217,32 @@ class Recorder {
     for (std::size_t i = 0; i < channels_.size(); ++i) drain(i, buffer);  // what is left in the rings
   }
 
+  /// Whether channels were listed or removed since the last look (one
+  /// atomic load of the registry's generation; the registry is opened once
+  /// the domain exists).
+  bool registry_changed() {
+    if (!domain_view_) {
+      try {
+        domain_view_.emplace(config_.domain, config_.access());
+      } catch (const Error& e) {
+        if (e.code() != Errc::kNotFound) throw;
+        return false;  // no channel in the domain yet
+      }
+    }
+    const std::uint64_t g = domain_view_->generation();
+    if (g == seen_generation_) return false;
+    seen_generation_ = g;
+    return true;
+  }
+
   /// Subscribes to the matching channels not yet recorded. A channel that
   /// appeared after the start is read from its oldest message still in the
   /// ring: everything in it was published while recording.
   void discover() {
     const bool started = discovered_once_;
     discovered_once_ = true;
-    std::vector<std::string> names;
-    try {
-      names = introspect::DomainView(config_.domain, config_.access()).channel_names();
-    } catch (const Error& e) {
-      if (e.code() != Errc::kNotFound) throw;
-      return;  // the domain has no channel yet: they are looked for again
-    }
+    if (!domain_view_ && !registry_changed()) return;  // the domain has no channel yet: looked for again
+    const std::vector<std::string> names = domain_view_->channel_names();
     if (o_.snapshot_s > 0 && !alerts_sub_ &&
         std::find(names.begin(), names.end(), monitor::kAlertsChannel) != names.end()) {
       try {
@@ -249,7 +262,8 @@ class Recorder {
             name, std::nullopt, *context_,
             SubscriberOptions{.history = started ? UINT32_MAX : 0U, .node = kRecorderNode});
       } catch (const Error&) {
-        continue;  // removed meanwhile: found again if it comes back
+        seen_generation_ = UINT64_MAX;  // being created or removed: looked at again next time
+        continue;
       }
       rc->subscribed_wall_ns = wall_now_ns();
       rc->type = rc->sub->type();
@@ -429,6 +443,12 @@ class Recorder {
   }
 
   void write_snapshot(const std::string& reason, std::uint64_t trigger_ns) {
+    // The window ends at the trigger: what is older than DUR before it goes.
+    const auto window = static_cast<std::uint64_t>(o_.snapshot_s * 1e9);
+    while (!kept_.empty() && kept_.front().log_time + window < trigger_ns) {
+      kept_bytes_ -= kept_.front().data.size();
+      kept_.pop_front();
+    }
     open_next_file();
     const std::string path = file_.writer->path();
     file_.writer->write_metadata({kSnapshotMetadata,
@@ -481,6 +501,8 @@ class Recorder {
   std::atomic<bool> write_failed_{false};
   std::exception_ptr write_error_;  ///< set by the writer thread before write_failed_
   bool discovered_once_ = false;
+  std::optional<introspect::DomainView> domain_view_;
+  std::uint64_t seen_generation_ = UINT64_MAX;
   // The writer thread's:
   OpenFile file_;
   std::vector<std::string> files_;

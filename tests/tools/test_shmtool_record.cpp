@@ -1,0 +1,618 @@
+// shmtool record, play and bag end to end: the real binary, real
+// publisher processes, real signals (SIGINT, SIGKILL, SIGUSR1), a real
+// shmbusd raising an alert, a pseudo-terminal for play's keys, and the
+// reference readers from npm (@mcap/core, ajv) reading what was written.
+#include <pty.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include "shmbus/introspect.hpp"
+#include "tools/shmtool_harness.hpp"
+
+using namespace std::chrono_literals;
+using nlohmann::json;
+using namespace shmbus::test::tool;
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::string kDaemon = SHMBUSD_PATH;
+
+/// A file path unique to this test process.
+std::string temp_path(const std::string& stem) {
+  return (fs::temp_directory_path() / (stem + "_" + std::to_string(::getpid()) + ".mcap")).string();
+}
+
+/// Runs a script of tests/js with node; its stdout parsed as JSON.
+json run_node(const std::string& script, const std::string& file) {
+  const std::string cmd = "node " + std::string(SHMBUS_SOURCE_DIR) + "/tests/js/" + script + " " + file + " 2>&1";
+  FILE* p = ::popen(cmd.c_str(), "r");
+  std::string out;
+  char buf[4096];
+  std::size_t n = 0;
+  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  const int rc = ::pclose(p);
+  EXPECT_EQ(rc, 0) << out;
+  return rc == 0 ? json::parse(out) : json::object();
+}
+
+/// `bag info --json` of a file; fails the test when it is refused.
+json bag_info(const std::string& file) {
+  const ToolRun r = shmtool({"bag", "info", file, "--json"});
+  EXPECT_EQ(r.code, 0) << r.err;
+  return r.code == 0 ? json::parse(r.out) : json::object();
+}
+
+/// The message count of `channel` in a `bag info --json` result.
+std::uint64_t count_of(const json& info, const std::string& channel) {
+  for (const json& c : info["channels"]) {
+    if (c["name"] == channel) return c["messages"].get<std::uint64_t>();
+  }
+  return 0;
+}
+
+/// The files of a numbered series (FILE_0.mcap, FILE_1.mcap, ...) in order.
+std::vector<std::string> series(const std::string& file) {
+  std::vector<std::string> out;
+  const std::string stem = file.substr(0, file.size() - 5);
+  for (int i = 0; fs::exists(stem + "_" + std::to_string(i) + ".mcap"); ++i) {
+    out.push_back(stem + "_" + std::to_string(i) + ".mcap");
+  }
+  return out;
+}
+
+void remove_all(const std::vector<std::string>& files) {
+  for (const auto& f : files) fs::remove(f);
+}
+
+/// The number in `out` after `prefix` ("played 100 messages in " -> s).
+double number_after(const std::string& out, const std::string& prefix) {
+  const auto at = out.find(prefix);
+  return at == std::string::npos ? -1.0 : std::stod(out.substr(at + prefix.size()));
+}
+
+/// Records `pattern` in `domain` while `publish` runs; returns when the
+/// recorder ended on SIGINT with exit 0.
+template <typename F>
+void record_while(const std::string& domain, std::vector<std::string> record_args, F publish) {
+  record_args.insert(record_args.begin(), "record");
+  auto recorder = start_tool(record_args, domain);
+  ASSERT_TRUE(recorder->wait_for_output("recording", 20s)) << recorder->output();
+  publish();
+  std::this_thread::sleep_for(300ms);  // the last messages reach the file
+  recorder->signal(SIGINT);
+  ASSERT_TRUE(exited_zero(recorder->wait(20s))) << recorder->output();
+}
+
+/// Waits until `channel` exists and has a subscriber (the recorder found it).
+void wait_for_subscriber(const std::string& domain, const std::string& channel) {
+  const auto deadline = std::chrono::steady_clock::now() + 20s;
+  while (std::chrono::steady_clock::now() < deadline) {
+    try {
+      if (!shmbus::introspect::ChannelReader(domain, channel).view().subscribers.empty()) return;
+    } catch (const shmbus::Error&) {
+      // not created yet
+    }
+    std::this_thread::sleep_for(5ms);
+  }
+  FAIL() << channel << " got no subscriber";
+}
+
+/// Publishes `count` std_msgs/String on `channel` at `rate` Hz, to its end.
+void publish_strings(const std::string& domain, const std::string& channel, int rate, int count) {
+  const ToolRun r = shmtool(tool_args({"pub", channel, "--type", "std_msgs/String", "--rate", std::to_string(rate),
+                                       "--count", std::to_string(count), R"({"data": "x"})"},
+                                      domain));
+  ASSERT_EQ(r.code, 0) << r.err;
+}
+
+}  // namespace
+
+// The recorder end to end: three channels of different types and rates,
+// created after the recording started, each with a known count; Ctrl-C
+// ends the recording with a complete file whose `bag info` counts and whose
+// reading by @mcap/core (npm) equal what was published, with nothing lost.
+TEST(ShmtoolRecord, RecordThreeChannelsAndBagInfoCountsEqualWhatWasPublished) {
+  DomainGuard d;
+  const std::string file = "/tmp/shmtool_record_" + std::to_string(::getpid()) + ".mcap";
+  auto recorder = start_tool({"record", "-o", file, "/r/*", "--compression", "lz4", "--chunk-size", "4096"}, d.name);
+  ASSERT_TRUE(recorder->wait_for_output("recording", 20s)) << recorder->output();
+  std::vector<std::unique_ptr<shmbus::test::ChildProcess>> pubs;
+  pubs.push_back(start_tool(
+      {"pub", "/r/a", "--type", "std_msgs/String", "--rate", "200", "--count", "100", R"({"data": "abc"})"}, d.name));
+  pubs.push_back(
+      start_tool({"pub", "/r/b", "--type", "sensor_msgs/Imu", "--rate", "100", "--count", "50", "{}"}, d.name));
+  pubs.push_back(start_tool({"pub", "/r/c", "--raw-size", "64", "--rate", "50", "--count", "25", "00ff"}, d.name));
+  for (auto& p : pubs) ASSERT_TRUE(exited_zero(p->wait(20s))) << p->output();
+  // The recorder shows as a subscriber of each channel, under its node name.
+  const ToolRun info = shmtool(tool_args({"info", "/r/b", "--json"}, d.name));
+  ASSERT_EQ(info.code, 0) << info.err;
+  ASSERT_EQ(json::parse(info.out)["subscribers"].size(), 1U);
+  EXPECT_EQ(json::parse(info.out)["subscribers"][0]["node"], "shmtool-record");
+  std::this_thread::sleep_for(300ms);  // the last messages reach the file's queue
+  recorder->signal(SIGINT);
+  ASSERT_TRUE(exited_zero(recorder->wait(20s))) << recorder->output();
+  EXPECT_NE(recorder->output().find("recorded 175 messages on 3 channels"), std::string::npos) << recorder->output();
+
+  const ToolRun bag = shmtool({"bag", "info", file, "--json"});
+  ASSERT_EQ(bag.code, 0) << bag.err;
+  const json b = json::parse(bag.out);
+  EXPECT_EQ(b["profile"], "shmbus");
+  EXPECT_EQ(b["compression"], "lz4");
+  EXPECT_EQ(b["messages"], 175);
+  EXPECT_GT(b["end_ns"].get<std::uint64_t>(), b["start_ns"].get<std::uint64_t>());
+  std::map<std::string, json> channels;
+  for (const json& c : b["channels"]) channels[c["name"]] = c;
+  ASSERT_EQ(channels.size(), 3U) << bag.out;
+  EXPECT_EQ(channels["/r/a"]["messages"], 100);
+  EXPECT_EQ(channels["/r/a"]["type"], "std_msgs/String");
+  EXPECT_EQ(channels["/r/b"]["messages"], 50);
+  EXPECT_EQ(channels["/r/b"]["type"], "sensor_msgs/Imu");
+  EXPECT_EQ(channels["/r/c"]["messages"], 25);
+  EXPECT_EQ(channels["/r/c"]["type"], "shmbus/Bytes");
+  for (const auto& [name, c] : channels) EXPECT_EQ(c["lost"], 0) << name;
+  const ToolRun text = shmtool({"bag", "info", file});
+  ASSERT_EQ(text.code, 0) << text.err;
+  EXPECT_NE(text.out.find("sensor_msgs/Imu"), std::string::npos) << text.out;
+
+  // The reference reader sees the same.
+  const std::string reader = std::string(SHMBUS_SOURCE_DIR) + "/tests/js/mcap_read.mjs";
+  FILE* p = ::popen(("node " + reader + " " + file + " 2>&1").c_str(), "r");
+  std::string out;
+  char buf[4096];
+  std::size_t n = 0;
+  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  ASSERT_EQ(::pclose(p), 0) << out;
+  const json j = json::parse(out);
+  EXPECT_EQ(j["indexed"]["counts"]["/r/a"], 100);
+  EXPECT_EQ(j["indexed"]["counts"]["/r/b"], 50);
+  EXPECT_EQ(j["stream"]["counts"]["/r/c"], 25);
+  EXPECT_EQ(j["indexed"]["last_sequence"]["/r/a"], 99) << "the channel sequence, from the first message on";
+  std::filesystem::remove(file);
+}
+
+TEST(ShmtoolRecord, BagInfoRefusesWhatIsNotAnMcapFileWithOneLine) {
+  const std::string file = "/tmp/shmtool_not_mcap_" + std::to_string(::getpid()) + ".mcap";
+  std::ofstream(file) << std::string(200, 'x');
+  const ToolRun r = shmtool({"bag", "info", file});
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find(file + ": not a valid MCAP file at byte 0: no MCAP magic at the start"), std::string::npos)
+      << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  std::filesystem::remove(file);
+  const ToolRun missing = shmtool({"bag", "info", file});
+  EXPECT_EQ(missing.code, 3) << missing.err;
+}
+
+// play: a recording published again in another domain, at its recorded
+// spacing, remapped where asked, faster with --rate, and refused onto a
+// channel of another type.
+TEST(ShmtoolRecord, PlayPublishesARecordingAgainAtItsSpacing) {
+  DomainGuard rec;
+  const std::string file = "/tmp/shmtool_play_" + std::to_string(::getpid()) + ".mcap";
+  auto recorder = start_tool({"record", "-o", file, "/p/*"}, rec.name);
+  ASSERT_TRUE(recorder->wait_for_output("recording", 20s)) << recorder->output();
+  auto a = start_tool(
+      {"pub", "/p/a", "--type", "std_msgs/String", "--rate", "200", "--count", "100", R"({"data": "z"})"}, rec.name);
+  auto b = start_tool({"pub", "/p/b", "--raw-size", "16", "--rate", "50", "--count", "25", "01"}, rec.name);
+  ASSERT_TRUE(exited_zero(a->wait(20s))) << a->output();
+  ASSERT_TRUE(exited_zero(b->wait(20s))) << b->output();
+  std::this_thread::sleep_for(300ms);
+  recorder->signal(SIGINT);
+  ASSERT_TRUE(exited_zero(recorder->wait(20s))) << recorder->output();
+  const json info = json::parse(shmtool({"bag", "info", file, "--json"}).out);
+  const double span_s = info["duration_s"].get<double>();
+  ASSERT_GT(span_s, 0.4);
+
+  DomainGuard replay;
+  auto echo_a = start_tool({"echo", "/p/a", "-n", "100", "--json"}, replay.name);
+  auto echo_b = start_tool({"echo", "/x/b", "-n", "25", "--json"}, replay.name);
+  const ToolRun played =
+      shmtool(tool_args({"play", file, "--remap", "/p/b=/x/b", "--wait-for-subscribers"}, replay.name));
+  ASSERT_EQ(played.code, 0) << played.err;
+  EXPECT_NE(played.out.find("played 125 messages in "), std::string::npos) << played.out;
+  const double took_s = std::stod(played.out.substr(played.out.find("played 125 messages in ") + 23));
+  EXPECT_GT(took_s, 0.9 * span_s) << "the recorded spacing is kept, not burst";
+  ASSERT_TRUE(exited_zero(echo_a->wait(20s))) << echo_a->output();
+  ASSERT_TRUE(exited_zero(echo_b->wait(20s))) << echo_b->output();
+  const auto lines_a = json_lines(echo_a->output());
+  ASSERT_EQ(lines_a.size(), 100U);
+  EXPECT_EQ(lines_a.front()["data"]["data"], "z");
+  EXPECT_EQ(json_lines(echo_b->output()).size(), 25U);
+
+  const ToolRun fast = shmtool(tool_args({"play", file, "--rate", "4", "--channels", "/p/a"}, replay.name));
+  ASSERT_EQ(fast.code, 0) << fast.err;
+  ASSERT_NE(fast.out.find("played 100 messages in "), std::string::npos) << fast.out;
+  const double fast_s = std::stod(fast.out.substr(fast.out.find("played 100 messages in ") + 23));
+  EXPECT_LT(fast_s, 0.6 * span_s) << "--rate 4 plays four times as fast";
+
+  DomainGuard other;
+  ASSERT_EQ(shmtool(tool_args({"pub", "/p/a", "--type", "sensor_msgs/Imu", "--once", "{}"}, other.name)).code, 0);
+  const ToolRun refused = shmtool(tool_args({"play", file}, other.name));
+  EXPECT_EQ(refused.code, 2) << refused.err;
+  EXPECT_NE(refused.err.find("sensor_msgs/Imu"), std::string::npos) << refused.err;
+  EXPECT_NE(refused.err.find("std_msgs/String"), std::string::npos) << refused.err;
+  std::filesystem::remove(file);
+}
+
+// A disk that fills up ends the recording with one line naming the file
+// and the cause, exit 1 - not a crash of the writer thread.
+TEST(ShmtoolRecord, RecordOntoAFullDiskFailsWithOneLine) {
+  DomainGuard d;
+  auto pub = start_tool({"pub", "/full", "--raw-size", "512", "--rate", "500", "00"}, d.name);
+  wait_for_stamps(d.name, "/full", 1);
+  const ToolRun r =
+      shmtool(tool_args({"record", "-o", "/dev/full", "/full", "--chunk-size", "1024", "--duration", "10"}, d.name));
+  pub->signal(SIGINT);
+  EXPECT_TRUE(exited_zero(pub->wait(10s)));
+  EXPECT_EQ(r.code, 1) << r.err;
+  EXPECT_NE(r.err.find("mcap file /dev/full: cannot write: No space left on device"), std::string::npos) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+}
+
+// --split-size starts a new file at a chunk boundary once a file passes the
+// size: several files, each complete, whose counts add up to what was
+// published and which play as one recording.
+TEST(ShmtoolRecord, SplitSizeWritesSeveralFilesThatPlayAsOne) {
+  DomainGuard d;
+  const std::string file = temp_path("shmtool_split");
+  record_while(d.name, {"-o", file, "/sp/*", "--split-size", "4096", "--chunk-size", "1024", "--compression", "none"},
+               [&] { publish_strings(d.name, "/sp/a", 300, 300); });
+  const std::vector<std::string> files = series(file);
+  ASSERT_GE(files.size(), 3U);
+  EXPECT_FALSE(fs::exists(file)) << "a split recording is only the numbered files";
+  std::uint64_t total = 0;
+  for (const auto& f : files) {
+    const json info = bag_info(f);
+    // The split comes at the chunk boundary past the size: at most a chunk
+    // (1 KiB of records, a little more framed) and the summary beyond it.
+    EXPECT_LT(info["bytes"].get<std::uint64_t>(), 4096U + 4096U) << f;
+    total += count_of(info, "/sp/a");
+  }
+  EXPECT_EQ(total, 300U);
+
+  DomainGuard replay;
+  auto echo = start_tool({"echo", "/sp/a", "-n", "300", "--json"}, replay.name);
+  std::vector<std::string> args{"play"};
+  args.insert(args.end(), files.rbegin(), files.rend());  // in any order: they play by start time
+  args.emplace_back("--wait-for-subscribers");
+  const ToolRun played = shmtool(tool_args(args, replay.name));
+  ASSERT_EQ(played.code, 0) << played.err;
+  EXPECT_NE(played.out.find("played 300 messages"), std::string::npos) << played.out;
+  ASSERT_TRUE(exited_zero(echo->wait(20s))) << echo->output();
+  const auto lines = json_lines(echo->output());
+  ASSERT_EQ(lines.size(), 300U);
+  for (std::size_t i = 1; i < lines.size(); ++i) {
+    ASSERT_EQ(lines[i]["sequence"].get<std::uint64_t>(), lines[i - 1]["sequence"].get<std::uint64_t>() + 1)
+        << "in order";
+  }
+  remove_all(files);
+}
+
+// --split-duration: a new file every DURATION of recorded time.
+TEST(ShmtoolRecord, SplitDurationStartsAFileEveryPeriod) {
+  DomainGuard d;
+  const std::string file = temp_path("shmtool_split_time");
+  record_while(d.name, {"-o", file, "/sd/*", "--split-duration", "250ms"},
+               [&] { publish_strings(d.name, "/sd/a", 200, 200); });  // 1 s
+  const std::vector<std::string> files = series(file);
+  ASSERT_GE(files.size(), 4U);
+  ASSERT_LE(files.size(), 5U);
+  std::uint64_t total = 0;
+  for (const auto& f : files) {
+    const json info = bag_info(f);
+    EXPECT_LT(info["duration_s"].get<double>(), 0.25) << f;
+    total += count_of(info, "/sd/a");
+  }
+  EXPECT_EQ(total, 200U);
+  remove_all(files);
+}
+
+// A recorder killed with SIGKILL leaves an unfinished file: bag info
+// refuses it naming `bag recover`, which rebuilds an indexed file with
+// every chunk that reached the disk (the recorder hands one over every
+// second), read whole by @mcap/core. A file cut short mid-chunk recovers
+// the chunks before the cut and says where the rest became unreadable.
+TEST(ShmtoolRecord, BagRecoverRebuildsAKilledRecording) {
+  DomainGuard d;
+  const std::string file = temp_path("shmtool_killed");
+  const std::string fixed = temp_path("shmtool_recovered");
+  auto recorder = start_tool({"record", "-o", file, "/k/*", "--chunk-size", "1024"}, d.name);
+  ASSERT_TRUE(recorder->wait_for_output("recording", 20s)) << recorder->output();
+  publish_strings(d.name, "/k/a", 400, 200);
+  std::this_thread::sleep_for(2500ms);  // past the writer's once-a-second hand-over
+  recorder->signal(SIGKILL);
+  recorder->wait(10s);
+
+  const ToolRun refused = shmtool({"bag", "info", file});
+  EXPECT_EQ(refused.code, 2) << refused.err;
+  EXPECT_NE(refused.err.find("shmtool bag recover"), std::string::npos) << refused.err;
+  EXPECT_EQ(refused.err_lines(), 1U) << refused.err;
+
+  const ToolRun r = shmtool({"bag", "recover", file, "-o", fixed});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("recovered 200 messages"), std::string::npos) << r.out;
+  EXPECT_EQ(count_of(bag_info(fixed), "/k/a"), 200U);
+  const json j = run_node("mcap_read.mjs", fixed);
+  EXPECT_EQ(j["indexed"]["counts"]["/k/a"], 200);
+  EXPECT_EQ(j["stream"]["counts"]["/k/a"], 200);
+  EXPECT_EQ(j["indexed"]["last_sequence"]["/k/a"], 199);
+
+  // Cut in the middle: the chunks before the cut come back, in order.
+  const std::string cut = temp_path("shmtool_cut");
+  const auto size = fs::file_size(file);
+  fs::copy_file(file, cut, fs::copy_options::overwrite_existing);
+  fs::resize_file(cut, size / 2);
+  const ToolRun partial = shmtool({"bag", "recover", cut, "-o", fixed});
+  ASSERT_EQ(partial.code, 0) << partial.err;
+  EXPECT_NE(partial.out.find("is unreadable: the record at byte"), std::string::npos) << partial.out;
+  const std::uint64_t kept = count_of(bag_info(fixed), "/k/a");
+  EXPECT_GT(kept, 50U);
+  EXPECT_LT(kept, 200U);
+  EXPECT_EQ(run_node("mcap_read.mjs", fixed)["indexed"]["last_sequence"]["/k/a"], kept - 1);
+
+  const ToolRun same = shmtool({"bag", "recover", file, "-o", file});
+  EXPECT_EQ(same.code, 2) << same.err;
+  remove_all({file, fixed, cut});
+}
+
+// A damaged file is refused with exit 2 and one line naming the offset and
+// the fault: a flipped byte in the summary (its CRC) when opened, in a
+// chunk (its CRC) when its messages are read.
+TEST(ShmtoolRecord, CorruptFilesAreRefusedWithExitTwo) {
+  DomainGuard d;
+  const std::string file = temp_path("shmtool_corrupt");
+  record_while(d.name, {"-o", file, "/c/*", "--compression", "none"},
+               [&] { publish_strings(d.name, "/c/a", 500, 50); });
+  std::string bytes;
+  {
+    std::ifstream in(file, std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  const auto flip = [&](std::size_t at, const std::string& path) {
+    std::string copy = bytes;
+    copy[at] = static_cast<char>(copy[at] ^ 0x55);
+    std::ofstream(path, std::ios::binary) << copy;
+  };
+  const std::string bad = temp_path("shmtool_corrupt_copy");
+  flip(bytes.size() - 8 - 29 - 20, bad);  // in the summary, before the footer
+  const ToolRun summary = shmtool({"bag", "info", bad});
+  EXPECT_EQ(summary.code, 2) << summary.err;
+  EXPECT_NE(summary.err.find("CRC mismatch"), std::string::npos) << summary.err;
+  EXPECT_EQ(summary.err_lines(), 1U);
+
+  // The first chunk: past the header and the metadata records before it.
+  std::size_t at = 8;
+  while (at + 9 < bytes.size() && bytes[at] != 0x06) {
+    std::uint64_t length = 0;
+    std::memcpy(&length, bytes.data() + at + 1, sizeof length);
+    at += 9 + length;
+  }
+  ASSERT_LT(at + 9 + 40 + 16, bytes.size());
+  flip(at + 9 + 40 + 16, bad);  // in its records, past the chunk's own fields
+  DomainGuard replay;
+  const ToolRun chunk = shmtool(tool_args({"play", bad}, replay.name));
+  EXPECT_EQ(chunk.code, 2) << chunk.err;
+  EXPECT_NE(chunk.err.find("chunk CRC mismatch"), std::string::npos) << chunk.err;
+  EXPECT_NE(chunk.err.find("at byte "), std::string::npos) << chunk.err;
+  EXPECT_EQ(chunk.err_lines(), 1U);
+  remove_all({file, bad});
+}
+
+// bag export --encoding json: every message decodes to JSON that ajv (npm)
+// validates against its channel's jsonschema, read by @mcap/core, and the
+// schemas refuse what does not fit.
+TEST(ShmtoolRecord, ExportJsonValidatesAgainstItsJsonSchemas) {
+  DomainGuard d;
+  const std::string file = temp_path("shmtool_export_in");
+  const std::string out = temp_path("shmtool_export_out");
+  record_while(d.name, {"-o", file, "/e/*"}, [&] {
+    std::vector<std::unique_ptr<shmbus::test::ChildProcess>> pubs;
+    pubs.push_back(start_tool(
+        {"pub", "/e/a", "--type", "std_msgs/String", "--rate", "200", "--count", "40", R"({"data": "\u00e9t\u00e9"})"},
+        d.name));
+    pubs.push_back(start_tool({"pub", "/e/b", "--type", "sensor_msgs/Imu", "--rate", "100", "--count", "20",
+                               R"({"linear_acceleration": [0, 0, 9.81]})"},
+                              d.name));
+    pubs.push_back(start_tool({"pub", "/e/c", "--raw-size", "8", "--rate", "100", "--count", "10", "0102"}, d.name));
+    for (auto& p : pubs) ASSERT_TRUE(exited_zero(p->wait(20s))) << p->output();
+  });
+  const ToolRun r = shmtool({"bag", "export", file, "-o", out, "--encoding", "json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("exported 70 messages on 3 channels"), std::string::npos) << r.out;
+  const json j = run_node("mcap_json_validate.mjs", out);
+  EXPECT_EQ(j["counts"]["/e/a"], 40);
+  EXPECT_EQ(j["counts"]["/e/b"], 20);
+  EXPECT_EQ(j["counts"]["/e/c"], 10);
+  EXPECT_TRUE(j["invalid"].empty()) << j.dump();
+  for (const char* c : {"/e/a", "/e/b", "/e/c"}) {
+    EXPECT_EQ(j["encodings"][c], "json/jsonschema") << c;
+    EXPECT_EQ(j["rejected_tampered"][c], true) << c;
+  }
+  EXPECT_EQ(j["first"]["/e/a"]["data"], "\u00e9t\u00e9");
+  EXPECT_DOUBLE_EQ(j["first"]["/e/b"]["linear_acceleration"][2].get<double>(), 9.81);
+  EXPECT_EQ(j["first"]["/e/c"]["data"], "AQIAAAAAAAA=");  // base64 of 01 02 00 .. 00
+  const ToolRun wrong = shmtool({"bag", "export", file, "-o", out, "--encoding", "cbor"});
+  EXPECT_EQ(wrong.code, 2) << wrong.err;
+  remove_all({file, out});
+}
+
+// --start-offset, --begin/--end (ns and ISO 8601), --loop and --clock.
+TEST(ShmtoolRecord, PlaySelectsPartsLoopsAndPublishesTheClock) {
+  DomainGuard d;
+  const std::string file = temp_path("shmtool_parts");
+  record_while(d.name, {"-o", file, "/w/*"}, [&] { publish_strings(d.name, "/w/a", 100, 100); });  // ~1 s
+  const json info = bag_info(file);
+  ASSERT_EQ(count_of(info, "/w/a"), 100U);
+  const auto start = info["start_ns"].get<std::uint64_t>();
+  const auto end = info["end_ns"].get<std::uint64_t>();
+  DomainGuard replay;
+  const auto played = [&](std::vector<std::string> args) {
+    args.insert(args.begin(), {"play", file, "--rate", "5"});
+    const ToolRun r = shmtool(tool_args(args, replay.name));
+    EXPECT_EQ(r.code, 0) << r.err;
+    return number_after(r.out, "played ");
+  };
+  const double half = played({"--start-offset", "500ms"});
+  EXPECT_GE(half, 45);
+  EXPECT_LE(half, 55);
+  const double window =
+      played({"--begin", std::to_string(start + 200'000'000), "--end", std::to_string(start + 400'000'000)});
+  EXPECT_GE(window, 17);
+  EXPECT_LE(window, 23);
+  EXPECT_EQ(played({"--begin", "2000-01-01T00:00:00Z"}), 100);
+  EXPECT_EQ(played({"--end", std::to_string(end)}), 100);
+  const ToolRun past = shmtool(tool_args({"play", file, "--begin", std::to_string(end + 1'000'000'000)}, replay.name));
+  EXPECT_EQ(past.code, 2) << past.err;
+  EXPECT_NE(past.err.find("nothing to play"), std::string::npos) << past.err;
+  const ToolRun garbled = shmtool(tool_args({"play", file, "--begin", "yesterday"}, replay.name));
+  EXPECT_EQ(garbled.code, 2) << garbled.err;
+  EXPECT_NE(garbled.err.find("--begin 'yesterday' is not a wall time"), std::string::npos) << garbled.err;
+
+  // --loop plays it again and again: 250 messages need three passes.
+  auto echo = start_tool({"echo", "/w/a", "-n", "250", "--json"}, replay.name);
+  auto loop = start_tool({"play", file, "--loop", "--rate", "10", "--wait-for-subscribers"}, replay.name);
+  ASSERT_TRUE(exited_zero(echo->wait(30s))) << echo->output();
+  loop->signal(SIGINT);
+  ASSERT_TRUE(exited_zero(loop->wait(10s))) << loop->output();
+  EXPECT_GE(number_after(loop->output(), "played "), 250) << loop->output();
+
+  // --clock: the recording's time on /shmbus/clock, within its span, in order.
+  auto clock = start_tool({"echo", "/shmbus/clock", "-n", "20", "--history", "100", "--json"}, replay.name);
+  const ToolRun with_clock = shmtool(tool_args({"play", file, "--clock"}, replay.name));
+  ASSERT_EQ(with_clock.code, 0) << with_clock.err;
+  ASSERT_TRUE(exited_zero(clock->wait(20s))) << clock->output();
+  std::uint64_t previous = 0;
+  for (const json& line : json_lines(clock->output())) {
+    const auto t = line["data"]["clock_ns"].get<std::uint64_t>();
+    EXPECT_GE(t, start);
+    EXPECT_LE(t, end);
+    EXPECT_GT(t, previous);
+    previous = t;
+  }
+  fs::remove(file);
+}
+
+// On a terminal, play --paused holds every message until a key: `s` steps
+// one, space resumes the rest.
+TEST(ShmtoolRecord, PlayPausedStepsAndResumesOnATerminal) {
+  DomainGuard d;
+  const std::string file = temp_path("shmtool_paused");
+  record_while(d.name, {"-o", file, "/tty/*"}, [&] { publish_strings(d.name, "/tty/a", 200, 40); });
+  DomainGuard replay;
+  int master = -1;
+  const pid_t pid = ::forkpty(&master, nullptr, nullptr, nullptr);
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    ::execl(kTool.c_str(), kTool.c_str(), "play", file.c_str(), "--paused", "--domain", replay.name.c_str(), nullptr);
+    ::_exit(127);
+  }
+  std::string screen;
+  const auto read_until = [&](const std::string& what) {
+    const auto deadline = std::chrono::steady_clock::now() + 10s;
+    while (screen.find(what) == std::string::npos && std::chrono::steady_clock::now() < deadline) {
+      pollfd p{master, POLLIN, 0};
+      if (::poll(&p, 1, 50) > 0) {
+        char buf[4096];
+        const ssize_t n = ::read(master, buf, sizeof(buf));
+        if (n <= 0) break;
+        screen.append(buf, static_cast<std::size_t>(n));
+      }
+    }
+    return screen.find(what) != std::string::npos;
+  };
+  const auto stamps = [&] { return shmbus::introspect::ChannelReader(replay.name, "/tty/a").view().stamps; };
+  ASSERT_TRUE(read_until("[paused ]")) << screen;
+  std::this_thread::sleep_for(300ms);
+  EXPECT_EQ(stamps(), 0U) << "paused: nothing published";
+  ASSERT_EQ(::write(master, "s", 1), 1);
+  ASSERT_TRUE(read_until(" 1 messages")) << screen;
+  EXPECT_EQ(stamps(), 1U) << "s steps one message";
+  ASSERT_EQ(::write(master, " ", 1), 1);
+  ASSERT_TRUE(read_until("played 40 messages")) << screen;
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  EXPECT_TRUE(exited_zero(status)) << screen;
+  EXPECT_EQ(stamps(), 40U);
+  ::close(master);
+  const ToolRun no_tty = shmtool(tool_args({"play", file, "--paused"}, replay.name));
+  EXPECT_EQ(no_tty.code, 2) << no_tty.err;
+  EXPECT_NE(no_tty.err.find("--paused needs a terminal"), std::string::npos) << no_tty.err;
+  fs::remove(file);
+}
+
+// The flight recorder: --snapshot keeps the last DUR in memory and writes
+// it on SIGUSR1, on `shmtool record --trigger`, and when shmbusd raises an
+// alert on a recorded channel - with the messages from before the fault.
+TEST(ShmtoolRecord, SnapshotIsWrittenOnSigusr1TriggerAndShmbusdAlert) {
+  DomainGuard d;
+  const std::string file = temp_path("shmtool_snapshot");
+  const std::string config = fs::temp_directory_path() / ("shmtool_snapshot_" + std::to_string(::getpid()) + ".toml");
+  std::ofstream(config) << "[[channel]]\nname = \"/n/b\"\nthresholds_hz = [50.0, 150.0, 200.0]\nwindow = \"500ms\"\n\n"
+                           "[monitor]\nscan_period = \"50ms\"\ndebounce_scans = 2\nmetrics_listen = \"127.0.0.1:0\"\n";
+  const ToolRun none = shmtool(tool_args({"record", "--trigger"}, d.name));
+  EXPECT_EQ(none.code, 3) << none.err;
+  EXPECT_NE(none.err.find("no recorder listens"), std::string::npos) << none.err;
+
+  auto recorder = start_tool({"record", "-o", file, "/n/*", "--snapshot", "3s", "--config", config}, d.name);
+  ASSERT_TRUE(recorder->wait_for_output("in memory", 20s)) << recorder->output();
+  publish_strings(d.name, "/n/a", 200, 100);  // 0.5 s
+  wait_for_subscriber(d.name, "/n/a");        // the recorder has all of it
+  recorder->signal(SIGUSR1);
+  ASSERT_TRUE(recorder->wait_for_output("(SIGUSR1)", 10s)) << recorder->output();
+  EXPECT_NE(recorder->output().find("_0.mcap: 100 messages"), std::string::npos) << recorder->output();
+  EXPECT_EQ(count_of(bag_info(series(file).at(0)), "/n/a"), 100U);
+
+  publish_strings(d.name, "/n/a", 200, 20);
+  const ToolRun trigger = shmtool(tool_args({"record", "--trigger", "--reason", "operator saw a glitch"}, d.name));
+  ASSERT_EQ(trigger.code, 0) << trigger.err;
+  ASSERT_TRUE(recorder->wait_for_output("(operator saw a glitch)", 10s)) << recorder->output();
+  EXPECT_NE(recorder->output().find("_1.mcap: 20 messages"), std::string::npos) << recorder->output();
+
+  // /n/b nominal at 100 Hz under shmbusd, then its publisher stops: the
+  // alert (nominal -> critical) writes the seconds before it.
+  auto pub = start_tool({"pub", "/n/b", "--type", "std_msgs/String", "--rate", "100", R"({"data": "b"})"}, d.name);
+  wait_for_stamps(d.name, "/n/b", 1);
+  auto shmbusd = std::make_unique<shmbus::test::ChildProcess>(
+      std::vector<std::string>{kDaemon, "--foreground", "--config", config, "--domain", d.name}, true);
+  std::this_thread::sleep_for(1500ms);  // nominal for a while, and the recorder found /shmbus/alerts
+  pub->signal(SIGINT);
+  ASSERT_TRUE(exited_zero(pub->wait(10s)));
+  ASSERT_TRUE(recorder->wait_for_output("shmbusd alert: /n/b critical", 15s))
+      << recorder->output() << shmbusd->poll_output();
+  const std::vector<std::string> files = series(file);
+  ASSERT_EQ(files.size(), 3U) << recorder->output();
+  EXPECT_GE(count_of(bag_info(files[2]), "/n/b"), 100U) << "the seconds before the fault";
+  shmbusd->signal(SIGTERM);
+  shmbusd->wait(10s);
+  recorder->signal(SIGINT);
+  ASSERT_TRUE(exited_zero(recorder->wait(20s))) << recorder->output();
+  remove_all(files);
+  fs::remove(config);
+}
+
+// The replayed rate is the recorded rate: a recording played into another
+// domain and recorded there again has the same rate within 1%.
+TEST(ShmtoolRecordTiming, ReplayKeepsTheRecordedRateWithinOnePercent) {
+  DomainGuard d;
+  const std::string file = temp_path("shmtool_rate_in");
+  const std::string again = temp_path("shmtool_rate_out");
+  record_while(d.name, {"-o", file, "/rt/*"}, [&] { publish_strings(d.name, "/rt/a", 200, 400); });  // 2 s
+  DomainGuard replay;
+  auto recorder = start_tool({"record", "-o", again, "/rt/*"}, replay.name);
+  ASSERT_TRUE(recorder->wait_for_output("recording", 20s)) << recorder->output();
+  const ToolRun played = shmtool(tool_args({"play", file}, replay.name));
+  ASSERT_EQ(played.code, 0) << played.err;
+  std::this_thread::sleep_for(300ms);
+  recorder->signal(SIGINT);
+  ASSERT_TRUE(exited_zero(recorder->wait(20s))) << recorder->output();
+  const json a = bag_info(file);
+  const json b = bag_info(again);
+  ASSERT_EQ(count_of(b, "/rt/a"), 400U);
+  const double rate_a = a["channels"][0]["rate_hz"].get<double>();
+  const double rate_b = b["channels"][0]["rate_hz"].get<double>();
+  EXPECT_NEAR(rate_b, rate_a, 0.01 * rate_a);
+  remove_all({file, again});
+}
