@@ -2,8 +2,8 @@
 # Builds shmbus (Release) and runs the benchmarks: the micro-benchmarks and
 # `shmbus-bench peers` (two processes, shmbus vs iceoryx, Boost message_queue,
 # a Unix socket, floor and spsc; and the Node API's dispatch), the Node
-# executor's timers and idle CPU, the monitor's scale and the synchronizer
-# policies on simulated sensor streams.
+# executor's timers and idle CPU, the monitor's scale, the synchronizer
+# policies on simulated sensor streams, and the recorder and player.
 #   scripts/bench.sh            full runs (about two minutes)
 #   scripts/bench.sh --smoke    tiny runs: does every benchmark work? (CI)
 #   scripts/bench.sh --json     the peers table as one JSON object
@@ -14,9 +14,10 @@ micro_args=(--benchmark_min_time=0.2)
 scale_args=()
 sync_args=()
 node_args=()
+record_args=()
 for a in "$@"; do
   case "$a" in
-    --smoke) peers_args+=(--smoke); micro_args=(--benchmark_min_time=0.01); scale_args=(--channels 200); sync_args=(--seconds 30); node_args=(--smoke) ;;
+    --smoke) peers_args+=(--smoke); micro_args=(--benchmark_min_time=0.01); scale_args=(--channels 200); sync_args=(--seconds 30); node_args=(--smoke); record_args=(--smoke) ;;
     --json) peers_args+=(--json) ;;
     *) echo "bench.sh: unknown option '$a'; use --smoke or --json" >&2; exit 2 ;;
   esac
@@ -27,5 +28,6 @@ if ! printf '%s\n' "${peers_args[@]}" | grep -q -- --json; then
   "$dir/tests/bench/shmbus_bench_scale" "${scale_args[@]}"
   "$dir/tests/bench/shmbus_bench_sync" "${sync_args[@]}"
   "$dir/tests/bench/shmbus-bench-node" "${node_args[@]}"
+  "$dir/tests/bench/shmbus-bench-record" "${record_args[@]}"
 fi
 "$dir/tests/bench/shmbus-bench" peers "${peers_args[@]}"

@@ -157,6 +157,23 @@ INSTANTIATE_TEST_SUITE_P(Compressions, McapTest,
                            return name.empty() ? std::string("none") : std::string(name);
                          });
 
+// Uncompressed, a message that fills a chunk by itself is written in a
+// chunk of its own straight from the caller's buffer: the /camera messages
+// (3000 B) here, between chunks of the small ones.
+TEST_F(McapTest, MessagesLargerThanAChunkAreReadBackWhole) {
+  const Written w = write_sample(path_, mcap::Compression::kNone, 2048);
+  expect_read_back(path_, mcap::Compression::kNone, w);
+  EXPECT_GT(w.stats.chunk_count, w.counts.at("/camera")) << "one chunk per large message, and more";
+  mcap::Reader r(path_);
+  std::map<std::string, std::uint32_t> crc;
+  r.read_messages([&](const mcap::MessageView& m) {
+    const std::string& topic = r.info().channel(m.channel_id)->topic;
+    crc[topic] = mcap::crc32(m.data, crc[topic]);
+    return true;
+  });
+  EXPECT_EQ(crc, w.crc);
+}
+
 TEST_F(McapTest, AFlippedByteInAChunkFailsTheReferenceCrcCheck) {
   write_sample(path_, mcap::Compression::kNone, 16 * 1024);
   {

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <poll.h>
+#include <sys/prctl.h>
 #include <termios.h>
 
 #include <cstdio>
@@ -181,6 +182,9 @@ class Controls {
   std::int64_t next_status_ = 0;
 };
 
+/// How long before a message is due the player stops sleeping and spins.
+constexpr std::int64_t kSpinNs = 100'000;
+
 /// When each message is due: base_mono + (log_time - base_log) / rate,
 /// absolute deadlines on CLOCK_MONOTONIC (nothing drifts), re-based when
 /// the rate changes or a pause ends.
@@ -189,14 +193,18 @@ class Pacer {
   Pacer(double rate, std::uint64_t from_log, Controls& controls)
       : rate_(rate), base_log_(from_log), base_mono_(mono_now_ns()), controls_(controls) {}
 
-  void restart(std::uint64_t from_log) {
-    base_log_ = from_log;
-    base_mono_ = mono_now_ns();
-  }
+  /// Starts over: the next message is due at once and fixes the schedule
+  /// (loading the first chunk is not counted against the spacing).
+  void restart() noexcept { anchored_ = false; }
 
   /// Waits until `log_time` is due (handling the keys meanwhile); false
   /// when a stop was requested.
   bool wait(std::uint64_t log_time, double length_s, std::uint64_t played) {
+    if (!anchored_) {
+      anchored_ = true;
+      base_log_ = log_time;
+      base_mono_ = mono_now_ns();
+    }
     for (;;) {
       if (stop_requested()) return false;
       const std::int64_t now = mono_now_ns();
@@ -213,7 +221,12 @@ class Pacer {
         handle(controls_.key(static_cast<int>(std::min<std::int64_t>(left_ms - 1, 50))), log_time);
         continue;
       }
-      return sleep_until(due);
+      // Sleep until shortly before, then spin: a wake-up is late by tens of
+      // microseconds, which would shift every message by as much.
+      if (due - now > kSpinNs && !sleep_until(due - kSpinNs)) return false;
+      while (mono_now_ns() < due) {
+      }
+      return true;
     }
   }
   void set_first(std::uint64_t first) noexcept { first_ = first; }
@@ -254,6 +267,7 @@ class Pacer {
   double rate_;
   std::uint64_t base_log_;
   std::int64_t base_mono_;
+  bool anchored_ = false;
   std::uint64_t first_ = 0;
   Controls& controls_;
 };
@@ -323,6 +337,7 @@ int run_play(const Globals& g, const PlayOptions& o) {
     }
   }
   Controls controls(o.paused);
+  ::prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);  // wake-ups as asked, not up to 50 us later
   print(fmt::format("playing {} channels from {} file(s) at {}x{}{}; {}Ctrl-C stops\n", publishers.size(), files.size(),
                     o.rate, o.loop ? ", looping" : "", o.clock ? fmt::format(", time on {}", kClockChannel) : "",
                     controls.active() ? "space pauses, s steps, +/- change the rate; " : ""));
@@ -334,7 +349,7 @@ int run_play(const Globals& g, const PlayOptions& o) {
   std::uint64_t last_clock = 0;
   bool stopped = false;
   do {
-    pacer.restart(from);
+    pacer.restart();
     for (PlayedFile& f : files) {
       if (stopped) break;
       f.reader->read_messages([&](const mcap::MessageView& m) {

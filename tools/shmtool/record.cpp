@@ -20,6 +20,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <csignal>
+#include <cstring>
 #include <deque>
 #include <exception>
 #include <mutex>
@@ -42,8 +43,10 @@ namespace shmbus::tool {
 
 namespace {
 
-/// Marks a queue item that is a snapshot trigger (its data: the reason).
-constexpr std::size_t kTriggerItem = SIZE_MAX;
+/// The reader thread hands a batch over at least every this many bytes
+/// or messages, so the writer is never starved by one busy channel.
+constexpr std::size_t kBatchBytes = std::size_t{8} << 20;
+constexpr std::size_t kBatchMessages = 16384;
 /// How often the reader thread looks at the registry for new channels
 /// (one atomic load): a channel is found within this, long before a ring
 /// of the default 64 slots fills at a few hundred hertz.
@@ -60,41 +63,99 @@ GuardCondition& sigusr1_guard() {
 
 extern "C" void on_sigusr1(int /*signal*/) { sigusr1_guard().trigger(); }
 
-/// One message (or trigger) between the reader and the writer thread.
-struct Taken {
-  std::size_t channel;  ///< index into Recorder::channels_, or kTriggerItem
-  std::uint64_t sequence;
-  std::uint64_t log_time;
-  std::uint64_t publish_time;
-  std::vector<std::byte> data;
+/// What the reader thread took in one pass: messages with their bytes
+/// back to back in one buffer, reused from batch to batch (no allocation
+/// per message), or one snapshot trigger.
+struct Batch {
+  struct Entry {
+    std::size_t channel = 0;  ///< index into Recorder::channels_
+    std::uint64_t sequence = 0;
+    std::uint64_t log_time = 0;
+    std::uint64_t publish_time = 0;
+    std::size_t offset = 0;  ///< of its bytes
+    std::size_t size = 0;
+  };
+  std::vector<Entry> entries;
+  bool trigger = false;  ///< one entry: its bytes are the reason
+  std::unique_ptr<std::byte[]> bytes;
+  std::size_t capacity = 0;
+  std::size_t used = 0;
+
+  /// `n` writable bytes after the used ones (uninitialised).
+  std::span<std::byte> room(std::size_t n) {
+    if (used + n > capacity) {
+      const std::size_t grown = std::max({capacity * 2, used + n, std::size_t{1} << 16});
+      auto bigger = std::make_unique_for_overwrite<std::byte[]>(grown);
+      if (used != 0) std::memcpy(bigger.get(), bytes.get(), used);
+      bytes = std::move(bigger);
+      capacity = grown;
+    }
+    return {bytes.get() + used, n};
+  }
+  /// Keeps the `size` bytes written into room() as a message.
+  void add(Entry e) {
+    e.offset = used;
+    used += e.size;
+    entries.push_back(e);
+  }
+  [[nodiscard]] std::span<const std::byte> data(const Entry& e) const { return {bytes.get() + e.offset, e.size}; }
+  [[nodiscard]] bool empty() const noexcept { return entries.empty(); }
+  void clear() noexcept {
+    entries.clear();
+    trigger = false;
+    used = 0;
+  }
 };
 
-/// A bounded byte budget between the threads.
+/// A bounded byte budget between the threads, and the used batches going
+/// back to the reader for reuse.
 class Queue {
  public:
   explicit Queue(std::uint64_t max_bytes) : max_bytes_(max_bytes) {}
-  /// False when the message does not fit (counted by the caller); `force`
-  /// (triggers) always fits.
-  bool push(Taken&& t, bool force = false) {
+  /// False when the batch does not fit (its messages are counted lost by
+  /// the caller); `force` (triggers) always fits.
+  bool push(Batch&& b, bool force = false) {
     const std::lock_guard lock(mutex_);
-    if (!force && bytes_ + t.data.size() > max_bytes_ && !items_.empty()) return false;
-    bytes_ += t.data.size();
-    items_.push_back(std::move(t));
+    if (!force && bytes_ + b.used > max_bytes_ && !items_.empty()) return false;
+    bytes_ += b.used;
+    items_.push_back(std::move(b));
     ready_.notify_one();
     return true;
   }
   /// Waits up to 100 ms; moves what is queued into `out`.
-  void pop_all(std::deque<Taken>& out) {
+  void pop_all(std::deque<Batch>& out) {
     std::unique_lock lock(mutex_);
     ready_.wait_for(lock, std::chrono::milliseconds(100), [&] { return !items_.empty(); });
     out.swap(items_);
     bytes_ = 0;
   }
+  /// A written batch, for the reader to fill again. Buffers are kept up to
+  /// the queue's budget: memory once faulted in is reused, not returned and
+  /// faulted in again (page faults cost more than the copies).
+  void recycle(Batch&& b) {
+    b.clear();
+    const std::lock_guard lock(mutex_);
+    if (free_bytes_ + b.capacity <= max_bytes_) {
+      free_bytes_ += b.capacity;
+      free_.push_back(std::move(b));
+    }
+  }
+  /// An empty batch (a recycled one when there is one).
+  Batch fresh() {
+    const std::lock_guard lock(mutex_);
+    if (free_.empty()) return {};
+    Batch b = std::move(free_.back());
+    free_.pop_back();
+    free_bytes_ -= b.capacity;
+    return b;
+  }
 
  private:
   std::mutex mutex_;
   std::condition_variable ready_;
-  std::deque<Taken> items_;
+  std::deque<Batch> items_;
+  std::vector<Batch> free_;
+  std::uint64_t free_bytes_ = 0;  ///< capacity of the batches in free_
   std::uint64_t bytes_ = 0;
   std::uint64_t max_bytes_;
 };
@@ -204,17 +265,30 @@ class Recorder {
     const std::int64_t end =
         o_.duration_s > 0 ? mono_now_ns() + static_cast<std::int64_t>(o_.duration_s * 1e9) : INT64_MAX;
     std::vector<std::size_t> ready;
-    std::vector<std::byte> buffer;
     while (!stop_requested() && !write_failed_.load() && mono_now_ns() < end) {
       if (registry_changed()) discover();  // channels that appear after the start and match
       const std::int64_t until = std::min(end, mono_now_ns() + kDiscoveryNs);
       wait_set_.wait(std::chrono::nanoseconds(std::max<std::int64_t>(until - mono_now_ns(), 0)), ready);
       for (const std::size_t w : ready) {
-        if (w < slot_channel_.size() && slot_channel_[w] != SIZE_MAX) drain(slot_channel_[w], buffer);
+        if (w < slot_channel_.size() && slot_channel_[w] != SIZE_MAX) drain(slot_channel_[w]);
       }
+      push_batch();
       if (o_.snapshot_s > 0) take_triggers();
     }
-    for (std::size_t i = 0; i < channels_.size(); ++i) drain(i, buffer);  // what is left in the rings
+    for (std::size_t i = 0; i < channels_.size(); ++i) drain(i);  // what is left in the rings
+    push_batch();
+  }
+
+  /// Hands the messages taken so far to the writer thread; when the queue
+  /// is full they are counted lost on their channels.
+  void push_batch() {
+    if (batch_.empty()) return;
+    std::vector<std::size_t> channels;
+    for (const auto& e : batch_.entries) channels.push_back(e.channel);
+    if (!queue_.push(std::move(batch_))) {
+      for (const std::size_t c : channels) channels_[c]->queue_dropped.fetch_add(1, std::memory_order_relaxed);
+    }
+    batch_ = queue_.fresh();
   }
 
   /// Whether channels were listed or removed since the last look (one
@@ -276,19 +350,19 @@ class Recorder {
     }
   }
 
-  /// Takes what channel `i` has into the queue.
-  void drain(std::size_t i, std::vector<std::byte>& buffer) {
+  /// Takes what channel `i` has into the batch, straight from the ring
+  /// into the batch's buffer; a long run is handed over in pieces.
+  void drain(std::size_t i) {
     RecordedChannel& rc = *channels_[i];
-    buffer.resize(rc.sub->max_message_size());
+    const std::size_t max = rc.sub->max_message_size();
     for (;;) {
-      const TakeResult r = rc.sub->take(buffer);
+      const TakeResult r = rc.sub->take(batch_.room(max));
       if (!r.ok()) break;
       const std::int64_t received =
           r.info.publish_wall_ns < rc.subscribed_wall_ns ? r.info.publish_wall_ns : wall_now_ns();
-      Taken t{i, r.info.sequence, static_cast<std::uint64_t>(received),
-              static_cast<std::uint64_t>(r.info.publish_wall_ns),
-              std::vector<std::byte>(buffer.begin(), buffer.begin() + r.info.size)};
-      if (!queue_.push(std::move(t))) rc.queue_dropped.fetch_add(1, std::memory_order_relaxed);
+      batch_.add({i, r.info.sequence, static_cast<std::uint64_t>(received),
+                  static_cast<std::uint64_t>(r.info.publish_wall_ns), 0, r.info.size});
+      if (batch_.used >= kBatchBytes || batch_.entries.size() >= kBatchMessages) push_batch();
     }
     rc.ring_lost.store(rc.sub->lost(), std::memory_order_relaxed);
   }
@@ -298,9 +372,13 @@ class Recorder {
   /// goes through the queue, after the messages taken before it.
   void take_triggers() {
     const auto trigger = [this](const std::string& reason) {
-      const auto* p = reinterpret_cast<const std::byte*>(reason.data());
+      push_batch();  // what was taken before it goes first
+      Batch t;
+      t.trigger = true;
+      std::memcpy(t.room(reason.size()).data(), reason.data(), reason.size());
       const auto now = static_cast<std::uint64_t>(wall_now_ns());
-      queue_.push({kTriggerItem, 0, now, now, std::vector<std::byte>(p, p + reason.size())}, true);
+      t.add({0, 0, now, now, 0, reason.size()});
+      queue_.push(std::move(t), true);
     };
     if (sigusr1_guard().reset()) trigger("SIGUSR1");
     while (const auto t = trigger_sub_->take()) {
@@ -332,21 +410,24 @@ class Recorder {
   }
 
   void write_batches() {
-    std::deque<Taken> batch;
+    std::deque<Batch> batches;
     std::int64_t last_flush = mono_now_ns();
     for (;;) {
       const bool last = reading_done_.load();
-      queue_.pop_all(batch);
-      for (Taken& t : batch) {
-        if (t.channel == kTriggerItem) {
-          write_snapshot(std::string(reinterpret_cast<const char*>(t.data.data()), t.data.size()), t.log_time);
+      queue_.pop_all(batches);
+      for (Batch& b : batches) {
+        if (b.trigger) {
+          const auto reason = b.data(b.entries[0]);
+          write_snapshot(std::string(reinterpret_cast<const char*>(reason.data()), reason.size()),
+                         b.entries[0].log_time);
         } else if (o_.snapshot_s > 0) {
-          keep(std::move(t));
+          keep(std::move(b));
         } else {
-          write_message(t);
+          for (const auto& e : b.entries) write_message(e, b.data(e));
+          queue_.recycle(std::move(b));
         }
       }
-      batch.clear();
+      batches.clear();
       if (file_.writer && mono_now_ns() - last_flush >= kChunkFlushNs) {
         file_.writer->flush_chunk();  // a SIGKILL loses at most this last second
         last_flush = mono_now_ns();
@@ -355,9 +436,14 @@ class Recorder {
     }
   }
 
+  /// Recorded channel `i` (the writer thread's view: the reader thread
+  /// may be appending to channels_ meanwhile).
   RecordedChannel& channel(std::size_t i) {
-    const std::lock_guard lock(channels_mutex_);
-    return *channels_[i];
+    if (i >= known_.size()) {
+      const std::lock_guard lock(channels_mutex_);
+      for (std::size_t k = known_.size(); k < channels_.size(); ++k) known_.push_back(channels_[k].get());
+    }
+    return *known_.at(i);
   }
 
   /// Adds the channels discovered since to the open file (a channel shows
@@ -411,16 +497,16 @@ class Recorder {
     file_.writer.reset();
   }
 
-  void write_message(const Taken& t) {
+  void write_message(const Batch::Entry& t, std::span<const std::byte> data) {
     if (file_.first_log_time != 0 && o_.split_duration_s > 0 &&
         t.log_time - file_.first_log_time >= static_cast<std::uint64_t>(o_.split_duration_s * 1e9)) {
       close_file();
       open_next_file();
     }
-    add_new_channels();
+    if (file_.ids.size() <= t.channel) add_new_channels();
     RecordedChannel& rc = channel(t.channel);
     file_.writer->write(
-        {file_.ids[t.channel], static_cast<std::uint32_t>(t.sequence), t.log_time, t.publish_time, t.data});
+        {file_.ids[t.channel], static_cast<std::uint32_t>(t.sequence), t.log_time, t.publish_time, data});
     if (file_.first_log_time == 0) file_.first_log_time = t.log_time;
     ++rc.written;
     if (o_.split_bytes > 0 && file_.writer->bytes() >= o_.split_bytes) {
@@ -429,41 +515,48 @@ class Recorder {
     }
   }
 
-  /// Snapshot mode: the last --snapshot seconds (and at most --queue-size
-  /// bytes; the oldest go first) stay in memory.
-  void keep(Taken&& t) {
-    kept_bytes_ += t.data.size();
-    kept_.push_back(std::move(t));
+  /// Snapshot mode: the batches of the last --snapshot seconds (and at
+  /// most --queue-size bytes; the oldest go first) stay in memory.
+  void keep(Batch&& b) {
+    if (b.empty()) return;
+    kept_bytes_ += b.used;
+    kept_.push_back(std::move(b));
     const auto window = static_cast<std::uint64_t>(o_.snapshot_s * 1e9);
-    const std::uint64_t newest = kept_.back().log_time;
-    while (!kept_.empty() && (kept_.front().log_time + window < newest || kept_bytes_ > o_.queue_bytes)) {
-      kept_bytes_ -= kept_.front().data.size();
+    const std::uint64_t newest = kept_.back().entries.back().log_time;
+    while (kept_.size() > 1 &&
+           (kept_.front().entries.back().log_time + window < newest || kept_bytes_ > o_.queue_bytes)) {
+      kept_bytes_ -= kept_.front().used;
       kept_.pop_front();
     }
   }
 
+  /// Writes what is kept from the DUR before the trigger into the next
+  /// numbered file.
   void write_snapshot(const std::string& reason, std::uint64_t trigger_ns) {
-    // The window ends at the trigger: what is older than DUR before it goes.
     const auto window = static_cast<std::uint64_t>(o_.snapshot_s * 1e9);
-    while (!kept_.empty() && kept_.front().log_time + window < trigger_ns) {
-      kept_bytes_ -= kept_.front().data.size();
-      kept_.pop_front();
-    }
+    const std::uint64_t from = trigger_ns > window ? trigger_ns - window : 0;
     open_next_file();
     const std::string path = file_.writer->path();
     file_.writer->write_metadata({kSnapshotMetadata,
                                   {{"reason", reason},
                                    {"trigger_wall_ns", std::to_string(trigger_ns)},
                                    {"window_s", fmt::format("{:g}", o_.snapshot_s)}}});
-    const std::size_t n = kept_.size();
-    const double span_s =
-        kept_.empty() ? 0.0 : static_cast<double>(trigger_ns - std::min(trigger_ns, kept_.front().log_time)) / 1e9;
-    for (const Taken& t : kept_) write_message(t);
+    std::size_t n = 0;
+    std::uint64_t oldest = trigger_ns;
+    for (const Batch& b : kept_) {
+      for (const auto& e : b.entries) {
+        if (e.log_time < from) continue;
+        write_message(e, b.data(e));
+        oldest = std::min(oldest, e.log_time);
+        ++n;
+      }
+    }
     add_new_channels();
     close_file();
     kept_.clear();
     kept_bytes_ = 0;
-    print(fmt::format("snapshot {}: {} messages, the {:.1f} s before the trigger ({})\n", path, n, span_s, reason));
+    print(fmt::format("snapshot {}: {} messages, the {:.1f} s before the trigger ({})\n", path, n,
+                      static_cast<double>(trigger_ns - oldest) / 1e9, reason));
   }
 
   int finish() {
@@ -493,6 +586,7 @@ class Recorder {
   std::mutex channels_mutex_;  ///< discovery appends while the writer thread reads
   std::set<std::string> recorded_;
   std::vector<std::unique_ptr<RecordedChannel>> channels_;
+  Batch batch_;                            ///< the reader thread's, being filled
   std::vector<std::size_t> slot_channel_;  ///< wait-set index -> channel index (SIZE_MAX: a trigger source)
   WaitSet wait_set_;
   std::unique_ptr<TypedSubscriber<shmbus_msgs::RecordTrigger>> trigger_sub_;
@@ -507,7 +601,8 @@ class Recorder {
   OpenFile file_;
   std::vector<std::string> files_;
   std::uint64_t bytes_in_closed_files_ = 0;
-  std::deque<Taken> kept_;
+  std::vector<RecordedChannel*> known_;  ///< channels_ as the writer thread last saw it
+  std::deque<Batch> kept_;
   std::uint64_t kept_bytes_ = 0;
 };
 

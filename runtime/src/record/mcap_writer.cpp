@@ -229,31 +229,45 @@ struct Writer::Impl {
     if (chunk.empty()) return;
     const std::uint32_t uncompressed_crc = crc32(chunk.view());
     const std::span<const std::byte> body = compress(chunk.view());
+    const std::span<const std::byte> parts[] = {body};
+    emit_chunk(parts, chunk.size(), uncompressed_crc);
+  }
+
+  /// Writes a Chunk record whose body is `parts` (the records compressed as
+  /// configured, or as they are), then its message indexes from
+  /// chunk_index, and indexes it; the chunk state is cleared after.
+  void emit_chunk(std::span<const std::span<const std::byte>> parts, std::uint64_t uncompressed_size,
+                  std::uint32_t uncompressed_crc) {
+    std::uint64_t body_size = 0;
+    for (const auto& p : parts) body_size += p.size();
     ChunkIndex idx;
     idx.start_time = chunk_messages != 0 ? chunk_start : 0;
     idx.end_time = chunk_messages != 0 ? chunk_end : 0;
     idx.offset = position();
-    idx.compressed_size = body.size();
-    idx.uncompressed_size = chunk.size();
+    idx.compressed_size = body_size;
+    idx.uncompressed_size = uncompressed_size;
     idx.compression = compression_name(options.compression);
     const std::size_t r = out.begin(Op::kChunk);
     out.u64(idx.start_time);
     out.u64(idx.end_time);
-    out.u64(chunk.size());
+    out.u64(uncompressed_size);
     out.u32(uncompressed_crc);
-    out.str(compression_name(options.compression));
-    out.u64(body.size());
+    out.str(idx.compression);
+    out.u64(body_size);
     // The record's length covers the body, which is written straight from
-    // its buffer (no copy into `out`): patch the length to include it.
-    const std::uint64_t record_length = out.size() - r - 8 + body.size();
+    // its buffers (no copy into `out`): patch the length to include it.
+    const std::uint64_t record_length = out.size() - r - 8 + body_size;
     std::memcpy(out.storage().data() + r, &record_length, sizeof record_length);
     flush_out(&data_crc);
-    data_crc =
-        options.compression == Compression::kNone
-            ? static_cast<std::uint32_t>(::crc32_combine(data_crc, uncompressed_crc, static_cast<z_off_t>(body.size())))
-            : crc32(body, data_crc);
-    write_all(body);
-    offset += body.size();
+    if (options.compression == Compression::kNone) {
+      // The body is the records, whose CRC is known: no second pass.
+      data_crc =
+          static_cast<std::uint32_t>(::crc32_combine(data_crc, uncompressed_crc, static_cast<z_off_t>(body_size)));
+    } else {
+      for (const auto& p : parts) data_crc = crc32(p, data_crc);
+    }
+    for (const auto& p : parts) write_all(p);
+    offset += body_size;
     idx.length = 1 + 8 + record_length;
     const std::uint64_t index_start = position();
     for (const auto& [channel, entries] : chunk_index) {
@@ -274,6 +288,34 @@ struct Writer::Impl {
     chunk_index.clear();
     chunk_messages = 0;
     maybe_flush();
+  }
+
+  /// Counts `m` in the open chunk's span and the file's statistics; its
+  /// record starts at `at` in the chunk.
+  void account(const Message& m, std::uint64_t at) {
+    if (chunk_messages == 0) {
+      chunk_start = m.log_time;
+      chunk_end = m.log_time;
+    }
+    chunk_start = std::min(chunk_start, m.log_time);
+    chunk_end = std::max(chunk_end, m.log_time);
+    chunk_index[m.channel_id].emplace_back(m.log_time, at);
+    ++chunk_messages;
+    Statistics& s = stats;
+    s.message_start_time = s.message_count == 0 ? m.log_time : std::min(s.message_start_time, m.log_time);
+    s.message_end_time = s.message_count == 0 ? m.log_time : std::max(s.message_end_time, m.log_time);
+    ++s.message_count;
+    ++channel_counts[m.channel_id];
+  }
+
+  /// Appends the Message record's header (opcode, length, fields) to `b`.
+  static void message_header(Buffer& b, const Message& m) {
+    b.u8(static_cast<std::uint8_t>(Op::kMessage));
+    b.u64(2 + 4 + 8 + 8 + m.data.size());
+    b.u16(m.channel_id);
+    b.u32(m.sequence);
+    b.u64(m.log_time);
+    b.u64(m.publish_time);
   }
 
   void write_summary() {
@@ -412,26 +454,22 @@ void Writer::write(const Message& m) {
     throw Error(Errc::kInvalidArgument,
                 "mcap file " + w.path + ": message on channel id " + std::to_string(m.channel_id) + " never added");
   }
-  if (w.chunk_messages == 0) {
-    w.chunk_start = m.log_time;
-    w.chunk_end = m.log_time;
+  constexpr std::size_t kHeader = 1 + 8 + 2 + 4 + 8 + 8;
+  if (w.options.compression == Compression::kNone && kHeader + m.data.size() >= w.options.chunk_size) {
+    // A message that fills a chunk by itself goes into a chunk of its own,
+    // written from the caller's buffer: no copy into the chunk.
+    w.close_chunk();
+    w.account(m, 0);
+    Buffer head;
+    Impl::message_header(head, m);
+    const std::uint32_t crc = crc32(m.data, crc32(head.view()));
+    const std::span<const std::byte> parts[] = {head.view(), m.data};
+    w.emit_chunk(parts, head.size() + m.data.size(), crc);
+    return;
   }
-  w.chunk_start = std::min(w.chunk_start, m.log_time);
-  w.chunk_end = std::max(w.chunk_end, m.log_time);
-  w.chunk_index[m.channel_id].emplace_back(m.log_time, w.chunk.size());
-  const std::size_t r = w.chunk.begin(Op::kMessage);
-  w.chunk.u16(m.channel_id);
-  w.chunk.u32(m.sequence);
-  w.chunk.u64(m.log_time);
-  w.chunk.u64(m.publish_time);
+  w.account(m, w.chunk.size());
+  Impl::message_header(w.chunk, m);
   w.chunk.raw(m.data);
-  w.chunk.end(r);
-  ++w.chunk_messages;
-  Statistics& s = w.stats;
-  s.message_start_time = s.message_count == 0 ? m.log_time : std::min(s.message_start_time, m.log_time);
-  s.message_end_time = s.message_count == 0 ? m.log_time : std::max(s.message_end_time, m.log_time);
-  ++s.message_count;
-  ++w.channel_counts[m.channel_id];
   if (w.chunk.size() >= w.options.chunk_size) w.close_chunk();
 }
 
