@@ -17,10 +17,13 @@
 #include "shmbus/clock.hpp"
 #include "shmbus/introspect.hpp"
 #include "shmbus/node.hpp"
+#include "support/cpu_time.hpp"
 
 using namespace shmbus;
 
 namespace {
+
+using shmbus::test::thread_cpu_seconds;
 
 struct Options {
   std::uint64_t periods = 10'000;
@@ -35,14 +38,6 @@ struct TimerResult {
   std::uint64_t runs = 0, missed = 0;
   std::int64_t drift_ns = 0;  ///< last deadline - first - (ticks - 1) * period
 };
-
-double thread_cpu_seconds(pthread_t thread) {
-  clockid_t clock{};
-  ::pthread_getcpuclockid(thread, &clock);
-  timespec ts{};
-  ::clock_gettime(clock, &ts);
-  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9;
-}
 
 Config bench_config(const std::string& domain) {
   Config c;

@@ -15,6 +15,7 @@
 #include "shmbus/error.hpp"
 #include "shmbus/introspect.hpp"
 #include "shmbus/node.hpp"
+#include "support/cpu_time.hpp"
 #include "support/test_domain.hpp"
 
 using namespace shmbus;
@@ -22,6 +23,8 @@ using namespace std::chrono_literals;
 using shmbus::test::TestDomain;
 
 namespace {
+
+using shmbus::test::thread_cpu_seconds;
 
 struct Num {
   static constexpr const char* kTypeName = "test/Num";
@@ -35,15 +38,6 @@ Config node_config(std::uint32_t capacity = 1024) {
   c.defaults.max_message_size = 64;
   c.defaults.wait_spin = 20us;
   return c;
-}
-
-/// CPU time a thread used, from its CPU clock.
-double thread_cpu_seconds(pthread_t thread) {
-  clockid_t clock{};
-  ::pthread_getcpuclockid(thread, &clock);
-  timespec ts{};
-  ::clock_gettime(clock, &ts);
-  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9;
 }
 
 }  // namespace

@@ -1,5 +1,4 @@
 #include <gtest/gtest.h>
-#include <sys/resource.h>
 
 #include <chrono>
 #include <thread>
@@ -9,6 +8,7 @@
 #include "shmbus/publisher.hpp"
 #include "shmbus/subscriber.hpp"
 #include "shmbus/wait_set.hpp"
+#include "support/cpu_time.hpp"
 #include "support/test_domain.hpp"
 
 using namespace shmbus;
@@ -17,12 +17,7 @@ using shmbus::test::TestDomain;
 
 namespace {
 
-double thread_cpu_seconds() {
-  rusage u{};
-  ::getrusage(RUSAGE_THREAD, &u);
-  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
-         static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
-}
+using shmbus::test::thread_cpu_seconds;
 
 Config config_with_spin(std::chrono::nanoseconds spin) {
   Config c;

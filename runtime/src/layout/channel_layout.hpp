@@ -271,6 +271,6 @@ inline constexpr std::uint64_t kChannelLayoutHash = layout_hash_of(
     sizeof(SlotHeader), kSlotSeqShift, kLapBits, offsetof(EndpointEntry, tenancy), sizeof(ProvenanceEntry),
     sizeof(EndpointEntry), sizeof(EndpointEntry), kSlotPayloadOffset, offsetof(EndpointEntry, messages),
     offsetof(EndpointEntry, missed), offsetof(EndpointEntry, age_max_ns), offsetof(EndpointEntry, age_samples),
-    offsetof(EndpointEntry, discarded), kMaxPublishers, kMaxSubscribers);
+    offsetof(EndpointEntry, discarded), offsetof(EndpointEntry, errors), kMaxPublishers, kMaxSubscribers);
 
 }  // namespace shmbus::layout
