@@ -9,6 +9,7 @@
 #include <sys/prctl.h>
 #include <termios.h>
 
+#include <cmath>
 #include <cstdio>
 #include <ctime>
 #include <map>
@@ -130,7 +131,7 @@ std::uint64_t parse_wall_time(const std::string& option, const std::string& text
                                             "nanoseconds since the epoch (see shmtool bag info for the span)");
   }
   return static_cast<std::uint64_t>(::timegm(&tm)) * 1'000'000'000ULL +
-         static_cast<std::uint64_t>(fraction * 1e9 + 0.5);
+         static_cast<std::uint64_t>(std::llround(fraction * 1e9));
 }
 
 /// The keys on a terminal (space pauses and resumes, s steps one message
@@ -164,7 +165,7 @@ class Controls {
     pollfd p{STDIN_FILENO, POLLIN, 0};
     if (::poll(&p, 1, ms) <= 0) return 0;
     char c = 0;
-    return ::read(STDIN_FILENO, &c, 1) == 1 ? c : 0;
+    return ::read(STDIN_FILENO, &c, 1) == 1 ? c : '\0';
   }
   void toggle_pause() noexcept { paused_ = !paused_; }
 
