@@ -4,6 +4,7 @@
 // end of a test; refusals checked for their one line.
 #include <fcntl.h>
 #include <poll.h>
+#include <pty.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -155,6 +156,82 @@ inline void expect_refused(const std::vector<Refusal>& cases, const std::string&
 struct DomainGuard {
   std::string name = shmbus::test::unique_domain("tool");
   ~DomainGuard() { shmbus::introspect::clean_domain(name, false); }
+};
+
+/// shmtool on a pseudo-terminal (what a person at a terminal sees): keys
+/// go in with key(), the screen accumulates in `screen`.
+class ToolOnPty {
+ public:
+  /// Starts shmtool with `args` (the --domain added) on a new terminal.
+  ToolOnPty(std::vector<std::string> args, const std::string& domain) {
+    std::vector<std::string> all{kTool};
+    for (auto& a : tool_args(std::move(args), domain)) all.push_back(std::move(a));
+    std::vector<char*> argv;
+    for (auto& a : all) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    pid_ = ::forkpty(&master_, nullptr, nullptr, nullptr);
+    if (pid_ < 0) throw std::runtime_error("forkpty failed");
+    if (pid_ == 0) {
+      ::execv(kTool.c_str(), argv.data());
+      ::_exit(127);
+    }
+  }
+  ~ToolOnPty() {
+    if (pid_ > 0) {
+      ::kill(pid_, SIGKILL);
+      ::waitpid(pid_, nullptr, 0);
+    }
+    if (master_ >= 0) ::close(master_);
+  }
+  ToolOnPty(const ToolOnPty&) = delete;
+  ToolOnPty& operator=(const ToolOnPty&) = delete;
+
+  /// Reads what the program writes for `t`.
+  void read_for(std::chrono::milliseconds t) {
+    const auto deadline = std::chrono::steady_clock::now() + t;
+    while (std::chrono::steady_clock::now() < deadline) {
+      pollfd p{master_, POLLIN, 0};
+      if (::poll(&p, 1, 50) > 0) {
+        char buf[4096];
+        const ssize_t n = ::read(master_, buf, sizeof(buf));
+        if (n <= 0) break;
+        screen.append(buf, static_cast<std::size_t>(n));
+      }
+    }
+  }
+  /// Reads until `what` is on the screen; bounded, so a loaded machine is
+  /// waited for and a broken program still fails.
+  bool read_until(const std::string& what, std::chrono::milliseconds timeout = 10s) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (screen.find(what) == std::string::npos && std::chrono::steady_clock::now() < deadline) read_for(50ms);
+    return screen.find(what) != std::string::npos;
+  }
+  /// Types `keys`.
+  bool key(const std::string& keys) const {
+    return ::write(master_, keys.data(), keys.size()) == static_cast<ssize_t>(keys.size());
+  }
+  /// Waits for the program's end (reading on), up to `timeout`; its wait
+  /// status (SIGKILLed after the timeout).
+  int wait(std::chrono::milliseconds timeout) {
+    int status = 0;
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (::waitpid(pid_, &status, WNOHANG) == 0) {
+      if (std::chrono::steady_clock::now() >= deadline) {
+        ::kill(pid_, SIGKILL);
+        ::waitpid(pid_, &status, 0);
+        break;
+      }
+      read_for(50ms);
+    }
+    pid_ = -1;
+    return status;
+  }
+
+  std::string screen;
+
+ private:
+  pid_t pid_ = -1;
+  int master_ = -1;
 };
 
 }  // namespace shmbus::test::tool

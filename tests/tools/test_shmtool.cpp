@@ -3,7 +3,6 @@
 // and a real pseudo-terminal for `top`.
 #include <fcntl.h>
 #include <poll.h>
-#include <pty.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -228,48 +227,14 @@ TEST(Shmtool, TopRefreshesOnATerminalAndQuitsOnQ) {
   DomainGuard d;
   const ToolRun pub = shmtool(tool_args({"pub", "/t", "--type", "std_msgs/String", "--once"}, d.name));
   ASSERT_EQ(pub.code, 0) << pub.err;
-  int master = -1;
-  const pid_t pid = ::forkpty(&master, nullptr, nullptr, nullptr);
-  ASSERT_GE(pid, 0);
-  if (pid == 0) {
-    ::execl(kTool.c_str(), kTool.c_str(), "top", "--interval", "0.2", "--domain", d.name.c_str(), nullptr);
-    ::_exit(127);
-  }
-  std::string screen;
-  const auto read_for = [&](std::chrono::milliseconds t) {
-    const auto deadline = std::chrono::steady_clock::now() + t;
-    while (std::chrono::steady_clock::now() < deadline) {
-      pollfd p{master, POLLIN, 0};
-      if (::poll(&p, 1, 50) > 0) {
-        char buf[4096];
-        const ssize_t n = ::read(master, buf, sizeof(buf));
-        if (n <= 0) break;
-        screen.append(buf, static_cast<std::size_t>(n));
-      }
-    }
-  };
-  // Reads until `what` is on the screen; bounded, so a loaded machine is
-  // waited for and a broken `top` still fails.
-  const auto read_until = [&](const std::string& what) {
-    const auto deadline = std::chrono::steady_clock::now() + 10s;
-    while (screen.find(what) == std::string::npos && std::chrono::steady_clock::now() < deadline) read_for(50ms);
-    return screen.find(what) != std::string::npos;
-  };
-  EXPECT_TRUE(read_until("(r rate, l level, n name, q quit)")) << screen;
-  EXPECT_TRUE(read_until("/t ")) << screen;
-  EXPECT_NE(screen.find("\033[H\033[2J"), std::string::npos);  // redraws in place
-  ASSERT_EQ(::write(master, "l", 1), 1);
-  EXPECT_TRUE(read_until("sorted by level")) << screen;
-  ASSERT_EQ(::write(master, "q", 1), 1);
-  int status = 0;
-  const auto deadline = std::chrono::steady_clock::now() + 5s;
-  while (::waitpid(pid, &status, WNOHANG) == 0 && std::chrono::steady_clock::now() < deadline) read_for(50ms);
-  if (std::chrono::steady_clock::now() >= deadline) {
-    ::kill(pid, SIGKILL);
-    ::waitpid(pid, &status, 0);
-  }
-  ::close(master);
-  EXPECT_TRUE(exited_zero(status));
+  ToolOnPty top({"top", "--interval", "0.2"}, d.name);
+  EXPECT_TRUE(top.read_until("(r rate, l level, n name, q quit)")) << top.screen;
+  EXPECT_TRUE(top.read_until("/t ")) << top.screen;
+  EXPECT_NE(top.screen.find("\033[H\033[2J"), std::string::npos);  // redraws in place
+  ASSERT_TRUE(top.key("l"));
+  EXPECT_TRUE(top.read_until("sorted by level")) << top.screen;
+  ASSERT_TRUE(top.key("q"));
+  EXPECT_TRUE(exited_zero(top.wait(5s))) << top.screen;
 }
 
 TEST(Shmtool, AlertsUseTheConfiguredThresholds) {

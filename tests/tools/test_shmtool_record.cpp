@@ -2,8 +2,6 @@
 // publisher processes, real signals (SIGINT, SIGKILL, SIGUSR1), a real
 // shmbusd raising an alert, a pseudo-terminal for play's keys, and the
 // reference readers from npm (@mcap/core, ajv) reading what was written.
-#include <pty.h>
-
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -502,41 +500,18 @@ TEST(ShmtoolRecord, PlayPausedStepsAndResumesOnATerminal) {
   const std::string file = temp_path("shmtool_paused");
   record_while(d.name, {"-o", file, "/tty/*"}, [&] { publish_strings(d.name, "/tty/a", 200, 40); });
   DomainGuard replay;
-  int master = -1;
-  const pid_t pid = ::forkpty(&master, nullptr, nullptr, nullptr);
-  ASSERT_GE(pid, 0);
-  if (pid == 0) {
-    ::execl(kTool.c_str(), kTool.c_str(), "play", file.c_str(), "--paused", "--domain", replay.name.c_str(), nullptr);
-    ::_exit(127);
-  }
-  std::string screen;
-  const auto read_until = [&](const std::string& what) {
-    const auto deadline = std::chrono::steady_clock::now() + 10s;
-    while (screen.find(what) == std::string::npos && std::chrono::steady_clock::now() < deadline) {
-      pollfd p{master, POLLIN, 0};
-      if (::poll(&p, 1, 50) > 0) {
-        char buf[4096];
-        const ssize_t n = ::read(master, buf, sizeof(buf));
-        if (n <= 0) break;
-        screen.append(buf, static_cast<std::size_t>(n));
-      }
-    }
-    return screen.find(what) != std::string::npos;
-  };
+  ToolOnPty play({"play", file, "--paused"}, replay.name);
   const auto stamps = [&] { return shmbus::introspect::ChannelReader(replay.name, "/tty/a").view().stamps; };
-  ASSERT_TRUE(read_until("[paused ]")) << screen;
+  ASSERT_TRUE(play.read_until("[paused ]")) << play.screen;
   std::this_thread::sleep_for(300ms);
   EXPECT_EQ(stamps(), 0U) << "paused: nothing published";
-  ASSERT_EQ(::write(master, "s", 1), 1);
-  ASSERT_TRUE(read_until(" 1 messages")) << screen;
+  ASSERT_TRUE(play.key("s"));
+  ASSERT_TRUE(play.read_until(" 1 messages")) << play.screen;
   EXPECT_EQ(stamps(), 1U) << "s steps one message";
-  ASSERT_EQ(::write(master, " ", 1), 1);
-  ASSERT_TRUE(read_until("played 40 messages")) << screen;
-  int status = 0;
-  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
-  EXPECT_TRUE(exited_zero(status)) << screen;
+  ASSERT_TRUE(play.key(" "));
+  ASSERT_TRUE(play.read_until("played 40 messages")) << play.screen;
+  EXPECT_TRUE(exited_zero(play.wait(10s))) << play.screen;
   EXPECT_EQ(stamps(), 40U);
-  ::close(master);
   const ToolRun no_tty = shmtool(tool_args({"play", file, "--paused"}, replay.name));
   EXPECT_EQ(no_tty.code, 2) << no_tty.err;
   EXPECT_NE(no_tty.err.find("--paused needs a terminal"), std::string::npos) << no_tty.err;

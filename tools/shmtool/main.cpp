@@ -22,16 +22,20 @@ using namespace shmbus::tool;
 
 namespace {
 
+/// Whether `text` is a bare number of seconds > 0.
+bool positive_seconds(const std::string& text) {
+  try {
+    std::size_t used = 0;
+    const double v = std::stod(text, &used);
+    return used == text.size() && v > 0 && std::isfinite(v);
+  } catch (const std::exception&) {
+    return false;  // not a number
+  }
+}
+
 const CLI::Validator kPositiveSeconds(
     [](std::string& text) -> std::string {
-      try {
-        std::size_t used = 0;
-        const double v = std::stod(text, &used);
-        if (used == text.size() && v > 0 && std::isfinite(v)) return {};
-      } catch (const std::exception&) {
-        // not a number: the message below
-      }
-      return "must be a number of seconds > 0, not '" + text + "'";
+      return positive_seconds(text) ? std::string() : "must be a number of seconds > 0, not '" + text + "'";
     },
     "SECONDS>0");
 
@@ -39,13 +43,7 @@ const CLI::Validator kPositiveSeconds(
 /// rewritten to seconds for the option's double.
 const CLI::Validator kDuration(
     [](std::string& text) -> std::string {
-      try {
-        std::size_t used = 0;
-        const double v = std::stod(text, &used);
-        if (used == text.size() && v > 0 && std::isfinite(v)) return {};
-      } catch (const std::exception&) {
-        // not a bare number: a duration with its unit, below
-      }
+      if (positive_seconds(text)) return {};
       if (const auto d = shmbus::parse_duration(text); d && d->count() > 0) {
         text = std::to_string(static_cast<double>(d->count()) / 1e9);
         return {};
