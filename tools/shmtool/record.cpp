@@ -112,13 +112,15 @@ struct Batch {
 class Queue {
  public:
   explicit Queue(std::uint64_t max_bytes) : max_bytes_(max_bytes) {}
-  /// False when the batch does not fit (its messages are counted lost by
-  /// the caller); `force` (triggers) always fits.
-  bool push(Batch&& b, bool force = false) {
+  /// Takes `b` (leaving it empty), or returns false and leaves it as it is
+  /// when it does not fit (the caller counts its messages lost); `force`
+  /// (triggers) always fits.
+  bool push(Batch& b, bool force = false) {
     const std::lock_guard lock(mutex_);
     if (!force && bytes_ + b.used > max_bytes_ && !items_.empty()) return false;
     bytes_ += b.used;
     items_.push_back(std::move(b));
+    b = Batch{};
     ready_.notify_one();
     return true;
   }
@@ -283,12 +285,12 @@ class Recorder {
   /// is full they are counted lost on their channels.
   void push_batch() {
     if (batch_.empty()) return;
-    std::vector<std::size_t> channels;
-    for (const auto& e : batch_.entries) channels.push_back(e.channel);
-    if (!queue_.push(std::move(batch_))) {
-      for (const std::size_t c : channels) channels_[c]->queue_dropped.fetch_add(1, std::memory_order_relaxed);
+    if (queue_.push(batch_)) {
+      batch_ = queue_.fresh();
+      return;
     }
-    batch_ = queue_.fresh();
+    for (const auto& e : batch_.entries) channels_[e.channel]->queue_dropped.fetch_add(1, std::memory_order_relaxed);
+    batch_.clear();  // its buffer is filled again
   }
 
   /// Whether channels were listed or removed since the last look (one
@@ -378,7 +380,7 @@ class Recorder {
       std::memcpy(t.room(reason.size()).data(), reason.data(), reason.size());
       const auto now = static_cast<std::uint64_t>(wall_now_ns());
       t.add({0, 0, now, now, 0, reason.size()});
-      queue_.push(std::move(t), true);
+      queue_.push(t, true);
     };
     if (sigusr1_guard().reset()) trigger("SIGUSR1");
     while (const auto t = trigger_sub_->take()) {
