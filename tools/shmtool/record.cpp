@@ -170,6 +170,10 @@ struct RecordedChannel {
   /// the ring's history) is logged at its publish time, not at the moment
   /// the recorder found its channel.
   std::int64_t subscribed_wall_ns = 0;
+  // Counters the reader thread writes and the writer thread reads for each
+  // file's losses: relaxed, no ordering partner (a count read mid-run may be
+  // a pass behind; the final ones are read after the reader's last store,
+  // ordered by reading_done_ and the writer thread's join).
   std::atomic<std::uint64_t> ring_lost{0};      ///< the subscriber's count, kept by the reader thread
   std::atomic<std::uint64_t> queue_dropped{0};  ///< the queue was full
   // The writer thread's own:
@@ -438,26 +442,24 @@ class Recorder {
     }
   }
 
-  /// Recorded channel `i` (the writer thread's view: the reader thread
-  /// may be appending to channels_ meanwhile).
+  /// Brings known_ up to channels_ (the reader thread may be appending).
+  void sync_known() {
+    const std::lock_guard lock(channels_mutex_);
+    for (std::size_t k = known_.size(); k < channels_.size(); ++k) known_.push_back(channels_[k].get());
+  }
+
+  /// Recorded channel `i`, as the writer thread sees it.
   RecordedChannel& channel(std::size_t i) {
-    if (i >= known_.size()) {
-      const std::lock_guard lock(channels_mutex_);
-      for (std::size_t k = known_.size(); k < channels_.size(); ++k) known_.push_back(channels_[k].get());
-    }
+    if (i >= known_.size()) sync_known();
     return *known_.at(i);
   }
 
   /// Adds the channels discovered since to the open file (a channel shows
   /// in the file even before its first message).
   void add_new_channels() {
-    std::size_t known = 0;
-    {
-      const std::lock_guard lock(channels_mutex_);
-      known = channels_.size();
-    }
-    while (file_.ids.size() < known) {
-      const RecordedChannel& rc = channel(file_.ids.size());
+    sync_known();
+    while (file_.ids.size() < known_.size()) {
+      const RecordedChannel& rc = *known_[file_.ids.size()];
       auto it = file_.schemas.find(rc.type.hash);
       if (it == file_.schemas.end()) {
         it = file_.schemas.emplace(rc.type.hash, file_.writer->add_schema(rc.type.name, "shmbus.msg", rc.type.schema))
@@ -466,7 +468,7 @@ class Recorder {
       file_.ids.push_back(file_.writer->add_channel(it->second, rc.name, "shmbus",
                                                     {{"type_name", rc.type.name},
                                                      {"type_hash", fmt::format("{:016x}", rc.type.hash)},
-                                                     {"host", host_name()},
+                                                     {"host", host_},
                                                      {"domain", config_.domain}}));
     }
   }
@@ -476,7 +478,7 @@ class Recorder {
     file_ = OpenFile{};
     file_.writer = std::make_unique<mcap::Writer>(path, options_);
     file_.writer->write_metadata({kRecordingMetadata,
-                                  {{"host", host_name()},
+                                  {{"host", host_},
                                    {"domain", config_.domain},
                                    {"start_wall_ns", std::to_string(wall_now_ns())},
                                    {"recorder", "shmtool record"},
@@ -582,6 +584,7 @@ class Recorder {
 
   RecordOptions o_;
   Config config_;
+  std::string host_ = host_name();
   std::unique_ptr<Context> context_;
   Queue queue_;
   mcap::WriterOptions options_;
@@ -593,6 +596,9 @@ class Recorder {
   WaitSet wait_set_;
   std::unique_ptr<TypedSubscriber<shmbus_msgs::RecordTrigger>> trigger_sub_;
   std::unique_ptr<TypedSubscriber<shmbus_msgs::Alert>> alerts_sub_;
+  /// Set by the reader thread after its last push_batch; the writer loads it
+  /// before a pop_all, so the pop after seeing it takes everything (the
+  /// queue's mutex orders the pushes before it).
   std::atomic<bool> reading_done_{false};
   std::atomic<bool> write_failed_{false};
   std::exception_ptr write_error_;  ///< set by the writer thread before write_failed_
