@@ -22,7 +22,8 @@ packages=(
   clang libclang-rt-14-dev xxd      # libFuzzer targets (scripts/fuzz.sh)
   clang-format clang-tidy           # scripts/lint.sh
   lintian dpkg-dev                  # the Debian package test (tests/package/deb.sh)
-  libzstd-dev liblz4-dev zlib1g-dev # MCAP chunk compression and CRCs (shmbus::record)
+  libzstd-dev liblz4-dev zlib1g-dev # MCAP chunk compression and CRC combining (shmbus::record)
+  libisal-dev                       # MCAP CRC-32 at memory speed (ISA-L, shmbus::record)
 )
 
 missing=()

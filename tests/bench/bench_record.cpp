@@ -43,8 +43,9 @@ struct Options {
   std::string dir = "/dev/shm";
   bool smoke = false;
   bool json = false;
-  double seconds = 1.0;  ///< per paced rate
-  std::string only;      ///< one part: small, large, compression, replay
+  double seconds = 1.0;           ///< per paced rate
+  std::string only;               ///< one part: small, large, compression, replay
+  std::vector<double> fractions;  ///< 1 MiB rates, as fractions of plain write(2); empty: the default ladder
   [[nodiscard]] bool runs(const char* part) const { return only.empty() || only == part; }
 };
 
@@ -352,6 +353,8 @@ int main(int argc, char** argv) {
     app.add_option("--only", o.only, "run one part: small, large, compression or replay")
         ->check(CLI::IsMember({"small", "large", "compression", "replay"}));
     app.add_option("--seconds", o.seconds, "seconds per paced rate (default 1)")->check(CLI::Range(0.1, 600.0));
+    app.add_option("--fraction", o.fractions, "1 MiB runs at these fractions of plain write(2) (default 0.1 ... 0.8)")
+        ->check(CLI::Range(0.001, 2.0));
     if (const auto code = cli::parse(app, argc, argv)) return *code;
 
     const double seconds = o.smoke ? 0.2 : o.seconds;
@@ -365,8 +368,9 @@ int main(int argc, char** argv) {
     const std::uint64_t plain_bytes = o.smoke ? (64ULL << 20) : (2ULL << 30);
     const double plain_hot = o.runs("large") ? plain_write_bandwidth(o, plain_bytes, true) : 0.0;
     const double plain = o.runs("large") ? plain_write_bandwidth(o, plain_bytes, false) : 0.0;
-    const std::vector<double> fractions =
-        o.smoke ? std::vector<double>{0.02} : std::vector<double>{0.1, 0.2, 0.4, 0.6, 0.8};
+    const std::vector<double> fractions = !o.fractions.empty() ? o.fractions
+                                          : o.smoke            ? std::vector<double>{0.02}
+                                                               : std::vector<double>{0.1, 0.2, 0.4, 0.6, 0.8};
     std::vector<RecordRun> large;
     if (o.runs("large")) {
       for (const double f : fractions) large.push_back(record_at(o, 1 << 20, f * plain / (1 << 20), seconds, 256));
