@@ -73,6 +73,37 @@ TakeResult Subscriber::read_in_place(InPlaceReader reader, void* context) noexce
   });
 }
 
+bool Subscriber::reread_in_place(std::uint64_t sequence, InPlaceRereader reader, void* context) const noexcept {
+  const Channel* ch = impl_->channel.get();
+  if (ch == nullptr) return false;
+  layout::SlotHeader* slot = ch->slot(sequence);
+  // SYNC POINT READ: pairs with the publisher's release store of the
+  // committed state, as in take.
+  const std::uint64_t st = slot->state.load(std::memory_order_acquire);
+  if (st != layout::committed_state(sequence)) return false;
+  const RingCheck check(&slot->state, st);
+  {
+    [[maybe_unused]] SeqlockReadScope racy_copy;
+    const std::uint32_t flags = std::atomic_ref<std::uint32_t>(slot->flags).load(std::memory_order_relaxed);
+    if ((flags & layout::kSlotDiscarded) != 0) return false;
+    const std::uint32_t size =
+        std::min(std::atomic_ref<std::uint32_t>(slot->size).load(std::memory_order_relaxed), impl_->max_size);
+    reader(context, std::span<const std::byte>{Channel::payload(slot), size}, check);
+  }
+  return check.unchanged();
+}
+
+bool RingCheck::unchanged() const noexcept {
+  // SYNC POINT READ (seqlock): pairs with the publisher's release fence
+  // after it marks the slot writing.
+  std::atomic_thread_fence(std::memory_order_acquire);
+  return state_->load(std::memory_order_relaxed) == expected_;
+}
+
+std::uint32_t Subscriber::capacity() const noexcept {
+  return impl_->channel ? static_cast<std::uint32_t>(impl_->channel->capacity()) : 0;
+}
+
 bool Subscriber::pending() const noexcept {
   if (!impl_->channel && !impl_->try_attach()) return false;
   return reader_pending(*impl_->channel, impl_->next);

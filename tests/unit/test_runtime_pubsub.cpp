@@ -3,6 +3,7 @@
 
 #include <array>
 #include <cstring>
+#include <thread>
 #include <vector>
 
 #include "shmbus/error.hpp"
@@ -136,6 +137,44 @@ TEST_F(PubSubTest, ReadInPlaceSeesThePayloadWithoutCopyingAndConsumesIt) {
   ASSERT_TRUE(sub.take(buf_).ok());
   EXPECT_EQ(value_of(buf_), 8U);
   EXPECT_EQ(sub.read([](std::span<const std::byte>, const MessageInfo&) {}).status, TakeStatus::kNoData);
+}
+
+// reread: a message already taken, read again where it lies while it is
+// in the ring (from another thread too), and refused once a publisher
+// lapped it, before or during the read.
+TEST_F(PubSubTest, RereadFindsATakenMessageUntilItIsOverwritten) {
+  Publisher pub("/a", TypeInfo::bytes(), domain_.context());
+  Subscriber sub("/a", TypeInfo::bytes(), domain_.context());
+  EXPECT_EQ(sub.capacity(), 8U);
+  pub.publish(bytes_of(7));
+  MessageInfo taken;
+  ASSERT_TRUE(sub.read([&](std::span<const std::byte>, const MessageInfo& info) { taken = info; }).ok());
+  std::uint32_t again = 0;
+  bool unchanged_inside = false;
+  std::thread other([&] {
+    EXPECT_TRUE(sub.reread(taken.sequence, [&](std::span<const std::byte> p, const RingCheck& check) {
+      std::memcpy(&again, p.data(), 4);
+      unchanged_inside = check.unchanged();
+    }));
+  });
+  other.join();
+  EXPECT_EQ(again, 7U);
+  EXPECT_TRUE(unchanged_inside);
+  EXPECT_FALSE(sub.reread(taken.sequence + 1, [](std::span<const std::byte>, const RingCheck&) {}))
+      << "not published yet";
+
+  // Overwritten during the read: the check inside says so, and reread too.
+  bool inside = true;
+  EXPECT_FALSE(sub.reread(taken.sequence, [&](std::span<const std::byte>, const RingCheck& check) {
+    for (int i = 0; i < 8; ++i) pub.publish(bytes_of(100 + i));  // laps the 8-slot ring
+    inside = check.unchanged();
+  }));
+  EXPECT_FALSE(inside);
+  // And overwritten before: never called.
+  bool called = false;
+  EXPECT_FALSE(sub.reread(taken.sequence, [&](std::span<const std::byte>, const RingCheck&) { called = true; }));
+  EXPECT_FALSE(called);
+  EXPECT_EQ(sub.lost(), 0U) << "reread counts nothing: the caller decides what the loss is";
 }
 
 TEST_F(PubSubTest, TooLargePublishIsRefusedAndNothingWritten) {

@@ -2,6 +2,7 @@
 /// @file subscriber.hpp
 /// Taking messages out of a channel, with loss accounting and blocking waits.
 
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -50,6 +51,22 @@ struct SubscriberOptions {
 
 class WaitSet;
 
+/// Given to a Subscriber::reread() reader: whether the message it reads is
+/// still the one it asked for.
+class RingCheck {
+ public:
+  /// True when no publisher overwrote the message since reread() found it
+  /// (an acquire fence, then the slot's state compared).
+  [[nodiscard]] bool unchanged() const noexcept;
+
+ private:
+  friend class Subscriber;
+  RingCheck(const std::atomic<std::uint64_t>* state, std::uint64_t expected) noexcept
+      : state_(state), expected_(expected) {}
+  const std::atomic<std::uint64_t>* state_;
+  std::uint64_t expected_;
+};
+
 /// Takes messages out of one channel in sequence order. A slow subscriber
 /// never slows publishers: it loses the oldest messages and is told how many
 /// (MessageInfo::lost_before, lost()). A torn message is never delivered.
@@ -91,6 +108,34 @@ class Subscriber {
   /// The function-pointer form of read().
   using InPlaceReader = void (*)(void* context, std::span<const std::byte> payload, const MessageInfo& info);
   TakeResult read_in_place(InPlaceReader reader, void* context) noexcept;
+
+  /// Reads again, where it lies, a message this subscriber already took
+  /// (by its sequence), if it is still in the ring: calls
+  /// `reader(payload, check)`, then checks that no publisher overwrote it
+  /// meanwhile. Returns true when what the reader derived is valid, false
+  /// when the message is no longer there (overwritten before or during the
+  /// read; nothing is counted: the caller decides what that loss is). The
+  /// reader follows read()'s rules, and may ask `check.unchanged()` itself
+  /// before it commits to what it derived (a file writer takes back what it
+  /// wrote). It changes no state of this subscriber, so another thread may
+  /// call it while this one takes: a recorder's writer thread writes a large
+  /// message into its file from the ring, which the reader thread took
+  /// without copying.
+  template <typename F>
+  bool reread(std::uint64_t sequence, F&& reader) const noexcept {
+    return reread_in_place(
+        sequence,
+        [](void* ctx, std::span<const std::byte> payload, const RingCheck& check) {
+          (*static_cast<std::remove_reference_t<F>*>(ctx))(payload, check);
+        },
+        &reader);
+  }
+  /// The function-pointer form of reread().
+  using InPlaceRereader = void (*)(void* context, std::span<const std::byte> payload, const RingCheck& check);
+  bool reread_in_place(std::uint64_t sequence, InPlaceRereader reader, void* context) const noexcept;
+
+  /// The channel's ring slots (0 while waiting for the channel).
+  [[nodiscard]] std::uint32_t capacity() const noexcept;
 
   /// Blocks until take() may return a message or `timeout` passes: spins for
   /// the channel's wait_spin first, then sleeps on the channel's futex.
