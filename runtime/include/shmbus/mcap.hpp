@@ -119,6 +119,11 @@ struct WriterOptions {
   int zstd_level = 1;
 };
 
+/// Whether a Writer with options `o` writes a message of `payload_size`
+/// bytes as a chunk of its own, straight from the caller's bytes (no
+/// compression, and the message fills a chunk by itself).
+bool own_chunk(const WriterOptions& o, std::size_t payload_size) noexcept;
+
 /// Writes one MCAP file: messages go into chunks (compressed as the options
 /// say), each followed by its message indexes; close() writes the data end
 /// (with the data section's CRC), the summary (schemas, channels,
@@ -144,6 +149,13 @@ class Writer {
   /// Appends a message (into the open chunk). Throws Error(kInvalidArgument)
   /// for an unknown channel id, Error(kResource) on a write error.
   void write(const Message& message);
+  /// As write(), for a message whose bytes another process may overwrite
+  /// while they are read (a ring slot, read in place): `unchanged()` is
+  /// asked once the bytes are in the chunk or, for a message that fills a
+  /// chunk by itself, in the file. When it says false the message is taken
+  /// back (the file, the chunk, the indexes and the statistics are as before
+  /// the call) and false is returned.
+  bool write(const Message& message, const std::function<bool()>& unchanged);
   /// Writes a Metadata record (outside chunks) and indexes it.
   void write_metadata(const Metadata& metadata);
   /// Ends the open chunk now (the next message starts a new one) and hands

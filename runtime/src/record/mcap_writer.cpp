@@ -138,6 +138,11 @@ std::optional<Compression> parse_compression(std::string_view name) noexcept {
   return std::nullopt;
 }
 
+bool own_chunk(const WriterOptions& o, std::size_t payload_size) noexcept {
+  constexpr std::size_t kHeader = 1 + 8 + 2 + 4 + 8 + 8;  // a Message record without its data
+  return o.compression == Compression::kNone && kHeader + payload_size >= o.chunk_size;
+}
+
 struct Writer::Impl {
   std::string path;
   WriterOptions options;
@@ -234,8 +239,14 @@ struct Writer::Impl {
   /// Writes a Chunk record whose body is `parts` (the records compressed as
   /// configured, or as they are), then its message indexes from
   /// chunk_index, and indexes it; the chunk state is cleared after.
-  void emit_chunk(std::span<const std::span<const std::byte>> parts, std::uint64_t uncompressed_size,
-                  std::uint32_t uncompressed_crc) {
+  /// `unchanged`, when given, is asked once the body is in the file; when it
+  /// says false the chunk is taken back out of the file (the caller
+  /// restores the statistics) and false is returned.
+  bool emit_chunk(std::span<const std::span<const std::byte>> parts, std::uint64_t uncompressed_size,
+                  std::uint32_t uncompressed_crc, const std::function<bool()>* unchanged = nullptr) {
+    // Taking the chunk back must leave what was written before it: the
+    // bytes waiting in out go first.
+    if (unchanged != nullptr) flush_out(&data_crc);
     std::uint64_t body_size = 0;
     for (const auto& p : parts) body_size += p.size();
     ChunkIndex idx;
@@ -256,6 +267,7 @@ struct Writer::Impl {
     // its buffers (no copy into `out`): patch the length to include it.
     const std::uint64_t record_length = out.size() - r - 8 + body_size;
     std::memcpy(out.storage().data() + r, &record_length, sizeof record_length);
+    const std::uint32_t crc_before = data_crc;
     flush_out(&data_crc);
     if (options.compression == Compression::kNone) {
       // The body is the records, whose CRC is known: no second pass.
@@ -266,6 +278,20 @@ struct Writer::Impl {
     }
     for (const auto& p : parts) write_all(p);
     offset += body_size;
+    if (unchanged != nullptr && !(*unchanged)()) {
+      // out was empty before the chunk's header: only the chunk goes.
+      const std::uint64_t chunk_at = idx.offset;
+      if (::ftruncate(fd, static_cast<off_t>(chunk_at)) != 0 ||
+          ::lseek(fd, static_cast<off_t>(chunk_at), SEEK_SET) < 0) {
+        fail(std::string("cannot take a chunk back: ") + errno_text());
+      }
+      offset = chunk_at;
+      data_crc = crc_before;
+      chunk.clear();
+      chunk_index.clear();
+      chunk_messages = 0;
+      return false;
+    }
     idx.length = 1 + 8 + record_length;
     const std::uint64_t index_start = position();
     for (const auto& [channel, entries] : chunk_index) {
@@ -286,6 +312,7 @@ struct Writer::Impl {
     chunk_index.clear();
     chunk_messages = 0;
     maybe_flush();
+    return true;
   }
 
   /// Counts `m` in the open chunk's span and the file's statistics; its
@@ -446,29 +473,56 @@ std::uint16_t Writer::add_channel(std::uint16_t schema_id, std::string topic, st
   return w.channels.back().id;
 }
 
-void Writer::write(const Message& m) {
+void Writer::write(const Message& m) { write(m, {}); }
+
+bool Writer::write(const Message& m, const std::function<bool()>& unchanged) {
   Impl& w = *impl_;
   if (m.channel_id >= w.channels.size()) {
     throw Error(Errc::kInvalidArgument,
                 "mcap file " + w.path + ": message on channel id " + std::to_string(m.channel_id) + " never added");
   }
-  constexpr std::size_t kHeader = 1 + 8 + 2 + 4 + 8 + 8;
-  if (w.options.compression == Compression::kNone && kHeader + m.data.size() >= w.options.chunk_size) {
+  const bool own_chunk = mcap::own_chunk(w.options, m.data.size());
+  if (own_chunk) w.close_chunk();
+  // What account() changes, for taking the message back.
+  const Statistics stats_before = w.stats;
+  const std::uint64_t chunk_start_before = w.chunk_start;
+  const std::uint64_t chunk_end_before = w.chunk_end;
+  const std::size_t chunk_size_before = w.chunk.size();
+  const auto take_back = [&] {
+    w.stats = stats_before;
+    if (--w.channel_counts[m.channel_id] == 0) w.channel_counts.erase(m.channel_id);
+    if (own_chunk) return;  // emit_chunk cleared the chunk's state
+    w.chunk.storage().resize(chunk_size_before);
+    auto& entries = w.chunk_index[m.channel_id];
+    entries.pop_back();
+    if (entries.empty()) w.chunk_index.erase(m.channel_id);
+    w.chunk_start = chunk_start_before;
+    w.chunk_end = chunk_end_before;
+    --w.chunk_messages;
+  };
+  if (own_chunk) {
     // A message that fills a chunk by itself goes into a chunk of its own,
     // written from the caller's buffer: no copy into the chunk.
-    w.close_chunk();
     w.account(m, 0);
     Buffer head;
     Impl::message_header(head, m);
     const std::uint32_t crc = crc32(m.data, crc32(head.view()));
     const std::span<const std::byte> parts[] = {head.view(), m.data};
-    w.emit_chunk(parts, head.size() + m.data.size(), crc);
-    return;
+    if (!w.emit_chunk(parts, head.size() + m.data.size(), crc, unchanged ? &unchanged : nullptr)) {
+      take_back();
+      return false;
+    }
+    return true;
   }
   w.account(m, w.chunk.size());
   Impl::message_header(w.chunk, m);
   w.chunk.raw(m.data);
+  if (unchanged && !unchanged()) {
+    take_back();
+    return false;
+  }
   if (w.chunk.size() >= w.options.chunk_size) w.close_chunk();
+  return true;
 }
 
 void Writer::write_metadata(const Metadata& metadata) {
