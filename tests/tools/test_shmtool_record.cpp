@@ -7,6 +7,8 @@
 #include <fstream>
 
 #include "shmbus/introspect.hpp"
+#include "shmbus/mcap.hpp"
+#include "shmbus/publisher.hpp"
 #include "tools/shmtool_harness.hpp"
 
 using namespace std::chrono_literals;
@@ -314,6 +316,46 @@ TEST(ShmtoolRecord, SplitSizeWritesSeveralFilesThatPlayAsOne) {
         << "in order";
   }
   remove_all(files);
+}
+
+// Messages that fill a chunk by themselves (no compression) are written into
+// the file from the ring, where the recorder's reader thread left them: every
+// byte arrives, each in a chunk of its own.
+TEST(ShmtoolRecord, LargeMessagesAreWrittenFromTheRingByteForByte) {
+  DomainGuard d;
+  const std::string file = temp_path("shmtool_large");
+  shmbus::Config c;
+  c.domain = d.name;
+  c.node = "test_large";
+  c.defaults.capacity = 16;
+  c.defaults.max_message_size = 64 * 1024;
+  shmbus::Context ctx(c);
+  shmbus::Publisher pub("/large", shmbus::TypeInfo::bytes(), ctx);
+  constexpr std::uint32_t kCount = 200;
+  std::uint32_t expected_crc = 0;
+  record_while(d.name, {"-o", file, "/large", "--compression", "none", "--chunk-size", "4096"}, [&] {
+    wait_for_subscriber(d.name, "/large");
+    std::vector<std::byte> payload(c.defaults.max_message_size);
+    for (std::uint32_t i = 0; i < kCount; ++i) {
+      for (std::size_t k = 0; k < payload.size(); ++k) payload[k] = static_cast<std::byte>((i * 131 + k * 7) & 0xff);
+      pub.publish(payload);
+      expected_crc = shmbus::mcap::crc32(payload, expected_crc);
+      std::this_thread::sleep_for(2ms);  // 32 MB/s: the writer keeps up, nothing is lost
+    }
+  });
+  shmbus::mcap::Reader r(file);
+  EXPECT_GE(r.info().statistics.chunk_count, kCount) << "one chunk per message";
+  std::uint32_t n = 0;
+  std::uint32_t crc = 0;
+  r.read_messages([&](const shmbus::mcap::MessageView& m) {
+    EXPECT_EQ(m.sequence, n) << "in order, none missing";
+    crc = shmbus::mcap::crc32(m.data, crc);
+    ++n;
+    return true;
+  });
+  EXPECT_EQ(n, kCount);
+  EXPECT_EQ(crc, expected_crc) << "the bytes as published";
+  fs::remove(file);
 }
 
 // --split-duration: a new file every DURATION of recorded time.

@@ -74,6 +74,9 @@ struct Batch {
     std::uint64_t publish_time = 0;
     std::size_t offset = 0;  ///< of its bytes
     std::size_t size = 0;
+    /// Taken without a copy: the writer thread writes it from the ring
+    /// (Subscriber::reread), if it is still there.
+    bool in_ring = false;
   };
   std::vector<Entry> entries;
   bool trigger = false;  ///< one entry: its bytes are the reason
@@ -92,10 +95,11 @@ struct Batch {
     }
     return {bytes.get() + used, n};
   }
-  /// Keeps the `size` bytes written into room() as a message.
+  /// Keeps the `size` bytes written into room() as a message, or only its
+  /// header for a message left in the ring.
   void add(Entry e) {
     e.offset = used;
-    used += e.size;
+    if (!e.in_ring) used += e.size;
     entries.push_back(e);
   }
   [[nodiscard]] std::span<const std::byte> data(const Entry& e) const { return {bytes.get() + e.offset, e.size}; }
@@ -176,10 +180,18 @@ struct RecordedChannel {
   // ordered by reading_done_ and the writer thread's join).
   std::atomic<std::uint64_t> ring_lost{0};      ///< the subscriber's count, kept by the reader thread
   std::atomic<std::uint64_t> queue_dropped{0};  ///< the queue was full
+  /// Large messages (each a chunk of its own in the file) are left in the
+  /// ring for the writer thread, which writes them from there: no copy
+  /// through the queue. At most half the ring is left so at once; a writer
+  /// further behind gets copies, which the queue holds.
+  std::uint32_t in_ring_limit = 0;
+  std::atomic<std::uint32_t> in_ring{0};      ///< left in the ring, not yet written
+  std::atomic<std::uint64_t> overwritten{0};  ///< left in the ring and overwritten before they were written
   // The writer thread's own:
   std::uint64_t written = 0;
   std::uint64_t lost_in_earlier_files = 0;
-  [[nodiscard]] std::uint64_t lost() const noexcept { return ring_lost.load() + queue_dropped.load(); }
+  [[nodiscard]] std::uint64_t lost_on_ring() const noexcept { return ring_lost.load() + overwritten.load(); }
+  [[nodiscard]] std::uint64_t lost() const noexcept { return lost_on_ring() + queue_dropped.load(); }
 };
 
 /// One output file being written (the writer thread's).
@@ -293,7 +305,11 @@ class Recorder {
       batch_ = queue_.fresh();
       return;
     }
-    for (const auto& e : batch_.entries) channels_[e.channel]->queue_dropped.fetch_add(1, std::memory_order_relaxed);
+    for (const auto& e : batch_.entries) {
+      RecordedChannel& rc = *channels_[e.channel];
+      rc.queue_dropped.fetch_add(1, std::memory_order_relaxed);
+      if (e.in_ring) rc.in_ring.fetch_sub(1, std::memory_order_relaxed);
+    }
     batch_.clear();  // its buffer is filled again
   }
 
@@ -347,6 +363,7 @@ class Recorder {
       }
       rc->subscribed_wall_ns = wall_now_ns();
       rc->type = rc->sub->type();
+      rc->in_ring_limit = o_.snapshot_s > 0 ? 0 : rc->sub->capacity() / 2;  // a snapshot keeps copies
       recorded_.insert(name);
       const std::size_t slot = wait_set_.attach(*rc->sub);
       const std::lock_guard lock(channels_mutex_);
@@ -357,17 +374,24 @@ class Recorder {
   }
 
   /// Takes what channel `i` has into the batch, straight from the ring
-  /// into the batch's buffer; a long run is handed over in pieces.
+  /// into the batch's buffer (or, for a large message, leaves it in the
+  /// ring for the writer thread); a long run is handed over in pieces.
   void drain(std::size_t i) {
     RecordedChannel& rc = *channels_[i];
     const std::size_t max = rc.sub->max_message_size();
     for (;;) {
-      const TakeResult r = rc.sub->take(batch_.room(max));
+      bool in_ring = false;
+      const TakeResult r = rc.sub->read([&](std::span<const std::byte> payload, const MessageInfo& /*info*/) {
+        in_ring =
+            mcap::own_chunk(options_, payload.size()) && rc.in_ring.load(std::memory_order_relaxed) < rc.in_ring_limit;
+        if (!in_ring) std::memcpy(batch_.room(max).data(), payload.data(), payload.size());
+      });
       if (!r.ok()) break;
+      if (in_ring) rc.in_ring.fetch_add(1, std::memory_order_relaxed);
       const std::int64_t received =
           r.info.publish_wall_ns < rc.subscribed_wall_ns ? r.info.publish_wall_ns : wall_now_ns();
       batch_.add({i, r.info.sequence, static_cast<std::uint64_t>(received),
-                  static_cast<std::uint64_t>(r.info.publish_wall_ns), 0, r.info.size});
+                  static_cast<std::uint64_t>(r.info.publish_wall_ns), 0, r.info.size, in_ring});
       if (batch_.used >= kBatchBytes || batch_.entries.size() >= kBatchMessages) push_batch();
     }
     rc.ring_lost.store(rc.sub->lost(), std::memory_order_relaxed);
@@ -509,8 +533,31 @@ class Recorder {
     }
     if (file_.ids.size() <= t.channel) add_new_channels();
     RecordedChannel& rc = channel(t.channel);
-    file_.writer->write(
-        {file_.ids[t.channel], static_cast<std::uint32_t>(t.sequence), t.log_time, t.publish_time, data});
+    const auto message = [&](std::span<const std::byte> bytes) {
+      return mcap::Message{file_.ids[t.channel], static_cast<std::uint32_t>(t.sequence), t.log_time, t.publish_time,
+                           bytes};
+    };
+    if (t.in_ring) {
+      // Written from the ring; a publisher that overwrote it meanwhile
+      // (the ring lapped the writer) has it taken back out of the file.
+      bool written = false;
+      std::exception_ptr error;
+      rc.sub->reread(t.sequence, [&](std::span<const std::byte> payload, const RingCheck& check) {
+        try {
+          written = file_.writer->write(message(payload), [&] { return check.unchanged(); });
+        } catch (...) {
+          error = std::current_exception();
+        }
+      });
+      rc.in_ring.fetch_sub(1, std::memory_order_relaxed);
+      if (error) std::rethrow_exception(error);
+      if (!written) {
+        rc.overwritten.fetch_add(1, std::memory_order_relaxed);
+        return;
+      }
+    } else {
+      file_.writer->write(message(data));
+    }
     if (file_.first_log_time == 0) file_.first_log_time = t.log_time;
     ++rc.written;
     if (o_.split_bytes > 0 && file_.writer->bytes() >= o_.split_bytes) {
@@ -571,7 +618,7 @@ class Recorder {
       total += rc->written;
       total_lost += rc->lost();
       print(fmt::format("  {}: {} messages, {} lost ({} on the ring, {} with the queue full)\n", rc->name, rc->written,
-                        rc->lost(), rc->ring_lost.load(), rc->queue_dropped.load()));
+                        rc->lost(), rc->lost_on_ring(), rc->queue_dropped.load()));
     }
     const std::string into = files_.size() == 1 ? files_[0]
                              : files_.empty()
