@@ -182,10 +182,14 @@ struct RecordedChannel {
   std::atomic<std::uint64_t> queue_dropped{0};  ///< the queue was full
   /// Large messages (each a chunk of its own in the file) are left in the
   /// ring for the writer thread, which writes them from there: no copy
-  /// through the queue. At most half the ring is left so at once; a writer
-  /// further behind gets copies, which the queue holds.
+  /// through the queue. Only while the writer is less than this many
+  /// messages of the channel behind the reader (a quarter of the ring, so
+  /// that the publishers do not lap it before it gets there); further
+  /// behind, it gets copies, which the queue holds. 0: never (snapshots).
   std::uint32_t in_ring_limit = 0;
-  std::atomic<std::uint32_t> in_ring{0};      ///< left in the ring, not yet written
+  /// Messages taken by the reader thread and not yet written (counted only
+  /// when in_ring_limit > 0).
+  std::atomic<std::uint32_t> unwritten{0};
   std::atomic<std::uint64_t> overwritten{0};  ///< left in the ring and overwritten before they were written
   // The writer thread's own:
   std::uint64_t written = 0;
@@ -209,6 +213,11 @@ class Recorder {
       : o_(o), config_(config), queue_(o.queue_bytes), options_(writer_options(o)) {
     Config c = config;
     c.node = kRecorderNode;
+    // The recorder is not latency-bound: its reader thread sleeps on the
+    // futex at once instead of spinning first, and leaves the CPU to the
+    // writer thread and the publishers.
+    c.defaults.wait_spin = std::chrono::nanoseconds(0);
+    for (ChannelRule& rule : c.channels) rule.wait_spin.reset();
     context_ = std::make_unique<Context>(std::move(c));
     if (o.snapshot_s > 0) {
       trigger_sub_ = std::make_unique<TypedSubscriber<shmbus_msgs::RecordTrigger>>(
@@ -308,7 +317,7 @@ class Recorder {
     for (const auto& e : batch_.entries) {
       RecordedChannel& rc = *channels_[e.channel];
       rc.queue_dropped.fetch_add(1, std::memory_order_relaxed);
-      if (e.in_ring) rc.in_ring.fetch_sub(1, std::memory_order_relaxed);
+      if (rc.in_ring_limit > 0) rc.unwritten.fetch_sub(1, std::memory_order_relaxed);
     }
     batch_.clear();  // its buffer is filled again
   }
@@ -363,7 +372,7 @@ class Recorder {
       }
       rc->subscribed_wall_ns = wall_now_ns();
       rc->type = rc->sub->type();
-      rc->in_ring_limit = o_.snapshot_s > 0 ? 0 : rc->sub->capacity() / 2;  // a snapshot keeps copies
+      rc->in_ring_limit = o_.snapshot_s > 0 ? 0 : rc->sub->capacity() / 4;  // a snapshot keeps copies
       recorded_.insert(name);
       const std::size_t slot = wait_set_.attach(*rc->sub);
       const std::lock_guard lock(channels_mutex_);
@@ -382,12 +391,12 @@ class Recorder {
     for (;;) {
       bool in_ring = false;
       const TakeResult r = rc.sub->read([&](std::span<const std::byte> payload, const MessageInfo& /*info*/) {
-        in_ring =
-            mcap::own_chunk(options_, payload.size()) && rc.in_ring.load(std::memory_order_relaxed) < rc.in_ring_limit;
+        in_ring = mcap::own_chunk(options_, payload.size()) &&
+                  rc.unwritten.load(std::memory_order_relaxed) < rc.in_ring_limit;
         if (!in_ring) std::memcpy(batch_.room(max).data(), payload.data(), payload.size());
       });
       if (!r.ok()) break;
-      if (in_ring) rc.in_ring.fetch_add(1, std::memory_order_relaxed);
+      if (rc.in_ring_limit > 0) rc.unwritten.fetch_add(1, std::memory_order_relaxed);
       const std::int64_t received =
           r.info.publish_wall_ns < rc.subscribed_wall_ns ? r.info.publish_wall_ns : wall_now_ns();
       batch_.add({i, r.info.sequence, static_cast<std::uint64_t>(received),
@@ -453,7 +462,11 @@ class Recorder {
         } else if (o_.snapshot_s > 0) {
           keep(std::move(b));
         } else {
-          for (const auto& e : b.entries) write_message(e, b.data(e));
+          for (const auto& e : b.entries) {
+            write_message(e, b.data(e));
+            RecordedChannel& rc = channel(e.channel);
+            if (rc.in_ring_limit > 0) rc.unwritten.fetch_sub(1, std::memory_order_relaxed);
+          }
           queue_.recycle(std::move(b));
         }
       }
@@ -549,7 +562,6 @@ class Recorder {
           error = std::current_exception();
         }
       });
-      rc.in_ring.fetch_sub(1, std::memory_order_relaxed);
       if (error) std::rethrow_exception(error);
       if (!written) {
         rc.overwritten.fetch_add(1, std::memory_order_relaxed);
