@@ -156,7 +156,10 @@ double plain_write_bandwidth(const Options& o, std::uint64_t total, Source from)
   constexpr std::size_t kBlocks = 256;
   const std::size_t source_bytes = from == Source::kCached ? kBlock : kBlocks * kBlock;
   // Shared (kFresh: with the producer process), with two counters after the
-  // blocks: produced and written.
+  // blocks: produced (the producer's release store after its memcpy pairs
+  // with the writer's acquire load before its write) and written (the
+  // writer's release store after its write pairs with the producer's
+  // acquire load before it reuses the block).
   const std::size_t mapped = source_bytes + 64;
   void* map = ::mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
   if (map == MAP_FAILED) throw std::runtime_error("cannot map the write(2) source");

@@ -188,7 +188,10 @@ struct RecordedChannel {
   /// behind, it gets copies, which the queue holds. 0: never (snapshots).
   std::uint32_t in_ring_limit = 0;
   /// Messages taken by the reader thread and not yet written (counted only
-  /// when in_ring_limit > 0).
+  /// when in_ring_limit > 0). Relaxed, no ordering partner: only a bound on
+  /// how far behind the writer may be for the reader to leave a message in
+  /// the ring; a stale value moves that bound by a message or two, and a
+  /// message overwritten anyway is caught by its RingCheck.
   std::atomic<std::uint32_t> unwritten{0};
   std::atomic<std::uint64_t> overwritten{0};  ///< left in the ring and overwritten before they were written
   // The writer thread's own:
