@@ -483,13 +483,18 @@ bool Writer::write(const Message& m, const std::function<bool()>& unchanged) {
   }
   const bool own_chunk = mcap::own_chunk(w.options, m.data.size());
   if (own_chunk) w.close_chunk();
-  // What account() changes, for taking the message back.
-  const Statistics stats_before = w.stats;
+  // What account() changes, for taking the message back (three words:
+  // saved on every write, taken back rarely).
+  const std::uint64_t count_before = w.stats.message_count;
+  const std::uint64_t start_before = w.stats.message_start_time;
+  const std::uint64_t end_before = w.stats.message_end_time;
   const std::uint64_t chunk_start_before = w.chunk_start;
   const std::uint64_t chunk_end_before = w.chunk_end;
   const std::size_t chunk_size_before = w.chunk.size();
   const auto take_back = [&] {
-    w.stats = stats_before;
+    w.stats.message_count = count_before;
+    w.stats.message_start_time = start_before;
+    w.stats.message_end_time = end_before;
     if (--w.channel_counts[m.channel_id] == 0) w.channel_counts.erase(m.channel_id);
     if (own_chunk) return;  // emit_chunk cleared the chunk's state
     w.chunk.storage().resize(chunk_size_before);
