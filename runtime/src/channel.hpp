@@ -53,6 +53,9 @@ class Channel {
   [[nodiscard]] static layout::ProvenanceEntry* provenance(layout::SlotHeader* s) noexcept {
     return reinterpret_cast<layout::ProvenanceEntry*>(reinterpret_cast<std::byte*>(s) + layout::kCacheLine);
   }
+  [[nodiscard]] static const layout::ProvenanceEntry* provenance(const layout::SlotHeader* s) noexcept {
+    return reinterpret_cast<const layout::ProvenanceEntry*>(reinterpret_cast<const std::byte*>(s) + layout::kCacheLine);
+  }
   [[nodiscard]] std::uint64_t capacity() const noexcept { return slot_mask_ + 1; }
 
   /// The notify hook: one fetch_add on the head (claim_stamp), one store

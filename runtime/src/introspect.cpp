@@ -86,6 +86,7 @@ void collect_endpoints(const EndpointEntry* table, std::uint32_t n, bool publish
     ev.age_samples = table[i].age_samples.load(std::memory_order_relaxed);
     ev.discarded = table[i].discarded.load(std::memory_order_relaxed);
     ev.errors = table[i].errors.load(std::memory_order_relaxed);
+    ev.provenance_cut = table[i].provenance_cut.load(std::memory_order_relaxed);
     out.push_back(std::move(ev));
   }
 }

@@ -28,8 +28,15 @@ struct Publisher::Impl {
   std::uint32_t owner = 0;            ///< token in the slot states we write
   std::uint64_t stuck_claim = ~0ULL;  ///< a live writer's claim already waited out
   bool notify_hook = true;
-  std::uint32_t provenance_count = 0;
-  ProvenanceEntry provenance[kProvenanceEntries]{};
+  /// Provenance given by set_provenance (explicit: true), cited as is.
+  bool explicit_provenance = false;
+  std::uint32_t explicit_count = 0;
+  std::uint64_t explicit_cut = 0;
+  ProvenanceEntry explicit_entries[kProvenanceEntries]{};
+  /// The plain-thread log of our last publish and its `taken` then: a
+  /// publish cites what that thread took since.
+  const detail::InputLog* mark_log = nullptr;
+  std::uint64_t mark = 0;
   std::int64_t wall_offset = 0;
   std::int64_t wall_offset_read_at = 0;
 
@@ -132,19 +139,73 @@ struct Publisher::Impl {
     slot->wall_ns = wall_from_mono(mono);
     slot->size = size;
     slot->publisher_id = id;
-    if (provenance_count != 0) {
-      slot->provenance_count = provenance_count;
-      std::memcpy(Channel::provenance(slot), provenance, sizeof(ProvenanceEntry) * provenance_count);
-    } else if (const InputScope* scope = InputScope::current()) {
-      // What this thread took since its scope began (a Node callback).
-      const auto inputs = scope->inputs();
-      slot->provenance_count = static_cast<std::uint32_t>(inputs.size());
-      ProvenanceEntry* out = Channel::provenance(slot);
-      for (std::size_t i = 0; i < inputs.size(); ++i) {
-        out[i] = ProvenanceEntry{inputs[i].channel_index, 0, inputs[i].sequence};
-      }
+    if ((flags & kSlotDiscarded) != 0) {
+      slot->input_count = 0;
+      slot->entry_count = 0;
     } else {
-      slot->provenance_count = 0;
+      write_provenance(slot, mono);
+    }
+  }
+
+  static std::uint16_t saturate16(std::uint64_t v) noexcept {
+    return static_cast<std::uint16_t>(std::min<std::uint64_t>(v, 0xFFFF));
+  }
+
+  /// Fills the slot's provenance: explicit, or the inputs this thread's
+  /// callback scope recorded (the first kProvenanceEntries), or the inputs
+  /// this thread took since our previous publish on it (the latest
+  /// kProvenanceEntries); then, in the room left, those inputs' own inputs.
+  /// What does not fit is cut and counted.
+  void write_provenance(SlotHeader* slot, std::int64_t mono) noexcept {
+    ProvenanceEntry* out = Channel::provenance(slot);
+    std::uint64_t cut = 0;
+    InputScope* scope = InputScope::current();
+    detail::InputLog& log = scope != nullptr ? scope->log() : detail::thread_inputs;
+    std::uint64_t from = 0;
+    if (!log.keep_first) {
+      from = mark_log == &log ? mark : log.run_start;
+      mark_log = &log;
+      mark = log.taken;
+    }
+    if (explicit_provenance) {
+      std::copy_n(explicit_entries, explicit_count, out);
+      slot->input_count = static_cast<std::uint16_t>(explicit_count);
+      slot->entry_count = static_cast<std::uint16_t>(explicit_count);
+      slot->second_level_cut = 0;
+      slot->processing_ns = 0;
+      cut = explicit_cut;
+    } else {
+      const std::uint64_t total = log.taken - from;
+      const std::uint64_t count = std::min<std::uint64_t>(total, kProvenanceEntries);
+      const std::uint64_t first = log.keep_first ? 0 : log.taken - count;
+      cut = total - count;
+      std::size_t n = 0;
+      for (std::uint64_t i = 0; i < count; ++i) {
+        out[n++] = ProvenanceEntry{log.ring[(first + i) % kProvenanceEntries].input.channel_index, 0,
+                                   log.ring[(first + i) % kProvenanceEntries].input.sequence};
+      }
+      std::uint64_t second_cut = 0;
+      for (std::uint64_t i = 0; i < count; ++i) {
+        const detail::TakenInput& t = log.ring[(first + i) % kProvenanceEntries];
+        for (std::uint32_t j = 0; j < t.parent_count; ++j) {
+          if (n == kProvenanceEntries) {
+            ++second_cut;
+            continue;
+          }
+          out[n++] = ProvenanceEntry{t.parents[j].channel_index, static_cast<std::uint32_t>(i), t.parents[j].sequence};
+        }
+      }
+      slot->input_count = static_cast<std::uint16_t>(count);
+      slot->entry_count = static_cast<std::uint16_t>(n);
+      slot->second_level_cut = saturate16(second_cut);
+      slot->processing_ns = count != 0 ? mono - log.run_ns : 0;
+    }
+    if (!log.keep_first) log.run_start = log.taken;  // the thread's next take starts a new run
+    slot->inputs_cut = saturate16(cut);
+    if (cut != 0) {
+      // Single writer (this publisher): relaxed load and store, statistics.
+      entry->provenance_cut.store(entry->provenance_cut.load(std::memory_order_relaxed) + cut,
+                                  std::memory_order_relaxed);
     }
   }
 
@@ -305,9 +366,11 @@ Loan::~Loan() {
 
 void Publisher::set_provenance(std::span<const Provenance> inputs) noexcept {
   Impl& p = *impl_;
-  p.provenance_count = static_cast<std::uint32_t>(std::min(inputs.size(), kProvenanceEntries));
-  for (std::uint32_t i = 0; i < p.provenance_count; ++i) {
-    p.provenance[i] = ProvenanceEntry{inputs[i].channel_index, 0, inputs[i].sequence};
+  p.explicit_provenance = !inputs.empty();
+  p.explicit_count = static_cast<std::uint32_t>(std::min(inputs.size(), kProvenanceEntries));
+  p.explicit_cut = inputs.size() - p.explicit_count;
+  for (std::uint32_t i = 0; i < p.explicit_count; ++i) {
+    p.explicit_entries[i] = ProvenanceEntry{inputs[i].channel_index, 0, inputs[i].sequence};
   }
 }
 

@@ -3,6 +3,7 @@
 // channels of several subscribers at once).
 
 #include <algorithm>
+#include <cstddef>
 #include <cstring>
 #include <memory>
 #include <optional>
@@ -102,6 +103,28 @@ struct Subscriber::Impl {
     return false;
   }
 
+  /// Copies a slot's provenance into `info`; runs inside the seqlock read
+  /// (torn values are discarded by the re-check), so the counts are clamped
+  /// before they bound a copy.
+  static_assert(sizeof(Provenance) == sizeof(ProvenanceEntry) &&
+                    offsetof(Provenance, via) == offsetof(ProvenanceEntry, via) &&
+                    offsetof(Provenance, sequence) == offsetof(ProvenanceEntry, sequence),
+                "a slot's provenance entries are copied into MessageInfo as they are");
+  static void read_provenance(const SlotHeader* slot, MessageInfo& info) noexcept {
+    const auto load16 = [](const std::uint16_t& v) {
+      return std::atomic_ref<const std::uint16_t>(v).load(std::memory_order_relaxed);
+    };
+    const std::uint16_t entries = std::min<std::uint16_t>(load16(slot->entry_count), kProvenanceEntries);
+    info.entry_count = entries;
+    info.input_count = std::min(load16(slot->input_count), entries);
+    info.provenance_cut = slot->inputs_cut;
+    info.second_level_cut = slot->second_level_cut;
+    info.processing_ns = slot->processing_ns;
+    if (entries != 0) {
+      std::memcpy(info.provenance.data(), Channel::provenance(slot), sizeof(ProvenanceEntry) * entries);
+    }
+  }
+
   /// The take protocol. `consume(payload, size, info)` runs inside the
   /// seqlock read (the bytes may be torn; the re-check after it decides)
   /// and returns false when it cannot take a message of that size.
@@ -131,13 +154,7 @@ struct Subscriber::Impl {
           result.info.publish_wall_ns = slot->wall_ns;
           result.info.size = size;
           result.info.publisher_id = slot->publisher_id;
-          result.info.provenance_count = std::min<std::uint32_t>(
-              std::atomic_ref<std::uint32_t>(slot->provenance_count).load(std::memory_order_relaxed),
-              kProvenanceEntries);
-          const ProvenanceEntry* prov = Channel::provenance(slot);
-          for (std::uint32_t i = 0; i < result.info.provenance_count; ++i) {
-            result.info.provenance[i] = Provenance{prov[i].channel_index, prov[i].sequence};
-          }
+          read_provenance(slot, result.info);
           if ((flags & kSlotDiscarded) == 0) fits = consume(Channel::payload(slot), size, result.info);
         }
         // SYNC POINT READ (seqlock): pairs with the publisher's release
@@ -165,9 +182,7 @@ struct Subscriber::Impl {
           age_countdown = age_sample_every;
           record_age(result.info.publish_time_ns);
         }
-        if (InputScope* scope = InputScope::current()) {
-          scope->add(Provenance{header->registry_index.load(std::memory_order_relaxed), result.info.sequence});
-        }
+        detail::input_log().add(header->registry_index.load(std::memory_order_relaxed), result.info);
         result.status = TakeStatus::kOk;
         return result;
       }

@@ -140,7 +140,7 @@ TEST_F(MultiProcessTest, ReadmeModuleFusesPublishesAndEndsOnSigint) {
   while (!(p = pose.take(&info)) && std::chrono::steady_clock::now() < deadline) pose.wait(100ms);
   ASSERT_TRUE(p.has_value());
   EXPECT_DOUBLE_EQ(p->x, 1.0);
-  ASSERT_EQ(info.provenance_count, 1U);
+  ASSERT_EQ(info.input_count, 1U);
   EXPECT_EQ(info.provenance[0].channel_index, odom.untyped().channel_index());
   EXPECT_EQ(info.provenance[0].sequence, 0U);
   std::this_thread::sleep_for(300ms);  // a few 10 Hz reports (stdout is a pipe: flushed at exit)

@@ -253,7 +253,7 @@ TEST(NodeTest, WhatACallbackPublishesCitesItsTrigger) {
   const auto m = reader.take(&info);
   ASSERT_TRUE(m.has_value());
   EXPECT_EQ(m->value, 0U);
-  ASSERT_EQ(info.provenance_count, 2U);
+  ASSERT_EQ(info.input_count, 2U);
   EXPECT_EQ(info.provenance[0].channel_index, introspect::ChannelReader(d.domain(), "/in").view().registry_index);
   EXPECT_EQ(info.provenance[0].sequence, 0U);
   EXPECT_EQ(info.provenance[1].channel_index, introspect::ChannelReader(d.domain(), "/side").view().registry_index);

@@ -294,17 +294,145 @@ TEST_F(PubSubTest, HistoryDeliversMessagesPublishedBeforeSubscribing) {
 TEST_F(PubSubTest, ProvenanceTravelsWithTheMessage) {
   Publisher pub("/out", TypeInfo::bytes(), domain_.context());
   Subscriber sub("/out", TypeInfo::bytes(), domain_.context());
-  const std::array<Provenance, 2> inputs{Provenance{3, 100}, Provenance{4, 200}};
+  const std::array<Provenance, 2> inputs{Provenance{3, 0, 100}, Provenance{4, 0, 200}};
   pub.set_provenance(inputs);
   pub.publish(bytes_of(1));
   const TakeResult r = sub.take(buf_);
   ASSERT_TRUE(r.ok());
-  ASSERT_EQ(r.info.provenance_count, 2U);
+  ASSERT_EQ(r.info.input_count, 2U);
   EXPECT_EQ(r.info.provenance[1].channel_index, 4U);
   EXPECT_EQ(r.info.provenance[1].sequence, 200U);
+  // Back to automatic: this thread's take of /out #0 is what it publishes from.
   pub.set_provenance({});
   pub.publish(bytes_of(2));
-  EXPECT_EQ(sub.take(buf_).info.provenance_count, 0U);
+  const TakeResult auto_r = sub.take(buf_);
+  ASSERT_EQ(auto_r.info.input_count, 1U);
+  EXPECT_EQ(auto_r.info.inputs()[0].channel_index, pub.channel_index());
+  EXPECT_EQ(auto_r.info.inputs()[0].sequence, 0U);
+}
+
+TEST_F(PubSubTest, PlainThreadCitesWhatItTookSinceItsLastPublishOnThatChannel) {
+  Publisher pa("/pa", TypeInfo::bytes(), domain_.context());
+  Publisher pb("/pb", TypeInfo::bytes(), domain_.context());
+  Subscriber sa("/pa", TypeInfo::bytes(), domain_.context());
+  Subscriber sb("/pb", TypeInfo::bytes(), domain_.context());
+  Publisher out("/out", TypeInfo::bytes(), domain_.context());
+  Publisher other("/other", TypeInfo::bytes(), domain_.context());
+  Subscriber sout("/out", TypeInfo::bytes(), domain_.context());
+  Subscriber sother("/other", TypeInfo::bytes(), domain_.context());
+  // Outputs are taken on another thread, so only the inputs below are this
+  // thread's takes.
+  std::vector<std::byte> out_buf(64);
+  const auto take_elsewhere = [&out_buf](Subscriber& s) {
+    TakeResult r;
+    std::thread([&] { r = s.take(out_buf); }).join();
+    return r;
+  };
+  for (std::uint32_t i = 0; i < 3; ++i) pa.publish(bytes_of(i));
+  pb.publish(bytes_of(7));
+  ASSERT_TRUE(sa.take(buf_).ok());  // /pa #0
+  ASSERT_TRUE(sb.take(buf_).ok());  // /pb #0
+  out.publish(bytes_of(1));
+  TakeResult r = take_elsewhere(sout);
+  ASSERT_TRUE(r.ok());
+  ASSERT_EQ(r.info.input_count, 2U);
+  EXPECT_EQ(r.info.inputs()[0].channel_index, pa.channel_index());
+  EXPECT_EQ(r.info.inputs()[0].sequence, 0U);
+  EXPECT_EQ(r.info.inputs()[1].channel_index, pb.channel_index());
+  EXPECT_GT(r.info.processing_ns, 0);
+  // Nothing taken since: the next publish on /out cites nothing...
+  out.publish(bytes_of(2));
+  r = take_elsewhere(sout);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r.info.input_count, 0U);
+  EXPECT_EQ(r.info.processing_ns, 0);
+  // ...while another channel's first publish cites what the thread took
+  // since its previous publish: /pa #1 only.
+  ASSERT_TRUE(sa.take(buf_).ok());  // /pa #1
+  other.publish(bytes_of(3));
+  r = take_elsewhere(sother);
+  ASSERT_EQ(r.info.input_count, 1U);
+  EXPECT_EQ(r.info.inputs()[0].channel_index, pa.channel_index());
+  EXPECT_EQ(r.info.inputs()[0].sequence, 1U);
+  // /out's next publish cites /pa #1 as well: taken since /out's last one.
+  out.publish(bytes_of(4));
+  r = take_elsewhere(sout);
+  ASSERT_EQ(r.info.input_count, 1U);
+  EXPECT_EQ(r.info.inputs()[0].sequence, 1U);
+}
+
+TEST_F(PubSubTest, SecondLevelShowsTheInputsOfEachInput) {
+  Publisher p1("/l1", TypeInfo::bytes(), domain_.context());
+  Subscriber s1("/l1", TypeInfo::bytes(), domain_.context());
+  Publisher p2("/l2", TypeInfo::bytes(), domain_.context());
+  Subscriber s2("/l2", TypeInfo::bytes(), domain_.context());
+  Publisher p3("/l3", TypeInfo::bytes(), domain_.context());
+  Subscriber s3("/l3", TypeInfo::bytes(), domain_.context());
+  p1.publish(bytes_of(1));
+  p1.publish(bytes_of(2));
+  ASSERT_TRUE(s1.take(buf_).ok());
+  ASSERT_TRUE(s1.take(buf_).ok());
+  p2.publish(bytes_of(3));  // cites /l1 #0, #1
+  ASSERT_TRUE(s2.take(buf_).ok());
+  p3.publish(bytes_of(4));  // cites /l2 #0, and through it /l1 #0, #1
+  const TakeResult r = s3.take(buf_);
+  ASSERT_TRUE(r.ok());
+  ASSERT_EQ(r.info.input_count, 1U);
+  EXPECT_EQ(r.info.inputs()[0].channel_index, p2.channel_index());
+  ASSERT_EQ(r.info.second_level().size(), 2U);
+  EXPECT_EQ(r.info.second_level()[1].channel_index, p1.channel_index());
+  EXPECT_EQ(r.info.second_level()[1].sequence, 1U);
+  EXPECT_EQ(r.info.second_level()[1].via, 0U);
+  EXPECT_EQ(r.info.second_level_cut, 0U);
+}
+
+TEST_F(PubSubTest, InputsBeyondTheLimitAreCutAndCounted) {
+  Config config = small_ring();
+  config.defaults.capacity = 64;
+  TestDomain big{config, "cut"};
+  Publisher in("/many", TypeInfo::bytes(), big.context());
+  Subscriber sin("/many", TypeInfo::bytes(), big.context());
+  Publisher mid("/mid", TypeInfo::bytes(), big.context());
+  Subscriber smid("/mid", TypeInfo::bytes(), big.context());
+  Publisher out("/fused", TypeInfo::bytes(), big.context());
+  Subscriber sout("/fused", TypeInfo::bytes(), big.context());
+  for (std::uint32_t i = 0; i < 40; ++i) in.publish(bytes_of(i));
+  // A plain thread keeps the latest 16 of its 20 takes, twice.
+  for (std::uint32_t i = 0; i < 20; ++i) ASSERT_TRUE(sin.take(buf_).ok());
+  mid.publish(bytes_of(0));
+  for (std::uint32_t i = 0; i < 20; ++i) ASSERT_TRUE(sin.take(buf_).ok());
+  mid.publish(bytes_of(1));
+  TakeResult r = smid.take(buf_);
+  ASSERT_TRUE(r.ok());
+  ASSERT_EQ(r.info.input_count, kMaxProvenance);
+  EXPECT_EQ(r.info.inputs()[0].sequence, 4U);
+  EXPECT_EQ(r.info.inputs()[15].sequence, 19U);
+  EXPECT_EQ(r.info.provenance_cut, 4U);
+  ASSERT_TRUE(smid.take(buf_).ok());
+  // Two inputs of 16 inputs each: the second level has room for 14 of 32.
+  out.publish(bytes_of(2));
+  r = sout.take(buf_);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r.info.input_count, 2U);
+  ASSERT_EQ(r.info.second_level().size(), kMaxProvenance - 2);
+  EXPECT_EQ(r.info.second_level()[0].sequence, 4U);
+  EXPECT_EQ(r.info.second_level().back().via, 0U);
+  EXPECT_EQ(r.info.second_level_cut, 2 * kMaxProvenance - (kMaxProvenance - 2));
+  // Explicit provenance beyond the limit is cut too; all of it is counted
+  // per publisher where shmtool info shows it.
+  std::vector<Provenance> many(20, Provenance{1, 0, 1});
+  out.set_provenance(many);
+  out.publish(bytes_of(3));
+  r = sout.take(buf_);
+  EXPECT_EQ(r.info.input_count, kMaxProvenance);
+  EXPECT_EQ(r.info.provenance_cut, 4U);
+  std::uint64_t mid_cut = 0;
+  std::uint64_t out_cut = 0;
+  for (const auto& ep : introspect::ChannelReader(big.domain(), "/mid").view().publishers) mid_cut += ep.provenance_cut;
+  for (const auto& ep : introspect::ChannelReader(big.domain(), "/fused").view().publishers)
+    out_cut += ep.provenance_cut;
+  EXPECT_EQ(mid_cut, 8U);
+  EXPECT_EQ(out_cut, 4U);
 }
 
 TEST_F(PubSubTest, RegistryListsChannelAndIntrospectionShowsEndpoints) {

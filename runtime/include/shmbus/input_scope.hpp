@@ -3,13 +3,54 @@
 /// Provenance without code in the module: what a thread took is what it
 /// publishes from.
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <span>
 
+#include "shmbus/clock.hpp"
 #include "shmbus/types.hpp"
 
 namespace shmbus {
+
+namespace detail {
+
+/// One message a thread took, with that message's own inputs (which become
+/// the second level of what the thread publishes).
+struct TakenInput {
+  Provenance input;
+  std::uint32_t parent_count;
+  std::array<Provenance, kMaxProvenance> parents;  ///< [0, parent_count) valid
+};
+
+/// The inputs a thread (or a callback) took, in order. `taken` counts all
+/// of them; the ring keeps kMaxProvenance: the first ones (keep_first, a
+/// Node callback) or the latest ones (a plain thread).
+struct InputLog {
+  std::array<TakenInput, kMaxProvenance> ring;
+  std::uint64_t taken = 0;
+  /// `taken` at the thread's last publish: the next take starts a run.
+  std::uint64_t run_start = 0;
+  /// CLOCK_MONOTONIC at the first take of the current run (0: none yet).
+  std::int64_t run_ns = 0;
+  bool keep_first = false;
+
+  /// Records one taken message (called by Subscriber on every take).
+  void add(std::uint32_t channel_index, const MessageInfo& info) noexcept {
+    if (taken == run_start) run_ns = mono_now_ns();  // one clock read per run of takes
+    const std::uint64_t i = taken++;
+    if (keep_first && i >= kMaxProvenance) return;  // cut: counted at publish
+    TakenInput& t = ring[i % kMaxProvenance];
+    t.input = Provenance{channel_index, 0, info.sequence};
+    t.parent_count = info.input_count;
+    std::copy_n(info.provenance.begin(), info.input_count, t.parents.begin());
+  }
+};
+
+/// Plain threads' inputs (outside any InputScope).
+inline thread_local InputLog thread_inputs{};
+
+}  // namespace detail
 
 class InputScope;
 
@@ -24,30 +65,33 @@ inline thread_local InputScope* current_input_scope = nullptr;
 /// unless its Publisher was given provenance explicitly (set_provenance).
 /// The Node executor opens one around every callback, with the triggering
 /// message first. Beyond kMaxProvenance inputs the later ones are not cited
-/// and are counted in cut(). Scopes nest; the innermost records.
+/// and are counted as cut. Scopes nest; the innermost records. Outside any
+/// scope, a thread's publish cites what the thread took since that
+/// publisher's previous publish on it (the latest kMaxProvenance).
 /// Thread-safety: belongs to the thread that made it.
 class InputScope {
  public:
-  InputScope() noexcept : previous_(detail::current_input_scope) { detail::current_input_scope = this; }
+  InputScope() noexcept : previous_(detail::current_input_scope) {
+    log_.keep_first = true;
+    detail::current_input_scope = this;
+  }
   ~InputScope() { detail::current_input_scope = previous_; }
   InputScope(const InputScope&) = delete;
   InputScope& operator=(const InputScope&) = delete;
 
-  /// Records one input.
-  void add(const Provenance& input) noexcept {
-    if (count_ < inputs_.size()) {
-      inputs_[count_++] = input;
-    } else {
-      ++cut_;
-    }
-  }
-  [[nodiscard]] std::span<const Provenance> inputs() const noexcept { return {inputs_.data(), count_}; }
+  /// The inputs recorded so far (all of them count; the first
+  /// kMaxProvenance are kept).
+  [[nodiscard]] const detail::InputLog& log() const noexcept { return log_; }
+  [[nodiscard]] detail::InputLog& log() noexcept { return log_; }
   /// Inputs recorded beyond kMaxProvenance, so not cited.
-  [[nodiscard]] std::uint32_t cut() const noexcept { return cut_; }
+  [[nodiscard]] std::uint64_t cut() const noexcept {
+    return log_.taken > kMaxProvenance ? log_.taken - kMaxProvenance : 0;
+  }
   /// Forgets the inputs recorded so far.
   void clear() noexcept {
-    count_ = 0;
-    cut_ = 0;
+    log_.taken = 0;
+    log_.run_start = 0;
+    log_.run_ns = 0;
   }
 
   /// This thread's innermost scope, or nullptr.
@@ -55,9 +99,16 @@ class InputScope {
 
  private:
   InputScope* previous_;
-  std::array<Provenance, kMaxProvenance> inputs_{};
-  std::uint32_t count_ = 0;
-  std::uint32_t cut_ = 0;
+  detail::InputLog log_;
 };
+
+namespace detail {
+/// Where this thread's takes are recorded: its innermost scope, or the
+/// thread's own log.
+inline InputLog& input_log() noexcept {
+  InputScope* scope = current_input_scope;
+  return scope != nullptr ? scope->log() : thread_inputs;
+}
+}  // namespace detail
 
 }  // namespace shmbus

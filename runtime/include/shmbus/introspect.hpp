@@ -38,6 +38,9 @@ struct EndpointView {
   std::uint64_t discarded = 0;
   /// Subscribers: exceptions thrown by a Node's callbacks for it.
   std::uint64_t errors = 0;
+  /// Publishers: first-level inputs their messages could not cite (beyond
+  /// kMaxProvenance per message).
+  std::uint64_t provenance_cut = 0;
 };
 
 /// Everything a channel says about itself.

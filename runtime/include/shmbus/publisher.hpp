@@ -103,8 +103,10 @@ class Publisher {
   PublishResult commit(Loan& loan) noexcept;
   PublishResult commit(Loan& loan, std::size_t size) noexcept;
 
-  /// Inputs this module last read, attached to every following publish
-  /// (at most kMaxProvenance; more are cut). Pass {} to clear.
+  /// Provenance given explicitly (batching, several outputs): these inputs
+  /// are cited by every following publish instead of what the thread took
+  /// (at most kMaxProvenance; more are cut and counted). Pass {} to go back
+  /// to automatic provenance (input_scope.hpp).
   void set_provenance(std::span<const Provenance> inputs) noexcept;
 
   /// Unique id of this publisher on the channel (MessageInfo::publisher_id).

@@ -6,6 +6,7 @@
 #include <array>
 #include <concepts>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -45,26 +46,49 @@ TypeInfo type_info_of() {
 }
 
 /// One input a module read before it published a message: which channel (by
-/// its registry index) and which sequence. Used by the replayer to rebuild
-/// module-dependency order.
+/// its registry index) and which sequence. In a message's second level,
+/// `via` is the index (in inputs()) of the first-level input it fed; it is
+/// 0 in the first level. Trivial, so an array of them costs nothing to
+/// declare.
 struct Provenance {
-  std::uint32_t channel_index = 0;
-  std::uint64_t sequence = 0;
+  std::uint32_t channel_index;
+  std::uint32_t via;
+  std::uint64_t sequence;
 };
 
-/// How many provenance entries a message header can carry.
-inline constexpr std::size_t kMaxProvenance = 4;
+/// How many provenance entries a message header carries: its first-level
+/// inputs first, then, in the room they leave, those inputs' own inputs
+/// (second level). A message citing more first-level inputs keeps the
+/// first kMaxProvenance (a Node callback: the trigger and what it took
+/// first) or the latest kMaxProvenance (a plain thread); the others are cut
+/// and counted (MessageInfo::provenance_cut, the publisher's inputs-cut
+/// counter in shmtool info).
+inline constexpr std::size_t kMaxProvenance = 16;
 
 /// What a subscriber learns about one message besides its payload.
 struct MessageInfo {
-  std::uint64_t sequence = 0;          ///< channel-wide, starts at 0, no gaps at the writer
-  std::int64_t publish_time_ns = 0;    ///< CLOCK_MONOTONIC at publish
-  std::int64_t publish_wall_ns = 0;    ///< CLOCK_REALTIME at publish
-  std::uint32_t size = 0;              ///< payload bytes
-  std::uint32_t publisher_id = 0;      ///< unique per channel, see shmtool info
-  std::uint64_t lost_before = 0;       ///< messages lost since the previous take
-  std::uint32_t provenance_count = 0;  ///< valid entries in `provenance`
-  std::array<Provenance, kMaxProvenance> provenance{};
+  std::uint64_t sequence = 0;        ///< channel-wide, starts at 0, no gaps at the writer
+  std::int64_t publish_time_ns = 0;  ///< CLOCK_MONOTONIC at publish
+  std::int64_t publish_wall_ns = 0;  ///< CLOCK_REALTIME at publish
+  std::uint32_t size = 0;            ///< payload bytes
+  std::uint32_t publisher_id = 0;    ///< unique per channel, see shmtool info
+  std::uint64_t lost_before = 0;     ///< messages lost since the previous take
+  /// Publish time minus the publisher thread's take of its first input
+  /// (0: no inputs, or provenance given explicitly).
+  std::int64_t processing_ns = 0;
+  std::uint16_t input_count = 0;       ///< first-level entries in `provenance`
+  std::uint16_t entry_count = 0;       ///< all valid entries in `provenance`
+  std::uint16_t provenance_cut = 0;    ///< first-level inputs not cited (saturates)
+  std::uint16_t second_level_cut = 0;  ///< second-level inputs not cited (saturates)
+  /// Entries [0, entry_count) are valid; the rest is left unwritten.
+  std::array<Provenance, kMaxProvenance> provenance;
+
+  /// The messages the publisher took to make this one.
+  [[nodiscard]] std::span<const Provenance> inputs() const noexcept { return {provenance.data(), input_count}; }
+  /// Their own inputs, each naming (via) the input it fed.
+  [[nodiscard]] std::span<const Provenance> second_level() const noexcept {
+    return {provenance.data() + input_count, static_cast<std::size_t>(entry_count - input_count)};
+  }
 };
 
 }  // namespace shmbus

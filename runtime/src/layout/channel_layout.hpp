@@ -16,11 +16,16 @@
 //   +---------------+-------+-------+---------------+---------------+
 //   | state         | rsvd  | flags | sequence      | mono_ns       |
 //   +---------------+-------+-------+-------+-------+---------------+
-//   | wall_ns       | size  | pubid | nprov | rsvd  | reserved      |
+//   | wall_ns       | size  | pubid |ni|ne|ic|sc| processing_ns |
 //   +---------------+-------+-------+-------+-------+---------------+  64
-//   | ProvenanceEntry[4] (channel index, sequence)                  |
-//   +---------------------------------------------------------------+  128
+//   | ProvenanceEntry[16] (channel index, via, sequence): inputs,   |
+//   | then their inputs (second level)                              |
+//   +---------------------------------------------------------------+  320
 //   | payload (max_message_size bytes, slot padded to 64)           |
+//
+// ni/ne/ic/sc: 16-bit input count, entry count, inputs cut, second-level
+// inputs cut. Provenance lines are written only when a message has inputs,
+// so a message without any touches the header and payload lines only.
 //
 // Slot state word: 0 = never written; (seq + 1) << 13 = committed seq;
 // ((seq + 1) << 13) | (owner << 1) | 1 = seq being written by `owner`, the
@@ -42,7 +47,7 @@ inline constexpr std::uint32_t kMaxSubscribers = 64;
 inline constexpr std::size_t kNameBytes = 128;
 inline constexpr std::size_t kTypeNameBytes = 96;
 inline constexpr std::size_t kNodeBytes = 64;
-inline constexpr std::size_t kProvenanceEntries = 4;
+inline constexpr std::size_t kProvenanceEntries = 16;
 
 /// A publisher's token in slot states: its entry index (5 bits) and the
 /// entry's tenancy (7 bits), so a claim by an earlier holder of the same
@@ -88,9 +93,11 @@ struct SlotHeader {
   std::int64_t wall_ns;
   std::uint32_t size;
   std::uint32_t publisher_id;
-  std::uint32_t provenance_count;
-  std::uint32_t reserved0;
-  std::uint64_t reserved1;
+  std::uint16_t input_count;       ///< first-level provenance entries
+  std::uint16_t entry_count;       ///< all provenance entries (<= kProvenanceEntries)
+  std::uint16_t inputs_cut;        ///< first-level inputs not cited (saturates)
+  std::uint16_t second_level_cut;  ///< second-level inputs not cited (saturates)
+  std::int64_t processing_ns;      ///< publish minus the first input's take; 0: unknown
 };
 static_assert(std::is_standard_layout_v<SlotHeader>);
 static_assert(sizeof(SlotHeader) == kCacheLine, "the slot header is the slot's first cache line");
@@ -98,13 +105,13 @@ static_assert(offsetof(SlotHeader, state) == 0);
 
 struct ProvenanceEntry {
   std::uint32_t channel_index;
-  std::uint32_t reserved;
+  std::uint32_t via;  ///< second level: index of the input it fed
   std::uint64_t sequence;
 };
-static_assert(sizeof(ProvenanceEntry) * kProvenanceEntries == kCacheLine,
-              "provenance fills the slot's second cache line");
+static_assert(sizeof(ProvenanceEntry) * kProvenanceEntries == 4 * kCacheLine,
+              "provenance fills the four cache lines after the slot header");
 
-inline constexpr std::size_t kSlotPayloadOffset = 2 * kCacheLine;
+inline constexpr std::size_t kSlotPayloadOffset = 5 * kCacheLine;
 
 /// The largest geometry a channel may have (the configuration's limits);
 /// an opener refuses a segment whose header claims more.
@@ -160,7 +167,10 @@ struct alignas(kCacheLine) EndpointEntry {
   /// Subscribers: exceptions thrown by the callbacks a Node ran for this
   /// subscription (Subscriber::count_error).
   std::atomic<std::uint64_t> errors;
-  std::uint64_t reserved1[4];
+  /// Publishers: first-level inputs their messages could not cite (beyond
+  /// kProvenanceEntries).
+  std::atomic<std::uint64_t> provenance_cut;
+  std::uint64_t reserved1[3];
   char node[kNodeBytes];
 
   /// Publisher entries: messages the publisher dropped (a claim given up).
@@ -271,6 +281,7 @@ inline constexpr std::uint64_t kChannelLayoutHash = layout_hash_of(
     sizeof(SlotHeader), kSlotSeqShift, kLapBits, offsetof(EndpointEntry, tenancy), sizeof(ProvenanceEntry),
     sizeof(EndpointEntry), sizeof(EndpointEntry), kSlotPayloadOffset, offsetof(EndpointEntry, messages),
     offsetof(EndpointEntry, missed), offsetof(EndpointEntry, age_max_ns), offsetof(EndpointEntry, age_samples),
-    offsetof(EndpointEntry, discarded), offsetof(EndpointEntry, errors), kMaxPublishers, kMaxSubscribers);
+    offsetof(EndpointEntry, discarded), offsetof(EndpointEntry, errors), offsetof(EndpointEntry, provenance_cut),
+    offsetof(SlotHeader, processing_ns), kProvenanceEntries, kMaxPublishers, kMaxSubscribers);
 
 }  // namespace shmbus::layout
