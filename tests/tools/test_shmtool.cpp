@@ -561,3 +561,60 @@ TEST(Shmtool, InfoShowsANodesCallbackErrors) {
   ASSERT_EQ(text.code, 0) << text.err;
   EXPECT_NE(text.out.find("ERRORS"), std::string::npos) << text.out;
 }
+
+// Provenance end to end: a plain thread makes /mid from /src, a Node
+// callback makes /out from /mid; echo names the node, both levels of
+// inputs and the processing time, info the modules on each side.
+TEST(Shmtool, EchoShowsProvenanceAndInfoTheModules) {
+  DomainGuard d;
+  shmbus::Config config;
+  config.domain = d.name;
+  config.node = "sensor";
+  shmbus::Context ctx{config};
+  shmbus::Publisher src("/src", shmbus::TypeInfo::bytes(), ctx);
+  shmbus::Subscriber src_in("/src", shmbus::TypeInfo::bytes(), ctx);
+  shmbus::Publisher mid("/mid", shmbus::TypeInfo::bytes(), ctx, shmbus::PublisherOptions{.node = "filter"});
+  shmbus::Node node("fuser", ctx, shmbus::NodeOptions{.handle_signals = false});
+  shmbus::Publisher out("/out", shmbus::TypeInfo::bytes(), ctx, shmbus::PublisherOptions{.node = "fuser"});
+  int calls = 0;
+  node.subscribe_raw("/mid", shmbus::TypeInfo::bytes(), [&](std::span<const std::byte> p, const shmbus::MessageInfo&) {
+    out.publish(p);
+    ++calls;
+  });
+  const std::uint64_t x = 7;
+  src.publish(&x, sizeof x);
+  src.publish(&x, sizeof x);
+  std::vector<std::byte> buf(64);
+  ASSERT_TRUE(src_in.take(buf).ok());
+  ASSERT_TRUE(src_in.take(buf).ok());
+  mid.publish(&x, sizeof x);  // cites /src #0 and #1
+  for (int i = 0; i < 100 && calls < 1; ++i) node.spin_once(100ms);
+  ASSERT_EQ(calls, 1);
+
+  const ToolRun echo = shmtool(tool_args({"echo", "/out", "--history", "1", "-n", "1", "--json"}, d.name));
+  ASSERT_EQ(echo.code, 0) << echo.err;
+  const json m = json::parse(echo.out);
+  EXPECT_EQ(m["node"], "fuser");
+  ASSERT_EQ(m["inputs"].size(), 1U) << m.dump();
+  EXPECT_EQ(m["inputs"][0]["channel"], "/mid");
+  EXPECT_EQ(m["inputs"][0]["sequence"], 0);
+  ASSERT_EQ(m["inputs"][0]["inputs"].size(), 2U) << m.dump();
+  EXPECT_EQ(m["inputs"][0]["inputs"][1]["channel"], "/src");
+  EXPECT_EQ(m["inputs"][0]["inputs"][1]["sequence"], 1);
+  EXPECT_GT(m["processing_ns"].get<std::int64_t>(), 0);
+  EXPECT_EQ(m["inputs_cut"], 0);
+  const ToolRun human = shmtool(tool_args({"echo", "/out", "--history", "1", "-n", "1"}, d.name));
+  ASSERT_EQ(human.code, 0) << human.err;
+  EXPECT_NE(human.out.find(" (fuser)\n"), std::string::npos) << human.out;
+  EXPECT_NE(human.out.find("inputs: /mid#0 (/src#0, /src#1)  processing "), std::string::npos) << human.out;
+
+  const ToolRun info = shmtool(tool_args({"info", "/mid", "--json"}, d.name));
+  ASSERT_EQ(info.code, 0) << info.err;
+  const json i = json::parse(info.out);
+  EXPECT_EQ(i["writer_modules"], json::array({"filter"}));
+  EXPECT_EQ(i["reader_modules"], json::array({"fuser"}));
+  EXPECT_EQ(i["publishers"][0]["inputs_cut"], 0);
+  const ToolRun text = shmtool(tool_args({"info", "/mid"}, d.name));
+  EXPECT_NE(text.out.find("written by     filter"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("INPUTS CUT"), std::string::npos) << text.out;
+}

@@ -92,4 +92,66 @@ schema::Schema TypeCatalog::find(std::string_view full_name) const {
                           full_name, known));
 }
 
+ProvenanceNames::ProvenanceNames(const Config& config, std::string_view channel)
+    : domain_(config.domain), access_(config.access()) {
+  try {
+    reader_.emplace(domain_, channel, false, access_);
+  } catch (const Error&) {
+    // Gone already: publishers show without a node.
+  }
+}
+
+const std::string& ProvenanceNames::channel(std::uint32_t registry_index) {
+  auto it = channels_.find(registry_index);
+  if (it != channels_.end()) return it->second;
+  std::optional<std::string> name;
+  try {
+    if (!domain_view_) domain_view_.emplace(domain_, access_);
+    name = domain_view_->channel_name(registry_index);
+  } catch (const Error&) {
+    // No registry: the index is all there is.
+  }
+  return channels_.emplace(registry_index, name.value_or(fmt::format("#{}", registry_index))).first->second;
+}
+
+const std::string& ProvenanceNames::node(std::uint32_t publisher_id) {
+  auto it = nodes_.find(publisher_id);
+  if (it != nodes_.end()) return it->second;
+  if (reader_) {
+    for (const introspect::EndpointView& ep : reader_->view().publishers) nodes_.emplace(ep.id, ep.node);
+  }
+  return nodes_.emplace(publisher_id, std::string{}).first->second;
+}
+
+schema::Json ProvenanceNames::inputs_json(const MessageInfo& info) {
+  schema::Json inputs = schema::Json::array();
+  for (const Provenance& in : info.inputs()) {
+    inputs.push_back(
+        {{"channel", channel(in.channel_index)}, {"sequence", in.sequence}, {"inputs", schema::Json::array()}});
+  }
+  for (const Provenance& second : info.second_level()) {
+    if (second.via >= inputs.size()) continue;
+    inputs[second.via]["inputs"].push_back({{"channel", channel(second.channel_index)}, {"sequence", second.sequence}});
+  }
+  return inputs;
+}
+
+std::string ProvenanceNames::inputs_text(const MessageInfo& info) {
+  std::string out;
+  const auto second = info.second_level();
+  for (std::size_t i = 0; i < info.inputs().size(); ++i) {
+    const Provenance& in = info.inputs()[i];
+    if (!out.empty()) out += ", ";
+    out += fmt::format("{}#{}", channel(in.channel_index), in.sequence);
+    std::string parents;
+    for (const Provenance& p : second) {
+      if (p.via != i) continue;
+      if (!parents.empty()) parents += ", ";
+      parents += fmt::format("{}#{}", channel(p.channel_index), p.sequence);
+    }
+    if (!parents.empty()) out += fmt::format(" ({})", parents);
+  }
+  return out;
+}
+
 }  // namespace shmbus::tool

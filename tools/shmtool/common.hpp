@@ -5,6 +5,7 @@
 
 #include <csignal>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -53,6 +54,32 @@ std::optional<introspect::ChannelReader> await_channel(const Config& config, std
 /// schema-less channels.
 std::optional<schema::Schema> schema_of(const TypeInfo& type);
 std::optional<schema::Schema> schema_of(const introspect::ChannelView& view);
+
+/// Names for what a message's provenance cites, for echo: channels by
+/// registry index, and the node of each publisher of one channel. Lookups
+/// are cached; an unknown publisher id re-reads the channel's endpoints.
+class ProvenanceNames {
+ public:
+  ProvenanceNames(const Config& config, std::string_view channel);
+  /// The channel at `registry_index`, or "#N" when the registry no longer
+  /// lists it.
+  const std::string& channel(std::uint32_t registry_index);
+  /// The node of publisher `id` of our channel ("" when it is gone).
+  const std::string& node(std::uint32_t publisher_id);
+  /// `info`'s inputs as JSON: [{channel, sequence, inputs: [{channel,
+  /// sequence}]}], the second level under the input it fed.
+  schema::Json inputs_json(const MessageInfo& info);
+  /// The same on one line: "/a#3 (/b#7, /c#1), /d#9".
+  std::string inputs_text(const MessageInfo& info);
+
+ private:
+  std::string domain_;
+  SegmentAccess access_;
+  std::optional<introspect::DomainView> domain_view_;
+  std::optional<introspect::ChannelReader> reader_;
+  std::map<std::uint32_t, std::string> channels_;
+  std::map<std::uint32_t, std::string> nodes_;
+};
 
 /// Message types by name: the shipped ones (std_msgs, sensor_msgs,
 /// shmbus_msgs, compiled in), then every <package>/<Name>.msg under the

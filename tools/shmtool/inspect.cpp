@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <chrono>
@@ -150,6 +151,7 @@ Json endpoints_json(const std::vector<introspect::EndpointView>& endpoints, bool
     if (publishers) {
       e["published"] = p.messages;
       e["dropped"] = p.dropped;
+      e["inputs_cut"] = p.provenance_cut;
     } else {
       e["received"] = p.messages;
       e["lost"] = p.lost;
@@ -161,6 +163,17 @@ Json endpoints_json(const std::vector<introspect::EndpointView>& endpoints, bool
     out.push_back(std::move(e));
   }
   return out;
+}
+
+/// The distinct nodes (modules) of live endpoints, sorted.
+std::vector<std::string> endpoint_nodes(const std::vector<introspect::EndpointView>& endpoints) {
+  std::vector<std::string> nodes;
+  for (const auto& e : endpoints) {
+    if (e.alive && !e.node.empty()) nodes.push_back(e.node);
+  }
+  std::sort(nodes.begin(), nodes.end());
+  nodes.erase(std::unique(nodes.begin(), nodes.end()), nodes.end());
+  return nodes;
 }
 
 Json info_json(const InfoFacts& f) {
@@ -185,6 +198,8 @@ Json info_json(const InfoFacts& f) {
   j["lost"] = v.lost;
   j["stamps"] = v.stamps;
   j["sleepers"] = v.sleepers;
+  j["writer_modules"] = endpoint_nodes(v.publishers);
+  j["reader_modules"] = endpoint_nodes(v.subscribers);
   j["publishers"] = endpoints_json(v.publishers, true);
   j["subscribers"] = endpoints_json(v.subscribers, false);
   j["schema"] = v.schema;
@@ -219,6 +234,11 @@ std::string info_summary(const InfoFacts& f, bool colour) {
     t.add({"creator's", fmt::format("{}, window {}", monitor::thresholds_text(v.thresholds_hz),
                                     format_duration(std::chrono::nanoseconds(v.window_ns)))});
   }
+  const auto modules = [](const std::vector<std::string>& nodes) {
+    return nodes.empty() ? std::string{"-"} : fmt::format("{}", fmt::join(nodes, ", "));
+  };
+  t.add({"written by", modules(endpoint_nodes(v.publishers))});
+  t.add({"read by", modules(endpoint_nodes(v.subscribers))});
   t.add({"published", fmt::format("{} ({} dropped by publishers)", v.messages - v.publish_dropped, v.publish_dropped)});
   t.add({"received", fmt::format("{} by all subscribers, {} lost", v.received, v.lost)});
   t.add({"asleep", fmt::format("{} subscriber{} in a blocking wait", v.sleepers, v.sleepers == 1 ? "" : "s")});
@@ -230,10 +250,10 @@ std::string info_summary(const InfoFacts& f, bool colour) {
 std::string info_endpoints(const introspect::ChannelView& v) {
   std::string out = fmt::format("publishers ({}):\n", v.publishers.size());
   if (!v.publishers.empty()) {
-    Table p({"ID>", "PID>", "NODE", "STATE", "PUBLISHED>", "DROPPED>"});
+    Table p({"ID>", "PID>", "NODE", "STATE", "PUBLISHED>", "DROPPED>", "INPUTS CUT>"});
     for (const auto& e : v.publishers) {
       p.add({std::to_string(e.id), std::to_string(e.pid), e.node, e.alive ? "alive" : "dead",
-             std::to_string(e.messages), std::to_string(e.dropped)});
+             std::to_string(e.messages), std::to_string(e.dropped), std::to_string(e.provenance_cut)});
     }
     out += p.render(2);
   }

@@ -118,6 +118,7 @@ int run_echo(const Globals& g, const EchoOptions& o) {
   const TypeInfo type = sub.type();
   const std::optional<schema::Schema> schema = o.hex ? std::nullopt : schema_of(type);
   std::vector<std::byte> buffer(sub.max_message_size());
+  ProvenanceNames names(config, o.channel);
   std::uint64_t shown = 0;
   std::uint64_t undecodable = 0;
   while (!stop_requested() && (o.count == 0 || shown < o.count)) {
@@ -153,6 +154,11 @@ int run_echo(const Globals& g, const EchoOptions& o) {
         j["publish_wall_ns"] = r.info.publish_wall_ns;
         j["lost_before"] = r.info.lost_before;
         j["publisher_id"] = r.info.publisher_id;
+        j["node"] = names.node(r.info.publisher_id);
+        j["inputs"] = names.inputs_json(r.info);
+        j["inputs_cut"] = r.info.provenance_cut;
+        j["second_level_cut"] = r.info.second_level_cut;
+        j["processing_ns"] = r.info.processing_ns;
         j["size"] = r.info.size;
         j["data"] = std::move(data);
         out = j.dump();
@@ -160,8 +166,15 @@ int run_echo(const Globals& g, const EchoOptions& o) {
       out += '\n';
     } else {
       if (!o.no_header) {
-        out = fmt::format("--- {}  seq {}  {}  lost {}  {} B  publisher {}\n", o.channel, r.info.sequence,
-                          wall_time(r.info.publish_wall_ns), r.info.lost_before, r.info.size, r.info.publisher_id);
+        const std::string& node = names.node(r.info.publisher_id);
+        out = fmt::format("--- {}  seq {}  {}  lost {}  {} B  publisher {}{}\n", o.channel, r.info.sequence,
+                          wall_time(r.info.publish_wall_ns), r.info.lost_before, r.info.size, r.info.publisher_id,
+                          node.empty() ? std::string{} : fmt::format(" ({})", node));
+        if (r.info.input_count != 0) {
+          out += fmt::format("    inputs: {}{}  processing {:.1f} us\n", names.inputs_text(r.info),
+                             r.info.provenance_cut != 0 ? fmt::format(" (+{} cut)", r.info.provenance_cut) : "",
+                             static_cast<double>(r.info.processing_ns) / 1e3);
+        }
       }
       out += schema ? to_yaml(data) : hexdump(payload);
     }
