@@ -24,6 +24,7 @@ packages=(
   lintian dpkg-dev                  # the Debian package test (tests/package/deb.sh)
   libzstd-dev liblz4-dev zlib1g-dev # MCAP chunk compression and CRC combining (shmbus::record)
   libisal-dev                       # MCAP CRC-32 at memory speed (ISA-L, shmbus::record)
+  graphviz                          # dot: the module graphs of shmtool bag graph --dot (tests, README)
 )
 
 missing=()

@@ -318,6 +318,7 @@ int run_play(const Globals& g, const PlayOptions& o) {
     const mcap::FileInfo& info = f.reader->info();
     for (const auto& ch : info.channels) {
       if ((!o.channels.empty() && !matches_any(o.channels, ch.topic)) || matches_any(o.exclude, ch.topic)) continue;
+      if (ch.topic == kProvenanceChannel) continue;  // facts about the recording, never traffic
       const std::string name = remaps.count(ch.topic) != 0 ? remaps.at(ch.topic) : ch.topic;
       auto& p = publishers[name];
       if (!p) p = std::make_unique<Publisher>(name, recorded_type(info, ch), ctx);

@@ -107,6 +107,8 @@ struct PlayOptions {
 int run_play(const Globals& g, const PlayOptions& o);
 /// bag info FILE: what a recording holds.
 int run_bag_info(const Globals& g, const std::string& path);
+/// bag graph FILE [--json|--dot]: the recording's modules and channels.
+int run_bag_graph(const Globals& g, const std::string& path, bool dot);
 /// bag recover IN -o OUT: an indexed file from one whose recorder died.
 int run_bag_recover(const Globals& g, const std::string& in, const std::string& out);
 /// bag export IN -o OUT --encoding json: the recording with JSON messages.

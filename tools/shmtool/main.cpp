@@ -1,7 +1,7 @@
 // shmtool: inspect and drive a shmbus domain from a terminal.
 //
 //   shmtool list | info CH | echo CH | hz CH | pub CH | stats [CH] | alerts | top | clean | sync
-//           record -o FILE [CH...] | play FILE... | bag info|recover|export FILE
+//           record -o FILE [CH...] | play FILE... | bag info|recover|export|graph FILE
 //
 // Exit codes: 0 ok, 1 runtime failure, 2 bad usage or configuration,
 // 3 channel not found; every failure is one line on stderr.
@@ -87,6 +87,7 @@ struct Commands {
   std::string bag_file;           ///< bag info, recover, export
   std::string bag_output;         ///< bag recover, export
   std::string encoding = "json";  ///< bag export
+  bool dot = false;               ///< bag graph
   std::map<std::string, std::function<int()>> run;
 };
 
@@ -235,8 +236,15 @@ void add_record_commands(CLI::App& app, Commands& k) {
   exp->add_option("FILE", k.bag_file, "An MCAP file")->required();
   exp->add_option("-o,--output", k.bag_output, "The file to write")->required();
   exp->add_option("--encoding", k.encoding, "Message encoding of the copy: json")->check(CLI::IsMember({"json"}));
-  k.run["bag"] = [&k, info, recover] {
+  CLI::App* graph = bag->add_subcommand(
+      "graph",
+      "The modules and channels of a recording as a graph (module -> channel -> module), in topological order");
+  graph->add_option("FILE", k.bag_file, "An MCAP file written by shmtool record")->required();
+  CLI::Option* graph_json = json_flag(graph, k);
+  graph->add_flag("--dot", k.dot, "Print Graphviz (render with dot -Tsvg)")->excludes(graph_json);
+  k.run["bag"] = [&k, info, recover, graph] {
     if (info->parsed()) return run_bag_info(k.g, k.bag_file);
+    if (graph->parsed()) return run_bag_graph(k.g, k.bag_file, k.dot);
     if (recover->parsed()) return run_bag_recover(k.g, k.bag_file, k.bag_output);
     return run_bag_export(k.g, k.bag_file, k.bag_output, k.encoding);
   };

@@ -37,6 +37,7 @@
 #include "shmbus/subscriber.hpp"
 #include "shmbus/wait_set.hpp"
 #include "shmbus_msgs/Alert.hpp"
+#include "shmbus_msgs/MessageProvenance.hpp"
 #include "shmbus_msgs/RecordTrigger.hpp"
 
 namespace shmbus::tool {
@@ -53,6 +54,9 @@ constexpr std::size_t kBatchMessages = 16384;
 constexpr std::int64_t kDiscoveryNs = 20'000'000;
 /// The writer thread hands the open chunk to the kernel at least this often.
 constexpr std::int64_t kChunkFlushNs = 1'000'000'000;
+/// How often the reader thread scans the domain's endpoints for the
+/// recording's topology (shmbus.modules).
+constexpr std::int64_t kTopologyScanNs = 1'000'000'000;
 
 /// SIGUSR1 (snapshot mode): wakes the reader thread, which turns it into a
 /// trigger. GuardCondition::trigger is async-signal-safe.
@@ -77,6 +81,15 @@ struct Batch {
     /// Taken without a copy: the writer thread writes it from the ring
     /// (Subscriber::reread), if it is still there.
     bool in_ring = false;
+    // Its provenance (MessageInfo); the entries are in the buffer at
+    // provenance_offset.
+    std::uint32_t publisher_id = 0;
+    std::int64_t processing_ns = 0;
+    std::uint16_t input_count = 0;
+    std::uint16_t entry_count = 0;
+    std::uint16_t inputs_cut = 0;
+    std::uint16_t second_level_cut = 0;
+    std::size_t provenance_offset = 0;
   };
   std::vector<Entry> entries;
   bool trigger = false;  ///< one entry: its bytes are the reason
@@ -101,6 +114,24 @@ struct Batch {
     e.offset = used;
     if (!e.in_ring) used += e.size;
     entries.push_back(e);
+  }
+  /// Appends `info`'s provenance to the last entry added.
+  void add_provenance(const MessageInfo& info) {
+    Entry& e = entries.back();
+    e.publisher_id = info.publisher_id;
+    e.processing_ns = info.processing_ns;
+    e.input_count = info.input_count;
+    e.entry_count = info.entry_count;
+    e.inputs_cut = info.provenance_cut;
+    e.second_level_cut = info.second_level_cut;
+    if (info.entry_count == 0) return;
+    const std::size_t n = sizeof(Provenance) * info.entry_count;
+    std::memcpy(room(n).data(), info.provenance.data(), n);
+    e.provenance_offset = used;
+    used += n;
+  }
+  [[nodiscard]] std::span<const Provenance> provenance(const Entry& e) const {
+    return {reinterpret_cast<const Provenance*>(bytes.get() + e.provenance_offset), e.entry_count};
   }
   [[nodiscard]] std::span<const std::byte> data(const Entry& e) const { return {bytes.get() + e.offset, e.size}; }
   [[nodiscard]] bool empty() const noexcept { return entries.empty(); }
@@ -166,9 +197,86 @@ class Queue {
   std::uint64_t max_bytes_;
 };
 
+/// What the recorded system looks like, from its endpoints: every
+/// channel's registry index and type, the node of each publisher id, each
+/// node's reads and writes. The reader thread scans the domain once a
+/// second (and at the end); the writer thread writes the latest into each
+/// file's metadata. What was seen once stays: a module that ran during the
+/// recording is part of its topology.
+class Topology {
+ public:
+  /// Reader thread.
+  void scan(const introspect::DomainView& domain, const SegmentAccess& access) {
+    for (const std::string& name : domain.channel_names()) scan_channel(domain.domain(), name, access);
+  }
+
+  /// Reader thread: one channel (a publisher id not seen before: a module
+  /// may live shorter than a scan period).
+  void scan_channel(const std::string& domain, const std::string& name, const SegmentAccess& access) {
+    {
+      auto it = readers_.find(name);
+      if (it == readers_.end()) {
+        try {
+          it = readers_.emplace(name, introspect::ChannelReader(domain, name, false, access)).first;
+        } catch (const Error&) {
+          return;  // being created or removed: looked at again next time
+        }
+      }
+      const introspect::ChannelView v = it->second.view();
+      const std::lock_guard lock(mutex_);
+      indexes_[name] = v.registry_index;
+      types_[name] = v.type_name;
+      for (const auto& ep : v.publishers) {
+        nodes_[name][ep.id] = ep.node;
+        if (ep.node != kRecorderNode && !ep.node.empty()) modules_[ep.node].second.insert(name);
+      }
+      for (const auto& ep : v.subscribers) {
+        if (ep.node != kRecorderNode && !ep.node.empty()) modules_[ep.node].first.insert(name);
+      }
+    }
+  }
+
+  /// Writer thread: the metadata records of a file whose channels had
+  /// these first publishers (channel name -> publisher id).
+  std::vector<mcap::Metadata> metadata(const std::map<std::string, std::uint32_t>& first_publishers) {
+    const std::lock_guard lock(mutex_);
+    mcap::KeyValues indexes;
+    mcap::KeyValues types;
+    mcap::KeyValues writers;
+    mcap::KeyValues modules;
+    for (const auto& [name, index] : indexes_) indexes.emplace_back(name, std::to_string(index));
+    for (const auto& [name, type] : types_) types.emplace_back(name, type);
+    for (const auto& [name, first] : first_publishers) {
+      schema::Json nodes = schema::Json::object();
+      if (auto it = nodes_.find(name); it != nodes_.end()) {
+        for (const auto& [id, node] : it->second) nodes[std::to_string(id)] = node;
+      }
+      writers.emplace_back(name, schema::Json{{"first_publisher", first}, {"nodes", std::move(nodes)}}.dump());
+    }
+    for (const auto& [node, rw] : modules_) {
+      modules.emplace_back(node, schema::Json{{"reads", rw.first}, {"writes", rw.second}}.dump());
+    }
+    return {{kChannelIndexesMetadata, std::move(indexes)},
+            {kChannelTypesMetadata, std::move(types)},
+            {kWritersMetadata, std::move(writers)},
+            {kModulesMetadata, std::move(modules)}};
+  }
+
+ private:
+  std::map<std::string, introspect::ChannelReader> readers_;  ///< the reader thread's
+  std::mutex mutex_;
+  std::map<std::string, std::uint32_t> indexes_;
+  std::map<std::string, std::string> types_;
+  std::map<std::string, std::map<std::uint32_t, std::string>> nodes_;
+  /// node -> (reads, writes)
+  std::map<std::string, std::pair<std::set<std::string>, std::set<std::string>>> modules_;
+};
+
 struct RecordedChannel {
   std::string name;
   TypeInfo type;
+  std::uint32_t registry_index = 0;
+  std::vector<std::uint32_t> known_publishers;  ///< the reader thread's: ids whose node the topology has
   std::unique_ptr<Subscriber> sub;
   /// When the recorder subscribed: a message published before (taken from
   /// the ring's history) is logged at its publish time, not at the moment
@@ -207,6 +315,10 @@ struct OpenFile {
   std::vector<std::uint16_t> ids;                  ///< recorded channel index -> MCAP channel id
   std::map<std::uint64_t, std::uint16_t> schemas;  ///< type hash -> schema id
   std::uint64_t first_log_time = 0;                ///< 0: no message yet
+  /// Recorded channel index -> the publisher id of its first message here.
+  std::map<std::size_t, std::uint32_t> first_publisher;
+  std::optional<std::uint16_t> provenance_id;  ///< the /shmbus/provenance channel, once used
+  std::uint64_t provenance_written = 0;
 };
 
 /// The recorder: which channels, the threads, the files.
@@ -295,8 +407,13 @@ class Recorder {
     const std::int64_t end =
         o_.duration_s > 0 ? mono_now_ns() + static_cast<std::int64_t>(o_.duration_s * 1e9) : INT64_MAX;
     std::vector<std::size_t> ready;
+    std::int64_t next_scan = 0;
     while (!stop_requested() && !write_failed_.load() && mono_now_ns() < end) {
       if (registry_changed()) discover();  // channels that appear after the start and match
+      if (mono_now_ns() >= next_scan && domain_view_) {
+        topology_.scan(*domain_view_, config_.access());
+        next_scan = mono_now_ns() + kTopologyScanNs;
+      }
       const std::int64_t until = std::min(end, mono_now_ns() + kDiscoveryNs);
       wait_set_.wait(std::chrono::nanoseconds(std::max<std::int64_t>(until - mono_now_ns(), 0)), ready);
       for (const std::size_t w : ready) {
@@ -307,6 +424,7 @@ class Recorder {
     }
     for (std::size_t i = 0; i < channels_.size(); ++i) drain(i);  // what is left in the rings
     push_batch();
+    if (domain_view_) topology_.scan(*domain_view_, config_.access());
   }
 
   /// Hands the messages taken so far to the writer thread; when the queue
@@ -375,6 +493,7 @@ class Recorder {
       }
       rc->subscribed_wall_ns = wall_now_ns();
       rc->type = rc->sub->type();
+      rc->registry_index = rc->sub->channel_index();
       rc->in_ring_limit = o_.snapshot_s > 0 ? 0 : rc->sub->capacity() / 4;  // a snapshot keeps copies
       recorded_.insert(name);
       const std::size_t slot = wait_set_.attach(*rc->sub);
@@ -404,6 +523,12 @@ class Recorder {
           r.info.publish_wall_ns < rc.subscribed_wall_ns ? r.info.publish_wall_ns : wall_now_ns();
       batch_.add({i, r.info.sequence, static_cast<std::uint64_t>(received),
                   static_cast<std::uint64_t>(r.info.publish_wall_ns), 0, r.info.size, in_ring});
+      batch_.add_provenance(r.info);
+      if (std::find(rc.known_publishers.begin(), rc.known_publishers.end(), r.info.publisher_id) ==
+          rc.known_publishers.end()) {
+        rc.known_publishers.push_back(r.info.publisher_id);
+        topology_.scan_channel(config_.domain, rc.name, config_.access());
+      }
       if (batch_.used >= kBatchBytes || batch_.entries.size() >= kBatchMessages) push_batch();
     }
     rc.ring_lost.store(rc.sub->lost(), std::memory_order_relaxed);
@@ -466,7 +591,7 @@ class Recorder {
           keep(std::move(b));
         } else {
           for (const auto& e : b.entries) {
-            write_message(e, b.data(e));
+            write_message(e, b.data(e), b.provenance(e));
             RecordedChannel& rc = channel(e.channel);
             if (rc.in_ring_limit > 0) rc.unwritten.fetch_sub(1, std::memory_order_relaxed);
           }
@@ -536,12 +661,48 @@ class Recorder {
       rc.lost_in_earlier_files = total;
     }
     file_.writer->write_metadata({kLostMetadata, lost});
+    std::map<std::string, std::uint32_t> first_publishers;
+    for (const auto& [i, id] : file_.first_publisher) first_publishers.emplace(channel(i).name, id);
+    for (const mcap::Metadata& m : topology_.metadata(first_publishers)) file_.writer->write_metadata(m);
     file_.writer->close();
     bytes_in_closed_files_ += file_.writer->bytes();
     file_.writer.reset();
   }
 
-  void write_message(const Batch::Entry& t, std::span<const std::byte> data) {
+  /// The provenance record of message `t` when it says more than "written
+  /// by the channel's first publisher, from no inputs".
+  void write_provenance(const Batch::Entry& t, std::span<const Provenance> entries) {
+    const RecordedChannel& rc = channel(t.channel);
+    const auto first = file_.first_publisher.emplace(t.channel, t.publisher_id).first->second;
+    if (t.entry_count == 0 && t.publisher_id == first) return;
+    if (!file_.provenance_id) {
+      const TypeInfo type = type_info_of<shmbus_msgs::MessageProvenance>();
+      const std::uint16_t schema = file_.writer->add_schema(type.name, "shmbus.msg", type.schema);
+      file_.provenance_id = file_.writer->add_channel(schema, kProvenanceChannel, "shmbus",
+                                                      {{"type_name", type.name},
+                                                       {"type_hash", fmt::format("{:016x}", type.hash)},
+                                                       {"host", host_},
+                                                       {"domain", config_.domain}});
+    }
+    shmbus_msgs::MessageProvenance p{};
+    p.channel_index = rc.registry_index;
+    p.publisher_id = t.publisher_id;
+    p.sequence = t.sequence;
+    p.processing_ns = t.processing_ns;
+    p.input_count = t.input_count;
+    p.entry_count = t.entry_count;
+    p.inputs_cut = t.inputs_cut;
+    p.second_level_cut = t.second_level_cut;
+    for (std::size_t k = 0; k < entries.size() && k < p.entries.size(); ++k) {
+      p.entries[k].channel_index = entries[k].channel_index;
+      p.entries[k].via = entries[k].via;
+      p.entries[k].sequence = entries[k].sequence;
+    }
+    file_.writer->write(mcap::Message{*file_.provenance_id, static_cast<std::uint32_t>(file_.provenance_written++),
+                                      t.log_time, t.publish_time, std::as_bytes(std::span{&p, 1})});
+  }
+
+  void write_message(const Batch::Entry& t, std::span<const std::byte> data, std::span<const Provenance> provenance) {
     if (file_.first_log_time != 0 && o_.split_duration_s > 0 &&
         t.log_time - file_.first_log_time >= static_cast<std::uint64_t>(o_.split_duration_s * 1e9)) {
       close_file();
@@ -575,6 +736,7 @@ class Recorder {
     }
     if (file_.first_log_time == 0) file_.first_log_time = t.log_time;
     ++rc.written;
+    write_provenance(t, provenance);
     if (o_.split_bytes > 0 && file_.writer->bytes() >= o_.split_bytes) {
       close_file();
       open_next_file();
@@ -612,7 +774,7 @@ class Recorder {
     for (const Batch& b : kept_) {
       for (const auto& e : b.entries) {
         if (e.log_time < from) continue;
-        write_message(e, b.data(e));
+        write_message(e, b.data(e), b.provenance(e));
         oldest = std::min(oldest, e.log_time);
         ++n;
       }
@@ -667,6 +829,7 @@ class Recorder {
   bool discovered_once_ = false;
   std::optional<introspect::DomainView> domain_view_;
   std::uint64_t seen_generation_ = UINT64_MAX;
+  Topology topology_;
   // The writer thread's:
   OpenFile file_;
   std::vector<std::string> files_;

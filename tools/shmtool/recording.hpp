@@ -22,6 +22,24 @@ inline constexpr const char* kSnapshotMetadata = "shmbus.snapshot";
 /// The channel a recorder in snapshot mode takes triggers from.
 inline constexpr const char* kTriggerChannel = "/shmbus/record/trigger";
 
+/// The file-only channel of shmbus_msgs/MessageProvenance records: one for
+/// each message that has inputs or was not written by its channel's first
+/// publisher in the file.
+inline constexpr const char* kProvenanceChannel = "/shmbus/provenance";
+/// Metadata record: channel name -> registry index, for every channel a
+/// provenance record may cite.
+inline constexpr const char* kChannelIndexesMetadata = "shmbus.channel_indexes";
+/// Metadata record: channel name -> {"first_publisher": id, "nodes":
+/// {"id": node}} (JSON): which node each publisher id of the file is.
+inline constexpr const char* kWritersMetadata = "shmbus.writers";
+/// Metadata record: node -> {"reads": [...], "writes": [...]} (JSON), the
+/// topology of the recorded system, from its endpoints (the recorder left
+/// out).
+inline constexpr const char* kModulesMetadata = "shmbus.modules";
+/// Metadata record: channel name -> type name, for every channel of the
+/// topology (recorded or not).
+inline constexpr const char* kChannelTypesMetadata = "shmbus.channel_types";
+
 /// The channel `shmtool play --clock` publishes the recording's time on.
 inline constexpr const char* kClockChannel = "/shmbus/clock";
 
