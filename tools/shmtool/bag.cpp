@@ -54,11 +54,6 @@ std::string numbered_path(const std::string& output, std::uint64_t n) {
   return fmt::format("{}_{}.mcap", stem, n);
 }
 
-namespace {
-
-using Json = nlohmann::json;
-
-/// The type a recorded channel had, from its metadata and schema.
 TypeInfo recorded_type(const mcap::FileInfo& info, const mcap::Channel& c) {
   TypeInfo t{"shmbus/Bytes", 0, ""};
   for (const auto& [k, v] : c.metadata) {
@@ -68,6 +63,36 @@ TypeInfo recorded_type(const mcap::FileInfo& info, const mcap::Channel& c) {
   if (const mcap::Schema* s = info.schema(c.schema_id)) t.schema = s->data;
   return t;
 }
+
+std::uint16_t add_provenance_channel(mcap::Writer& writer, const mcap::KeyValues& metadata) {
+  const TypeInfo type = type_info_of<shmbus_msgs::MessageProvenance>();
+  mcap::KeyValues m{{"type_name", type.name}, {"type_hash", fmt::format("{:016x}", type.hash)}};
+  m.insert(m.end(), metadata.begin(), metadata.end());
+  return writer.add_channel(writer.add_schema(type.name, "shmbus.msg", type.schema), kProvenanceChannel, "shmbus",
+                            std::move(m));
+}
+
+shmbus_msgs::MessageProvenance provenance_record(const ProvenanceFacts& f, std::span<const Provenance> entries) {
+  shmbus_msgs::MessageProvenance p{};
+  p.channel_index = f.channel_index;
+  p.publisher_id = f.publisher_id;
+  p.sequence = f.sequence;
+  p.processing_ns = f.processing_ns;
+  p.entry_count = static_cast<std::uint16_t>(std::min(entries.size(), p.entries.size()));
+  p.input_count = std::min(f.input_count, p.entry_count);
+  p.inputs_cut = f.inputs_cut;
+  p.second_level_cut = f.second_level_cut;
+  for (std::size_t k = 0; k < p.entry_count; ++k) {
+    p.entries[k].channel_index = entries[k].channel_index;
+    p.entries[k].via = entries[k].via;
+    p.entries[k].sequence = entries[k].sequence;
+  }
+  return p;
+}
+
+namespace {
+
+using Json = nlohmann::json;
 
 /// FROM=TO pairs.
 std::map<std::string, std::string> parse_remaps(const std::vector<std::string>& remaps) {

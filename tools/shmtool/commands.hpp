@@ -91,24 +91,32 @@ struct RecordOptions {
 };
 int run_record(const Globals& g, const RecordOptions& o);
 struct PlayOptions {
-  std::vector<std::string> files;     ///< played one after the other, by their start times
-  double rate = 1.0;                  ///< speed factor
-  bool loop = false;                  ///< start again at the end
-  std::vector<std::string> channels;  ///< globs of the recorded names to play (default: all)
-  std::vector<std::string> exclude;   ///< globs never played
-  std::vector<std::string> remap;     ///< FROM=TO: publish FROM's messages on TO
-  bool wait_for_subscribers = false;  ///< start once every played channel has a subscriber
-  double start_offset_s = 0;          ///< skip this much of the recording's start
-  std::string begin;                  ///< play from this wall time (ISO 8601 or ns since the epoch)
-  std::string end;                    ///< play up to this wall time
-  bool paused = false;                ///< start paused (space resumes)
-  bool clock = false;                 ///< publish the recording's time on /shmbus/clock
+  std::vector<std::string> files;         ///< played one after the other, by their start times
+  double rate = 1.0;                      ///< speed factor
+  bool loop = false;                      ///< start again at the end
+  std::vector<std::string> channels;      ///< globs of the recorded names to play (default: all)
+  std::vector<std::string> exclude;       ///< globs never played
+  std::vector<std::string> remap;         ///< FROM=TO: publish FROM's messages on TO
+  bool wait_for_subscribers = false;      ///< start once every played channel has a subscriber
+  double start_offset_s = 0;              ///< skip this much of the recording's start
+  std::string begin;                      ///< play from this wall time (ISO 8601 or ns since the epoch)
+  std::string end;                        ///< play up to this wall time
+  bool paused = false;                    ///< start paused (space resumes)
+  bool clock = false;                     ///< publish the recording's time on /shmbus/clock
+  bool step = false;                      ///< replay in module-dependency order (step.cpp)
+  std::vector<std::string> step_modules;  ///< --step: the live modules
+  std::string output;                     ///< --step: the replayed run's recording
+  double step_timeout_s = 5.0;            ///< --step: how long a live module may take to answer
 };
 int run_play(const Globals& g, const PlayOptions& o);
+/// play FILE --step --modules M -o OUT: replay in module-dependency order.
+int run_play_step(const Globals& g, const PlayOptions& o);
 /// bag info FILE: what a recording holds.
 int run_bag_info(const Globals& g, const std::string& path);
 /// bag graph FILE [--json|--dot]: the recording's modules and channels.
 int run_bag_graph(const Globals& g, const std::string& path, bool dot);
+/// bag diff A B --channel C: two recordings of C compared frame by frame.
+int run_bag_diff(const Globals& g, const std::string& a, const std::string& b, const std::string& channel);
 /// bag recover IN -o OUT: an indexed file from one whose recorder died.
 int run_bag_recover(const Globals& g, const std::string& in, const std::string& out);
 /// bag export IN -o OUT --encoding json: the recording with JSON messages.

@@ -1,7 +1,7 @@
 // shmtool: inspect and drive a shmbus domain from a terminal.
 //
 //   shmtool list | info CH | echo CH | hz CH | pub CH | stats [CH] | alerts | top | clean | sync
-//           record -o FILE [CH...] | play FILE... | bag info|recover|export|graph FILE
+//           record -o FILE [CH...] | play FILE... [--step] | bag info|recover|export|graph|diff FILE
 //
 // Exit codes: 0 ok, 1 runtime failure, 2 bad usage or configuration,
 // 3 channel not found; every failure is one line on stderr.
@@ -88,6 +88,8 @@ struct Commands {
   std::string bag_output;         ///< bag recover, export
   std::string encoding = "json";  ///< bag export
   bool dot = false;               ///< bag graph
+  std::string bag_other;          ///< bag diff
+  std::string bag_channel;        ///< bag diff
   std::map<std::string, std::function<int()>> run;
 };
 
@@ -222,7 +224,18 @@ void add_record_commands(CLI::App& app, Commands& k) {
   play->add_option("--end", k.play.end, "Play up to this wall time");
   play->add_flag("--paused", k.play.paused, "Start paused (on a terminal: space resumes, s steps one message)");
   play->add_flag("--clock", k.play.clock, "Publish the recording's time on /shmbus/clock (rosgraph_msgs-like)");
-  k.run["play"] = [&k] { return run_play(k.g, k.play); };
+  CLI::Option* step = play->add_flag(
+      "--step", k.play.step,
+      "Replay in module-dependency order: feed the live --modules exactly the recorded inputs of each frame");
+  play->add_option("--modules", k.play.step_modules, "With --step: the modules running live (m1,m2)")
+      ->delimiter(',')
+      ->needs(step);
+  play->add_option("-o,--output", k.play.output, "With --step: the recording of the replayed run")->needs(step);
+  play->add_option("--timeout", k.play.step_timeout_s,
+                   "With --step: how long a live module may take to answer a frame (default 5s)")
+      ->transform(kDuration)
+      ->needs(step);
+  k.run["play"] = [&k] { return k.play.step ? run_play_step(k.g, k.play) : run_play(k.g, k.play); };
 
   CLI::App* bag = app.add_subcommand("bag", "Inspect, repair and convert recordings");
   bag->require_subcommand(1);
@@ -242,8 +255,15 @@ void add_record_commands(CLI::App& app, Commands& k) {
   graph->add_option("FILE", k.bag_file, "An MCAP file written by shmtool record")->required();
   CLI::Option* graph_json = json_flag(graph, k);
   graph->add_flag("--dot", k.dot, "Print Graphviz (render with dot -Tsvg)")->excludes(graph_json);
-  k.run["bag"] = [&k, info, recover, graph] {
+  CLI::App* diff = bag->add_subcommand(
+      "diff", "Compare one channel of two recordings frame by frame (matched by identity, e.g. after play --step)");
+  diff->add_option("A", k.bag_file, "The reference recording")->required();
+  diff->add_option("B", k.bag_other, "The recording compared with it")->required();
+  diff->add_option("--channel", k.bag_channel, "The channel to compare")->required();
+  json_flag(diff, k);
+  k.run["bag"] = [&k, info, recover, graph, diff] {
     if (info->parsed()) return run_bag_info(k.g, k.bag_file);
+    if (diff->parsed()) return run_bag_diff(k.g, k.bag_file, k.bag_other, k.bag_channel);
     if (graph->parsed()) return run_bag_graph(k.g, k.bag_file, k.dot);
     if (recover->parsed()) return run_bag_recover(k.g, k.bag_file, k.bag_output);
     return run_bag_export(k.g, k.bag_file, k.bag_output, k.encoding);

@@ -37,7 +37,6 @@
 #include "shmbus/subscriber.hpp"
 #include "shmbus/wait_set.hpp"
 #include "shmbus_msgs/Alert.hpp"
-#include "shmbus_msgs/MessageProvenance.hpp"
 #include "shmbus_msgs/RecordTrigger.hpp"
 
 namespace shmbus::tool {
@@ -676,28 +675,12 @@ class Recorder {
     const auto first = file_.first_publisher.emplace(t.channel, t.publisher_id).first->second;
     if (t.entry_count == 0 && t.publisher_id == first) return;
     if (!file_.provenance_id) {
-      const TypeInfo type = type_info_of<shmbus_msgs::MessageProvenance>();
-      const std::uint16_t schema = file_.writer->add_schema(type.name, "shmbus.msg", type.schema);
-      file_.provenance_id = file_.writer->add_channel(schema, kProvenanceChannel, "shmbus",
-                                                      {{"type_name", type.name},
-                                                       {"type_hash", fmt::format("{:016x}", type.hash)},
-                                                       {"host", host_},
-                                                       {"domain", config_.domain}});
+      file_.provenance_id = add_provenance_channel(*file_.writer, {{"host", host_}, {"domain", config_.domain}});
     }
-    shmbus_msgs::MessageProvenance p{};
-    p.channel_index = rc.registry_index;
-    p.publisher_id = t.publisher_id;
-    p.sequence = t.sequence;
-    p.processing_ns = t.processing_ns;
-    p.input_count = t.input_count;
-    p.entry_count = t.entry_count;
-    p.inputs_cut = t.inputs_cut;
-    p.second_level_cut = t.second_level_cut;
-    for (std::size_t k = 0; k < entries.size() && k < p.entries.size(); ++k) {
-      p.entries[k].channel_index = entries[k].channel_index;
-      p.entries[k].via = entries[k].via;
-      p.entries[k].sequence = entries[k].sequence;
-    }
+    const shmbus_msgs::MessageProvenance p =
+        provenance_record({rc.registry_index, t.publisher_id, t.sequence, t.processing_ns, t.input_count, t.inputs_cut,
+                           t.second_level_cut},
+                          entries);
     file_.writer->write(mcap::Message{*file_.provenance_id, static_cast<std::uint32_t>(file_.provenance_written++),
                                       t.log_time, t.publish_time, std::as_bytes(std::span{&p, 1})});
   }

@@ -7,7 +7,11 @@
 #include <string>
 #include <vector>
 
+#include <span>
+
 #include "shmbus/mcap.hpp"
+#include "shmbus/types.hpp"
+#include "shmbus_msgs/MessageProvenance.hpp"
 
 namespace shmbus::tool {
 
@@ -40,8 +44,32 @@ inline constexpr const char* kModulesMetadata = "shmbus.modules";
 /// topology (recorded or not).
 inline constexpr const char* kChannelTypesMetadata = "shmbus.channel_types";
 
+/// Metadata record of a step replay's output: source, live modules,
+/// frames, failed frames, duration.
+inline constexpr const char* kReplayMetadata = "shmbus.replay";
+
 /// The channel `shmtool play --clock` publishes the recording's time on.
 inline constexpr const char* kClockChannel = "/shmbus/clock";
+
+/// The type a recorded channel had, from its metadata and schema.
+TypeInfo recorded_type(const mcap::FileInfo& info, const mcap::Channel& c);
+
+/// Adds the /shmbus/provenance channel (and its schema) to a file being
+/// written; `metadata` joins the type's.
+std::uint16_t add_provenance_channel(mcap::Writer& writer, const mcap::KeyValues& metadata);
+/// What a provenance record says besides its entries.
+struct ProvenanceFacts {
+  std::uint32_t channel_index = 0;
+  std::uint32_t publisher_id = 0;
+  std::uint64_t sequence = 0;
+  std::int64_t processing_ns = 0;
+  std::uint16_t input_count = 0;
+  std::uint16_t inputs_cut = 0;
+  std::uint16_t second_level_cut = 0;
+};
+/// The /shmbus/provenance record of one message: `entries` are its inputs
+/// (the first input_count) and then their inputs.
+shmbus_msgs::MessageProvenance provenance_record(const ProvenanceFacts& f, std::span<const Provenance> entries);
 
 /// Whether `name` matches one of the fnmatch(3) globs.
 bool matches_any(const std::vector<std::string>& globs, const std::string& name);

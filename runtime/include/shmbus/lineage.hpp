@@ -6,7 +6,6 @@
 /// metadata), as a graph module -> channel -> module with a topological
 /// order of the modules.
 
-#include <compare>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -23,7 +22,10 @@ namespace shmbus::lineage {
 struct MessageId {
   std::string channel;
   std::uint64_t sequence = 0;
-  auto operator<=>(const MessageId&) const = default;
+  bool operator==(const MessageId& o) const noexcept { return sequence == o.sequence && channel == o.channel; }
+  bool operator<(const MessageId& o) const noexcept {
+    return std::tie(channel, sequence) < std::tie(o.channel, o.sequence);
+  }
 };
 
 /// Where one recorded message came from.

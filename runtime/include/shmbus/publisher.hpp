@@ -57,6 +57,8 @@ class Loan {
   /// The writable payload, `size()` bytes, 64-byte aligned.
   [[nodiscard]] std::span<std::byte> data() const noexcept { return {data_, size_}; }
   [[nodiscard]] std::size_t size() const noexcept { return size_; }
+  /// The channel sequence this message gets when committed.
+  [[nodiscard]] std::uint64_t sequence() const noexcept { return sequence_; }
   /// The payload as a T (placement-constructed by the caller or trivially
   /// writable).
   template <typename T>
