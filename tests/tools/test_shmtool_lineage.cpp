@@ -9,9 +9,11 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -81,6 +83,8 @@ class ShmtoolLineage : public ::testing::Test {
 };
 std::unique_ptr<DomainGuard> ShmtoolLineage::domain_;
 std::string ShmtoolLineage::recording_;
+
+std::string fmt_frames(int n) { return std::to_string(n); }
 
 std::size_t position(const json& order, const std::string& module) {
   const auto it = std::find(order.begin(), order.end(), module);
@@ -167,6 +171,188 @@ TEST_F(ShmtoolLineage, DotRendersWithGraphviz) {
   EXPECT_NE(text.find("/pipeline/c5"), std::string::npos);
   std::filesystem::remove(dot_file);
   std::filesystem::remove(svg_file);
+}
+
+namespace {
+
+/// The payloads of `channel` in a recording, in file order, by sequence.
+std::vector<std::pair<std::uint64_t, std::vector<std::byte>>> payloads(const std::string& path,
+                                                                       const std::string& channel) {
+  shmbus::mcap::Reader reader(path);
+  std::optional<std::uint16_t> id;
+  for (const auto& c : reader.info().channels) {
+    if (c.topic == channel) id = c.id;
+  }
+  std::vector<std::pair<std::uint64_t, std::vector<std::byte>>> out;
+  reader.read_messages([&](const shmbus::mcap::MessageView& m) {
+    if (id && m.channel_id == *id) out.emplace_back(m.sequence, std::vector<std::byte>(m.data.begin(), m.data.end()));
+    return true;
+  });
+  return out;
+}
+
+/// pipeline_msgs/Sample's value.
+double value_of(const std::vector<std::byte>& payload) {
+  double v = 0;
+  std::memcpy(&v, payload.data() + 8, sizeof v);
+  return v;
+}
+
+/// Live modules of the pipeline in a fresh domain, for one step replay.
+struct LiveModules {
+  DomainGuard domain;
+  std::vector<std::unique_ptr<ChildProcess>> procs;
+  explicit LiveModules(const std::vector<std::vector<std::string>>& modules) {
+    for (const auto& m : modules) {
+      std::vector<std::string> args{kPipeline};
+      args.insert(args.end(), m.begin(), m.end());
+      procs.push_back(
+          std::make_unique<ChildProcess>(args, true, std::vector<std::string>{"SHMBUS_DOMAIN=" + domain.name}));
+    }
+  }
+  ~LiveModules() {
+    for (auto& p : procs) {
+      p->signal(SIGCONT);
+      p->signal(SIGTERM);
+      p->wait(10s);
+    }
+  }
+};
+
+ToolRun step(const std::string& recording, const std::string& out, const std::string& domain,
+             std::vector<std::string> extra = {}) {
+  std::vector<std::string> args{"play", recording, "--step", "--modules", "m1,m2", "-o", out, "--timeout", "10s"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  return shmtool(tool_args(args, domain));
+}
+
+}  // namespace
+
+TEST_F(ShmtoolLineage, StepReplayWithTheSameModulesReproducesEveryFrameByteForByte) {
+  const std::string out1 = temp_path("step1");
+  const std::string out2 = temp_path("step2");
+  {
+    LiveModules live({{"--module", "m1"}, {"--module", "m2"}});
+    const ToolRun r = step(recording_, out1, live.domain.name);
+    ASSERT_EQ(r.code, 0) << r.out << r.err;
+    EXPECT_NE(r.out.find(fmt_frames(kFrames) + " answered by the live modules, 0 failed"), std::string::npos) << r.out;
+  }
+  {
+    // Deterministic: the same programs, started again, replayed again, give
+    // the same payloads in the same order.
+    LiveModules live({{"--module", "m1"}, {"--module", "m2"}});
+    const ToolRun again = step(recording_, out2, live.domain.name);
+    ASSERT_EQ(again.code, 0) << again.out << again.err;
+  }
+  const ToolRun diff = shmtool({"bag", "diff", recording_, out1, "--channel", "/pipeline/c5", "--json"});
+  ASSERT_EQ(diff.code, 0) << diff.err;
+  const json d = json::parse(diff.out);
+  EXPECT_EQ(d["matched"], kFrames) << d.dump(2);
+  EXPECT_EQ(d["equal"], kFrames);
+  EXPECT_EQ(d["different"], 0);
+  EXPECT_EQ(d["missing"], 0);
+  EXPECT_EQ(payloads(out1, "/pipeline/c5").size(), static_cast<std::size_t>(kFrames));
+  EXPECT_TRUE(payloads(out1, "/pipeline/c5") == payloads(out2, "/pipeline/c5"));
+  EXPECT_TRUE(payloads(out1, "/pipeline/c3") == payloads(out2, "/pipeline/c3"));
+  // The replayed run is a recording like any: same topology, and c5's
+  // provenance names the frame's recorded inputs.
+  const ToolRun graph = shmtool({"bag", "graph", out1, "--json"});
+  ASSERT_EQ(graph.code, 0) << graph.err;
+  EXPECT_EQ(json::parse(graph.out)["order"].size(), 4U);
+  const shmbus::lineage::Lineage replayed(out1);
+  const auto c5 = replayed.origin({"/pipeline/c5", 7});
+  ASSERT_TRUE(c5.has_value());
+  EXPECT_EQ(c5->node, "m2");
+  ASSERT_FALSE(c5->inputs.empty());
+  EXPECT_EQ(c5->inputs[0], (shmbus::lineage::MessageId{"/pipeline/c3", 7}));
+  std::filesystem::remove(out1);
+  std::filesystem::remove(out2);
+}
+
+TEST_F(ShmtoolLineage, StepReplayOfANewM1VersionChangesEveryFrameAsItsGainPredicts) {
+  const std::string out = temp_path("step_gain");
+  {
+    LiveModules live({{"--module", "m1", "--gain", "2"}, {"--module", "m2"}});
+    const ToolRun r = step(recording_, out, live.domain.name);
+    ASSERT_EQ(r.code, 0) << r.out << r.err;
+  }
+  // c3' = 2 c3, so c5' = c5 + c3 in every frame (frame 0 has c3 = 0).
+  const auto recorded_c3 = payloads(recording_, "/pipeline/c3");
+  const auto recorded_c5 = payloads(recording_, "/pipeline/c5");
+  const auto replayed_c5 = payloads(out, "/pipeline/c5");
+  ASSERT_EQ(recorded_c5.size(), static_cast<std::size_t>(kFrames));
+  ASSERT_EQ(replayed_c5.size(), recorded_c5.size());
+  std::uint64_t changed = 0;
+  for (std::size_t k = 0; k < recorded_c5.size(); ++k) {
+    ASSERT_EQ(replayed_c5[k].first, recorded_c5[k].first);
+    EXPECT_DOUBLE_EQ(value_of(replayed_c5[k].second) - value_of(recorded_c5[k].second), value_of(recorded_c3[k].second))
+        << "frame " << k;
+    changed += value_of(recorded_c3[k].second) != 0 ? 1 : 0;
+  }
+  EXPECT_EQ(changed, static_cast<std::uint64_t>(kFrames - 1));
+  const ToolRun diff = shmtool({"bag", "diff", recording_, out, "--channel", "/pipeline/c5", "--json"});
+  ASSERT_EQ(diff.code, 0) << diff.err;
+  const json d = json::parse(diff.out);
+  EXPECT_EQ(d["matched"], kFrames);
+  EXPECT_EQ(d["different"], changed);
+  ASSERT_EQ(d["differences"].size(), changed);
+  EXPECT_EQ(d["differences"][0]["field"], "value");
+  const ToolRun text = shmtool({"bag", "diff", recording_, out, "--channel", "/pipeline/c5"});
+  EXPECT_NE(text.out.find(fmt_frames(kFrames) + " frames matched, 1 equal"), std::string::npos) << text.out;
+  std::filesystem::remove(out);
+}
+
+TEST_F(ShmtoolLineage, AModuleThatDoesNotAnswerIsNamedAndItsFramesFailWithoutStoppingTheReplay) {
+  const std::string out = temp_path("step_stalled");
+  LiveModules live({{"--module", "m1"}, {"--module", "m2"}});
+  shmbus::test::wait_for_subscribers(live.domain.name, "/pipeline/c3", 1);
+  // m1 is stopped (SIGSTOP) once it reads its inputs: it never answers.
+  for (const char* c : {"/pipeline/c1", "/pipeline/c2"}) shmbus::test::wait_for_subscribers(live.domain.name, c, 1);
+  live.procs[0]->signal(SIGSTOP);
+  ASSERT_TRUE(live.procs[0]->wait_stopped(10s));
+  const ToolRun r = shmtool(tool_args(
+      {"play", recording_, "--step", "--modules", "m1,m2", "-o", out, "--timeout", "20ms"}, live.domain.name));
+  EXPECT_EQ(r.code, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("frame 0: module m1 did not answer within 0.02 s (inputs /pipeline/c1#0, /pipeline/c2#0)"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find(fmt_frames(kFrames) + " failed"), std::string::npos) << r.out;
+  // m2 still ran every frame, on the recorded c3 published in m1's place:
+  // c5 is as recorded.
+  const ToolRun diff = shmtool({"bag", "diff", recording_, out, "--channel", "/pipeline/c5", "--json"});
+  ASSERT_EQ(diff.code, 0) << diff.err;
+  EXPECT_EQ(json::parse(diff.out)["equal"], kFrames) << diff.out;
+  shmbus::mcap::Reader reader(out);
+  bool marked = false;
+  for (const auto& m : reader.info().metadata) {
+    if (m.name != "shmbus.replay") continue;
+    for (const auto& [k, v] : m.values) {
+      if (k == "failed") marked = v == std::to_string(kFrames);
+    }
+  }
+  EXPECT_TRUE(marked) << "OUT marks the failed frames";
+  std::filesystem::remove(out);
+}
+
+TEST_F(ShmtoolLineage, StepReplayRefusesWhatCannotBeReplayedWithOneLine) {
+  DomainGuard d;
+  const std::string out = temp_path("step_refused");
+  const auto one_line = [](const ToolRun& r) { return std::count(r.err.begin(), r.err.end(), '\n') == 1; };
+  ToolRun r = shmtool(tool_args({"play", recording_, "--step", "--modules", "m9", "-o", out}, d.name));
+  EXPECT_EQ(r.code, 3) << r.err;
+  EXPECT_NE(r.err.find("no module 'm9'; it has m1, m2, m3, sensors"), std::string::npos) << r.err;
+  EXPECT_TRUE(one_line(r)) << r.err;
+  r = shmtool(tool_args({"play", recording_, "--step", "--modules", "m3", "-o", out}, d.name));
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find("'m3' reads nothing"), std::string::npos) << r.err;
+  r = shmtool(tool_args({"play", recording_, "--step", "--modules", "m1", "-o", out, "--timeout", "200ms"}, d.name));
+  EXPECT_EQ(r.code, 3) << r.err;  // m1 was not started
+  EXPECT_NE(r.err.find("module 'm1' does not read /pipeline/c1"), std::string::npos) << r.err;
+  EXPECT_TRUE(one_line(r)) << r.err;
+  r = shmtool(tool_args({"play", recording_, "--step", "-o", out}, d.name));
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find("--modules"), std::string::npos) << r.err;
+  std::filesystem::remove(out);
 }
 
 TEST(ShmtoolLineageInput, AFileWithoutTopologyIsNotFoundWithOneLine) {
