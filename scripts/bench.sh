@@ -3,7 +3,8 @@
 # `shmbus-bench peers` (two processes, shmbus vs iceoryx, Boost message_queue,
 # a Unix socket, floor and spsc; and the Node API's dispatch), the Node
 # executor's timers and idle CPU, the monitor's scale, the synchronizer
-# policies on simulated sensor streams, and the recorder and player.
+# policies on simulated sensor streams, the recorder and player, and step
+# replay against timed replay (tests/bench/bench_replay.sh).
 #   scripts/bench.sh            full runs (about two minutes)
 #   scripts/bench.sh --smoke    tiny runs: does every benchmark work? (CI)
 #   scripts/bench.sh --json     the peers table as one JSON object
@@ -29,5 +30,6 @@ if ! printf '%s\n' "${peers_args[@]}" | grep -q -- --json; then
   "$dir/tests/bench/shmbus_bench_sync" "${sync_args[@]}"
   "$dir/tests/bench/shmbus-bench-node" "${node_args[@]}"
   "$dir/tests/bench/shmbus-bench-record" "${record_args[@]}"
+  bash tests/bench/bench_replay.sh "$dir" "${record_args[@]}"
 fi
 "$dir/tests/bench/shmbus-bench" peers "${peers_args[@]}"
