@@ -80,14 +80,10 @@ struct Batch {
     /// Taken without a copy: the writer thread writes it from the ring
     /// (Subscriber::reread), if it is still there.
     bool in_ring = false;
-    // Its provenance (MessageInfo); the entries are in the buffer at
-    // provenance_offset.
-    std::uint32_t publisher_id = 0;
-    std::int64_t processing_ns = 0;
-    std::uint16_t input_count = 0;
+    // Its provenance (from MessageInfo); entry_count entries are in the
+    // buffer at provenance_offset.
+    ProvenanceFacts provenance{};
     std::uint16_t entry_count = 0;
-    std::uint16_t inputs_cut = 0;
-    std::uint16_t second_level_cut = 0;
     std::size_t provenance_offset = 0;
   };
   std::vector<Entry> entries;
@@ -114,15 +110,13 @@ struct Batch {
     if (!e.in_ring) used += e.size;
     entries.push_back(e);
   }
-  /// Appends `info`'s provenance to the last entry added.
-  void add_provenance(const MessageInfo& info) {
+  /// Appends `info`'s provenance (a message of channel `channel_index`) to
+  /// the last entry added.
+  void add_provenance(std::uint32_t channel_index, const MessageInfo& info) {
     Entry& e = entries.back();
-    e.publisher_id = info.publisher_id;
-    e.processing_ns = info.processing_ns;
-    e.input_count = info.input_count;
+    e.provenance = {channel_index,    info.publisher_id,   info.sequence,        info.processing_ns,
+                    info.input_count, info.provenance_cut, info.second_level_cut};
     e.entry_count = info.entry_count;
-    e.inputs_cut = info.provenance_cut;
-    e.second_level_cut = info.second_level_cut;
     if (info.entry_count == 0) return;
     const std::size_t n = sizeof(Provenance) * info.entry_count;
     std::memcpy(room(n).data(), info.provenance.data(), n);
@@ -522,7 +516,7 @@ class Recorder {
           r.info.publish_wall_ns < rc.subscribed_wall_ns ? r.info.publish_wall_ns : wall_now_ns();
       batch_.add({i, r.info.sequence, static_cast<std::uint64_t>(received),
                   static_cast<std::uint64_t>(r.info.publish_wall_ns), 0, r.info.size, in_ring});
-      batch_.add_provenance(r.info);
+      batch_.add_provenance(rc.registry_index, r.info);
       if (std::find(rc.known_publishers.begin(), rc.known_publishers.end(), r.info.publisher_id) ==
           rc.known_publishers.end()) {
         rc.known_publishers.push_back(r.info.publisher_id);
@@ -671,16 +665,13 @@ class Recorder {
   /// The provenance record of message `t` when it says more than "written
   /// by the channel's first publisher, from no inputs".
   void write_provenance(const Batch::Entry& t, std::span<const Provenance> entries) {
-    const RecordedChannel& rc = channel(t.channel);
-    const auto first = file_.first_publisher.emplace(t.channel, t.publisher_id).first->second;
-    if (t.entry_count == 0 && t.publisher_id == first) return;
+    const std::uint32_t publisher = t.provenance.publisher_id;
+    const auto first = file_.first_publisher.emplace(t.channel, publisher).first->second;
+    if (t.entry_count == 0 && publisher == first) return;
     if (!file_.provenance_id) {
       file_.provenance_id = add_provenance_channel(*file_.writer, {{"host", host_}, {"domain", config_.domain}});
     }
-    const shmbus_msgs::MessageProvenance p =
-        provenance_record({rc.registry_index, t.publisher_id, t.sequence, t.processing_ns, t.input_count, t.inputs_cut,
-                           t.second_level_cut},
-                          entries);
+    const shmbus_msgs::MessageProvenance p = provenance_record(t.provenance, entries);
     file_.writer->write(mcap::Message{*file_.provenance_id, static_cast<std::uint32_t>(file_.provenance_written++),
                                       t.log_time, t.publish_time, std::as_bytes(std::span{&p, 1})});
   }
