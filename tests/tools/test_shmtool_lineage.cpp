@@ -52,15 +52,19 @@ class ShmtoolLineage : public ::testing::Test {
     ASSERT_TRUE(recorder->wait_for_output("recording", 20s)) << recorder->output();
     const std::vector<std::string> env{"SHMBUS_DOMAIN=" + d};
     std::vector<std::unique_ptr<ChildProcess>> modules;
-    for (const char* m : {"m1", "m2", "m3"}) {
+    for (const char* m : {"m1", "m2"}) {
       modules.push_back(std::make_unique<ChildProcess>(
           std::vector<std::string>{kPipeline, "--module", m, "--rate", "100"}, true, env));
     }
-    // m1 and m2 and the recorder read each of their inputs before a frame
-    // is sent; m3 writes c6 from the start.
+    // m1, m2 and the recorder read each of their inputs before m3 starts
+    // and a frame is sent. m3 writes c6 slowly (every 200 ms), so m2's first
+    // frame takes few c6 messages (a callback cites at most 16 inputs).
     for (const char* c : {"/pipeline/c1", "/pipeline/c2", "/pipeline/c3", "/pipeline/c4", "/pipeline/c6"}) {
       shmbus::test::wait_for_subscribers(d, c, 2);
     }
+    modules.push_back(std::make_unique<ChildProcess>(
+        std::vector<std::string>{kPipeline, "--module", "m3", "--rate", "20"}, true, env));
+    wait_for_stamps(d, "/pipeline/c6", 1);
     ChildProcess sensors({kPipeline, "--module", "sensors", "--rate", "100", "--count", std::to_string(kFrames)}, true,
                          env);
     ASSERT_TRUE(exited_zero(sensors.wait(30s))) << sensors.output();
