@@ -291,7 +291,12 @@ class StepPlayer {
     }
     for (const std::size_t i : sides) feed(i);
     for (const std::size_t i : triggers) feed(i);
-    std::set<std::size_t> waiting(frame.outputs.begin(), frame.outputs.end());
+    // An output already answered in an earlier frame (it cites several
+    // root outputs) is not waited for again.
+    std::set<std::size_t> waiting;
+    for (const std::size_t y : frame.outputs) {
+      if (live_of_.count(y) == 0) waiting.insert(y);
+    }
     bool failed = false;
     while (!waiting.empty()) {
       if (collect(waiting)) continue;
