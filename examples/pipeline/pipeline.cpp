@@ -58,19 +58,18 @@ int run(const Options& o) {
     auto& c1 = node.publisher<Sample>("/pipeline/c1");
     auto& c2 = node.publisher<Sample>("/pipeline/c2");
     auto& c4 = node.publisher<Sample>("/pipeline/c4");
-    std::uint64_t n = 0;
-    node.every(period, [&] {
+    // The timers outlive this block: they own their counters.
+    node.every(period, [&c1, &c2, &c4, &node, count = o.count, n = std::uint64_t{0}]() mutable {
       c2.publish(Sample{n, 2.0 * static_cast<double>(n)});  // before c1: m1 finds it when c1 arrives
       if (n % 2 == 0) c4.publish(Sample{n / 2, 10.0 * static_cast<double>(n / 2)});
       c1.publish(Sample{n, static_cast<double>(n)});
-      if (++n == o.count) node.stop();
+      if (++n == count) node.stop();
     });
   } else if (o.module == "m3") {
     auto& c6 = node.publisher<Sample>("/pipeline/c6");
-    std::uint64_t n = 0;
-    node.every(period * 4, [&] {
+    node.every(period * 4, [&c6, &node, count = o.count, n = std::uint64_t{0}]() mutable {
       c6.publish(Sample{n, 100.0 + static_cast<double>(n)});
-      if (++n == o.count) node.stop();
+      if (++n == count) node.stop();
     });
   } else if (o.module == "m1") {
     auto& c3 = node.publisher<Sample>("/pipeline/c3");

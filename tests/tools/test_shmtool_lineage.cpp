@@ -44,7 +44,18 @@ std::string temp_path(const std::string& name) {
 /// kFrames frames.
 class ShmtoolLineage : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() {
+  /// Records once, in the first test, so a failure to record fails that
+  /// test (and the others say so) instead of skipping them all.
+  void SetUp() override {
+    if (!attempted_) {
+      attempted_ = true;
+      record();
+      recorded_ = !HasFatalFailure();
+    }
+    ASSERT_TRUE(recorded_) << "recording the live pipeline failed (see the suite's first test)";
+  }
+
+  static void record() {
     domain_ = std::make_unique<DomainGuard>();
     recording_ = temp_path("lineage");
     const std::string& d = domain_->name;
@@ -84,9 +95,13 @@ class ShmtoolLineage : public ::testing::Test {
 
   static std::unique_ptr<DomainGuard> domain_;
   static std::string recording_;
+  static bool attempted_;
+  static bool recorded_;
 };
 std::unique_ptr<DomainGuard> ShmtoolLineage::domain_;
 std::string ShmtoolLineage::recording_;
+bool ShmtoolLineage::attempted_ = false;
+bool ShmtoolLineage::recorded_ = false;
 
 std::string fmt_frames(int n) { return std::to_string(n); }
 

@@ -314,6 +314,10 @@ class StepPlayer {
       waiting.erase(y);
       feed(y);
     }
+    // What is still held answers nothing of this frame: a late answer to a
+    // failed frame, or an output of no frame.
+    unmatched_ += held_.size();
+    held_.clear();
     ++played_;
     if (failed) ++failed_;
   }
@@ -331,7 +335,20 @@ class StepPlayer {
         if (!r.ok()) continue;
         took = true;
         buffer.resize(r.info.size);
-        answer(channel, sub->channel_index(), r.info, std::move(buffer), waiting);
+        held_.push_back({&channel, sub->channel_index(), r.info, std::move(buffer)});
+        // One output may be taken before the output it answers (m2's c5
+        // before m1's c3): what matches nothing yet is held and tried again
+        // after each match.
+        for (bool matched = true; matched;) {
+          matched = false;
+          for (auto it = held_.begin(); it != held_.end(); ++it) {
+            if (answer(*it, waiting)) {
+              held_.erase(it);
+              matched = true;
+              break;
+            }
+          }
+        }
       }
       if (took) continue;
       const std::int64_t left = deadline - mono_now_ns();
@@ -341,10 +358,19 @@ class StepPlayer {
     return true;
   }
 
+  /// A live output not matched yet.
+  struct Held {
+    const std::string* channel;
+    std::uint32_t channel_index;
+    MessageInfo info;
+    std::vector<std::byte> data;
+  };
+
   /// Matches a live output to the recorded one it answers: same channel,
   /// and its trigger is the live counterpart of the recorded trigger.
-  void answer(const std::string& channel, std::uint32_t channel_index, const MessageInfo& info,
-              std::vector<std::byte> data, std::set<std::size_t>& waiting) {
+  bool answer(Held& h, std::set<std::size_t>& waiting) {
+    const std::string& channel = *h.channel;
+    const MessageInfo& info = h.info;
     if (info.input_count != 0) {
       const LiveId trigger{info.inputs()[0].channel_index, info.inputs()[0].sequence};
       auto t = recorded_of_.find(trigger);
@@ -353,19 +379,19 @@ class StepPlayer {
         const MessageId& want = origins_.at(y).inputs.front();
         const Recorded& got = messages_[t->second];
         if (id_of(want.channel, want.sequence) != id_of(got.channel, got.sequence)) continue;
-        const LiveId live{channel_index, info.sequence};
+        const LiveId live{h.channel_index, info.sequence};
         live_of_[y] = live;
         recorded_of_[live] = y;
         fed_.insert(y);
         Recorded out = messages_[y];
-        out.data = std::move(data);
+        out.data = std::move(h.data);
         out.publish_time = static_cast<std::uint64_t>(info.publish_wall_ns);
         write(out, live_provenance(y, info));
         waiting.erase(y);
-        return;
+        return true;
       }
     }
-    ++unmatched_;  // a late answer to a failed frame, or an output of no frame
+    return false;
   }
 
   /// The provenance of recorded message `i`, as the recording has it.
@@ -492,6 +518,7 @@ class StepPlayer {
   std::map<std::string, std::unique_ptr<Subscriber>> outputs_;
   WaitSet wait_set_;
   std::set<std::size_t> fed_;
+  std::vector<Held> held_;
   std::map<std::size_t, LiveId> live_of_;
   std::map<LiveId, std::size_t> recorded_of_;
   std::unique_ptr<mcap::Writer> out_;
