@@ -9,6 +9,7 @@
 
 #include <span>
 
+#include "shmbus/lineage.hpp"
 #include "shmbus/mcap.hpp"
 #include "shmbus/types.hpp"
 #include "shmbus_msgs/MessageProvenance.hpp"
@@ -26,24 +27,13 @@ inline constexpr const char* kSnapshotMetadata = "shmbus.snapshot";
 /// The channel a recorder in snapshot mode takes triggers from.
 inline constexpr const char* kTriggerChannel = "/shmbus/record/trigger";
 
-/// The file-only channel of shmbus_msgs/MessageProvenance records: one for
-/// each message that has inputs or was not written by its channel's first
-/// publisher in the file.
-inline constexpr const char* kProvenanceChannel = "/shmbus/provenance";
-/// Metadata record: channel name -> registry index, for every channel a
-/// provenance record may cite.
-inline constexpr const char* kChannelIndexesMetadata = "shmbus.channel_indexes";
-/// Metadata record: channel name -> {"first_publisher": id, "nodes":
-/// {"id": node}} (JSON): which node each publisher id of the file is.
-inline constexpr const char* kWritersMetadata = "shmbus.writers";
-/// Metadata record: node -> {"reads": [...], "writes": [...]} (JSON), the
-/// topology of the recorded system, from its endpoints (the recorder left
-/// out).
-inline constexpr const char* kModulesMetadata = "shmbus.modules";
-/// Metadata record: channel name -> type name, for every channel of the
-/// topology (recorded or not).
-inline constexpr const char* kChannelTypesMetadata = "shmbus.channel_types";
-
+/// Provenance and topology in a recording (shmbus/lineage.hpp defines the
+/// names: the recorder writes what Lineage reads).
+using lineage::kChannelIndexesMetadata;
+using lineage::kChannelTypesMetadata;
+using lineage::kModulesMetadata;
+using lineage::kProvenanceChannel;
+using lineage::kWritersMetadata;
 /// Metadata record of a step replay's output: source, live modules,
 /// frames, failed frames, duration.
 inline constexpr const char* kReplayMetadata = "shmbus.replay";

@@ -18,6 +18,19 @@
 
 namespace shmbus::lineage {
 
+// Where a recording keeps provenance and topology (shmtool record writes
+// them, Lineage reads them: the file format's names, defined once).
+/// The file-only channel of shmbus_msgs/MessageProvenance records.
+inline constexpr const char* kProvenanceChannel = "/shmbus/provenance";
+/// Metadata: channel name -> registry index.
+inline constexpr const char* kChannelIndexesMetadata = "shmbus.channel_indexes";
+/// Metadata: channel name -> type name.
+inline constexpr const char* kChannelTypesMetadata = "shmbus.channel_types";
+/// Metadata: channel name -> {"first_publisher": id, "nodes": {"id": node}} (JSON).
+inline constexpr const char* kWritersMetadata = "shmbus.writers";
+/// Metadata: node -> {"reads": [...], "writes": [...]} (JSON).
+inline constexpr const char* kModulesMetadata = "shmbus.modules";
+
 /// One recorded message: its channel and 64-bit sequence.
 struct MessageId {
   std::string channel;

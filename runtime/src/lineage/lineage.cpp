@@ -15,14 +15,6 @@ namespace shmbus::lineage {
 
 namespace {
 
-// The names shmtool record writes its facts under (tools/shmtool/recording.hpp
-// defines them for the writer; the file format is the contract).
-constexpr const char* kProvenanceChannel = "/shmbus/provenance";
-constexpr const char* kChannelIndexesMetadata = "shmbus.channel_indexes";
-constexpr const char* kChannelTypesMetadata = "shmbus.channel_types";
-constexpr const char* kWritersMetadata = "shmbus.writers";
-constexpr const char* kModulesMetadata = "shmbus.modules";
-
 std::vector<std::string> sorted(const std::set<std::string>& s) { return {s.begin(), s.end()}; }
 
 /// A string as a double-quoted Graphviz ID.
