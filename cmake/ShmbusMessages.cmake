@@ -1,6 +1,7 @@
-# shmbus_generate_messages(<target> FILES <pkg>/<Name>.msg... [INCLUDE_DIRS <root>...])
+# shmbus_generate_messages(<target> FILES <pkg>/<Name>.msg|.srv... [INCLUDE_DIRS <root>...])
 #
-# Generates <pkg>/<Name>.hpp for each FILE with shmbus-msggen and makes
+# Generates <pkg>/<Name>.hpp for each FILE with shmbus-msggen (a service
+# .srv also gives <Name>_Request.hpp and <Name>_Response.hpp) and makes
 # <target> an INTERFACE library that provides them (and links
 # shmbus::runtime). Types a FILE uses are looked up among the FILES and in
 # each INCLUDE_DIRS root (<root>/<pkg>/<Name>.msg), e.g. the shipped
@@ -19,6 +20,9 @@ function(shmbus_generate_messages target)
     get_filename_component(dir "${abs}" DIRECTORY)
     get_filename_component(pkg "${dir}" NAME)
     list(APPEND headers "${out_dir}/${pkg}/${name}.hpp")
+    if(abs MATCHES "\\.srv$")
+      list(APPEND headers "${out_dir}/${pkg}/${name}_Request.hpp" "${out_dir}/${pkg}/${name}_Response.hpp")
+    endif()
     list(APPEND msg_files "${abs}")
   endforeach()
   set(include_args "")

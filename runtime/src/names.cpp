@@ -48,6 +48,25 @@ void validate_node_name(std::string_view node) {
   }
 }
 
+namespace {
+constexpr std::string_view kRequestSuffix = "/_request";
+constexpr std::string_view kRequestTypeSuffix = "_Request";
+
+std::string strip_suffix(std::string_view s, std::string_view suffix) {
+  if (s.size() <= suffix.size() || s.substr(s.size() - suffix.size()) != suffix) return {};
+  return std::string{s.substr(0, s.size() - suffix.size())};
+}
+}  // namespace
+
+std::string service_request_channel(std::string_view service) { return std::string{service} + "/_request"; }
+std::string service_response_channel(std::string_view service) { return std::string{service} + "/_response"; }
+std::string service_request_type(std::string_view service_type) { return std::string{service_type} + "_Request"; }
+std::string service_response_type(std::string_view service_type) { return std::string{service_type} + "_Response"; }
+std::string service_of_request_channel(std::string_view channel) { return strip_suffix(channel, kRequestSuffix); }
+std::string service_type_of_request_type(std::string_view request_type) {
+  return strip_suffix(request_type, kRequestTypeSuffix);
+}
+
 std::string domain_object_prefix(std::string_view domain) { return "shmbus." + std::string{domain} + "."; }
 
 std::string registry_object_name(std::string_view domain) { return domain_object_prefix(domain) + "registry"; }

@@ -370,7 +370,7 @@ void Publisher::set_provenance(std::span<const Provenance> inputs) noexcept {
   p.explicit_count = static_cast<std::uint32_t>(std::min(inputs.size(), kProvenanceEntries));
   p.explicit_cut = inputs.size() - p.explicit_count;
   for (std::uint32_t i = 0; i < p.explicit_count; ++i) {
-    p.explicit_entries[i] = ProvenanceEntry{inputs[i].channel_index, 0, inputs[i].sequence};
+    p.explicit_entries[i] = ProvenanceEntry{inputs[i].channel_index, inputs[i].via, inputs[i].sequence};
   }
 }
 

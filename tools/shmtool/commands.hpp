@@ -122,4 +122,16 @@ int run_bag_recover(const Globals& g, const std::string& in, const std::string& 
 /// bag export IN -o OUT --encoding json: the recording with JSON messages.
 int run_bag_export(const Globals& g, const std::string& in, const std::string& out, const std::string& encoding);
 
+/// service list: the domain's services, their servers and counters.
+int run_service_list(const Globals& g);
+/// service info NAME: one service's channels, server, clients and fields.
+int run_service_info(const Globals& g, const std::string& name);
+struct ServiceCallOptions {
+  std::string name;
+  std::string request;     ///< JSON of the request's fields (left out: zero)
+  double timeout_s = 5.0;  ///< for a server and its answer together
+};
+/// service call NAME JSON: one call, the response decoded.
+int run_service_call(const Globals& g, const ServiceCallOptions& o);
+
 }  // namespace shmbus::tool

@@ -155,3 +155,32 @@ std::string ProvenanceNames::inputs_text(const MessageInfo& info) {
 }
 
 }  // namespace shmbus::tool
+
+namespace shmbus::tool {
+
+Context make_context(const Config& config) {
+  Config c = config;
+  if (c.node.empty()) c.node = "shmtool";
+  return Context(std::move(c));
+}
+
+schema::Json message_from_json_text(const schema::Schema& schema, const std::string& text, std::string_view what) {
+  schema::Json message = schema.decode(std::vector<std::byte>(schema.root().size));
+  if (text.empty()) return message;
+  schema::Json data;
+  try {
+    data = schema::Json::parse(text);
+  } catch (const schema::Json::parse_error& e) {
+    throw Error(Errc::kInvalidArgument,
+                fmt::format("{} is not JSON ({}); quote it for the shell, e.g. '{{\"x\": 1.5}}'", what, e.what()));
+  }
+  if (!data.is_object()) {
+    throw Error(Errc::kInvalidArgument,
+                fmt::format("{} must be a JSON object of {}'s fields, e.g. '{{\"{}\": ...}}'", what, schema.root().name,
+                            schema.root().fields.empty() ? "x" : schema.root().fields.front().name));
+  }
+  message.merge_patch(data);
+  return message;
+}
+
+}  // namespace shmbus::tool

@@ -15,6 +15,7 @@
 #include "shmbus/cli.hpp"
 #include "shmbus/clock.hpp"
 #include "shmbus/config.hpp"
+#include "shmbus/context.hpp"
 #include "shmbus/introspect.hpp"
 #include "shmbus/schema.hpp"
 #include "shmbus/types.hpp"
@@ -54,6 +55,15 @@ std::optional<introspect::ChannelReader> await_channel(const Config& config, std
 /// schema-less channels.
 std::optional<schema::Schema> schema_of(const TypeInfo& type);
 std::optional<schema::Schema> schema_of(const introspect::ChannelView& view);
+
+/// A context for commands that publish or subscribe: the node is "shmtool"
+/// unless the configuration names one.
+Context make_context(const Config& config);
+
+/// A message of `schema` as JSON: `text` (a JSON object, possibly empty)
+/// merged onto an all-zero message, so fields left out are zero. A bad
+/// text is Error(kInvalidArgument) naming `what` (DATA, REQUEST).
+schema::Json message_from_json_text(const schema::Schema& schema, const std::string& text, std::string_view what);
 
 /// Names for what a message's provenance cites, for echo: channels by
 /// registry index, and the node of each publisher of one channel. Lookups

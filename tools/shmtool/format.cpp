@@ -18,6 +18,8 @@ void print(std::string_view text) {
   std::fflush(stdout);
 }
 
+void print_json(const schema::Json& j) { print(j.dump(2) + "\n"); }
+
 std::string human_count(std::uint64_t n) {
   if (n < 10'000) return std::to_string(n);
   static constexpr const char* kSuffix[] = {"k", "M", "G", "T", "P", "E"};

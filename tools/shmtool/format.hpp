@@ -15,6 +15,8 @@ namespace shmbus::tool {
 /// Writes `text` to stdout and flushes it (output may be a pipe a script
 /// reads line by line while the command runs).
 void print(std::string_view text);
+/// `j` indented, then a newline.
+void print_json(const schema::Json& j);
 
 /// "12", "12.3k", "4.56M", "7.89G": three significant digits from 10,000 on.
 std::string human_count(std::uint64_t n);

@@ -36,8 +36,6 @@ namespace {
 
 double seconds(std::int64_t ns) { return static_cast<double>(ns) / 1e9; }
 
-void print_json(const Json& j) { print(j.dump(2) + "\n"); }
-
 /// One scan of the whole domain, as shmbusd would see it now.
 std::vector<ChannelStatus> observe(Monitor& monitor) {
   (void)monitor.scan(mono_now_ns());

@@ -2,6 +2,7 @@
 //
 //   shmtool list | info CH | echo CH | hz CH | pub CH | stats [CH] | alerts | top | clean | sync
 //           record -o FILE [CH...] | play FILE... [--step] | bag info|recover|export|graph|diff FILE
+//           service list | info NAME | call NAME JSON
 //
 // Exit codes: 0 ok, 1 runtime failure, 2 bad usage or configuration,
 // 3 channel not found; every failure is one line on stderr.
@@ -90,6 +91,8 @@ struct Commands {
   bool dot = false;               ///< bag graph
   std::string bag_other;          ///< bag diff
   std::string bag_channel;        ///< bag diff
+  std::string service;            ///< service info
+  ServiceCallOptions call;
   std::map<std::string, std::function<int()>> run;
 };
 
@@ -270,6 +273,27 @@ void add_record_commands(CLI::App& app, Commands& k) {
   };
 }
 
+/// service list | info | call: request/response services.
+void add_service_commands(CLI::App& app, Commands& k) {
+  CLI::App* service = app.add_subcommand("service", "The domain's services: list them, inspect one, call one");
+  service->require_subcommand(1);
+  json_flag(service->add_subcommand("list", "One row per service: type, server, clients, requests, responses"), k);
+  CLI::App* info = service->add_subcommand("info", "One service: its channels, server, clients and fields");
+  info->add_option("NAME", k.service, "Service name (/example/add)")->required();
+  json_flag(info, k);
+  CLI::App* call = service->add_subcommand("call", "Call a service with a JSON request; print the decoded response");
+  call->add_option("NAME", k.call.name, "Service name (/example/add)")->required();
+  call->add_option("REQUEST", k.call.request, "The request's fields as JSON ('{\"a\": 2}'); left out: zero");
+  call->add_option("--timeout", k.call.timeout_s, "How long to wait for a server and its answer (default 5s)")
+      ->transform(kDuration);
+  json_flag(call, k);
+  k.run["service"] = [&k, info, call] {
+    if (info->parsed()) return run_service_info(k.g, k.service);
+    if (call->parsed()) return run_service_call(k.g, k.call);
+    return run_service_list(k.g);
+  };
+}
+
 int run(int argc, char** argv) {
   CLI::App app{"Inspect and drive a shmbus domain: channels, rates, alerts, messages.", "shmtool"};
   app.require_subcommand(1);
@@ -283,6 +307,7 @@ int run(int argc, char** argv) {
   add_traffic_commands(app, k);
   add_sync_command(app, k);
   add_record_commands(app, k);
+  add_service_commands(app, k);
 
   if (const auto bad = unknown_command(app, argc, argv)) {
     std::string names;

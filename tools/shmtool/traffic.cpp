@@ -101,12 +101,6 @@ std::vector<std::byte> parse_hex(const std::string& text) {
   return out;
 }
 
-Context make_context(const Config& config) {
-  Config c = config;
-  if (c.node.empty()) c.node = "shmtool";
-  return Context(std::move(c));
-}
-
 }  // namespace
 
 int run_echo(const Globals& g, const EchoOptions& o) {
@@ -274,22 +268,7 @@ void resolve_pub_type(const Globals& g, const Config& config, const PubOptions& 
 /// out are zero; encoding names any field that does not fit.
 void encode_typed(const PubOptions& o, PubMessage& out) {
   const schema::Schema& schema = *out.schema;
-  out.message = schema.decode(std::vector<std::byte>(schema.root().size));
-  if (!o.data.empty()) {
-    Json data;
-    try {
-      data = Json::parse(o.data);
-    } catch (const Json::parse_error& e) {
-      throw Error(Errc::kInvalidArgument,
-                  fmt::format("DATA is not JSON ({}); quote it for the shell, e.g. '{{\"x\": 1.5}}'", e.what()));
-    }
-    if (!data.is_object()) {
-      throw Error(Errc::kInvalidArgument,
-                  fmt::format("DATA must be a JSON object of {}'s fields, e.g. '{{\"{}\": ...}}'", out.type.name,
-                              schema.root().fields.empty() ? "x" : schema.root().fields.front().name));
-    }
-    out.message.merge_patch(data);
-  }
+  out.message = message_from_json_text(schema, o.data, "DATA");
   if (o.stamp) {
     const auto header = std::find_if(schema.root().fields.begin(), schema.root().fields.end(),
                                      [](const schema::Field& f) { return f.name == "header"; });

@@ -24,6 +24,21 @@ void validate_domain_name(std::string_view domain);
 /// characters without spaces.
 void validate_node_name(std::string_view node);
 
+/// A service NAME is two channels: requests on `NAME/_request` (type
+/// `pkg/Srv_Request`), responses on `NAME/_response` (type
+/// `pkg/Srv_Response`). These give the names; `_request` and `_response` as
+/// a channel's last segment are meant for services.
+std::string service_request_channel(std::string_view service);
+std::string service_response_channel(std::string_view service);
+std::string service_request_type(std::string_view service_type);
+std::string service_response_type(std::string_view service_type);
+/// The service a request channel serves (`/a/b/_request` -> `/a/b`), or
+/// empty when `channel` is not a request channel.
+std::string service_of_request_channel(std::string_view channel);
+/// The service type of a request type (`pkg/Srv_Request` -> `pkg/Srv`), or
+/// empty.
+std::string service_type_of_request_type(std::string_view request_type);
+
 /// The shared-memory object name of a domain's registry (`shmbus.D.registry`).
 std::string registry_object_name(std::string_view domain);
 /// The shared-memory object name of a channel (`shmbus.D.c.camera.front`).

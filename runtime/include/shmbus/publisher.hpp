@@ -107,8 +107,8 @@ class Publisher {
 
   /// Provenance given explicitly (batching, several outputs): these inputs
   /// are cited by every following publish instead of what the thread took
-  /// (at most kMaxProvenance; more are cut and counted). Pass {} to go back
-  /// to automatic provenance (input_scope.hpp).
+  /// (at most kMaxProvenance; more are cut and counted), with their `via`
+  /// as given. Pass {} to go back to automatic provenance (input_scope.hpp).
   void set_provenance(std::span<const Provenance> inputs) noexcept;
 
   /// Unique id of this publisher on the channel (MessageInfo::publisher_id).

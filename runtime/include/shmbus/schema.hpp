@@ -135,8 +135,10 @@ class MessageSet {
   MessageSet(MessageSet&&) noexcept;
   MessageSet& operator=(MessageSet&&) noexcept;
 
-  /// Adds `.../package/Name.msg`. Throws SchemaError (unreadable file, bad
-  /// package or name, syntax).
+  /// Adds `.../package/Name.msg`, or a service `.../package/Name.srv`
+  /// (request fields, a line `---`, response fields) as the two messages
+  /// `package/Name_Request` and `package/Name_Response` (names.hpp). Throws
+  /// SchemaError (unreadable file, bad package or name, syntax).
   void add_file(const std::string& path);
   /// Adds every `*.msg` under `root/<package>/`.
   void add_directory(const std::string& root);

@@ -47,8 +47,9 @@ TypeInfo type_info_of() {
 
 /// One input a module read before it published a message: which channel (by
 /// its registry index) and which sequence. In a message's second level,
-/// `via` is the index (in inputs()) of the first-level input it fed; it is
-/// 0 in the first level. Trivial, so an array of them costs nothing to
+/// `via` is the index (in inputs()) of the first-level input it fed; in the
+/// first level it is 0, or what the publisher gave in set_provenance (a
+/// service response says there whether its handler succeeded). Trivial, so an array of them costs nothing to
 /// declare.
 struct Provenance {
   std::uint32_t channel_index;

@@ -14,6 +14,7 @@
 #include <set>
 #include <sstream>
 
+#include "shmbus/names.hpp"
 #include "shmbus/schema.hpp"
 
 namespace shmbus::schema {
@@ -441,13 +442,38 @@ void MessageSet::add(const std::string& package, const std::string& name, std::s
 void MessageSet::add_file(const std::string& path) {
   const std::filesystem::path p(path);
   std::ifstream in(p, std::ios::binary);
-  if (!in || p.extension() != ".msg") {
-    throw SchemaError(
-        fmt::format("{}:1: cannot read a message definition; expected a readable .../package/Name.msg", path));
+  const bool service = p.extension() == ".srv";
+  if (!in || (p.extension() != ".msg" && !service)) {
+    throw SchemaError(fmt::format(
+        "{}:1: cannot read a message definition; expected a readable .../package/Name.msg or Name.srv", path));
   }
   std::ostringstream text;
   text << in.rdbuf();
-  add(p.parent_path().filename().string(), p.stem().string(), text.str(), path);
+  const std::string package = p.parent_path().filename().string();
+  if (!service) {
+    add(package, p.stem().string(), text.str(), path);
+    return;
+  }
+  // A service: request fields, a line "---", response fields. The response
+  // text keeps its line numbers (padded with the request's lines).
+  const std::string body = text.str();
+  std::size_t pos = 0;
+  int line = 0;
+  while (pos < body.size()) {
+    const std::size_t eol = std::min(body.find('\n', pos), body.size());
+    std::string_view l = std::string_view(body).substr(pos, eol - pos);
+    ++line;
+    while (!l.empty() && (l.back() == ' ' || l.back() == '\t' || l.back() == '\r')) l.remove_suffix(1);
+    if (l == "---") {
+      const std::string type = package + "/" + p.stem().string();
+      add(package, service_request_type(type).substr(package.size() + 1), body.substr(0, pos), path);
+      add(package, service_response_type(type).substr(package.size() + 1),
+          std::string(static_cast<std::size_t>(line), '\n') + body.substr(std::min(eol + 1, body.size())), path);
+      return;
+    }
+    pos = eol + 1;
+  }
+  Impl::fail(path, line, "a service definition needs a line '---' between the request and the response fields");
 }
 
 void MessageSet::add_directory(const std::string& root) {

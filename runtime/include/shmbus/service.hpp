@@ -1,0 +1,277 @@
+#pragma once
+/// @file service.hpp
+/// Request/response over shared memory: one server and any number of
+/// clients per service.
+///
+///   shmbus::TypedServiceServer<example_srvs::AddTwoInts> server(
+///       "/example/add", [](const auto& req, auto& rsp) { rsp.sum = req.a + req.b; });
+///   server.spin();
+///
+///   shmbus::TypedServiceClient<example_srvs::AddTwoInts> client("/example/add");
+///   example_srvs::AddTwoInts::Response rsp{};
+///   if (client.call({.a = 2, .b = 3}, rsp, 1s).ok()) ...
+///
+/// A service NAME is two ordinary channels (names.hpp): requests on
+/// `NAME/_request`, responses on `NAME/_response`. Every request and response
+/// stamps its channel's time list, so shmbusd and `shmtool hz` see service
+/// rates like any other. Requests from all clients share one ring and are
+/// served in arrival (sequence) order. A response cites the request it
+/// answers as its first provenance input (request channel, request
+/// sequence): the caller takes the response that cites its own request and
+/// passes over the others. Nothing is left behind by a client that dies
+/// before its response (its response is overwritten in the ring like any
+/// message). A response that arrives after its call timed out is counted
+/// (ServiceClient::late_responses, and the client's DISCARDED count on the
+/// response channel in `shmtool info`) and discarded.
+
+#include <algorithm>
+#include <chrono>
+#include <concepts>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <new>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "shmbus/context.hpp"
+#include "shmbus/introspect.hpp"
+#include "shmbus/types.hpp"
+
+namespace shmbus {
+
+class Node;
+class Subscriber;
+
+/// A service's types: the request and response messages, and the service
+/// type's own name (`pkg/Srv`, whose messages are `pkg/Srv_Request` and
+/// `pkg/Srv_Response`).
+struct ServiceTypes {
+  std::string service_type;
+  TypeInfo request;
+  TypeInfo response;
+};
+
+/// What shmbus-msggen generates for a `.srv`: `kServiceType` and the
+/// `Request` and `Response` message types.
+template <typename S>
+concept ServiceType = MessageType<typename S::Request> && MessageType<typename S::Response> && requires {
+  std::string_view{S::kServiceType};
+};
+
+template <ServiceType S>
+ServiceTypes service_types_of() {
+  return {std::string{S::kServiceType}, type_info_of<typename S::Request>(), type_info_of<typename S::Response>()};
+}
+
+/// How a call ended.
+enum class CallStatus {
+  kOk,              ///< the response is in the caller's buffer
+  kTimeout,         ///< no response within the timeout (a late one is counted, then discarded)
+  kNoServer,        ///< no live server for the service within the timeout; nothing was sent
+  kServerDied,      ///< the server that had the request died before it responded
+  kServerError,     ///< the server's handler failed (threw) on this request
+  kTooLarge,        ///< the request is larger than the request channel's max_message_size
+  kBufferTooSmall,  ///< the response did not fit the caller's buffer (`size` says how large it is)
+  kDropped,         ///< the request could not be published (a stuck writer held its slot)
+};
+
+/// One lowercase word per status (`timeout`, `no server`, ...).
+const char* to_string(CallStatus status) noexcept;
+
+/// A call's status, the response's size and its header.
+struct CallResult {
+  CallStatus status = CallStatus::kTimeout;
+  std::size_t size = 0;  ///< response bytes (copied, or needed for kBufferTooSmall)
+  MessageInfo info;      ///< the response's header (kOk, kBufferTooSmall)
+  [[nodiscard]] bool ok() const noexcept { return status == CallStatus::kOk; }
+};
+
+/// `via` of a response's first input: whether the handler succeeded.
+inline constexpr std::uint32_t kServiceResponseOk = 0;
+inline constexpr std::uint32_t kServiceResponseFailed = 1;
+
+/// Options of a server or a client.
+struct ServiceOptions {
+  /// The node name shown for its endpoints; empty: the context's node.
+  std::string node{};
+};
+
+/// Serves one service. Only one server per service may live in a domain: a
+/// second one is refused (Error kResource naming the first one's process).
+/// Standalone, it owns its endpoints and serves in spin()/spin_once(); made
+/// with a Node, the node's executor runs the handler like any callback.
+/// Thread-safety: use from one thread (its node's callbacks, or spin).
+class ServiceServer {
+ public:
+  /// Handles one request: writes the response into `response` (the
+  /// response channel's max_message_size bytes, in shared memory) and
+  /// returns its size. A handler that throws answers kServerError (counted
+  /// in failed(), and in the request subscriber's ERRORS in shmtool info).
+  using Handler = std::function<std::size_t(std::span<const std::byte> request, const MessageInfo& info,
+                                            std::span<std::byte> response)>;
+
+  /// Opens or creates the service's channels. Throws Error: kInvalidArgument
+  /// (bad name), kTypeMismatch (the channels have other types), kResource
+  /// (already served).
+  ServiceServer(std::string_view service, const ServiceTypes& types, Handler handler,
+                Context& context = Context::process_default(), const ServiceOptions& options = {});
+  /// Served by `node`'s executor (the node's name on its endpoints). The
+  /// server must outlive the node's spinning; it cancels its subscription
+  /// when destroyed.
+  ServiceServer(Node& node, std::string_view service, const ServiceTypes& types, Handler handler);
+  ~ServiceServer();
+  ServiceServer(const ServiceServer&) = delete;
+  ServiceServer& operator=(const ServiceServer&) = delete;
+
+  /// Standalone: waits up to `timeout` for requests and serves every one
+  /// that is there. Returns how many. Not for a server made with a Node.
+  std::size_t spin_once(std::chrono::nanoseconds timeout);
+  /// Standalone: serves until SIGINT/SIGTERM (or `stop()`).
+  void spin();
+  /// Ends spin() (from any thread or a signal handler).
+  void stop() noexcept;
+
+  [[nodiscard]] const std::string& name() const noexcept;
+  /// Requests answered, and those whose handler failed.
+  [[nodiscard]] std::uint64_t served() const noexcept;
+  [[nodiscard]] std::uint64_t failed() const noexcept;
+
+  struct Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+/// Calls one service. Several clients (in any processes) may call one
+/// service at once. Thread-safety: one call at a time per client.
+class ServiceClient {
+ public:
+  /// Opens or creates the service's channels (a client may start before
+  /// its server). Throws Error like Publisher's constructor.
+  ServiceClient(std::string_view service, const ServiceTypes& types, Context& context = Context::process_default(),
+                const ServiceOptions& options = {});
+  ~ServiceClient();
+  ServiceClient(ServiceClient&&) noexcept;
+  ServiceClient& operator=(ServiceClient&&) noexcept;
+
+  /// Sends `request` and blocks (spinning for the channel's wait_spin, then
+  /// on the futex) until the response, copied into `response`, or until
+  /// `timeout`. Waits for a server first (within the same timeout); a server
+  /// that dies with the request is noticed within the channel's
+  /// stall_timeout (at least 1 ms).
+  CallResult call(std::span<const std::byte> request, std::span<std::byte> response,
+                  std::chrono::nanoseconds timeout) noexcept;
+
+  /// Whether a live server serves the service now.
+  [[nodiscard]] bool server_ready() const;
+  /// Waits up to `timeout` for a server; false when none came.
+  bool wait_for_server(std::chrono::nanoseconds timeout);
+
+  [[nodiscard]] const std::string& name() const noexcept;
+  /// The request channel's max_message_size.
+  [[nodiscard]] std::size_t max_request_size() const noexcept;
+  /// The response channel's max_message_size.
+  [[nodiscard]] std::size_t max_response_size() const noexcept;
+  /// Calls made, calls that timed out, responses that came after their
+  /// call's timeout (discarded).
+  [[nodiscard]] std::uint64_t calls() const noexcept;
+  [[nodiscard]] std::uint64_t timeouts() const noexcept;
+  [[nodiscard]] std::uint64_t late_responses() const noexcept;
+
+  struct Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+/// A ServiceServer of one ServiceType.
+template <ServiceType S>
+class TypedServiceServer {
+ public:
+  using Request = typename S::Request;
+  using Response = typename S::Response;
+  using Handler = std::function<void(const Request&, Response&)>;
+
+  TypedServiceServer(std::string_view service, Handler handler, Context& context = Context::process_default(),
+                     const ServiceOptions& options = {})
+      : server_(service, service_types_of<S>(), wrap(std::move(handler)), context, options) {}
+  TypedServiceServer(Node& node, std::string_view service, Handler handler)
+      : server_(node, service, service_types_of<S>(), wrap(std::move(handler))) {}
+
+  std::size_t spin_once(std::chrono::nanoseconds timeout) { return server_.spin_once(timeout); }
+  void spin() { server_.spin(); }
+  void stop() noexcept { server_.stop(); }
+  [[nodiscard]] ServiceServer& untyped() noexcept { return server_; }
+
+ private:
+  static ServiceServer::Handler wrap(Handler handler) {
+    return [h = std::move(handler)](std::span<const std::byte> request, const MessageInfo&,
+                                    std::span<std::byte> response) -> std::size_t {
+      Request req;
+      std::memcpy(&req, request.data(), std::min(request.size(), sizeof(Request)));
+      Response* rsp = ::new (response.data()) Response{};
+      h(req, *rsp);
+      return sizeof(Response);
+    };
+  }
+  ServiceServer server_;
+};
+
+/// A ServiceClient of one ServiceType.
+template <ServiceType S>
+class TypedServiceClient {
+ public:
+  using Request = typename S::Request;
+  using Response = typename S::Response;
+
+  explicit TypedServiceClient(std::string_view service, Context& context = Context::process_default(),
+                              const ServiceOptions& options = {})
+      : client_(service, service_types_of<S>(), context, options) {}
+
+  /// Calls the service; `response` holds the answer when the result is ok().
+  CallResult call(const Request& request, Response& response, std::chrono::nanoseconds timeout) noexcept {
+    return client_.call(std::as_bytes(std::span{&request, 1}), std::as_writable_bytes(std::span{&response, 1}),
+                        timeout);
+  }
+  bool wait_for_server(std::chrono::nanoseconds timeout) { return client_.wait_for_server(timeout); }
+  [[nodiscard]] ServiceClient& untyped() noexcept { return client_; }
+
+ private:
+  ServiceClient client_;
+};
+
+namespace introspect {
+
+/// A service as the tools see it: its two channels, its server and its
+/// clients (processes that publish requests and read responses).
+struct ServiceView {
+  std::string name;
+  std::string service_type;  ///< from the request type (`pkg/Srv`)
+  ChannelView requests;
+  std::optional<ChannelView> responses;  ///< absent until a server or client made it
+  std::optional<EndpointView> server;    ///< the live server, if any
+  std::vector<EndpointView> clients;     ///< request publishers (one per client)
+  /// Responses clients discarded because their call had timed out.
+  std::uint64_t late_responses = 0;
+};
+
+/// The live server among a service's endpoints: a live process that
+/// subscribes to `requests` and publishes on `responses`.
+std::optional<EndpointView> service_server(const ChannelView& requests, const ChannelView& responses);
+
+/// The service names of a domain (every channel `NAME/_request`), sorted.
+std::vector<std::string> service_names(const DomainView& domain);
+
+/// One service's view. Throws Error(kNotFound) when it has no request
+/// channel.
+ServiceView service_view(const std::string& domain, std::string_view service, const SegmentAccess& access = {});
+
+}  // namespace introspect
+
+}  // namespace shmbus

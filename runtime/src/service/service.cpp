@@ -1,0 +1,394 @@
+#include "shmbus/service.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <cstring>
+#include <thread>
+
+#include "shmbus/clock.hpp"
+#include "shmbus/error.hpp"
+#include "shmbus/names.hpp"
+#include "shmbus/node.hpp"
+#include "shmbus/publisher.hpp"
+#include "shmbus/subscriber.hpp"
+
+namespace shmbus {
+
+const char* to_string(CallStatus status) noexcept {
+  switch (status) {
+    case CallStatus::kOk:
+      return "ok";
+    case CallStatus::kTimeout:
+      return "timeout";
+    case CallStatus::kNoServer:
+      return "no server";
+    case CallStatus::kServerDied:
+      return "server died";
+    case CallStatus::kServerError:
+      return "server error";
+    case CallStatus::kTooLarge:
+      return "request too large";
+    case CallStatus::kBufferTooSmall:
+      return "response buffer too small";
+    case CallStatus::kDropped:
+      return "request dropped";
+  }
+  return "?";
+}
+
+namespace {
+
+/// Refuses a second server: the first one's process is named.
+void refuse_if_served(const std::string& domain, std::string_view service, const SegmentAccess& access) {
+  std::optional<introspect::ServiceView> view;
+  try {
+    view = introspect::service_view(domain, service, access);
+  } catch (const Error& e) {
+    if (e.code() == Errc::kNotFound) return;
+    throw;
+  }
+  if (view->server) {
+    throw Error(Errc::kResource, fmt::format("service {} is already served by pid {} (node {}); one server per "
+                                             "service: stop that one first",
+                                             service, view->server->pid, view->server->node));
+  }
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- server
+
+struct ServiceServer::Impl {
+  std::string name;
+  Handler handler;
+  std::unique_ptr<Node> own_node;  ///< standalone: the node that runs the handler
+  Subscription* requests = nullptr;
+  Publisher* responses = nullptr;
+  std::uint32_t request_index = 0;
+  std::atomic<std::uint64_t> served{0};
+  std::atomic<std::uint64_t> failed{0};
+
+  void open(Node& node, std::string_view service, const ServiceTypes& types) {
+    validate_channel_name(service);
+    name = std::string{service};
+    refuse_if_served(node.context().domain(), service, node.context().config().access());
+    responses = &node.publisher(service_response_channel(service), types.response);
+    requests = &node.subscribe_raw(
+        service_request_channel(service), types.request,
+        [this](std::span<const std::byte> request, const MessageInfo& info) { serve(request, info); });
+    request_index = requests->subscriber().channel_index();
+  }
+
+  /// Answers one request: the handler writes the response in place; the
+  /// response cites the request (channel, sequence) and whether it failed.
+  void serve(std::span<const std::byte> request, const MessageInfo& info) {
+    Loan loan = responses->loan(responses->max_message_size());
+    Provenance answer{request_index, kServiceResponseOk, info.sequence};
+    std::size_t size = 0;
+    std::exception_ptr error;
+    try {
+      if (loan) size = std::min(handler(request, info, loan.data()), loan.size());
+    } catch (...) {
+      error = std::current_exception();
+      answer.via = kServiceResponseFailed;
+    }
+    responses->set_provenance(std::span{&answer, 1});
+    // A loan not had was counted dropped by the publisher (shmtool info).
+    if (loan) responses->commit(loan, error ? 0 : size);
+    if (error) {
+      failed.fetch_add(1, std::memory_order_relaxed);
+      std::rethrow_exception(error);  // the node counts it (ERRORS in shmtool info) and logs it
+    }
+    served.fetch_add(1, std::memory_order_relaxed);
+  }
+};
+
+ServiceServer::ServiceServer(std::string_view service, const ServiceTypes& types, Handler handler, Context& context,
+                             const ServiceOptions& options)
+    : impl_(std::make_unique<Impl>()) {
+  impl_->handler = std::move(handler);
+  impl_->own_node = std::make_unique<Node>(options.node, context);
+  impl_->open(*impl_->own_node, service, types);
+}
+
+ServiceServer::ServiceServer(Node& node, std::string_view service, const ServiceTypes& types, Handler handler)
+    : impl_(std::make_unique<Impl>()) {
+  impl_->handler = std::move(handler);
+  impl_->open(node, service, types);
+}
+
+ServiceServer::~ServiceServer() {
+  if (impl_ && impl_->requests != nullptr) impl_->requests->cancel();
+}
+
+std::size_t ServiceServer::spin_once(std::chrono::nanoseconds timeout) {
+  if (!impl_->own_node) {
+    throw Error(Errc::kInvalidArgument, "service " + impl_->name + " is served by its node: spin the node instead");
+  }
+  return impl_->own_node->spin_once(timeout);
+}
+
+void ServiceServer::spin() {
+  if (!impl_->own_node) {
+    throw Error(Errc::kInvalidArgument, "service " + impl_->name + " is served by its node: spin the node instead");
+  }
+  impl_->own_node->spin();
+}
+
+void ServiceServer::stop() noexcept {
+  if (impl_->own_node) impl_->own_node->stop();
+}
+
+const std::string& ServiceServer::name() const noexcept { return impl_->name; }
+std::uint64_t ServiceServer::served() const noexcept { return impl_->served.load(std::memory_order_relaxed); }
+std::uint64_t ServiceServer::failed() const noexcept { return impl_->failed.load(std::memory_order_relaxed); }
+
+// ---------------------------------------------------------------- client
+
+struct ServiceClient::Impl {
+  Context* context = nullptr;
+  std::string name;
+  std::string request_channel;
+  std::string response_channel;
+  Publisher requests;
+  Subscriber responses;
+  std::uint32_t request_index = 0;
+  std::int64_t liveness_period_ns = 0;
+  /// Read-only maps of both channels, to see the server (made at first use).
+  std::optional<introspect::ChannelReader> request_reader;
+  std::optional<introspect::ChannelReader> response_reader;
+  /// Sequences of this client's requests whose call ended without their
+  /// response (timeout, server died): their responses are late.
+  std::array<std::uint64_t, 64> unanswered{};
+  std::size_t unanswered_count = 0;
+  std::uint64_t calls = 0;
+  std::uint64_t timeouts = 0;
+  std::uint64_t late = 0;
+
+  Impl(Context& ctx, std::string_view service, const ServiceTypes& types, const ServiceOptions& options)
+      : context(&ctx),
+        name(service),
+        request_channel(service_request_channel(service)),
+        response_channel(service_response_channel(service)),
+        requests(request_channel, types.request, ctx, PublisherOptions{.node = options.node}),
+        responses(response_channel, types.response, ctx, SubscriberOptions{.node = options.node}),
+        request_index(requests.channel_index()) {
+    const std::int64_t stall = ctx.config().channel(response_channel).stall_timeout.count();
+    liveness_period_ns = std::max<std::int64_t>(stall, 1'000'000);
+  }
+
+  /// The last server seen and when (a call trusts it for one liveness
+  /// period instead of reading both channels' endpoint tables again).
+  std::optional<introspect::EndpointView> last_server;
+  std::int64_t last_server_ns = 0;
+
+  /// The server now, or nullopt.
+  std::optional<introspect::EndpointView> server() {
+    const SegmentAccess access = context->config().access();
+    if (!request_reader) request_reader.emplace(context->domain(), request_channel, false, access);
+    if (!response_reader) response_reader.emplace(context->domain(), response_channel, false, access);
+    last_server = introspect::service_server(request_reader->view(), response_reader->view());
+    last_server_ns = mono_now_ns();
+    return last_server;
+  }
+
+  /// server(), or the one seen less than a liveness period ago.
+  std::optional<introspect::EndpointView> recent_server() {
+    if (last_server && mono_now_ns() - last_server_ns < liveness_period_ns) return last_server;
+    return server();
+  }
+
+  void remember_unanswered(std::uint64_t sequence) noexcept {
+    unanswered[unanswered_count % unanswered.size()] = sequence;
+    ++unanswered_count;
+  }
+
+  [[nodiscard]] bool was_unanswered(std::uint64_t sequence) const noexcept {
+    const std::size_t n = std::min(unanswered_count, unanswered.size());
+    return std::find(unanswered.begin(), unanswered.begin() + static_cast<std::ptrdiff_t>(n), sequence) !=
+           unanswered.begin() + static_cast<std::ptrdiff_t>(n);
+  }
+
+  /// What one response is to this client.
+  enum class Kind { kOther, kMine, kLate };
+
+  /// Takes every response there is; returns true once the one for
+  /// `sequence` is copied into `out` (its result in `result`). Late ones
+  /// are counted and discarded; other clients' responses are passed over.
+  bool take_responses(std::uint64_t sequence, bool waiting, std::span<std::byte> out, CallResult& result) noexcept {
+    for (;;) {
+      Kind kind = Kind::kOther;
+      std::uint32_t via = 0;
+      std::size_t size = 0;
+      const TakeResult r = responses.read([&](std::span<const std::byte> payload, const MessageInfo& info) {
+        kind = Kind::kOther;
+        if (info.input_count == 0 || info.provenance[0].channel_index != request_index) return;
+        const std::uint64_t cited = info.provenance[0].sequence;
+        if (waiting && cited == sequence) {
+          kind = Kind::kMine;
+          via = info.provenance[0].via;
+          size = payload.size();
+          if (size <= out.size()) std::memcpy(out.data(), payload.data(), size);
+        } else if (was_unanswered(cited)) {
+          kind = Kind::kLate;
+        }
+      });
+      if (!r.ok()) return false;
+      if (kind == Kind::kLate) {
+        ++late;
+        responses.count_discarded();
+      } else if (kind == Kind::kMine) {
+        result.info = r.info;
+        result.size = size;
+        result.status = via != kServiceResponseOk ? CallStatus::kServerError
+                        : size > out.size()       ? CallStatus::kBufferTooSmall
+                                                  : CallStatus::kOk;
+        return true;
+      }
+    }
+  }
+};
+
+ServiceClient::ServiceClient(std::string_view service, const ServiceTypes& types, Context& context,
+                             const ServiceOptions& options) {
+  validate_channel_name(service);
+  impl_ = std::make_unique<Impl>(context, service, types, options);
+}
+
+ServiceClient::~ServiceClient() = default;
+ServiceClient::ServiceClient(ServiceClient&&) noexcept = default;
+ServiceClient& ServiceClient::operator=(ServiceClient&&) noexcept = default;
+
+bool ServiceClient::server_ready() const { return impl_->server().has_value(); }
+
+bool ServiceClient::wait_for_server(std::chrono::nanoseconds timeout) {
+  const std::int64_t deadline = mono_now_ns() + timeout.count();
+  for (;;) {
+    if (server_ready()) return true;
+    const std::int64_t left = deadline - mono_now_ns();
+    if (left <= 0) return false;
+    std::this_thread::sleep_for(std::chrono::nanoseconds(std::min<std::int64_t>(left, 10'000'000)));
+  }
+}
+
+CallResult ServiceClient::call(std::span<const std::byte> request, std::span<std::byte> response,
+                               std::chrono::nanoseconds timeout) noexcept {
+  Impl& c = *impl_;
+  CallResult result;
+  ++c.calls;
+  const std::int64_t deadline = mono_now_ns() + timeout.count();
+  c.take_responses(0, false, {}, result);  // late responses of earlier calls: counted now
+  std::optional<introspect::EndpointView> server;
+  try {
+    while (!(server = c.recent_server())) {
+      const std::int64_t left = deadline - mono_now_ns();
+      if (left <= 0) {
+        result.status = CallStatus::kNoServer;
+        return result;
+      }
+      std::this_thread::sleep_for(std::chrono::nanoseconds(std::min<std::int64_t>(left, 10'000'000)));
+    }
+  } catch (const std::exception&) {  // a channel removed under us: nobody serves it
+    result.status = CallStatus::kNoServer;
+    return result;
+  }
+  if (request.size() > c.requests.max_message_size()) {
+    result.status = CallStatus::kTooLarge;
+    return result;
+  }
+  Loan loan = c.requests.loan(request.size());
+  if (!loan) {
+    result.status = CallStatus::kDropped;
+    return result;
+  }
+  const std::uint64_t sequence = loan.sequence();
+  std::memcpy(loan.data().data(), request.data(), request.size());
+  if (c.requests.commit(loan) != PublishResult::kOk) {
+    result.status = CallStatus::kDropped;
+    return result;
+  }
+  std::int64_t next_check = mono_now_ns() + c.liveness_period_ns;
+  for (;;) {
+    if (c.take_responses(sequence, true, response, result)) return result;
+    const std::int64_t now = mono_now_ns();
+    if (now >= deadline) {
+      ++c.timeouts;
+      c.remember_unanswered(sequence);
+      result.status = CallStatus::kTimeout;
+      return result;
+    }
+    if (now >= next_check) {
+      next_check = now + c.liveness_period_ns;
+      std::optional<introspect::EndpointView> now_serving;
+      try {
+        now_serving = c.server();
+      } catch (const std::exception&) {
+      }
+      if (!now_serving || now_serving->pid != server->pid || now_serving->id != server->id) {
+        c.take_responses(sequence, true, response, result);  // its last words, if any
+        if (result.status != CallStatus::kTimeout) return result;
+        c.remember_unanswered(sequence);
+        result.status = CallStatus::kServerDied;
+        return result;
+      }
+    }
+    c.responses.wait(std::chrono::nanoseconds(std::min(deadline, next_check) - now));
+  }
+}
+
+const std::string& ServiceClient::name() const noexcept { return impl_->name; }
+std::size_t ServiceClient::max_request_size() const noexcept { return impl_->requests.max_message_size(); }
+std::size_t ServiceClient::max_response_size() const noexcept { return impl_->responses.max_message_size(); }
+std::uint64_t ServiceClient::calls() const noexcept { return impl_->calls; }
+std::uint64_t ServiceClient::timeouts() const noexcept { return impl_->timeouts; }
+std::uint64_t ServiceClient::late_responses() const noexcept { return impl_->late; }
+
+// ---------------------------------------------------------------- views
+
+namespace introspect {
+
+std::optional<EndpointView> service_server(const ChannelView& requests, const ChannelView& responses) {
+  for (const EndpointView& s : requests.subscribers) {
+    if (!s.alive) continue;
+    for (const EndpointView& p : responses.publishers) {
+      if (p.alive && p.pid == s.pid) return s;
+    }
+  }
+  return std::nullopt;
+}
+
+std::vector<std::string> service_names(const DomainView& domain) {
+  std::vector<std::string> out;
+  for (const std::string& channel : domain.channel_names()) {
+    std::string service = service_of_request_channel(channel);
+    if (!service.empty()) out.push_back(std::move(service));
+  }
+  return out;
+}
+
+ServiceView service_view(const std::string& domain, std::string_view service, const SegmentAccess& access) {
+  ServiceView v;
+  v.name = std::string{service};
+  v.requests = ChannelReader(domain, service_request_channel(service), false, access).view();
+  v.service_type = service_type_of_request_type(v.requests.type_name);
+  try {
+    v.responses = ChannelReader(domain, service_response_channel(service), false, access).view();
+  } catch (const Error& e) {
+    if (e.code() != Errc::kNotFound) throw;
+  }
+  if (v.responses) {
+    v.server = service_server(v.requests, *v.responses);
+    for (const EndpointView& s : v.responses->subscribers) v.late_responses += s.discarded;
+  }
+  for (const EndpointView& p : v.requests.publishers) {
+    if (p.alive) v.clients.push_back(p);
+  }
+  return v;
+}
+
+}  // namespace introspect
+
+}  // namespace shmbus
