@@ -1,4 +1,8 @@
 #include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
 
 #include "shmbus/schema.hpp"
 
@@ -149,4 +153,47 @@ TEST(SchemaParserTest, FirstDifferenceNamesTheMessageAndLine) {
   EXPECT_EQ(first_difference("MSG: a/B\nfloat64 x\n", "MSG: a/B\nfloat64 x\n"), "");
   EXPECT_EQ(first_difference("MSG: a/B\nfloat64 x\nuint8 z\n", "MSG: a/B\nfloat64 x\n"),
             "in a/B, line 2 differs: 'uint8 z' here, nothing there");
+}
+
+TEST(SchemaParserTest, ServiceFileGivesRequestAndResponseMessages) {
+  const std::string dir = ::testing::TempDir() + "/srv_" + std::to_string(::getpid()) + "/demo_srvs";
+  std::filesystem::create_directories(dir);
+  {
+    std::ofstream(dir + "/Plan.srv") << "# a plan\nfloat64 x\nuint32 steps\n---\nbool ok\nfloat64[4] path\n";
+    std::ofstream(dir + "/Broken.srv") << "int64 a\n---  \nint64 a\nVector3 v\n";
+    std::ofstream(dir + "/NoSeparator.srv") << "int64 a\nint64 b\n";
+  }
+  MessageSet set;
+  set.add_file(dir + "/Plan.srv");
+  set.resolve();
+  const MessageDef* request = set.find("demo_srvs/Plan_Request");
+  const MessageDef* response = set.find("demo_srvs/Plan_Response");
+  ASSERT_NE(request, nullptr);
+  ASSERT_NE(response, nullptr);
+  ASSERT_EQ(request->fields.size(), 2U);
+  EXPECT_EQ(request->fields[1].name, "steps");
+  ASSERT_EQ(response->fields.size(), 2U);
+  EXPECT_EQ(response->fields[1].array_length, 4U);
+  EXPECT_EQ(set.find("demo_srvs/Plan"), nullptr);  // the service itself is no message
+  // Errors in the response part keep the file's line numbers.
+  try {
+    MessageSet broken;
+    broken.add_file(dir + "/Broken.srv");
+    broken.resolve();
+    FAIL() << "no error";
+  } catch (const SchemaError& e) {
+    EXPECT_EQ(std::string{e.what()}, dir +
+                                         "/Broken.srv:4: unknown type 'Vector3': not a primitive, string<N>, or a "
+                                         "message of package demo_srvs");
+  }
+  try {
+    MessageSet missing;
+    missing.add_file(dir + "/NoSeparator.srv");
+    FAIL() << "no error";
+  } catch (const SchemaError& e) {
+    EXPECT_EQ(std::string{e.what()}, dir +
+                                         "/NoSeparator.srv:2: a service definition needs a line '---' between the "
+                                         "request and the response fields");
+  }
+  std::filesystem::remove_all(dir);
 }

@@ -79,6 +79,7 @@ enum class CallStatus {
   kTooLarge,        ///< the request is larger than the request channel's max_message_size
   kBufferTooSmall,  ///< the response did not fit the caller's buffer (`size` says how large it is)
   kDropped,         ///< the request could not be published (a stuck writer held its slot)
+  kLost,            ///< the request or its response was lost in a ring (a later request was answered first)
 };
 
 /// One lowercase word per status (`timeout`, `no server`, ...).
@@ -110,8 +111,8 @@ struct ServiceOptions {
 class ServiceServer {
  public:
   /// Handles one request: writes the response into `response` (the
-  /// response channel's max_message_size bytes, in shared memory) and
-  /// returns its size. A handler that throws answers kServerError (counted
+  /// response channel's max_message_size bytes; the server publishes it
+  /// when the handler returns) and returns its size. A handler that throws answers kServerError (counted
   /// in failed(), and in the request subscriber's ERRORS in shmtool info).
   using Handler = std::function<std::size_t(std::span<const std::byte> request, const MessageInfo& info,
                                             std::span<std::byte> response)>;
@@ -183,6 +184,9 @@ class ServiceClient {
   [[nodiscard]] std::uint64_t calls() const noexcept;
   [[nodiscard]] std::uint64_t timeouts() const noexcept;
   [[nodiscard]] std::uint64_t late_responses() const noexcept;
+  /// Calls that ended kLost (their request or response was overwritten or
+  /// stalled in its ring: also counted LOST in shmtool info).
+  [[nodiscard]] std::uint64_t lost() const noexcept;
 
   struct Impl;
 

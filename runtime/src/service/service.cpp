@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cstring>
 #include <thread>
+#include <vector>
 
 #include "shmbus/clock.hpp"
 #include "shmbus/error.hpp"
@@ -35,6 +36,8 @@ const char* to_string(CallStatus status) noexcept {
       return "response buffer too small";
     case CallStatus::kDropped:
       return "request dropped";
+    case CallStatus::kLost:
+      return "lost";
   }
   return "?";
 }
@@ -68,6 +71,7 @@ struct ServiceServer::Impl {
   Subscription* requests = nullptr;
   Publisher* responses = nullptr;
   std::uint32_t request_index = 0;
+  std::vector<std::byte> buffer;  ///< the response the handler writes
   std::atomic<std::uint64_t> served{0};
   std::atomic<std::uint64_t> failed{0};
 
@@ -82,27 +86,27 @@ struct ServiceServer::Impl {
     request_index = requests->subscriber().channel_index();
   }
 
-  /// Answers one request: the handler writes the response in place; the
+  /// Answers one request. The handler writes into our buffer, not into a
+  /// loan: a loan held while the handler runs would stall the response
+  /// ring's readers beyond stall_timeout (they would count it lost). The
   /// response cites the request (channel, sequence) and whether it failed.
   void serve(std::span<const std::byte> request, const MessageInfo& info) {
-    Loan loan = responses->loan(responses->max_message_size());
+    if (buffer.empty()) buffer.resize(responses->max_message_size());
     Provenance answer{request_index, kServiceResponseOk, info.sequence};
     std::size_t size = 0;
     std::exception_ptr error;
     try {
-      if (loan) size = std::min(handler(request, info, loan.data()), loan.size());
+      size = std::min(handler(request, info, buffer), buffer.size());
     } catch (...) {
       error = std::current_exception();
       answer.via = kServiceResponseFailed;
+      size = 0;
     }
+    (error ? failed : served).fetch_add(1, std::memory_order_relaxed);
     responses->set_provenance(std::span{&answer, 1});
-    // A loan not had was counted dropped by the publisher (shmtool info).
-    if (loan) responses->commit(loan, error ? 0 : size);
-    if (error) {
-      failed.fetch_add(1, std::memory_order_relaxed);
-      std::rethrow_exception(error);  // the node counts it (ERRORS in shmtool info) and logs it
-    }
-    served.fetch_add(1, std::memory_order_relaxed);
+    // A publish that fails is counted dropped by the publisher (shmtool info).
+    responses->publish(buffer.data(), size);
+    if (error) std::rethrow_exception(error);  // the node counts it (ERRORS in shmtool info) and logs it
   }
 };
 
@@ -167,6 +171,7 @@ struct ServiceClient::Impl {
   std::uint64_t calls = 0;
   std::uint64_t timeouts = 0;
   std::uint64_t late = 0;
+  std::uint64_t lost = 0;
 
   Impl(Context& ctx, std::string_view service, const ServiceTypes& types, const ServiceOptions& options)
       : context(&ctx),
@@ -213,7 +218,7 @@ struct ServiceClient::Impl {
   }
 
   /// What one response is to this client.
-  enum class Kind { kOther, kMine, kLate };
+  enum class Kind { kOther, kMine, kLate, kPassed };
 
   /// Takes every response there is; returns true once the one for
   /// `sequence` is copied into `out` (its result in `result`). Late ones
@@ -234,12 +239,22 @@ struct ServiceClient::Impl {
           if (size <= out.size()) std::memcpy(out.data(), payload.data(), size);
         } else if (was_unanswered(cited)) {
           kind = Kind::kLate;
+        } else if (waiting && cited > sequence) {
+          kind = Kind::kPassed;  // served in order: ours was passed over
         }
       });
       if (!r.ok()) return false;
       if (kind == Kind::kLate) {
         ++late;
         responses.count_discarded();
+      } else if (kind == Kind::kPassed) {
+        // The server answers in request order and has answered a later
+        // request: our request, or its response, was lost in a ring (a
+        // writer stalled beyond stall_timeout, or the ring overran); both
+        // are counted where shmtool info shows them.
+        ++lost;
+        result.status = CallStatus::kLost;
+        return true;
       } else if (kind == Kind::kMine) {
         result.info = r.info;
         result.size = size;
@@ -345,6 +360,7 @@ std::size_t ServiceClient::max_response_size() const noexcept { return impl_->re
 std::uint64_t ServiceClient::calls() const noexcept { return impl_->calls; }
 std::uint64_t ServiceClient::timeouts() const noexcept { return impl_->timeouts; }
 std::uint64_t ServiceClient::late_responses() const noexcept { return impl_->late; }
+std::uint64_t ServiceClient::lost() const noexcept { return impl_->lost; }
 
 // ---------------------------------------------------------------- views
 

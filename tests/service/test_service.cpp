@@ -1,0 +1,343 @@
+// Services: calls in one process (threads), and real processes killed with
+// real signals (the example adder as the server, shmtool as a client).
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <thread>
+#include <vector>
+
+#include "example_srvs/AddTwoInts.hpp"
+#include "multiprocess/child_process.hpp"
+#include "shmbus/clock.hpp"
+#include "shmbus/error.hpp"
+#include "shmbus/names.hpp"
+#include "shmbus/service.hpp"
+#include "support/test_domain.hpp"
+#include "tools/shmtool_harness.hpp"
+
+namespace shmbus::test {
+namespace {
+
+using namespace std::chrono_literals;
+using AddTwoInts = example_srvs::AddTwoInts;
+using Client = TypedServiceClient<AddTwoInts>;
+using Server = TypedServiceServer<AddTwoInts>;
+
+const std::string kAdder = SHMBUS_EXAMPLE_ADDER;
+constexpr const char* kService = "/example/add";
+
+/// A standalone server spinning in a thread until destroyed.
+class ServerThread {
+ public:
+  ServerThread(Context& context, Server::Handler handler) : server_(kService, std::move(handler), context) {
+    thread_ = std::thread([this] {
+      while (!stop_.load()) server_.spin_once(5ms);
+    });
+  }
+  ~ServerThread() {
+    stop_.store(true);
+    thread_.join();
+  }
+  ServiceServer& server() { return server_.untyped(); }
+
+ private:
+  Server server_;
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+void add(const AddTwoInts::Request& req, AddTwoInts::Response& rsp) { rsp.sum = req.a + req.b; }
+
+std::int64_t ms_since(std::int64_t start_ns) { return (mono_now_ns() - start_ns) / 1'000'000; }
+
+/// The adder example as a real process on `domain`, serving once it says so.
+std::unique_ptr<ChildProcess> start_adder(const std::string& domain, const std::string& delay = "0ms") {
+  auto p = std::make_unique<ChildProcess>(std::vector<std::string>{kAdder, "--delay", delay}, true,
+                                          std::vector<std::string>{"SHMBUS_DOMAIN=" + domain});
+  EXPECT_TRUE(p->wait_for_output("serving /example/add", 10s)) << p->output();
+  return p;
+}
+
+/// Waits until the request channel holds `n` requests.
+bool wait_for_requests(const std::string& domain, std::uint64_t n) {
+  const std::int64_t deadline = mono_now_ns() + 10'000'000'000;
+  while (mono_now_ns() < deadline) {
+    try {
+      if (introspect::ChannelReader(domain, service_request_channel(kService)).view().messages >= n) return true;
+    } catch (const Error&) {
+    }
+    std::this_thread::sleep_for(1ms);
+  }
+  return false;
+}
+
+TEST(ServiceTest, TypedCallReturnsTheResponseThatCitesItsRequest) {
+  TestDomain d;
+  ServerThread server(d.context(), add);
+  Client client(kService, d.context());
+  ASSERT_TRUE(client.wait_for_server(5s));
+  AddTwoInts::Response rsp{};
+  const CallResult r = client.call({.a = 2, .b = 3}, rsp, 5s);
+  ASSERT_EQ(r.status, CallStatus::kOk) << to_string(r.status);
+  EXPECT_EQ(rsp.sum, 5);
+  EXPECT_EQ(r.size, sizeof(AddTwoInts::Response));
+  ASSERT_EQ(r.info.inputs().size(), 1U);
+  EXPECT_EQ(r.info.inputs()[0].sequence, 0U);  // the first request of the channel
+  const CallResult second = client.call({.a = -7, .b = 4}, rsp, 5s);
+  ASSERT_TRUE(second.ok());
+  EXPECT_EQ(rsp.sum, -3);
+  EXPECT_EQ(second.info.inputs()[0].sequence, 1U);
+  EXPECT_EQ(server.server().served(), 2U);
+  EXPECT_EQ(client.untyped().calls(), 2U);
+}
+
+TEST(ServiceTest, ConcurrentClientsEachGetOnlyTheirOwnResponsesInArrivalOrder) {
+  // Six threads on two cores: a client descheduled while others make more
+  // calls than the response ring holds loses its response, and a writer
+  // descheduled mid-copy is judged stalled; both are counted and answered
+  // kLost (the README says to size the ring for the calls in flight). This
+  // test is about correlation and order: a ring larger than all its calls.
+  Config config;
+  config.defaults.stall_timeout = 200ms;
+  config.defaults.capacity = 2048;
+  TestDomain d(config);
+  std::vector<std::uint64_t> order;  // request sequences in the order served (server thread only)
+  ServiceServer server(
+      "/example/order",
+      ServiceTypes{AddTwoInts::kServiceType, type_info_of<AddTwoInts::Request>(), type_info_of<AddTwoInts::Response>()},
+      [&order](std::span<const std::byte> request, const MessageInfo& info, std::span<std::byte> response) {
+        order.push_back(info.sequence);
+        AddTwoInts::Request req;
+        std::memcpy(&req, request.data(), sizeof(req));
+        const AddTwoInts::Response rsp{.sum = req.a + req.b};
+        std::memcpy(response.data(), &rsp, sizeof(rsp));
+        return sizeof(rsp);
+      },
+      d.context());
+  std::atomic<bool> stop{false};
+  std::thread spinner([&] {
+    while (!stop.load()) server.spin_once(5ms);
+  });
+  constexpr int kClients = 4;
+  constexpr int kCalls = 300;
+  std::atomic<int> wrong{0};
+  std::atomic<int> failed{0};
+  std::vector<std::thread> clients;
+  for (int c = 0; c < kClients; ++c) {
+    clients.emplace_back([&, c] {
+      ServiceClient client("/example/order",
+                           ServiceTypes{AddTwoInts::kServiceType, type_info_of<AddTwoInts::Request>(),
+                                        type_info_of<AddTwoInts::Response>()},
+                           d.context());
+      for (int i = 0; i < kCalls; ++i) {
+        const AddTwoInts::Request req{.a = c * 1'000'000, .b = i};
+        AddTwoInts::Response rsp{};
+        const CallResult r =
+            client.call(std::as_bytes(std::span{&req, 1}), std::as_writable_bytes(std::span{&rsp, 1}), 10s);
+        if (!r.ok()) {
+          failed.fetch_add(1);
+        } else if (rsp.sum != req.a + req.b) {
+          wrong.fetch_add(1);
+        }
+      }
+      EXPECT_EQ(client.late_responses(), 0U);
+      EXPECT_EQ(client.lost(), 0U);
+    });
+  }
+  for (auto& t : clients) t.join();
+  stop.store(true);
+  spinner.join();
+  EXPECT_EQ(failed.load(), 0);
+  EXPECT_EQ(wrong.load(), 0);  // no client ever took another client's response
+  ASSERT_EQ(order.size(), static_cast<std::size_t>(kClients * kCalls));
+  for (std::size_t i = 1; i < order.size(); ++i) ASSERT_LT(order[i - 1], order[i]) << "served out of order at " << i;
+  EXPECT_EQ(server.served(), static_cast<std::uint64_t>(kClients * kCalls));
+}
+
+TEST(ServiceTest, ALateResponseIsCountedAndDiscardedNotTakenForTheNextCall) {
+  TestDomain d;
+  std::atomic<int> calls{0};
+  ServerThread server(d.context(), [&](const AddTwoInts::Request& req, AddTwoInts::Response& rsp) {
+    if (calls.fetch_add(1) == 0) std::this_thread::sleep_for(300ms);  // slower than the first call's timeout
+    rsp.sum = req.a + req.b;
+  });
+  Client client(kService, d.context());
+  ASSERT_TRUE(client.wait_for_server(5s));
+  AddTwoInts::Response rsp{};
+  EXPECT_EQ(client.call({.a = 1, .b = 1}, rsp, 50ms).status, CallStatus::kTimeout);
+  std::this_thread::sleep_for(400ms);  // the late response is in the ring now
+  const CallResult r = client.call({.a = 10, .b = 20}, rsp, 5s);
+  ASSERT_TRUE(r.ok()) << to_string(r.status);
+  EXPECT_EQ(rsp.sum, 30);  // not the late 2
+  EXPECT_EQ(client.untyped().timeouts(), 1U);
+  EXPECT_EQ(client.untyped().late_responses(), 1U);
+  // shmtool sees it: the client's DISCARDED on the response channel.
+  EXPECT_EQ(introspect::service_view(d.domain(), kService).late_responses, 1U);
+}
+
+TEST(ServiceTest, NoServerFailsWithinTheTimeoutAndSendsNothing) {
+  TestDomain d;
+  Client client(kService, d.context());
+  EXPECT_FALSE(client.untyped().server_ready());
+  AddTwoInts::Response rsp{};
+  const std::int64_t start = mono_now_ns();
+  EXPECT_EQ(client.call({.a = 1, .b = 2}, rsp, 200ms).status, CallStatus::kNoServer);
+  const std::int64_t took = ms_since(start);
+  EXPECT_GE(took, 190);
+  EXPECT_LT(took, 3000);
+  EXPECT_EQ(introspect::ChannelReader(d.domain(), service_request_channel(kService)).view().messages, 0U);
+}
+
+TEST(ServiceTest, AHandlerThatThrowsAnswersServerErrorAndTheServerGoesOn) {
+  TestDomain d;
+  ServerThread server(d.context(), [](const AddTwoInts::Request& req, AddTwoInts::Response& rsp) {
+    if (req.a < 0) throw std::invalid_argument("negative a");
+    rsp.sum = req.a + req.b;
+  });
+  Client client(kService, d.context());
+  ASSERT_TRUE(client.wait_for_server(5s));
+  AddTwoInts::Response rsp{};
+  EXPECT_EQ(client.call({.a = -1, .b = 2}, rsp, 5s).status, CallStatus::kServerError);
+  ASSERT_TRUE(client.call({.a = 1, .b = 2}, rsp, 5s).ok());
+  EXPECT_EQ(rsp.sum, 3);
+  EXPECT_EQ(server.server().failed(), 1U);
+  EXPECT_EQ(server.server().served(), 1U);
+}
+
+TEST(ServiceTest, ASecondServerIsRefusedNamingTheFirst) {
+  TestDomain d;
+  Server first(kService, add, d.context());
+  try {
+    Server second(kService, add, d.context());
+    FAIL() << "a second server was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), Errc::kResource);
+    EXPECT_NE(std::string{e.what()}.find("already served by pid " + std::to_string(::getpid())), std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(ServiceTest, RequestsAndResponsesStampTheirTimeLists) {
+  TestDomain d;
+  ServerThread server(d.context(), add);
+  Client client(kService, d.context());
+  ASSERT_TRUE(client.wait_for_server(5s));
+  AddTwoInts::Response rsp{};
+  for (int i = 0; i < 25; ++i) ASSERT_TRUE(client.call({.a = i, .b = i}, rsp, 5s).ok());
+  EXPECT_EQ(introspect::ChannelReader(d.domain(), service_request_channel(kService)).view().stamps, 25U);
+  EXPECT_EQ(introspect::ChannelReader(d.domain(), service_response_channel(kService)).view().stamps, 25U);
+  const introspect::ServiceView v = introspect::service_view(d.domain(), kService);
+  EXPECT_EQ(v.service_type, "example_srvs/AddTwoInts");
+  ASSERT_TRUE(v.server.has_value());
+  EXPECT_EQ(v.clients.size(), 1U);
+}
+
+TEST(ServiceProcessTest, AServerKilledDuringACallGivesServerDiedNotAHang) {
+  TestDomain d;
+  auto adder = start_adder(d.domain(), "20s");
+  Client client(kService, d.context());
+  ASSERT_TRUE(client.wait_for_server(10s));
+  std::thread killer([&] {
+    if (wait_for_requests(d.domain(), 1)) std::this_thread::sleep_for(50ms);
+    adder->signal(SIGKILL);
+  });
+  AddTwoInts::Response rsp{};
+  const std::int64_t start = mono_now_ns();
+  const CallResult r = client.call({.a = 1, .b = 2}, rsp, 30s);
+  const std::int64_t took = ms_since(start);
+  killer.join();
+  EXPECT_EQ(r.status, CallStatus::kServerDied) << to_string(r.status);
+  EXPECT_LT(took, 5000) << "the call noticed the dead server only after " << took << " ms";
+  EXPECT_FALSE(client.untyped().server_ready());
+}
+
+TEST(ServiceProcessTest, AClientKilledBeforeItsResponseLeavesNothingBehind) {
+  TestDomain d;
+  auto adder = start_adder(d.domain(), "300ms");
+  // shmtool is the client that dies: SIGKILLed once its request is out.
+  auto doomed = tool::start_tool({"service", "call", kService, R"({"a": 40, "b": 2})", "--timeout", "20s"}, d.domain());
+  ASSERT_TRUE(wait_for_requests(d.domain(), 1));
+  const pid_t doomed_pid = doomed->pid();
+  doomed->signal(SIGKILL);
+  doomed->wait(5s);
+  // The server answers it anyway, then serves the others as before.
+  Client client(kService, d.context());
+  AddTwoInts::Response rsp{};
+  const CallResult r = client.call({.a = 5, .b = 6}, rsp, 10s);
+  ASSERT_TRUE(r.ok()) << to_string(r.status);
+  EXPECT_EQ(rsp.sum, 11);
+  EXPECT_EQ(r.info.inputs()[0].sequence, 1U);  // the answer to our request, not the dead client's
+  EXPECT_EQ(client.untyped().late_responses(), 0U);
+  // Reclaiming the dead client's entries leaves no trace of it.
+  introspect::clean_domain(d.domain(), false);
+  const introspect::ServiceView v = introspect::service_view(d.domain(), kService);
+  ASSERT_TRUE(v.responses.has_value());
+  EXPECT_EQ(v.responses->messages, 2U);  // both requests were answered
+  for (const auto* list :
+       {&v.requests.publishers, &v.requests.subscribers, &v.responses->publishers, &v.responses->subscribers}) {
+    for (const auto& e : *list) EXPECT_NE(e.pid, doomed_pid) << "an entry of the dead client is left";
+  }
+  ASSERT_TRUE(v.server.has_value());
+  EXPECT_EQ(v.server->pid, adder->pid());
+}
+
+TEST(ServiceToolTest, CallPrintsTheDecodedResponse) {
+  TestDomain d;
+  auto adder = start_adder(d.domain());
+  const tool::ToolRun text =
+      tool::shmtool(tool::tool_args({"service", "call", kService, R"({"a": 2, "b": 3})"}, d.domain()));
+  EXPECT_EQ(text.code, 0) << text.err;
+  EXPECT_EQ(text.out, "sum: 5\n");
+  const tool::ToolRun json =
+      tool::shmtool(tool::tool_args({"service", "call", kService, R"({"a": 2, "b": 3})", "--json"}, d.domain()));
+  ASSERT_EQ(json.code, 0) << json.err;
+  const auto j = nlohmann::json::parse(json.out);
+  EXPECT_EQ(j["response"]["sum"], 5);
+  EXPECT_EQ(j["type"], "example_srvs/AddTwoInts");
+  // An overflow makes the adder's handler throw: one line, exit 1.
+  const tool::ToolRun failed = tool::shmtool(
+      tool::tool_args({"service", "call", kService, R"({"a": 9223372036854775807, "b": 1})"}, d.domain()));
+  EXPECT_EQ(failed.code, 1);
+  EXPECT_EQ(failed.err_lines(), 1U) << failed.err;
+  EXPECT_NE(failed.err.find("failed on this request"), std::string::npos) << failed.err;
+  // list and info show the server and the counts.
+  const tool::ToolRun list = tool::shmtool(tool::tool_args({"service", "list", "--json"}, d.domain()));
+  ASSERT_EQ(list.code, 0) << list.err;
+  const auto l = nlohmann::json::parse(list.out);
+  ASSERT_EQ(l.size(), 1U);
+  EXPECT_EQ(l[0]["name"], kService);
+  EXPECT_EQ(l[0]["server"]["pid"], adder->pid());
+  EXPECT_EQ(l[0]["requests"], 3);
+  EXPECT_EQ(l[0]["responses"], 3);
+  const tool::ToolRun info = tool::shmtool(tool::tool_args({"service", "info", kService}, d.domain()));
+  ASSERT_EQ(info.code, 0) << info.err;
+  EXPECT_NE(info.out.find("type:      example_srvs/AddTwoInts"), std::string::npos) << info.out;
+  EXPECT_NE(info.out.find("server:    pid " + std::to_string(adder->pid()) + " (adder)"), std::string::npos)
+      << info.out;
+  // The request channel's rate is a channel's rate: hz reads its time list.
+  const tool::ToolRun hz = tool::shmtool(
+      tool::tool_args({"hz", service_request_channel(kService), "-n", "1", "--window", "100", "--json"}, d.domain()));
+  ASSERT_EQ(hz.code, 0) << hz.err;
+  EXPECT_EQ(nlohmann::json::parse(hz.out)["window"], 3);  // the three calls' stamps
+}
+
+TEST(ServiceToolTest, CallWithoutAServerExits3WithinItsTimeoutWithOneLine) {
+  TestDomain d;
+  const std::int64_t start = mono_now_ns();
+  const tool::ToolRun r = tool::shmtool(
+      tool::tool_args({"service", "call", kService, R"({"a": 2, "b": 3})", "--timeout", "500ms"}, d.domain()));
+  const std::int64_t took = ms_since(start);
+  EXPECT_EQ(r.code, 3);
+  EXPECT_EQ(r.err_lines(), 1U) << r.err;
+  EXPECT_NE(r.err.find("no server for service /example/add"), std::string::npos) << r.err;
+  EXPECT_GE(took, 450);
+  EXPECT_LT(took, 5000);
+  const tool::ToolRun info = tool::shmtool(tool::tool_args({"service", "info", "/nothing/here"}, d.domain()));
+  EXPECT_EQ(info.code, 3);
+  EXPECT_EQ(info.err_lines(), 1U) << info.err;
+}
+
+}  // namespace
+}  // namespace shmbus::test
