@@ -1,6 +1,8 @@
 // shmbus-bench peers: two processes on two cores, shmbus against iceoryx,
 // Boost.Interprocess message_queue, a Unix-domain socket and two references
-// (floor: one shared word; spsc: a minimal ring), in one run.
+// (floor: one shared word; spsc: a minimal ring), in one run; and a service
+// call (shmbus, iceoryx request/response) against the same round trip over
+// two channels.
 //
 //   latency:    ping-pong, one-way = RTT/2, p50/p99/p99.9 after warm-up
 //   throughput: one-way, lossless, counted by the receiver
@@ -31,7 +33,8 @@ struct Options {
   std::uint64_t warmup = 10'000;
   std::uint64_t messages = 1'000'000;
   std::vector<std::size_t> sizes{64, 4096};
-  std::vector<std::string> transports{"floor", "spsc", "shmbus", "node", "iceoryx", "boost_mq", "uds"};
+  std::vector<std::string> transports{"floor",           "spsc",     "shmbus", "node", "service", "iceoryx",
+                                      "iceoryx_service", "boost_mq", "uds"};
   bool json = false;
 };
 
@@ -218,7 +221,9 @@ int main(int argc, char** argv) {
   peers->add_option("--warmup", o.warmup, "round trips before measuring");
   peers->add_option("--messages", o.messages, "messages per throughput run")->check(CLI::Range(1000, 1'000'000'000));
   peers->add_option("--sizes", o.sizes, "payload sizes in bytes")->delimiter(',');
-  peers->add_option("--transports", o.transports, "subset of floor,spsc,shmbus,node,iceoryx,boost_mq,uds")
+  peers
+      ->add_option("--transports", o.transports,
+                   "subset of floor,spsc,shmbus,node,service,iceoryx,iceoryx_service,boost_mq,uds")
       ->delimiter(',');
   peers->add_flag("--json", o.json, "print one JSON object instead of a table");
   peers->add_flag("--smoke", smoke, "tiny runs (CI: does every transport work?)");
@@ -244,6 +249,10 @@ int main(int argc, char** argv) {
       t = make_node();
     else if (name == "iceoryx")
       t = make_iceoryx(tmp);
+    else if (name == "service")
+      t = make_service();
+    else if (name == "iceoryx_service")
+      t = make_iceoryx_service(tmp);
     else if (name == "boost_mq")
       t = make_boost_mq();
     else if (name == "uds")
@@ -253,7 +262,9 @@ int main(int argc, char** argv) {
     else if (name == "spsc")
       t = make_spsc();
     else {
-      std::fprintf(stderr, "shmbus-bench: unknown transport '%s'; use floor,spsc,shmbus,node,iceoryx,boost_mq,uds\n",
+      std::fprintf(stderr,
+                   "shmbus-bench: unknown transport '%s'; use "
+                   "floor,spsc,shmbus,node,service,iceoryx,iceoryx_service,boost_mq,uds\n",
                    name.c_str());
       return 2;
     }
@@ -306,12 +317,12 @@ int main(int argc, char** argv) {
     return 0;
   }
   fmt::print("one-way latency (RTT/2) and lossless throughput, two processes pinned to CPUs 0 and 1\n");
-  fmt::print("{:<9} {:<5} {:>5}  {:>9} {:>9} {:>9}  {:>12}  {:>8} {:>10} {:>10}\n", "transport", "mode", "size", "p50",
+  fmt::print("{:<15} {:<5} {:>5}  {:>9} {:>9} {:>9}  {:>12}  {:>8} {:>10} {:>10}\n", "transport", "mode", "size", "p50",
              "p99", "p99.9", "msgs/s", "p50/floor", "p50/iceoryx", "tput/iceoryx");
   for (const auto& r : results) {
     const Result* floor = find("floor", Mode::kPoll, 64);
     const Result* iox = find("iceoryx", r.mode, r.size);
-    fmt::print("{:<9} {:<5} {:>5}  {:>9} {:>9} {:>9}  {:>12}  {:>8} {:>10} {:>10}\n", r.transport, to_string(r.mode),
+    fmt::print("{:<15} {:<5} {:>5}  {:>9} {:>9} {:>9}  {:>12}  {:>8} {:>10} {:>10}\n", r.transport, to_string(r.mode),
                r.size, human_ns(r.p50), human_ns(r.p99), human_ns(r.p999),
                r.msgs_per_s ? fmt::format("{:.2f} M", *r.msgs_per_s / 1e6) : "-",
                floor ? fmt::format("{:.2f}x", r.p50 / floor->p50) : "-",
@@ -325,6 +336,16 @@ int main(int argc, char** argv) {
     if (raw == nullptr) continue;
     fmt::print("node dispatch overhead {} {} B: p50 {:+.0f} ns, p99 {:+.0f} ns per message (node - shmbus)\n",
                to_string(r.mode), r.size, r.p50 - raw->p50, r.p99 - raw->p99);
+  }
+  // A service call against the same round trip over two channels (the
+  // floor of its design) and against iceoryx's request/response.
+  for (const auto& r : results) {
+    if (r.transport != "service") continue;
+    const Result* two = find("shmbus", r.mode, r.size);
+    const Result* iox = find("iceoryx_service", r.mode, r.size);
+    fmt::print("service round trip {} {} B: p50 {} p99 {}{}{}\n", to_string(r.mode), r.size, human_ns(2 * r.p50),
+               human_ns(2 * r.p99), two ? fmt::format(", {:.2f}x two channels", r.p50 / two->p50) : "",
+               iox ? fmt::format(", {:.2f}x iceoryx request/response", r.p50 / iox->p50) : "");
   }
   return 0;
 }

@@ -10,15 +10,20 @@
 #include <atomic>
 #include <boost/interprocess/ipc/message_queue.hpp>
 #include <cstring>
+#include <optional>
 #include <stdexcept>
 #include <thread>
 
 #include "shmbus/introspect.hpp"
 #include "shmbus/node.hpp"
+#include "shmbus/service.hpp"
 #include "shmbus/shmbus.hpp"
 
 #if SHMBUS_BENCH_ICEORYX
+#include "iceoryx_posh/popo/rpc_header.hpp"
+#include "iceoryx_posh/popo/untyped_client.hpp"
 #include "iceoryx_posh/popo/untyped_publisher.hpp"
+#include "iceoryx_posh/popo/untyped_server.hpp"
 #include "iceoryx_posh/popo/untyped_subscriber.hpp"
 #include "iceoryx_posh/popo/wait_set.hpp"
 #include "iceoryx_posh/runtime/posh_runtime.hpp"
@@ -113,22 +118,74 @@ class NodeLink final : public Link {
   bool got_ = false;
 };
 
-/// shmbus through raw subscribers ("shmbus") or through Node callbacks
-/// ("node").
+/// A service round trip: the leader is a ServiceClient (send() is the
+/// whole call), the follower a ServiceServer whose handler echoes the
+/// request (receive() serves one request; send() has nothing left to do).
+/// Poll mode: the server spins on spin_once(0); the client's call always
+/// spins for wait_spin before it sleeps.
+class ServiceLink final : public Link {
+ public:
+  ServiceLink(const std::string& domain, Side side, std::size_t max_size)
+      : ctx_(link_config(domain, side, max_size)), response_(max_size) {
+    const ServiceTypes types{"shmbus/BenchEcho", TypeInfo{"shmbus/BenchEcho_Request", 0, ""},
+                             TypeInfo{"shmbus/BenchEcho_Response", 0, ""}};
+    if (side == Side::kLeader) {
+      client_.emplace("/bench", types, ctx_);
+      if (!client_->wait_for_server(std::chrono::seconds(10))) throw std::runtime_error("no bench server");
+    } else {
+      server_.emplace(
+          "/bench", types,
+          [](std::span<const std::byte> request, const MessageInfo&, std::span<std::byte> response) {
+            std::memcpy(response.data(), request.data(), request.size());
+            return request.size();
+          },
+          ctx_);
+    }
+  }
+  void send(const std::byte* data, std::size_t size) override {
+    if (!client_) return;  // the server answered in receive()
+    const CallResult r = client_->call({data, size}, response_, std::chrono::seconds(10));
+    seq_ = r.ok() ? read_seq(response_.data()) : UINT64_MAX;
+  }
+  std::uint64_t receive(Mode mode) override {
+    if (client_) return seq_;
+    const std::uint64_t before = server_->served();
+    const auto timeout =
+        mode == Mode::kPoll ? std::chrono::nanoseconds(0) : std::chrono::nanoseconds(std::chrono::seconds(1));
+    while (server_->served() == before) server_->spin_once(timeout);
+    return 0;  // the echo is already sent
+  }
+  std::uint64_t lost() const override { return client_ ? client_->lost() + client_->late_responses() : 0; }
+
+ private:
+  Context ctx_;
+  std::vector<std::byte> response_;
+  std::optional<ServiceClient> client_;
+  std::optional<ServiceServer> server_;
+  std::uint64_t seq_ = 0;
+};
+
+/// shmbus through raw subscribers ("shmbus"), through Node callbacks
+/// ("node"), or as a service round trip ("service", latency only).
 class ShmbusTransport final : public Transport {
  public:
-  explicit ShmbusTransport(bool node) : node_(node) {}
-  std::string name() const override { return node_ ? "node" : "shmbus"; }
+  enum class Kind { kRaw, kNode, kService };
+  explicit ShmbusTransport(Kind kind) : kind_(kind) {}
+  std::string name() const override {
+    return kind_ == Kind::kNode ? "node" : kind_ == Kind::kService ? "service" : "shmbus";
+  }
   bool supports(Mode) const override { return true; }
+  bool has_throughput() const override { return kind_ != Kind::kService; }
   void prepare(std::size_t) override { domain_ = "bench_" + std::to_string(::getpid()) + "_" + std::to_string(run_++); }
   std::unique_ptr<Link> connect(Side side, std::size_t max_size) override {
-    if (node_) return std::make_unique<NodeLink>(domain_, side, max_size);
+    if (kind_ == Kind::kNode) return std::make_unique<NodeLink>(domain_, side, max_size);
+    if (kind_ == Kind::kService) return std::make_unique<ServiceLink>(domain_, side, max_size);
     return std::make_unique<ShmbusLink>(domain_, side, max_size);
   }
   void cleanup() override { introspect::clean_domain(domain_, false); }
 
  private:
-  bool node_;
+  Kind kind_;
   std::string domain_;
   int run_ = 0;
 };
@@ -196,12 +253,93 @@ class IceoryxLink final : public Link {
   iox::cxx::optional<iox::popo::WaitSet<>> waitset_;
 };
 
+/// iceoryx 2.0's request/response (untyped client and server): the
+/// leader's send() sends the request, its receive() takes the response.
+class IceoryxServiceLink final : public Link {
+ public:
+  IceoryxServiceLink(Side side, std::size_t size) : size_(size) {
+    const bool leader = side == Side::kLeader;
+    const std::string name = std::string(leader ? "bench_client_" : "bench_server_") + std::to_string(::getpid());
+    iox::runtime::PoshRuntime::initRuntime(iox::RuntimeName_t(iox::cxx::TruncateToCapacity, name.c_str()));
+    const iox::capro::ServiceDescription service{"ShmbusBench", "Echo", "Bytes"};
+    waitset_.emplace();
+    if (leader) {
+      iox::popo::ClientOptions co;
+      co.responseQueueCapacity = 16;
+      client_.emplace(service, co);
+      waitset_->attachState(*client_, iox::popo::ClientState::HAS_RESPONSE).or_else([](auto) {
+        throw std::runtime_error("iceoryx: cannot attach the client to a WaitSet");
+      });
+      while (client_->getConnectionState() != iox::ConnectionState::CONNECTED) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      }
+    } else {
+      server_.emplace(service);
+      waitset_->attachState(*server_, iox::popo::ServerState::HAS_REQUEST).or_else([](auto) {
+        throw std::runtime_error("iceoryx: cannot attach the server to a WaitSet");
+      });
+    }
+  }
+  ~IceoryxServiceLink() override {
+    waitset_.reset();
+    client_.reset();
+    server_.reset();
+  }
+  void send(const std::byte* data, std::size_t size) override {
+    if (!client_) return;  // the server answered in receive()
+    bool sent = false;
+    while (!sent) {
+      client_->loan(static_cast<std::uint32_t>(size), alignof(std::uint64_t)).and_then([&](void* payload) {
+        iox::popo::RequestHeader::fromPayload(payload)->setSequenceId(request_id_++);
+        std::memcpy(payload, data, size);
+        sent = !client_->send(payload).has_error();
+      });
+      if (!sent) cpu_relax();
+    }
+  }
+  std::uint64_t receive(Mode mode) override {
+    while (client_) {
+      std::uint64_t seq = 0;
+      bool got = false;
+      client_->take().and_then([&](const void* payload) {
+        seq = read_seq(static_cast<const std::byte*>(payload));
+        client_->releaseResponse(payload);
+        got = true;
+      });
+      if (got) return seq;
+      if (mode == Mode::kBlock) waitset_->wait();
+    }
+    for (;;) {
+      bool served = false;
+      server_->take().and_then([&](const void* request) {
+        const auto* header = iox::popo::RequestHeader::fromPayload(request);
+        const auto size = static_cast<std::uint32_t>(size_);  // every message of a run has its size
+        server_->loan(header, size, alignof(std::uint64_t)).and_then([&](void* response) {
+          std::memcpy(response, request, size);
+          served = !server_->send(response).has_error();
+        });
+        server_->releaseRequest(request);
+      });
+      if (served) return 0;
+      if (mode == Mode::kBlock) waitset_->wait();
+    }
+  }
+
+ private:
+  iox::cxx::optional<iox::popo::UntypedClient> client_;
+  iox::cxx::optional<iox::popo::UntypedServer> server_;
+  iox::cxx::optional<iox::popo::WaitSet<>> waitset_;
+  std::size_t size_;
+  std::int64_t request_id_ = 0;
+};
+
 class IceoryxTransport final : public Transport {
  public:
-  explicit IceoryxTransport(std::string dir) : dir_(std::move(dir)) {}
+  explicit IceoryxTransport(std::string dir, bool service = false) : dir_(std::move(dir)), service_(service) {}
   ~IceoryxTransport() override { stop_roudi(); }
-  std::string name() const override { return "iceoryx"; }
+  std::string name() const override { return service_ ? "iceoryx_service" : "iceoryx"; }
   bool supports(Mode) const override { return true; }
+  bool has_throughput() const override { return !service_; }
   void prepare(std::size_t) override {
     if (roudi_ > 0) return;
     // A small pool: 64 B and 4 KiB payloads, enough chunks for 256-deep
@@ -234,6 +372,7 @@ class IceoryxTransport final : public Transport {
     }
   }
   std::unique_ptr<Link> connect(Side side, std::size_t max_size) override {
+    if (service_) return std::make_unique<IceoryxServiceLink>(side, max_size);
     return std::make_unique<IceoryxLink>(side, max_size);
   }
   void stop_roudi() {
@@ -246,6 +385,7 @@ class IceoryxTransport final : public Transport {
 
  private:
   std::string dir_;
+  bool service_;
   pid_t roudi_ = 0;
 };
 #endif
@@ -455,11 +595,19 @@ class SpscTransport final : public Transport {
 
 }  // namespace
 
-std::unique_ptr<Transport> make_shmbus() { return std::make_unique<ShmbusTransport>(false); }
-std::unique_ptr<Transport> make_node() { return std::make_unique<ShmbusTransport>(true); }
+std::unique_ptr<Transport> make_shmbus() { return std::make_unique<ShmbusTransport>(ShmbusTransport::Kind::kRaw); }
+std::unique_ptr<Transport> make_node() { return std::make_unique<ShmbusTransport>(ShmbusTransport::Kind::kNode); }
+std::unique_ptr<Transport> make_service() { return std::make_unique<ShmbusTransport>(ShmbusTransport::Kind::kService); }
 std::unique_ptr<Transport> make_iceoryx([[maybe_unused]] const std::string& dir) {
 #if SHMBUS_BENCH_ICEORYX
   return std::make_unique<IceoryxTransport>(dir);
+#else
+  return nullptr;
+#endif
+}
+std::unique_ptr<Transport> make_iceoryx_service([[maybe_unused]] const std::string& dir) {
+#if SHMBUS_BENCH_ICEORYX
+  return std::make_unique<IceoryxTransport>(dir, true);
 #else
   return nullptr;
 #endif

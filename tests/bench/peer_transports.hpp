@@ -53,6 +53,11 @@ std::unique_ptr<Transport> make_shmbus();
 /// shmbus through the Node API (callbacks dispatched by an executor).
 std::unique_ptr<Transport> make_node();
 std::unique_ptr<Transport> make_iceoryx(const std::string& roudi_config_dir);
+/// A request/response round trip: shmbus's ServiceClient and ServiceServer
+/// ("service"), iceoryx 2.0's untyped client and server ("iceoryx_service").
+/// Latency only.
+std::unique_ptr<Transport> make_service();
+std::unique_ptr<Transport> make_iceoryx_service(const std::string& roudi_config_dir);
 std::unique_ptr<Transport> make_boost_mq();
 std::unique_ptr<Transport> make_uds();
 std::unique_ptr<Transport> make_floor();

@@ -200,9 +200,12 @@ struct ServiceClient::Impl {
     return last_server;
   }
 
-  /// server(), or the one seen less than a liveness period ago.
+  /// server(), or the one seen less than 100 ms ago: a call need not read
+  /// both endpoint tables each time. A server that died since is noticed
+  /// in the call's own liveness checks (kServerDied).
   std::optional<introspect::EndpointView> recent_server() {
-    if (last_server && mono_now_ns() - last_server_ns < liveness_period_ns) return last_server;
+    constexpr std::int64_t kTrustNs = 100'000'000;
+    if (last_server && mono_now_ns() - last_server_ns < kTrustNs) return last_server;
     return server();
   }
 
