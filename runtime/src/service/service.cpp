@@ -44,6 +44,14 @@ const char* to_string(CallStatus status) noexcept {
 
 namespace {
 
+/// CLOCK_MONOTONIC `timeout` from now, saturated (nanoseconds::max() waits
+/// for ever).
+std::int64_t deadline_after(std::chrono::nanoseconds timeout) noexcept {
+  const std::int64_t now = mono_now_ns();
+  const std::int64_t t = std::max<std::int64_t>(timeout.count(), 0);
+  return t > INT64_MAX - now ? INT64_MAX : now + t;
+}
+
 /// Refuses a second server: the first one's process is named.
 void refuse_if_served(const std::string& domain, std::string_view service, const SegmentAccess& access) {
   std::optional<introspect::ServiceView> view;
@@ -283,7 +291,7 @@ ServiceClient& ServiceClient::operator=(ServiceClient&&) noexcept = default;
 bool ServiceClient::server_ready() const { return impl_->server().has_value(); }
 
 bool ServiceClient::wait_for_server(std::chrono::nanoseconds timeout) {
-  const std::int64_t deadline = mono_now_ns() + timeout.count();
+  const std::int64_t deadline = deadline_after(timeout);
   for (;;) {
     if (server_ready()) return true;
     const std::int64_t left = deadline - mono_now_ns();
@@ -297,7 +305,7 @@ CallResult ServiceClient::call(std::span<const std::byte> request, std::span<std
   Impl& c = *impl_;
   CallResult result;
   ++c.calls;
-  const std::int64_t deadline = mono_now_ns() + timeout.count();
+  const std::int64_t deadline = deadline_after(timeout);
   c.take_responses(0, false, {}, result);  // late responses of earlier calls: counted now
   std::optional<introspect::EndpointView> server;
   try {
