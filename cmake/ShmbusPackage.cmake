@@ -77,8 +77,8 @@ set(CPACK_DEBIAN_DEV_PACKAGE_DEPENDS
 string(JOIN "\n" CPACK_DEBIAN_DEV_DESCRIPTION
        "The libraries and headers of shmbus."
        "libshmbus (publishers, subscribers and wait sets in shared memory),"
-       "nodes and executors, the schema codec, the synchronizer, the MCAP"
-       "writer, the CMake package"
+       "nodes and executors, services (request/response), the schema codec,"
+       "the synchronizer, the MCAP writer and reader, the CMake package"
        "(find_package(shmbus)), shmbus-msggen and the shipped message"
        "definitions.")
 
