@@ -5,6 +5,8 @@
 
 #include <atomic>
 #include <chrono>
+#include <filesystem>
+#include <fstream>
 #include <thread>
 #include <vector>
 
@@ -274,6 +276,37 @@ TEST(ServiceProcessTest, AClientKilledBeforeItsResponseLeavesNothingBehind) {
   }
   ASSERT_TRUE(v.server.has_value());
   EXPECT_EQ(v.server->pid, adder->pid());
+}
+
+TEST(ServiceProcessTest, AClientStoppedWhileItsResponseIsOverwrittenIsToldItWasLost) {
+  TestDomain d;
+  // A response ring of 4 slots; the adder answers each request after 100 ms.
+  const std::string config = ::testing::TempDir() + "/svc_lost_" + std::to_string(::getpid()) + ".toml";
+  std::ofstream(config) << "[[channel]]\nname = \"/example/add/*\"\ncapacity = 4\n";
+  auto adder = std::make_unique<ChildProcess>(
+      std::vector<std::string>{kAdder, "--delay", "100ms"}, true,
+      std::vector<std::string>{"SHMBUS_DOMAIN=" + d.domain(), "SHMBUS_CONFIG=" + config});
+  ASSERT_TRUE(adder->wait_for_output("serving /example/add", 10s)) << adder->output();
+  // shmtool calls, and is SIGSTOPped once its request is out: it cannot
+  // read its answer before five more answers overwrite it.
+  auto stopped =
+      tool::start_tool({"service", "call", kService, R"({"a": 1, "b": 1})", "--timeout", "30s"}, d.domain(), true);
+  ASSERT_TRUE(wait_for_requests(d.domain(), 1));
+  stopped->signal(SIGSTOP);
+  Client client(kService, d.context());
+  AddTwoInts::Response rsp{};
+  for (int i = 0; i < 5; ++i) ASSERT_TRUE(client.call({.a = i, .b = 1}, rsp, 10s).ok());
+  const std::int64_t start = mono_now_ns();
+  stopped->signal(SIGCONT);
+  const int status = stopped->wait(10s);
+  EXPECT_LT(ms_since(start), 5000) << "the stopped client waited for its whole timeout";
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 1) << stopped->output();
+  EXPECT_NE(stopped->output().find("or its response was lost"), std::string::npos) << stopped->output();
+  // The loss is counted where shmtool shows it: the response channel's LOST
+  // (its subscribers, past ones included).
+  EXPECT_GE(introspect::ChannelReader(d.domain(), service_response_channel(kService)).view().lost, 1U);
+  std::filesystem::remove(config);
 }
 
 TEST(ServiceToolTest, CallPrintsTheDecodedResponse) {

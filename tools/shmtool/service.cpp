@@ -203,6 +203,11 @@ int run_service_call(const Globals& g, const ServiceCallOptions& o) {
     case CallStatus::kServerDied:
       throw Error(Errc::kResource,
                   fmt::format("the server of {} ({}) died before it answered; restart it", o.name, server_text(*v)));
+    case CallStatus::kLost:
+      throw Error(Errc::kResource,
+                  fmt::format("the request to {} or its response was lost in its ring (overwritten or stalled; "
+                              "`shmtool info {}` counts it); call again, or raise that channel's capacity",
+                              o.name, service_response_channel(o.name)));
     case CallStatus::kTooLarge:
       throw Error(Errc::kInvalidArgument, fmt::format("the request is {} bytes; {} takes at most {}", request.size(),
                                                       service_request_channel(o.name), client.max_request_size()));
