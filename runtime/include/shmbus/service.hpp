@@ -217,7 +217,7 @@ class TypedServiceServer {
   static ServiceServer::Handler wrap(Handler handler) {
     return [h = std::move(handler)](std::span<const std::byte> request, const MessageInfo&,
                                     std::span<std::byte> response) -> std::size_t {
-      Request req;
+      Request req{};  // a shorter request leaves the rest zero
       std::memcpy(&req, request.data(), std::min(request.size(), sizeof(Request)));
       Response* rsp = ::new (response.data()) Response{};
       h(req, *rsp);
