@@ -50,7 +50,11 @@ void validate_node_name(std::string_view node) {
 
 namespace {
 constexpr std::string_view kRequestSuffix = "/_request";
+constexpr std::string_view kResponseSuffix = "/_response";
 constexpr std::string_view kRequestTypeSuffix = "_Request";
+constexpr std::string_view kResponseTypeSuffix = "_Response";
+
+std::string concat(std::string_view a, std::string_view b) { return std::string{a}.append(b); }
 
 std::string strip_suffix(std::string_view s, std::string_view suffix) {
   if (s.size() <= suffix.size() || s.substr(s.size() - suffix.size()) != suffix) return {};
@@ -58,10 +62,10 @@ std::string strip_suffix(std::string_view s, std::string_view suffix) {
 }
 }  // namespace
 
-std::string service_request_channel(std::string_view service) { return std::string{service} + "/_request"; }
-std::string service_response_channel(std::string_view service) { return std::string{service} + "/_response"; }
-std::string service_request_type(std::string_view service_type) { return std::string{service_type} + "_Request"; }
-std::string service_response_type(std::string_view service_type) { return std::string{service_type} + "_Response"; }
+std::string service_request_channel(std::string_view service) { return concat(service, kRequestSuffix); }
+std::string service_response_channel(std::string_view service) { return concat(service, kResponseSuffix); }
+std::string service_request_type(std::string_view service_type) { return concat(service_type, kRequestTypeSuffix); }
+std::string service_response_type(std::string_view service_type) { return concat(service_type, kResponseTypeSuffix); }
 std::string service_of_request_channel(std::string_view channel) { return strip_suffix(channel, kRequestSuffix); }
 std::string service_type_of_request_type(std::string_view request_type) {
   return strip_suffix(request_type, kRequestTypeSuffix);

@@ -140,16 +140,14 @@ int run_service_info(const Globals& g, const std::string& name) {
     for (const auto& c : v.clients) t.add({std::to_string(c.pid), c.node, std::to_string(c.messages)});
     out += t.render(2);
   }
-  out += "request:\n";
-  for (const auto& f : schema_of(v.requests) ? schema_of(v.requests)->root().fields : std::vector<schema::Field>{}) {
-    out += fmt::format("  {}\n", f.name);
-  }
-  out += "response:\n";
-  if (v.responses) {
-    if (const auto s = schema_of(*v.responses)) {
+  const auto field_lines = [&out](const char* title, const std::optional<schema::Schema>& s) {
+    out += title;
+    if (s) {
       for (const auto& f : s->root().fields) out += fmt::format("  {}\n", f.name);
     }
-  }
+  };
+  field_lines("request:\n", schema_of(v.requests));
+  field_lines("response:\n", v.responses ? schema_of(*v.responses) : std::nullopt);
   print(out);
   return 0;
 }

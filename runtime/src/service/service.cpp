@@ -80,6 +80,8 @@ struct ServiceServer::Impl {
   Publisher* responses = nullptr;
   std::uint32_t request_index = 0;
   std::vector<std::byte> buffer;  ///< the response the handler writes
+  /// Statistics written by the serving thread, read by any: relaxed, no
+  /// ordering partner (nothing else is published through them).
   std::atomic<std::uint64_t> served{0};
   std::atomic<std::uint64_t> failed{0};
 
