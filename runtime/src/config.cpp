@@ -229,6 +229,49 @@ class ConfigReader {
     }
   }
 
+  std::vector<std::string> strings_of(const toml::node& n, std::string_view key) const {
+    const auto* list = n.as_array();
+    if (list == nullptr) fail(n, std::string{key} + " must be an array of strings");
+    std::vector<std::string> out;
+    for (const auto& e : *list) out.push_back(string_of(e, key));
+    return out;
+  }
+
+  std::uint32_t bounded(const toml::node& n, std::string_view key, std::int64_t lo, std::int64_t hi) const {
+    const std::int64_t v = integer_of(n, key);
+    if (v < lo || v > hi) {
+      fail(n, std::string{key} + " = " + std::to_string(v) + " must be from " + std::to_string(lo) + " to " +
+                  std::to_string(hi));
+    }
+    return static_cast<std::uint32_t>(v);
+  }
+
+  void read_bridge(const toml::table& t, BridgeSettings& b) const {
+    for (const auto& [k, v] : t) {
+      const std::string_view key = k.str();
+      if (key == "listen")
+        b.listen = string_of(v, key);
+      else if (key == "allow")
+        b.allow = strings_of(v, key);
+      else if (key == "deny")
+        b.deny = strings_of(v, key);
+      else if (key == "token_file")
+        b.token_file = string_of(v, key);
+      else if (key == "max_clients")
+        b.max_clients = bounded(v, key, 1, 100'000);
+      else if (key == "max_frame_bytes")
+        b.max_frame_bytes = bounded(v, key, 1024, 1 << 30);
+      else if (key == "send_queue")
+        b.send_queue = bounded(v, key, 1, 1'000'000);
+      else if (key == "max_ops_per_second")
+        b.max_ops_per_second = bounded(v, key, 1, 10'000'000);
+      else if (key == "service_timeout")
+        b.service_timeout = duration_of(v, key);
+      else
+        fail(k.source(), "unknown key bridge." + std::string{key});
+    }
+  }
+
   Config read(const toml::table& root) const {
     Config c;
     c.source = source_;
@@ -295,6 +338,10 @@ class ConfigReader {
         const auto* t = v.as_table();
         if (t == nullptr) fail(v, "monitor must be a table ([monitor])");
         read_monitor(*t, c.monitor);
+      } else if (key == "bridge") {
+        const auto* t = v.as_table();
+        if (t == nullptr) fail(v, "bridge must be a table ([bridge])");
+        read_bridge(*t, c.bridge);
       } else {
         fail(k.source(), "unknown key " + std::string{key});
       }

@@ -11,7 +11,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <map>
 #include <sstream>
 #include <stdexcept>
@@ -39,7 +41,16 @@ class ChildProcess {
     ::posix_spawn_file_actions_adddup2(&actions, fds[1], STDOUT_FILENO);
     if (merge_stderr) ::posix_spawn_file_actions_adddup2(&actions, fds[1], STDERR_FILENO);
     std::vector<char*> envp;
-    for (char** e = environ; *e != nullptr; ++e) envp.push_back(*e);
+    // An entry of `env` replaces the inherited one of the same name (a
+    // program reads the first, so the inherited would win).
+    const auto overridden = [&](const char* entry) {
+      const char* eq = std::strchr(entry, '=');
+      const std::size_t n = eq == nullptr ? std::strlen(entry) : static_cast<std::size_t>(eq - entry) + 1;
+      return std::any_of(env.begin(), env.end(), [&](const std::string& e) { return e.compare(0, n, entry, n) == 0; });
+    };
+    for (char** e = environ; *e != nullptr; ++e) {
+      if (!overridden(*e)) envp.push_back(*e);
+    }
     for (const auto& e : env) envp.push_back(const_cast<char*>(e.c_str()));
     envp.push_back(nullptr);
     std::vector<char*> argv;

@@ -165,8 +165,7 @@ Context make_context(const Config& config) {
 }
 
 schema::Json message_from_json_text(const schema::Schema& schema, const std::string& text, std::string_view what) {
-  schema::Json message = schema.decode(std::vector<std::byte>(schema.root().size));
-  if (text.empty()) return message;
+  if (text.empty()) return schema.with_defaults(schema::Json::object());
   schema::Json data;
   try {
     data = schema::Json::parse(text);
@@ -179,8 +178,7 @@ schema::Json message_from_json_text(const schema::Schema& schema, const std::str
                 fmt::format("{} must be a JSON object of {}'s fields, e.g. '{{\"{}\": ...}}'", what, schema.root().name,
                             schema.root().fields.empty() ? "x" : schema.root().fields.front().name));
   }
-  message.merge_patch(data);
-  return message;
+  return schema.with_defaults(data);
 }
 
 }  // namespace shmbus::tool

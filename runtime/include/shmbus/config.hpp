@@ -48,6 +48,19 @@ struct MonitorSettings {
   std::string webhook;  ///< empty: none
 };
 
+/// Settings of shmbus-bridge, the WebSocket bridge ([bridge]).
+struct BridgeSettings {
+  std::string listen = "127.0.0.1:9090";  ///< ADDRESS:PORT; loopback unless told otherwise
+  std::vector<std::string> allow;         ///< channel/service globs clients may use; empty: all
+  std::vector<std::string> deny;          ///< globs refused even when allowed
+  std::string token_file;                 ///< a file holding the token clients must present; empty: none
+  std::uint32_t max_clients = 64;
+  std::uint32_t max_frame_bytes = 1U << 20;  ///< largest incoming WebSocket message
+  std::uint32_t send_queue = 1024;           ///< messages queued per client before the oldest is dropped
+  std::uint32_t max_ops_per_second = 2000;   ///< per client; more are refused
+  std::chrono::nanoseconds service_timeout = std::chrono::seconds(5);  ///< call_service without a timeout
+};
+
 /// One [[channel]] entry: a name or glob and the keys it sets.
 struct ChannelRule {
   std::string pattern;
@@ -99,6 +112,7 @@ class Config {
   std::string defaults_where;  ///< "file:line:column" of [defaults], if present
   std::vector<ChannelRule> channels;
   MonitorSettings monitor;
+  BridgeSettings bridge;
   std::vector<SyncStageSettings> sync_stages;
 
   /// Parses TOML text. Throws Error(kConfig) "source:line:column: what is wrong".

@@ -184,6 +184,11 @@ class Schema {
   /// JSON -> bytes. Every field must be present with the right JSON type
   /// and in range; unknown keys are refused. Throws CodecError.
   [[nodiscard]] std::vector<std::byte> encode(const Json& value) const;
+  /// `partial` (a JSON object, possibly empty) merged (RFC 7386) onto an
+  /// all-zero message, so the fields it leaves out are zero: what encode()
+  /// takes from a person or a remote client. A `partial` that is not an
+  /// object is a CodecError naming the message type.
+  [[nodiscard]] Json with_defaults(const Json& partial) const;
   /// A JSON Schema (draft-07) that every decode() result satisfies:
   /// objects with all fields required and no others, integers within
   /// their type's range, fixed arrays of their length, strings within

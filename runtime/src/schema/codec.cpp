@@ -434,6 +434,16 @@ json Schema::decode(std::span<const std::byte> bytes) const {
   return obj;
 }
 
+json Schema::with_defaults(const json& partial) const {
+  if (!partial.is_object()) {
+    throw CodecError(
+        fmt::format("a {} message must be a JSON object of its fields, not {}", root_->name, partial.type_name()));
+  }
+  json message = decode(std::vector<std::byte>(root_->size));
+  message.merge_patch(partial);
+  return message;
+}
+
 std::vector<std::byte> Schema::encode(const json& value) const {
   const MessageDef& m = *root_;
   std::vector<std::byte> out(m.size);

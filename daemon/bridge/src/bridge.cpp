@@ -1,0 +1,424 @@
+// The listening socket (WebSocket upgrades, /metrics and /healthz on one
+// port), the hub the sessions share, and the program.
+#include "shmbus/bridge/bridge.hpp"
+
+#include <fmt/format.h>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/sinks/systemd_sink.h>
+#include <spdlog/spdlog.h>
+#include <systemd/sd-daemon.h>
+
+#include <fnmatch.h>
+
+#include <algorithm>
+#include <cctype>
+#include <fstream>
+#include <optional>
+#include <thread>
+
+#include "server.hpp"
+#include "shmbus/cli.hpp"
+#include "shmbus/clock.hpp"
+#include "shmbus/monitor/config_report.hpp"
+
+namespace shmbus::bridge {
+
+namespace {
+
+constexpr std::string_view kFoxgloveSubprotocol = "foxglove.websocket.v1";
+
+Config with_node(Config c) {
+  if (c.node.empty()) c.node = "shmbus-bridge";
+  return c;
+}
+
+std::string read_token(const std::string& path) {
+  if (path.empty()) return {};
+  std::ifstream in(path);
+  if (!in) {
+    throw Error(Errc::kConfig, fmt::format("token file {} cannot be read; give a readable file (--token-file)", path));
+  }
+  std::string token((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  while (!token.empty() && std::isspace(static_cast<unsigned char>(token.back()))) token.pop_back();
+  if (token.empty()) throw Error(Errc::kConfig, fmt::format("token file {} is empty; put the token in it", path));
+  return token;
+}
+
+std::pair<asio::ip::address, std::uint16_t> parse_listen(const std::string& text) {
+  const auto colon = text.rfind(':');
+  const auto bad = [&] {
+    throw Error(Errc::kConfig, fmt::format("listen address \"{}\" is not ADDRESS:PORT (e.g. 127.0.0.1:9090)", text));
+  };
+  if (colon == std::string::npos || colon == 0 || colon + 1 == text.size()) bad();
+  const std::string port = text.substr(colon + 1);
+  if (port.size() > 5 || port.find_first_not_of("0123456789") != std::string::npos || std::stoul(port) > 65535) {
+    bad();
+  }
+  std::string host = text.substr(0, colon);
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  beast::error_code ec;
+  const auto address = asio::ip::make_address(host, ec);
+  if (ec) {
+    throw Error(Errc::kConfig,
+                fmt::format("listen address \"{}\": \"{}\" is not an IP address (e.g. 127.0.0.1)", text, host));
+  }
+  return {address, static_cast<std::uint16_t>(std::stoul(port))};
+}
+
+/// The token a client shows in its upgrade request: `Authorization: Bearer
+/// TOKEN` or `?token=TOKEN`.
+std::string presented_token(const http::request<http::string_body>& req) {
+  const std::string auth{req[http::field::authorization]};
+  if (auth.starts_with("Bearer ")) return auth.substr(7);
+  const std::string target{req.target()};
+  const std::string_view t = target;
+  const auto q = t.find("token=");
+  if (q != std::string_view::npos && q > 0 && (t[q - 1] == '?' || t[q - 1] == '&')) {
+    const std::string_view rest = t.substr(q + 6);
+    return std::string{rest.substr(0, rest.find('&'))};
+  }
+  return {};
+}
+
+bool same_token(std::string_view a, std::string_view b) {
+  unsigned diff = a.size() != b.size() ? 1U : 0U;
+  for (std::size_t i = 0; i < std::min(a.size(), b.size()); ++i) diff |= static_cast<unsigned>(a[i] ^ b[i]);
+  return diff == 0;
+}
+
+}  // namespace
+
+// -------------------------------------------------------------------- Hub
+
+Hub::Hub(const Config& c, asio::io_context& context_io)
+    : config(with_node(c)),
+      io(context_io),
+      context(config),
+      token(read_token(config.bridge.token_file)),
+      catalog(config.domain, config.access()),
+      services(std::make_unique<ServiceCaller>(context)) {}
+
+bool Hub::allowed(std::string_view name) const {
+  const std::string n{name};
+  const auto matches = [&](const std::string& glob) { return glob == n || ::fnmatch(glob.c_str(), n.c_str(), 0) == 0; };
+  const auto& b = config.bridge;
+  if (!b.allow.empty() && std::none_of(b.allow.begin(), b.allow.end(), matches)) return false;
+  return std::none_of(b.deny.begin(), b.deny.end(), matches);
+}
+
+void Hub::refresh() {
+  std::vector<const ChannelEntry*> added;
+  std::vector<ChannelEntry> removed;
+  if (!catalog.refresh(added, removed)) return;
+  std::vector<std::shared_ptr<Session>> all;
+  for (Session* s : sessions) all.push_back(s->shared_from_this());
+  for (const auto& s : all) s->channels_changed(added, removed);
+}
+
+Outlet& Hub::acquire_outlet(const ChannelEntry& entry) {
+  auto it = outlets.find(entry.name);
+  if (it == outlets.end()) {
+    it = outlets.emplace(entry.name, Outlet{Publisher(entry.name, entry.type, context), entry.schema, 0}).first;
+  }
+  ++it->second.users;
+  return it->second;
+}
+
+void Hub::release_outlet(const std::string& channel) {
+  const auto it = outlets.find(channel);
+  if (it != outlets.end() && --it->second.users == 0) outlets.erase(it);
+}
+
+// ------------------------------------------------------------- Connection
+
+namespace {
+
+/// A new TCP connection: one HTTP request, then a WebSocket session or an
+/// HTTP answer.
+class Connection : public std::enable_shared_from_this<Connection> {
+ public:
+  Connection(Bridge::Impl& bridge, tcp::socket socket) : bridge_(bridge), stream_(std::move(socket)) {}
+  void start() {
+    parser_.body_limit(16 * 1024);
+    stream_.expires_after(std::chrono::seconds(10));
+    http::async_read(stream_, buffer_, parser_,
+                     [self = shared_from_this()](beast::error_code ec, std::size_t) { self->on_request(ec); });
+  }
+
+ private:
+  void on_request(beast::error_code ec);
+  void answer(http::status status, std::string content_type, std::string body) {
+    response_.result(status);
+    response_.version(11);
+    response_.set(http::field::server, "shmbus-bridge");
+    response_.set(http::field::content_type, content_type);
+    response_.keep_alive(false);
+    response_.body() = std::move(body);
+    response_.prepare_payload();
+    http::async_write(stream_, response_, [self = shared_from_this()](beast::error_code, std::size_t) {
+      beast::error_code ignored;
+      self->stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
+    });
+  }
+
+  Bridge::Impl& bridge_;
+  beast::tcp_stream stream_;
+  beast::flat_buffer buffer_;
+  http::request_parser<http::string_body> parser_;
+  http::response<http::string_body> response_;
+};
+
+}  // namespace
+
+struct Bridge::Impl {
+  explicit Impl(const Config& config) : hub(config, io), acceptor(io), timer(io) {
+    hub.reader = std::make_unique<BusReader>(
+        hub.context, [this](std::shared_ptr<const OutMessage> message, std::vector<Sink> sinks) {
+          asio::post(io, [message = std::move(message), sinks = std::move(sinks)] {
+            for (const Sink& s : sinks) {
+              if (auto session = s.session.lock()) session->deliver(*message, s.key, s.encoding);
+            }
+          });
+        });
+    const auto [address, port] = parse_listen(hub.config.bridge.listen);
+    const tcp::endpoint endpoint(address, port);
+    beast::error_code ec;
+    acceptor.open(endpoint.protocol(), ec);
+    if (!ec) acceptor.set_option(asio::socket_base::reuse_address(true), ec);
+    if (!ec) acceptor.bind(endpoint, ec);
+    if (!ec) acceptor.listen(asio::socket_base::max_listen_connections, ec);
+    if (ec) {
+      throw Error(Errc::kResource, fmt::format("cannot listen on {}: {}; choose another address (--listen)",
+                                               hub.config.bridge.listen, ec.message()));
+    }
+    accept();
+    tick();
+    thread = std::thread([this] { io.run(); });
+  }
+
+  ~Impl() {
+    asio::post(io, [this] {
+      beast::error_code ignored;
+      acceptor.close(ignored);
+      timer.cancel();
+    });
+    io.stop();
+    thread.join();
+    hub.reader.reset();    // no more dispatches
+    hub.services.reset();  // its workers finish their calls
+  }
+  Impl(const Impl&) = delete;
+  Impl& operator=(const Impl&) = delete;
+
+  void accept() {
+    acceptor.async_accept([this](beast::error_code ec, tcp::socket socket) {
+      if (ec) return;  // closed
+      std::make_shared<Connection>(*this, std::move(socket))->start();
+      accept();
+    });
+  }
+
+  /// Channels come and go: Foxglove clients hear of it within 200 ms.
+  void tick() {
+    timer.expires_after(std::chrono::milliseconds(200));
+    timer.async_wait([this](beast::error_code ec) {
+      if (ec) return;
+      try {
+        hub.refresh();
+      } catch (const std::exception& e) {
+        spdlog::warn("reading domain \"{}\": {}", hub.config.domain, e.what());
+      }
+      tick();
+    });
+  }
+
+  [[nodiscard]] BridgeStats stats() const noexcept {
+    const Counters& c = hub.counters;
+    BridgeStats s;
+    s.clients = clients.load(std::memory_order_relaxed);
+    s.connections_refused = c.connections_refused.load(std::memory_order_relaxed);
+    s.messages_sent = c.messages_sent.load(std::memory_order_relaxed);
+    s.messages_dropped = c.messages_dropped.load(std::memory_order_relaxed);
+    s.messages_published = c.messages_published.load(std::memory_order_relaxed);
+    s.ops_refused = c.ops_refused.load(std::memory_order_relaxed);
+    s.bus_messages = hub.reader ? hub.reader->taken() : 0;
+    s.bus_lost = hub.reader ? hub.reader->lost() : 0;
+    s.service_calls = c.service_calls.load(std::memory_order_relaxed);
+    s.service_failures = c.service_failures.load(std::memory_order_relaxed);
+    return s;
+  }
+
+  [[nodiscard]] std::string metrics() const {
+    const BridgeStats s = stats();
+    std::string out;
+    const auto metric = [&](const char* name, const char* type, const char* help, std::uint64_t value) {
+      out += fmt::format("# HELP {} {}\n# TYPE {} {}\n{}{{domain=\"{}\"}} {}\n", name, help, name, type, name,
+                         hub.config.domain, value);
+    };
+    metric("shmbus_bridge_clients", "gauge", "Connected WebSocket clients.", s.clients);
+    metric("shmbus_bridge_connections_refused_total", "counter", "Connections refused (max_clients, token).",
+           s.connections_refused);
+    metric("shmbus_bridge_messages_sent_total", "counter", "Bus messages written to clients.", s.messages_sent);
+    metric("shmbus_bridge_messages_dropped_total", "counter",
+           "Bus messages dropped from full client send queues (slow clients).", s.messages_dropped);
+    metric("shmbus_bridge_messages_published_total", "counter", "Client messages published into the bus.",
+           s.messages_published);
+    metric("shmbus_bridge_ops_refused_total", "counter", "Client operations refused (malformed, unknown, over rate).",
+           s.ops_refused);
+    metric("shmbus_bridge_bus_messages_total", "counter", "Messages taken from subscribed channels.", s.bus_messages);
+    metric("shmbus_bridge_bus_lost_total", "counter", "Messages the bridge's subscribers lost in their rings.",
+           s.bus_lost);
+    metric("shmbus_bridge_service_calls_total", "counter", "Service calls forwarded to shmbus services.",
+           s.service_calls);
+    metric("shmbus_bridge_service_failures_total", "counter", "Service calls not answered with a response.",
+           s.service_failures);
+    return out;
+  }
+
+  asio::io_context io{1};
+  Hub hub;
+  tcp::acceptor acceptor;
+  asio::steady_timer timer;
+  std::atomic<std::uint64_t> clients{0};
+  std::thread thread;
+};
+
+namespace {
+
+void Connection::on_request(beast::error_code ec) {
+  if (ec) return;
+  http::request<http::string_body> req = parser_.release();
+  Hub& hub = bridge_.hub;
+  if (websocket::is_upgrade(req)) {
+    const std::string offered{req[http::field::sec_websocket_protocol]};
+    const bool foxglove = offered.find(kFoxgloveSubprotocol) != std::string::npos;
+    if (hub.sessions.size() >= hub.config.bridge.max_clients) {
+      hub.counters.connections_refused.fetch_add(1, std::memory_order_relaxed);
+      answer(http::status::service_unavailable, "text/plain",
+             fmt::format("shmbus-bridge: {} clients already (max_clients); try later\n", hub.sessions.size()));
+      return;
+    }
+    const std::string token = presented_token(req);
+    if (!hub.token.empty() && foxglove && !same_token(token, hub.token)) {
+      hub.counters.connections_refused.fetch_add(1, std::memory_order_relaxed);
+      answer(http::status::unauthorized, "text/plain",
+             "shmbus-bridge: a token is required (Authorization: Bearer TOKEN, or ?token=TOKEN)\n");
+      return;
+    }
+    auto session =
+        std::make_shared<Session>(hub, stream_.release_socket(), foxglove ? Protocol::kFoxglove : Protocol::kRosbridge);
+    if (!hub.token.empty() && same_token(token, hub.token)) session->authenticate();
+    session->on_close([&clients = bridge_.clients] { clients.fetch_sub(1, std::memory_order_relaxed); });
+    bridge_.clients.fetch_add(1, std::memory_order_relaxed);
+    session->start(std::move(req), foxglove ? std::string{kFoxgloveSubprotocol} : std::string{});
+    return;
+  }
+  const std::string target{req.target()};
+  if (req.method() != http::verb::get) {
+    answer(http::status::method_not_allowed, "text/plain", "only GET (or a WebSocket upgrade)\n");
+  } else if (target == "/metrics") {
+    answer(http::status::ok, "text/plain; version=0.0.4; charset=utf-8", bridge_.metrics());
+  } else if (target == "/healthz") {
+    answer(http::status::ok, "text/plain", "ok\n");
+  } else {
+    answer(http::status::not_found, "text/plain",
+           "shmbus-bridge: WebSocket (rosbridge v2, foxglove.websocket.v1), /metrics, /healthz\n");
+  }
+}
+
+}  // namespace
+
+// ----------------------------------------------------------------- Bridge
+
+Bridge::Bridge(const Config& config) : impl_(std::make_unique<Impl>(config)) {}
+Bridge::~Bridge() = default;
+
+std::uint16_t Bridge::port() const noexcept {
+  beast::error_code ec;
+  return impl_->acceptor.local_endpoint(ec).port();
+}
+
+BridgeStats Bridge::stats() const noexcept { return impl_->stats(); }
+std::string Bridge::metrics() const { return impl_->metrics(); }
+
+// ---------------------------------------------------------------- program
+
+namespace {
+
+std::shared_ptr<spdlog::logger> make_logger(bool to_journal) {
+  std::shared_ptr<spdlog::logger> logger;
+  if (to_journal) {
+    logger = std::make_shared<spdlog::logger>("shmbus-bridge", std::make_shared<spdlog::sinks::systemd_sink_mt>());
+  } else {
+    logger = std::make_shared<spdlog::logger>("shmbus-bridge", std::make_shared<spdlog::sinks::stderr_color_sink_mt>());
+  }
+  logger->set_level(spdlog::level::info);
+  logger->flush_on(spdlog::level::info);
+  return logger;
+}
+
+}  // namespace
+
+int bridge_main(int argc, char** argv) {
+  CLI::App app{"shmbus WebSocket bridge: rosbridge v2 and Foxglove clients on the channels and services of a domain",
+               "shmbus-bridge"};
+  monitor::ConfigSource source;
+  std::string domain;
+  std::optional<std::string> listen, token_file;
+  std::vector<std::string> allow, deny;
+  std::optional<std::uint32_t> max_clients, max_frame_bytes, send_queue, max_ops;
+  app.add_option("-c,--config", source.path, "configuration file (default: SHMBUS_CONFIG); its [bridge] table");
+  app.add_option("--domain", domain, "domain to bridge (overrides the file and SHMBUS_DOMAIN)");
+  app.add_option("--listen", listen, "ADDRESS:PORT (default 127.0.0.1:9090; port 0: any free port)");
+  app.add_option("--allow", allow, "channel/service globs clients may use (default: all)");
+  app.add_option("--deny", deny, "channel/service globs refused even when allowed");
+  app.add_option("--token-file", token_file, "file holding the token clients must present");
+  app.add_option("--max-clients", max_clients, "clients at once (default 64)");
+  app.add_option("--max-frame-bytes", max_frame_bytes, "largest incoming WebSocket message (default 1 MiB)");
+  app.add_option("--send-queue", send_queue, "messages queued per client before the oldest is dropped (1024)");
+  app.add_option("--max-ops-per-second", max_ops, "operations per second per client (default 2000)");
+  if (auto rc = cli::parse(app, argc, argv)) return *rc;
+  if (!domain.empty()) source.domain = domain;
+  return cli::guarded("shmbus-bridge", [&] {
+    Config config = monitor::load_config(source);
+    auto& b = config.bridge;
+    if (listen) b.listen = *listen;
+    if (!allow.empty()) b.allow = allow;
+    if (!deny.empty()) b.deny = deny;
+    if (token_file) b.token_file = *token_file;
+    if (max_clients) b.max_clients = std::max<std::uint32_t>(1, *max_clients);
+    if (max_frame_bytes) b.max_frame_bytes = std::max<std::uint32_t>(1024, *max_frame_bytes);
+    if (send_queue) b.send_queue = std::max<std::uint32_t>(1, *send_queue);
+    if (max_ops) b.max_ops_per_second = std::max<std::uint32_t>(1, *max_ops);
+    // NOLINTNEXTLINE(concurrency-mt-unsafe): read before any thread starts
+    spdlog::set_default_logger(make_logger(std::getenv("JOURNAL_STREAM") != nullptr));
+    cli::install_stop_handlers();
+    Bridge bridge(config);
+    spdlog::info("listening on ws://{}:{} for domain \"{}\" (rosbridge v2; foxglove.websocket.v1; /metrics)",
+                 b.listen.substr(0, b.listen.rfind(':')), bridge.port(), config.domain);
+    sd_notify(0, "READY=1");
+    std::uint64_t watchdog_usec = 0;
+    const bool watchdog = sd_watchdog_enabled(0, &watchdog_usec) > 0;
+    std::int64_t next_status = 0, next_watchdog = 0;
+    while (!cli::stop_requested()) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      const std::int64_t now = mono_now_ns();
+      if (now >= next_status) {
+        const BridgeStats s = bridge.stats();
+        sd_notifyf(0, "STATUS=%llu clients, %llu messages sent, %llu dropped",
+                   static_cast<unsigned long long>(s.clients), static_cast<unsigned long long>(s.messages_sent),
+                   static_cast<unsigned long long>(s.messages_dropped));
+        next_status = now + 1'000'000'000;
+      }
+      if (watchdog && now >= next_watchdog) {
+        sd_notify(0, "WATCHDOG=1");
+        next_watchdog = now + static_cast<std::int64_t>(watchdog_usec) * 1000 / 2;
+      }
+    }
+    sd_notify(0, "STOPPING=1");
+    spdlog::info("stopping");
+    return 0;
+  });
+}
+
+}  // namespace shmbus::bridge

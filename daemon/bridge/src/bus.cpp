@@ -1,0 +1,289 @@
+#include "bus.hpp"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <chrono>
+
+#include "shmbus/clock.hpp"
+#include "shmbus/names.hpp"
+#include "shmbus/subscriber.hpp"
+
+namespace shmbus::bridge {
+
+std::string normalize_type(std::string_view type) {
+  for (const std::string_view middle : {"/msg/", "/srv/"}) {
+    const auto at = type.find(middle);
+    if (at != std::string_view::npos && type.find('/') == at) {
+      return std::string{type.substr(0, at)} + "/" + std::string{type.substr(at + middle.size())};
+    }
+  }
+  return std::string{type};
+}
+
+// ---------------------------------------------------------------- Catalog
+
+bool Catalog::refresh(std::vector<const ChannelEntry*>& added, std::vector<ChannelEntry>& removed) {
+  added.clear();
+  removed.clear();
+  if (!view_) {
+    try {
+      view_.emplace(domain_, access_);
+    } catch (const Error& e) {
+      if (e.code() != Errc::kNotFound) throw;
+      return false;  // no process has made the domain yet
+    }
+  }
+  const std::uint64_t generation = view_->generation();
+  if (generation == generation_) return false;
+  generation_ = generation;
+  const std::vector<std::string> names = view_->channel_names();
+  for (auto it = channels_.begin(); it != channels_.end();) {
+    if (std::binary_search(names.begin(), names.end(), it->first)) {
+      ++it;
+    } else {
+      removed.push_back(std::move(it->second));
+      it = channels_.erase(it);
+    }
+  }
+  for (const std::string& name : names) {
+    if (channels_.contains(name)) continue;
+    introspect::ChannelView v;
+    try {
+      v = introspect::ChannelReader(domain_, name, false, access_).view();
+    } catch (const Error&) {
+      continue;  // removed meanwhile, or not ours: the next change re-reads
+    }
+    ChannelEntry e;
+    e.name = name;
+    e.id = next_id_++;
+    e.type = TypeInfo{v.type_name, v.type_hash, v.schema};
+    e.service_channel = name.ends_with("/_request") || name.ends_with("/_response");
+    if (!v.schema.empty() && v.type_hash != 0) {
+      auto& cached = schemas_[v.type_hash];
+      if (!cached) {
+        try {
+          cached = std::make_shared<const schema::Schema>(schema::Schema::from_canonical(v.schema));
+        } catch (const schema::SchemaError& err) {
+          spdlog::warn("channel {}: its stored schema does not parse ({}); it is bridged as raw bytes", name,
+                       err.what());
+        }
+      }
+      e.schema = cached;
+    }
+    const auto [it, inserted] = channels_.emplace(name, std::move(e));
+    added.push_back(&it->second);
+  }
+  return !added.empty() || !removed.empty();
+}
+
+const ChannelEntry* Catalog::find(std::string_view name) const {
+  const auto it = channels_.find(name);
+  return it == channels_.end() ? nullptr : &it->second;
+}
+
+const ChannelEntry* Catalog::find_id(std::uint32_t id) const {
+  for (const auto& [name, e] : channels_) {
+    if (e.id == id) return &e;
+  }
+  return nullptr;
+}
+
+std::pair<std::shared_ptr<const schema::Schema>, const schema::MessageDef*> Catalog::find_type(
+    std::string_view type) const {
+  const std::string wanted = normalize_type(type);
+  const auto search = [&](const auto& self, const schema::MessageDef& m, int depth) -> const schema::MessageDef* {
+    if (m.name == wanted) return &m;
+    if (depth > 32) return nullptr;
+    for (const schema::Field& f : m.fields) {
+      if (f.message == nullptr) continue;
+      if (const auto* found = self(self, *f.message, depth + 1)) return found;
+    }
+    return nullptr;
+  };
+  for (const auto& [hash, s] : schemas_) {
+    if (!s) continue;
+    if (const auto* found = search(search, s->root(), 0)) return {s, found};
+  }
+  return {nullptr, nullptr};
+}
+
+std::optional<introspect::ChannelView> Catalog::view(std::string_view name) const {
+  try {
+    return introspect::ChannelReader(domain_, name, false, access_).view();
+  } catch (const Error&) {
+    return std::nullopt;
+  }
+}
+
+// -------------------------------------------------------------- BusReader
+
+struct BusReader::Topic {
+  Topic(std::string_view channel, Context& context)
+      : subscriber(channel, std::nullopt, context, SubscriberOptions{.node = "shmbus-bridge"}) {}
+  Subscriber subscriber;
+  std::shared_ptr<const schema::Schema> schema;
+  std::vector<Sink> sinks;
+  std::vector<std::byte> buffer;
+  std::string name;
+};
+
+BusReader::BusReader(Context& context, Dispatch dispatch) : context_(context), dispatch_(std::move(dispatch)) {
+  thread_ = std::thread([this] { run(); });
+}
+
+BusReader::~BusReader() {
+  {
+    const std::lock_guard lock(mutex_);
+    stop_ = true;
+  }
+  wake_.trigger();
+  thread_.join();
+}
+
+void BusReader::add(const ChannelEntry& channel, Sink sink) {
+  {
+    const std::lock_guard lock(mutex_);
+    commands_.push_back(Command{Command::kAdd, channel.name, channel.schema, std::move(sink)});
+  }
+  wake_.trigger();
+}
+
+void BusReader::remove(const std::string& channel, const Session* owner, std::uint64_t key) {
+  {
+    const std::lock_guard lock(mutex_);
+    commands_.push_back(Command{Command::kRemove, channel, nullptr, Sink{{}, owner, key, Encoding::kRosJson}});
+  }
+  wake_.trigger();
+}
+
+void BusReader::remove_all(const Session* owner) {
+  {
+    const std::lock_guard lock(mutex_);
+    commands_.push_back(Command{Command::kRemoveAll, {}, nullptr, Sink{{}, owner, 0, Encoding::kRosJson}});
+  }
+  wake_.trigger();
+}
+
+void BusReader::apply(std::vector<Command>& commands) {
+  for (Command& c : commands) {
+    if (c.kind == Command::kAdd) {
+      auto it = topics_.find(c.channel);
+      if (it == topics_.end()) {
+        try {
+          auto topic = std::make_unique<Topic>(c.channel, context_);
+          topic->name = c.channel;
+          it = topics_.emplace(c.channel, std::move(topic)).first;
+        } catch (const Error& e) {
+          spdlog::warn("cannot subscribe to {}: {}", c.channel, e.what());
+          continue;
+        }
+      }
+      it->second->schema = c.schema;
+      it->second->sinks.push_back(std::move(c.sink));
+      continue;
+    }
+    for (auto it = topics_.begin(); it != topics_.end();) {
+      auto& sinks = it->second->sinks;
+      if (c.kind == Command::kRemoveAll || it->first == c.channel) {
+        std::erase_if(sinks, [&](const Sink& s) {
+          return s.owner == c.sink.owner && (c.kind == Command::kRemoveAll || s.key == c.sink.key);
+        });
+      }
+      it = sinks.empty() ? topics_.erase(it) : std::next(it);
+    }
+  }
+}
+
+void BusReader::drain(Topic& t) {
+  // At most one ring's worth per round, so one busy channel cannot starve
+  // the others.
+  for (int n = 0; n < 1024; ++n) {
+    if (t.buffer.empty()) t.buffer.resize(4096);
+    TakeResult r = t.subscriber.take(t.buffer);
+    if (r.status == TakeStatus::kBufferTooSmall) {
+      t.buffer.resize(r.info.size);
+      r = t.subscriber.take(t.buffer);
+    }
+    if (!r.ok()) return;
+    taken_.fetch_add(1, std::memory_order_relaxed);
+    if (r.info.lost_before != 0) lost_.fetch_add(r.info.lost_before, std::memory_order_relaxed);
+    const std::span<const std::byte> payload{t.buffer.data(), r.info.size};
+
+    auto out = std::make_shared<OutMessage>();
+    out->topic = t.name;
+    out->sequence = r.info.sequence;
+    out->receive_wall_ns = wall_now_ns();
+    std::array<bool, kEncodings> wanted{};
+    for (const Sink& s : t.sinks) wanted[static_cast<std::size_t>(s.encoding)] = true;
+    schema::Json msg;
+    try {
+      if (t.schema) {
+        msg = t.schema->decode(payload);
+      } else {
+        // Raw bytes: as rosbridge sends a uint8[] (an array of numbers).
+        schema::Json data = schema::Json::array();
+        for (const std::byte b : payload) data.push_back(static_cast<unsigned>(b));
+        msg = schema::Json{{"data", std::move(data)}};
+      }
+    } catch (const schema::CodecError& e) {
+      t.subscriber.count_error();
+      spdlog::warn("{} #{}: does not decode with the channel's schema ({}); not bridged", t.name, r.info.sequence,
+                   e.what());
+      continue;
+    }
+    if (wanted[static_cast<std::size_t>(Encoding::kFoxglove)]) {
+      out->encoded[static_cast<std::size_t>(Encoding::kFoxglove)] = std::make_shared<const std::string>(msg.dump());
+    }
+    if (wanted[static_cast<std::size_t>(Encoding::kRosJson)] || wanted[static_cast<std::size_t>(Encoding::kRosCbor)]) {
+      schema::Json op{{"op", "publish"}, {"topic", t.name}, {"msg", std::move(msg)}};
+      if (wanted[static_cast<std::size_t>(Encoding::kRosJson)]) {
+        out->encoded[static_cast<std::size_t>(Encoding::kRosJson)] = std::make_shared<const std::string>(op.dump());
+      }
+      if (wanted[static_cast<std::size_t>(Encoding::kRosCbor)]) {
+        const std::vector<std::uint8_t> cbor = schema::Json::to_cbor(op);
+        out->encoded[static_cast<std::size_t>(Encoding::kRosCbor)] =
+            std::make_shared<const std::string>(cbor.begin(), cbor.end());
+      }
+    }
+    dispatch_(std::move(out), t.sinks);
+  }
+}
+
+void BusReader::run() {
+  WaitSet waits;
+  std::vector<Topic*> attached;
+  std::vector<std::size_t> ready;
+  std::vector<Command> commands;
+  bool rebuild = true;
+  for (;;) {
+    {
+      const std::lock_guard lock(mutex_);
+      if (stop_) return;
+      commands.swap(commands_);
+    }
+    if (!commands.empty()) {
+      apply(commands);
+      commands.clear();
+      rebuild = true;
+    }
+    if (rebuild) {
+      waits.clear();
+      attached.clear();
+      waits.attach(wake_);
+      for (auto& [name, t] : topics_) {
+        waits.attach(t->subscriber);
+        attached.push_back(t.get());
+      }
+      rebuild = false;
+    }
+    waits.wait(std::chrono::milliseconds(100), ready);
+    wake_.reset();
+    // Every subscribed channel is drained each round (a take that finds
+    // nothing is a few loads): the ready list only shortens the wait.
+    for (Topic* t : attached) drain(*t);
+  }
+}
+
+}  // namespace shmbus::bridge

@@ -1,0 +1,139 @@
+#pragma once
+// The bus side of the bridge: what the domain holds (channels with their
+// types and schemas) and the reader thread that takes every subscribed
+// channel's messages and encodes each once for all the clients that want it.
+
+#include <array>
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "shmbus/context.hpp"
+#include "shmbus/introspect.hpp"
+#include "shmbus/schema.hpp"
+#include "shmbus/types.hpp"
+#include "shmbus/wait_set.hpp"
+
+namespace shmbus::bridge {
+
+class Session;
+
+/// `pkg/msg/Type` and `pkg/srv/Type` -> `pkg/Type` (the ROS 2 spellings
+/// clients send); anything else unchanged.
+std::string normalize_type(std::string_view type);
+
+/// One channel of the domain, as clients see it.
+struct ChannelEntry {
+  std::string name;
+  std::uint32_t id = 0;  ///< the Foxglove channel id, stable while the bridge runs
+  TypeInfo type;
+  std::shared_ptr<const schema::Schema> schema;  ///< null: raw bytes or no schema stored
+  bool service_channel = false;                  ///< `NAME/_request` or `NAME/_response`
+};
+
+/// The channels of a domain, re-read when its registry changes. Used on the
+/// network thread only.
+class Catalog {
+ public:
+  Catalog(std::string domain, SegmentAccess access) : domain_(std::move(domain)), access_(std::move(access)) {}
+  /// Re-reads the registry when it changed; returns true when the set of
+  /// channels changed (`added` and `removed` name them).
+  bool refresh(std::vector<const ChannelEntry*>& added, std::vector<ChannelEntry>& removed);
+  [[nodiscard]] const ChannelEntry* find(std::string_view name) const;
+  [[nodiscard]] const ChannelEntry* find_id(std::uint32_t id) const;
+  [[nodiscard]] const std::map<std::string, ChannelEntry, std::less<>>& channels() const noexcept { return channels_; }
+  /// The definition of a message type that some channel carries (nested
+  /// types included) and the schema that keeps it alive; {null, null} when
+  /// no channel has it.
+  [[nodiscard]] std::pair<std::shared_ptr<const schema::Schema>, const schema::MessageDef*> find_type(
+      std::string_view type) const;
+  /// A live view of one channel (endpoints, counters), or nullopt when gone.
+  [[nodiscard]] std::optional<introspect::ChannelView> view(std::string_view name) const;
+  [[nodiscard]] const std::string& domain() const noexcept { return domain_; }
+  [[nodiscard]] const SegmentAccess& access() const noexcept { return access_; }
+
+ private:
+  std::string domain_;
+  SegmentAccess access_;
+  std::optional<introspect::DomainView> view_;
+  std::uint64_t generation_ = ~0ULL;
+  std::uint32_t next_id_ = 1;
+  std::map<std::string, ChannelEntry, std::less<>> channels_;
+  std::map<std::uint64_t, std::shared_ptr<const schema::Schema>> schemas_;  ///< by type hash
+};
+
+/// How a client wants a channel's messages.
+enum class Encoding : std::uint8_t {
+  kRosJson,   ///< rosbridge `publish` op as a JSON text frame
+  kRosCbor,   ///< the same op as CBOR in a binary frame
+  kFoxglove,  ///< the message as JSON, the payload of a Foxglove message-data frame
+};
+inline constexpr std::size_t kEncodings = 3;
+
+/// Where a channel's messages go: one subscription of one session.
+struct Sink {
+  std::weak_ptr<Session> session;
+  const Session* owner = nullptr;  ///< identity, for removal
+  std::uint64_t key = 0;           ///< the session's subscription
+  Encoding encoding = Encoding::kRosJson;
+};
+
+/// One message taken from the bus, encoded as its sinks want it.
+struct OutMessage {
+  std::string topic;
+  std::uint64_t sequence = 0;
+  std::int64_t receive_wall_ns = 0;
+  std::array<std::shared_ptr<const std::string>, kEncodings> encoded;
+};
+
+/// The reader thread. add/remove may be called from any thread; the
+/// dispatch function runs on the reader thread with each message and the
+/// sinks that want it.
+class BusReader {
+ public:
+  using Dispatch = std::function<void(std::shared_ptr<const OutMessage>, std::vector<Sink>)>;
+  BusReader(Context& context, Dispatch dispatch);
+  ~BusReader();
+  BusReader(const BusReader&) = delete;
+  BusReader& operator=(const BusReader&) = delete;
+
+  void add(const ChannelEntry& channel, Sink sink);
+  void remove(const std::string& channel, const Session* owner, std::uint64_t key);
+  void remove_all(const Session* owner);
+
+  [[nodiscard]] std::uint64_t taken() const noexcept { return taken_.load(std::memory_order_relaxed); }
+  [[nodiscard]] std::uint64_t lost() const noexcept { return lost_.load(std::memory_order_relaxed); }
+
+ private:
+  struct Topic;
+  struct Command {
+    enum Kind : std::uint8_t { kAdd, kRemove, kRemoveAll } kind;
+    std::string channel;
+    std::shared_ptr<const schema::Schema> schema;
+    Sink sink;
+  };
+  void run();
+  void apply(std::vector<Command>& commands);
+  void drain(Topic& topic);
+
+  Context& context_;
+  Dispatch dispatch_;
+  std::mutex mutex_;
+  std::vector<Command> commands_;
+  bool stop_ = false;
+  GuardCondition wake_;
+  std::map<std::string, std::unique_ptr<Topic>, std::less<>> topics_;  ///< reader thread only
+  std::atomic<std::uint64_t> taken_{0};
+  std::atomic<std::uint64_t> lost_{0};
+  std::thread thread_;
+};
+
+}  // namespace shmbus::bridge

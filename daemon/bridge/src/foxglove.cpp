@@ -1,0 +1,217 @@
+// The Foxglove WebSocket protocol (foxglove.websocket.v1): the server
+// advertises channels with a JSON Schema, clients subscribe by channel id
+// and receive binary message-data frames; clients may advertise channels of
+// their own and publish into them.
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "server.hpp"
+#include "shmbus/clock.hpp"
+
+namespace shmbus::bridge {
+
+using schema::Json;
+
+namespace {
+
+bool foxglove_visible(const Hub& hub, const ChannelEntry& e) {
+  return !e.service_channel && e.schema != nullptr && hub.allowed(e.name);
+}
+
+std::uint32_t load_u32(std::string_view data, std::size_t at) {
+  std::uint32_t v = 0;
+  for (int i = 3; i >= 0; --i) v = (v << 8) | static_cast<std::uint8_t>(data[at + static_cast<std::size_t>(i)]);
+  return v;
+}
+
+}  // namespace
+
+void Session::fox_status(int level, const std::string& message) {
+  send_text(Json{{"op", "status"}, {"level", level}, {"message", message}}.dump());
+}
+
+Json Session::fox_channel(const ChannelEntry& e) const {
+  return Json{{"id", e.id},
+              {"topic", e.name},
+              {"encoding", "json"},
+              {"schemaName", e.type.name},
+              {"schema", e.schema->json_schema().dump()},
+              {"schemaEncoding", "jsonschema"}};
+}
+
+void Session::fox_server_info() {
+  send_text(Json{{"op", "serverInfo"},
+                 {"name", "shmbus-bridge"},
+                 {"capabilities", Json::array({"clientPublish"})},
+                 {"supportedEncodings", Json::array({"json"})},
+                 {"metadata", Json{{"domain", hub_.catalog.domain()}}},
+                 {"sessionId", std::to_string(wall_now_ns())}}
+                .dump());
+  hub_.refresh();
+  std::vector<const ChannelEntry*> all;
+  for (const auto& [name, e] : hub_.catalog.channels()) all.push_back(&e);
+  fox_advertise(all);
+}
+
+void Session::fox_advertise(const std::vector<const ChannelEntry*>& channels) {
+  Json list = Json::array();
+  for (const ChannelEntry* e : channels) {
+    if (!foxglove_visible(hub_, *e) || fox_advertised_.contains(e->id)) continue;
+    list.push_back(fox_channel(*e));
+    fox_advertised_.insert(e->id);
+  }
+  if (!list.empty()) send_text(Json{{"op", "advertise"}, {"channels", std::move(list)}}.dump());
+}
+
+void Session::channels_changed(const std::vector<const ChannelEntry*>& added,
+                               const std::vector<ChannelEntry>& removed) {
+  if (protocol_ != Protocol::kFoxglove || closed_) return;
+  Json gone = Json::array();
+  for (const ChannelEntry& e : removed) {
+    if (fox_advertised_.erase(e.id) == 0) continue;
+    gone.push_back(e.id);
+    for (auto it = fox_by_key_.begin(); it != fox_by_key_.end();) {
+      const auto sub = fox_subs_.find(it->second);
+      if (sub != fox_subs_.end() && sub->second == e.id) {
+        hub_.reader->remove(e.name, this, it->first);
+        fox_subs_.erase(sub);
+        it = fox_by_key_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+  if (!gone.empty()) send_text(Json{{"op", "unadvertise"}, {"channelIds", std::move(gone)}}.dump());
+  fox_advertise(added);
+}
+
+void Session::fox_op(const Json& op) {
+  const auto refuse = [&](const std::string& message) {
+    hub_.counters.ops_refused.fetch_add(1, std::memory_order_relaxed);
+    fox_status(2, message);
+  };
+  if (!op.is_object() || !op.contains("op") || !op["op"].is_string()) {
+    refuse(R"(not a Foxglove operation: send a JSON object with an "op" field)");
+    return;
+  }
+  const std::string name = op["op"].get<std::string>();
+  try {
+    if (name == "subscribe") {
+      for (const Json& s : op.at("subscriptions")) {
+        const auto id = s.at("id").get<std::uint32_t>();
+        const auto channel_id = s.at("channelId").get<std::uint32_t>();
+        const ChannelEntry* e = hub_.catalog.find_id(channel_id);
+        if (e == nullptr || !fox_advertised_.contains(channel_id)) {
+          refuse(fmt::format("subscribe: channel {} is not advertised", channel_id));
+          continue;
+        }
+        if (fox_subs_.contains(id)) {
+          refuse(fmt::format("subscribe: subscription id {} is already in use", id));
+          continue;
+        }
+        const std::uint64_t key = next_key_++;
+        fox_subs_[id] = channel_id;
+        fox_by_key_[key] = id;
+        hub_.reader->add(*e, Sink{weak_from_this(), this, key, Encoding::kFoxglove});
+      }
+    } else if (name == "unsubscribe") {
+      for (const Json& j : op.at("subscriptionIds")) {
+        const auto id = j.get<std::uint32_t>();
+        for (auto it = fox_by_key_.begin(); it != fox_by_key_.end(); ++it) {
+          if (it->second != id) continue;
+          if (const ChannelEntry* e = hub_.catalog.find_id(fox_subs_[id]))
+            hub_.reader->remove(e->name, this, it->first);
+          fox_by_key_.erase(it);
+          break;
+        }
+        fox_subs_.erase(id);
+      }
+    } else if (name == "advertise") {
+      for (const Json& c : op.at("channels")) {
+        const auto id = c.at("id").get<std::uint32_t>();
+        const std::string topic = c.at("topic").get<std::string>();
+        const std::string encoding = c.value("encoding", std::string{});
+        const std::string type = c.value("schemaName", std::string{});
+        if (encoding != "json") {
+          refuse(fmt::format("advertise {}: encoding \"{}\" is not supported; use \"json\"", topic, encoding));
+          continue;
+        }
+        if (!hub_.allowed(topic)) {
+          refuse(fmt::format("advertise {}: not allowed by this bridge's allow/deny lists", topic));
+          continue;
+        }
+        hub_.refresh();
+        const ChannelEntry* e = hub_.catalog.find(topic);
+        if (e == nullptr || !e->schema) {
+          refuse(fmt::format("advertise {}: no typed channel {} in domain \"{}\"; a shmbus process makes it", topic,
+                             topic, hub_.catalog.domain()));
+          continue;
+        }
+        if (!type.empty() && normalize_type(type) != e->type.name) {
+          refuse(
+              fmt::format("type mismatch on {}: the client says {}, the channel carries {}; nothing will be "
+                          "published",
+                          topic, type, e->type.name));
+          continue;
+        }
+        if (fox_client_channels_.contains(id)) {
+          refuse(fmt::format("advertise: client channel id {} is already in use", id));
+          continue;
+        }
+        hub_.acquire_outlet(*e);
+        fox_client_channels_[id] = topic;
+      }
+    } else if (name == "unadvertise") {
+      for (const Json& j : op.at("channelIds")) {
+        const auto it = fox_client_channels_.find(j.get<std::uint32_t>());
+        if (it == fox_client_channels_.end()) continue;
+        hub_.release_outlet(it->second);
+        fox_client_channels_.erase(it);
+      }
+    } else {
+      refuse(
+          fmt::format("op \"{}\" is not supported by this bridge (it takes subscribe, unsubscribe, advertise, "
+                      "unadvertise and message data)",
+                      name));
+    }
+  } catch (const Json::exception& e) {
+    refuse(fmt::format("{}: {}", name, e.what()));
+  } catch (const Error& e) {
+    refuse(fmt::format("{}: {}", name, e.what()));
+  }
+}
+
+void Session::fox_binary(std::string_view data) {
+  const auto refuse = [&](const std::string& message) {
+    hub_.counters.ops_refused.fetch_add(1, std::memory_order_relaxed);
+    fox_status(2, message);
+  };
+  if (data.size() < 5 || static_cast<std::uint8_t>(data[0]) != 1) {
+    refuse("binary message: only client message data (opcode 1, channel id, payload) is supported");
+    return;
+  }
+  const std::uint32_t id = load_u32(data, 1);
+  const auto it = fox_client_channels_.find(id);
+  if (it == fox_client_channels_.end()) {
+    refuse(fmt::format("message data for client channel {}, which was not advertised", id));
+    return;
+  }
+  Outlet& out = hub_.outlets.at(it->second);
+  try {
+    const Json msg = Json::parse(data.substr(5));
+    const std::vector<std::byte> bytes = out.schema->encode(out.schema->with_defaults(msg));
+    if (out.publisher.publish(bytes) == PublishResult::kOk) {
+      hub_.counters.messages_published.fetch_add(1, std::memory_order_relaxed);
+    } else {
+      refuse(fmt::format("{}: not published ({} bytes; max_message_size {})", it->second, bytes.size(),
+                         out.publisher.max_message_size()));
+    }
+  } catch (const Json::exception& e) {
+    refuse(fmt::format("{}: the payload is not JSON: {}", it->second, e.what()));
+  } catch (const schema::CodecError& e) {
+    refuse(fmt::format("{}: the message does not fit {}: {}; nothing was published", it->second,
+                       out.schema->root().name, e.what()));
+  }
+}
+
+}  // namespace shmbus::bridge

@@ -1,0 +1,561 @@
+// The rosbridge v2 protocol: JSON operations with an "op" field; replies and
+// errors as "status" and "service_response" operations.
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <set>
+
+#include "server.hpp"
+#include "shmbus/clock.hpp"
+#include "shmbus/names.hpp"
+
+namespace shmbus::bridge {
+
+using schema::Json;
+
+namespace {
+
+constexpr std::string_view kRosapi = "/rosapi/";
+
+/// "rosapi/topics" (roslib's spelling) -> "/rosapi/topics".
+std::string absolute(std::string name) { return name.starts_with('/') ? name : "/" + name; }
+
+std::string string_field(const Json& op, const char* key) {
+  const auto it = op.find(key);
+  return it != op.end() && it->is_string() ? it->get<std::string>() : std::string{};
+}
+
+std::int64_t number_field(const Json& op, const char* key) {
+  const auto it = op.find(key);
+  if (it == op.end() || !it->is_number()) return 0;
+  return it->is_number_float() ? static_cast<std::int64_t>(it->get<double>()) : it->get<std::int64_t>();
+}
+
+int level_of(std::string_view level) {
+  if (level == "none") return 0;
+  if (level == "error") return 1;
+  if (level == "warning") return 2;
+  if (level == "info") return 3;
+  return -1;
+}
+
+/// The rosapi type of a field ("float64", "string", "std_msgs/Header").
+std::string rosapi_field_type(const schema::Field& f) {
+  switch (f.kind) {
+    case schema::FieldKind::kPrimitive:
+      return std::string{schema::to_string(f.primitive)};
+    case schema::FieldKind::kString:
+      return "string";
+    case schema::FieldKind::kMessage:
+      return f.message->name;
+  }
+  return "?";
+}
+
+std::string rosapi_example(const schema::Field& f) {
+  if (f.array_length != 0 || f.unbounded) return "[]";
+  if (f.kind == schema::FieldKind::kMessage) return "{}";
+  if (f.kind == schema::FieldKind::kString) return "";
+  return f.primitive == schema::Primitive::kBool ? "False" : "0";
+}
+
+/// rosapi/MessageDetails: the type and every type it uses, once each.
+Json typedefs_of(const schema::MessageDef& root) {
+  Json out = Json::array();
+  std::set<std::string> seen;
+  const auto visit = [&](const auto& self, const schema::MessageDef& m) -> void {
+    if (!seen.insert(m.name).second) return;
+    Json names = Json::array(), types = Json::array(), lens = Json::array(), examples = Json::array();
+    Json constnames = Json::array(), constvalues = Json::array();
+    for (const schema::Field& f : m.fields) {
+      names.push_back(f.name);
+      types.push_back(rosapi_field_type(f));
+      lens.push_back(f.unbounded ? 0 : (f.array_length != 0 ? static_cast<std::int64_t>(f.array_length) : -1));
+      examples.push_back(rosapi_example(f));
+    }
+    for (const schema::Constant& c : m.constants) {
+      constnames.push_back(c.name);
+      constvalues.push_back(c.value);
+    }
+    out.push_back(Json{{"type", m.name},
+                       {"fieldnames", std::move(names)},
+                       {"fieldtypes", std::move(types)},
+                       {"fieldarraylen", std::move(lens)},
+                       {"examples", std::move(examples)},
+                       {"constnames", std::move(constnames)},
+                       {"constvalues", std::move(constvalues)}});
+    for (const schema::Field& f : m.fields) {
+      if (f.message != nullptr) self(self, *f.message);
+    }
+  };
+  visit(visit, root);
+  return out;
+}
+
+/// Raw byte channels: {"data": [0..255, ...]} -> bytes.
+std::vector<std::byte> bytes_of(const Json& msg) {
+  const auto it = msg.is_object() ? msg.find("data") : msg.end();
+  if (it == msg.end() || !it->is_array()) {
+    throw schema::CodecError("data: a raw channel's message is {\"data\": [bytes]}");
+  }
+  std::vector<std::byte> out;
+  out.reserve(it->size());
+  for (const Json& b : *it) {
+    if (!b.is_number_unsigned() || b.get<std::uint64_t>() > 255) {
+      throw schema::CodecError("data: each element must be an integer from 0 to 255");
+    }
+    out.push_back(static_cast<std::byte>(b.get<std::uint64_t>()));
+  }
+  return out;
+}
+
+}  // namespace
+
+void Session::ros_status(const std::string& level, const std::string& message, const Json& id) {
+  if (level_of(level) > status_level_) return;
+  Json op{{"op", "status"}, {"level", level}, {"msg", message}};
+  if (!id.is_null()) op["id"] = id;
+  send_text(op.dump());
+}
+
+void Session::ros_op(const Json& op) {
+  const auto refuse = [&](const std::string& message) {
+    hub_.counters.ops_refused.fetch_add(1, std::memory_order_relaxed);
+    ros_status("error", message, op.is_object() && op.contains("id") ? op["id"] : Json());
+  };
+  if (!op.is_object() || !op.contains("op") || !op["op"].is_string()) {
+    refuse(R"(not a rosbridge operation: send a JSON object with an "op" field, e.g. {"op": "subscribe", ...})");
+    return;
+  }
+  const std::string name = op["op"].get<std::string>();
+  if (!authenticated_) {
+    if (name != "auth") {
+      refuse(fmt::format("{} before auth: this bridge needs {{\"op\": \"auth\", \"mac\": TOKEN}} first", name));
+      close(websocket::close_code::policy_error, "not authenticated");
+      return;
+    }
+    const std::string mac = string_field(op, "mac");
+    // Compare every byte, so the time taken does not tell how much matched.
+    unsigned diff = mac.size() != hub_.token.size() ? 1U : 0U;
+    for (std::size_t i = 0; i < std::min(mac.size(), hub_.token.size()); ++i) {
+      diff |= static_cast<unsigned>(mac[i] ^ hub_.token[i]);
+    }
+    if (diff != 0) {
+      hub_.counters.connections_refused.fetch_add(1, std::memory_order_relaxed);
+      refuse("auth: wrong token");
+      close(websocket::close_code::policy_error, "wrong token");
+      return;
+    }
+    authenticated_ = true;
+    return;
+  }
+  try {
+    if (name == "subscribe") {
+      ros_subscribe(op);
+    } else if (name == "unsubscribe") {
+      ros_unsubscribe(op);
+    } else if (name == "advertise") {
+      ros_advertise(op);
+    } else if (name == "unadvertise") {
+      ros_unadvertise(op);
+    } else if (name == "publish") {
+      ros_publish(op);
+    } else if (name == "call_service") {
+      ros_call_service(op);
+    } else if (name == "fragment") {
+      ros_fragment(op);
+    } else if (name == "set_level") {
+      const int level = level_of(string_field(op, "level"));
+      if (level < 0) {
+        refuse(fmt::format("set_level: level \"{}\" is unknown; use none, error, warning or info",
+                           string_field(op, "level")));
+      } else {
+        status_level_ = level;
+      }
+    } else if (name == "auth" || name == "status") {
+      // Already authenticated; a client's status is informational.
+    } else if (name == "advertise_service" || name == "unadvertise_service" || name == "service_response") {
+      refuse(
+          fmt::format("{}: serving a service from a client is not supported by this bridge yet; shmbus "
+                      "services are served by shmbus processes",
+                      name));
+    } else {
+      refuse(
+          fmt::format("unknown op \"{}\"; this bridge speaks rosbridge v2: subscribe, unsubscribe, advertise, "
+                      "unadvertise, publish, call_service, fragment, set_level, auth",
+                      name));
+    }
+  } catch (const Error& e) {
+    refuse(fmt::format("{}: {}", name, e.what()));
+  } catch (const Json::exception& e) {
+    refuse(fmt::format("{}: {}", name, e.what()));
+  }
+}
+
+bool Session::ros_check_type(const std::string& topic, const ChannelEntry& channel, const Json& type, const Json& id) {
+  if (!type.is_string() || type.get<std::string>().empty()) return true;
+  const std::string wanted = normalize_type(type.get<std::string>());
+  if (wanted == channel.type.name) return true;
+  hub_.counters.ops_refused.fetch_add(1, std::memory_order_relaxed);
+  ros_status("error",
+             fmt::format("type mismatch on {}: the client says {}, the channel carries {}; nothing was subscribed or "
+                         "published",
+                         topic, type.get<std::string>(), channel.type.name),
+             id);
+  return false;
+}
+
+void Session::ros_subscribe(const Json& op) {
+  const std::string topic = string_field(op, "topic");
+  const Json id = op.contains("id") ? op["id"] : Json();
+  if (topic.empty()) throw Error(Errc::kInvalidArgument, "needs \"topic\"");
+  if (!hub_.allowed(topic)) {
+    throw Error(Errc::kInvalidArgument, fmt::format("{} is not allowed by this bridge's allow/deny lists", topic));
+  }
+  hub_.refresh();
+  const ChannelEntry* channel = hub_.catalog.find(topic);
+  if (channel == nullptr) {
+    throw Error(Errc::kNotFound, fmt::format("no channel {} in domain \"{}\" (/rosapi/topics lists them)", topic,
+                                             hub_.catalog.domain()));
+  }
+  if (!ros_check_type(topic, *channel, op.value("type", Json()), id)) return;
+  const std::string compression = string_field(op, "compression");
+  if (!compression.empty() && compression != "none" && compression != "cbor") {
+    ros_status("warning",
+               fmt::format("subscribe {}: compression \"{}\" is not supported; sending JSON", topic, compression), id);
+  }
+  if (const auto old = ros_subs_.find(topic); old != ros_subs_.end()) {
+    hub_.reader->remove(topic, this, old->second.key);
+    ros_by_key_.erase(old->second.key);
+    ros_subs_.erase(old);
+  }
+  RosSubscription sub;
+  sub.key = next_key_++;
+  sub.topic = topic;
+  sub.id = string_field(op, "id");
+  sub.throttle_ns = std::max<std::int64_t>(0, number_field(op, "throttle_rate")) * 1'000'000;
+  sub.queue_length = static_cast<std::size_t>(std::max<std::int64_t>(0, number_field(op, "queue_length")));
+  sub.fragment_size = static_cast<std::size_t>(std::max<std::int64_t>(0, number_field(op, "fragment_size")));
+  sub.cbor = compression == "cbor";
+  auto [it, inserted] = ros_subs_.emplace(topic, std::move(sub));
+  ros_by_key_[it->second.key] = &it->second;
+  hub_.reader->add(*channel, Sink{weak_from_this(), this, it->second.key,
+                                  it->second.cbor ? Encoding::kRosCbor : Encoding::kRosJson});
+}
+
+void Session::ros_unsubscribe(const Json& op) {
+  const std::string topic = string_field(op, "topic");
+  const auto it = ros_subs_.find(topic);
+  if (it == ros_subs_.end()) {
+    ros_status("warning", fmt::format("unsubscribe {}: not subscribed", topic), op.value("id", Json()));
+    return;
+  }
+  hub_.reader->remove(topic, this, it->second.key);
+  ros_by_key_.erase(it->second.key);
+  ros_subs_.erase(it);
+}
+
+void Session::ros_advertise(const Json& op) {
+  const std::string topic = string_field(op, "topic");
+  const std::string type = string_field(op, "type");
+  if (topic.empty() || type.empty()) throw Error(Errc::kInvalidArgument, "needs \"topic\" and \"type\"");
+  if (!hub_.allowed(topic)) {
+    throw Error(Errc::kInvalidArgument, fmt::format("{} is not allowed by this bridge's allow/deny lists", topic));
+  }
+  if (ros_advertised_.contains(topic)) return;
+  hub_.refresh();
+  const ChannelEntry* channel = hub_.catalog.find(topic);
+  ChannelEntry made;
+  if (channel == nullptr) {
+    // A new channel: of a type some channel of the domain already carries,
+    // whose schema the bridge can then write.
+    const auto [owner, def] = hub_.catalog.find_type(type);
+    if (def == nullptr) {
+      throw Error(Errc::kNotFound,
+                  fmt::format("cannot create {}: no channel of domain \"{}\" carries {}, so the bridge has no schema "
+                              "for it; start a shmbus publisher or subscriber of {} first",
+                              topic, hub_.catalog.domain(), type, topic));
+    }
+    auto schema = std::make_shared<const schema::Schema>(
+        schema::Schema::from_canonical(schema::MessageSet::canonical_text(*def)));
+    made.name = topic;
+    made.type = TypeInfo{schema->root().name, schema->hash(), schema->text()};
+    made.schema = std::move(schema);
+    channel = &made;
+  }
+  if (!ros_check_type(topic, *channel, op["type"], op.value("id", Json()))) return;
+  hub_.acquire_outlet(*channel);
+  ros_advertised_[topic] = topic;
+}
+
+void Session::ros_unadvertise(const Json& op) {
+  const std::string topic = string_field(op, "topic");
+  const auto it = ros_advertised_.find(topic);
+  if (it == ros_advertised_.end()) return;
+  hub_.release_outlet(it->second);
+  ros_advertised_.erase(it);
+}
+
+void Session::ros_publish(const Json& op) {
+  const std::string topic = string_field(op, "topic");
+  if (topic.empty() || !op.contains("msg")) throw Error(Errc::kInvalidArgument, "needs \"topic\" and \"msg\"");
+  if (!ros_advertised_.contains(topic)) {
+    // rosbridge advertises on first publish; the type is the channel's.
+    hub_.refresh();
+    const ChannelEntry* channel = hub_.catalog.find(topic);
+    if (channel == nullptr) {
+      throw Error(Errc::kNotFound,
+                  fmt::format("no channel {}: advertise it first with its type ({{\"op\": \"advertise\", \"topic\": "
+                              "\"{}\", \"type\": \"pkg/Type\"}})",
+                              topic, topic));
+    }
+    Json advertise{{"op", "advertise"}, {"topic", topic}, {"type", channel->type.name}};
+    ros_advertise(advertise);
+  }
+  Outlet& out = hub_.outlets.at(ros_advertised_.at(topic));
+  std::vector<std::byte> bytes;
+  try {
+    bytes = out.schema ? out.schema->encode(out.schema->with_defaults(op["msg"])) : bytes_of(op["msg"]);
+  } catch (const schema::CodecError& e) {
+    throw Error(Errc::kInvalidArgument,
+                fmt::format("{}: the message does not fit {}: {}; nothing was published", topic,
+                            out.schema ? out.schema->root().name : std::string{"shmbus/Bytes"}, e.what()));
+  }
+  switch (out.publisher.publish(bytes)) {
+    case PublishResult::kOk:
+      hub_.counters.messages_published.fetch_add(1, std::memory_order_relaxed);
+      break;
+    case PublishResult::kTooLarge:
+      throw Error(Errc::kInvalidArgument, fmt::format("{}: {} bytes is over the channel's max_message_size {}", topic,
+                                                      bytes.size(), out.publisher.max_message_size()));
+    case PublishResult::kDropped:
+      ros_status("warning", fmt::format("{}: the message was dropped (a stuck writer held its slot)", topic));
+      break;
+  }
+}
+
+void Session::ros_service_response(const Json& op, bool result, Json values) {
+  Json reply{{"op", "service_response"}, {"service", string_field(op, "service")}, {"result", result}};
+  if (op.contains("id")) reply["id"] = op["id"];
+  reply["values"] = std::move(values);
+  send_text(reply.dump());
+}
+
+bool Session::ros_rosapi(const std::string& service, const Json& args, Json& values) {
+  hub_.refresh();
+  const auto& channels = hub_.catalog.channels();
+  const std::string api = service.substr(kRosapi.size());
+  if (api == "topics") {
+    Json topics = Json::array(), types = Json::array();
+    for (const auto& [name, e] : channels) {
+      if (e.service_channel || !hub_.allowed(name)) continue;
+      topics.push_back(name);
+      types.push_back(e.type.name);
+    }
+    values = Json{{"topics", std::move(topics)}, {"types", std::move(types)}};
+  } else if (api == "topic_type") {
+    const std::string topic = args.value("topic", std::string{});
+    const ChannelEntry* e = hub_.catalog.find(topic);
+    values = Json{{"type", e != nullptr && !e->service_channel && hub_.allowed(topic) ? e->type.name : ""}};
+  } else if (api == "topics_for_type") {
+    const std::string type = normalize_type(args.value("type", std::string{}));
+    Json topics = Json::array();
+    for (const auto& [name, e] : channels) {
+      if (!e.service_channel && hub_.allowed(name) && e.type.name == type) topics.push_back(name);
+    }
+    values = Json{{"topics", std::move(topics)}};
+  } else if (api == "services") {
+    Json services = Json::array();
+    for (const char* own : {"topics", "topic_type", "topics_for_type", "services", "service_type", "message_details"}) {
+      services.push_back(std::string{kRosapi} + own);
+    }
+    for (const auto& [name, e] : channels) {
+      const std::string s = service_of_request_channel(name);
+      if (!s.empty() && hub_.allowed(s)) services.push_back(s);
+    }
+    values = Json{{"services", std::move(services)}};
+  } else if (api == "service_type") {
+    const std::string s = absolute(args.value("service", std::string{}));
+    std::string type;
+    if (s.starts_with(kRosapi)) {
+      type = "rosapi/" + s.substr(kRosapi.size());
+    } else if (const ChannelEntry* e = hub_.catalog.find(service_request_channel(s)); e != nullptr && hub_.allowed(s)) {
+      type = service_type_of_request_type(e->type.name);
+    }
+    values = Json{{"type", type}};
+  } else if (api == "message_details") {
+    const std::string type = args.value("type", std::string{});
+    const auto [owner, def] = hub_.catalog.find_type(type);
+    if (def == nullptr) {
+      values = fmt::format("message_details: no channel of domain \"{}\" carries {}", hub_.catalog.domain(), type);
+      return false;
+    }
+    values = Json{{"typedefs", typedefs_of(*def)}};
+  } else {
+    values = fmt::format(
+        "{} is not a rosapi service of this bridge (it has topics, topic_type, topics_for_type, "
+        "services, service_type, message_details)",
+        service);
+    return false;
+  }
+  return true;
+}
+
+void Session::ros_call_service(const Json& op) {
+  const std::string service = absolute(string_field(op, "service"));
+  const Json args = op.contains("args") && !op["args"].is_null() ? op["args"] : Json::object();
+  if (service == "/") throw Error(Errc::kInvalidArgument, "needs \"service\"");
+  if (service.starts_with(kRosapi)) {
+    Json values;
+    const bool ok = ros_rosapi(service, args, values);
+    ros_service_response(op, ok, std::move(values));
+    return;
+  }
+  const auto fail = [&](const std::string& why) {
+    hub_.counters.service_failures.fetch_add(1, std::memory_order_relaxed);
+    ros_service_response(op, false, why);
+  };
+  if (!hub_.allowed(service)) {
+    fail(fmt::format("{} is not allowed by this bridge's allow/deny lists", service));
+    return;
+  }
+  hub_.refresh();
+  const ChannelEntry* requests = hub_.catalog.find(service_request_channel(service));
+  const ChannelEntry* responses = hub_.catalog.find(service_response_channel(service));
+  if (requests == nullptr || responses == nullptr || !requests->schema || !responses->schema) {
+    fail(fmt::format("no service {} in domain \"{}\" (/rosapi/services lists them)", service, hub_.catalog.domain()));
+    return;
+  }
+  std::vector<std::byte> request;
+  try {
+    request = requests->schema->encode(requests->schema->with_defaults(args));
+  } catch (const schema::CodecError& e) {
+    fail(fmt::format("{}: the request does not fit {}: {}", service, requests->type.name, e.what()));
+    return;
+  }
+  std::chrono::nanoseconds timeout = hub_.config.bridge.service_timeout;
+  if (const auto t = op.find("timeout"); t != op.end() && t->is_number() && t->get<double>() > 0) {
+    timeout = std::chrono::nanoseconds(static_cast<std::int64_t>(std::min(t->get<double>(), 3600.0) * 1e9));
+  }
+  const ServiceTypes types{service_type_of_request_type(requests->type.name), requests->type, responses->type};
+  hub_.counters.service_calls.fetch_add(1, std::memory_order_relaxed);
+  auto done = [weak = weak_from_this(), &io = hub_.io, &counters = hub_.counters, op](ServiceCaller::Result r) mutable {
+    if (r.status != CallStatus::kOk) counters.service_failures.fetch_add(1, std::memory_order_relaxed);
+    asio::post(io, [weak, op = std::move(op), r = std::move(r)]() mutable {
+      if (auto self = weak.lock()) {
+        const bool ok = r.status == CallStatus::kOk;
+        self->ros_service_response(op, ok, ok ? std::move(r.response) : Json(r.error));
+      }
+    });
+  };
+  if (!hub_.services->call(service, types, std::move(request), responses->schema, timeout, std::move(done))) {
+    fail(fmt::format("{}: {} calls are already waiting for this service; try again later", service,
+                     ServiceCaller::kMaxQueued));
+  }
+}
+
+void Session::ros_fragment(const Json& op) {
+  const std::string id = string_field(op, "id");
+  const std::string data = string_field(op, "data");
+  const std::int64_t num = number_field(op, "num");
+  const std::int64_t total = number_field(op, "total");
+  if (id.empty() || total < 1 || num < 0 || num >= total || total > 100'000) {
+    throw Error(Errc::kInvalidArgument, "needs \"id\", \"data\", 0 <= \"num\" < \"total\" <= 100000");
+  }
+  if (!fragments_.contains(id) && fragments_.size() >= 16) {
+    throw Error(Errc::kResource, "more than 16 fragmented messages in progress; finish one first");
+  }
+  Fragments& f = fragments_[id];
+  if (f.parts.empty()) f.parts.resize(static_cast<std::size_t>(total));
+  if (f.parts.size() != static_cast<std::size_t>(total)) {
+    fragments_.erase(id);
+    throw Error(Errc::kInvalidArgument, fmt::format("fragment {}: total changed; the message is dropped", id));
+  }
+  auto& part = f.parts[static_cast<std::size_t>(num)];
+  if (part.empty() && !data.empty()) ++f.received;
+  f.bytes += data.size() - part.size();
+  part = data;
+  if (f.bytes > hub_.config.bridge.max_frame_bytes) {
+    fragments_.erase(id);
+    throw Error(Errc::kInvalidArgument, fmt::format("fragment {}: the message is over max_frame_bytes ({}); dropped",
+                                                    id, hub_.config.bridge.max_frame_bytes));
+  }
+  if (f.received < f.parts.size()) return;
+  std::string whole;
+  whole.reserve(f.bytes);
+  for (const std::string& p : f.parts) whole += p;
+  fragments_.erase(id);
+  on_message(std::move(whole), true);
+}
+
+void Session::ros_send(const RosSubscription& sub, const OutMessage& message) {
+  const auto& body = message.encoded[static_cast<std::size_t>(sub.cbor ? Encoding::kRosCbor : Encoding::kRosJson)];
+  if (!body) return;
+  if (sub.fragment_size != 0 && !sub.cbor && body->size() > sub.fragment_size) {
+    const std::size_t total = (body->size() + sub.fragment_size - 1) / sub.fragment_size;
+    const std::string id = fmt::format("{}#{}", sub.topic, message.sequence);
+    for (std::size_t i = 0; i < total; ++i) {
+      Frame f;
+      f.body = std::make_shared<const std::string>(Json{
+          {"op", "fragment"},
+          {"id", id},
+          {"data", body->substr(i * sub.fragment_size, sub.fragment_size)},
+          {"num", i},
+          {"total", total}}.dump());
+      f.subscription = sub.key;
+      enqueue(std::move(f));
+    }
+    return;
+  }
+  Frame f;
+  f.body = body;
+  f.binary = sub.cbor;
+  f.subscription = sub.key;
+  enqueue(std::move(f));
+}
+
+void Session::deliver(const OutMessage& message, std::uint64_t key, Encoding encoding) {
+  if (closed_) return;
+  if (encoding == Encoding::kFoxglove) {
+    const auto it = fox_by_key_.find(key);
+    const auto& body = message.encoded[static_cast<std::size_t>(Encoding::kFoxglove)];
+    if (it == fox_by_key_.end() || !body) return;
+    Frame f;
+    f.body = body;
+    f.binary = true;
+    f.subscription = key;
+    // Message data: opcode 1, subscription id (u32), receive time (u64 ns),
+    // little-endian.
+    f.head[0] = 1;
+    const std::uint32_t sub = it->second;
+    const auto stamp = static_cast<std::uint64_t>(message.receive_wall_ns);
+    for (int i = 0; i < 4; ++i) f.head[static_cast<std::size_t>(1 + i)] = static_cast<char>((sub >> (8 * i)) & 0xff);
+    for (int i = 0; i < 8; ++i) f.head[static_cast<std::size_t>(5 + i)] = static_cast<char>((stamp >> (8 * i)) & 0xff);
+    f.head_len = 13;
+    enqueue(std::move(f));
+    return;
+  }
+  const auto it = ros_by_key_.find(key);
+  if (it == ros_by_key_.end()) return;
+  RosSubscription& sub = *it->second;
+  if (sub.throttle_ns != 0) {
+    const std::int64_t now = mono_now_ns();
+    if (now - sub.last_sent_ns < sub.throttle_ns) return;  // asked for: not a loss
+    sub.last_sent_ns = now;
+  }
+  if (sub.queue_length != 0 && sub.queued >= sub.queue_length) {
+    // The subscription's own bound: its oldest queued message gives way.
+    const auto first = queue_.begin() + (writing_ ? 1 : 0);
+    const auto victim = std::find_if(first, queue_.end(), [&](const Frame& f) { return f.subscription == sub.key; });
+    if (victim != queue_.end()) {
+      queue_.erase(victim);
+      --sub.queued;
+      ++dropped_;
+      hub_.counters.messages_dropped.fetch_add(1, std::memory_order_relaxed);
+    }
+  }
+  ros_send(sub, message);
+}
+
+}  // namespace shmbus::bridge

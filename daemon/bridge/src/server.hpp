@@ -1,0 +1,200 @@
+#pragma once
+// The bridge's state on its network thread (Hub) and one WebSocket client
+// (Session), with the two protocols as Session's handlers.
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <boost/beast/websocket.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "bus.hpp"
+#include "services.hpp"
+#include "shmbus/bridge/bridge.hpp"
+#include "shmbus/publisher.hpp"
+
+namespace shmbus::bridge {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+namespace websocket = beast::websocket;
+using tcp = asio::ip::tcp;
+
+/// Counters shared by every thread (relaxed: totals for /metrics).
+struct Counters {
+  std::atomic<std::uint64_t> connections_refused{0};
+  std::atomic<std::uint64_t> messages_sent{0};
+  std::atomic<std::uint64_t> messages_dropped{0};
+  std::atomic<std::uint64_t> messages_published{0};
+  std::atomic<std::uint64_t> ops_refused{0};
+  std::atomic<std::uint64_t> service_calls{0};
+  std::atomic<std::uint64_t> service_failures{0};
+};
+
+/// A channel the bridge publishes into for its clients (shared by them).
+struct Outlet {
+  Publisher publisher;
+  std::shared_ptr<const schema::Schema> schema;
+  std::size_t users = 0;
+};
+
+/// Everything the sessions share. Network thread only, except `counters`,
+/// `reader` and `services` (thread-safe).
+struct Hub {
+  Hub(const Config& config, asio::io_context& io);
+
+  /// Whether clients may use a channel or service (allow, then deny globs).
+  [[nodiscard]] bool allowed(std::string_view name) const;
+  /// Re-reads the domain's channels; tells Foxglove clients what changed.
+  void refresh();
+
+  /// Takes a share of the publisher of `channel` (which exists, with
+  /// `entry`'s type). Throws Error.
+  Outlet& acquire_outlet(const ChannelEntry& entry);
+  void release_outlet(const std::string& channel);
+
+  Config config;
+  asio::io_context& io;
+  Context context;
+  std::string token;  ///< empty: no authentication
+  Catalog catalog;
+  Counters counters;
+  std::set<Session*> sessions;
+  std::map<std::string, Outlet, std::less<>> outlets;
+  std::unique_ptr<BusReader> reader;
+  std::unique_ptr<ServiceCaller> services;
+};
+
+/// One frame waiting to be written to a client.
+struct Frame {
+  std::shared_ptr<const std::string> body;
+  std::array<char, 16> head{};  ///< a Foxglove message-data header before `body`
+  std::uint8_t head_len = 0;
+  bool binary = false;
+  std::uint64_t subscription = 0;  ///< 0: a reply or status (never dropped)
+};
+
+enum class Protocol : std::uint8_t { kRosbridge, kFoxglove };
+
+/// One WebSocket client. Lives on the network thread.
+class Session : public std::enable_shared_from_this<Session> {
+ public:
+  Session(Hub& hub, tcp::socket socket, Protocol protocol);
+  ~Session();
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+
+  /// Completes the WebSocket handshake of `request` and starts reading.
+  void start(http::request<http::string_body> request, const std::string& subprotocol);
+  /// A bus message for subscription `key` (network thread).
+  void deliver(const OutMessage& message, std::uint64_t key, Encoding encoding);
+  /// Foxglove: channels appeared or went away.
+  void channels_changed(const std::vector<const ChannelEntry*>& added, const std::vector<ChannelEntry>& removed);
+  /// The client showed the token in its upgrade request.
+  void authenticate() noexcept { authenticated_ = true; }
+  /// Runs once when the session ends.
+  void on_close(std::function<void()> f) { on_close_ = std::move(f); }
+  [[nodiscard]] Protocol protocol() const noexcept { return protocol_; }
+  [[nodiscard]] std::uint64_t dropped() const noexcept { return dropped_; }
+
+ private:
+  // Transport.
+  void read();
+  void on_message(std::string data, bool text);
+  void send_text(std::string text);
+  void send_binary(std::string bytes);
+  void enqueue(Frame frame);
+  void write_next();
+  void close(websocket::close_code code, const std::string& reason);
+  void finish();
+  bool admit_op();
+  void report_drops();
+
+  // rosbridge v2.
+  struct RosSubscription {
+    std::uint64_t key = 0;
+    std::string topic;
+    std::string id;
+    std::int64_t throttle_ns = 0;
+    std::int64_t last_sent_ns = 0;
+    std::size_t queue_length = 0;  ///< 0: the client's send queue only
+    std::size_t fragment_size = 0;
+    bool cbor = false;
+    std::size_t queued = 0;
+  };
+  void ros_op(const schema::Json& op);
+  void ros_status(const std::string& level, const std::string& message, const schema::Json& id = nullptr);
+  void ros_subscribe(const schema::Json& op);
+  void ros_unsubscribe(const schema::Json& op);
+  void ros_advertise(const schema::Json& op);
+  void ros_unadvertise(const schema::Json& op);
+  void ros_publish(const schema::Json& op);
+  void ros_call_service(const schema::Json& op);
+  void ros_service_response(const schema::Json& op, bool result, schema::Json values);
+  bool ros_rosapi(const std::string& service, const schema::Json& args, schema::Json& values);
+  void ros_fragment(const schema::Json& op);
+  void ros_send(const RosSubscription& sub, const OutMessage& message);
+  /// Checks a client's type against a channel's; false (and an error
+  /// status naming both) on a mismatch.
+  bool ros_check_type(const std::string& topic, const ChannelEntry& channel, const schema::Json& type,
+                      const schema::Json& id);
+
+  // Foxglove WebSocket protocol.
+  void fox_server_info();
+  void fox_op(const schema::Json& op);
+  void fox_binary(std::string_view data);
+  void fox_status(int level, const std::string& message);
+  void fox_advertise(const std::vector<const ChannelEntry*>& channels);
+  schema::Json fox_channel(const ChannelEntry& e) const;
+
+  Hub& hub_;
+  std::function<void()> on_close_;
+  websocket::stream<beast::tcp_stream> ws_;
+  Protocol protocol_;
+  std::string peer_;
+  beast::flat_buffer buffer_;
+  std::deque<Frame> queue_;
+  bool writing_ = false;
+  bool closed_ = false;    ///< no more reads or writes
+  bool finished_ = false;  ///< its subscriptions and publishers released
+  std::uint64_t next_key_ = 1;
+  std::uint64_t dropped_ = 0;
+  std::uint64_t dropped_reported_ = 0;
+  std::int64_t last_drop_report_ns_ = 0;
+  double tokens_ = 0;
+  std::int64_t tokens_at_ns_ = 0;
+  std::uint64_t over_rate_ = 0;
+  std::int64_t last_rate_report_ns_ = 0;
+  bool authenticated_ = false;
+  int status_level_ = 1;  ///< rosbridge set_level: 0 none, 1 error, 2 warning, 3 info
+
+  std::map<std::string, RosSubscription, std::less<>> ros_subs_;  ///< by topic
+  std::map<std::uint64_t, RosSubscription*> ros_by_key_;
+  std::map<std::string, std::string, std::less<>> ros_advertised_;  ///< topic -> its channel
+  struct Fragments {
+    std::vector<std::string> parts;
+    std::size_t received = 0;
+    std::size_t bytes = 0;
+  };
+  std::map<std::string, Fragments> fragments_;
+
+  std::set<std::uint32_t> fox_advertised_;                    ///< channel ids told to the client
+  std::map<std::uint32_t, std::uint32_t> fox_subs_;           ///< subscription id -> channel id
+  std::map<std::uint64_t, std::uint32_t> fox_by_key_;         ///< reader key -> subscription id
+  std::map<std::uint32_t, std::string> fox_client_channels_;  ///< client channel id -> channel
+};
+
+}  // namespace shmbus::bridge

@@ -1,0 +1,70 @@
+#pragma once
+// Calls into shmbus services for the bridge's clients, off the network
+// thread: one worker thread per service (a slow service delays only its own
+// callers), each with a bounded queue of calls.
+
+#include <chrono>
+#include <condition_variable>
+#include <cstddef>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "shmbus/context.hpp"
+#include "shmbus/schema.hpp"
+#include "shmbus/service.hpp"
+
+namespace shmbus::bridge {
+
+class ServiceCaller {
+ public:
+  /// What a call ended with: the response as JSON, or why there is none.
+  struct Result {
+    CallStatus status = CallStatus::kOk;
+    schema::Json response;
+    std::string error;  ///< when status is not kOk
+  };
+  /// Runs on the service's worker thread.
+  using Done = std::function<void(Result)>;
+
+  static constexpr std::size_t kMaxQueued = 64;
+
+  explicit ServiceCaller(Context& context) : context_(context) {}
+  ~ServiceCaller();
+  ServiceCaller(const ServiceCaller&) = delete;
+  ServiceCaller& operator=(const ServiceCaller&) = delete;
+
+  /// Queues a call of `service` (of `types`) with the encoded `request`;
+  /// `done` gets the response decoded with `response_schema`. False when
+  /// kMaxQueued calls of this service are already waiting.
+  bool call(const std::string& service, const ServiceTypes& types, std::vector<std::byte> request,
+            std::shared_ptr<const schema::Schema> response_schema, std::chrono::nanoseconds timeout, Done done);
+
+ private:
+  struct Job {
+    ServiceTypes types;
+    std::vector<std::byte> request;
+    std::shared_ptr<const schema::Schema> response_schema;
+    std::chrono::nanoseconds timeout;
+    Done done;
+  };
+  struct Worker {
+    std::mutex mutex;
+    std::condition_variable wake;
+    std::deque<Job> jobs;
+    bool stop = false;
+    std::thread thread;
+  };
+  void run(const std::string& service, Worker& worker);
+
+  Context& context_;
+  std::mutex mutex_;
+  std::map<std::string, std::unique_ptr<Worker>> workers_;
+};
+
+}  // namespace shmbus::bridge

@@ -1,0 +1,233 @@
+// A client's WebSocket: reading operations (bounded in size and rate),
+// writing through a bounded queue that drops the oldest data first.
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <utility>
+
+#include "server.hpp"
+#include "shmbus/clock.hpp"
+
+namespace shmbus::bridge {
+
+Session::Session(Hub& hub, tcp::socket socket, Protocol protocol)
+    : hub_(hub), ws_(std::move(socket)), protocol_(protocol) {
+  beast::error_code ec;
+  const auto remote = beast::get_lowest_layer(ws_).socket().remote_endpoint(ec);
+  peer_ = ec ? std::string{"?"} : fmt::format("{}:{}", remote.address().to_string(), remote.port());
+  tokens_ = hub_.config.bridge.max_ops_per_second;
+  tokens_at_ns_ = mono_now_ns();
+  authenticated_ = hub_.token.empty();
+}
+
+Session::~Session() = default;
+
+void Session::start(http::request<http::string_body> request, const std::string& subprotocol) {
+  hub_.sessions.insert(this);
+  beast::get_lowest_layer(ws_).expires_never();
+  ws_.set_option(websocket::stream_base::timeout::suggested(beast::role_type::server));
+  ws_.set_option(websocket::stream_base::decorator([subprotocol](websocket::response_type& res) {
+    res.set(http::field::server, "shmbus-bridge");
+    if (!subprotocol.empty()) res.set(http::field::sec_websocket_protocol, subprotocol);
+  }));
+  ws_.read_message_max(hub_.config.bridge.max_frame_bytes);
+  ws_.async_accept(request, [self = shared_from_this()](beast::error_code ec) {
+    if (ec) {
+      self->finish();
+      return;
+    }
+    spdlog::info("client {} connected ({})", self->peer_,
+                 self->protocol_ == Protocol::kFoxglove ? "foxglove.websocket.v1" : "rosbridge v2");
+    if (self->protocol_ == Protocol::kFoxglove) self->fox_server_info();
+    self->read();
+  });
+}
+
+void Session::read() {
+  ws_.async_read(buffer_, [self = shared_from_this()](beast::error_code ec, std::size_t) {
+    if (ec) {
+      if (ec == websocket::error::message_too_big) {
+        self->hub_.counters.ops_refused.fetch_add(1, std::memory_order_relaxed);
+        spdlog::warn("client {}: a message over max_frame_bytes ({}); closed with 1009", self->peer_,
+                     self->hub_.config.bridge.max_frame_bytes);
+      }
+      self->finish();
+      return;
+    }
+    std::string data = beast::buffers_to_string(self->buffer_.data());
+    self->buffer_.consume(self->buffer_.size());
+    const bool text = self->ws_.got_text();
+    if (self->admit_op()) self->on_message(std::move(data), text);
+    if (!self->closed_) self->read();
+  });
+}
+
+bool Session::admit_op() {
+  // A token bucket of max_ops_per_second, refilled continuously.
+  const double rate = hub_.config.bridge.max_ops_per_second;
+  const std::int64_t now = mono_now_ns();
+  tokens_ = std::min(rate, tokens_ + rate * static_cast<double>(now - tokens_at_ns_) * 1e-9);
+  tokens_at_ns_ = now;
+  if (tokens_ >= 1) {
+    tokens_ -= 1;
+    return true;
+  }
+  ++over_rate_;
+  hub_.counters.ops_refused.fetch_add(1, std::memory_order_relaxed);
+  if (now - last_rate_report_ns_ >= 1'000'000'000) {
+    last_rate_report_ns_ = now;
+    const std::string text =
+        fmt::format("rate limit: {} operations refused so far (this bridge takes at most {} per second per client)",
+                    over_rate_, hub_.config.bridge.max_ops_per_second);
+    if (protocol_ == Protocol::kFoxglove) {
+      fox_status(1, text);
+    } else {
+      ros_status("warning", text);
+    }
+  }
+  return false;
+}
+
+void Session::on_message(std::string data, bool text) {
+  if (protocol_ == Protocol::kFoxglove) {
+    if (!text) {
+      fox_binary(data);
+      return;
+    }
+    schema::Json op;
+    try {
+      op = schema::Json::parse(data);
+    } catch (const schema::Json::parse_error& e) {
+      hub_.counters.ops_refused.fetch_add(1, std::memory_order_relaxed);
+      fox_status(2, fmt::format("malformed JSON: {}", e.what()));
+      return;
+    }
+    fox_op(op);
+    return;
+  }
+  schema::Json op;
+  try {
+    // rosbridge clients send JSON text; a binary frame is taken as CBOR.
+    op = text ? schema::Json::parse(data) : schema::Json::from_cbor(data);
+  } catch (const schema::Json::exception& e) {
+    hub_.counters.ops_refused.fetch_add(1, std::memory_order_relaxed);
+    ros_status("error", fmt::format("malformed {}: {}", text ? "JSON" : "CBOR", e.what()));
+    return;
+  }
+  ros_op(op);
+}
+
+void Session::send_text(std::string text) {
+  Frame f;
+  f.body = std::make_shared<const std::string>(std::move(text));
+  enqueue(std::move(f));
+}
+
+void Session::send_binary(std::string bytes) {
+  Frame f;
+  f.body = std::make_shared<const std::string>(std::move(bytes));
+  f.binary = true;
+  enqueue(std::move(f));
+}
+
+void Session::enqueue(Frame frame) {
+  if (closed_) return;
+  const std::size_t limit = hub_.config.bridge.send_queue;
+  if (frame.subscription != 0 && queue_.size() >= limit) {
+    // Full: drop this client's oldest queued data message (never the one
+    // being written, never a reply).
+    const auto first = queue_.begin() + (writing_ ? 1 : 0);
+    const auto victim = std::find_if(first, queue_.end(), [](const Frame& f) { return f.subscription != 0; });
+    if (victim == queue_.end()) {
+      ++dropped_;
+      hub_.counters.messages_dropped.fetch_add(1, std::memory_order_relaxed);
+      return;
+    }
+    if (const auto it = ros_by_key_.find(victim->subscription); it != ros_by_key_.end()) --it->second->queued;
+    queue_.erase(victim);
+    ++dropped_;
+    hub_.counters.messages_dropped.fetch_add(1, std::memory_order_relaxed);
+  } else if (frame.subscription == 0 && queue_.size() >= 2 * limit + 64) {
+    // Replies pile up only when the client sends requests and never reads.
+    close(websocket::close_code::policy_error, "client does not read its replies");
+    return;
+  }
+  if (frame.subscription != 0) {
+    if (const auto it = ros_by_key_.find(frame.subscription); it != ros_by_key_.end()) ++it->second->queued;
+  }
+  queue_.push_back(std::move(frame));
+  if (dropped_ != dropped_reported_) report_drops();
+  write_next();
+}
+
+void Session::report_drops() {
+  const std::int64_t now = mono_now_ns();
+  if (now - last_drop_report_ns_ < 1'000'000'000) return;
+  last_drop_report_ns_ = now;
+  const std::uint64_t fresh = dropped_ - dropped_reported_;
+  dropped_reported_ = dropped_;
+  const std::string text = fmt::format(
+      "dropped {} messages for this client ({} in all): its send queue ({} messages) was full; it reads slower "
+      "than its topics publish (subscribe with throttle_rate or fewer topics)",
+      fresh, dropped_, hub_.config.bridge.send_queue);
+  if (protocol_ == Protocol::kFoxglove) {
+    fox_status(1, text);
+  } else {
+    ros_status("warning", text);
+  }
+}
+
+void Session::write_next() {
+  if (writing_ || queue_.empty() || closed_) return;
+  writing_ = true;
+  const Frame& f = queue_.front();
+  ws_.binary(f.binary);
+  auto on_written = [self = shared_from_this()](beast::error_code ec, std::size_t) {
+    self->writing_ = false;
+    if (ec) {
+      self->finish();
+      return;
+    }
+    Frame& done = self->queue_.front();
+    if (done.subscription != 0) {
+      self->hub_.counters.messages_sent.fetch_add(1, std::memory_order_relaxed);
+      if (const auto it = self->ros_by_key_.find(done.subscription); it != self->ros_by_key_.end()) {
+        --it->second->queued;
+      }
+    }
+    self->queue_.pop_front();
+    self->write_next();
+  };
+  if (f.head_len != 0) {
+    const std::array<asio::const_buffer, 2> buffers{asio::buffer(f.head.data(), f.head_len), asio::buffer(*f.body)};
+    ws_.async_write(buffers, std::move(on_written));
+  } else {
+    ws_.async_write(asio::buffer(*f.body), std::move(on_written));
+  }
+}
+
+void Session::close(websocket::close_code code, const std::string& reason) {
+  if (closed_) return;
+  spdlog::warn("client {}: closing ({})", peer_, reason);
+  closed_ = true;
+  ws_.async_close(websocket::close_reason(code, reason), [self = shared_from_this()](beast::error_code) {});
+  finish();
+}
+
+void Session::finish() {
+  if (finished_) return;
+  if (!closed_) spdlog::info("client {} disconnected", peer_);
+  finished_ = true;
+  closed_ = true;
+  hub_.sessions.erase(this);
+  hub_.reader->remove_all(this);
+  for (const auto& [topic, channel] : ros_advertised_) hub_.release_outlet(channel);
+  ros_advertised_.clear();
+  for (const auto& [id, channel] : fox_client_channels_) hub_.release_outlet(channel);
+  fox_client_channels_.clear();
+  if (!writing_) queue_.clear();
+  if (on_close_) std::exchange(on_close_, nullptr)();
+}
+
+}  // namespace shmbus::bridge

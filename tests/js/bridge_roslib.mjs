@@ -1,0 +1,90 @@
+// roslib (npm, the rosbridge client of browsers and Node) against
+// shmbus-bridge: discovery through rosapi, a typed subscription, a
+// subscription with the wrong type, publishing into the bus, a service call.
+// Prints one JSON report on stdout; the C++ test asserts on it.
+//
+// usage: node bridge_roslib.mjs ws://127.0.0.1:PORT SUB_TOPIC PUB_TOPIC SERVICE PUB_COUNT
+import { Ros, Topic, Service } from 'roslib';
+
+const [url, subTopic, pubTopic, service, pubCountText] = process.argv.slice(2);
+const pubCount = Number(pubCountText ?? '10');
+const report = { errors: [] };
+const deadline = setTimeout(() => {
+  report.errors.push('timed out after 20 s');
+  finish(1);
+}, 20000);
+
+function finish(code) {
+  clearTimeout(deadline);
+  process.stdout.write(JSON.stringify(report) + '\n');
+  process.exit(code);
+}
+
+const step = (what, fn) =>
+  new Promise((resolve) => {
+    fn(resolve, (err) => {
+      report.errors.push(`${what}: ${typeof err === 'string' ? err : JSON.stringify(err)}`);
+      resolve(undefined);
+    });
+  });
+
+const ros = new Ros({ url });
+ros.on('error', (e) => report.errors.push(`connection: ${e?.message ?? e}`));
+await new Promise((resolve) => ros.on('connection', resolve));
+
+report.topics = await step('getTopics', (ok, fail) => ros.getTopics(ok, fail));
+report.topicType = await step('getTopicType', (ok, fail) => ros.getTopicType(subTopic, ok, fail));
+report.services = await step('getServices', (ok, fail) => ros.getServices(ok, fail));
+report.serviceType = await step('getServiceType', (ok, fail) => ros.getServiceType(service, ok, fail));
+report.typedefs = await step('getMessageDetails', (ok, fail) =>
+  ros.getMessageDetails(report.topicType ?? 'std_msgs/String', ok, fail));
+
+// A subscription naming the channel's type, given as pkg/msg/Type.
+const type = report.topicType ?? '';
+const msgType = type.replace('/', '/msg/');
+report.received = await step('subscribe', (ok) => {
+  const got = [];
+  const topic = new Topic({ ros, name: subTopic, messageType: msgType });
+  topic.subscribe((m) => {
+    got.push(m);
+    if (got.length === 3) {
+      topic.unsubscribe();
+      ok(got);
+    }
+  });
+});
+
+// The same topic with the wrong type: an error status, no messages.
+report.wrongType = await step('wrong type', (ok) => {
+  const topic = new Topic({ ros, name: subTopic, messageType: 'std_msgs/Header' });
+  let messages = 0;
+  topic.subscribe(() => { messages += 1; });
+  ros.once(`status:${topic.subscribeId}`, (status) => {
+    setTimeout(() => ok({ level: status.level, msg: status.msg, messages }), 300);
+  });
+});
+
+// Publishing into the bus.
+const out = new Topic({ ros, name: pubTopic, messageType: 'std_msgs/String' });
+for (let i = 0; i < pubCount; i += 1) out.publish({ data: `from roslib ${i}` });
+report.published = pubCount;
+
+// A publish that does not fit the schema: refused naming the field.
+report.badPublish = await step('bad publish', (ok) => {
+  ros.once('status', (status) => ok({ level: status.level, msg: status.msg }));
+  ros.callOnConnection({ op: 'publish', topic: pubTopic, msg: { data: 'x', colour: 'red' } });
+});
+
+// A shmbus service.
+const add = new Service({ ros, name: service, serviceType: 'example_srvs/AddTwoInts' });
+report.sum = await step('callService', (ok, fail) => add.callService({ a: 2, b: 40 }, (r) => ok(r.sum), fail));
+report.noService = await step('missing service', (ok) => {
+  const missing = new Service({ ros, name: '/no/such/service', serviceType: 'example_srvs/AddTwoInts' });
+  missing.callService({}, () => ok('answered'), (err) => ok(String(err)));
+});
+
+// Give the last publishes time to leave before closing.
+setTimeout(() => {
+  ros.close();
+  finish(report.errors.length === 0 ? 0 : 1);
+}, 200);
