@@ -1,0 +1,366 @@
+// shmbus-bridge as a real process, reached by the clients people use
+// (roslib and @foxglove/ws-protocol from npm, run by node) and by a raw
+// WebSocket client that sends what a broken or hostile client sends.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <boost/asio/connect.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <boost/beast/websocket.hpp>
+#include <chrono>
+#include <filesystem>
+#include <optional>
+#include <regex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "multiprocess/child_process.hpp"
+#include "shmbus/clock.hpp"
+#include "shmbus/publisher.hpp"
+#include "shmbus/subscriber.hpp"
+#include "std_msgs/String.hpp"
+#include "support/test_domain.hpp"
+
+namespace {
+
+using namespace std::chrono_literals;
+using nlohmann::json;
+using shmbus::test::ChildProcess;
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+namespace websocket = beast::websocket;
+using tcp = asio::ip::tcp;
+
+const std::string kBridge = SHMBUS_BRIDGE_PATH;
+const std::string kShmtool = SHMTOOL_PATH;
+const std::string kAdder = SHMBUS_EXAMPLE_ADDER;
+const std::string kJs = std::string(SHMBUS_SOURCE_DIR) + "/tests/js";
+
+/// The bridge process on `domain`; its port read from its first log line.
+struct BridgeProcess {
+  BridgeProcess(const std::string& domain, std::vector<std::string> extra = {}) {
+    std::vector<std::string> args{kBridge, "--listen", "127.0.0.1:0"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    process = std::make_unique<ChildProcess>(args, true, std::vector<std::string>{"SHMBUS_DOMAIN=" + domain});
+    EXPECT_TRUE(process->wait_for_output("listening on ws://", 10s)) << process->output();
+    std::smatch m;
+    const std::string out = process->output();
+    if (std::regex_search(out, m, std::regex("ws://127\\.0\\.0\\.1:([0-9]+)"))) port = std::stoi(m[1]);
+  }
+  ~BridgeProcess() {
+    process->signal(SIGTERM);
+    process->wait(5s);
+  }
+  std::unique_ptr<ChildProcess> process;
+  int port = 0;
+};
+
+/// A node script of tests/js; its stdout as JSON.
+json run_node(const std::vector<std::string>& args) {
+  if (!std::filesystem::exists(kJs + "/node_modules/roslib")) {
+    ADD_FAILURE() << "the npm clients are not installed in " << kJs << ": run scripts/install-deps.sh";
+    return {};
+  }
+  std::vector<std::string> argv{"/usr/bin/env", "node"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  ChildProcess node(argv, false);
+  const int status = node.wait(40s);
+  const std::string& out = node.output();
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << out;
+  try {
+    return json::parse(out.substr(0, out.find('\n')));
+  } catch (const json::exception&) {
+    ADD_FAILURE() << "not a JSON report: " << out;
+    return {};
+  }
+}
+
+/// Takes what arrives on `sub` for `within`.
+std::vector<std::string> take_strings(shmbus::TypedSubscriber<std_msgs::String>& sub, std::size_t n,
+                                      std::chrono::milliseconds within) {
+  std::vector<std::string> got;
+  const std::int64_t deadline = shmbus::mono_now_ns() + within.count() * 1'000'000;
+  while (got.size() < n && shmbus::mono_now_ns() < deadline) {
+    if (auto m = sub.take()) {
+      got.push_back(m->data.str());
+    } else {
+      sub.wait(10ms);
+    }
+  }
+  return got;
+}
+
+/// A raw WebSocket client: what a broken or hostile client sends.
+class RawClient {
+ public:
+  explicit RawClient(int port, const std::string& subprotocol = "") {
+    tcp::resolver resolver(io_);
+    asio::connect(ws_.next_layer(), resolver.resolve("127.0.0.1", std::to_string(port)));
+    if (!subprotocol.empty()) {
+      ws_.set_option(websocket::stream_base::decorator(
+          [subprotocol](websocket::request_type& req) { req.set(http::field::sec_websocket_protocol, subprotocol); }));
+    }
+    ws_.handshake("127.0.0.1", "/");
+  }
+  void send(const std::string& text) {
+    ws_.text(true);
+    ws_.write(asio::buffer(text));
+  }
+  /// The next message, or nullopt when the connection ended (`code` is then
+  /// the close code) or nothing came within `timeout`.
+  std::optional<std::string> read(std::chrono::milliseconds timeout = 10s) {
+    beast::flat_buffer buffer;
+    std::optional<beast::error_code> result;
+    ws_.async_read(buffer, [&](beast::error_code ec, std::size_t) { result = ec; });
+    io_.restart();
+    io_.run_for(timeout);
+    if (!result) {
+      ws_.next_layer().close();
+      io_.restart();
+      io_.run();
+      return std::nullopt;
+    }
+    if (*result) {
+      code = ws_.reason().code;
+      return std::nullopt;
+    }
+    return beast::buffers_to_string(buffer.data());
+  }
+  /// Reads until a message contains `text` (or `n` messages went by).
+  std::optional<json> read_until(const std::string& text, int n = 200) {
+    for (int i = 0; i < n; ++i) {
+      const auto m = read();
+      if (!m) return std::nullopt;
+      if (m->find(text) != std::string::npos) return json::parse(*m);
+    }
+    return std::nullopt;
+  }
+  std::uint16_t code = 0;
+
+ private:
+  asio::io_context io_;
+  websocket::stream<tcp::socket> ws_{io_};
+};
+
+/// GET /metrics of the bridge: one counter's value.
+double metric(int port, const std::string& name) {
+  asio::io_context io;
+  tcp::socket s(io);
+  tcp::resolver resolver(io);
+  asio::connect(s, resolver.resolve("127.0.0.1", std::to_string(port)));
+  http::request<http::empty_body> req{http::verb::get, "/metrics", 11};
+  req.set(http::field::host, "127.0.0.1");
+  http::write(s, req);
+  beast::flat_buffer buffer;
+  http::response<http::string_body> res;
+  http::read(s, buffer, res);
+  std::smatch m;
+  const std::string body = res.body();
+  if (!std::regex_search(body, m, std::regex("\n" + name + "\\{[^}]*\\} ([0-9.e+]+)"))) return -1;
+  return std::stod(m[1]);
+}
+
+/// shmtool publishing a String on `channel` at `rate` Hz.
+std::unique_ptr<ChildProcess> start_publisher(const std::string& domain, const std::string& channel,
+                                              const std::string& rate = "100") {
+  auto p =
+      std::make_unique<ChildProcess>(std::vector<std::string>{kShmtool, "pub", channel, "--type", "std_msgs/String",
+                                                              R"({"data": "hello"})", "--rate", rate},
+                                     true, std::vector<std::string>{"SHMBUS_DOMAIN=" + domain});
+  const std::int64_t deadline = shmbus::mono_now_ns() + 10'000'000'000;
+  while (shmbus::mono_now_ns() < deadline) {
+    try {
+      if (shmbus::introspect::ChannelReader(domain, channel).view().messages > 0) break;
+    } catch (const shmbus::Error&) {
+    }
+    std::this_thread::sleep_for(5ms);
+  }
+  return p;
+}
+
+TEST(BridgeTest, RoslibDiscoversSubscribesPublishesAndCallsAService) {
+  shmbus::test::TestDomain d;
+  const std::string domain = d.context().domain();
+  auto publisher = start_publisher(domain, "/chatter");
+  auto adder = std::make_unique<ChildProcess>(std::vector<std::string>{kAdder}, true,
+                                              std::vector<std::string>{"SHMBUS_DOMAIN=" + domain});
+  ASSERT_TRUE(adder->wait_for_output("serving /example/add", 10s)) << adder->output();
+  // The shmbus side of what roslib publishes: a subscriber that made /to_bus.
+  shmbus::TypedSubscriber<std_msgs::String> from_roslib("/to_bus", d.context());
+  BridgeProcess bridge(domain);
+  ASSERT_NE(bridge.port, 0);
+
+  const json r = run_node({kJs + "/bridge_roslib.mjs", "ws://127.0.0.1:" + std::to_string(bridge.port), "/chatter",
+                           "/to_bus", "/example/add", "10"});
+  ASSERT_TRUE(r.is_object());
+  EXPECT_EQ(r["errors"], json::array());
+  // getTopics: topics and their types; the service channels are not topics.
+  EXPECT_EQ(r["topics"]["topics"], json({"/chatter", "/to_bus"}));
+  EXPECT_EQ(r["topics"]["types"], json({"std_msgs/String", "std_msgs/String"}));
+  EXPECT_EQ(r["topicType"], "std_msgs/String");
+  EXPECT_NE(std::find(r["services"].begin(), r["services"].end(), "/example/add"), r["services"].end());
+  EXPECT_EQ(r["serviceType"], "example_srvs/AddTwoInts");
+  EXPECT_EQ(r["typedefs"][0]["type"], "std_msgs/String");
+  EXPECT_EQ(r["typedefs"][0]["fieldnames"], json({"data"}));
+  // The subscription (type given as std_msgs/msg/String) decodes the messages.
+  ASSERT_EQ(r["received"].size(), 3U);
+  for (const json& m : r["received"]) EXPECT_EQ(m, json({{"data", "hello"}}));
+  // The wrong type: an error status naming both types, and no message.
+  EXPECT_EQ(r["wrongType"]["level"], "error");
+  EXPECT_NE(r["wrongType"]["msg"].get<std::string>().find("std_msgs/Header"), std::string::npos);
+  EXPECT_NE(r["wrongType"]["msg"].get<std::string>().find("std_msgs/String"), std::string::npos);
+  EXPECT_EQ(r["wrongType"]["messages"], 0);
+  // A publish that does not fit the schema names the field.
+  EXPECT_EQ(r["badPublish"]["level"], "error");
+  EXPECT_NE(r["badPublish"]["msg"].get<std::string>().find("colour"), std::string::npos);
+  // The service answered through the bus; a missing one fails with a reason.
+  EXPECT_EQ(r["sum"], 42);
+  EXPECT_NE(r["noService"].get<std::string>().find("no service /no/such/service"), std::string::npos);
+  // Everything roslib published arrived, in order, and nothing else.
+  const std::vector<std::string> got = take_strings(from_roslib, 11, 2s);
+  ASSERT_EQ(got.size(), 10U);
+  for (std::size_t i = 0; i < got.size(); ++i) EXPECT_EQ(got[i], "from roslib " + std::to_string(i));
+}
+
+TEST(BridgeTest, FoxgloveClientGetsServerInfoChannelsWithJsonSchemaAndMessages) {
+  shmbus::test::TestDomain d;
+  const std::string domain = d.context().domain();
+  auto publisher = start_publisher(domain, "/chatter");
+  shmbus::TypedSubscriber<std_msgs::String> from_foxglove("/from_studio", d.context());
+  BridgeProcess bridge(domain);
+  ASSERT_NE(bridge.port, 0);
+
+  const json r = run_node(
+      {kJs + "/bridge_foxglove.mjs", "ws://127.0.0.1:" + std::to_string(bridge.port), "/chatter", "/from_studio", "8"});
+  ASSERT_TRUE(r.is_object());
+  EXPECT_EQ(r["errors"], json::array());  // includes every message checked against the JSON Schema (ajv)
+  EXPECT_EQ(r["serverInfo"]["name"], "shmbus-bridge");
+  EXPECT_EQ(r["serverInfo"]["metadata"]["domain"], domain);
+  EXPECT_NE(std::find(r["serverInfo"]["capabilities"].begin(), r["serverInfo"]["capabilities"].end(), "clientPublish"),
+            r["serverInfo"]["capabilities"].end());
+  EXPECT_EQ(r["channel"], json({{"topic", "/chatter"},
+                                {"encoding", "json"},
+                                {"schemaName", "std_msgs/String"},
+                                {"schemaEncoding", "jsonschema"}}));
+  ASSERT_EQ(r["received"].size(), 3U);
+  const std::int64_t now = shmbus::wall_now_ns();
+  for (const json& m : r["received"]) {
+    EXPECT_EQ(m["msg"], json({{"data", "hello"}}));
+    const std::int64_t stamp = std::stoll(m["timestamp"].get<std::string>());
+    EXPECT_LT(std::llabs(now - stamp), 60'000'000'000LL) << "receive time in ns since the epoch";
+  }
+  ASSERT_TRUE(r["wrongType"].is_object()) << r.dump();
+  EXPECT_EQ(r["wrongType"]["level"], 2);
+  EXPECT_NE(r["wrongType"]["message"].get<std::string>().find("std_msgs/Header"), std::string::npos);
+  const std::vector<std::string> got = take_strings(from_foxglove, 9, 2s);
+  ASSERT_EQ(got.size(), 8U);
+  for (std::size_t i = 0; i < got.size(); ++i) EXPECT_EQ(got[i], "from foxglove " + std::to_string(i));
+}
+
+TEST(BridgeTest, FoxgloveClientsAreToldWhenChannelsComeAndGo) {
+  shmbus::test::TestDomain d;
+  BridgeProcess bridge(d.context().domain());
+  RawClient client(bridge.port, "foxglove.websocket.v1");
+  ASSERT_TRUE(client.read_until("serverInfo"));
+  std::optional<shmbus::TypedPublisher<std_msgs::String>> late;
+  late.emplace("/late/channel", d.context());
+  const auto advertised = client.read_until("\"advertise\"");
+  ASSERT_TRUE(advertised);
+  EXPECT_EQ((*advertised)["channels"][0]["topic"], "/late/channel");
+  const auto id = (*advertised)["channels"][0]["id"];
+  late.reset();
+  shmbus::introspect::clean_domain(d.context().domain(), false);
+  const auto gone = client.read_until("\"unadvertise\"");
+  ASSERT_TRUE(gone);
+  EXPECT_EQ((*gone)["channelIds"], json::array({id}));
+}
+
+TEST(BridgeTest, BadInputGetsItsAnswerAndTheBridgeServesOthers) {
+  shmbus::test::TestDomain d;
+  const std::string domain = d.context().domain();
+  auto publisher = start_publisher(domain, "/chatter", "200");
+  BridgeProcess bridge(domain, {"--max-frame-bytes", "65536", "--max-ops-per-second", "50"});
+  ASSERT_NE(bridge.port, 0);
+  {
+    RawClient c(bridge.port);
+    c.send("{not json");
+    auto s = c.read_until("malformed JSON");
+    ASSERT_TRUE(s);
+    EXPECT_EQ((*s)["level"], "error");
+    c.send(R"({"op": "dance"})");
+    s = c.read_until("unknown op");
+    ASSERT_TRUE(s);
+    EXPECT_NE((*s)["msg"].get<std::string>().find("\"dance\""), std::string::npos);
+    c.send(R"({"no_op": 1})");
+    EXPECT_TRUE(c.read_until("not a rosbridge operation"));
+    c.send(R"({"op": "subscribe", "topic": "/nowhere", "id": "s1"})");
+    s = c.read_until("/nowhere");
+    ASSERT_TRUE(s);
+    EXPECT_EQ((*s)["id"], "s1");
+  }
+  {
+    // A frame over max_frame_bytes: the connection is closed with 1009.
+    RawClient c(bridge.port);
+    c.send(std::string(100'000, ' '));
+    EXPECT_FALSE(c.read_until("never"));
+    EXPECT_EQ(c.code, 1009);
+  }
+  {
+    // A flood: over 50 operations per second, the rest are refused, said once.
+    RawClient c(bridge.port);
+    for (int i = 0; i < 400; ++i) c.send(R"({"op": "set_level", "level": "warning"})");
+    const auto s = c.read_until("rate limit");
+    ASSERT_TRUE(s);
+    EXPECT_EQ((*s)["level"], "warning");
+  }
+  EXPECT_GE(metric(bridge.port, "shmbus_bridge_ops_refused_total"), 300);
+  // After all of it, a new client is served.
+  RawClient c(bridge.port);
+  c.send(R"({"op": "call_service", "service": "/rosapi/topics", "id": "t"})");
+  const auto topics = c.read_until("service_response");
+  ASSERT_TRUE(topics);
+  EXPECT_EQ((*topics)["values"]["topics"], json::array({"/chatter"}));
+}
+
+TEST(BridgeTest, AClientThatNeverReadsLosesMessagesCountedAndOthersAreServed) {
+  shmbus::Config config;
+  config.defaults.max_message_size = 65536;
+  shmbus::test::TestDomain d(config);
+  const std::string domain = d.context().domain();
+  shmbus::Publisher big("/big", shmbus::TypeInfo::bytes(), d.context());
+  auto small = start_publisher(domain, "/chatter", "200");
+  BridgeProcess bridge(domain, {"--send-queue", "8"});
+  ASSERT_NE(bridge.port, 0);
+
+  // The stuck client: subscribes to 64 KiB messages (~200 KB of JSON each)
+  // and never reads again.
+  RawClient stuck(bridge.port);
+  stuck.send(R"({"op": "subscribe", "topic": "/big"})");
+  RawClient healthy(bridge.port);
+  healthy.send(R"({"op": "subscribe", "topic": "/chatter", "type": "std_msgs/String"})");
+  ASSERT_TRUE(healthy.read_until("hello"));
+  const std::vector<std::byte> payload(60'000, std::byte{7});
+  const std::int64_t deadline = shmbus::mono_now_ns() + 20'000'000'000;
+  while (metric(bridge.port, "shmbus_bridge_messages_dropped_total") < 50 && shmbus::mono_now_ns() < deadline) {
+    for (int i = 0; i < 20; ++i) {
+      big.publish(payload);
+      std::this_thread::sleep_for(1ms);
+    }
+  }
+  EXPECT_GE(metric(bridge.port, "shmbus_bridge_messages_dropped_total"), 50);
+  // The publisher was never slowed (it overwrites), and the healthy client
+  // still gets its messages, in time.
+  int fresh = 0;
+  for (int i = 0; i < 400 && fresh < 20; ++i) {
+    const auto m = healthy.read(2s);
+    ASSERT_TRUE(m) << "the healthy client stopped receiving";
+    if (m->find("hello") != std::string::npos) ++fresh;
+  }
+  EXPECT_EQ(fresh, 20);
+}
+
+}  // namespace
