@@ -174,3 +174,34 @@ TEST(ConfigTest, GroupMustBeAGroupOfThisSystem) {
         << e.what();
   }
 }
+
+TEST(ConfigTest, BridgeTableSetsTheBridgeAndRefusesWhatItCannotUse) {
+  const Config d = Config::parse("", "empty.toml");
+  EXPECT_EQ(d.bridge.listen, "127.0.0.1:9090");  // loopback unless told otherwise
+  EXPECT_EQ(d.bridge.send_queue, 1024U);
+  const Config c = Config::parse(R"(
+[bridge]
+listen = "0.0.0.0:9091"
+allow = ["/robot/*", "/cmd"]
+deny = ["/robot/secret"]
+token_file = "/etc/shmbus/token"
+max_clients = 4
+max_frame_bytes = 65536
+send_queue = 16
+max_ops_per_second = 100
+service_timeout = "250ms"
+)",
+                                 "bridge.toml");
+  EXPECT_EQ(c.bridge.listen, "0.0.0.0:9091");
+  EXPECT_EQ(c.bridge.allow, (std::vector<std::string>{"/robot/*", "/cmd"}));
+  EXPECT_EQ(c.bridge.deny, std::vector<std::string>{"/robot/secret"});
+  EXPECT_EQ(c.bridge.token_file, "/etc/shmbus/token");
+  EXPECT_EQ(c.bridge.max_clients, 4U);
+  EXPECT_EQ(c.bridge.max_frame_bytes, 65536U);
+  EXPECT_EQ(c.bridge.send_queue, 16U);
+  EXPECT_EQ(c.bridge.max_ops_per_second, 100U);
+  EXPECT_EQ(c.bridge.service_timeout, 250ms);
+  EXPECT_EQ(error_of("[bridge]\nmax_clients = 0\n"), "test.toml:2:15: max_clients = 0 must be from 1 to 100000");
+  EXPECT_EQ(error_of("[bridge]\nallow = \"/a\"\n"), "test.toml:2:9: allow must be an array of strings");
+  EXPECT_EQ(error_of("[bridge]\nport = 1\n"), "test.toml:2:1: unknown key bridge.port");
+}

@@ -139,7 +139,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
  public:
   Connection(Bridge::Impl& bridge, tcp::socket socket) : bridge_(bridge), stream_(std::move(socket)) {}
   void start() {
-    parser_.body_limit(16 * 1024);
+    parser_.body_limit(std::uint64_t{16} * 1024);
     stream_.expires_after(std::chrono::seconds(10));
     http::async_read(stream_, buffer_, parser_,
                      [self = shared_from_this()](beast::error_code ec, std::size_t) { self->on_request(ec); });
@@ -147,7 +147,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
  private:
   void on_request(beast::error_code ec);
-  void answer(http::status status, std::string content_type, std::string body) {
+  void answer(http::status status, const std::string& content_type, std::string body) {
     response_.result(status);
     response_.version(11);
     response_.set(http::field::server, "shmbus-bridge");
@@ -268,7 +268,7 @@ struct Bridge::Impl {
     metric("shmbus_bridge_bus_messages_total", "counter", "Messages taken from subscribed channels.", s.bus_messages);
     metric("shmbus_bridge_bus_lost_total", "counter", "Messages the bridge's subscribers lost in their rings.",
            s.bus_lost);
-    metric("shmbus_bridge_service_calls_total", "counter", "Service calls forwarded to shmbus services.",
+    metric("shmbus_bridge_service_calls_total", "counter", "call_service operations for shmbus services.",
            s.service_calls);
     metric("shmbus_bridge_service_failures_total", "counter", "Service calls not answered with a response.",
            s.service_failures);
@@ -310,7 +310,7 @@ void Connection::on_request(beast::error_code ec) {
     if (!hub.token.empty() && same_token(token, hub.token)) session->authenticate();
     session->on_close([&clients = bridge_.clients] { clients.fetch_sub(1, std::memory_order_relaxed); });
     bridge_.clients.fetch_add(1, std::memory_order_relaxed);
-    session->start(std::move(req), foxglove ? std::string{kFoxgloveSubprotocol} : std::string{});
+    session->start(req, foxglove ? std::string{kFoxgloveSubprotocol} : std::string{});
     return;
   }
   const std::string target{req.target()};

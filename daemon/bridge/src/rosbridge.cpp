@@ -19,7 +19,7 @@ namespace {
 constexpr std::string_view kRosapi = "/rosapi/";
 
 /// "rosapi/topics" (roslib's spelling) -> "/rosapi/topics".
-std::string absolute(std::string name) { return name.starts_with('/') ? name : "/" + name; }
+std::string absolute(const std::string& name) { return name.starts_with('/') ? name : "/" + name; }
 
 std::string string_field(const Json& op, const char* key) {
   const auto it = op.find(key);
@@ -412,6 +412,7 @@ void Session::ros_call_service(const Json& op) {
     ros_service_response(op, ok, std::move(values));
     return;
   }
+  hub_.counters.service_calls.fetch_add(1, std::memory_order_relaxed);
   const auto fail = [&](const std::string& why) {
     hub_.counters.service_failures.fetch_add(1, std::memory_order_relaxed);
     ros_service_response(op, false, why);
@@ -439,10 +440,9 @@ void Session::ros_call_service(const Json& op) {
     timeout = std::chrono::nanoseconds(static_cast<std::int64_t>(std::min(t->get<double>(), 3600.0) * 1e9));
   }
   const ServiceTypes types{service_type_of_request_type(requests->type.name), requests->type, responses->type};
-  hub_.counters.service_calls.fetch_add(1, std::memory_order_relaxed);
-  auto done = [weak = weak_from_this(), &io = hub_.io, &counters = hub_.counters, op](ServiceCaller::Result r) mutable {
+  auto done = [weak = weak_from_this(), &io = hub_.io, &counters = hub_.counters, op](ServiceCaller::Result r) {
     if (r.status != CallStatus::kOk) counters.service_failures.fetch_add(1, std::memory_order_relaxed);
-    asio::post(io, [weak, op = std::move(op), r = std::move(r)]() mutable {
+    asio::post(io, [weak, op, r = std::move(r)]() mutable {
       if (auto self = weak.lock()) {
         const bool ok = r.status == CallStatus::kOk;
         self->ros_service_response(op, ok, ok ? std::move(r.response) : Json(r.error));
@@ -486,7 +486,7 @@ void Session::ros_fragment(const Json& op) {
   whole.reserve(f.bytes);
   for (const std::string& p : f.parts) whole += p;
   fragments_.erase(id);
-  on_message(std::move(whole), true);
+  on_message(whole, true);
 }
 
 void Session::ros_send(const RosSubscription& sub, const OutMessage& message) {
@@ -530,8 +530,8 @@ void Session::deliver(const OutMessage& message, std::uint64_t key, Encoding enc
     f.head[0] = 1;
     const std::uint32_t sub = it->second;
     const auto stamp = static_cast<std::uint64_t>(message.receive_wall_ns);
-    for (int i = 0; i < 4; ++i) f.head[static_cast<std::size_t>(1 + i)] = static_cast<char>((sub >> (8 * i)) & 0xff);
-    for (int i = 0; i < 8; ++i) f.head[static_cast<std::size_t>(5 + i)] = static_cast<char>((stamp >> (8 * i)) & 0xff);
+    for (std::size_t i = 0; i < 4; ++i) f.head[1 + i] = static_cast<char>((sub >> (8 * i)) & 0xff);
+    for (std::size_t i = 0; i < 8; ++i) f.head[5 + i] = static_cast<char>((stamp >> (8 * i)) & 0xff);
     f.head_len = 13;
     enqueue(std::move(f));
     return;

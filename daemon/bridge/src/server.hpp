@@ -98,7 +98,7 @@ class Session : public std::enable_shared_from_this<Session> {
   Session& operator=(const Session&) = delete;
 
   /// Completes the WebSocket handshake of `request` and starts reading.
-  void start(http::request<http::string_body> request, const std::string& subprotocol);
+  void start(const http::request<http::string_body>& request, const std::string& subprotocol);
   /// A bus message for subscription `key` (network thread).
   void deliver(const OutMessage& message, std::uint64_t key, Encoding encoding);
   /// Foxglove: channels appeared or went away.
@@ -113,7 +113,7 @@ class Session : public std::enable_shared_from_this<Session> {
  private:
   // Transport.
   void read();
-  void on_message(std::string data, bool text);
+  void on_message(const std::string& data, bool text);
   void send_text(std::string text);
   void send_binary(std::string bytes);
   void enqueue(Frame frame);

@@ -24,6 +24,7 @@ namespace shmbus::bridge {
 class ServiceCaller {
  public:
   /// What a call ended with: the response as JSON, or why there is none.
+  // NOLINTNEXTLINE(bugprone-exception-escape): json's implicit members only may throw (allocation)
   struct Result {
     CallStatus status = CallStatus::kOk;
     schema::Json response;

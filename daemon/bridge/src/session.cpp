@@ -23,7 +23,7 @@ Session::Session(Hub& hub, tcp::socket socket, Protocol protocol)
 
 Session::~Session() = default;
 
-void Session::start(http::request<http::string_body> request, const std::string& subprotocol) {
+void Session::start(const http::request<http::string_body>& request, const std::string& subprotocol) {
   hub_.sessions.insert(this);
   beast::get_lowest_layer(ws_).expires_never();
   ws_.set_option(websocket::stream_base::timeout::suggested(beast::role_type::server));
@@ -58,7 +58,7 @@ void Session::read() {
     std::string data = beast::buffers_to_string(self->buffer_.data());
     self->buffer_.consume(self->buffer_.size());
     const bool text = self->ws_.got_text();
-    if (self->admit_op()) self->on_message(std::move(data), text);
+    if (self->admit_op()) self->on_message(data, text);
     if (!self->closed_) self->read();
   });
 }
@@ -89,7 +89,7 @@ bool Session::admit_op() {
   return false;
 }
 
-void Session::on_message(std::string data, bool text) {
+void Session::on_message(const std::string& data, bool text) {
   if (protocol_ == Protocol::kFoxglove) {
     if (!text) {
       fox_binary(data);
