@@ -99,14 +99,14 @@ std::vector<std::string> take_strings(shmbus::TypedSubscriber<std_msgs::String>&
 /// A raw WebSocket client: what a broken or hostile client sends.
 class RawClient {
  public:
-  explicit RawClient(int port, const std::string& subprotocol = "") {
+  explicit RawClient(int port, const std::string& subprotocol = "", const std::string& target = "/") {
     tcp::resolver resolver(io_);
     asio::connect(ws_.next_layer(), resolver.resolve("127.0.0.1", std::to_string(port)));
     if (!subprotocol.empty()) {
       ws_.set_option(websocket::stream_base::decorator(
           [subprotocol](websocket::request_type& req) { req.set(http::field::sec_websocket_protocol, subprotocol); }));
     }
-    ws_.handshake("127.0.0.1", "/");
+    ws_.handshake("127.0.0.1", target);
   }
   void send(const std::string& text) {
     ws_.text(true);
@@ -369,6 +369,43 @@ TEST(BridgeTest, AClientThatNeverReadsLosesMessagesCountedAndOthersAreServed) {
     if (m->find("hello") != std::string::npos) ++fresh;
   }
   EXPECT_EQ(fresh, 20);
+}
+
+TEST(BridgeTest, WithATokenClientsMustPresentIt) {
+  shmbus::test::TestDomain d;
+  const std::string domain = d.context().domain();
+  auto publisher = start_publisher(domain, "/chatter");
+  const std::string token_file =
+      (std::filesystem::temp_directory_path() / ("bridge_token_" + std::to_string(::getpid()))).string();
+  std::ofstream(token_file) << "s3cret\n";
+  BridgeProcess bridge(domain, {"--token-file", token_file});
+  ASSERT_NE(bridge.port, 0);
+  {
+    // An operation before auth: refused, and the connection closed.
+    RawClient c(bridge.port);
+    c.send(R"({"op": "subscribe", "topic": "/chatter"})");
+    const auto s = c.read_until("before auth");
+    ASSERT_TRUE(s);
+    EXPECT_FALSE(c.read_until("hello"));
+    EXPECT_EQ(c.code, 1008);  // policy violation
+  }
+  {
+    RawClient c(bridge.port);
+    c.send(R"({"op": "auth", "mac": "wrong"})");
+    EXPECT_TRUE(c.read_until("wrong token"));
+  }
+  {
+    RawClient c(bridge.port);
+    c.send(R"({"op": "auth", "mac": "s3cret"})");
+    c.send(R"({"op": "subscribe", "topic": "/chatter"})");
+    EXPECT_TRUE(c.read_until("hello"));
+  }
+  // Foxglove clients show it in the upgrade request.
+  EXPECT_THROW(RawClient(bridge.port, "foxglove.websocket.v1"), boost::system::system_error);
+  RawClient fox(bridge.port, "foxglove.websocket.v1", "/?token=s3cret");
+  EXPECT_TRUE(fox.read_until("serverInfo"));
+  EXPECT_GE(metric(bridge.port, "shmbus_bridge_connections_refused_total"), 2);
+  std::filesystem::remove(token_file);
 }
 
 TEST(BridgeTest, BadSettingsExitTwoWithOneLine) {

@@ -4,21 +4,12 @@
 // Prints one JSON report on stdout; the C++ test asserts on it.
 //
 // usage: node bridge_roslib.mjs ws://127.0.0.1:PORT SUB_TOPIC PUB_TOPIC SERVICE PUB_COUNT
+import { startReport } from './report.mjs';
 import { Ros, Topic, Service } from 'roslib';
 
 const [url, subTopic, pubTopic, service, pubCountText] = process.argv.slice(2);
 const pubCount = Number(pubCountText ?? '10');
-const report = { errors: [] };
-const deadline = setTimeout(() => {
-  report.errors.push('timed out after 20 s');
-  finish(1);
-}, 20000);
-
-function finish(code) {
-  clearTimeout(deadline);
-  process.stdout.write(JSON.stringify(report) + '\n');
-  process.exit(code);
-}
+const { report, finish } = startReport();
 
 const step = (what, fn) =>
   new Promise((resolve) => {
@@ -54,7 +45,10 @@ report.received = await step('subscribe', (ok) => {
   });
 });
 
-// The same topic with the wrong type: an error status, no messages.
+// The same topic with the wrong type: an error status, no messages. (roslib
+// hands every publish of a topic to all its Topic objects: the messages the
+// bridge sent before it read the unsubscribe above must be gone first.)
+await new Promise((resolve) => setTimeout(resolve, 300));
 report.wrongType = await step('wrong type', (ok) => {
   const topic = new Topic({ ros, name: subTopic, messageType: 'std_msgs/Header' });
   let messages = 0;
@@ -86,5 +80,5 @@ report.noService = await step('missing service', (ok) => {
 // Give the last publishes time to leave before closing.
 setTimeout(() => {
   ros.close();
-  finish(report.errors.length === 0 ? 0 : 1);
+  finish();
 }, 200);

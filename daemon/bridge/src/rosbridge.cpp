@@ -135,13 +135,7 @@ void Session::ros_op(const Json& op) {
       close(websocket::close_code::policy_error, "not authenticated");
       return;
     }
-    const std::string mac = string_field(op, "mac");
-    // Compare every byte, so the time taken does not tell how much matched.
-    unsigned diff = mac.size() != hub_.token.size() ? 1U : 0U;
-    for (std::size_t i = 0; i < std::min(mac.size(), hub_.token.size()); ++i) {
-      diff |= static_cast<unsigned>(mac[i] ^ hub_.token[i]);
-    }
-    if (diff != 0) {
+    if (!same_token(string_field(op, "mac"), hub_.token)) {
       hub_.counters.connections_refused.fetch_add(1, std::memory_order_relaxed);
       refuse("auth: wrong token");
       close(websocket::close_code::policy_error, "wrong token");

@@ -33,6 +33,9 @@ namespace http = beast::http;
 namespace websocket = beast::websocket;
 using tcp = asio::ip::tcp;
 
+/// Whether a client's token is the configured one (in constant time).
+bool same_token(std::string_view a, std::string_view b) noexcept;
+
 /// Counters shared by every thread (relaxed: totals for /metrics).
 struct Counters {
   std::atomic<std::uint64_t> connections_refused{0};
