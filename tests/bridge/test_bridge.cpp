@@ -23,6 +23,7 @@
 #include "shmbus/clock.hpp"
 #include "shmbus/publisher.hpp"
 #include "shmbus/subscriber.hpp"
+#include "std_msgs/Header.hpp"
 #include "std_msgs/String.hpp"
 #include "support/test_domain.hpp"
 
@@ -44,8 +45,9 @@ const std::string kJs = std::string(SHMBUS_SOURCE_DIR) + "/tests/js";
 
 /// The bridge process on `domain`; its port read from its first log line.
 struct BridgeProcess {
-  BridgeProcess(const std::string& domain, std::vector<std::string> extra = {}) {
-    std::vector<std::string> args{kBridge, "--listen", "127.0.0.1:0"};
+  BridgeProcess(const std::string& domain, std::vector<std::string> extra = {},
+                const std::string& listen = "127.0.0.1:0") {
+    std::vector<std::string> args{kBridge, "--listen", listen};
     args.insert(args.end(), extra.begin(), extra.end());
     process = std::make_unique<ChildProcess>(args, true, std::vector<std::string>{"SHMBUS_DOMAIN=" + domain});
     EXPECT_TRUE(process->wait_for_output("listening on ws://", 10s)) << process->output();
@@ -406,6 +408,101 @@ TEST(BridgeTest, WithATokenClientsMustPresentIt) {
   EXPECT_TRUE(fox.read_until("serverInfo"));
   EXPECT_GE(metric(bridge.port, "shmbus_bridge_connections_refused_total"), 2);
   std::filesystem::remove(token_file);
+}
+
+/// Two domains joined by `shmbus-bridge connect` (domain A) to a
+/// `shmbus-bridge` server (domain B): /a_out exported A -> B, /b_out
+/// imported B -> A, /clash of different types on the two sides.
+struct LinkedDomains {
+  LinkedDomains()
+      : a_domain(a.context().domain()),
+        b_domain(b.context().domain()),
+        a_in(std::in_place, "/b_out", a.context()),
+        b_in(std::in_place, "/a_out", b.context()),
+        clash_a("/clash", a.context()),
+        clash_b("/clash", b.context()) {
+    pub_a = start_publisher(a_domain, "/a_out", "200");
+    pub_b = start_publisher(b_domain, "/b_out", "200");
+    server = std::make_unique<BridgeProcess>(b_domain);
+    port = server->port;
+    uplink = std::make_unique<ChildProcess>(
+        std::vector<std::string>{kBridge, "connect", "ws://127.0.0.1:" + std::to_string(port), "--export",
+                                 "/a_out,/clash", "--import", "/b_out"},
+        true, std::vector<std::string>{"SHMBUS_DOMAIN=" + a_domain});
+  }
+  ~LinkedDomains() {
+    uplink->signal(SIGTERM);
+    uplink->wait(5s);
+  }
+  shmbus::test::TestDomain a, b;
+  std::string a_domain, b_domain;
+  std::optional<shmbus::TypedSubscriber<std_msgs::String>> a_in, b_in;
+  shmbus::TypedPublisher<std_msgs::String> clash_a;
+  shmbus::TypedPublisher<std_msgs::Header> clash_b;
+  std::unique_ptr<ChildProcess> pub_a, pub_b;
+  std::unique_ptr<BridgeProcess> server;
+  int port = 0;
+  std::unique_ptr<ChildProcess> uplink;
+};
+
+/// shmtool hz on `channel` of `domain` over a 2 s window.
+double rate_of(const std::string& domain, const std::string& channel) {
+  ChildProcess hz({kShmtool, "hz", channel, "--window", "2", "-n", "1", "--json"}, false,
+                  std::vector<std::string>{"SHMBUS_DOMAIN=" + domain});
+  hz.wait(15s);
+  try {
+    return json::parse(hz.output()).at("rate_hz").get<double>();
+  } catch (const json::exception&) {
+    ADD_FAILURE() << "shmtool hz said: " << hz.output();
+    return 0;
+  }
+}
+
+TEST(BridgeConnectTest, TwoDomainsExchangeBothWaysRefuseAMismatchAndResumeAfterTheServerRestarts) {
+  LinkedDomains l;
+  ASSERT_NE(l.port, 0);
+  ASSERT_TRUE(l.uplink->wait_for_output("export /a_out (std_msgs/String): flowing", 10s)) << l.uplink->output();
+  ASSERT_TRUE(l.uplink->wait_for_output("import /b_out (std_msgs/String): flowing", 10s)) << l.uplink->output();
+  // The mismatch refuses that topic only, naming both types.
+  ASSERT_TRUE(l.uplink->wait_for_output("export /clash: refused: type mismatch", 10s)) << l.uplink->output();
+  EXPECT_NE(l.uplink->output().find("the remote side has std_msgs/Header, this side std_msgs/String"),
+            std::string::npos);
+  // Both ways, decoded equal.
+  auto got = take_strings(*l.b_in, 5, 5s);
+  ASSERT_EQ(got.size(), 5U);
+  for (const auto& m : got) EXPECT_EQ(m, "hello");
+  got = take_strings(*l.a_in, 5, 5s);
+  ASSERT_EQ(got.size(), 5U);
+  for (int i = 0; i < 50; ++i) l.clash_a.publish(std_msgs::String{});
+  std::this_thread::sleep_for(300ms);
+  EXPECT_EQ(shmbus::introspect::ChannelReader(l.b_domain, "/clash").view().messages, 0U)
+      << "nothing of A's /clash reached B's";
+
+  // The server dies; the link notices, retries, and resumes when it is back.
+  l.server->process->signal(SIGKILL);
+  l.server->process->wait(5s);
+  ASSERT_TRUE(l.uplink->wait_for_output("is down; reconnecting", 10s)) << l.uplink->output();
+  std::this_thread::sleep_for(500ms);
+  l.server =
+      std::make_unique<BridgeProcess>(l.b_domain, std::vector<std::string>{}, "127.0.0.1:" + std::to_string(l.port));
+  ASSERT_EQ(l.server->port, l.port) << l.server->process->output();
+  ASSERT_TRUE(l.uplink->wait_for_output("were published while the link was down", 15s)) << l.uplink->output();
+  // Fresh messages flow again (the subscriber skips what it holds).
+  while (l.b_in->take()) {
+  }
+  got = take_strings(*l.b_in, 5, 5s);
+  EXPECT_EQ(got.size(), 5U);
+  got = take_strings(*l.a_in, 5, 5s);
+  EXPECT_EQ(got.size(), 5U);
+}
+
+TEST(BridgeConnectTiming, ExportsAndImportsKeepTheirRateWithinOnePercent) {
+  LinkedDomains l;
+  ASSERT_TRUE(l.uplink->wait_for_output("import /b_out (std_msgs/String): flowing", 10s)) << l.uplink->output();
+  std::this_thread::sleep_for(2500ms);  // a full window of bridged messages
+  // hz on each side: the bridged copy against its source.
+  EXPECT_NEAR(rate_of(l.b_domain, "/a_out"), 200.0, 2.0);
+  EXPECT_NEAR(rate_of(l.a_domain, "/b_out"), 200.0, 2.0);
 }
 
 TEST(BridgeTest, BadSettingsExitTwoWithOneLine) {

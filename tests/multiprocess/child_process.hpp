@@ -74,10 +74,17 @@ class ChildProcess {
   ChildProcess& operator=(const ChildProcess&) = delete;
 
   [[nodiscard]] pid_t pid() const { return pid_; }
-  void signal(int sig) const { ::kill(pid_, sig); }
+  /// Signals the child; nothing once it was waited for (pid -1 would be
+  /// kill(-1): every process of the user).
+  void signal(int sig) const {
+    if (pid_ > 0) ::kill(pid_, sig);
+  }
 
   /// Waits for the exit (SIGKILL after `timeout`); returns the wait status.
+  /// Again after the exit: the same status (never waitpid(-1), which would
+  /// reap another child, nor kill(-1)).
   int wait(std::chrono::milliseconds timeout) {
+    if (pid_ <= 0) return exit_status_;
     const auto deadline = std::chrono::steady_clock::now() + timeout;
     int status = 0;
     while (true) {
@@ -92,12 +99,14 @@ class ChildProcess {
       }
     }
     pid_ = -1;
+    exit_status_ = status;
     drain(0);
     return status;
   }
 
   /// Waits up to `timeout` until the child stops itself (SIGSTOP).
   bool wait_stopped(std::chrono::milliseconds timeout) {
+    if (pid_ <= 0) return false;
     const auto deadline = std::chrono::steady_clock::now() + timeout;
     while (std::chrono::steady_clock::now() < deadline) {
       drain(5);
@@ -151,6 +160,7 @@ class ChildProcess {
   }
 
   pid_t pid_ = -1;
+  int exit_status_ = 0;
   int out_ = -1;
   bool timed_out_ = false;
   std::string output_;

@@ -99,6 +99,32 @@ Hub::Hub(const Config& c, asio::io_context& context_io)
       catalog(config.domain, config.access()),
       services(std::make_unique<ServiceCaller>(context)) {}
 
+void Hub::start_reader() {
+  reader =
+      std::make_unique<BusReader>(context, [this](std::shared_ptr<const OutMessage> message, std::vector<Sink> sinks) {
+        // To the network thread, where the sessions live.
+        asio::post(io, [message = std::move(message), sinks = std::move(sinks)] {
+          for (const Sink& s : sinks) {
+            if (auto session = s.session.lock()) session->deliver(*message, s.key, s.encoding);
+          }
+        });
+      });
+}
+
+BridgeStats Hub::stats() const noexcept {
+  BridgeStats s;
+  s.connections_refused = counters.connections_refused.load(std::memory_order_relaxed);
+  s.messages_sent = counters.messages_sent.load(std::memory_order_relaxed);
+  s.messages_dropped = counters.messages_dropped.load(std::memory_order_relaxed);
+  s.messages_published = counters.messages_published.load(std::memory_order_relaxed);
+  s.ops_refused = counters.ops_refused.load(std::memory_order_relaxed);
+  s.bus_messages = reader ? reader->taken() : 0;
+  s.bus_lost = reader ? reader->lost() : 0;
+  s.service_calls = counters.service_calls.load(std::memory_order_relaxed);
+  s.service_failures = counters.service_failures.load(std::memory_order_relaxed);
+  return s;
+}
+
 bool Hub::allowed(std::string_view name) const {
   const std::string n{name};
   const auto matches = [&](const std::string& glob) { return glob == n || ::fnmatch(glob.c_str(), n.c_str(), 0) == 0; };
@@ -173,14 +199,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
 struct Bridge::Impl {
   explicit Impl(const Config& config) : hub(config, io), acceptor(io), timer(io) {
-    hub.reader = std::make_unique<BusReader>(
-        hub.context, [this](std::shared_ptr<const OutMessage> message, std::vector<Sink> sinks) {
-          asio::post(io, [message = std::move(message), sinks = std::move(sinks)] {
-            for (const Sink& s : sinks) {
-              if (auto session = s.session.lock()) session->deliver(*message, s.key, s.encoding);
-            }
-          });
-        });
+    hub.start_reader();
     const auto [address, port] = parse_listen(hub.config.bridge.listen);
     const tcp::endpoint endpoint(address, port);
     beast::error_code ec;
@@ -234,18 +253,8 @@ struct Bridge::Impl {
   }
 
   [[nodiscard]] BridgeStats stats() const noexcept {
-    const Counters& c = hub.counters;
-    BridgeStats s;
+    BridgeStats s = hub.stats();
     s.clients = clients.load(std::memory_order_relaxed);
-    s.connections_refused = c.connections_refused.load(std::memory_order_relaxed);
-    s.messages_sent = c.messages_sent.load(std::memory_order_relaxed);
-    s.messages_dropped = c.messages_dropped.load(std::memory_order_relaxed);
-    s.messages_published = c.messages_published.load(std::memory_order_relaxed);
-    s.ops_refused = c.ops_refused.load(std::memory_order_relaxed);
-    s.bus_messages = hub.reader ? hub.reader->taken() : 0;
-    s.bus_lost = hub.reader ? hub.reader->lost() : 0;
-    s.service_calls = c.service_calls.load(std::memory_order_relaxed);
-    s.service_failures = c.service_failures.load(std::memory_order_relaxed);
     return s;
   }
 
@@ -358,6 +367,29 @@ std::shared_ptr<spdlog::logger> make_logger(bool to_journal) {
   return logger;
 }
 
+/// systemd: READY once, STATUS every second, the watchdog at half its
+/// period; until SIGINT or SIGTERM.
+template <typename Status>
+void run_until_stopped(Status status) {
+  sd_notify(0, "READY=1");
+  std::uint64_t watchdog_usec = 0;
+  const bool watchdog = sd_watchdog_enabled(0, &watchdog_usec) > 0;
+  std::int64_t next_status = 0, next_watchdog = 0;
+  while (!cli::stop_requested()) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    const std::int64_t now = mono_now_ns();
+    if (now >= next_status) {
+      sd_notify(0, ("STATUS=" + status()).c_str());
+      next_status = now + 1'000'000'000;
+    }
+    if (watchdog && now >= next_watchdog) {
+      sd_notify(0, "WATCHDOG=1");
+      next_watchdog = now + static_cast<std::int64_t>(watchdog_usec) * 1000 / 2;
+    }
+  }
+  sd_notify(0, "STOPPING=1");
+}
+
 }  // namespace
 
 int bridge_main(int argc, char** argv) {
@@ -378,8 +410,20 @@ int bridge_main(int argc, char** argv) {
   app.add_option("--max-frame-bytes", max_frame_bytes, "largest incoming WebSocket message (default 1 MiB)");
   app.add_option("--send-queue", send_queue, "messages queued per client before the oldest is dropped (1024)");
   app.add_option("--max-ops-per-second", max_ops, "operations per second per client (default 2000)");
+  UplinkOptions uplink_options;
+  CLI::App* connect = app.add_subcommand(
+      "connect", "be the client of a remote rosbridge v2 server: export local channels to it, import its topics");
+  connect->add_option("url", uplink_options.url, "ws://HOST:PORT of the remote server")->required();
+  connect->add_option("--export", uplink_options.exports, "local channels to publish there (comma-separated)")
+      ->delimiter(',');
+  connect->add_option("--import", uplink_options.imports, "remote topics to publish here (comma-separated)")
+      ->delimiter(',');
   if (auto rc = cli::parse(app, argc, argv)) return *rc;
   if (!domain.empty()) source.domain = domain;
+  if (connect->parsed() && uplink_options.exports.empty() && uplink_options.imports.empty()) {
+    std::fprintf(stderr, "shmbus-bridge connect: nothing to carry; give --export /a,/b and/or --import /c,/d\n");
+    return 2;
+  }
   return cli::guarded("shmbus-bridge", [&] {
     Config config = monitor::load_config(source);
     auto& b = config.bridge;
@@ -394,29 +438,31 @@ int bridge_main(int argc, char** argv) {
     // NOLINTNEXTLINE(concurrency-mt-unsafe): read before any thread starts
     spdlog::set_default_logger(make_logger(std::getenv("JOURNAL_STREAM") != nullptr));
     cli::install_stop_handlers();
+    if (connect->parsed()) {
+      Uplink uplink(config, uplink_options);
+      run_until_stopped([&] {
+        const UplinkStats s = uplink.stats();
+        return fmt::format(
+            "{} to {}; {} messages sent, {} published here, {} dropped, {} lost while down, "
+            "{} topics refused",
+            s.connected ? "connected" : "not connected", uplink_options.url, s.bridge.messages_sent,
+            s.bridge.messages_published, s.bridge.messages_dropped, s.link_lost, s.refused_topics);
+      });
+      const UplinkStats s = uplink.stats();
+      spdlog::info(
+          "stopping: {} links made, {} messages sent, {} published here, {} dropped, {} lost while the link "
+          "was down, {} topics refused",
+          s.connects, s.bridge.messages_sent, s.bridge.messages_published, s.bridge.messages_dropped, s.link_lost,
+          s.refused_topics);
+      return 0;
+    }
     Bridge bridge(config);
     spdlog::info("listening on ws://{}:{} for domain \"{}\" (rosbridge v2; foxglove.websocket.v1; /metrics)",
                  b.listen.substr(0, b.listen.rfind(':')), bridge.port(), config.domain);
-    sd_notify(0, "READY=1");
-    std::uint64_t watchdog_usec = 0;
-    const bool watchdog = sd_watchdog_enabled(0, &watchdog_usec) > 0;
-    std::int64_t next_status = 0, next_watchdog = 0;
-    while (!cli::stop_requested()) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-      const std::int64_t now = mono_now_ns();
-      if (now >= next_status) {
-        const BridgeStats s = bridge.stats();
-        sd_notifyf(0, "STATUS=%llu clients, %llu messages sent, %llu dropped",
-                   static_cast<unsigned long long>(s.clients), static_cast<unsigned long long>(s.messages_sent),
-                   static_cast<unsigned long long>(s.messages_dropped));
-        next_status = now + 1'000'000'000;
-      }
-      if (watchdog && now >= next_watchdog) {
-        sd_notify(0, "WATCHDOG=1");
-        next_watchdog = now + static_cast<std::int64_t>(watchdog_usec) * 1000 / 2;
-      }
-    }
-    sd_notify(0, "STOPPING=1");
+    run_until_stopped([&] {
+      const BridgeStats st = bridge.stats();
+      return fmt::format("{} clients, {} messages sent, {} dropped", st.clients, st.messages_sent, st.messages_dropped);
+    });
     spdlog::info("stopping");
     return 0;
   });

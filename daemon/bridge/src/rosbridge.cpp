@@ -113,6 +113,11 @@ std::vector<std::byte> bytes_of(const Json& msg) {
 }  // namespace
 
 void Session::ros_status(const std::string& level, const std::string& message, const Json& id) {
+  if (client_mode_) {
+    // The peer is a server: what goes wrong here is for this side's log.
+    spdlog::log(level == "error" ? spdlog::level::err : spdlog::level::warn, "remote link: {}", message);
+    return;
+  }
   if (level_of(level) > status_level_) return;
   Json op{{"op", "status"}, {"level", level}, {"msg", message}};
   if (!id.is_null()) op["id"] = id;
@@ -142,6 +147,18 @@ void Session::ros_op(const Json& op) {
       return;
     }
     authenticated_ = true;
+    return;
+  }
+  if (client_mode_ && (name == "service_response" || name == "status")) {
+    // Replies of the peer (a rosbridge server) to what this side sent.
+    const std::string id = string_field(op, "id");
+    if (const auto it = pending_calls_.find(id); it != pending_calls_.end()) {
+      auto reply = std::move(it->second);
+      pending_calls_.erase(it);
+      reply(op);
+    } else if (name == "status") {
+      spdlog::warn("remote {} says ({}): {}", peer_, string_field(op, "level"), string_field(op, "msg"));
+    }
     return;
   }
   try {

@@ -59,6 +59,12 @@ struct Outlet {
 struct Hub {
   Hub(const Config& config, asio::io_context& io);
 
+  /// Starts the reader thread, which hands each message to the sessions on
+  /// the network thread.
+  void start_reader();
+  /// The counters (clients: those in `sessions`, read off the network
+  /// thread by the caller's own count).
+  [[nodiscard]] BridgeStats stats() const noexcept;
   /// Whether clients may use a channel or service (allow, then deny globs).
   [[nodiscard]] bool allowed(std::string_view name) const;
   /// Re-reads the domain's channels; tells Foxglove clients what changed.
@@ -106,6 +112,17 @@ class Session : public std::enable_shared_from_this<Session> {
   void deliver(const OutMessage& message, std::uint64_t key, Encoding encoding);
   /// Foxglove: channels appeared or went away.
   void channels_changed(const std::vector<const ChannelEntry*>& added, const std::vector<ChannelEntry>& removed);
+  /// Client mode (shmbus-bridge connect): the handshake as the client of a
+  /// remote rosbridge server at `host` (the Host header) and `target`;
+  /// `on_open` runs once it is done. The remote side is then this session's
+  /// peer: operations handled with handle() act on the local bus for it,
+  /// errors are logged instead of sent.
+  void start_client(const std::string& host, const std::string& target, std::function<void()> on_open);
+  /// Sends `op` to the peer; with `reply`, the peer's service_response of
+  /// the same id is handed to it (network thread).
+  void send_op(schema::Json op, std::function<void(const schema::Json&)> reply = {});
+  /// Handles `op` as if the peer had sent it.
+  void handle(const schema::Json& op) { ros_op(op); }
   /// The client showed the token in its upgrade request.
   void authenticate() noexcept { authenticated_ = true; }
   /// Runs once when the session ends.
@@ -182,6 +199,9 @@ class Session : public std::enable_shared_from_this<Session> {
   std::uint64_t over_rate_ = 0;
   std::int64_t last_rate_report_ns_ = 0;
   bool authenticated_ = false;
+  bool client_mode_ = false;
+  std::uint64_t next_call_ = 1;
+  std::map<std::string, std::function<void(const schema::Json&)>> pending_calls_;  ///< client mode, by id
   int status_level_ = 1;  ///< rosbridge set_level: 0 none, 1 error, 2 warning, 3 info
 
   std::map<std::string, RosSubscription, std::less<>> ros_subs_;  ///< by topic

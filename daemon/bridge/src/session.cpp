@@ -44,6 +44,34 @@ void Session::start(const http::request<http::string_body>& request, const std::
   });
 }
 
+void Session::start_client(const std::string& host, const std::string& target, std::function<void()> on_open) {
+  client_mode_ = true;
+  hub_.sessions.insert(this);
+  beast::get_lowest_layer(ws_).expires_never();
+  ws_.set_option(websocket::stream_base::timeout::suggested(beast::role_type::client));
+  ws_.set_option(websocket::stream_base::decorator(
+      [](websocket::request_type& req) { req.set(http::field::user_agent, "shmbus-bridge connect"); }));
+  ws_.read_message_max(hub_.config.bridge.max_frame_bytes);
+  ws_.async_handshake(host, target, [self = shared_from_this(), on_open = std::move(on_open)](beast::error_code ec) {
+    if (ec) {
+      spdlog::warn("remote {}: WebSocket handshake failed: {}", self->peer_, ec.message());
+      self->finish();
+      return;
+    }
+    on_open();
+    self->read();
+  });
+}
+
+void Session::send_op(schema::Json op, std::function<void(const schema::Json&)> reply) {
+  if (reply) {
+    const std::string id = fmt::format("shmbus-bridge:{}", next_call_++);
+    op["id"] = id;
+    pending_calls_[id] = std::move(reply);
+  }
+  send_text(op.dump());
+}
+
 void Session::read() {
   ws_.async_read(buffer_, [self = shared_from_this()](beast::error_code ec, std::size_t) {
     if (ec) {

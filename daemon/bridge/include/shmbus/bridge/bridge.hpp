@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "shmbus/config.hpp"
 
@@ -59,7 +60,47 @@ class Bridge {
   std::unique_ptr<Impl> impl_;
 };
 
-/// The program: `shmbus-bridge [--listen A:P] [--domain D] ...`.
+/// What `shmbus-bridge connect` carries over its link.
+struct UplinkOptions {
+  std::string url;                   ///< ws://HOST:PORT[/PATH] of a rosbridge v2 server
+  std::vector<std::string> exports;  ///< local channels published on the remote side
+  std::vector<std::string> imports;  ///< remote topics published into the local bus
+};
+
+/// Counters of the link (besides the bridge's own).
+struct UplinkStats {
+  std::uint64_t connects = 0;        ///< links made (the first and each reconnect)
+  std::uint64_t refused_topics = 0;  ///< topics refused (type mismatch, missing on one side)
+  std::uint64_t link_lost = 0;       ///< messages of exported channels published while the link was down
+  bool connected = false;
+  BridgeStats bridge;
+};
+
+/// The bridge as a client of a remote rosbridge v2 server (the robot's
+/// link to a cloud, or to another shmbus-bridge): for each topic it asks
+/// the remote side for its type (`/rosapi/topic_type`) and compares it with
+/// the local channel's before anything flows; a mismatch refuses that topic
+/// only. Exports are subscribed locally and published there; imports are
+/// subscribed there and published locally. A dropped link is retried with
+/// backoff (0.25 s doubling to 5 s), and what the exported channels
+/// published meanwhile is counted lost.
+class Uplink {
+ public:
+  /// Throws Error(kConfig) for a URL that is not ws://HOST:PORT[/PATH].
+  Uplink(const Config& config, UplinkOptions options);
+  ~Uplink();
+  Uplink(const Uplink&) = delete;
+  Uplink& operator=(const Uplink&) = delete;
+  [[nodiscard]] UplinkStats stats() const;
+
+  struct Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+/// The program: `shmbus-bridge [--listen A:P] [--domain D] ...`, and
+/// `shmbus-bridge connect ws://HOST:PORT --export ... --import ...`.
 int bridge_main(int argc, char** argv);
 
 }  // namespace shmbus::bridge
