@@ -19,9 +19,11 @@
 #include <thread>
 #include <vector>
 
+#include "example_srvs/AddTwoInts.hpp"
 #include "multiprocess/child_process.hpp"
 #include "shmbus/clock.hpp"
 #include "shmbus/publisher.hpp"
+#include "shmbus/service.hpp"
 #include "shmbus/subscriber.hpp"
 #include "std_msgs/Header.hpp"
 #include "std_msgs/String.hpp"
@@ -371,6 +373,44 @@ TEST(BridgeTest, AClientThatNeverReadsLosesMessagesCountedAndOthersAreServed) {
     if (m->find("hello") != std::string::npos) ++fresh;
   }
   EXPECT_EQ(fresh, 20);
+}
+
+TEST(BridgeTest, ARoslibClientServesAServiceThatShmbusProcessesCall) {
+  shmbus::test::TestDomain d;
+  const std::string domain = d.context().domain();
+  // The adder makes example_srvs/AddTwoInts known in the domain.
+  auto adder = std::make_unique<ChildProcess>(std::vector<std::string>{kAdder}, true,
+                                              std::vector<std::string>{"SHMBUS_DOMAIN=" + domain});
+  ASSERT_TRUE(adder->wait_for_output("serving /example/add", 10s)) << adder->output();
+  BridgeProcess bridge(domain);
+  ASSERT_NE(bridge.port, 0);
+  ASSERT_TRUE(std::filesystem::exists(kJs + "/node_modules/roslib")) << "run scripts/install-deps.sh";
+  ChildProcess js({"/usr/bin/env", "node", kJs + "/bridge_roslib_serve.mjs",
+                   "ws://127.0.0.1:" + std::to_string(bridge.port), "/js/add", "3"},
+                  false);
+  ASSERT_TRUE(js.wait_for_output("advertised", 20s)) << js.output();
+  shmbus::TypedServiceClient<example_srvs::AddTwoInts> client("/js/add", d.context());
+  ASSERT_TRUE(client.wait_for_server(5s)) << bridge.process->output();
+  for (std::int64_t i = 0; i < 3; ++i) {
+    example_srvs::AddTwoInts::Request request{};
+    request.a = 20 + i;
+    request.b = 22;
+    example_srvs::AddTwoInts::Response response{};
+    const shmbus::CallResult r = client.call(request, response, 5s);
+    ASSERT_TRUE(r.ok()) << shmbus::to_string(r.status);
+    EXPECT_EQ(response.sum, 42 + i);
+  }
+  EXPECT_EQ(js.wait(10s), 0) << js.output();
+  const json report = json::parse(js.output().substr(js.output().rfind("{\"errors\"")));
+  EXPECT_EQ(report["requests"].size(), 3U);
+  EXPECT_EQ(report["requests"][0], json({{"a", 20}, {"b", 22}}));
+  // The client is gone: so is the server, and a call says so.
+  example_srvs::AddTwoInts::Request request{};
+  example_srvs::AddTwoInts::Response response{};
+  const std::int64_t start = shmbus::mono_now_ns();
+  const shmbus::CallResult r = client.call(request, response, 2s);
+  EXPECT_FALSE(r.ok());
+  EXPECT_LT(shmbus::mono_now_ns() - start, 3'000'000'000LL);
 }
 
 TEST(BridgeTest, WithATokenClientsMustPresentIt) {

@@ -186,15 +186,17 @@ void Session::ros_op(const Json& op) {
       }
     } else if (name == "auth" || name == "status") {
       // Already authenticated; a client's status is informational.
-    } else if (name == "advertise_service" || name == "unadvertise_service" || name == "service_response") {
-      refuse(
-          fmt::format("{}: serving a service from a client is not supported by this bridge yet; shmbus "
-                      "services are served by shmbus processes",
-                      name));
+    } else if (name == "advertise_service") {
+      ros_advertise_service(op);
+    } else if (name == "unadvertise_service") {
+      ros_unadvertise_service(absolute(string_field(op, "service")));
+    } else if (name == "service_response") {
+      ros_service_answer(op);
     } else {
       refuse(
           fmt::format("unknown op \"{}\"; this bridge speaks rosbridge v2: subscribe, unsubscribe, advertise, "
-                      "unadvertise, publish, call_service, fragment, set_level, auth",
+                      "unadvertise, publish, call_service, advertise_service, unadvertise_service, service_response, "
+                      "fragment, set_level, auth",
                       name));
     }
   } catch (const Error& e) {
@@ -463,6 +465,89 @@ void Session::ros_call_service(const Json& op) {
   if (!hub_.services->call(service, types, std::move(request), responses->schema, timeout, std::move(done))) {
     fail(fmt::format("{}: {} calls are already waiting for this service; try again later", service,
                      ServiceCaller::kMaxQueued));
+  }
+}
+
+void Session::ros_advertise_service(const Json& op) {
+  const std::string service = absolute(string_field(op, "service"));
+  const std::string type = normalize_type(string_field(op, "type"));
+  if (service == "/" || type.empty()) throw Error(Errc::kInvalidArgument, "needs \"service\" and \"type\"");
+  if (!hub_.allowed(service)) {
+    throw Error(Errc::kInvalidArgument, fmt::format("{} is not allowed by this bridge's allow/deny lists", service));
+  }
+  if (served_.contains(service)) return;
+  hub_.refresh();
+  // The request and response schemas: the service's channels', else those
+  // of a channel of the domain that carries the types.
+  const auto schema_for = [&](const std::string& channel, const std::string& type_name) {
+    if (const ChannelEntry* e = hub_.catalog.find(channel)) {
+      if (e->type.name != type_name || !e->schema) {
+        throw Error(Errc::kTypeMismatch,
+                    fmt::format("type mismatch on {}: the client says {}, the service carries {}; not advertised",
+                                service, type, service_type_of_request_type(e->type.name)));
+      }
+      return e->schema;
+    }
+    const auto [owner, def] = hub_.catalog.find_type(type_name);
+    if (def == nullptr) {
+      throw Error(Errc::kNotFound,
+                  fmt::format("cannot serve {}: no channel of domain \"{}\" carries {}, so the bridge has no schema "
+                              "for it",
+                              service, hub_.catalog.domain(), type_name));
+    }
+    return std::make_shared<const schema::Schema>(
+        schema::Schema::from_canonical(schema::MessageSet::canonical_text(*def)));
+  };
+  auto request = schema_for(service_request_channel(service), service_request_type(type));
+  auto response = schema_for(service_response_channel(service), service_response_type(type));
+  const ServiceTypes types{type, TypeInfo{request->root().name, request->hash(), request->text()},
+                           TypeInfo{response->root().name, response->hash(), response->text()}};
+  auto ask = [weak = weak_from_this(), &io = hub_.io, service](Json args, ClientService::Answer answer) {
+    asio::post(io, [weak, service, args = std::move(args), answer = std::move(answer)]() mutable {
+      const auto self = weak.lock();
+      if (!self || self->closed_) {
+        answer(false, "its WebSocket client disconnected");
+        return;
+      }
+      const std::string id = fmt::format("{}:{}", service, self->next_served_call_++);
+      self->served_calls_[id] = std::move(answer);
+      self->send_text(Json{{"op", "call_service"}, {"id", id}, {"service", service}, {"args", std::move(args)}}.dump());
+    });
+  };
+  served_[service] =
+      std::make_unique<ClientService>(hub_.context, service, types, std::move(request), std::move(response),
+                                      hub_.config.bridge.service_timeout, std::move(ask));
+  spdlog::info("client {} serves {} ({})", peer_, service, type);
+}
+
+void Session::ros_unadvertise_service(const std::string& service) {
+  const auto it = served_.find(service);
+  if (it == served_.end()) return;
+  fail_served_calls(service + ":", "the service was unadvertised");
+  served_.erase(it);
+}
+
+void Session::ros_service_answer(const Json& op) {
+  const std::string id = string_field(op, "id");
+  const auto it = served_calls_.find(id);
+  if (it == served_calls_.end()) {
+    ros_status("warning",
+               fmt::format("service_response for id \"{}\", which no call is waiting for (late, or unknown)", id));
+    return;
+  }
+  auto answer = std::move(it->second);
+  served_calls_.erase(it);
+  answer(op.value("result", true), op.contains("values") ? op["values"] : Json::object());
+}
+
+void Session::fail_served_calls(const std::string& prefix, const std::string& why) {
+  for (auto it = served_calls_.begin(); it != served_calls_.end();) {
+    if (it->first.starts_with(prefix)) {
+      it->second(false, why);
+      it = served_calls_.erase(it);
+    } else {
+      ++it;
+    }
   }
 }
 

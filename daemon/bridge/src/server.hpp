@@ -166,6 +166,12 @@ class Session : public std::enable_shared_from_this<Session> {
   void ros_service_response(const schema::Json& op, bool result, schema::Json values);
   bool ros_rosapi(const std::string& service, const schema::Json& args, schema::Json& values);
   void ros_fragment(const schema::Json& op);
+  void ros_advertise_service(const schema::Json& op);
+  void ros_unadvertise_service(const std::string& service);
+  void ros_service_answer(const schema::Json& op);
+  /// Fails the calls waiting for this client's answer whose id starts with
+  /// `prefix` (all with "").
+  void fail_served_calls(const std::string& prefix, const std::string& why);
   void ros_send(const RosSubscription& sub, const OutMessage& message);
   /// Checks a client's type against a channel's; false (and an error
   /// status naming both) on a mismatch.
@@ -207,6 +213,9 @@ class Session : public std::enable_shared_from_this<Session> {
   std::map<std::string, RosSubscription, std::less<>> ros_subs_;  ///< by topic
   std::map<std::uint64_t, RosSubscription*> ros_by_key_;
   std::map<std::string, std::string, std::less<>> ros_advertised_;  ///< topic -> its channel
+  std::map<std::string, std::unique_ptr<ClientService>> served_;    ///< advertise_service: service -> server
+  std::map<std::string, ClientService::Answer> served_calls_;       ///< requests sent to the client, by id
+  std::uint64_t next_served_call_ = 1;
   struct Fragments {
     std::vector<std::string> parts;
     std::size_t received = 0;

@@ -78,3 +78,58 @@ void ServiceCaller::run(const std::string& service, Worker& w) {
 }
 
 }  // namespace shmbus::bridge
+
+namespace shmbus::bridge {
+
+ClientService::ClientService(Context& context, const std::string& service, const ServiceTypes& types,
+                             std::shared_ptr<const schema::Schema> request_schema,
+                             std::shared_ptr<const schema::Schema> response_schema, std::chrono::nanoseconds timeout,
+                             Ask ask) {
+  auto handler = [service, request_schema, response_schema, timeout, ask = std::move(ask)](
+                     std::span<const std::byte> request, const MessageInfo&, std::span<std::byte> out) {
+    struct Reply {
+      std::mutex mutex;
+      std::condition_variable done;
+      bool answered = false;
+      bool ok = false;
+      schema::Json values;
+    };
+    auto reply = std::make_shared<Reply>();
+    ask(request_schema->decode(request), [reply](bool ok, schema::Json values) {
+      const std::lock_guard lock(reply->mutex);
+      if (reply->answered) return;
+      reply->answered = true;
+      reply->ok = ok;
+      reply->values = std::move(values);
+      reply->done.notify_all();
+    });
+    std::unique_lock lock(reply->mutex);
+    if (!reply->done.wait_for(lock, timeout, [&] { return reply->answered; })) {
+      throw Error(Errc::kResource, fmt::format("service {}: its WebSocket client did not answer in time", service));
+    }
+    if (!reply->ok) {
+      throw Error(Errc::kResource,
+                  fmt::format("service {}: its WebSocket client failed the call: {}", service,
+                              reply->values.is_string() ? reply->values.get<std::string>() : reply->values.dump()));
+    }
+    const std::vector<std::byte> bytes = response_schema->encode(response_schema->with_defaults(reply->values));
+    if (bytes.size() > out.size()) {
+      throw Error(Errc::kResource, fmt::format("service {}: the response is {} bytes, over the channel's {}", service,
+                                               bytes.size(), out.size()));
+    }
+    std::copy(bytes.begin(), bytes.end(), out.begin());
+    return bytes.size();
+  };
+  server_ = std::make_unique<ServiceServer>(service, types, std::move(handler), context,
+                                            ServiceOptions{.node = "shmbus-bridge"});
+  thread_ = std::thread([this] {
+    while (!stop_.load(std::memory_order_relaxed)) server_->spin_once(std::chrono::milliseconds(20));
+  });
+}
+
+ClientService::~ClientService() {
+  stop_.store(true, std::memory_order_relaxed);
+  thread_.join();
+}
+
+}  // namespace shmbus::bridge

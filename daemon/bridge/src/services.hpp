@@ -3,6 +3,7 @@
 // thread: one worker thread per service (a slow service delays only its own
 // callers), each with a bounded queue of calls.
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstddef>
@@ -66,6 +67,36 @@ class ServiceCaller {
   Context& context_;
   std::mutex mutex_;
   std::map<std::string, std::unique_ptr<Worker>> workers_;
+};
+
+}  // namespace shmbus::bridge
+
+namespace shmbus::bridge {
+
+/// A shmbus service served by a WebSocket client (rosbridge
+/// `advertise_service`): a ServiceServer on its own thread whose handler
+/// hands each request to the client and waits for its `service_response`.
+class ClientService {
+ public:
+  /// The client's answer: true with the response fields, or false with a
+  /// reason. May be called from any thread, once.
+  using Answer = std::function<void(bool ok, schema::Json values)>;
+  /// Hands a request (as JSON) to the client; runs on the server thread.
+  using Ask = std::function<void(schema::Json request, Answer answer)>;
+
+  /// Serves `service` until destroyed. Throws Error like ServiceServer
+  /// (kResource: already served; kTypeMismatch: the channels differ).
+  ClientService(Context& context, const std::string& service, const ServiceTypes& types,
+                std::shared_ptr<const schema::Schema> request_schema,
+                std::shared_ptr<const schema::Schema> response_schema, std::chrono::nanoseconds timeout, Ask ask);
+  ~ClientService();
+  ClientService(const ClientService&) = delete;
+  ClientService& operator=(const ClientService&) = delete;
+
+ private:
+  std::unique_ptr<ServiceServer> server_;
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
 };
 
 }  // namespace shmbus::bridge

@@ -254,6 +254,10 @@ void Session::finish() {
   ros_advertised_.clear();
   for (const auto& [id, channel] : fox_client_channels_) hub_.release_outlet(channel);
   fox_client_channels_.clear();
+  // The services it served: their waiting callers fail at once, then the
+  // servers stop (their threads end within one spin).
+  fail_served_calls("", "its WebSocket client disconnected");
+  served_.clear();
   if (!writing_) queue_.clear();
   if (on_close_) std::exchange(on_close_, nullptr)();
 }

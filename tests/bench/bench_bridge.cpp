@@ -1,0 +1,369 @@
+// shmbus-bench-bridge: sensor_msgs/Imu published at a fixed rate into shared
+// memory, received by N WebSocket clients through shmbus-bridge (a separate
+// process), as rosbridge JSON and as CBOR; latency = receive wall time minus
+// the stamp the publisher wrote into header.stamp_ns (same host, same
+// clock). The floor: a plain Boost.Beast WebSocket server (this program, in
+// another process) broadcasting a message of the same size, with the stamp
+// in it, at the same rate to the same clients: what WebSocket alone costs.
+// CPU per message: the server process's utime+stime from /proc.
+//
+//   shmbus-bench-bridge [--clients 1,10,50] [--rate 1000] [--seconds 3] [--smoke] [--json]
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <spawn.h>
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <boost/asio/connect.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/websocket.hpp>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "sensor_msgs/Imu.hpp"
+#include "shmbus/cli.hpp"
+#include "shmbus/clock.hpp"
+#include "shmbus/context.hpp"
+#include "shmbus/introspect.hpp"
+#include "shmbus/publisher.hpp"
+
+extern char** environ;
+
+namespace {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace websocket = beast::websocket;
+using tcp = asio::ip::tcp;
+using nlohmann::json;
+
+/// The stamp after `"stamp_ns":` (JSON) or after the CBOR text "stamp_ns".
+std::uint64_t stamp_of(std::string_view m, bool cbor) {
+  if (!cbor) {
+    const auto at = m.find("\"stamp_ns\":");
+    return at == std::string_view::npos ? 0 : std::strtoull(m.data() + at + 11, nullptr, 10);
+  }
+  const std::string_view key = "\x68stamp_ns";
+  const auto at = m.find(key);
+  if (at == std::string_view::npos) return 0;
+  const auto* p = reinterpret_cast<const unsigned char*>(m.data() + at + key.size());
+  const unsigned major = p[0];
+  if (major < 0x18) return major;
+  const int bytes = major == 0x18 ? 1 : major == 0x19 ? 2 : major == 0x1a ? 4 : major == 0x1b ? 8 : 0;
+  std::uint64_t v = 0;
+  for (int i = 1; i <= bytes; ++i) v = (v << 8) | p[i];
+  return v;
+}
+
+/// A child process: this program with `args`, or another program.
+pid_t spawn(const std::vector<std::string>& args) {
+  std::vector<char*> argv;
+  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  // Its log would interleave with the table.
+  posix_spawn_file_actions_t actions;
+  ::posix_spawn_file_actions_init(&actions);
+  ::posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
+  pid_t pid = 0;
+  const int rc = ::posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ);
+  ::posix_spawn_file_actions_destroy(&actions);
+  if (rc != 0) throw std::runtime_error("cannot start " + args[0]);
+  return pid;
+}
+
+double cpu_seconds(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const auto close = text.rfind(')');
+  if (close == std::string::npos) return 0;
+  std::istringstream rest(text.substr(close + 2));
+  std::string field;
+  double utime = 0, stime = 0;
+  for (int i = 3; i <= 15 && rest >> field; ++i) {
+    if (i == 14) utime = std::stod(field);
+    if (i == 15) stime = std::stod(field);
+  }
+  return (utime + stime) / static_cast<double>(::sysconf(_SC_CLK_TCK));
+}
+
+/// N WebSocket clients on one thread, recording every message's latency.
+class Clients {
+ public:
+  Clients(int port, int n, const std::string& subscribe, bool cbor) : cbor_(cbor) {
+    tcp::resolver resolver(io_);
+    const auto endpoints = resolver.resolve("127.0.0.1", std::to_string(port));
+    for (int i = 0; i < n; ++i) {
+      auto ws = std::make_unique<websocket::stream<tcp::socket>>(io_);
+      asio::connect(ws->next_layer(), endpoints);
+      ws->handshake("127.0.0.1", "/");
+      if (!subscribe.empty()) ws->write(asio::buffer(subscribe));
+      streams_.push_back(std::move(ws));
+      buffers_.emplace_back();
+    }
+    for (std::size_t i = 0; i < streams_.size(); ++i) read(i);
+    thread_ = std::thread([this] { io_.run(); });
+  }
+  ~Clients() {
+    io_.stop();
+    thread_.join();
+  }
+  Clients(const Clients&) = delete;
+  Clients& operator=(const Clients&) = delete;
+  /// Starts counting (after the warm-up).
+  void start() { counting_.store(true); }
+  void stop() { counting_.store(false); }
+  std::vector<std::int64_t> latencies() {
+    std::vector<std::int64_t> out;
+    asio::post(io_, [&] { out = latencies_; });
+    while (out.empty() && !latencies_.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    return out;
+  }
+
+ private:
+  void read(std::size_t i) {
+    streams_[i]->async_read(buffers_[i], [this, i](beast::error_code ec, std::size_t) {
+      if (ec) return;
+      const auto data = buffers_[i].data();
+      const std::string_view m(static_cast<const char*>(data.data()), data.size());
+      const std::uint64_t stamp = stamp_of(m, cbor_);
+      if (stamp != 0 && counting_.load(std::memory_order_relaxed)) {
+        latencies_.push_back(shmbus::wall_now_ns() - static_cast<std::int64_t>(stamp));
+      }
+      buffers_[i].consume(buffers_[i].size());
+      read(i);
+    });
+  }
+  asio::io_context io_;
+  bool cbor_;
+  std::atomic<bool> counting_{false};
+  std::vector<std::unique_ptr<websocket::stream<tcp::socket>>> streams_;
+  std::vector<beast::flat_buffer> buffers_;
+  std::vector<std::int64_t> latencies_;
+  std::thread thread_;
+};
+
+/// The floor server: broadcasts `size`-byte JSON texts holding the wall
+/// stamp, `rate` per second, to every client that connects.
+int floor_server(int port_out_fd, std::size_t size, double rate) {
+  asio::io_context io;
+  tcp::acceptor acceptor(io, tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0));
+  const std::string port = std::to_string(acceptor.local_endpoint().port()) + "\n";
+  (void)!::write(port_out_fd, port.data(), port.size());
+  std::vector<std::shared_ptr<websocket::stream<tcp::socket>>> clients;
+  std::vector<bool> busy;
+  std::function<void()> accept = [&] {
+    acceptor.async_accept([&](beast::error_code ec, tcp::socket s) {
+      if (ec) return;
+      auto ws = std::make_shared<websocket::stream<tcp::socket>>(std::move(s));
+      ws->accept();
+      clients.push_back(ws);
+      busy.push_back(false);
+      accept();
+    });
+  };
+  accept();
+  asio::steady_timer timer(io);
+  const auto period = std::chrono::nanoseconds(static_cast<std::int64_t>(1e9 / rate));
+  auto next = std::chrono::steady_clock::now();
+  std::function<void()> tick = [&] {
+    next += period;
+    timer.expires_at(next);
+    timer.async_wait([&](beast::error_code ec) {
+      if (ec) return;
+      auto text = std::make_shared<std::string>(
+          fmt::format("{{\"op\":\"publish\",\"msg\":{{\"stamp_ns\":{},\"pad\":\"", shmbus::wall_now_ns()));
+      text->append(size > text->size() + 3 ? size - text->size() - 3 : 0, 'x');
+      text->append("\"}}");
+      for (std::size_t i = 0; i < clients.size(); ++i) {
+        if (busy[i]) continue;  // like the bridge: a slow client misses messages
+        busy[i] = true;
+        clients[i]->async_write(asio::buffer(*text), [&, i, text](beast::error_code, std::size_t) { busy[i] = false; });
+      }
+      tick();
+    });
+  };
+  tick();
+  io.run();
+  return 0;
+}
+
+struct Row {
+  std::string server;
+  std::string encoding;
+  int clients = 0;
+  std::size_t received = 0;
+  double expected = 0;
+  double p50_us = 0, p99_us = 0;
+  double cpu_s = 0;
+  double seconds = 0;
+  [[nodiscard]] double per_core() const { return cpu_s > 0 ? static_cast<double>(received) / cpu_s : 0; }
+};
+
+double percentile(std::vector<std::int64_t>& v, double p) {
+  if (v.empty()) return 0;
+  const auto k = static_cast<std::size_t>(p * static_cast<double>(v.size() - 1));
+  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(k), v.end());
+  return static_cast<double>(v[k]) / 1000.0;
+}
+
+Row measure(const std::string& server, const std::string& encoding, int port, pid_t pid, int n, double seconds,
+            double rate, const std::function<void()>& publish_for) {
+  const bool cbor = encoding == "cbor";
+  const std::string subscribe = server == "floor" ? std::string{}
+                                                  : json{{"op", "subscribe"},
+                                                         {"topic", "/imu"},
+                                                         {"type", "sensor_msgs/Imu"},
+                                                         {"compression", cbor ? "cbor" : "none"}}
+                                                        .dump();
+  Clients clients(port, n, subscribe, cbor);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // subscriptions settle
+  clients.start();
+  const double cpu0 = cpu_seconds(pid);
+  const auto t0 = std::chrono::steady_clock::now();
+  publish_for();
+  const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  // The last ones arrive (the floor server never stops: it is counted over
+  // the publishing time only).
+  if (server != "floor") std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  clients.stop();
+  Row r;
+  r.server = server;
+  r.encoding = encoding;
+  r.clients = n;
+  r.cpu_s = cpu_seconds(pid) - cpu0;
+  r.seconds = elapsed;
+  std::vector<std::int64_t> lat = clients.latencies();
+  r.received = lat.size();
+  r.expected = rate * seconds * n;
+  r.p50_us = percentile(lat, 0.5);
+  r.p99_us = percentile(lat, 0.99);
+  return r;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"shmbus-bridge throughput and latency against a plain WebSocket server", "shmbus-bench-bridge"};
+  std::vector<int> counts{1, 10, 50};
+  double rate = 1000;
+  double seconds = 3;
+  bool smoke = false, as_json = false;
+  int floor_fd = -1;
+  app.add_option("--clients", counts, "client counts")->delimiter(',');
+  app.add_option("--rate", rate, "messages per second");
+  app.add_option("--seconds", seconds, "seconds per row");
+  app.add_flag("--smoke", smoke, "tiny run: 1 and 2 clients, 0.5 s (CI)");
+  app.add_flag("--json", as_json, "one JSON object");
+  app.add_option("--floor-server", floor_fd, "internal: run the floor server, write its port to FD")->group("");
+  if (auto rc = shmbus::cli::parse(app, argc, argv)) return *rc;
+  const std::size_t imu_json_size = 1100;  // about what the bridge sends for one Imu
+  if (floor_fd >= 0) return floor_server(floor_fd, imu_json_size, rate);
+  if (smoke) {
+    counts = {1, 2};
+    seconds = 0.5;
+  }
+  return shmbus::cli::guarded("shmbus-bench-bridge", [&] {
+    shmbus::Config config;
+    config.domain = fmt::format("benchbridge{}", ::getpid());
+    config.node = "bench";
+    shmbus::Context context(config);
+    shmbus::TypedPublisher<sensor_msgs::Imu> pub("/imu", context);
+    const auto publish_for = [&] {
+      sensor_msgs::Imu m{};
+      m.orientation = {0.1, 0.2, 0.3, 0.9};
+      m.angular_velocity = {0.01, -0.02, 0.03};
+      m.linear_acceleration = {0.1, 0.2, 9.81};
+      const auto period = std::chrono::nanoseconds(static_cast<std::int64_t>(1e9 / rate));
+      auto next = std::chrono::steady_clock::now();
+      const auto end = next + std::chrono::nanoseconds(static_cast<std::int64_t>(seconds * 1e9));
+      std::uint32_t seq = 0;
+      while (next < end) {
+        std::this_thread::sleep_until(next);
+        m.header.seq = seq++;
+        m.header.stamp_ns = static_cast<std::uint64_t>(shmbus::wall_now_ns());
+        pub.publish(m);
+        next += period;
+      }
+    };
+    std::vector<Row> rows;
+    // The bridge, as installed users run it.
+    const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
+    const std::string bridge_path = SHMBUS_BRIDGE_PATH;
+    int fds[2];
+    if (::pipe(fds) != 0) throw std::runtime_error("pipe");
+    // A port free now (the kernel's pick, released for the bridge to take).
+    const std::string listen_port = [] {
+      asio::io_context io;
+      tcp::acceptor probe(io, tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0));
+      return std::to_string(probe.local_endpoint().port());
+    }();
+    const pid_t bridge = spawn({bridge_path, "--listen", "127.0.0.1:" + listen_port, "--domain", config.domain});
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    for (const char* encoding : {"json", "cbor"}) {
+      for (const int n : counts) {
+        rows.push_back(
+            measure("shmbus-bridge", encoding, std::stoi(listen_port), bridge, n, seconds, rate, publish_for));
+      }
+    }
+    ::kill(bridge, SIGTERM);
+    ::waitpid(bridge, nullptr, 0);
+    // The floor.
+    const pid_t floor = spawn({self, "--floor-server", std::to_string(fds[1]), "--rate", std::to_string(rate)});
+    char buf[16] = {};
+    const ssize_t got = ::read(fds[0], buf, sizeof buf - 1);
+    const int floor_port = got > 0 ? std::atoi(buf) : 0;
+    for (const int n : counts) {
+      rows.push_back(measure("floor", "json", floor_port, floor, n, seconds, rate, [&] {
+        std::this_thread::sleep_for(std::chrono::nanoseconds(static_cast<std::int64_t>(seconds * 1e9)));
+      }));
+    }
+    ::kill(floor, SIGTERM);
+    ::waitpid(floor, nullptr, 0);
+    shmbus::introspect::clean_domain(config.domain, false);
+
+    json out = json::array();
+    if (!as_json) {
+      fmt::print("sensor_msgs/Imu at {:.0f} Hz, {:.1f} s per row; latency = publish (shm) -> WebSocket receive\n", rate,
+                 seconds);
+      fmt::print("{:<14} {:<5} {:>7} {:>9} {:>8} {:>9} {:>9} {:>12} {:>10}\n", "server", "enc", "clients", "received",
+                 "of", "p50 us", "p99 us", "msgs/s/core", "vs floor");
+    }
+    for (const Row& r : rows) {
+      const auto floor_row = std::find_if(rows.begin(), rows.end(),
+                                          [&](const Row& f) { return f.server == "floor" && f.clients == r.clients; });
+      const double ratio = floor_row != rows.end() && floor_row->p50_us > 0 ? r.p50_us / floor_row->p50_us : 0;
+      out.push_back(json{{"server", r.server},
+                         {"encoding", r.encoding},
+                         {"clients", r.clients},
+                         {"received", r.received},
+                         {"expected", r.expected},
+                         {"p50_us", r.p50_us},
+                         {"p99_us", r.p99_us},
+                         {"messages_per_core_second", r.per_core()},
+                         {"p50_vs_floor", ratio}});
+      if (!as_json) {
+        fmt::print("{:<14} {:<5} {:>7} {:>9} {:>8.0f} {:>9.1f} {:>9.1f} {:>12.0f} {:>9.2f}x\n", r.server, r.encoding,
+                   r.clients, r.received, r.expected, r.p50_us, r.p99_us, r.per_core(), ratio);
+      }
+      if (r.received == 0) {
+        throw shmbus::Error(shmbus::Errc::kResource,
+                            fmt::format("{} {} with {} clients received nothing", r.server, r.encoding, r.clients));
+      }
+    }
+    if (as_json) fmt::print("{}\n", out.dump());
+    return 0;
+  });
+}
