@@ -85,8 +85,10 @@ ClientService::ClientService(Context& context, const std::string& service, const
                              std::shared_ptr<const schema::Schema> request_schema,
                              std::shared_ptr<const schema::Schema> response_schema, std::chrono::nanoseconds timeout,
                              Ask ask) {
-  auto handler = [service, request_schema, response_schema, timeout, ask = std::move(ask)](
-                     std::span<const std::byte> request, const MessageInfo&, std::span<std::byte> out) {
+  auto handler = [service, request_schema = std::move(request_schema), response_schema = std::move(response_schema),
+                  timeout, ask = std::move(ask)](std::span<const std::byte> request, const MessageInfo&,
+                                                 std::span<std::byte> out) {
+    // NOLINTNEXTLINE(bugprone-exception-escape): json's implicit members only may throw (allocation)
     struct Reply {
       std::mutex mutex;
       std::condition_variable done;
