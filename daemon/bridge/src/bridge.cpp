@@ -111,6 +111,11 @@ void Hub::start_reader() {
       });
 }
 
+void Hub::shutdown_sessions() {
+  const std::vector<Session*> all(sessions.begin(), sessions.end());
+  for (Session* s : all) s->shutdown();
+}
+
 BridgeStats Hub::stats() const noexcept {
   BridgeStats s;
   s.connections_refused = counters.connections_refused.load(std::memory_order_relaxed);
@@ -224,6 +229,9 @@ struct Bridge::Impl {
     });
     io.stop();
     thread.join();
+    // The sessions outlive the hub inside the io_context's handlers: what
+    // they hold of the hub's context (publishers, served services) goes now.
+    hub.shutdown_sessions();
     hub.reader.reset();    // no more dispatches
     hub.services.reset();  // its workers finish their calls
   }

@@ -59,6 +59,9 @@ struct Outlet {
 struct Hub {
   Hub(const Config& config, asio::io_context& io);
 
+  /// Shuts every session down (Session::shutdown), the network thread
+  /// stopped.
+  void shutdown_sessions();
   /// Starts the reader thread, which hands each message to the sessions on
   /// the network thread.
   void start_reader();
@@ -123,6 +126,10 @@ class Session : public std::enable_shared_from_this<Session> {
   void send_op(schema::Json op, std::function<void(const schema::Json&)> reply = {});
   /// Handles `op` as if the peer had sent it.
   void handle(const schema::Json& op) { ros_op(op); }
+  /// Releases what the session holds in the hub and the bus (its
+  /// subscriptions, publishers, served services) now: for shutdown, once
+  /// the network thread has stopped, before the hub goes.
+  void shutdown() { finish(); }
   /// The client showed the token in its upgrade request.
   void authenticate() noexcept { authenticated_ = true; }
   /// Runs once when the session ends.

@@ -63,6 +63,9 @@ struct Uplink::Impl {
   ~Impl() {
     io.stop();
     thread.join();
+    stopping = true;
+    hub.shutdown_sessions();
+    session.reset();
     hub.reader.reset();
     hub.services.reset();
   }
@@ -112,6 +115,7 @@ struct Uplink::Impl {
   }
 
   void down() {
+    if (stopping) return;
     {
       const std::lock_guard lock(mutex);
       figures.connected = false;
@@ -219,6 +223,7 @@ struct Uplink::Impl {
   tcp::resolver resolver;
   std::shared_ptr<Session> session;
   std::int64_t backoff_ms = 250;
+  bool stopping = false;  ///< set once the network thread has ended
   std::map<std::string, bool> exporting;
   std::map<std::string, std::uint64_t> marks;  ///< export -> its message count when the link went down
   mutable std::mutex mutex;                    ///< figures, between the network thread and stats()
