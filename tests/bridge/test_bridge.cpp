@@ -218,6 +218,10 @@ TEST(BridgeTest, RoslibDiscoversSubscribesPublishesAndCallsAService) {
   // The subscription (type given as std_msgs/msg/String) decodes the messages.
   ASSERT_EQ(r["received"].size(), 3U);
   for (const json& m : r["received"]) EXPECT_EQ(m, json({{"data", "hello"}}));
+  ASSERT_EQ(r["receivedCbor"].size(), 2U);
+  for (const json& m : r["receivedCbor"]) EXPECT_EQ(m, json({{"data", "hello"}}));
+  ASSERT_EQ(r["receivedFragmented"].size(), 2U);
+  for (const json& m : r["receivedFragmented"]) EXPECT_EQ(m, json({{"data", "hello"}}));
   // The wrong type: an error status naming both types, and no message.
   EXPECT_EQ(r["wrongType"]["level"], "error");
   EXPECT_NE(r["wrongType"]["msg"].get<std::string>().find("std_msgs/Header"), std::string::npos);
@@ -331,6 +335,15 @@ TEST(BridgeTest, BadInputGetsItsAnswerAndTheBridgeServesOthers) {
       std::this_thread::sleep_for(20ms);
     }
     EXPECT_GE(metric(bridge.port, "shmbus_bridge_ops_refused_total"), 300);
+  }
+  {
+    // fragment_size: the publish op arrives as fragments of that size.
+    RawClient c(bridge.port);
+    c.send(R"({"op": "subscribe", "topic": "/chatter", "fragment_size": 16})");
+    const auto f = c.read_until("\"fragment\"");
+    ASSERT_TRUE(f);
+    EXPECT_EQ((*f)["data"].get<std::string>().size(), 16U);
+    EXPECT_GT((*f)["total"].get<int>(), 2);
   }
   // After all of it, a new client is served.
   RawClient c(bridge.port);

@@ -45,6 +45,34 @@ report.received = await step('subscribe', (ok) => {
   });
 });
 
+// CBOR (binary frames, decoded by roslib's cbor2) and fragments (roslib
+// reassembles them) give the same messages.
+report.receivedCbor = await step('subscribe cbor', (ok) => {
+  const got = [];
+  const topic = new Topic({ ros, name: subTopic, messageType: msgType, compression: 'cbor' });
+  topic.subscribe((m) => {
+    got.push(m);
+    if (got.length === 2) {
+      topic.unsubscribe();
+      ok(got);
+    }
+  });
+});
+await new Promise((resolve) => setTimeout(resolve, 300));
+report.receivedFragmented = await step('subscribe fragmented', (ok) => {
+  const got = [];
+  const onMessage = (op) => {
+    got.push(op.msg);
+    if (got.length === 2) {
+      ros.off(subTopic, onMessage);
+      ros.callOnConnection({ op: 'unsubscribe', topic: subTopic, id: 'fragmented' });
+      ok(got);
+    }
+  };
+  ros.on(subTopic, onMessage);
+  ros.callOnConnection({ op: 'subscribe', topic: subTopic, id: 'fragmented', fragment_size: 8 });
+});
+
 // The same topic with the wrong type: an error status, no messages. (roslib
 // hands every publish of a topic to all its Topic objects: the messages the
 // bridge sent before it read the unsubscribe above must be gone first.)
