@@ -108,6 +108,7 @@ class Clients {
     for (int i = 0; i < n; ++i) {
       auto ws = std::make_unique<websocket::stream<tcp::socket>>(io_);
       asio::connect(ws->next_layer(), endpoints);
+      ws->next_layer().set_option(tcp::no_delay(true));
       ws->handshake("127.0.0.1", "/");
       if (!subscribe.empty()) ws->write(asio::buffer(subscribe));
       streams_.push_back(std::move(ws));
@@ -167,6 +168,7 @@ int floor_server(int port_out_fd, std::size_t size, double rate) {
   std::function<void()> accept = [&] {
     acceptor.async_accept([&](beast::error_code ec, tcp::socket s) {
       if (ec) return;
+      s.set_option(tcp::no_delay(true));  // as the bridge does
       auto ws = std::make_shared<websocket::stream<tcp::socket>>(std::move(s));
       ws->accept();
       clients.push_back(ws);

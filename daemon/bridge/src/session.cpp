@@ -16,6 +16,9 @@ Session::Session(Hub& hub, tcp::socket socket, Protocol protocol)
   beast::error_code ec;
   const auto remote = beast::get_lowest_layer(ws_).socket().remote_endpoint(ec);
   peer_ = ec ? std::string{"?"} : fmt::format("{}:{}", remote.address().to_string(), remote.port());
+  // Each message is one small write: without TCP_NODELAY, Nagle's algorithm
+  // holds it back until the previous one is acknowledged (milliseconds).
+  beast::get_lowest_layer(ws_).socket().set_option(tcp::no_delay(true), ec);
   tokens_ = hub_.config.bridge.max_ops_per_second;
   tokens_at_ns_ = mono_now_ns();
   authenticated_ = hub_.token.empty();
