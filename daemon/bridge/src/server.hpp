@@ -142,7 +142,6 @@ class Session : public std::enable_shared_from_this<Session> {
   void read();
   void on_message(const std::string& data, bool text);
   void send_text(std::string text);
-  void send_binary(std::string bytes);
   void enqueue(Frame frame);
   void write_next();
   void close(websocket::close_code code, const std::string& reason);

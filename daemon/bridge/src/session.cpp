@@ -155,13 +155,6 @@ void Session::send_text(std::string text) {
   enqueue(std::move(f));
 }
 
-void Session::send_binary(std::string bytes) {
-  Frame f;
-  f.body = std::make_shared<const std::string>(std::move(bytes));
-  f.binary = true;
-  enqueue(std::move(f));
-}
-
 void Session::enqueue(Frame frame) {
   if (closed_) return;
   const std::size_t limit = hub_.config.bridge.send_queue;
