@@ -13,6 +13,7 @@ packages=(
   libtomlplusplus-dev               # configuration
   nlohmann-json3-dev                # JSON
   libsystemd-dev                    # sd_notify for shmbusd
+  libssl-dev openssl                # the bridge's wss:// and https:// (openssl: test certificates)
   libspdlog-dev                     # shmbusd's log
   prometheus prometheus-alertmanager   # promtool and a real Alertmanager for the daemon's tests
   systemd                           # systemd-analyze verify of config/shmbusd.service

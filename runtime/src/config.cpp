@@ -257,6 +257,10 @@ class ConfigReader {
         b.deny = strings_of(v, key);
       else if (key == "token_file")
         b.token_file = string_of(v, key);
+      else if (key == "tls_cert")
+        b.tls_cert = string_of(v, key);
+      else if (key == "tls_key")
+        b.tls_key = string_of(v, key);
       else if (key == "max_clients")
         b.max_clients = bounded(v, key, 1, 100'000);
       else if (key == "max_frame_bytes")

@@ -52,10 +52,10 @@ struct BridgeProcess {
     std::vector<std::string> args{kBridge, "--listen", listen};
     args.insert(args.end(), extra.begin(), extra.end());
     process = std::make_unique<ChildProcess>(args, true, std::vector<std::string>{"SHMBUS_DOMAIN=" + domain});
-    EXPECT_TRUE(process->wait_for_output("listening on ws://", 10s)) << process->output();
+    EXPECT_TRUE(process->wait_for_output(" for domain ", 10s)) << process->output();
     std::smatch m;
     const std::string out = process->output();
-    if (std::regex_search(out, m, std::regex("ws://127\\.0\\.0\\.1:([0-9]+)"))) port = std::stoi(m[1]);
+    if (std::regex_search(out, m, std::regex("listening on wss?://127\\.0\\.0\\.1:([0-9]+)"))) port = std::stoi(m[1]);
   }
   ~BridgeProcess() {
     if (process->pid() <= 0) return;  // the test ended it
@@ -68,15 +68,15 @@ struct BridgeProcess {
   int port = 0;
 };
 
-/// A node script of tests/js; its stdout as JSON.
-json run_node(const std::vector<std::string>& args) {
+/// A node script of tests/js (with `env` added); its stdout as JSON.
+json run_node(const std::vector<std::string>& args, const std::vector<std::string>& env = {}) {
   if (!std::filesystem::exists(kJs + "/node_modules/roslib")) {
     ADD_FAILURE() << "the npm clients are not installed in " << kJs << ": run scripts/install-deps.sh";
     return {};
   }
   std::vector<std::string> argv{"/usr/bin/env", "node"};
   argv.insert(argv.end(), args.begin(), args.end());
-  ChildProcess node(argv, false);
+  ChildProcess node(argv, false, env);
   const int status = node.wait(40s);
   const std::string& out = node.output();
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << out;
@@ -575,9 +575,95 @@ TEST(BridgeTest, BadSettingsExitTwoWithOneLine) {
   std::tie(code, out) = run_bridge({"--listen", "127.0.0.1:0", "--token-file", "/nonexistent/token"});
   EXPECT_EQ(code, 2);
   EXPECT_EQ(out, "shmbus-bridge: token file /nonexistent/token cannot be read; give a readable file (--token-file)\n");
+  std::tie(code, out) = run_bridge({"--listen", "127.0.0.1:0", "--tls-cert", "/nonexistent/cert.pem"});
+  EXPECT_EQ(code, 2);
+  EXPECT_EQ(out,
+            "shmbus-bridge: TLS needs a certificate and its key: give both --tls-cert FILE and --tls-key FILE "
+            "(bridge.tls_cert and bridge.tls_key)\n");
+  std::tie(code, out) = run_bridge(
+      {"--listen", "127.0.0.1:0", "--tls-cert", "/nonexistent/cert.pem", "--tls-key", "/nonexistent/key.pem"});
+  EXPECT_EQ(code, 2);
+  EXPECT_EQ(out,
+            "shmbus-bridge: TLS certificate /nonexistent/cert.pem does not exist or is not a file; give a PEM file "
+            "(--tls-cert)\n");
+  std::tie(code, out) = run_bridge({"connect", "http://127.0.0.1:9090", "--import", "/x"});
+  EXPECT_EQ(code, 2);
+  EXPECT_EQ(out,
+            "shmbus-bridge: \"http://127.0.0.1:9090\" is not ws://HOST[:PORT][/PATH] or wss://... (e.g. "
+            "ws://127.0.0.1:9090)\n");
   std::tie(code, out) = run_bridge({"--bogus"});
   EXPECT_EQ(code, 2);
   EXPECT_NE(out.find("--bogus"), std::string::npos);
+}
+
+/// A self-signed certificate for localhost and 127.0.0.1 (its own
+/// authority) and its key, made by openssl in `dir`.
+void make_certificate(const std::filesystem::path& dir) {
+  ChildProcess openssl(
+      {"/usr/bin/env", "openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+       "-days", "2", "-subj", "/CN=localhost", "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost", "-keyout",
+       (dir / "key.pem").string(), "-out", (dir / "cert.pem").string()},
+      true);
+  const int status = openssl.wait(20s);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+      << "openssl req: " << openssl.output() << " (openssl missing? run scripts/install-deps.sh)";
+}
+
+TEST(BridgeTlsTest, ClientsSpeakWssAndHttpsPlainOnesAreRefusedAndTheUplinkVerifiesTheServer) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("bridge_tls_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  ASSERT_NO_FATAL_FAILURE(make_certificate(dir));
+  const std::string cert = (dir / "cert.pem").string();
+  shmbus::test::TestDomain server_side, client_side;
+  const std::string domain = server_side.context().domain();
+  auto pub = start_publisher(domain, "/tls_chatter");
+  BridgeProcess bridge(domain, {"--tls-cert", cert, "--tls-key", (dir / "key.pem").string()});
+  ASSERT_NE(bridge.port, 0);
+  EXPECT_NE(bridge.process->output().find("listening on wss://"), std::string::npos);
+  const std::string host_port = "127.0.0.1:" + std::to_string(bridge.port);
+
+  // roslib over wss:// (the certificate trusted through Node's own
+  // mechanism), https:// /metrics, and a plain ws:// client refused.
+  const json r = run_node({kJs + "/bridge_tls.mjs", host_port, "/tls_chatter"}, {"NODE_EXTRA_CA_CERTS=" + cert});
+  ASSERT_TRUE(r.is_object());
+  EXPECT_EQ(r["errors"], json::array()) << r.dump();
+  EXPECT_NE(r.value("plain", std::string{}).rfind("error: ", 0), std::string::npos) << r.dump();
+  EXPECT_NE(r["topics"]["topics"].dump().find("/tls_chatter"), std::string::npos) << r.dump();
+  EXPECT_EQ(r["topicType"], "std_msgs/String");
+  ASSERT_EQ(r["received"].size(), 3U) << r.dump();
+  for (const auto& m : r["received"]) EXPECT_EQ(m["data"], "hello");
+  EXPECT_EQ(r["metricsStatus"], 200);
+  EXPECT_GE(r.value("connectionsRefused", 0), 1) << "the plain client counts as refused";
+  EXPECT_EQ(r["clients"], 1) << "the wss:// client was connected";
+  EXPECT_TRUE(bridge.process->wait_for_output("TLS handshake failed", 5s)) << bridge.process->output();
+
+  // The uplink checks the server's certificate: unknown authority -> no
+  // link, said with the fix; with --tls-ca -> the import flows.
+  const std::vector<std::string> env{"SHMBUS_DOMAIN=" + client_side.context().domain()};
+  {
+    ChildProcess untrusting(
+        {kBridge, "connect", "wss://localhost:" + std::to_string(bridge.port), "--import", "/tls_chatter"}, true, env);
+    EXPECT_TRUE(untrusting.wait_for_output("TLS handshake failed: certificate verify failed", 10s))
+        << untrusting.output();
+    EXPECT_NE(untrusting.output().find("trust it with --tls-ca FILE"), std::string::npos);
+    EXPECT_EQ(untrusting.output().find("flowing"), std::string::npos);
+    untrusting.signal(SIGTERM);
+    const int status = untrusting.wait(10s);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << untrusting.output();
+  }
+  shmbus::TypedSubscriber<std_msgs::String> imported("/tls_chatter", client_side.context());
+  ChildProcess uplink({kBridge, "connect", "wss://localhost:" + std::to_string(bridge.port), "--tls-ca", cert,
+                       "--import", "/tls_chatter"},
+                      true, env);
+  ASSERT_TRUE(uplink.wait_for_output("import /tls_chatter (std_msgs/String): flowing", 10s)) << uplink.output();
+  const auto got = take_strings(imported, 5, 5s);
+  ASSERT_EQ(got.size(), 5U) << uplink.output();
+  for (const auto& m : got) EXPECT_EQ(m, "hello");
+  uplink.signal(SIGTERM);
+  const int status = uplink.wait(10s);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << uplink.output();
+  fs::remove_all(dir);
 }
 
 TEST(BridgeTest, UnitFilePassesSystemdAnalyzeVerify) {

@@ -185,6 +185,8 @@ listen = "0.0.0.0:9091"
 allow = ["/robot/*", "/cmd"]
 deny = ["/robot/secret"]
 token_file = "/etc/shmbus/token"
+tls_cert = "/etc/shmbus/bridge.crt"
+tls_key = "/etc/shmbus/bridge.key"
 max_clients = 4
 max_frame_bytes = 65536
 send_queue = 16
@@ -196,6 +198,8 @@ service_timeout = "250ms"
   EXPECT_EQ(c.bridge.allow, (std::vector<std::string>{"/robot/*", "/cmd"}));
   EXPECT_EQ(c.bridge.deny, std::vector<std::string>{"/robot/secret"});
   EXPECT_EQ(c.bridge.token_file, "/etc/shmbus/token");
+  EXPECT_EQ(c.bridge.tls_cert, "/etc/shmbus/bridge.crt");
+  EXPECT_EQ(c.bridge.tls_key, "/etc/shmbus/bridge.key");
   EXPECT_EQ(c.bridge.max_clients, 4U);
   EXPECT_EQ(c.bridge.max_frame_bytes, 65536U);
   EXPECT_EQ(c.bridge.send_queue, 16U);

@@ -165,19 +165,43 @@ void Hub::release_outlet(const std::string& channel) {
 
 namespace {
 
-/// A new TCP connection: one HTTP request, then a WebSocket session or an
-/// HTTP answer.
+/// A new TCP connection: its TLS handshake when the bridge serves TLS, one
+/// HTTP request, then a WebSocket session or an HTTP answer.
 class Connection : public std::enable_shared_from_this<Connection> {
  public:
-  Connection(Bridge::Impl& bridge, tcp::socket socket) : bridge_(bridge), stream_(std::move(socket)) {}
+  Connection(Bridge::Impl& bridge, tcp::socket socket, ssl::context* tls)
+      : bridge_(bridge),
+        stream_(tls != nullptr ? Stream(std::in_place_type<TlsStream>, PlainStream(std::move(socket)), *tls)
+                               : Stream(std::in_place_type<PlainStream>, std::move(socket))) {}
   void start() {
     parser_.body_limit(std::uint64_t{16} * 1024);
-    stream_.expires_after(std::chrono::seconds(10));
-    http::async_read(stream_, buffer_, parser_,
-                     [self = shared_from_this()](beast::error_code ec, std::size_t) { self->on_request(ec); });
+    tcp_layer().expires_after(std::chrono::seconds(10));  // the handshake and the request
+    if (auto* tls = std::get_if<TlsStream>(&stream_)) {
+      tls->async_handshake(ssl::stream_base::server, [self = shared_from_this()](beast::error_code ec) {
+        if (ec) {
+          self->refuse_handshake(ec);
+          return;
+        }
+        self->read_request();
+      });
+    } else {
+      read_request();
+    }
   }
 
  private:
+  beast::tcp_stream& tcp_layer() {
+    return std::visit([](auto& s) -> beast::tcp_stream& { return beast::get_lowest_layer(s); }, stream_);
+  }
+  void read_request() {
+    std::visit(
+        [&](auto& s) {
+          http::async_read(s, buffer_, parser_,
+                           [self = shared_from_this()](beast::error_code ec, std::size_t) { self->on_request(ec); });
+        },
+        stream_);
+  }
+  void refuse_handshake(beast::error_code ec);
   void on_request(beast::error_code ec);
   void answer(http::status status, const std::string& content_type, std::string body) {
     response_.result(status);
@@ -187,14 +211,27 @@ class Connection : public std::enable_shared_from_this<Connection> {
     response_.keep_alive(false);
     response_.body() = std::move(body);
     response_.prepare_payload();
-    http::async_write(stream_, response_, [self = shared_from_this()](beast::error_code, std::size_t) {
-      beast::error_code ignored;
-      self->stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
-    });
+    std::visit(
+        [&](auto& s) {
+          http::async_write(s, response_, [self = shared_from_this()](beast::error_code, std::size_t) { self->end(); });
+        },
+        stream_);
+  }
+  /// After the answer: TLS's close_notify, then the TCP shutdown.
+  void end() {
+    if (auto* tls = std::get_if<TlsStream>(&stream_)) {
+      tls->async_shutdown([self = shared_from_this()](beast::error_code) {
+        beast::error_code ignored;
+        self->tcp_layer().socket().shutdown(tcp::socket::shutdown_send, ignored);
+      });
+      return;
+    }
+    beast::error_code ignored;
+    tcp_layer().socket().shutdown(tcp::socket::shutdown_send, ignored);
   }
 
   Bridge::Impl& bridge_;
-  beast::tcp_stream stream_;
+  Stream stream_;
   beast::flat_buffer buffer_;
   http::request_parser<http::string_body> parser_;
   http::response<http::string_body> response_;
@@ -203,7 +240,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
 }  // namespace
 
 struct Bridge::Impl {
-  explicit Impl(const Config& config) : hub(config, io), acceptor(io), timer(io) {
+  explicit Impl(const Config& config) : hub(config, io), tls(server_tls(hub.config.bridge)), acceptor(io), timer(io) {
     hub.start_reader();
     const auto [address, port] = parse_listen(hub.config.bridge.listen);
     const tcp::endpoint endpoint(address, port);
@@ -241,7 +278,7 @@ struct Bridge::Impl {
   void accept() {
     acceptor.async_accept([this](beast::error_code ec, tcp::socket socket) {
       if (ec) return;  // closed
-      std::make_shared<Connection>(*this, std::move(socket))->start();
+      std::make_shared<Connection>(*this, std::move(socket), tls ? &*tls : nullptr)->start();
       accept();
     });
   }
@@ -274,8 +311,8 @@ struct Bridge::Impl {
                          hub.config.domain, value);
     };
     metric("shmbus_bridge_clients", "gauge", "Connected WebSocket clients.", s.clients);
-    metric("shmbus_bridge_connections_refused_total", "counter", "Connections refused (max_clients, token).",
-           s.connections_refused);
+    metric("shmbus_bridge_connections_refused_total", "counter",
+           "Connections refused (max_clients, token, TLS handshake).", s.connections_refused);
     metric("shmbus_bridge_messages_sent_total", "counter", "Bus messages written to clients.", s.messages_sent);
     metric("shmbus_bridge_messages_dropped_total", "counter",
            "Bus messages dropped from full client send queues (slow clients).", s.messages_dropped);
@@ -295,13 +332,30 @@ struct Bridge::Impl {
 
   asio::io_context io{1};
   Hub hub;
+  std::optional<ssl::context> tls;  ///< serving wss:// and https:// only
   tcp::acceptor acceptor;
   asio::steady_timer timer;
   std::atomic<std::uint64_t> clients{0};
+  std::int64_t last_tls_warning_ns = 0;  ///< network thread
   std::thread thread;
 };
 
 namespace {
+
+void Connection::refuse_handshake(beast::error_code ec) {
+  // A plain ws:// or http:// client at a TLS port, or a client that does
+  // not trust the certificate: counted, and said at most once a second.
+  Hub& hub = bridge_.hub;
+  hub.counters.connections_refused.fetch_add(1, std::memory_order_relaxed);
+  const std::int64_t now = mono_now_ns();
+  if (now - bridge_.last_tls_warning_ns >= 1'000'000'000) {
+    bridge_.last_tls_warning_ns = now;
+    beast::error_code ignored;
+    const auto remote = tcp_layer().socket().remote_endpoint(ignored);
+    spdlog::warn("client {}: TLS handshake failed: {} (this bridge serves wss:// and https:// only)",
+                 remote.address().to_string(), tls_failure(ec));
+  }
+}
 
 void Connection::on_request(beast::error_code ec) {
   if (ec) return;
@@ -324,7 +378,7 @@ void Connection::on_request(beast::error_code ec) {
       return;
     }
     auto session =
-        std::make_shared<Session>(hub, stream_.release_socket(), foxglove ? Protocol::kFoxglove : Protocol::kRosbridge);
+        std::make_shared<Session>(hub, std::move(stream_), foxglove ? Protocol::kFoxglove : Protocol::kRosbridge);
     if (!hub.token.empty() && same_token(token, hub.token)) session->authenticate();
     session->on_close([&clients = bridge_.clients] { clients.fetch_sub(1, std::memory_order_relaxed); });
     bridge_.clients.fetch_add(1, std::memory_order_relaxed);
@@ -405,7 +459,7 @@ int bridge_main(int argc, char** argv) {
                "shmbus-bridge"};
   monitor::ConfigSource source;
   std::string domain;
-  std::optional<std::string> listen, token_file;
+  std::optional<std::string> listen, token_file, tls_cert, tls_key;
   std::vector<std::string> allow, deny;
   std::optional<std::uint32_t> max_clients, max_frame_bytes, send_queue, max_ops;
   app.add_option("-c,--config", source.path, "configuration file (default: SHMBUS_CONFIG); its [bridge] table");
@@ -414,6 +468,8 @@ int bridge_main(int argc, char** argv) {
   app.add_option("--allow", allow, "channel/service globs clients may use (default: all)");
   app.add_option("--deny", deny, "channel/service globs refused even when allowed");
   app.add_option("--token-file", token_file, "file holding the token clients must present");
+  app.add_option("--tls-cert", tls_cert, "PEM certificate chain: serve wss:// and https:// only (with --tls-key)");
+  app.add_option("--tls-key", tls_key, "PEM private key of --tls-cert");
   app.add_option("--max-clients", max_clients, "clients at once (default 64)");
   app.add_option("--max-frame-bytes", max_frame_bytes, "largest incoming WebSocket message (default 1 MiB)");
   app.add_option("--send-queue", send_queue, "messages queued per client before the oldest is dropped (1024)");
@@ -421,7 +477,10 @@ int bridge_main(int argc, char** argv) {
   UplinkOptions uplink_options;
   CLI::App* connect = app.add_subcommand(
       "connect", "be the client of a remote rosbridge v2 server: export local channels to it, import its topics");
-  connect->add_option("url", uplink_options.url, "ws://HOST:PORT of the remote server")->required();
+  connect->add_option("url", uplink_options.url, "ws://HOST:PORT or wss://HOST[:PORT] of the remote server")
+      ->required();
+  connect->add_option("--tls-ca", uplink_options.tls_ca,
+                      "wss://: PEM certificate authorities to trust (default: the system's)");
   connect->add_option("--export", uplink_options.exports, "local channels to publish there (comma-separated)")
       ->delimiter(',');
   connect->add_option("--import", uplink_options.imports, "remote topics to publish here (comma-separated)")
@@ -439,6 +498,8 @@ int bridge_main(int argc, char** argv) {
     if (!allow.empty()) b.allow = allow;
     if (!deny.empty()) b.deny = deny;
     if (token_file) b.token_file = *token_file;
+    if (tls_cert) b.tls_cert = *tls_cert;
+    if (tls_key) b.tls_key = *tls_key;
     if (max_clients) b.max_clients = std::max<std::uint32_t>(1, *max_clients);
     if (max_frame_bytes) b.max_frame_bytes = std::max<std::uint32_t>(1024, *max_frame_bytes);
     if (send_queue) b.send_queue = std::max<std::uint32_t>(1, *send_queue);
@@ -465,8 +526,9 @@ int bridge_main(int argc, char** argv) {
       return 0;
     }
     Bridge bridge(config);
-    spdlog::info("listening on ws://{}:{} for domain \"{}\" (rosbridge v2; foxglove.websocket.v1; /metrics)",
-                 b.listen.substr(0, b.listen.rfind(':')), bridge.port(), config.domain);
+    spdlog::info("listening on {}://{}:{} for domain \"{}\" (rosbridge v2; foxglove.websocket.v1; /metrics)",
+                 b.tls_cert.empty() ? "ws" : "wss", b.listen.substr(0, b.listen.rfind(':')), bridge.port(),
+                 config.domain);
     run_until_stopped([&] {
       const BridgeStats st = bridge.stats();
       return fmt::format("{} clients, {} messages sent, {} dropped", st.clients, st.messages_sent, st.messages_dropped);

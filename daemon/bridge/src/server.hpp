@@ -4,9 +4,11 @@
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl/context.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <boost/beast/ssl/ssl_stream.hpp>
 #include <boost/beast/websocket.hpp>
 
 #include <atomic>
@@ -16,8 +18,10 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "bus.hpp"
@@ -31,7 +35,22 @@ namespace asio = boost::asio;
 namespace beast = boost::beast;
 namespace http = beast::http;
 namespace websocket = beast::websocket;
+namespace ssl = asio::ssl;
 using tcp = asio::ip::tcp;
+
+/// A connection's bytes: plain TCP, or TLS over it (wss://, https://).
+using PlainStream = beast::tcp_stream;
+using TlsStream = beast::ssl_stream<beast::tcp_stream>;
+using Stream = std::variant<PlainStream, TlsStream>;
+
+/// The server's TLS context from bridge.tls_cert/tls_key; none when both
+/// are empty. Throws Error(kConfig) naming the file and the fix.
+std::optional<ssl::context> server_tls(const BridgeSettings& settings);
+/// A client's TLS context that verifies servers against `ca_file` (PEM), or
+/// the system's authorities when it is empty. Throws Error(kConfig).
+ssl::context client_tls(const std::string& ca_file);
+/// A TLS failure as OpenSSL words it (e.g. "certificate verify failed").
+std::string tls_failure(const boost::system::error_code& ec);
 
 /// Whether a client's token is the configured one (in constant time).
 bool same_token(std::string_view a, std::string_view b) noexcept;
@@ -104,7 +123,8 @@ enum class Protocol : std::uint8_t { kRosbridge, kFoxglove };
 /// One WebSocket client. Lives on the network thread.
 class Session : public std::enable_shared_from_this<Session> {
  public:
-  Session(Hub& hub, tcp::socket socket, Protocol protocol);
+  /// A client on `stream` (connected; its TLS handshake, if any, done).
+  Session(Hub& hub, Stream stream, Protocol protocol);
   ~Session();
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
@@ -139,6 +159,12 @@ class Session : public std::enable_shared_from_this<Session> {
 
  private:
   // Transport.
+  using Ws = std::variant<websocket::stream<PlainStream>, websocket::stream<TlsStream>>;
+  static Ws make_ws(Stream stream);
+  [[nodiscard]] beast::tcp_stream& tcp_layer();
+  /// The options both roles share, then the handshake's decorator.
+  template <typename Decorator>
+  void prepare(beast::role_type role, Decorator decorator);
   void read();
   void on_message(const std::string& data, bool text);
   void send_text(std::string text);
@@ -194,7 +220,7 @@ class Session : public std::enable_shared_from_this<Session> {
 
   Hub& hub_;
   std::function<void()> on_close_;
-  websocket::stream<beast::tcp_stream> ws_;
+  Ws ws_;
   Protocol protocol_;
   std::string peer_;
   beast::flat_buffer buffer_;

@@ -11,14 +11,27 @@
 
 namespace shmbus::bridge {
 
-Session::Session(Hub& hub, tcp::socket socket, Protocol protocol)
-    : hub_(hub), ws_(std::move(socket)), protocol_(protocol) {
+Session::Ws Session::make_ws(Stream stream) {
+  return std::visit(
+      [](auto&& next) -> Ws {
+        using Next = std::decay_t<decltype(next)>;
+        return Ws(std::in_place_type<websocket::stream<Next>>, std::forward<decltype(next)>(next));
+      },
+      std::move(stream));
+}
+
+beast::tcp_stream& Session::tcp_layer() {
+  return std::visit([](auto& ws) -> beast::tcp_stream& { return beast::get_lowest_layer(ws); }, ws_);
+}
+
+Session::Session(Hub& hub, Stream stream, Protocol protocol)
+    : hub_(hub), ws_(make_ws(std::move(stream))), protocol_(protocol) {
   beast::error_code ec;
-  const auto remote = beast::get_lowest_layer(ws_).socket().remote_endpoint(ec);
+  const auto remote = tcp_layer().socket().remote_endpoint(ec);
   peer_ = ec ? std::string{"?"} : fmt::format("{}:{}", remote.address().to_string(), remote.port());
   // Each message is one small write: without TCP_NODELAY, Nagle's algorithm
   // holds it back until the previous one is acknowledged (milliseconds).
-  beast::get_lowest_layer(ws_).socket().set_option(tcp::no_delay(true), ec);
+  tcp_layer().socket().set_option(tcp::no_delay(true), ec);
   tokens_ = hub_.config.bridge.max_ops_per_second;
   tokens_at_ns_ = mono_now_ns();
   authenticated_ = hub_.token.empty();
@@ -26,36 +39,43 @@ Session::Session(Hub& hub, tcp::socket socket, Protocol protocol)
 
 Session::~Session() = default;
 
-void Session::start(const http::request<http::string_body>& request, const std::string& subprotocol) {
+template <typename Decorator>
+void Session::prepare(beast::role_type role, Decorator decorator) {
   hub_.sessions.insert(this);
-  beast::get_lowest_layer(ws_).expires_never();
-  ws_.set_option(websocket::stream_base::timeout::suggested(beast::role_type::server));
-  ws_.set_option(websocket::stream_base::decorator([subprotocol](websocket::response_type& res) {
+  tcp_layer().expires_never();
+  std::visit(
+      [&](auto& ws) {
+        ws.set_option(websocket::stream_base::timeout::suggested(role));
+        ws.set_option(websocket::stream_base::decorator(std::move(decorator)));
+        ws.read_message_max(hub_.config.bridge.max_frame_bytes);
+      },
+      ws_);
+}
+
+void Session::start(const http::request<http::string_body>& request, const std::string& subprotocol) {
+  prepare(beast::role_type::server, [subprotocol](websocket::response_type& res) {
     res.set(http::field::server, "shmbus-bridge");
     if (!subprotocol.empty()) res.set(http::field::sec_websocket_protocol, subprotocol);
-  }));
-  ws_.read_message_max(hub_.config.bridge.max_frame_bytes);
-  ws_.async_accept(request, [self = shared_from_this()](beast::error_code ec) {
+  });
+  auto on_accept = [self = shared_from_this()](beast::error_code ec) {
     if (ec) {
       self->finish();
       return;
     }
-    spdlog::info("client {} connected ({})", self->peer_,
-                 self->protocol_ == Protocol::kFoxglove ? "foxglove.websocket.v1" : "rosbridge v2");
+    spdlog::info("client {} connected ({}{})", self->peer_,
+                 self->protocol_ == Protocol::kFoxglove ? "foxglove.websocket.v1" : "rosbridge v2",
+                 std::holds_alternative<websocket::stream<TlsStream>>(self->ws_) ? ", TLS" : "");
     if (self->protocol_ == Protocol::kFoxglove) self->fox_server_info();
     self->read();
-  });
+  };
+  std::visit([&](auto& ws) { ws.async_accept(request, std::move(on_accept)); }, ws_);
 }
 
 void Session::start_client(const std::string& host, const std::string& target, std::function<void()> on_open) {
   client_mode_ = true;
-  hub_.sessions.insert(this);
-  beast::get_lowest_layer(ws_).expires_never();
-  ws_.set_option(websocket::stream_base::timeout::suggested(beast::role_type::client));
-  ws_.set_option(websocket::stream_base::decorator(
-      [](websocket::request_type& req) { req.set(http::field::user_agent, "shmbus-bridge connect"); }));
-  ws_.read_message_max(hub_.config.bridge.max_frame_bytes);
-  ws_.async_handshake(host, target, [self = shared_from_this(), on_open = std::move(on_open)](beast::error_code ec) {
+  prepare(beast::role_type::client,
+          [](websocket::request_type& req) { req.set(http::field::user_agent, "shmbus-bridge connect"); });
+  auto on_handshake = [self = shared_from_this(), on_open = std::move(on_open)](beast::error_code ec) {
     if (ec) {
       spdlog::warn("remote {}: WebSocket handshake failed: {}", self->peer_, ec.message());
       self->finish();
@@ -63,7 +83,8 @@ void Session::start_client(const std::string& host, const std::string& target, s
     }
     on_open();
     self->read();
-  });
+  };
+  std::visit([&](auto& ws) { ws.async_handshake(host, target, std::move(on_handshake)); }, ws_);
 }
 
 void Session::send_op(schema::Json op, std::function<void(const schema::Json&)> reply) {
@@ -76,7 +97,7 @@ void Session::send_op(schema::Json op, std::function<void(const schema::Json&)> 
 }
 
 void Session::read() {
-  ws_.async_read(buffer_, [self = shared_from_this()](beast::error_code ec, std::size_t) {
+  auto on_read = [self = shared_from_this()](beast::error_code ec, std::size_t) {
     if (ec) {
       if (ec == websocket::error::message_too_big) {
         self->hub_.counters.ops_refused.fetch_add(1, std::memory_order_relaxed);
@@ -88,10 +109,11 @@ void Session::read() {
     }
     std::string data = beast::buffers_to_string(self->buffer_.data());
     self->buffer_.consume(self->buffer_.size());
-    const bool text = self->ws_.got_text();
+    const bool text = std::visit([](auto& ws) { return ws.got_text(); }, self->ws_);
     if (self->admit_op()) self->on_message(data, text);
     if (!self->closed_) self->read();
-  });
+  };
+  std::visit([&](auto& ws) { ws.async_read(buffer_, std::move(on_read)); }, ws_);
 }
 
 bool Session::admit_op() {
@@ -206,7 +228,6 @@ void Session::write_next() {
   if (writing_ || queue_.empty() || closed_) return;
   writing_ = true;
   const Frame& f = queue_.front();
-  ws_.binary(f.binary);
   auto on_written = [self = shared_from_this()](beast::error_code ec, std::size_t) {
     self->writing_ = false;
     if (ec) {
@@ -223,19 +244,29 @@ void Session::write_next() {
     self->queue_.pop_front();
     self->write_next();
   };
-  if (f.head_len != 0) {
-    const std::array<asio::const_buffer, 2> buffers{asio::buffer(f.head.data(), f.head_len), asio::buffer(*f.body)};
-    ws_.async_write(buffers, std::move(on_written));
-  } else {
-    ws_.async_write(asio::buffer(*f.body), std::move(on_written));
-  }
+  std::visit(
+      [&](auto& ws) {
+        ws.binary(f.binary);
+        if (f.head_len != 0) {
+          const std::array<asio::const_buffer, 2> buffers{asio::buffer(f.head.data(), f.head_len),
+                                                          asio::buffer(*f.body)};
+          ws.async_write(buffers, std::move(on_written));
+        } else {
+          ws.async_write(asio::buffer(*f.body), std::move(on_written));
+        }
+      },
+      ws_);
 }
 
 void Session::close(websocket::close_code code, const std::string& reason) {
   if (closed_) return;
   spdlog::warn("client {}: closing ({})", peer_, reason);
   closed_ = true;
-  ws_.async_close(websocket::close_reason(code, reason), [self = shared_from_this()](beast::error_code) {});
+  std::visit(
+      [&](auto& ws) {
+        ws.async_close(websocket::close_reason(code, reason), [self = shared_from_this()](beast::error_code) {});
+      },
+      ws_);
   finish();
 }
 

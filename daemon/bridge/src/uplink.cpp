@@ -6,6 +6,7 @@
 #include <spdlog/spdlog.h>
 
 #include <boost/asio/connect.hpp>
+#include <boost/asio/ssl/host_name_verification.hpp>
 #include <mutex>
 #include <thread>
 
@@ -21,26 +22,53 @@ struct WsUrl {
   std::string host;
   std::string port;
   std::string target = "/";
+  std::string authority;  ///< HOST[:PORT] as written: the Host header
+  bool tls = false;
 };
 
+/// ws://HOST[:PORT][/PATH] or wss://... (ports 80 and 443 by default;
+/// IPv6 addresses in brackets).
 WsUrl parse_ws_url(const std::string& url) {
-  const std::string scheme = "ws://";
   const auto bad = [&] {
-    throw Error(Errc::kConfig, fmt::format("\"{}\" is not ws://HOST:PORT[/PATH] (e.g. ws://127.0.0.1:9090)", url));
+    throw Error(Errc::kConfig,
+                fmt::format("\"{}\" is not ws://HOST[:PORT][/PATH] or wss://... (e.g. ws://127.0.0.1:9090)", url));
   };
-  if (!url.starts_with(scheme)) bad();
   WsUrl u;
-  std::string rest = url.substr(scheme.size());
+  std::string rest;
+  if (url.starts_with("ws://")) {
+    rest = url.substr(5);
+  } else if (url.starts_with("wss://")) {
+    rest = url.substr(6);
+    u.tls = true;
+  } else {
+    bad();
+  }
   if (const auto slash = rest.find('/'); slash != std::string::npos) {
     u.target = rest.substr(slash);
     rest = rest.substr(0, slash);
   }
-  const auto colon = rest.rfind(':');
-  if (colon == std::string::npos || colon == 0 || colon + 1 == rest.size()) bad();
-  u.host = rest.substr(0, colon);
-  u.port = rest.substr(colon + 1);
-  if (u.port.find_first_not_of("0123456789") != std::string::npos || u.port.size() > 5) bad();
-  if (u.host.size() > 2 && u.host.front() == '[' && u.host.back() == ']') u.host = u.host.substr(1, u.host.size() - 2);
+  u.authority = rest;
+  std::string::size_type host_end = rest.size();
+  if (rest.starts_with('[')) {
+    host_end = rest.find(']');
+    if (host_end == std::string::npos || host_end == 1) bad();
+    u.host = rest.substr(1, host_end - 1);
+    ++host_end;
+  } else {
+    host_end = std::min(rest.find(':'), rest.size());
+    u.host = rest.substr(0, host_end);
+  }
+  if (u.host.empty()) bad();
+  if (host_end == rest.size()) {
+    u.port = u.tls ? "443" : "80";
+  } else {
+    if (rest[host_end] != ':') bad();
+    u.port = rest.substr(host_end + 1);
+    if (u.port.empty() || u.port.size() > 5 || u.port.find_first_not_of("0123456789") != std::string::npos ||
+        std::stoul(u.port) > 65535) {
+      bad();
+    }
+  }
   return u;
 }
 
@@ -55,6 +83,7 @@ Config for_link(Config c) {
 struct Uplink::Impl {
   Impl(const Config& config, UplinkOptions o)
       : options(std::move(o)), url(parse_ws_url(options.url)), hub(for_link(config), io), retry(io), resolver(io) {
+    if (url.tls) tls.emplace(client_tls(options.tls_ca));
     hub.start_reader();
     asio::post(io, [this] { connect(); });
     thread = std::thread([this] { io.run(); });
@@ -86,11 +115,39 @@ struct Uplink::Impl {
           schedule();
           return;
         }
-        session = std::make_shared<Session>(hub, std::move(*socket), Protocol::kRosbridge);
-        session->on_close([this] { down(); });
-        session->start_client(url.host + ":" + url.port, url.target, [this] { up(); });
+        if (tls) {
+          handshake(std::move(*socket));
+        } else {
+          open(Stream(std::in_place_type<PlainStream>, std::move(*socket)));
+        }
       });
     });
+  }
+
+  /// wss://: the TLS handshake, verifying the server's certificate against
+  /// the trusted authorities and the URL's host name.
+  void handshake(tcp::socket socket) {
+    auto stream = std::make_shared<TlsStream>(PlainStream(std::move(socket)), *tls);
+    beast::error_code ec;
+    asio::ip::make_address(url.host, ec);
+    if (ec) SSL_set_tlsext_host_name(stream->native_handle(), url.host.c_str());  // SNI: names only
+    stream->set_verify_callback(ssl::host_name_verification(url.host));
+    beast::get_lowest_layer(*stream).expires_after(std::chrono::seconds(10));
+    stream->async_handshake(ssl::stream_base::client, [this, stream](beast::error_code hec) {
+      if (hec) {
+        spdlog::warn("remote {}: TLS handshake failed: {}{}; retrying in {} ms", options.url, tls_failure(hec),
+                     options.tls_ca.empty() ? " (a private authority? trust it with --tls-ca FILE)" : "", backoff_ms);
+        schedule();
+        return;
+      }
+      open(Stream(std::move(*stream)));
+    });
+  }
+
+  void open(Stream stream) {
+    session = std::make_shared<Session>(hub, std::move(stream), Protocol::kRosbridge);
+    session->on_close([this] { down(); });
+    session->start_client(url.authority, url.target, [this] { up(); });
   }
 
   void schedule() {
@@ -221,6 +278,7 @@ struct Uplink::Impl {
   Hub hub;
   asio::steady_timer retry;
   tcp::resolver resolver;
+  std::optional<ssl::context> tls;  ///< wss://
   std::shared_ptr<Session> session;
   std::int64_t backoff_ms = 250;
   bool stopping = false;  ///< set once the network thread has ended

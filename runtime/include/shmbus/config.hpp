@@ -54,6 +54,8 @@ struct BridgeSettings {
   std::vector<std::string> allow;         ///< channel/service globs clients may use; empty: all
   std::vector<std::string> deny;          ///< globs refused even when allowed
   std::string token_file;                 ///< a file holding the token clients must present; empty: none
+  std::string tls_cert;                   ///< PEM certificate chain: serve wss:// and https://; empty: plain
+  std::string tls_key;                    ///< PEM private key of tls_cert
   std::uint32_t max_clients = 64;
   std::uint32_t max_frame_bytes = 1U << 20;  ///< largest incoming WebSocket message
   std::uint32_t send_queue = 1024;           ///< messages queued per client before the oldest is dropped

@@ -40,9 +40,11 @@ struct BridgeStats {
 /// construction to destruction.
 class Bridge {
  public:
-  /// Binds `config.bridge.listen` (port 0: any free port) and starts.
-  /// Throws Error: kConfig for a bad address or an unreadable/empty token
-  /// file, kResource when the address cannot be bound.
+  /// Binds `config.bridge.listen` (port 0: any free port) and starts;
+  /// with `tls_cert` and `tls_key`, serves wss:// and https:// only.
+  /// Throws Error: kConfig for a bad address, an unreadable/empty token
+  /// file or an unusable certificate or key, kResource when the address
+  /// cannot be bound.
   explicit Bridge(const Config& config);
   ~Bridge();
   Bridge(const Bridge&) = delete;
@@ -62,9 +64,10 @@ class Bridge {
 
 /// What `shmbus-bridge connect` carries over its link.
 struct UplinkOptions {
-  std::string url;                   ///< ws://HOST:PORT[/PATH] of a rosbridge v2 server
+  std::string url;                   ///< ws://HOST[:PORT][/PATH] or wss://... of a rosbridge v2 server
   std::vector<std::string> exports;  ///< local channels published on the remote side
   std::vector<std::string> imports;  ///< remote topics published into the local bus
+  std::string tls_ca;                ///< wss://: PEM authorities to trust; empty: the system's
 };
 
 /// Counters of the link (besides the bridge's own).
@@ -86,7 +89,8 @@ struct UplinkStats {
 /// published meanwhile is counted lost.
 class Uplink {
  public:
-  /// Throws Error(kConfig) for a URL that is not ws://HOST:PORT[/PATH].
+  /// Throws Error(kConfig) for a URL that is not ws:// or wss://, or an
+  /// unusable tls_ca.
   Uplink(const Config& config, UplinkOptions options);
   ~Uplink();
   Uplink(const Uplink&) = delete;
