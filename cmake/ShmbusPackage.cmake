@@ -34,6 +34,7 @@ foreach(component daemon dev)
 endforeach()
 install(FILES ${doc_files} DESTINATION ${CMAKE_INSTALL_DATADIR}/doc/shmbus COMPONENT daemon)
 install(FILES ${PROJECT_SOURCE_DIR}/config/shmbusd.service ${PROJECT_SOURCE_DIR}/config/shmbus-bridge.service
+              ${PROJECT_SOURCE_DIR}/config/shmbus-gateway.service
         DESTINATION ${SHMBUS_SYSTEMD_UNIT_DIR} COMPONENT daemon)
 install(FILES ${PROJECT_SOURCE_DIR}/config/shmbus.sysusers DESTINATION lib/sysusers.d RENAME shmbus.conf
         COMPONENT daemon)
@@ -64,13 +65,15 @@ set(CPACK_DEBIAN_DAEMON_PACKAGE_CONTROL_STRICT_PERMISSION ON)
 # The long descriptions (lines under 80); the summary line is
 # CPACK_PACKAGE_DESCRIPTION_SUMMARY.
 string(JOIN "\n" CPACK_DEBIAN_DAEMON_DESCRIPTION
-       "The monitoring daemon, the WebSocket bridge and the tools of shmbus."
+       "The monitoring daemon, the WebSocket bridge, the DDS gateway and the"
+       "tools of shmbus."
        "shmbusd reads the time list of every channel of a domain, computes"
        "each channel's frequency and raises three-level alerts (log,"
        "Prometheus, channels on the bus, an Alertmanager webhook). shmtool"
        "lists, inspects, echoes, publishes and measures channels."
        "shmbus-bridge serves the channels and services to WebSocket clients"
-       "(rosbridge v2 for roslib, the Foxglove WebSocket protocol).")
+       "(rosbridge v2 for roslib, the Foxglove WebSocket protocol)."
+       "shmbus-gateway carries channels between hosts over Cyclone DDS.")
 
 set(CPACK_DEBIAN_DEV_PACKAGE_NAME shmbus-dev)
 set(CPACK_DEBIAN_DEV_PACKAGE_SECTION libdevel)

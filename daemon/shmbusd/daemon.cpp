@@ -1,8 +1,6 @@
 #include "daemon.hpp"
 
 #include <signal.h>
-#include <spdlog/sinks/stdout_color_sinks.h>
-#include <spdlog/sinks/systemd_sink.h>
 #include <spdlog/spdlog.h>
 #include <systemd/sd-daemon.h>
 #include <unistd.h>
@@ -23,6 +21,7 @@
 #include "shmbus/monitor/bus_channels.hpp"
 #include "shmbus/monitor/monitor.hpp"
 #include "shmbus/names.hpp"
+#include "shmbus/service_shell.hpp"
 
 namespace shmbus::daemon {
 
@@ -33,18 +32,6 @@ using monitor::Transition;
 namespace {
 
 constexpr std::int64_t kStatusPeriodNs = 1'000'000'000;
-
-std::shared_ptr<spdlog::logger> make_logger(bool to_journal) {
-  std::shared_ptr<spdlog::logger> logger;
-  if (to_journal) {
-    logger = std::make_shared<spdlog::logger>("shmbusd", std::make_shared<spdlog::sinks::systemd_sink_mt>());
-  } else {
-    logger = std::make_shared<spdlog::logger>("shmbusd", std::make_shared<spdlog::sinks::stderr_color_sink_mt>());
-  }
-  logger->set_level(spdlog::level::info);
-  logger->flush_on(spdlog::level::info);
-  return logger;
-}
 
 void log_transition(const Transition& t) {
   const auto level = t.new_level == Level::kNominal    ? spdlog::level::info
@@ -263,7 +250,7 @@ Config load_config(const Options& options) {
 }
 
 int run(const Options& options, bool to_journal) {
-  spdlog::set_default_logger(make_logger(to_journal));
+  spdlog::set_default_logger(service_shell::make_logger("shmbusd", to_journal));
   Daemon daemon(options);
   return daemon.run();
 }
@@ -295,8 +282,7 @@ int daemon_main(int argc, char** argv) {
     // before any thread starts, so every thread inherits the mask.
     const sigset_t signals = cli::signal_set({SIGHUP, SIGTERM, SIGINT});
     ::pthread_sigmask(SIG_BLOCK, &signals, nullptr);
-    // NOLINTNEXTLINE(concurrency-mt-unsafe): read before any thread starts
-    bool to_journal = std::getenv("JOURNAL_STREAM") != nullptr;
+    bool to_journal = service_shell::stderr_is_journal();
     if (!options.foreground && !to_journal &&
         std::getenv("NOTIFY_SOCKET") == nullptr) {  // NOLINT(concurrency-mt-unsafe)
       // Classic daemon: detach from the terminal; logs go to the journal.

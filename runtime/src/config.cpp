@@ -276,6 +276,44 @@ class ConfigReader {
     }
   }
 
+  void read_gateways(const toml::node& v, std::vector<GatewayRule>& out) const {
+    const auto* arr = v.as_array();
+    if (arr == nullptr) fail(v, "gateway must be an array of tables ([[gateway]])");
+    for (const auto& e : *arr) {
+      const auto* t = e.as_table();
+      if (t == nullptr) fail(e, "each gateway entry must be a table ([[gateway]])");
+      GatewayRule r;
+      r.where = position(e);
+      for (const auto& [k, gv] : *t) {
+        const std::string_view key = k.str();
+        if (key == "export") {
+          r.exports = strings_of(gv, key);
+        } else if (key == "import") {
+          r.imports = strings_of(gv, key);
+        } else if (key == "reliability") {
+          const std::string text = string_of(gv, key);
+          if (text == "reliable") {
+            r.reliability = GatewayRule::Reliability::kReliable;
+          } else if (text == "best_effort") {
+            r.reliability = GatewayRule::Reliability::kBestEffort;
+          } else {
+            fail(gv, "reliability = \"" + text + "\" must be \"reliable\" or \"best_effort\"");
+          }
+        } else if (key == "history_depth") {
+          r.history_depth = bounded(gv, key, 1, 100'000);
+        } else if (key == "partition") {
+          r.partition = string_of(gv, key);
+        } else {
+          fail(k.source(), "unknown key gateway." + std::string{key});
+        }
+      }
+      if (r.exports.empty() && r.imports.empty()) {
+        fail(e, "a [[gateway]] entry carries nothing: give export = [\"/glob\"] and/or import = [\"/glob\"]");
+      }
+      out.push_back(std::move(r));
+    }
+  }
+
   Config read(const toml::table& root) const {
     Config c;
     c.source = source_;
@@ -346,6 +384,8 @@ class ConfigReader {
         const auto* t = v.as_table();
         if (t == nullptr) fail(v, "bridge must be a table ([bridge])");
         read_bridge(*t, c.bridge);
+      } else if (key == "gateway") {
+        read_gateways(v, c.gateways);
       } else {
         fail(k.source(), "unknown key " + std::string{key});
       }

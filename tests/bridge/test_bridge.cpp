@@ -27,13 +27,17 @@
 #include "shmbus/subscriber.hpp"
 #include "std_msgs/Header.hpp"
 #include "std_msgs/String.hpp"
+#include "support/channel_checks.hpp"
 #include "support/test_domain.hpp"
+#include "support/unit_file.hpp"
 
 namespace {
 
 using namespace std::chrono_literals;
 using nlohmann::json;
 using shmbus::test::ChildProcess;
+using shmbus::test::rate_of;
+using shmbus::test::take_strings;
 namespace asio = boost::asio;
 namespace beast = boost::beast;
 namespace http = beast::http;
@@ -86,21 +90,6 @@ json run_node(const std::vector<std::string>& args, const std::vector<std::strin
     ADD_FAILURE() << "not a JSON report: " << out;
     return {};
   }
-}
-
-/// Takes what arrives on `sub` for `within`.
-std::vector<std::string> take_strings(shmbus::TypedSubscriber<std_msgs::String>& sub, std::size_t n,
-                                      std::chrono::milliseconds within) {
-  std::vector<std::string> got;
-  const std::int64_t deadline = shmbus::mono_now_ns() + within.count() * 1'000'000;
-  while (got.size() < n && shmbus::mono_now_ns() < deadline) {
-    if (auto m = sub.take()) {
-      got.push_back(m->data.str());
-    } else {
-      sub.wait(10ms);
-    }
-  }
-  return got;
 }
 
 /// A raw WebSocket client: what a broken or hostile client sends.
@@ -502,19 +491,6 @@ struct LinkedDomains {
   std::unique_ptr<ChildProcess> uplink;
 };
 
-/// shmtool hz on `channel` of `domain` over a 2 s window.
-double rate_of(const std::string& domain, const std::string& channel) {
-  ChildProcess hz({kShmtool, "hz", channel, "--window", "2", "-n", "1", "--json"}, false,
-                  std::vector<std::string>{"SHMBUS_DOMAIN=" + domain});
-  hz.wait(15s);
-  try {
-    return json::parse(hz.output()).at("rate_hz").get<double>();
-  } catch (const json::exception&) {
-    ADD_FAILURE() << "shmtool hz said: " << hz.output();
-    return 0;
-  }
-}
-
 TEST(BridgeConnectTest, TwoDomainsExchangeBothWaysRefuseAMismatchAndResumeAfterTheServerRestarts) {
   LinkedDomains l;
   ASSERT_NE(l.port, 0);
@@ -558,8 +534,8 @@ TEST(BridgeConnectTiming, ExportsAndImportsKeepTheirRateWithinOnePercent) {
   ASSERT_TRUE(l.uplink->wait_for_output("import /b_out (std_msgs/String): flowing", 10s)) << l.uplink->output();
   std::this_thread::sleep_for(2500ms);  // a full window of bridged messages
   // hz on each side: the bridged copy against its source.
-  EXPECT_NEAR(rate_of(l.b_domain, "/a_out"), 200.0, 2.0);
-  EXPECT_NEAR(rate_of(l.a_domain, "/b_out"), 200.0, 2.0);
+  EXPECT_NEAR(rate_of(kShmtool, l.b_domain, "/a_out"), 200.0, 2.0);
+  EXPECT_NEAR(rate_of(kShmtool, l.a_domain, "/b_out"), 200.0, 2.0);
 }
 
 TEST(BridgeTest, BadSettingsExitTwoWithOneLine) {
@@ -667,21 +643,7 @@ TEST(BridgeTlsTest, ClientsSpeakWssAndHttpsPlainOnesAreRefusedAndTheUplinkVerifi
 }
 
 TEST(BridgeTest, UnitFilePassesSystemdAnalyzeVerify) {
-  namespace fs = std::filesystem;
-  ASSERT_EQ(std::system("command -v systemd-analyze >/dev/null"), 0)
-      << "systemd-analyze missing: run scripts/install-deps.sh";
-  const fs::path dir = fs::temp_directory_path() / ("bridge_unit_" + std::to_string(::getpid()));
-  fs::create_directories(dir);
-  // The unit names /usr/bin/shmbus-bridge; verify it against the built one.
-  const std::string cmd = "sed 's|/usr/bin/shmbus-bridge|" + kBridge + "|' " + SHMBUS_SOURCE_DIR +
-                          "/config/shmbus-bridge.service > " + (dir / "shmbus-bridge.service").string() +
-                          " && systemd-analyze verify " + (dir / "shmbus-bridge.service").string() + " > " +
-                          (dir / "out.txt").string() + " 2>&1";
-  EXPECT_EQ(std::system(cmd.c_str()), 0);
-  std::ifstream out(dir / "out.txt");
-  const std::string text((std::istreambuf_iterator<char>(out)), std::istreambuf_iterator<char>());
-  EXPECT_EQ(text, "");
-  fs::remove_all(dir);
+  EXPECT_EQ(shmbus::test::verify_unit("shmbus-bridge.service", "/usr/bin/shmbus-bridge", kBridge), "");
 }
 
 }  // namespace

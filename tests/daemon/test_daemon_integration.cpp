@@ -25,6 +25,7 @@
 #include "shmbus_msgs/Alert.hpp"
 #include "shmbus_msgs/Statistics.hpp"
 #include "support/test_domain.hpp"
+#include "support/unit_file.hpp"
 
 using namespace shmbus;
 using namespace std::chrono_literals;
@@ -303,17 +304,7 @@ TEST(DaemonIntegrationTest, RealDaemonReportsTransitionsEverywhereAndSurvivesIts
 }
 
 TEST(DaemonIntegrationTest, UnitFilePassesSystemdAnalyzeVerify) {
-  ASSERT_EQ(run("command -v systemd-analyze >/dev/null"), 0) << "systemd-analyze missing: run scripts/install-deps.sh";
-  const fs::path dir = fs::temp_directory_path() / ("shmbusd_unit_" + std::to_string(::getpid()));
-  fs::create_directories(dir);
-  // The unit names /usr/sbin/shmbusd; verify it against the built binary.
-  const std::string cmd = "sed 's|/usr/sbin/shmbusd|" + kDaemon + "|' " + SHMBUS_SOURCE_DIR +
-                          "/config/shmbusd.service > " + (dir / "shmbusd.service").string() +
-                          " && systemd-analyze verify " + (dir / "shmbusd.service").string() + " > " +
-                          (dir / "out.txt").string() + " 2>&1";
-  EXPECT_EQ(run(cmd), 0) << std::ifstream(dir / "out.txt").rdbuf();
-  EXPECT_EQ(fs::file_size(dir / "out.txt"), 0U) << std::ifstream(dir / "out.txt").rdbuf();
-  fs::remove_all(dir);
+  EXPECT_EQ(shmbus::test::verify_unit("shmbusd.service", "/usr/sbin/shmbusd", kDaemon), "");
 }
 
 TEST(DaemonIntegrationTest, BadConfigurationExitsTwoWithOneLine) {

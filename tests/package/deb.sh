@@ -41,6 +41,8 @@ shmbusd --check-config /etc/shmbus/shmbus.toml | grep -q 'valid' || fail "shmbus
 systemd-analyze verify /lib/systemd/system/shmbusd.service || fail "systemd-analyze verify refused the installed unit"
 systemd-analyze verify /lib/systemd/system/shmbus-bridge.service || fail "systemd-analyze verify refused the bridge's unit"
 [ "$(shmbus-bridge --version)" = "$version" ] || fail "shmbus-bridge --version does not say $version"
+systemd-analyze verify /lib/systemd/system/shmbus-gateway.service || fail "systemd-analyze verify refused the gateway's unit"
+[ "$(shmbus-gateway --version)" = "$version" ] || fail "shmbus-gateway --version does not say $version"
 getent passwd shmbus >/dev/null || fail "the package did not create the shmbus user (sysusers.d)"
 dpkg-query -W -f='${Conffiles}\n' shmbus | grep -q '/etc/shmbus/shmbus.toml' || fail "/etc/shmbus/shmbus.toml is not a conffile"
 shmtool list --domain "deb_$$" | grep -q 'no channels' || fail "shmtool list does not run"

@@ -209,3 +209,36 @@ service_timeout = "250ms"
   EXPECT_EQ(error_of("[bridge]\nallow = \"/a\"\n"), "test.toml:2:9: allow must be an array of strings");
   EXPECT_EQ(error_of("[bridge]\nport = 1\n"), "test.toml:2:1: unknown key bridge.port");
 }
+
+TEST(ConfigTest, GatewayEntriesKeepTheirOrderAndQosAndRefuseWhatTheyCannotUse) {
+  EXPECT_TRUE(Config::parse("", "empty.toml").gateways.empty());
+  const Config c = Config::parse(R"(
+[[gateway]]
+export = ["/robot/*"]
+import = ["/base/*", "/cmd"]
+
+[[gateway]]
+export = ["/camera/*"]
+reliability = "best_effort"
+history_depth = 2
+partition = "fleet"
+)",
+                                 "gw.toml");
+  ASSERT_EQ(c.gateways.size(), 2U);
+  EXPECT_EQ(c.gateways[0].exports, std::vector<std::string>{"/robot/*"});
+  EXPECT_EQ(c.gateways[0].imports, (std::vector<std::string>{"/base/*", "/cmd"}));
+  EXPECT_EQ(c.gateways[0].reliability, shmbus::GatewayRule::Reliability::kReliable);  // the default
+  EXPECT_EQ(c.gateways[0].history_depth, 16U);
+  EXPECT_EQ(c.gateways[0].where, "gw.toml:2:1");
+  EXPECT_EQ(c.gateways[1].reliability, shmbus::GatewayRule::Reliability::kBestEffort);
+  EXPECT_EQ(c.gateways[1].history_depth, 2U);
+  EXPECT_EQ(c.gateways[1].partition, "fleet");
+  EXPECT_EQ(error_of("[[gateway]]\nexport = [\"/a\"]\nreliability = \"sure\"\n"),
+            "test.toml:3:15: reliability = \"sure\" must be \"reliable\" or \"best_effort\"");
+  EXPECT_EQ(error_of("[[gateway]]\nreliability = \"reliable\"\n"),
+            "test.toml:1:1: a [[gateway]] entry carries nothing: give export = [\"/glob\"] and/or import = "
+            "[\"/glob\"]");
+  EXPECT_EQ(error_of("[[gateway]]\nexport = [\"/a\"]\nqos = 1\n"), "test.toml:3:1: unknown key gateway.qos");
+  EXPECT_EQ(error_of("[gateway]\nexport = [\"/a\"]\n"),
+            "test.toml:1:1: gateway must be an array of tables ([[gateway]])");
+}

@@ -3,10 +3,7 @@
 #include "shmbus/bridge/bridge.hpp"
 
 #include <fmt/format.h>
-#include <spdlog/sinks/stdout_color_sinks.h>
-#include <spdlog/sinks/systemd_sink.h>
 #include <spdlog/spdlog.h>
-#include <systemd/sd-daemon.h>
 
 #include <fnmatch.h>
 
@@ -20,6 +17,7 @@
 #include "shmbus/cli.hpp"
 #include "shmbus/clock.hpp"
 #include "shmbus/monitor/config_report.hpp"
+#include "shmbus/service_shell.hpp"
 
 namespace shmbus::bridge {
 
@@ -415,45 +413,6 @@ std::string Bridge::metrics() const { return impl_->metrics(); }
 
 // ---------------------------------------------------------------- program
 
-namespace {
-
-std::shared_ptr<spdlog::logger> make_logger(bool to_journal) {
-  std::shared_ptr<spdlog::logger> logger;
-  if (to_journal) {
-    logger = std::make_shared<spdlog::logger>("shmbus-bridge", std::make_shared<spdlog::sinks::systemd_sink_mt>());
-  } else {
-    logger = std::make_shared<spdlog::logger>("shmbus-bridge", std::make_shared<spdlog::sinks::stderr_color_sink_mt>());
-  }
-  logger->set_level(spdlog::level::info);
-  logger->flush_on(spdlog::level::info);
-  return logger;
-}
-
-/// systemd: READY once, STATUS every second, the watchdog at half its
-/// period; until SIGINT or SIGTERM.
-template <typename Status>
-void run_until_stopped(Status status) {
-  sd_notify(0, "READY=1");
-  std::uint64_t watchdog_usec = 0;
-  const bool watchdog = sd_watchdog_enabled(0, &watchdog_usec) > 0;
-  std::int64_t next_status = 0, next_watchdog = 0;
-  while (!cli::stop_requested()) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    const std::int64_t now = mono_now_ns();
-    if (now >= next_status) {
-      sd_notify(0, ("STATUS=" + status()).c_str());
-      next_status = now + 1'000'000'000;
-    }
-    if (watchdog && now >= next_watchdog) {
-      sd_notify(0, "WATCHDOG=1");
-      next_watchdog = now + static_cast<std::int64_t>(watchdog_usec) * 1000 / 2;
-    }
-  }
-  sd_notify(0, "STOPPING=1");
-}
-
-}  // namespace
-
 int bridge_main(int argc, char** argv) {
   CLI::App app{"shmbus WebSocket bridge: rosbridge v2 and Foxglove clients on the channels and services of a domain",
                "shmbus-bridge"};
@@ -504,12 +463,11 @@ int bridge_main(int argc, char** argv) {
     if (max_frame_bytes) b.max_frame_bytes = std::max<std::uint32_t>(1024, *max_frame_bytes);
     if (send_queue) b.send_queue = std::max<std::uint32_t>(1, *send_queue);
     if (max_ops) b.max_ops_per_second = std::max<std::uint32_t>(1, *max_ops);
-    // NOLINTNEXTLINE(concurrency-mt-unsafe): read before any thread starts
-    spdlog::set_default_logger(make_logger(std::getenv("JOURNAL_STREAM") != nullptr));
+    spdlog::set_default_logger(service_shell::make_logger("shmbus-bridge", service_shell::stderr_is_journal()));
     cli::install_stop_handlers();
     if (connect->parsed()) {
       Uplink uplink(config, uplink_options);
-      run_until_stopped([&] {
+      service_shell::run_until_stopped([&] {
         const UplinkStats s = uplink.stats();
         return fmt::format(
             "{} to {}; {} messages sent, {} published here, {} dropped, {} lost while down, "
@@ -529,7 +487,7 @@ int bridge_main(int argc, char** argv) {
     spdlog::info("listening on {}://{}:{} for domain \"{}\" (rosbridge v2; foxglove.websocket.v1; /metrics)",
                  b.tls_cert.empty() ? "ws" : "wss", b.listen.substr(0, b.listen.rfind(':')), bridge.port(),
                  config.domain);
-    run_until_stopped([&] {
+    service_shell::run_until_stopped([&] {
       const BridgeStats st = bridge.stats();
       return fmt::format("{} clients, {} messages sent, {} dropped", st.clients, st.messages_sent, st.messages_dropped);
     });

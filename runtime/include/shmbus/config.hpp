@@ -63,6 +63,18 @@ struct BridgeSettings {
   std::chrono::nanoseconds service_timeout = std::chrono::seconds(5);  ///< call_service without a timeout
 };
 
+/// One [[gateway]] entry of shmbus-gateway: which channels cross to other
+/// hosts over DDS, and with which QoS.
+struct GatewayRule {
+  enum class Reliability : std::uint8_t { kBestEffort, kReliable };
+  std::vector<std::string> exports;  ///< local channel globs published to DDS
+  std::vector<std::string> imports;  ///< DDS topics (channel globs) published into the local domain
+  Reliability reliability = Reliability::kReliable;
+  std::uint32_t history_depth = 16;  ///< DDS KEEP_LAST depth of writers and readers
+  std::string partition;             ///< DDS partition; empty: the default partition
+  std::string where;                 ///< "file:line:column" of the entry, for messages
+};
+
 /// One [[channel]] entry: a name or glob and the keys it sets.
 struct ChannelRule {
   std::string pattern;
@@ -115,6 +127,7 @@ class Config {
   std::vector<ChannelRule> channels;
   MonitorSettings monitor;
   BridgeSettings bridge;
+  std::vector<GatewayRule> gateways;  ///< [[gateway]] entries, in file order
   std::vector<SyncStageSettings> sync_stages;
 
   /// Parses TOML text. Throws Error(kConfig) "source:line:column: what is wrong".

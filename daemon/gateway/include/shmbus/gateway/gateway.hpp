@@ -1,0 +1,69 @@
+#pragma once
+/// @file gateway.hpp
+/// shmbus-gateway as a library: carries channels between hosts over
+/// Eclipse Cyclone DDS. Each exported channel is one DDS topic ("shmbus" +
+/// the channel name) of a fixed envelope (type name and hash, sequence,
+/// the origin's wall stamp, origin host, domain and gateway, the payload
+/// bytes); schemas travel on a topic of their own, so the receiving gateway
+/// creates each channel with the sender's schema and remote channels are
+/// typed and decodable.
+///
+/// No loops: a gateway never exports what its own publishers put into a
+/// channel, and ignores samples from its own participant, so two gateways
+/// exporting and importing `*` carry each message exactly once each way.
+///
+/// Threads: one exports (a WaitSet over the subscribers of the exported
+/// channels, discovery every 200 ms); one imports (a DDS waitset over the
+/// discovered topics, the schema topic and DDS's built-in publications).
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "shmbus/config.hpp"
+
+namespace shmbus::gateway {
+
+/// Totals since start.
+struct GatewayStats {
+  std::uint64_t exported_channels = 0;  ///< local channels published to DDS
+  std::uint64_t imported_channels = 0;  ///< DDS topics published into the local domain
+  std::uint64_t messages_sent = 0;      ///< samples written to DDS
+  std::uint64_t messages_received = 0;  ///< samples published into the local domain
+  std::uint64_t ring_lost = 0;          ///< messages overwritten in a ring before the gateway read them
+  std::uint64_t transit_lost = 0;       ///< samples the origin sent that never arrived (sequence gaps)
+  std::uint64_t not_reexported = 0;     ///< messages of its own imports it did not send back
+  std::uint64_t refused = 0;            ///< samples refused (type mismatch, schema never seen, too large)
+  std::uint64_t latency_samples = 0;    ///< received samples with a cross-host latency
+  std::int64_t latency_sum_ns = 0;      ///< receive wall time minus the origin's wall stamp, summed
+  std::int64_t latency_max_ns = 0;
+};
+
+/// Where the gateway speaks DDS.
+struct GatewayOptions {
+  std::uint32_t dds_domain = 0;  ///< the DDS domain id (Cyclone's configuration: CYCLONEDDS_URI)
+};
+
+/// The gateway of one shmbus domain. Runs its own threads from
+/// construction to destruction.
+class Gateway {
+ public:
+  /// Starts carrying what `config.gateways` names. Throws Error: kConfig
+  /// without [[gateway]] entries, kResource when DDS cannot start.
+  Gateway(const Config& config, const GatewayOptions& options);
+  ~Gateway();
+  Gateway(const Gateway&) = delete;
+  Gateway& operator=(const Gateway&) = delete;
+
+  [[nodiscard]] GatewayStats stats() const noexcept;
+
+  struct Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+/// The program: `shmbus-gateway [--config FILE] [--domain D] [--dds-domain N]`.
+int gateway_main(int argc, char** argv);
+
+}  // namespace shmbus::gateway

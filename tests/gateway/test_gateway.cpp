@@ -1,0 +1,244 @@
+// shmbus-gateway as real processes: two shmbus domains on this host, each
+// with its gateway, joined by Cyclone DDS on loopback (unicast discovery,
+// no multicast, a DDS domain id of the test's own).
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "multiprocess/child_process.hpp"
+#include "shmbus/clock.hpp"
+#include "shmbus/introspect.hpp"
+#include "shmbus/publisher.hpp"
+#include "shmbus/subscriber.hpp"
+#include "std_msgs/Header.hpp"
+#include "std_msgs/String.hpp"
+#include "support/channel_checks.hpp"
+#include "support/test_domain.hpp"
+#include "support/unit_file.hpp"
+
+namespace {
+
+using namespace std::chrono_literals;
+using nlohmann::json;
+using shmbus::test::ChildProcess;
+using shmbus::test::messages_of;
+using shmbus::test::take_strings;
+using shmbus::test::wait_messages;
+
+const std::string kGateway = SHMBUS_GATEWAY_PATH;
+const std::string kShmtool = SHMTOOL_PATH;
+
+/// Cyclone on loopback only: no multicast, peers found by unicast.
+const std::string kLoopbackDds =
+    "<CycloneDDS><Domain id=\"any\"><General><Interfaces><NetworkInterface name=\"lo\"/></Interfaces>"
+    "<AllowMulticast>false</AllowMulticast></General><Discovery><ParticipantIndex>auto</ParticipantIndex>"
+    "<MaxAutoParticipantIndex>20</MaxAutoParticipantIndex><Peers><Peer address=\"127.0.0.1\"/></Peers>"
+    "</Discovery></Domain></CycloneDDS>";
+
+/// A DDS domain id no other test of this run uses (ids 1..230).
+int fresh_dds_domain() {
+  static int next = 0;
+  return 1 + static_cast<int>((::getpid() * 7 + next++) % 230);
+}
+
+/// A gateway process for `domain` with `entries` as its [[gateway]] table.
+struct GatewayProcess {
+  GatewayProcess(const std::string& domain, const std::string& entries, int dds_domain) {
+    path = std::filesystem::temp_directory_path() / (domain + "_gateway.toml");
+    std::ofstream(path) << "domain = \"" << domain << "\"\n" << entries;
+    start(dds_domain);
+  }
+  void start(int dds_domain) {
+    process = std::make_unique<ChildProcess>(
+        std::vector<std::string>{kGateway, "--config", path.string(), "--dds-domain", std::to_string(dds_domain)}, true,
+        std::vector<std::string>{"CYCLONEDDS_URI=" + kLoopbackDds});
+    EXPECT_TRUE(process->wait_for_output("carrying domain", 10s)) << process->output();
+  }
+  ~GatewayProcess() {
+    if (process->pid() > 0) {
+      process->signal(SIGTERM);
+      const int status = process->wait(10s);
+      EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "status " << status << "\n" << process->output();
+    }
+    std::filesystem::remove(path);
+  }
+  std::filesystem::path path;
+  std::unique_ptr<ChildProcess> process;
+};
+
+std_msgs::String text(const std::string& s) {
+  std_msgs::String m{};
+  m.data.assign(s);
+  return m;
+}
+
+TEST(GatewayTest, TwoDomainsCarryTypedChannelsBothWaysDecodableAndNamedAfterTheirOrigin) {
+  shmbus::test::TestDomain a, b;
+  const int dds = fresh_dds_domain();
+  shmbus::TypedPublisher<std_msgs::String> a_out("/gw/a_out", a.context());
+  shmbus::TypedPublisher<std_msgs::String> b_out("/gw/b_out", b.context());
+  GatewayProcess ga(a.domain(), "[[gateway]]\nexport = [\"/gw/a_out\"]\nimport = [\"/gw/b_out\"]\n", dds);
+  GatewayProcess gb(b.domain(), "[[gateway]]\nexport = [\"/gw/b_out\"]\nimport = [\"/gw/a_out\"]\n", dds);
+  // The receiving side has no such channel, nor its type: the gateway
+  // creates it with the sender's schema.
+  std::optional<shmbus::TypedSubscriber<std_msgs::String>> b_in, a_in;
+  const std::int64_t deadline = shmbus::mono_now_ns() + 15'000'000'000;
+  std::uint64_t i = 0;
+  while ((messages_of(b.domain(), "/gw/a_out") == 0 || messages_of(a.domain(), "/gw/b_out") == 0) &&
+         shmbus::mono_now_ns() < deadline) {
+    a_out.publish(text("from a " + std::to_string(i)));
+    b_out.publish(text("from b " + std::to_string(i++)));
+    std::this_thread::sleep_for(5ms);
+  }
+  ASSERT_GT(messages_of(b.domain(), "/gw/a_out"), 0U) << ga.process->output() << gb.process->output();
+  ASSERT_GT(messages_of(a.domain(), "/gw/b_out"), 0U) << ga.process->output() << gb.process->output();
+  b_in.emplace("/gw/a_out", b.context());
+  a_in.emplace("/gw/b_out", a.context());
+  for (int k = 0; k < 5; ++k) {
+    a_out.publish(text("a" + std::to_string(k)));
+    b_out.publish(text("b" + std::to_string(k)));
+  }
+  EXPECT_EQ(take_strings(*b_in, 5, 5s), (std::vector<std::string>{"a0", "a1", "a2", "a3", "a4"}));
+  EXPECT_EQ(take_strings(*a_in, 5, 5s), (std::vector<std::string>{"b0", "b1", "b2", "b3", "b4"}));
+
+  // On B the channel is an ordinary typed channel: shmtool decodes it and
+  // names its publisher after the gateway and the origin host.
+  ChildProcess echo({kShmtool, "echo", "/gw/a_out", "-n", "1", "--json"}, false,
+                    std::vector<std::string>{"SHMBUS_DOMAIN=" + b.domain()});
+  for (int k = 0; k < 200 && !echo.wait_for_output("\n", 50ms); ++k) a_out.publish(text("decoded"));
+  ASSERT_EQ(echo.wait(10s), 0) << echo.output();
+  const json m = json::parse(echo.output());
+  EXPECT_EQ(m["data"]["data"], "decoded");
+  std::array<char, 256> host{};
+  ::gethostname(host.data(), host.size() - 1);
+  EXPECT_EQ(m["node"], std::string("shmbus-gateway@") + host.data());
+  const auto view = shmbus::introspect::ChannelReader(b.domain(), "/gw/a_out").view();
+  EXPECT_EQ(view.type_name, "std_msgs/String");
+  EXPECT_EQ(view.type_hash, std_msgs::String::kTypeHash);
+}
+
+TEST(GatewayTest, WildcardsBothWaysCarryEachMessageExactlyOnce) {
+  shmbus::test::TestDomain a, b;
+  const int dds = fresh_dds_domain();
+  shmbus::TypedPublisher<std_msgs::String> x("/gw/x", a.context());
+  shmbus::TypedPublisher<std_msgs::String> y("/gw/y", b.context());
+  const std::string all = "[[gateway]]\nexport = [\"*\"]\nimport = [\"*\"]\n";
+  GatewayProcess ga(a.domain(), all, dds);
+  GatewayProcess gb(b.domain(), all, dds);
+  // Warm up until both ways flow (discovery and matching take a moment).
+  const std::int64_t deadline = shmbus::mono_now_ns() + 15'000'000'000;
+  while ((messages_of(b.domain(), "/gw/x") == 0 || messages_of(a.domain(), "/gw/y") == 0) &&
+         shmbus::mono_now_ns() < deadline) {
+    x.publish(text("warm"));
+    y.publish(text("warm"));
+    std::this_thread::sleep_for(5ms);
+  }
+  ASSERT_GT(messages_of(b.domain(), "/gw/x"), 0U) << ga.process->output() << gb.process->output();
+  ASSERT_GT(messages_of(a.domain(), "/gw/y"), 0U) << ga.process->output() << gb.process->output();
+  // (Warm-up messages published before the two sides matched are not
+  // carried.) The warm-up's last messages land, then the counts start.
+  std::this_thread::sleep_for(300ms);
+  const std::uint64_t x_a = messages_of(a.domain(), "/gw/x"), x_b = messages_of(b.domain(), "/gw/x");
+  const std::uint64_t y_a = messages_of(a.domain(), "/gw/y"), y_b = messages_of(b.domain(), "/gw/y");
+  constexpr int kCount = 300;
+  for (int i = 0; i < kCount; ++i) {
+    x.publish(text("x" + std::to_string(i)));
+    y.publish(text("y" + std::to_string(i)));
+    std::this_thread::sleep_for(1ms);
+  }
+  ASSERT_TRUE(wait_messages(b.domain(), "/gw/x", x_b + kCount, 10s)) << gb.process->output();
+  ASSERT_TRUE(wait_messages(a.domain(), "/gw/y", y_a + kCount, 10s)) << ga.process->output();
+  std::this_thread::sleep_for(500ms);  // an echo, if there were one, would land now
+  EXPECT_EQ(messages_of(a.domain(), "/gw/x"), x_a + kCount) << "nothing came back to A's own channel";
+  EXPECT_EQ(messages_of(b.domain(), "/gw/x"), x_b + kCount) << "each message once on B";
+  EXPECT_EQ(messages_of(b.domain(), "/gw/y"), y_b + kCount);
+  EXPECT_EQ(messages_of(a.domain(), "/gw/y"), y_a + kCount);
+}
+
+TEST(GatewayTest, ATypeMismatchBetweenHostsIsRefusedNamingBothTypes) {
+  shmbus::test::TestDomain a, b;
+  const int dds = fresh_dds_domain();
+  shmbus::TypedPublisher<std_msgs::String> a_clash("/gw/clash", a.context());
+  shmbus::TypedPublisher<std_msgs::Header> b_clash("/gw/clash", b.context());
+  GatewayProcess ga(a.domain(), "[[gateway]]\nexport = [\"/gw/*\"]\n", dds);
+  GatewayProcess gb(b.domain(), "[[gateway]]\nimport = [\"/gw/*\"]\n", dds);
+  const std::int64_t deadline = shmbus::mono_now_ns() + 15'000'000'000;
+  while (gb.process->poll_output().find("refused") == std::string::npos && shmbus::mono_now_ns() < deadline) {
+    a_clash.publish(text("clash"));
+    std::this_thread::sleep_for(10ms);
+  }
+  const std::string out = gb.process->output();
+  EXPECT_NE(out.find("import /gw/clash from"), std::string::npos) << out;
+  EXPECT_NE(out.find("has type std_msgs/Header"), std::string::npos) << out;
+  EXPECT_NE(out.find("you asked for std_msgs/String"), std::string::npos) << out;
+  EXPECT_EQ(messages_of(b.domain(), "/gw/clash"), 0U) << "nothing of A's /gw/clash reached B's";
+}
+
+TEST(GatewayTest, AKilledGatewayRestartsResumesAndTheLossIsCounted) {
+  shmbus::test::TestDomain a, b;
+  const int dds = fresh_dds_domain();
+  auto pub =
+      std::make_unique<ChildProcess>(std::vector<std::string>{kShmtool, "pub", "/gw/steady", "--type",
+                                                              "std_msgs/String", R"({"data": "s"})", "--rate", "200"},
+                                     true, std::vector<std::string>{"SHMBUS_DOMAIN=" + a.domain()});
+  ASSERT_TRUE(wait_messages(a.domain(), "/gw/steady", 1, 10s)) << pub->output();
+  GatewayProcess ga(a.domain(), "[[gateway]]\nexport = [\"/gw/*\"]\n", dds);
+  GatewayProcess gb(b.domain(), "[[gateway]]\nimport = [\"/gw/*\"]\n", dds);
+  ASSERT_TRUE(wait_messages(b.domain(), "/gw/steady", 50, 15s)) << ga.process->output() << gb.process->output();
+
+  // A's gateway dies; B's channel stops growing; A's restarts and it resumes.
+  ga.process->signal(SIGKILL);
+  ga.process->wait(5s);
+  std::this_thread::sleep_for(1s);  // ~200 messages published with no gateway
+  const std::uint64_t before = messages_of(b.domain(), "/gw/steady");
+  ga.start(dds);
+  const std::int64_t t0 = shmbus::mono_now_ns();
+  ASSERT_TRUE(wait_messages(b.domain(), "/gw/steady", before + 50, 15s)) << gb.process->output();
+  EXPECT_LT(shmbus::mono_now_ns() - t0, 5'000'000'000) << "resumed within a few seconds";
+  ASSERT_TRUE(gb.process->wait_for_output("its gateway restarted;", 5s)) << gb.process->output();
+  // The messages published meanwhile: counted, about 200.
+  const std::string out = gb.process->output();
+  const auto at = out.find("its gateway restarted; ");
+  const std::uint64_t lost = std::stoull(out.substr(at + 23));
+  EXPECT_GE(lost, 150U) << out;
+  EXPECT_LE(lost, 1200U) << out;
+  pub->signal(SIGTERM);
+  pub->wait(5s);
+}
+
+TEST(GatewayTest, UnitFilePassesSystemdAnalyzeVerify) {
+  EXPECT_EQ(shmbus::test::verify_unit("shmbus-gateway.service", "/usr/bin/shmbus-gateway", kGateway), "");
+}
+
+TEST(GatewayTest, BadSettingsExitTwoWithOneLine) {
+  const auto run = [](const std::string& config_text, std::vector<std::string> extra = {}) {
+    const auto path = std::filesystem::temp_directory_path() / ("gw_bad_" + std::to_string(::getpid()) + ".toml");
+    std::ofstream(path) << config_text;
+    std::vector<std::string> args{kGateway, "--config", path.string()};
+    args.insert(args.end(), extra.begin(), extra.end());
+    ChildProcess p(args, true, std::vector<std::string>{"CYCLONEDDS_URI=" + kLoopbackDds});
+    const int status = p.wait(10s);
+    std::filesystem::remove(path);
+    return std::make_pair(WIFEXITED(status) ? WEXITSTATUS(status) : -1, p.output());
+  };
+  auto [code, out] = run("domain = \"gwbad\"\n");
+  EXPECT_EQ(code, 2);
+  EXPECT_EQ(out,
+            "shmbus-gateway: no [[gateway]] entries in the configuration: add one with export = [\"/glob\"] and/or "
+            "import = [\"/glob\"]\n");
+  std::tie(code, out) = run("domain = \"gwbad\"\n[[gateway]]\nexport = [\"*\"]\nreliability = \"maybe\"\n");
+  EXPECT_EQ(code, 2);
+  EXPECT_NE(out.find(":4:15: reliability = \"maybe\" must be \"reliable\" or \"best_effort\""), std::string::npos)
+      << out;
+  std::tie(code, out) = run("domain = \"gwbad\"\n[[gateway]]\nexport = [\"*\"]\n", {"--dds-domain", "999"});
+  EXPECT_EQ(code, 2);
+  EXPECT_NE(out.find("--dds-domain"), std::string::npos) << out;
+}
+
+}  // namespace

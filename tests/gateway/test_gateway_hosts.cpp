@@ -1,0 +1,194 @@
+// Two hosts on one machine: two network namespaces joined by a veth pair
+// (private addresses that exist only inside them), each with its own shmbus
+// domain and its gateway inside its namespace, so every message crosses a
+// real network link. Needs root (CI runs as root); skipped elsewhere.
+#include <gtest/gtest.h>
+#include <unistd.h>
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "multiprocess/child_process.hpp"
+#include "shmbus/clock.hpp"
+#include "shmbus/introspect.hpp"
+#include "shmbus/subscriber.hpp"
+#include "shmbus_msgs/Alert.hpp"
+#include "std_msgs/String.hpp"
+#include "support/channel_checks.hpp"
+#include "support/test_domain.hpp"
+
+namespace {
+
+using namespace std::chrono_literals;
+using nlohmann::json;
+using shmbus::test::ChildProcess;
+using shmbus::test::messages_of;
+using shmbus::test::rate_of;
+using shmbus::test::wait_messages;
+
+const std::string kGateway = SHMBUS_GATEWAY_PATH;
+const std::string kShmtool = SHMTOOL_PATH;
+const std::string kShmbusd = SHMBUSD_PATH;
+
+/// Runs `ip ARGS...`; its exit status and what it printed.
+std::pair<int, std::string> ip(const std::vector<std::string>& args) {
+  std::vector<std::string> argv{"/usr/bin/env", "ip"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  ChildProcess p(argv, true);
+  const int status = p.wait(10s);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, p.output()};
+}
+
+/// Host A and host B: namespaces, the veth pair, 10.213.0.1 and .2/24.
+class TwoHosts : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (::geteuid() != 0) GTEST_SKIP() << "two-host tests need root to create network namespaces (CI runs as root)";
+    const std::string tag = std::to_string(::getpid());
+    ns_ = {"shmbus_a" + tag, "shmbus_b" + tag};
+    const std::string va = "sbva" + tag, vb = "sbvb" + tag;
+    const auto [rc, out] = ip({"netns", "add", ns_[0]});
+    if (rc != 0) GTEST_SKIP() << "cannot create a network namespace here (" << out << "); run as root with iproute2";
+    created_ = true;
+    const std::vector<std::vector<std::string>> steps{
+        {"netns", "add", ns_[1]},
+        {"link", "add", va, "type", "veth", "peer", "name", vb},
+        {"link", "set", va, "netns", ns_[0]},
+        {"link", "set", vb, "netns", ns_[1]},
+        {"-n", ns_[0], "addr", "add", address_[0] + "/24", "dev", va},
+        {"-n", ns_[1], "addr", "add", address_[1] + "/24", "dev", vb},
+        {"-n", ns_[0], "link", "set", va, "up"},
+        {"-n", ns_[1], "link", "set", vb, "up"},
+        {"-n", ns_[0], "link", "set", "lo", "up"},
+        {"-n", ns_[1], "link", "set", "lo", "up"},
+    };
+    for (const auto& step : steps) {
+      const auto [src, sout] = ip(step);
+      ASSERT_EQ(src, 0) << "ip " << ::testing::PrintToString(step) << ": " << sout;
+    }
+    veth_ = {va, vb};
+  }
+  void TearDown() override {
+    gateways_.clear();  // SIGTERM, before their namespaces go
+    if (!created_) return;
+    for (const auto& ns : ns_) ip({"netns", "del", ns});  // the veth pair goes with them
+  }
+
+  /// Cyclone on host `i`'s veth only, finding the other host by unicast.
+  [[nodiscard]] std::string dds_config(int i) const {
+    return "<CycloneDDS><Domain id=\"any\"><General><Interfaces><NetworkInterface name=\"" + veth_[i] +
+           "\"/></Interfaces><AllowMulticast>false</AllowMulticast></General><Discovery>"
+           "<ParticipantIndex>auto</ParticipantIndex><Peers><Peer address=\"" +
+           address_[1 - i] + "\"/></Peers></Discovery></Domain></CycloneDDS>";
+  }
+
+  /// The gateway of host `i` for `domain`, with `config` as its file.
+  ChildProcess& start_gateway(int i, const std::string& domain, const std::string& config) {
+    const auto path = std::filesystem::temp_directory_path() / (domain + "_gateway.toml");
+    std::ofstream(path) << "domain = \"" << domain << "\"\n" << config;
+    files_.push_back(path);
+    gateways_.push_back(std::make_unique<ChildProcess>(
+        std::vector<std::string>{"/usr/bin/env", "ip", "netns", "exec", ns_[i], kGateway, "--config", path.string()},
+        true, std::vector<std::string>{"CYCLONEDDS_URI=" + dds_config(i)}));
+    EXPECT_TRUE(gateways_.back()->wait_for_output("carrying domain", 10s)) << gateways_.back()->output();
+    return *gateways_.back();
+  }
+
+  ~TwoHosts() override {
+    for (const auto& f : files_) std::filesystem::remove(f);
+  }
+
+  std::array<std::string, 2> ns_;
+  std::array<std::string, 2> veth_;
+  const std::array<std::string, 2> address_{"10.213.0.1", "10.213.0.2"};
+  bool created_ = false;
+  std::vector<std::unique_ptr<ChildProcess>> gateways_;
+  std::vector<std::filesystem::path> files_;
+};
+
+std::unique_ptr<ChildProcess> publisher(const std::string& domain, const std::string& channel,
+                                        const std::string& data) {
+  return std::make_unique<ChildProcess>(std::vector<std::string>{kShmtool, "pub", channel, "--type", "std_msgs/String",
+                                                                 R"({"data": ")" + data + R"("})", "--rate", "200"},
+                                        true, std::vector<std::string>{"SHMBUS_DOMAIN=" + domain});
+}
+
+// B's configuration: the thresholds of the channel that comes from A, and
+// a quick monitor.
+const std::string kHostBConfig =
+    "[[channel]]\nname = \"/gw/rate\"\nthresholds_hz = [180.0, 220.0, 260.0]\n\n"
+    "[monitor]\nscan_period = \"50ms\"\ndebounce_scans = 2\nmetrics_listen = \"off\"\n\n";
+
+TEST_F(TwoHosts, ChannelsCrossBothWaysDecodedEqualAndShmbusdOnBAlertsWhenAsPublisherStops) {
+  shmbus::test::TestDomain a, b;
+  auto pub_a = publisher(a.domain(), "/gw/rate", "from host A");
+  auto pub_b = publisher(b.domain(), "/gw/back", "from host B");
+  start_gateway(0, a.domain(), "[[gateway]]\nexport = [\"/gw/rate\"]\nimport = [\"/gw/back\"]\n");
+  start_gateway(1, b.domain(), kHostBConfig + "[[gateway]]\nexport = [\"/gw/back\"]\nimport = [\"/gw/rate\"]\n");
+  ASSERT_TRUE(wait_messages(b.domain(), "/gw/rate", 1, 20s)) << gateways_[0]->output() << gateways_[1]->output();
+  ASSERT_TRUE(wait_messages(a.domain(), "/gw/back", 1, 20s)) << gateways_[0]->output() << gateways_[1]->output();
+
+  // Decoded equal on the other host, both ways.
+  shmbus::TypedSubscriber<std_msgs::String> on_b("/gw/rate", b.context());
+  shmbus::TypedSubscriber<std_msgs::String> on_a("/gw/back", a.context());
+  ASSERT_TRUE(on_b.wait(5s));
+  ASSERT_TRUE(on_a.wait(5s));
+  EXPECT_EQ(on_b.take()->data.str(), "from host A");
+  EXPECT_EQ(on_a.take()->data.str(), "from host B");
+
+  // shmbusd on B watches the remote channel like any other: when A's
+  // publisher stops, the critical alert.
+  const auto config = std::filesystem::temp_directory_path() / (b.domain() + "_shmbusd.toml");
+  std::ofstream(config) << "domain = \"" << b.domain() << "\"\n" << kHostBConfig;
+  files_.push_back(config);
+  shmbus::TypedSubscriber<shmbus_msgs::Alert> alerts("/shmbus/alerts", b.context());
+  ChildProcess shmbusd({kShmbusd, "--foreground", "--config", config.string()}, true);
+  ASSERT_TRUE(shmbusd.wait_for_output("watching domain", 10s)) << shmbusd.output();
+  // Two windows at 200 Hz as received: nominal, nothing raised.
+  std::this_thread::sleep_for(2s);
+  while (auto alert = alerts.take()) {
+    EXPECT_FALSE(alert->channel.view() == "/gw/rate" && alert->new_level >= shmbus_msgs::Alert::LEVEL_DEGRADED)
+        << "raised while A published: " << shmbusd.poll_output();
+  }
+  pub_a->signal(SIGTERM);
+  pub_a->wait(5s);
+  bool critical = false;
+  for (const std::int64_t deadline = shmbus::mono_now_ns() + 15'000'000'000;
+       !critical && shmbus::mono_now_ns() < deadline;) {
+    if (!alerts.wait(100ms)) continue;
+    while (auto alert = alerts.take()) {
+      critical =
+          critical || (alert->channel.view() == "/gw/rate" && alert->new_level == shmbus_msgs::Alert::LEVEL_CRITICAL);
+    }
+  }
+  EXPECT_TRUE(critical) << shmbusd.poll_output();
+  EXPECT_NE(shmbusd.poll_output().find("channel /gw/rate: level 1 (nominal) -> 3 (critical)"), std::string::npos)
+      << shmbusd.output();
+  shmbusd.signal(SIGTERM);
+  shmbusd.wait(10s);
+  pub_b->signal(SIGTERM);
+  pub_b->wait(5s);
+}
+
+TEST_F(TwoHosts, TimingA200HzChannelArrivesWithinOnePercentOfItsRateBothWays) {
+  shmbus::test::TestDomain a, b;
+  auto pub_a = publisher(a.domain(), "/gw/rate", "a");
+  auto pub_b = publisher(b.domain(), "/gw/back", "b");
+  start_gateway(0, a.domain(), "[[gateway]]\nexport = [\"/gw/rate\"]\nimport = [\"/gw/back\"]\n");
+  start_gateway(1, b.domain(), "[[gateway]]\nexport = [\"/gw/back\"]\nimport = [\"/gw/rate\"]\n");
+  ASSERT_TRUE(wait_messages(b.domain(), "/gw/rate", 1, 20s)) << gateways_[0]->output() << gateways_[1]->output();
+  ASSERT_TRUE(wait_messages(a.domain(), "/gw/back", 1, 20s)) << gateways_[0]->output() << gateways_[1]->output();
+  std::this_thread::sleep_for(2500ms);  // a full window of carried messages
+  EXPECT_NEAR(rate_of(kShmtool, b.domain(), "/gw/rate"), 200.0, 2.0);
+  EXPECT_NEAR(rate_of(kShmtool, a.domain(), "/gw/back"), 200.0, 2.0);
+  pub_a->signal(SIGTERM);
+  pub_b->signal(SIGTERM);
+}
+
+}  // namespace

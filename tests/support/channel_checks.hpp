@@ -1,0 +1,70 @@
+#pragma once
+// What the multi-process tests ask of a channel from outside: its message
+// count, the strings it carries, its rate as shmtool hz measures it.
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "multiprocess/child_process.hpp"
+#include "shmbus/clock.hpp"
+#include "shmbus/introspect.hpp"
+#include "shmbus/subscriber.hpp"
+#include "std_msgs/String.hpp"
+
+namespace shmbus::test {
+
+/// Messages published into `channel` of `domain` so far (0: no channel).
+inline std::uint64_t messages_of(const std::string& domain, const std::string& channel) {
+  try {
+    return introspect::ChannelReader(domain, channel).view().messages;
+  } catch (const Error&) {
+    return 0;
+  }
+}
+
+/// Waits until `channel` of `domain` holds at least `n` messages.
+inline bool wait_messages(const std::string& domain, const std::string& channel, std::uint64_t n,
+                          std::chrono::milliseconds within) {
+  const std::int64_t deadline = mono_now_ns() + within.count() * 1'000'000;
+  while (mono_now_ns() < deadline) {
+    if (messages_of(domain, channel) >= n) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return false;
+}
+
+/// Takes up to `n` strings from `sub` within `within`.
+inline std::vector<std::string> take_strings(TypedSubscriber<std_msgs::String>& sub, std::size_t n,
+                                             std::chrono::milliseconds within) {
+  std::vector<std::string> got;
+  const std::int64_t deadline = mono_now_ns() + within.count() * 1'000'000;
+  while (got.size() < n && mono_now_ns() < deadline) {
+    if (auto m = sub.take()) {
+      got.push_back(m->data.str());
+    } else {
+      sub.wait(std::chrono::milliseconds(10));
+    }
+  }
+  return got;
+}
+
+/// `shmtool hz` (at `shmtool`) on `channel` of `domain` over a 2 s window.
+inline double rate_of(const std::string& shmtool, const std::string& domain, const std::string& channel) {
+  ChildProcess hz({shmtool, "hz", channel, "--window", "2", "-n", "1", "--json"}, false,
+                  std::vector<std::string>{"SHMBUS_DOMAIN=" + domain});
+  hz.wait(std::chrono::seconds(15));
+  try {
+    return nlohmann::json::parse(hz.output()).at("rate_hz").get<double>();
+  } catch (const nlohmann::json::exception&) {
+    ADD_FAILURE() << "shmtool hz said: " << hz.output();
+    return 0;
+  }
+}
+
+}  // namespace shmbus::test
