@@ -14,6 +14,8 @@ packages=(
   nlohmann-json3-dev                # JSON
   libsystemd-dev                    # sd_notify for shmbusd
   libssl-dev openssl                # the bridge's wss:// and https:// (openssl: test certificates)
+  cyclonedds-dev cyclonedds-tools   # the gateway's DDS (idlc at build time; ddsperf, the benchmark's floor)
+  iproute2                          # ip netns: the gateway's two-host tests and benchmark
   libspdlog-dev                     # shmbusd's log
   prometheus prometheus-alertmanager   # promtool and a real Alertmanager for the daemon's tests
   systemd                           # systemd-analyze verify of config/shmbusd.service
