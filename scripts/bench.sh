@@ -5,7 +5,8 @@
 # executor's timers and idle CPU, the monitor's scale, the synchronizer
 # policies on simulated sensor streams, the recorder and player, and step
 # replay against timed replay (tests/bench/bench_replay.sh), and the
-# WebSocket bridge against a plain WebSocket server.
+# WebSocket bridge against a plain WebSocket server, and the DDS gateway
+# between two network namespaces against ddsperf (root; skipped otherwise).
 #   scripts/bench.sh            full runs (about two minutes)
 #   scripts/bench.sh --smoke    tiny runs: does every benchmark work? (CI)
 #   scripts/bench.sh --json     the peers table as one JSON object
@@ -18,9 +19,10 @@ sync_args=()
 node_args=()
 record_args=()
 bridge_args=()
+gateway_args=()
 for a in "$@"; do
   case "$a" in
-    --smoke) peers_args+=(--smoke); micro_args=(--benchmark_min_time=0.01); scale_args=(--channels 200); sync_args=(--seconds 30); node_args=(--smoke); record_args=(--smoke); bridge_args=(--smoke) ;;
+    --smoke) peers_args+=(--smoke); micro_args=(--benchmark_min_time=0.01); scale_args=(--channels 200); sync_args=(--seconds 30); node_args=(--smoke); record_args=(--smoke); bridge_args=(--smoke); gateway_args=(--smoke) ;;
     --json) peers_args+=(--json) ;;
     *) echo "bench.sh: unknown option '$a'; use --smoke or --json" >&2; exit 2 ;;
   esac
@@ -34,5 +36,6 @@ if ! printf '%s\n' "${peers_args[@]}" | grep -q -- --json; then
   "$dir/tests/bench/shmbus-bench-record" "${record_args[@]}"
   bash tests/bench/bench_replay.sh "$dir" "${record_args[@]}"
   "$dir/tests/bench/shmbus-bench-bridge" "${bridge_args[@]}"
+  "$dir/tests/bench/shmbus-bench-gateway" "${gateway_args[@]}"
 fi
 "$dir/tests/bench/shmbus-bench" peers "${peers_args[@]}"

@@ -9,6 +9,7 @@
 namespace shmbus::daemon {
 namespace {
 
+using monitor::PublisherStatus;
 using monitor::SubscriberStatus;
 using monitor::Summary;
 
@@ -143,6 +144,33 @@ void subscriber_metrics(Writer& w, const std::vector<ChannelStatus>& channels) {
   }
 }
 
+void publisher_metrics(Writer& w, const std::vector<ChannelStatus>& channels) {
+  const auto who = [](const PublisherStatus& p) {
+    return fmt::format(",node=\"{}\",pid=\"{}\"", escape(p.node), p.pid);
+  };
+  w.family("shmbus_publisher_published_total", "counter", "Messages a publisher published.");
+  for (const ChannelStatus& c : channels) {
+    for (const PublisherStatus& p : c.publisher_stats) {
+      w.sample("shmbus_publisher_published_total", c.name, static_cast<double>(p.published), who(p));
+    }
+  }
+  w.family("shmbus_publisher_upstream_lost_total", "counter",
+           "Messages lost before they reached a publisher (a gateway's import: lost between the hosts).");
+  for (const ChannelStatus& c : channels) {
+    for (const PublisherStatus& p : c.publisher_stats) {
+      w.sample("shmbus_publisher_upstream_lost_total", c.name, static_cast<double>(p.upstream_lost), who(p));
+    }
+  }
+  w.family("shmbus_publisher_transit_seconds", "gauge",
+           "Transit from another host (receive time - the origin's publish time) per gateway publisher over the "
+           "last statistics period (NaN for local publishers).");
+  for (const ChannelStatus& c : channels) {
+    for (const PublisherStatus& p : c.publisher_stats) {
+      summary_samples(w, "shmbus_publisher_transit_seconds", c.name, p.transit, who(p));
+    }
+  }
+}
+
 void daemon_metrics(Writer& w, std::size_t channels, const DaemonFigures& daemon) {
   const std::pair<std::array<const char*, 3>, double> figures[] = {
       {{"shmbus_daemon_scan_duration_seconds", "gauge", "How long the last scan of all channels took."},
@@ -168,6 +196,7 @@ std::string render_metrics(const std::string& domain, const std::vector<ChannelS
   Writer w(domain);
   channel_metrics(w, channels);
   subscriber_metrics(w, channels);
+  publisher_metrics(w, channels);
   daemon_metrics(w, channels.size(), daemon);
   return w.take();
 }

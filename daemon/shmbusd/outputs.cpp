@@ -14,6 +14,7 @@ namespace shmbus::daemon {
 namespace {
 
 using monitor::Level;
+using monitor::PublisherStatus;
 using monitor::SubscriberStatus;
 using monitor::Summary;
 
@@ -57,6 +58,32 @@ void BusOutputs::publish_alert(const Transition& t) {
   alerts_.publish(a);
 }
 
+namespace {
+
+/// The count-weighted pool of several windows' summaries.
+Summary pooled(const std::vector<Summary>& parts) {
+  Summary out;
+  double sum = 0, sq = 0;
+  std::uint64_t n = 0;
+  for (const Summary& p : parts) {
+    if (p.count == 0) continue;
+    const auto k = static_cast<double>(p.count);
+    sum += p.mean * k;
+    sq += (p.stddev * p.stddev + p.mean * p.mean) * k;
+    n += p.count;
+    out.min = n == p.count ? p.min : std::fmin(out.min, p.min);
+    out.max = n == p.count ? p.max : std::fmax(out.max, p.max);
+  }
+  if (n != 0) {
+    out.count = n;
+    out.mean = sum / static_cast<double>(n);
+    out.stddev = std::sqrt(std::max(0.0, sq / static_cast<double>(n) - out.mean * out.mean));
+  }
+  return out;
+}
+
+}  // namespace
+
 void BusOutputs::publish_statistics(const ChannelStatus& c, std::int64_t window_start_ns, std::int64_t window_stop_ns) {
   shmbus_msgs::Statistics s{};
   s.header.stamp_ns = wall_ns();
@@ -71,25 +98,18 @@ void BusOutputs::publish_statistics(const ChannelStatus& c, std::int64_t window_
   s.publishers = c.publishers;
   s.subscribers = c.subscribers;
   fill_summary(s.period, c.measure.period);
-  // The age over all subscribers: the count-weighted pool of their windows.
-  Summary age;
-  double sum = 0, sq = 0;
-  std::uint64_t n = 0;
-  for (const SubscriberStatus& sub : c.subscriber_stats) {
-    if (sub.age.count == 0) continue;
-    const auto k = static_cast<double>(sub.age.count);
-    sum += sub.age.mean * k;
-    sq += (sub.age.stddev * sub.age.stddev + sub.age.mean * sub.age.mean) * k;
-    n += sub.age.count;
-    age.min = n == sub.age.count ? sub.age.min : std::fmin(age.min, sub.age.min);
-    age.max = n == sub.age.count ? sub.age.max : std::fmax(age.max, sub.age.max);
+  // Over all subscribers (ages) and publishers (transits): the
+  // count-weighted pool of their windows.
+  std::vector<Summary> ages, transits;
+  for (const SubscriberStatus& sub : c.subscriber_stats) ages.push_back(sub.age);
+  std::uint64_t upstream_lost = 0;
+  for (const PublisherStatus& pub : c.publisher_stats) {
+    transits.push_back(pub.transit);
+    upstream_lost += pub.upstream_lost;
   }
-  if (n != 0) {
-    age.count = n;
-    age.mean = sum / static_cast<double>(n);
-    age.stddev = std::sqrt(std::max(0.0, sq / static_cast<double>(n) - age.mean * age.mean));
-  }
-  fill_summary(s.age, age);
+  fill_summary(s.age, pooled(ages));
+  fill_summary(s.transit, pooled(transits));
+  s.upstream_lost = upstream_lost;
   statistics_.publish(s);
 }
 

@@ -361,6 +361,8 @@ std::uint32_t Channel::register_endpoint(EndpointEntry* table, std::uint32_t siz
   e.age_samples.store(0, std::memory_order_relaxed);
   e.discarded.store(0, std::memory_order_relaxed);
   e.errors.store(0, std::memory_order_relaxed);
+  e.provenance_cut.store(0, std::memory_order_relaxed);
+  e.upstream_lost.store(0, std::memory_order_relaxed);
   // relaxed: the RMW alone makes ids unique; nothing else is ordered by it.
   id = static_cast<std::uint32_t>(header_->next_endpoint_id.fetch_add(1, std::memory_order_relaxed) + 1);
   fill_entry(e, node, id);

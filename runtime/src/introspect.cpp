@@ -87,6 +87,7 @@ void collect_endpoints(const EndpointEntry* table, std::uint32_t n, bool publish
     ev.discarded = table[i].discarded.load(std::memory_order_relaxed);
     ev.errors = table[i].errors.load(std::memory_order_relaxed);
     ev.provenance_cut = table[i].provenance_cut.load(std::memory_order_relaxed);
+    ev.upstream_lost = table[i].upstream_lost.load(std::memory_order_relaxed);
     out.push_back(std::move(ev));
   }
 }
@@ -133,12 +134,13 @@ std::uint64_t ChannelReader::read_stamps_since(TimeListCursor& cursor, std::vect
 
 void ChannelReader::reset_age_extremes() const {
   const Channel& ch = *impl_->channel;
-  for (std::uint32_t i = 0; i < kMaxSubscribers; ++i) {
-    EndpointEntry& e = ch.subscriber(i);
-    if (endpoint_phase(e.state.load(std::memory_order_acquire)) != kEndpointLive) continue;
+  const auto reset = [](EndpointEntry& e) {
+    if (endpoint_phase(e.state.load(std::memory_order_acquire)) != kEndpointLive) return;
     e.age_min_ns.store(UINT64_MAX, std::memory_order_relaxed);
     e.age_max_ns.store(0, std::memory_order_relaxed);
-  }
+  };
+  for (std::uint32_t i = 0; i < kMaxSubscribers; ++i) reset(ch.subscriber(i));
+  for (std::uint32_t i = 0; i < kMaxPublishers; ++i) reset(ch.publisher(i));
 }
 
 void ChannelReader::snapshot(TimeListSnapshot& out) const {

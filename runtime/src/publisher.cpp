@@ -383,4 +383,14 @@ std::size_t Publisher::max_message_size() const noexcept { return impl_->max_siz
 std::uint64_t Publisher::published() const noexcept { return impl_->entry->messages.load(std::memory_order_relaxed); }
 std::uint64_t Publisher::dropped() const noexcept { return impl_->entry->dropped().load(std::memory_order_relaxed); }
 
+void Publisher::record_transit(std::int64_t ns) noexcept {
+  impl_->entry->add_age_sample(ns > 0 ? static_cast<std::uint64_t>(ns) : 0);
+}
+
+void Publisher::count_upstream_lost(std::uint64_t n) noexcept {
+  // Single writer (this publisher): relaxed load and store, statistics.
+  auto& lost = impl_->entry->upstream_lost;
+  lost.store(lost.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+}
+
 }  // namespace shmbus

@@ -61,17 +61,7 @@ struct Subscriber::Impl {
   /// single-writer stores, every age_sample_every-th take.
   void record_age(std::int64_t publish_time_ns) noexcept {
     const std::int64_t now = mono_now_ns();
-    entry->age_samples.store(entry->age_samples.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-    const std::uint64_t age = now > publish_time_ns ? static_cast<std::uint64_t>(now - publish_time_ns) : 0;
-    entry->age_sum_ns.store(entry->age_sum_ns.load(std::memory_order_relaxed) + age, std::memory_order_relaxed);
-    const double s = static_cast<double>(age) * 1e-9;
-    entry->age_sum_sq_s2.store(entry->age_sum_sq_s2.load(std::memory_order_relaxed) + s * s, std::memory_order_relaxed);
-    if (age < entry->age_min_ns.load(std::memory_order_relaxed)) {
-      entry->age_min_ns.store(age, std::memory_order_relaxed);
-    }
-    if (age > entry->age_max_ns.load(std::memory_order_relaxed)) {
-      entry->age_max_ns.store(age, std::memory_order_relaxed);
-    }
+    entry->add_age_sample(now > publish_time_ns ? static_cast<std::uint64_t>(now - publish_time_ns) : 0);
   }
 
   void count_lost(std::uint64_t n) noexcept {

@@ -126,6 +126,14 @@ TEST(MetricsTest, ExpositionHasEveryFamilyWithDomainAndChannelLabels) {
   s.age.count = 10;
   s.age.mean = 0.001;
   c.subscriber_stats.push_back(s);
+  PublisherStatus gw;  // a gateway's import
+  gw.node = "shmbus-gateway@host-a";
+  gw.pid = 78;
+  gw.published = 500;
+  gw.upstream_lost = 3;
+  gw.transit.count = 20;
+  gw.transit.mean = 0.0004;
+  c.publisher_stats.push_back(gw);
   const std::string text = render_metrics("robot", {c}, DaemonFigures{0.0002, 5, 1, 0});
   for (const char* family :
        {"shmbus_channel_frequency_hz", "shmbus_channel_alert_level", "shmbus_channel_messages_total",
@@ -143,6 +151,13 @@ TEST(MetricsTest, ExpositionHasEveryFamilyWithDomainAndChannelLabels) {
                       "\"fusion\",pid=\"77\"} 0.001\n"),
             std::string::npos);
   EXPECT_NE(text.find("shmbus_daemon_scan_duration_seconds{domain=\"robot\"} 0.0002\n"), std::string::npos);
+  const std::string gw_labels = "{domain=\"robot\",channel=\"/cam\\\"era\",node=\"shmbus-gateway@host-a\",pid=\"78\"}";
+  EXPECT_NE(text.find("shmbus_publisher_published_total" + gw_labels + " 500\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("shmbus_publisher_upstream_lost_total" + gw_labels + " 3\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("shmbus_publisher_transit_seconds{domain=\"robot\",channel=\"/cam\\\"era\",stat=\"mean\",node="
+                      "\"shmbus-gateway@host-a\",pid=\"78\"} 0.0004\n"),
+            std::string::npos)
+      << text;
 }
 
 TEST(WebhookTest, BodyIsAnAlertmanagerV2PostableAlertsArray) {

@@ -72,6 +72,18 @@ struct GatewayProcess {
   std::unique_ptr<ChildProcess> process;
 };
 
+/// shmtool info --json of `channel` in `domain`.
+json info_of(const std::string& domain, const std::string& channel) {
+  ChildProcess info({kShmtool, "info", channel, "--json"}, false, std::vector<std::string>{"SHMBUS_DOMAIN=" + domain});
+  info.wait(10s);
+  try {
+    return json::parse(info.output());
+  } catch (const json::exception&) {
+    ADD_FAILURE() << "shmtool info said: " << info.output();
+    return json::object();
+  }
+}
+
 std_msgs::String text(const std::string& s) {
   std_msgs::String m{};
   m.data.assign(s);
@@ -121,6 +133,16 @@ TEST(GatewayTest, TwoDomainsCarryTypedChannelsBothWaysDecodableAndNamedAfterThei
   const auto view = shmbus::introspect::ChannelReader(b.domain(), "/gw/a_out").view();
   EXPECT_EQ(view.type_name, "std_msgs/String");
   EXPECT_EQ(view.type_hash, std_msgs::String::kTypeHash);
+  // Each message's transit (receive minus the origin's wall stamp) is on
+  // the gateway's publisher: shmtool info shows it.
+  const json info = info_of(b.domain(), "/gw/a_out");
+  ASSERT_EQ(info["publishers"].size(), 1U) << info.dump();
+  const json& gw = info["publishers"][0];
+  EXPECT_EQ(gw["node"], std::string("shmbus-gateway@") + host.data());
+  ASSERT_TRUE(gw["transit_mean_s"].is_number()) << gw.dump();
+  EXPECT_GT(gw["transit_mean_s"].get<double>(), 0.0);
+  EXPECT_LT(gw["transit_mean_s"].get<double>(), 1.0);
+  EXPECT_EQ(gw["upstream_lost"], 0);
 }
 
 TEST(GatewayTest, WildcardsBothWaysCarryEachMessageExactlyOnce) {
@@ -208,6 +230,10 @@ TEST(GatewayTest, AKilledGatewayRestartsResumesAndTheLossIsCounted) {
   const std::uint64_t lost = std::stoull(out.substr(at + 23));
   EXPECT_GE(lost, 150U) << out;
   EXPECT_LE(lost, 1200U) << out;
+  // Shown where shmtool looks: on the gateway's publisher of the channel.
+  const json info = info_of(b.domain(), "/gw/steady");
+  ASSERT_FALSE(info["publishers"].empty()) << info.dump();
+  EXPECT_EQ(info["publishers"][0]["upstream_lost"], lost) << info.dump();
   pub->signal(SIGTERM);
   pub->wait(5s);
 }

@@ -19,9 +19,11 @@
 #include "shmbus/introspect.hpp"
 #include "shmbus/subscriber.hpp"
 #include "shmbus_msgs/Alert.hpp"
+#include "shmbus_msgs/Statistics.hpp"
 #include "std_msgs/String.hpp"
 #include "support/channel_checks.hpp"
 #include "support/test_domain.hpp"
+#include "support/two_hosts.hpp"
 
 namespace {
 
@@ -36,56 +38,19 @@ const std::string kGateway = SHMBUS_GATEWAY_PATH;
 const std::string kShmtool = SHMTOOL_PATH;
 const std::string kShmbusd = SHMBUSD_PATH;
 
-/// Runs `ip ARGS...`; its exit status and what it printed.
-std::pair<int, std::string> ip(const std::vector<std::string>& args) {
-  std::vector<std::string> argv{"/usr/bin/env", "ip"};
-  argv.insert(argv.end(), args.begin(), args.end());
-  ChildProcess p(argv, true);
-  const int status = p.wait(10s);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, p.output()};
-}
-
-/// Host A and host B: namespaces, the veth pair, 10.213.0.1 and .2/24.
+/// The fixture: both hosts (skipped without root), a gateway in each.
 class TwoHosts : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (::geteuid() != 0) GTEST_SKIP() << "two-host tests need root to create network namespaces (CI runs as root)";
-    const std::string tag = std::to_string(::getpid());
-    ns_ = {"shmbus_a" + tag, "shmbus_b" + tag};
-    const std::string va = "sbva" + tag, vb = "sbvb" + tag;
-    const auto [rc, out] = ip({"netns", "add", ns_[0]});
-    if (rc != 0) GTEST_SKIP() << "cannot create a network namespace here (" << out << "); run as root with iproute2";
-    created_ = true;
-    const std::vector<std::vector<std::string>> steps{
-        {"netns", "add", ns_[1]},
-        {"link", "add", va, "type", "veth", "peer", "name", vb},
-        {"link", "set", va, "netns", ns_[0]},
-        {"link", "set", vb, "netns", ns_[1]},
-        {"-n", ns_[0], "addr", "add", address_[0] + "/24", "dev", va},
-        {"-n", ns_[1], "addr", "add", address_[1] + "/24", "dev", vb},
-        {"-n", ns_[0], "link", "set", va, "up"},
-        {"-n", ns_[1], "link", "set", vb, "up"},
-        {"-n", ns_[0], "link", "set", "lo", "up"},
-        {"-n", ns_[1], "link", "set", "lo", "up"},
-    };
-    for (const auto& step : steps) {
-      const auto [src, sout] = ip(step);
-      ASSERT_EQ(src, 0) << "ip " << ::testing::PrintToString(step) << ": " << sout;
-    }
-    veth_ = {va, vb};
+    hosts_ = std::make_unique<shmbus::test::TwoHosts>();
+    if (!hosts_->error().empty()) GTEST_SKIP() << hosts_->error();
   }
   void TearDown() override {
     gateways_.clear();  // SIGTERM, before their namespaces go
-    if (!created_) return;
-    for (const auto& ns : ns_) ip({"netns", "del", ns});  // the veth pair goes with them
+    hosts_.reset();
   }
-
-  /// Cyclone on host `i`'s veth only, finding the other host by unicast.
-  [[nodiscard]] std::string dds_config(int i) const {
-    return "<CycloneDDS><Domain id=\"any\"><General><Interfaces><NetworkInterface name=\"" + veth_[i] +
-           "\"/></Interfaces><AllowMulticast>false</AllowMulticast></General><Discovery>"
-           "<ParticipantIndex>auto</ParticipantIndex><Peers><Peer address=\"" +
-           address_[1 - i] + "\"/></Peers></Discovery></Domain></CycloneDDS>";
+  ~TwoHosts() override {
+    for (const auto& f : files_) std::filesystem::remove(f);
   }
 
   /// The gateway of host `i` for `domain`, with `config` as its file.
@@ -93,21 +58,14 @@ class TwoHosts : public ::testing::Test {
     const auto path = std::filesystem::temp_directory_path() / (domain + "_gateway.toml");
     std::ofstream(path) << "domain = \"" << domain << "\"\n" << config;
     files_.push_back(path);
-    gateways_.push_back(std::make_unique<ChildProcess>(
-        std::vector<std::string>{"/usr/bin/env", "ip", "netns", "exec", ns_[i], kGateway, "--config", path.string()},
-        true, std::vector<std::string>{"CYCLONEDDS_URI=" + dds_config(i)}));
+    gateways_.push_back(
+        std::make_unique<ChildProcess>(hosts_->on(i, {kGateway, "--config", path.string()}), true,
+                                       std::vector<std::string>{"CYCLONEDDS_URI=" + hosts_->dds_config(i)}));
     EXPECT_TRUE(gateways_.back()->wait_for_output("carrying domain", 10s)) << gateways_.back()->output();
     return *gateways_.back();
   }
 
-  ~TwoHosts() override {
-    for (const auto& f : files_) std::filesystem::remove(f);
-  }
-
-  std::array<std::string, 2> ns_;
-  std::array<std::string, 2> veth_;
-  const std::array<std::string, 2> address_{"10.213.0.1", "10.213.0.2"};
-  bool created_ = false;
+  std::unique_ptr<shmbus::test::TwoHosts> hosts_;
   std::vector<std::unique_ptr<ChildProcess>> gateways_;
   std::vector<std::filesystem::path> files_;
 };
@@ -123,7 +81,8 @@ std::unique_ptr<ChildProcess> publisher(const std::string& domain, const std::st
 // a quick monitor.
 const std::string kHostBConfig =
     "[[channel]]\nname = \"/gw/rate\"\nthresholds_hz = [180.0, 220.0, 260.0]\n\n"
-    "[monitor]\nscan_period = \"50ms\"\ndebounce_scans = 2\nmetrics_listen = \"off\"\n\n";
+    "[monitor]\nscan_period = \"50ms\"\ndebounce_scans = 2\nmetrics_listen = \"off\"\nstatistics_period = "
+    "\"500ms\"\n\n";
 
 TEST_F(TwoHosts, ChannelsCrossBothWaysDecodedEqualAndShmbusdOnBAlertsWhenAsPublisherStops) {
   shmbus::test::TestDomain a, b;
@@ -148,10 +107,21 @@ TEST_F(TwoHosts, ChannelsCrossBothWaysDecodedEqualAndShmbusdOnBAlertsWhenAsPubli
   std::ofstream(config) << "domain = \"" << b.domain() << "\"\n" << kHostBConfig;
   files_.push_back(config);
   shmbus::TypedSubscriber<shmbus_msgs::Alert> alerts("/shmbus/alerts", b.context());
+  shmbus::TypedSubscriber<shmbus_msgs::Statistics> statistics("/shmbus/statistics", b.context());
   ChildProcess shmbusd({kShmbusd, "--foreground", "--config", config.string()}, true);
   ASSERT_TRUE(shmbusd.wait_for_output("watching domain", 10s)) << shmbusd.output();
-  // Two windows at 200 Hz as received: nominal, nothing raised.
+  // Two windows at 200 Hz as received: nominal, nothing raised; the
+  // statistics carry the cross-host transit of the channel.
   std::this_thread::sleep_for(2s);
+  bool transit = false;
+  while (auto st = statistics.take()) {
+    if (st->channel.view() != "/gw/rate" || st->transit.count == 0) continue;
+    transit = true;
+    EXPECT_GT(st->transit.mean, 0.0);
+    EXPECT_LT(st->transit.mean, 0.5) << "seconds across a veth pair";
+    EXPECT_EQ(st->upstream_lost, 0U);
+  }
+  EXPECT_TRUE(transit) << "no statistics of /gw/rate with transit samples: " << shmbusd.poll_output();
   while (auto alert = alerts.take()) {
     EXPECT_FALSE(alert->channel.view() == "/gw/rate" && alert->new_level >= shmbus_msgs::Alert::LEVEL_DEGRADED)
         << "raised while A published: " << shmbusd.poll_output();

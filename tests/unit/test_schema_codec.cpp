@@ -209,8 +209,10 @@ TEST(SchemaGoldenTest, ShippedMessagesHaveTheDocumentedLayout) {
   EXPECT_EQ(offsetof(sensor_msgs::Image, step), 92U);
   EXPECT_EQ(offsetof(sensor_msgs::Image, data_count), 96U);
   EXPECT_EQ(sizeof(shmbus_msgs::StatisticSummary), 40U);
-  EXPECT_EQ(sizeof(shmbus_msgs::Statistics), 296U);
+  EXPECT_EQ(sizeof(shmbus_msgs::Statistics), 344U);
   EXPECT_EQ(offsetof(shmbus_msgs::Statistics, period), 216U);
+  EXPECT_EQ(offsetof(shmbus_msgs::Statistics, transit), 296U);  // after age
+  EXPECT_EQ(offsetof(shmbus_msgs::Statistics, upstream_lost), 336U);
   EXPECT_EQ(sizeof(shmbus_msgs::Alert), 216U);
   EXPECT_EQ(offsetof(shmbus_msgs::Alert, frequency_hz), 176U);
   EXPECT_EQ(shmbus_msgs::Alert::LEVEL_CRITICAL, 3);

@@ -150,6 +150,10 @@ Json endpoints_json(const std::vector<introspect::EndpointView>& endpoints, bool
       e["published"] = p.messages;
       e["dropped"] = p.dropped;
       e["inputs_cut"] = p.provenance_cut;
+      // A gateway's import: what it lost between the hosts, and the transit.
+      e["upstream_lost"] = p.upstream_lost;
+      e["transit_mean_s"] = json_number(age_mean_s(p));
+      e["transit_max_s"] = p.age_min_ns != UINT64_MAX ? Json(static_cast<double>(p.age_max_ns) / 1e9) : Json();
     } else {
       e["received"] = p.messages;
       e["lost"] = p.lost;
@@ -248,10 +252,27 @@ std::string info_summary(const InfoFacts& f, bool colour) {
 std::string info_endpoints(const introspect::ChannelView& v) {
   std::string out = fmt::format("publishers ({}):\n", v.publishers.size());
   if (!v.publishers.empty()) {
-    Table p({"ID>", "PID>", "NODE", "STATE", "PUBLISHED>", "DROPPED>", "INPUTS CUT>"});
+    // Gateways' imports (publishers with transit samples or upstream
+    // losses) add what they lost between the hosts and the transit.
+    const bool remote = std::any_of(v.publishers.begin(), v.publishers.end(),
+                                    [](const auto& e) { return e.age_samples != 0 || e.upstream_lost != 0; });
+    std::vector<std::string> head{"ID>", "PID>", "NODE", "STATE", "PUBLISHED>", "DROPPED>", "INPUTS CUT>"};
+    if (remote) head.insert(head.end(), {"LOST UPSTREAM>", "TRANSIT MEAN>", "TRANSIT MAX>"});
+    Table p(head);
     for (const auto& e : v.publishers) {
-      p.add({std::to_string(e.id), std::to_string(e.pid), e.node, e.alive ? "alive" : "dead",
-             std::to_string(e.messages), std::to_string(e.dropped), std::to_string(e.provenance_cut)});
+      std::vector<std::string> row{std::to_string(e.id),
+                                   std::to_string(e.pid),
+                                   e.node,
+                                   e.alive ? "alive" : "dead",
+                                   std::to_string(e.messages),
+                                   std::to_string(e.dropped),
+                                   std::to_string(e.provenance_cut)};
+      if (remote) {
+        row.insert(row.end(),
+                   {std::to_string(e.upstream_lost), human_seconds(age_mean_s(e)),
+                    e.age_min_ns != UINT64_MAX ? human_seconds(static_cast<double>(e.age_max_ns) / 1e9) : "-"});
+      }
+      p.add(row);
     }
     out += p.render(2);
   }

@@ -18,6 +18,8 @@
 #include <mutex>
 #include <random>
 #include <set>
+#include <span>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -154,8 +156,10 @@ struct Gateway::Impl {
     dds_waitset_set_trigger(waitset.get(), true);
     exporter.join();
     importer.join();
-    // The shmbus side goes before the participant (declaration order does
-    // the rest: readers and writers with it).
+    // The import readers first (dds_delete waits for a listener call in
+    // progress, which takes import_mutex: not held here), then the shmbus
+    // side, then the participant with the rest (declaration order).
+    for (auto& imp : imports) imp->reader.reset();
     exports.clear();
     imports.clear();
   }
@@ -329,22 +333,30 @@ struct Gateway::Impl {
     bool refused = false;
   };
   struct Import {
+    Impl* owner = nullptr;
     std::string channel;
     dds::Entity topic;
     dds::Entity reader;
     std::map<std::pair<std::string, std::string>, Origin> origins;  ///< by origin host and domain
   };
-  struct Pending {
-    std::string channel;
-    std::vector<std::uint8_t> payload;
-    std::string type_name;
+  /// A received envelope, pointing into the DDS sample (or a Pending).
+  struct Received {
+    std::string_view type_name;
     std::uint64_t type_hash = 0;
     std::uint64_t seq = 0;
     std::int64_t publish_wall_ns = 0;
     std::uint64_t origin_lost = 0;
-    std::string origin_host;
-    std::string origin_domain;
+    std::string_view origin_host;
+    std::string_view origin_domain;
     std::uint64_t origin_gateway = 0;
+    std::span<const std::uint8_t> payload;
+  };
+  /// A received envelope held (owned) until its schema arrives.
+  struct Pending {
+    std::string channel;
+    std::string type_name, origin_host, origin_domain;
+    std::vector<std::uint8_t> payload;
+    Received r;  ///< its views point into the strings and payload above
   };
 
   void import_loop() {
@@ -361,8 +373,6 @@ struct Gateway::Impl {
         try {
           if (reader == publications.get()) {
             take_publications();
-          } else if (const auto it = import_by_reader.find(reader); it != import_by_reader.end()) {
-            take_messages(*it->second);
           } else {
             take_schemas(reader);
           }
@@ -408,37 +418,60 @@ struct Gateway::Impl {
   void start_import(const std::string& channel, const GatewayRule& rule) {
     RuleEndpoints& endpoints = endpoints_of(rule);
     auto imp = std::make_unique<Import>();
+    imp->owner = this;
     imp->channel = channel;
     const std::string topic = std::string{kTopicPrefix} + channel;
     imp->topic = dds::Entity(dds_create_topic(participant.get(), message_topic_desc, topic.c_str(), nullptr, nullptr),
                              "topic " + topic);
-    imp->reader = dds::Entity(
-        dds_create_reader(endpoints.subscriber.get(), imp->topic.get(), endpoints.endpoint_qos.get(), nullptr),
-        "reader of " + topic);
-    attach(imp->reader.get());
-    import_by_reader[imp->reader.get()] = imp.get();
+    // Messages are published here from Cyclone's receive thread, in a
+    // listener: no hand-over to another thread on the way (ddsperf's pong
+    // answers the same way). Not under import_mutex: the listener may run
+    // at once and takes it.
+    dds_listener_t* listener = dds_create_listener(imp.get());
+    dds_lset_data_available(listener, &Impl::on_data);
+    const dds_entity_t reader =
+        dds_create_reader(endpoints.subscriber.get(), imp->topic.get(), endpoints.endpoint_qos.get(), listener);
+    dds_delete_listener(listener);
+    imp->reader = dds::Entity(reader, "reader of " + topic);
     spdlog::info("import {} <- DDS topic {}{}", channel, topic,
                  rule.partition.empty() ? "" : " in partition " + rule.partition);
-    imports.push_back(std::move(imp));
+    {
+      const std::lock_guard lock(import_mutex);
+      imports.push_back(std::move(imp));
+    }
     imported_channels.fetch_add(1, std::memory_order_relaxed);
+  }
+
+  /// Cyclone's data-available listener of an import's reader.
+  static void on_data(dds_entity_t /*reader*/, void* arg) {
+    auto& imp = *static_cast<Import*>(arg);
+    Impl& self = *imp.owner;
+    const std::lock_guard lock(self.import_mutex);
+    try {
+      self.take_messages(imp);
+    } catch (const std::exception& e) {
+      spdlog::error("import {}: {}", imp.channel, e.what());
+    }
   }
 
   void take_schemas(dds_entity_t reader) {
     std::array<void*, 16> samples{};
     std::array<dds_sample_info_t, 16> infos{};
+    std::vector<TypeInfo> got;
     for (;;) {
       const dds_return_t n = dds_take(reader, samples.data(), infos.data(), samples.size(), samples.size());
-      if (n <= 0) return;
-      std::vector<std::uint64_t> fresh;
+      if (n <= 0) break;
       for (dds_return_t i = 0; i < n; ++i) {
         if (!infos[static_cast<std::size_t>(i)].valid_data) continue;
         const auto* s = static_cast<const shmbus_gateway_Schema*>(samples[static_cast<std::size_t>(i)]);
-        if (schemas.emplace(s->type_hash, TypeInfo{s->type_name, s->type_hash, s->text}).second) {
-          fresh.push_back(s->type_hash);
-        }
+        got.push_back(TypeInfo{s->type_name, s->type_hash, s->text});
       }
       dds_return_loan(reader, samples.data(), n);
-      for (const std::uint64_t hash : fresh) flush_pending(hash);
+    }
+    const std::lock_guard lock(import_mutex);
+    for (TypeInfo& t : got) {
+      const std::uint64_t hash = t.hash;
+      if (schemas.emplace(hash, std::move(t)).second) flush_pending(hash);
     }
   }
 
@@ -453,17 +486,14 @@ struct Gateway::Impl {
         if (!infos[static_cast<std::size_t>(i)].valid_data) continue;
         const auto* m = static_cast<const shmbus_gateway_Message*>(samples[static_cast<std::size_t>(i)]);
         if (m->origin_gateway == self) continue;
-        Pending p{
-            imp.channel,      std::vector<std::uint8_t>(m->payload._buffer, m->payload._buffer + m->payload._length),
-            m->type_name,     m->type_hash,
-            m->seq,           m->publish_wall_ns,
-            m->origin_lost,   m->origin_host,
-            m->origin_domain, m->origin_gateway};
-        if (p.type_hash != 0 && !schemas.contains(p.type_hash)) {
-          hold(std::move(p));
+        const Received r{m->type_name,       m->type_hash,      m->seq,
+                         m->publish_wall_ns, m->origin_lost,    m->origin_host,
+                         m->origin_domain,   m->origin_gateway, {m->payload._buffer, m->payload._length}};
+        if (r.type_hash != 0 && !schemas.contains(r.type_hash)) {
+          hold(imp.channel, r);
           continue;
         }
-        deliver(imp, p, now_wall);
+        deliver(imp, r, now_wall);
       }
       dds_return_loan(imp.reader.get(), samples.data(), n);
     }
@@ -471,45 +501,52 @@ struct Gateway::Impl {
 
   /// A message whose schema has not arrived yet: held (bounded), delivered
   /// when it does.
-  void hold(Pending p) {
+  void hold(const std::string& channel, const Received& r) {
     if (pending.size() >= kPendingLimit) {
       refused.fetch_add(1, std::memory_order_relaxed);
       const std::int64_t now = mono_now_ns();
       if (now - last_pending_warning >= 1'000'000'000) {
         last_pending_warning = now;
-        spdlog::warn("import {}: no schema for {} has arrived; messages refused until it does", p.channel, p.type_name);
+        spdlog::warn("import {}: no schema for {} has arrived; messages refused until it does", channel, r.type_name);
       }
       return;
     }
+    auto p = std::make_unique<Pending>(Pending{channel, std::string{r.type_name}, std::string{r.origin_host},
+                                               std::string{r.origin_domain},
+                                               std::vector<std::uint8_t>(r.payload.begin(), r.payload.end()), r});
+    p->r.type_name = p->type_name;
+    p->r.origin_host = p->origin_host;
+    p->r.origin_domain = p->origin_domain;
+    p->r.payload = p->payload;
     pending.push_back(std::move(p));
   }
 
   void flush_pending(std::uint64_t hash) {
-    std::deque<Pending> keep;
+    std::deque<std::unique_ptr<Pending>> keep;
     const std::int64_t now_wall = wall_now_ns();
-    for (Pending& p : pending) {
-      if (p.type_hash != hash) {
+    for (auto& p : pending) {
+      if (p->r.type_hash != hash) {
         keep.push_back(std::move(p));
         continue;
       }
       for (auto& imp : imports) {
-        if (imp->channel == p.channel) deliver(*imp, p, now_wall);
+        if (imp->channel == p->channel) deliver(*imp, p->r, now_wall);
       }
     }
     pending.swap(keep);
   }
 
-  void deliver(Import& imp, const Pending& p, std::int64_t now_wall) {
-    Origin& o = imp.origins[{p.origin_host, p.origin_domain}];
+  void deliver(Import& imp, const Received& p, std::int64_t now_wall) {
+    Origin& o = imp.origins[{std::string{p.origin_host}, std::string{p.origin_domain}}];
     if (o.refused) {
       refused.fetch_add(1, std::memory_order_relaxed);
       return;
     }
     if (!o.publisher) {
       TypeInfo type = p.type_hash == 0 ? TypeInfo::bytes() : schemas.at(p.type_hash);
-      type.name = p.type_name;
+      type.name = std::string{p.type_name};
       PublisherOptions po;
-      po.node = ("shmbus-gateway@" + p.origin_host).substr(0, 63);
+      po.node = fmt::format("shmbus-gateway@{}", p.origin_host).substr(0, 63);
       try {
         o.publisher = std::make_unique<Publisher>(imp.channel, type, context, po);
       } catch (const Error& e) {
@@ -535,6 +572,7 @@ struct Gateway::Impl {
       const std::uint64_t origin_lost = p.origin_lost >= o.origin_lost ? p.origin_lost - o.origin_lost : 0;
       const std::uint64_t lost = gap - std::min(gap, origin_lost);
       transit_lost.fetch_add(lost, std::memory_order_relaxed);
+      if (lost != 0) o.publisher->count_upstream_lost(lost);
       if (restarted) {
         spdlog::warn("import {} from {}: its gateway restarted; {} messages were lost meanwhile", imp.channel,
                      p.origin_host, lost);
@@ -550,6 +588,7 @@ struct Gateway::Impl {
     }
     messages_received.fetch_add(1, std::memory_order_relaxed);
     const std::int64_t latency = now_wall - p.publish_wall_ns;
+    o.publisher->record_transit(latency);
     latency_samples.fetch_add(1, std::memory_order_relaxed);
     latency_sum_ns.fetch_add(latency, std::memory_order_relaxed);
     std::int64_t max = latency_max_ns.load(std::memory_order_relaxed);
@@ -599,10 +638,11 @@ struct Gateway::Impl {
 
   // Import thread only.
   std::set<std::string> imported;
+  // The import thread and Cyclone's listeners (its receive threads).
+  std::mutex import_mutex;
   std::vector<std::unique_ptr<Import>> imports;
-  std::map<dds_entity_t, Import*> import_by_reader;
   std::map<std::uint64_t, TypeInfo> schemas;
-  std::deque<Pending> pending;
+  std::deque<std::unique_ptr<Pending>> pending;
   std::int64_t last_pending_warning = 0;
 
   std::atomic<bool> stopping{false};

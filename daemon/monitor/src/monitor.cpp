@@ -21,6 +21,15 @@ const char* to_string(Level l) noexcept {
   }
 }
 
+namespace {
+/// An endpoint's cumulative age (or transit) sums at the previous refresh.
+struct AgeBase {
+  std::uint64_t samples = 0;
+  std::uint64_t sum_ns = 0;
+  double sum_sq_s2 = 0;
+};
+}  // namespace
+
 /// Per channel: the stamps of the current window (a local copy, ascending),
 /// the read cursor into the shared time list, and the level state.
 struct Monitor::Tracked {
@@ -32,16 +41,39 @@ struct Monitor::Tracked {
   std::int64_t overwritten_at = 0;  ///< the first stamp after the last stamps lost to overwriting
   Debouncer debouncer;
   bool truncation_reported = false;
-  /// A subscriber's cumulative age sums at the previous refresh.
-  struct AgeBase {
-    std::uint64_t samples = 0;
-    std::uint64_t sum_ns = 0;
-    double sum_sq_s2 = 0;
-  };
-  /// Per subscriber id, for the differences over one statistics period.
+  /// Per endpoint id (subscribers' ages, then publishers' transits, ids
+  /// being unique per channel), for the differences over one period.
   std::map<std::uint32_t, AgeBase> age_base;
   ChannelStatus status;
 };
+
+namespace {
+
+/// An endpoint's age (or transit) over the statistics period: differences
+/// of the cumulative sums since the previous refresh (`base`, updated);
+/// min/max since the previous reset.
+Summary age_since(const introspect::EndpointView& e, AgeBase& base) {
+  Summary out;
+  const std::uint64_t n = e.age_samples - std::min(base.samples, e.age_samples);
+  out.count = n;
+  if (n != 0) {
+    const double sum = static_cast<double>(e.age_sum_ns - std::min(base.sum_ns, e.age_sum_ns)) / 1e9;
+    const double sq = e.age_sum_sq_s2 - base.sum_sq_s2;
+    const double mean = sum / static_cast<double>(n);
+    out.mean = mean;
+    out.stddev = std::sqrt(std::max(0.0, sq / static_cast<double>(n) - mean * mean));
+    // No extremes since the last reset: a sample raced the reset, or (an
+    // observer) the owner's window has just begun. Unknown, not 0.
+    if (e.age_min_ns != UINT64_MAX) {
+      out.min = static_cast<double>(e.age_min_ns) / 1e9;
+      out.max = static_cast<double>(e.age_max_ns) / 1e9;
+    }
+  }
+  base = AgeBase{e.age_samples, e.age_sum_ns, e.age_sum_sq_s2};
+  return out;
+}
+
+}  // namespace
 
 Monitor::Monitor(Config config, Role role) : config_(std::move(config)), role_(role) {}
 Monitor::~Monitor() = default;
@@ -182,27 +214,22 @@ void Monitor::refresh_statistics() {
       st.pid = s.pid;
       st.received = s.messages;
       st.lost = s.lost;
-      // Age over the statistics period: differences of the cumulative sums since the
-      // previous refresh; min/max since the previous reset.
-      const auto it = t.age_base.find(s.id);
-      const Tracked::AgeBase base = it != t.age_base.end() ? it->second : Tracked::AgeBase{};
-      const std::uint64_t n = s.age_samples - std::min(base.samples, s.age_samples);
-      st.age.count = n;
-      if (n != 0) {
-        const double sum = static_cast<double>(s.age_sum_ns - std::min(base.sum_ns, s.age_sum_ns)) / 1e9;
-        const double sq = s.age_sum_sq_s2 - base.sum_sq_s2;
-        const double mean = sum / static_cast<double>(n);
-        st.age.mean = mean;
-        st.age.stddev = std::sqrt(std::max(0.0, sq / static_cast<double>(n) - mean * mean));
-        // No extremes since the last reset: a sample raced the reset, or (an
-        // observer) the owner's window has just begun. Unknown, not 0.
-        if (s.age_min_ns != UINT64_MAX) {
-          st.age.min = static_cast<double>(s.age_min_ns) / 1e9;
-          st.age.max = static_cast<double>(s.age_max_ns) / 1e9;
-        }
-      }
-      next_base[s.id] = Tracked::AgeBase{s.age_samples, s.age_sum_ns, s.age_sum_sq_s2};
+      AgeBase base = t.age_base[s.id];
+      st.age = age_since(s, base);
+      next_base[s.id] = base;
       t.status.subscriber_stats.push_back(std::move(st));
+    }
+    t.status.publisher_stats.clear();
+    for (const introspect::EndpointView& p : v.publishers) {
+      PublisherStatus st;
+      st.node = p.node;
+      st.pid = p.pid;
+      st.published = p.messages;
+      st.upstream_lost = p.upstream_lost;
+      AgeBase base = t.age_base[p.id];
+      st.transit = age_since(p, base);
+      next_base[p.id] = base;
+      t.status.publisher_stats.push_back(std::move(st));
     }
     t.age_base = std::move(next_base);
     if (role_ == Role::kOwner) t.reader.reset_age_extremes();

@@ -26,8 +26,9 @@ struct EndpointView {
   std::uint64_t dropped = 0;   ///< publishers: messages dropped (a claim given up)
   std::uint64_t lost = 0;      ///< subscribers: messages lost (overwritten or skipped)
   /// Subscribers: message age (take time - publish time), sampled every
-  /// age_sample_every-th take. Sums since the subscriber started (over
-  /// age_samples takes); min/max since the last
+  /// age_sample_every-th take. Publishers: the transit of what they carried
+  /// from another host (Publisher::record_transit; gateways). Sums since the
+  /// endpoint started (over age_samples samples); min/max since the last
   /// ChannelReader::reset_age_extremes() (min is UINT64_MAX before a sample).
   std::uint64_t age_sum_ns = 0;
   double age_sum_sq_s2 = 0;
@@ -41,6 +42,9 @@ struct EndpointView {
   /// Publishers: first-level inputs their messages could not cite (beyond
   /// kMaxProvenance per message).
   std::uint64_t provenance_cut = 0;
+  /// Publishers: messages lost before they reached it (a gateway's import:
+  /// lost between the hosts; Publisher::count_upstream_lost).
+  std::uint64_t upstream_lost = 0;
 };
 
 /// Everything a channel says about itself.
@@ -136,8 +140,9 @@ class ChannelReader {
   /// to overwriting before they were read.
   std::uint64_t read_stamps_since(TimeListCursor& cursor, std::vector<std::int64_t>& out) const;
 
-  /// Starts a new min/max window of every subscriber's message age (the
-  /// daemon calls it once per statistics window). Needs `writable`.
+  /// Starts a new min/max window of every endpoint's age (subscribers) and
+  /// transit (publishers); the daemon calls it once per statistics window.
+  /// Needs `writable`.
   void reset_age_extremes() const;
 
   /// A consistent snapshot of the time list: every stamp returned was

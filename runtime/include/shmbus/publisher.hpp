@@ -111,6 +111,14 @@ class Publisher {
   /// as given. Pass {} to go back to automatic provenance (input_scope.hpp).
   void set_provenance(std::span<const Provenance> inputs) noexcept;
 
+  /// For a publisher that carries messages from elsewhere (a gateway): one
+  /// message's transit, its receive time here minus its origin's publish
+  /// time (wall clocks), shown with the publisher (shmtool info) and in the
+  /// monitor's statistics. Negative values (clocks apart) count as 0.
+  void record_transit(std::int64_t ns) noexcept;
+  /// For the same: `n` messages lost before they reached this publisher.
+  void count_upstream_lost(std::uint64_t n) noexcept;
+
   /// Unique id of this publisher on the channel (MessageInfo::publisher_id).
   [[nodiscard]] std::uint32_t id() const noexcept;
   [[nodiscard]] const std::string& channel() const noexcept;

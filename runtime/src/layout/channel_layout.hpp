@@ -170,11 +170,24 @@ struct alignas(kCacheLine) EndpointEntry {
   /// Publishers: first-level inputs their messages could not cite (beyond
   /// kProvenanceEntries).
   std::atomic<std::uint64_t> provenance_cut;
-  std::uint64_t reserved1[3];
+  /// Publishers: messages lost before they reached this publisher (a
+  /// gateway's import: lost between the hosts). Its age_* fields then hold
+  /// each message's transit, receive time minus the origin's wall stamp.
+  std::atomic<std::uint64_t> upstream_lost;
+  std::uint64_t reserved1[2];
   char node[kNodeBytes];
 
   /// Publisher entries: messages the publisher dropped (a claim given up).
   std::atomic<std::uint64_t>& dropped() noexcept { return missed; }
+  /// One age (or transit) sample: relaxed single-writer stores, statistics.
+  void add_age_sample(std::uint64_t ns) noexcept {
+    age_samples.store(age_samples.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    age_sum_ns.store(age_sum_ns.load(std::memory_order_relaxed) + ns, std::memory_order_relaxed);
+    const double s = static_cast<double>(ns) * 1e-9;
+    age_sum_sq_s2.store(age_sum_sq_s2.load(std::memory_order_relaxed) + s * s, std::memory_order_relaxed);
+    if (ns < age_min_ns.load(std::memory_order_relaxed)) age_min_ns.store(ns, std::memory_order_relaxed);
+    if (ns > age_max_ns.load(std::memory_order_relaxed)) age_max_ns.store(ns, std::memory_order_relaxed);
+  }
   /// Subscriber entries: messages the subscriber lost (overwritten, skipped).
   std::atomic<std::uint64_t>& lost() noexcept { return missed; }
   [[nodiscard]] const std::atomic<std::uint64_t>& lost() const noexcept { return missed; }
@@ -282,6 +295,7 @@ inline constexpr std::uint64_t kChannelLayoutHash = layout_hash_of(
     sizeof(EndpointEntry), sizeof(EndpointEntry), kSlotPayloadOffset, offsetof(EndpointEntry, messages),
     offsetof(EndpointEntry, missed), offsetof(EndpointEntry, age_max_ns), offsetof(EndpointEntry, age_samples),
     offsetof(EndpointEntry, discarded), offsetof(EndpointEntry, errors), offsetof(EndpointEntry, provenance_cut),
-    offsetof(SlotHeader, processing_ns), kProvenanceEntries, kMaxPublishers, kMaxSubscribers);
+    offsetof(EndpointEntry, upstream_lost), offsetof(SlotHeader, processing_ns), kProvenanceEntries, kMaxPublishers,
+    kMaxSubscribers);
 
 }  // namespace shmbus::layout

@@ -13,8 +13,9 @@
 /// exporting and importing `*` carry each message exactly once each way.
 ///
 /// Threads: one exports (a WaitSet over the subscribers of the exported
-/// channels, discovery every 200 ms); one imports (a DDS waitset over the
-/// discovered topics, the schema topic and DDS's built-in publications).
+/// channels, discovery every 200 ms); one discovers imports (a DDS waitset
+/// over DDS's built-in publications and the schema topic); imported
+/// messages are published from Cyclone's receive thread, in a listener.
 
 #include <cstdint>
 #include <memory>

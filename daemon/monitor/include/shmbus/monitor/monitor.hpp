@@ -38,6 +38,17 @@ struct SubscriberStatus {
   Summary age;  ///< seconds
 };
 
+/// One publisher's counters, and the transit of what it carried from another
+/// host over the last statistics period (a gateway's import; count 0 for
+/// local publishers).
+struct PublisherStatus {
+  std::string node;
+  std::int32_t pid = 0;
+  std::uint64_t published = 0;
+  std::uint64_t upstream_lost = 0;  ///< lost before they reached it (between hosts)
+  Summary transit;                  ///< seconds, origin publish to receive here
+};
+
 /// What the monitor knows of one channel.
 struct ChannelStatus {
   std::string name;
@@ -54,6 +65,7 @@ struct ChannelStatus {
   std::uint32_t publishers = 0;
   std::uint32_t subscribers = 0;
   std::vector<SubscriberStatus> subscriber_stats;
+  std::vector<PublisherStatus> publisher_stats;
 };
 
 /// Thread-safety: one thread scans; others must not call in parallel.
