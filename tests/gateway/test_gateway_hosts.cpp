@@ -14,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include "gateway/exactly_once.hpp"
 #include "multiprocess/child_process.hpp"
 #include "shmbus/clock.hpp"
 #include "shmbus/introspect.hpp"
@@ -144,6 +145,15 @@ TEST_F(TwoHosts, ChannelsCrossBothWaysDecodedEqualAndShmbusdOnBAlertsWhenAsPubli
   shmbusd.wait(10s);
   pub_b->signal(SIGTERM);
   pub_b->wait(5s);
+}
+
+TEST_F(TwoHosts, WildcardsBothWaysCarryEachMessageExactlyOnce) {
+  shmbus::test::TestDomain a, b;
+  const std::string all = "[[gateway]]\nexport = [\"*\"]\nimport = [\"*\"]\n";
+  start_gateway(0, a.domain(), all);
+  start_gateway(1, b.domain(), all);
+  shmbus::test::expect_each_message_once_each_way(
+      a, b, [&] { return gateways_[0]->poll_output() + gateways_[1]->poll_output(); });
 }
 
 TEST_F(TwoHosts, TimingA200HzChannelArrivesWithinOnePercentOfItsRateBothWays) {

@@ -156,10 +156,17 @@ struct Gateway::Impl {
     dds_waitset_set_trigger(waitset.get(), true);
     exporter.join();
     importer.join();
-    // The import readers first (dds_delete waits for a listener call in
-    // progress, which takes import_mutex: not held here), then the shmbus
-    // side, then the participant with the rest (declaration order).
-    for (auto& imp : imports) imp->reader.reset();
+    // The import readers first: taken out of reach of the listener under
+    // its mutex, then deleted without it (dds_delete waits for a listener
+    // call in progress, which takes the mutex, finds nothing and returns);
+    // then the shmbus side, then the participant with the rest.
+    std::vector<dds::Entity> readers;
+    {
+      const std::lock_guard lock(import_mutex);
+      import_by_reader.clear();
+      for (auto& imp : imports) readers.push_back(std::move(imp->reader));
+    }
+    readers.clear();
     exports.clear();
     imports.clear();
   }
@@ -176,10 +183,18 @@ struct Gateway::Impl {
   // ------------------------------------------------------------- export
 
   struct Export {
+    Export(std::string name, std::string type, std::uint64_t hash, Subscriber sub, std::size_t max_size)
+        : channel(std::move(name)),
+          type_name(std::move(type)),
+          type_hash(hash),
+          subscriber(std::move(sub)),
+          buffer(max_size) {}
     std::string channel;
     std::string type_name;
     std::uint64_t type_hash = 0;
     Subscriber subscriber;
+    bool ever_matched = false;
+    std::uint64_t unread = 0;  ///< taken while no remote reader was matched, since the last one left
     dds::Entity topic;
     dds::Entity writer;
     std::vector<std::byte> buffer;
@@ -238,17 +253,9 @@ struct Gateway::Impl {
     RuleEndpoints& endpoints = endpoints_of(rule);
     SubscriberOptions so;
     so.node = "shmbus-gateway";
-    auto e =
-        std::make_unique<Export>(Export{name,
-                                        v.type_name,
-                                        v.type_hash,
-                                        Subscriber(name, TypeInfo{v.type_name, v.type_hash, v.schema}, context, so),
-                                        {},
-                                        {},
-                                        std::vector<std::byte>(v.max_message_size),
-                                        {},
-                                        0,
-                                        0});
+    auto e = std::make_unique<Export>(name, v.type_name, v.type_hash,
+                                      Subscriber(name, TypeInfo{v.type_name, v.type_hash, v.schema}, context, so),
+                                      v.max_message_size);
     const std::string topic = std::string{kTopicPrefix} + name;
     e->topic = dds::Entity(dds_create_topic(participant.get(), message_topic_desc, topic.c_str(), nullptr, nullptr),
                            "topic " + topic);
@@ -276,11 +283,28 @@ struct Gateway::Impl {
     return *std::find_if(rules.begin(), rules.end(), [&](const RuleEndpoints& e) { return e.rule == &rule; });
   }
 
+  /// Remote readers matched now by an export's writer.
+  static std::uint32_t remote_readers(const Export& e) {
+    dds_publication_matched_status_t st{};
+    return dds_get_publication_matched_status(e.writer.get(), &st) == DDS_RETCODE_OK ? st.current_count : 0;
+  }
+
   void drain(Export& e) {
     if (const std::uint64_t version = own_version.load(std::memory_order_acquire); version != e.own_version) {
       const std::lock_guard lock(own_mutex);
       e.own = own_ids[e.channel];
       e.own_version = version;
+    }
+    // Once a remote reader has been matched, a message taken while none is
+    // (the other gateway stopped) reaches nobody: discarded and counted on
+    // the subscriber (shmtool info), said when a reader is back.
+    const std::uint32_t readers = remote_readers(e);
+    if (readers > 0) {
+      e.ever_matched = true;
+      if (e.unread != 0) {
+        spdlog::warn("export {}: {} messages found no remote reader while none was matched", e.channel, e.unread);
+        e.unread = 0;
+      }
     }
     for (;;) {
       TakeResult r = e.subscriber.take(e.buffer);
@@ -295,6 +319,12 @@ struct Gateway::Impl {
       }
       if (e.own.contains(r.info.publisher_id)) {
         not_reexported.fetch_add(1, std::memory_order_relaxed);
+        continue;
+      }
+      if (readers == 0 && e.ever_matched) {
+        ++e.unread;
+        e.subscriber.count_discarded();
+        unmatched.fetch_add(1, std::memory_order_relaxed);
         continue;
       }
       shmbus_gateway_Message m{};
@@ -333,7 +363,6 @@ struct Gateway::Impl {
     bool refused = false;
   };
   struct Import {
-    Impl* owner = nullptr;
     std::string channel;
     dds::Entity topic;
     dds::Entity reader;
@@ -418,16 +447,16 @@ struct Gateway::Impl {
   void start_import(const std::string& channel, const GatewayRule& rule) {
     RuleEndpoints& endpoints = endpoints_of(rule);
     auto imp = std::make_unique<Import>();
-    imp->owner = this;
     imp->channel = channel;
     const std::string topic = std::string{kTopicPrefix} + channel;
     imp->topic = dds::Entity(dds_create_topic(participant.get(), message_topic_desc, topic.c_str(), nullptr, nullptr),
                              "topic " + topic);
     // Messages are published here from Cyclone's receive thread, in a
     // listener: no hand-over to another thread on the way (ddsperf's pong
-    // answers the same way). Not under import_mutex: the listener may run
-    // at once and takes it.
-    dds_listener_t* listener = dds_create_listener(imp.get());
+    // answers the same way). The reader is made without import_mutex (the
+    // listener takes it); the listener finds the import by its reader, under
+    // the mutex, once it is registered; what arrived before is taken then.
+    dds_listener_t* listener = dds_create_listener(this);
     dds_lset_data_available(listener, &Impl::on_data);
     const dds_entity_t reader =
         dds_create_reader(endpoints.subscriber.get(), imp->topic.get(), endpoints.endpoint_qos.get(), listener);
@@ -437,20 +466,23 @@ struct Gateway::Impl {
                  rule.partition.empty() ? "" : " in partition " + rule.partition);
     {
       const std::lock_guard lock(import_mutex);
-      imports.push_back(std::move(imp));
+      Import& registered = *imports.emplace_back(std::move(imp));
+      import_by_reader[reader] = &registered;
+      take_messages(registered);
     }
     imported_channels.fetch_add(1, std::memory_order_relaxed);
   }
 
-  /// Cyclone's data-available listener of an import's reader.
-  static void on_data(dds_entity_t /*reader*/, void* arg) {
-    auto& imp = *static_cast<Import*>(arg);
-    Impl& self = *imp.owner;
+  /// Cyclone's data-available listener of the import readers.
+  static void on_data(dds_entity_t reader, void* arg) {
+    Impl& self = *static_cast<Impl*>(arg);
     const std::lock_guard lock(self.import_mutex);
+    const auto it = self.import_by_reader.find(reader);
+    if (it == self.import_by_reader.end()) return;  // not registered yet: start_import takes it
     try {
-      self.take_messages(imp);
+      self.take_messages(*it->second);
     } catch (const std::exception& e) {
-      spdlog::error("import {}: {}", imp.channel, e.what());
+      spdlog::error("import {}: {}", it->second->channel, e.what());
     }
   }
 
@@ -605,6 +637,7 @@ struct Gateway::Impl {
     s.ring_lost = ring_lost.load(std::memory_order_relaxed);
     s.transit_lost = transit_lost.load(std::memory_order_relaxed);
     s.not_reexported = not_reexported.load(std::memory_order_relaxed);
+    s.unmatched = unmatched.load(std::memory_order_relaxed);
     s.refused = refused.load(std::memory_order_relaxed);
     s.latency_samples = latency_samples.load(std::memory_order_relaxed);
     s.latency_sum_ns = latency_sum_ns.load(std::memory_order_relaxed);
@@ -641,13 +674,14 @@ struct Gateway::Impl {
   // The import thread and Cyclone's listeners (its receive threads).
   std::mutex import_mutex;
   std::vector<std::unique_ptr<Import>> imports;
+  std::map<dds_entity_t, Import*> import_by_reader;
   std::map<std::uint64_t, TypeInfo> schemas;
   std::deque<std::unique_ptr<Pending>> pending;
   std::int64_t last_pending_warning = 0;
 
   std::atomic<bool> stopping{false};
   std::atomic<std::uint64_t> exported_channels{0}, imported_channels{0}, messages_sent{0}, messages_received{0},
-      ring_lost{0}, transit_lost{0}, not_reexported{0}, refused{0}, latency_samples{0};
+      ring_lost{0}, transit_lost{0}, not_reexported{0}, refused{0}, latency_samples{0}, unmatched{0};
   std::atomic<std::int64_t> latency_sum_ns{0}, latency_max_ns{0};
   std::thread exporter;
   std::thread importer;

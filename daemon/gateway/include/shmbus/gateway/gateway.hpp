@@ -34,6 +34,7 @@ struct GatewayStats {
   std::uint64_t ring_lost = 0;          ///< messages overwritten in a ring before the gateway read them
   std::uint64_t transit_lost = 0;       ///< samples the origin sent that never arrived (sequence gaps)
   std::uint64_t not_reexported = 0;     ///< messages of its own imports it did not send back
+  std::uint64_t unmatched = 0;          ///< exported messages taken while no remote reader was matched (after one was)
   std::uint64_t refused = 0;            ///< samples refused (type mismatch, schema never seen, too large)
   std::uint64_t latency_samples = 0;    ///< received samples with a cross-host latency
   std::int64_t latency_sum_ns = 0;      ///< receive wall time minus the origin's wall stamp, summed
