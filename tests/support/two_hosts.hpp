@@ -72,7 +72,8 @@ class TwoHosts {
   [[nodiscard]] std::string dds_config(int i) const {
     const auto self = static_cast<std::size_t>(i), other = static_cast<std::size_t>(1 - i);
     return "<CycloneDDS><Domain id=\"any\"><General><Interfaces><NetworkInterface name=\"" + veth_[self] +
-           "\"/></Interfaces><AllowMulticast>false</AllowMulticast></General><Internal><SocketReceiveBufferSize min=\"4MB\"/></Internal><Discovery>"
+           "\"/></Interfaces><AllowMulticast>false</AllowMulticast></General><Internal><SocketReceiveBufferSize "
+           "min=\"4MB\"/></Internal><Discovery>"
            "<ParticipantIndex>auto</ParticipantIndex><Peers><Peer address=\"" +
            address_[other] + "\"/></Peers></Discovery></Domain></CycloneDDS>";
   }
