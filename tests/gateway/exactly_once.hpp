@@ -44,8 +44,8 @@ inline void expect_each_message_once_each_way(TestDomain& a, TestDomain& b, cons
   const std::uint64_t y_a = messages_of(a.domain(), "/gw/y"), y_b = messages_of(b.domain(), "/gw/y");
   constexpr int kCount = 300;
   for (int i = 0; i < kCount; ++i) {
-    x.publish(text("x" + std::to_string(i)));
-    y.publish(text("y" + std::to_string(i)));
+    x.publish(text(std::string{"x"}.append(std::to_string(i))));
+    y.publish(text(std::string{"y"}.append(std::to_string(i))));
     std::this_thread::sleep_for(1ms);
   }
   ASSERT_TRUE(wait_messages(b.domain(), "/gw/x", x_b + kCount, 10s)) << logs();

@@ -105,8 +105,8 @@ TEST(GatewayTest, TwoDomainsCarryTypedChannelsBothWaysDecodableAndNamedAfterThei
   std::uint64_t i = 0;
   while ((messages_of(b.domain(), "/gw/a_out") == 0 || messages_of(a.domain(), "/gw/b_out") == 0) &&
          shmbus::mono_now_ns() < deadline) {
-    a_out.publish(text("from a " + std::to_string(i)));
-    b_out.publish(text("from b " + std::to_string(i++)));
+    a_out.publish(text(std::string{"from a "}.append(std::to_string(i))));
+    b_out.publish(text(std::string{"from b "}.append(std::to_string(i++))));
     std::this_thread::sleep_for(5ms);
   }
   ASSERT_GT(messages_of(b.domain(), "/gw/a_out"), 0U) << ga.process->output() << gb.process->output();
@@ -114,8 +114,8 @@ TEST(GatewayTest, TwoDomainsCarryTypedChannelsBothWaysDecodableAndNamedAfterThei
   b_in.emplace("/gw/a_out", b.context());
   a_in.emplace("/gw/b_out", a.context());
   for (int k = 0; k < 5; ++k) {
-    a_out.publish(text("a" + std::to_string(k)));
-    b_out.publish(text("b" + std::to_string(k)));
+    a_out.publish(text(std::string{"a"}.append(std::to_string(k))));
+    b_out.publish(text(std::string{"b"}.append(std::to_string(k))));
   }
   EXPECT_EQ(take_strings(*b_in, 5, 5s), (std::vector<std::string>{"a0", "a1", "a2", "a3", "a4"}));
   EXPECT_EQ(take_strings(*a_in, 5, 5s), (std::vector<std::string>{"b0", "b1", "b2", "b3", "b4"}));
