@@ -290,6 +290,9 @@ struct Gateway::Impl {
   }
 
   void drain(Export& e) {
+    // SYNC POINT READ: pairs with the release fetch_add in deliver() (import
+    // side) after it inserted a publisher id under own_mutex; a changed
+    // version sends us to copy the ids under that mutex.
     if (const std::uint64_t version = own_version.load(std::memory_order_acquire); version != e.own_version) {
       const std::lock_guard lock(own_mutex);
       e.own = own_ids[e.channel];
@@ -592,6 +595,7 @@ struct Gateway::Impl {
         const std::lock_guard lock(own_mutex);
         own_ids[imp.channel].insert(o.publisher->id());
       }
+      // SYNC POINT WRITE: pairs with the acquire load in drain() (export).
       own_version.fetch_add(1, std::memory_order_release);
       spdlog::info("import {} ({}) from {}: publishing here", imp.channel, p.type_name, p.origin_host);
     }
