@@ -8,7 +8,8 @@
 # WebSocket bridge against a plain WebSocket server, and the DDS gateway
 # between two network namespaces against ddsperf (root; skipped otherwise).
 #   scripts/bench.sh            full runs (about two minutes)
-#   scripts/bench.sh --smoke    tiny runs: does every benchmark work? (CI)
+#   scripts/bench.sh --smoke    tiny runs: does every benchmark work? (CI;
+#                               in the default build, which the tests built)
 #   scripts/bench.sh --json     the peers table as one JSON object
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -20,14 +21,15 @@ node_args=()
 record_args=()
 bridge_args=()
 gateway_args=()
+build_args=(--release)
 for a in "$@"; do
   case "$a" in
-    --smoke) peers_args+=(--smoke); micro_args=(--benchmark_min_time=0.01); scale_args=(--channels 200); sync_args=(--seconds 30); node_args=(--smoke); record_args=(--smoke); bridge_args=(--smoke); gateway_args=(--smoke) ;;
+    --smoke) peers_args+=(--smoke); micro_args=(--benchmark_min_time=0.01); scale_args=(--channels 200); sync_args=(--seconds 30); node_args=(--smoke); record_args=(--smoke); bridge_args=(--smoke); gateway_args=(--smoke); build_args=() ;;
     --json) peers_args+=(--json) ;;
     *) echo "bench.sh: unknown option '$a'; use --smoke or --json" >&2; exit 2 ;;
   esac
 done
-dir=$(bash scripts/build.sh --release)
+dir=$(bash scripts/build.sh "${build_args[@]}")
 if ! printf '%s\n' "${peers_args[@]}" | grep -q -- --json; then
   "$dir/tests/bench/shmbus_bench_micro" "${micro_args[@]}"
   "$dir/tests/bench/shmbus_bench_scale" "${scale_args[@]}"

@@ -26,8 +26,12 @@ case "$sanitize" in
   *) echo "build.sh: --sanitize takes 'address' or 'thread', not '$sanitize'" >&2; exit 2 ;;
 esac
 
+# Benchmarks measure the plain and Release builds; sanitizer builds skip them.
+benchmarks=ON
+[ -n "$sanitize" ] && benchmarks=OFF
+
 bash scripts/install-deps.sh >&2
 cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE="$build_type" -DSHMBUS_SANITIZE="$sanitize" \
-  -DSHMBUS_WERROR="${SHMBUS_WERROR:-OFF}" >&2
+  -DSHMBUS_BUILD_BENCHMARKS="$benchmarks" -DSHMBUS_WERROR="${SHMBUS_WERROR:-OFF}" >&2
 cmake --build "$dir" -j "$(nproc)" "${targets[@]}" >&2
 echo "$dir"
