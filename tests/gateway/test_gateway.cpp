@@ -233,6 +233,74 @@ TEST(GatewayTest, EitherGatewayRestartsResumesAndTheLossIsCounted) {
   pub->wait(5s);
 }
 
+TEST(GatewayTest, ABurstCrossesInBatchesInOrderWithEveryMessageOnce) {
+  // Rings and DDS history large enough to hold the whole burst: nothing may
+  // be lost, so every message must arrive, once, in order, equal.
+  constexpr int kCount = 3000;
+  const std::string sizes = "[defaults]\ncapacity = 4096\nmax_message_size = 32768\n";
+  shmbus::Config ca;
+  ca.defaults.capacity = 4096;
+  ca.defaults.max_message_size = 32768;
+  shmbus::test::TestDomain a(ca), b;
+  const int dds = fresh_dds_domain();
+  shmbus::Publisher out("/gw/burst", shmbus::TypeInfo::bytes(), a.context());
+  GatewayProcess ga(a.domain(), sizes + "[[gateway]]\nexport = [\"/gw/*\"]\nhistory_depth = 4096\n", dds);
+  GatewayProcess gb(b.domain(), sizes + "[[gateway]]\nimport = [\"/gw/*\"]\nhistory_depth = 4096\n", dds);
+  // Short messages with a long one (over a batch's byte bound) now and then.
+  const auto body = [](int i) {
+    std::string s = std::to_string(i);
+    if (i % 250 == 0) s.append(20000, 'x');
+    return s;
+  };
+  const auto publish = [&](const std::string& s) { out.publish(s.data(), s.size()); };
+  const std::int64_t deadline = shmbus::mono_now_ns() + 15'000'000'000;
+  while (messages_of(b.domain(), "/gw/burst") == 0 && shmbus::mono_now_ns() < deadline) {
+    publish("warm");
+    std::this_thread::sleep_for(5ms);
+  }
+  ASSERT_GT(messages_of(b.domain(), "/gw/burst"), 0U) << ga.process->output() << gb.process->output();
+  shmbus::Subscriber in("/gw/burst", std::nullopt, b.context());
+  std::this_thread::sleep_for(300ms);  // the warm-up's last messages land
+  for (int i = 0; i < kCount; ++i) publish(body(i));
+
+  std::vector<std::byte> buffer(32768);
+  const auto take = [&]() -> std::optional<std::string> {
+    const shmbus::TakeResult r = in.take(buffer);
+    if (!r.ok()) return std::nullopt;
+    EXPECT_EQ(r.info.lost_before, 0U);
+    return std::string(reinterpret_cast<const char*>(buffer.data()), r.info.size);
+  };
+  int next = 0;
+  std::int64_t quiet_until = shmbus::mono_now_ns() + 10'000'000'000;
+  while (next < kCount && shmbus::mono_now_ns() < quiet_until) {
+    const auto got = take();
+    if (!got) {
+      std::this_thread::sleep_for(1ms);
+      continue;
+    }
+    if (*got == "warm") continue;
+    ASSERT_EQ(*got, body(next)) << "message " << next << " arrives once, in order, equal";
+    ++next;
+    quiet_until = shmbus::mono_now_ns() + 5'000'000'000;
+  }
+  ASSERT_EQ(next, kCount) << ga.process->output() << gb.process->output();
+  std::this_thread::sleep_for(300ms);
+  EXPECT_FALSE(take().has_value()) << "nothing more: no duplicates";
+
+  // The exporter wrote them in far fewer DDS samples than messages.
+  ga.process->signal(SIGTERM);
+  ASSERT_EQ(ga.process->wait(10s), 0) << ga.process->output();
+  const std::string log = ga.process->output();
+  const auto at = log.find("messages sent in ");
+  ASSERT_NE(at, std::string::npos) << log;
+  const auto sent_at = log.rfind("stopping: ", at);
+  ASSERT_NE(sent_at, std::string::npos) << log;
+  const std::uint64_t sent = std::stoull(log.substr(sent_at + 10));
+  const std::uint64_t samples = std::stoull(log.substr(at + 17));
+  EXPECT_GE(sent, static_cast<std::uint64_t>(kCount)) << log;
+  EXPECT_LT(samples * 4, sent) << "a burst shares DDS samples\n" << log;
+}
+
 TEST(GatewayTest, UnitFilePassesSystemdAnalyzeVerify) {
   EXPECT_EQ(shmbus::test::verify_unit("shmbus-gateway.service", "/usr/bin/shmbus-gateway", kGateway), "");
 }

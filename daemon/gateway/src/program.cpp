@@ -43,9 +43,10 @@ int gateway_main(int argc, char** argv) {
     });
     const GatewayStats s = gateway.stats();
     spdlog::info(
-        "stopping: {} messages sent, {} received, {} lost in rings, {} lost in transit, {} with no remote reader, "
-        "{} not sent back, {} refused",
-        s.messages_sent, s.messages_received, s.ring_lost, s.transit_lost, s.unmatched, s.not_reexported, s.refused);
+        "stopping: {} messages sent in {} DDS samples, {} received, {} lost in rings, {} lost in transit, {} with no "
+        "remote reader, {} not sent back, {} refused",
+        s.messages_sent, s.batches_sent, s.messages_received, s.ring_lost, s.transit_lost, s.unmatched,
+        s.not_reexported, s.refused);
     return 0;
   });
 }

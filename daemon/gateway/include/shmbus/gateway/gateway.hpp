@@ -2,11 +2,10 @@
 /// @file gateway.hpp
 /// shmbus-gateway as a library: carries channels between hosts over
 /// Eclipse Cyclone DDS. Each exported channel is one DDS topic ("shmbus" +
-/// the channel name) of a fixed envelope (type name and hash, sequence,
-/// the origin's wall stamp, origin host, domain and gateway, the payload
-/// bytes); schemas travel on a topic of their own, so the receiving gateway
-/// creates each channel with the sender's schema and remote channels are
-/// typed and decodable.
+/// the channel name) of a fixed envelope: a batch of the messages the ring
+/// held at once (type name and hash, origin host, domain and gateway; per
+/// message its sequence, the origin's wall stamp, the payload bytes); schemas travel on a topic of their own, so the
+/// receiving gateway creates each channel with the sender's schema and remote channels are typed and decodable.
 ///
 /// No loops: a gateway never exports what its own publishers put into a
 /// channel, and ignores samples from its own participant, so two gateways
@@ -29,8 +28,9 @@ namespace shmbus::gateway {
 struct GatewayStats {
   std::uint64_t exported_channels = 0;  ///< local channels published to DDS
   std::uint64_t imported_channels = 0;  ///< DDS topics published into the local domain
-  std::uint64_t messages_sent = 0;      ///< samples written to DDS
-  std::uint64_t messages_received = 0;  ///< samples published into the local domain
+  std::uint64_t messages_sent = 0;      ///< messages written to DDS
+  std::uint64_t batches_sent = 0;       ///< DDS samples they were written in (a burst shares one)
+  std::uint64_t messages_received = 0;  ///< messages published into the local domain
   std::uint64_t ring_lost = 0;          ///< messages overwritten in a ring before the gateway read them
   std::uint64_t transit_lost = 0;       ///< samples the origin sent that never arrived (sequence gaps)
   std::uint64_t not_reexported = 0;     ///< messages of its own imports it did not send back
