@@ -235,12 +235,14 @@ TEST(GatewayTest, EitherGatewayRestartsResumesAndTheLossIsCounted) {
 
 TEST(GatewayTest, ABurstCrossesInBatchesInOrderWithEveryMessageOnce) {
   // Rings and DDS history large enough to hold the whole burst: nothing may
-  // be lost, so every message must arrive, once, in order, equal.
+  // be lost, so every message must arrive, once, in order, equal. Messages
+  // up to 128 KiB: the receiving side delivers them off Cyclone's receive
+  // thread (the path of large channels).
   constexpr int kCount = 3000;
-  const std::string sizes = "[defaults]\ncapacity = 4096\nmax_message_size = 32768\n";
+  const std::string sizes = "[defaults]\ncapacity = 4096\nmax_message_size = 131072\n";
   shmbus::Config ca;
   ca.defaults.capacity = 4096;
-  ca.defaults.max_message_size = 32768;
+  ca.defaults.max_message_size = 131072;
   shmbus::test::TestDomain a(ca), b;
   const int dds = fresh_dds_domain();
   shmbus::Publisher out("/gw/burst", shmbus::TypeInfo::bytes(), a.context());
@@ -263,7 +265,7 @@ TEST(GatewayTest, ABurstCrossesInBatchesInOrderWithEveryMessageOnce) {
   std::this_thread::sleep_for(300ms);  // the warm-up's last messages land
   for (int i = 0; i < kCount; ++i) publish(body(i));
 
-  std::vector<std::byte> buffer(32768);
+  std::vector<std::byte> buffer(131072);
   const auto take = [&]() -> std::optional<std::string> {
     const shmbus::TakeResult r = in.take(buffer);
     if (!r.ok()) return std::nullopt;

@@ -46,6 +46,9 @@ constexpr std::string_view kMessageTypeName = "shmbus_gateway::Batch";
 // throughput, 32 KiB 0.9-0.95x (shmbus-bench-gateway).
 constexpr std::size_t kBatchMessages = 128;
 constexpr std::size_t kBatchBytes = 32768;
+/// Channels with larger messages are delivered off the receiving gateway's
+/// receive thread (see start_export).
+constexpr std::uint32_t kSynchronousDeliveryMaxBytes = 65536;
 constexpr std::size_t kPendingLimit = 4096;  ///< messages held for a schema not yet received
 constexpr std::int64_t kDiscoveryPeriodNs = 200'000'000;
 
@@ -267,9 +270,18 @@ struct Gateway::Impl {
     const std::string topic = std::string{kTopicPrefix} + name;
     e->topic = dds::Entity(dds_create_topic(participant.get(), message_topic_desc, topic.c_str(), nullptr, nullptr),
                            "topic " + topic);
-    e->writer =
-        dds::Entity(dds_create_writer(endpoints.publisher.get(), e->topic.get(), endpoints.endpoint_qos.get(), nullptr),
-                    "writer of " + topic);
+    // Cyclone delivers a sample on the receiving side in its receive
+    // thread (the lowest latency) unless the writer's transport priority is
+    // below SynchronousDeliveryPriorityThreshold (0 by default): then a
+    // delivery-queue thread does it. Large messages go that way, so the
+    // receive thread keeps draining the socket while the importing gateway
+    // copies one into its ring (else the socket buffer overflows and the
+    // lost fragments wait for repair).
+    dds::Qos qos = dds::make_qos();
+    dds_copy_qos(qos.get(), endpoints.endpoint_qos.get());
+    if (v.max_message_size > kSynchronousDeliveryMaxBytes) dds_qset_transport_priority(qos.get(), -1);
+    e->writer = dds::Entity(dds_create_writer(endpoints.publisher.get(), e->topic.get(), qos.get(), nullptr),
+                            "writer of " + topic);
     if (v.type_hash != 0 && !v.schema.empty() && schemas_sent.insert({&rule, v.type_hash}).second) {
       shmbus_gateway_Schema s{};
       s.type_hash = v.type_hash;
