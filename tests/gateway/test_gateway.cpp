@@ -240,10 +240,7 @@ TEST(GatewayTest, ABurstCrossesInBatchesInOrderWithEveryMessageOnce) {
   // thread (the path of large channels).
   constexpr int kCount = 3000;
   const std::string sizes = "[defaults]\ncapacity = 4096\nmax_message_size = 131072\n";
-  shmbus::Config ca;
-  ca.defaults.capacity = 4096;
-  ca.defaults.max_message_size = 131072;
-  shmbus::test::TestDomain a(ca), b;
+  shmbus::test::TestDomain a(shmbus::Config::parse(sizes, "burst.toml")), b;
   const int dds = fresh_dds_domain();
   shmbus::Publisher out("/gw/burst", shmbus::TypeInfo::bytes(), a.context());
   GatewayProcess ga(a.domain(), sizes + "[[gateway]]\nexport = [\"/gw/*\"]\nhistory_depth = 4096\n", dds);

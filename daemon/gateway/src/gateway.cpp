@@ -567,15 +567,17 @@ struct Gateway::Impl {
         if (!infos[static_cast<std::size_t>(i)].valid_data) continue;
         const auto* b = static_cast<const shmbus_gateway_Batch*>(samples[static_cast<std::size_t>(i)]);
         if (b->origin_gateway == self || b->items._length == 0) continue;
-        const bool typed = b->type_hash == 0 || schemas.contains(b->type_hash);
-        Origin& origin = origin_of(imp, b->origin_host, b->origin_domain);
+        // One origin lookup per batch; none while its schema is awaited.
+        Origin* origin = b->type_hash == 0 || schemas.contains(b->type_hash)
+                             ? &origin_of(imp, b->origin_host, b->origin_domain)
+                             : nullptr;
         for (std::uint32_t k = 0; k < b->items._length; ++k) {
           const shmbus_gateway_Item& m = b->items._buffer[k];
           const Received r{b->type_name,      b->type_hash,      m.seq,
                            m.publish_wall_ns, m.origin_lost,     b->origin_host,
                            b->origin_domain,  b->origin_gateway, {m.payload._buffer, m.payload._length}};
-          if (typed) {
-            deliver(imp, origin, r, now_wall);
+          if (origin != nullptr) {
+            deliver(imp, *origin, r, now_wall);
           } else {
             hold(imp.channel, r);
           }
@@ -616,8 +618,9 @@ struct Gateway::Impl {
         continue;
       }
       for (auto& imp : imports) {
-        if (imp->channel == p->channel)
+        if (imp->channel == p->channel) {
           deliver(*imp, origin_of(*imp, p->origin_host, p->origin_domain), p->r, now_wall);
+        }
       }
     }
     pending.swap(keep);

@@ -4,8 +4,10 @@
 /// Eclipse Cyclone DDS. Each exported channel is one DDS topic ("shmbus" +
 /// the channel name) of a fixed envelope: a batch of the messages the ring
 /// held at once (type name and hash, origin host, domain and gateway; per
-/// message its sequence, the origin's wall stamp, the payload bytes); schemas travel on a topic of their own, so the
-/// receiving gateway creates each channel with the sender's schema and remote channels are typed and decodable.
+/// message its sequence, the origin's wall stamp, the payload bytes).
+/// Schemas travel on a topic of their own, so the receiving gateway creates
+/// each channel with the sender's schema and remote channels are typed and
+/// decodable.
 ///
 /// No loops: a gateway never exports what its own publishers put into a
 /// channel, and ignores samples from its own participant, so two gateways
@@ -32,7 +34,7 @@ struct GatewayStats {
   std::uint64_t batches_sent = 0;       ///< DDS samples they were written in (a burst shares one)
   std::uint64_t messages_received = 0;  ///< messages published into the local domain
   std::uint64_t ring_lost = 0;          ///< messages overwritten in a ring before the gateway read them
-  std::uint64_t transit_lost = 0;       ///< samples the origin sent that never arrived (sequence gaps)
+  std::uint64_t transit_lost = 0;       ///< messages the origin sent that never arrived (sequence gaps)
   std::uint64_t not_reexported = 0;     ///< messages of its own imports it did not send back
   std::uint64_t unmatched = 0;          ///< exported messages taken while no remote reader was matched (after one was)
   std::uint64_t refused = 0;            ///< samples refused (type mismatch, schema never seen, too large)
