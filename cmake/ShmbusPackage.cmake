@@ -79,7 +79,7 @@ set(CPACK_DEBIAN_DEV_PACKAGE_NAME shmbus-dev)
 set(CPACK_DEBIAN_DEV_PACKAGE_SECTION libdevel)
 # What find_package(shmbus) finds its dependencies in (shmbusConfig.cmake).
 set(CPACK_DEBIAN_DEV_PACKAGE_DEPENDS
-    "libboost-dev (>= 1.74), libfmt-dev, libtomlplusplus-dev, nlohmann-json3-dev (>= 3.10), libzstd-dev, liblz4-dev, zlib1g-dev, libisal-dev")
+    "libboost-dev (>= 1.74), libfmt-dev, libtomlplusplus-dev, nlohmann-json3-dev (>= 3.10), libzstd-dev, liblz4-dev, zlib1g-dev, libisal-dev, libiceoryx-posh-dev")
 string(JOIN "\n" CPACK_DEBIAN_DEV_DESCRIPTION
        "The libraries and headers of shmbus."
        "libshmbus (publishers, subscribers and wait sets in shared memory),"

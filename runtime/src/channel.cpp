@@ -22,13 +22,19 @@ struct Geometry {
   std::uint64_t publishers, subscribers, time_list, slots, schema, total;
 };
 
+/// Ring slots of a channel: none for iceoryx channels, whose messages
+/// travel in iceoryx chunks.
+std::uint64_t slot_count(Transport transport, std::uint64_t capacity) noexcept {
+  return transport == Transport::kShm ? capacity : 0;
+}
+
 Geometry geometry(const ChannelSettings& s, std::size_t schema_size) {
   Geometry g{};
   g.publishers = align_up(sizeof(ChannelHeader), kCacheLine);
   g.subscribers = g.publishers + sizeof(EndpointEntry) * kMaxPublishers;
   g.time_list = g.subscribers + sizeof(EndpointEntry) * kMaxSubscribers;
   g.slots = align_up(g.time_list + sizeof(std::uint64_t) * s.time_list_capacity, kCacheLine);
-  g.schema = g.slots + std::uint64_t{slot_stride_for(s.max_message_size)} * s.capacity;
+  g.schema = g.slots + std::uint64_t{slot_stride_for(s.max_message_size)} * slot_count(s.transport, s.capacity);
   g.total = align_up(g.schema + schema_size + 1, kCacheLine);
   return g;
 }
@@ -93,7 +99,7 @@ std::string geometry_problem(const ChannelHeader& h, std::size_t mapped, std::st
       {"publisher table", h.publishers_offset, kMaxPublishers, sizeof(EndpointEntry)},
       {"subscriber table", h.subscribers_offset, kMaxSubscribers, sizeof(EndpointEntry)},
       {"time list", h.time_list_offset, h.time_list_capacity, sizeof(std::uint64_t)},
-      {"slots", h.slots_offset, h.capacity, h.slot_stride},
+      {"slots", h.slots_offset, slot_count(static_cast<Transport>(h.transport), h.capacity), h.slot_stride},
       {"schema", h.schema_offset, h.schema_size, 1},
   };
   std::uint64_t previous_end = sizeof(ChannelHeader);
@@ -135,6 +141,7 @@ Channel::Channel(Segment s, std::string name) : segment_(std::move(s)), name_(st
   slot_stride_ = h.slot_stride;
   max_message_size_ = h.max_message_size;
   stall_timeout_ns_ = h.stall_timeout_ns;
+  transport_ = static_cast<Transport>(h.transport);
   time_list_ = reinterpret_cast<std::atomic<std::uint64_t>*>(base + h.time_list_offset);
   time_list_mask_ = h.time_list_capacity - 1;
   time_list_log2_ = static_cast<std::uint32_t>(std::countr_zero(h.time_list_capacity));
@@ -163,11 +170,6 @@ std::shared_ptr<Channel> Channel::create_or_open(const std::string& domain, std:
                                                  const ChannelSettings& settings, const SegmentAccess& access,
                                                  Registry& registry) {
   validate_channel_name(name);
-  if (settings.transport != Transport::kShm) {
-    throw Error(Errc::kConfig, fmt::format("channel {}: transport \"{}\" is not available in this build "
-                                           "yet; set transport = \"shm\" for it in the configuration",
-                                           name, to_string(settings.transport)));
-  }
   if (type != nullptr && type->name.size() >= kTypeNameBytes) {
     throw Error(Errc::kInvalidArgument,
                 fmt::format("type name \"{}\" is longer than {} bytes", type->name, kTypeNameBytes - 1));
@@ -207,6 +209,14 @@ std::shared_ptr<Channel> Channel::create_or_open(const std::string& domain, std:
   }
   const ChannelHeader& h = ch->header();
   if (type != nullptr) check_type(name, ch->type(), *type);
+  if (settings.transport_set && h.transport != static_cast<std::uint32_t>(settings.transport)) {
+    const auto created = static_cast<Transport>(h.transport);
+    throw Error(Errc::kConfig,
+                fmt::format("channel {} was created with transport \"{}\", and this process's configuration gives "
+                            "it \"{}\"; configure it as \"{}\" everywhere (or remove the channel with `shmtool "
+                            "clean` once no process uses it)",
+                            name, to_string(created), to_string(settings.transport), to_string(created)));
+  }
   // Every opener makes sure the channel is listed: a creator killed between
   // creating the segment and listing it is repaired by the next opener.
   const std::uint32_t index = registry.ensure(name, ch->type_name_, ch->type_hash_, h.transport);
@@ -394,6 +404,16 @@ void Channel::release_entry(EndpointEntry& e, bool subscriber, std::uint32_t ind
 
 void Channel::unregister_publisher(std::uint32_t index) noexcept {
   release_entry(publishers_[index], false, index, false);
+}
+
+std::uint32_t Channel::live_endpoints(bool subscribers) const noexcept {
+  const EndpointEntry* table = subscribers ? subscribers_ : publishers_;
+  const std::uint32_t size = subscribers ? kMaxSubscribers : kMaxPublishers;
+  std::uint32_t n = 0;
+  for (std::uint32_t i = 0; i < size; ++i) {
+    n += endpoint_phase(table[i].state.load(std::memory_order_acquire)) == kEndpointLive ? 1 : 0;
+  }
+  return n;
 }
 
 void Channel::unregister_subscriber(std::uint32_t index) noexcept {

@@ -43,6 +43,7 @@ class Channel {
   /// outside the mapping.
   [[nodiscard]] std::uint32_t max_message_size() const noexcept { return max_message_size_; }
   [[nodiscard]] std::int64_t stall_timeout_ns() const noexcept { return stall_timeout_ns_; }
+  [[nodiscard]] Transport transport() const noexcept { return transport_; }
 
   [[nodiscard]] layout::SlotHeader* slot(std::uint64_t seq) const noexcept {
     return reinterpret_cast<layout::SlotHeader*>(slots_ + (seq & slot_mask_) * slot_stride_);
@@ -101,6 +102,8 @@ class Channel {
   /// Frees the entries whose process is gone, folding their counters into
   /// the channel's reclaimed_* totals. Returns how many were freed.
   std::uint32_t reclaim_dead() noexcept;
+  /// Live entries of the publisher (or subscriber) table.
+  [[nodiscard]] std::uint32_t live_endpoints(bool subscribers) const noexcept;
 
   [[nodiscard]] TypeInfo type() const;
   /// The schema text stored at creation (empty for untyped channels).
@@ -121,6 +124,7 @@ class Channel {
   std::uint64_t slot_stride_;
   std::uint32_t max_message_size_;
   std::int64_t stall_timeout_ns_;
+  Transport transport_;
   std::string type_name_;
   std::uint64_t type_hash_;
   std::string schema_;

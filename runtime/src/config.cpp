@@ -394,7 +394,10 @@ class ConfigReader {
   }
 
   static void apply(const ChannelRule& r, ChannelSettings& s) {
-    if (r.transport) s.transport = *r.transport;
+    if (r.transport) {
+      s.transport = *r.transport;
+      s.transport_set = true;
+    }
     if (r.capacity) s.capacity = *r.capacity;
     if (r.max_message_size) s.max_message_size = *r.max_message_size;
     if (r.time_list_capacity) s.time_list_capacity = *r.time_list_capacity;

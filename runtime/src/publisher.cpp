@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "channel.hpp"
+#include "iceoryx_port.hpp"
 #include "process.hpp"
 #include "ring.hpp"
 #include "shmbus/input_scope.hpp"
@@ -39,6 +40,8 @@ struct Publisher::Impl {
   std::uint64_t mark = 0;
   std::int64_t wall_offset = 0;
   std::int64_t wall_offset_read_at = 0;
+  /// Set on iceoryx channels: messages travel in its chunks, not the ring.
+  std::unique_ptr<IceoryxPublisherPort> iox;
 
   ~Impl() {
     if (channel) channel->unregister_publisher(entry_index);
@@ -222,6 +225,13 @@ struct Publisher::Impl {
                                              std::memory_order_relaxed)) {
       return false;
     }
+    notify(mono);
+    return true;
+  }
+
+  /// After a message is visible to subscribers: counts it, stamps the time
+  /// list (the notify hook) and wakes sleepers.
+  void notify(std::int64_t mono) noexcept {
     // Single writer: a plain increment, relaxed (statistics).
     entry->messages.store(entry->messages.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
     test_pause(kPauseCommitted);
@@ -231,7 +241,36 @@ struct Publisher::Impl {
       channel->store_stamp(i, mono);
     }
     wake_waiters(*header);
-    return true;
+  }
+
+  /// iceoryx: a chunk for `size` bytes and the channel's next sequence;
+  /// nullptr (counted as a drop) when RouDi's pool has no chunk free.
+  std::byte* loan_chunk(std::uint32_t size, SlotHeader*& slot, std::uint64_t& seq) noexcept {
+    std::byte* payload = iox->loan(size, slot);
+    if (payload == nullptr) {
+      count_drop();
+      return nullptr;
+    }
+    // relaxed: the cursor only hands out numbers (and counts for tools).
+    seq = header->write_cursor.fetch_add(1, std::memory_order_relaxed);
+    test_pause(kPauseClaimed);
+    return payload;
+  }
+
+  /// iceoryx: writes the chunk's header (as a slot's), stamps this port's
+  /// own count into `state` (a subscriber's gap in it is a loss), sends.
+  void send_chunk(std::byte* payload, SlotHeader* slot, std::uint64_t seq, std::uint32_t size) noexcept {
+    const std::int64_t mono = mono_now_ns();
+    write_header(slot, seq, mono, size, 0);
+    slot->state.store(iox->next_count(), std::memory_order_relaxed);
+    test_pause(kPauseWritten);
+    iox->publish(payload);
+    // SYNC POINT (store-load): the push into the subscribers' queues above
+    // before wake_waiters' load of `waiters`; pairs with the fence after the
+    // sleeper's fetch_or in Channel::enter_waiters() (iceoryx's push is not
+    // known to be a locked instruction, so the fence is a full one).
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    notify(mono);
   }
 
   /// Test hook: SHMBUS_TEST_PAUSE=claimed|written|committed|stamp makes the
@@ -255,6 +294,7 @@ struct Publisher::Impl {
 Publisher::Publisher(std::string_view channel, const TypeInfo& type, Context& context, const PublisherOptions& options)
     : impl_(std::make_unique<Impl>()) {
   auto ch = context.state().channel(channel, &type);
+  if (ch->transport() == Transport::kIceoryx) ensure_iceoryx_runtime(channel);
   impl_->entry_index = ch->register_publisher(options.node.empty() ? context.node() : options.node, impl_->id);
   impl_->channel = std::move(ch);
   impl_->header = &impl_->channel->header();
@@ -263,6 +303,11 @@ Publisher::Publisher(std::string_view channel, const TypeInfo& type, Context& co
   impl_->max_size = impl_->channel->max_message_size();
   impl_->stall_timeout_ns = impl_->channel->stall_timeout_ns();
   impl_->notify_hook = options.notify_hook;
+  if (impl_->channel->transport() == Transport::kIceoryx) {
+    impl_->iox = std::make_unique<IceoryxPublisherPort>(context.config().domain, std::string{channel},
+                                                        impl_->channel->capacity(),
+                                                        impl_->channel->live_endpoints(true) != 0);
+  }
   if (const char* p = std::getenv("SHMBUS_TEST_PAUSE")) {  // NOLINT(concurrency-mt-unsafe): read once at set-up
     const std::string_view point{p};
     impl_->pause_at = point == "claimed"     ? Impl::kPauseClaimed
@@ -280,6 +325,15 @@ Publisher& Publisher::operator=(Publisher&&) noexcept = default;
 PublishResult Publisher::publish(std::span<const std::byte> payload) noexcept {
   Impl& p = *impl_;
   if (payload.size() > p.max_size) return PublishResult::kTooLarge;
+  if (p.iox) {
+    SlotHeader* slot = nullptr;
+    std::uint64_t seq = 0;
+    std::byte* chunk = p.loan_chunk(static_cast<std::uint32_t>(payload.size()), slot, seq);
+    if (chunk == nullptr) return PublishResult::kDropped;
+    std::memcpy(chunk, payload.data(), payload.size());
+    p.send_chunk(chunk, slot, seq, static_cast<std::uint32_t>(payload.size()));
+    return PublishResult::kOk;
+  }
   const std::int64_t mono = mono_now_ns();
   std::uint64_t seq = 0;
   SlotHeader* slot = p.claim(seq);
@@ -301,14 +355,23 @@ Loan Publisher::loan(std::size_t size) noexcept {
   Impl& p = *impl_;
   if (size > p.max_size) return loan;
   std::uint64_t seq = 0;
-  SlotHeader* slot = p.claim(seq);
-  if (slot == nullptr) {
-    p.count_drop();
-    return loan;
+  SlotHeader* slot = nullptr;
+  std::byte* data = nullptr;
+  if (p.iox) {
+    // A loan is an iceoryx chunk: the message is written in place.
+    data = p.loan_chunk(static_cast<std::uint32_t>(size), slot, seq);
+    if (data == nullptr) return loan;
+  } else {
+    slot = p.claim(seq);
+    if (slot == nullptr) {
+      p.count_drop();
+      return loan;
+    }
+    data = Channel::payload(slot);
   }
   loan.owner_ = this;
   loan.slot_ = slot;
-  loan.data_ = Channel::payload(slot);
+  loan.data_ = data;
   loan.size_ = size;
   loan.sequence_ = seq;
   return loan;
@@ -321,6 +384,12 @@ PublishResult Publisher::commit(Loan& loan, std::size_t size) noexcept {
   if (size > loan.size_) return PublishResult::kTooLarge;
   Impl& p = *impl_;
   auto* slot = static_cast<SlotHeader*>(loan.slot_);
+  if (p.iox) {
+    p.send_chunk(loan.data_, slot, loan.sequence_, static_cast<std::uint32_t>(size));
+    loan.data_ = nullptr;
+    loan.owner_ = nullptr;
+    return PublishResult::kOk;
+  }
   // The publish time is the commit time: that is when the message exists.
   const std::int64_t mono = mono_now_ns();
   p.write_header(slot, loan.sequence_, mono, static_cast<std::uint32_t>(size), 0);
@@ -336,6 +405,14 @@ PublishResult Publisher::commit(Loan& loan, std::size_t size) noexcept {
 
 void Publisher::discard(Loan& loan) noexcept {
   Impl& p = *impl_;
+  if (p.iox) {
+    // Never sent: its sequence is a gap no subscriber counts as lost (they
+    // count gaps in each publisher's own count of messages sent).
+    p.iox->release(loan.data_);
+    loan.data_ = nullptr;
+    loan.owner_ = nullptr;
+    return;
+  }
   auto* slot = static_cast<SlotHeader*>(loan.slot_);
   p.write_header(slot, loan.sequence_, mono_now_ns(), 0, kSlotDiscarded);
   // From our own writing state only: a slot taken over is not ours to end.

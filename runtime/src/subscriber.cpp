@@ -39,7 +39,27 @@ bool Subscriber::Impl::try_attach(bool force) noexcept {
 
 void Subscriber::Impl::open(const std::optional<TypeInfo>& type) {
   auto ch = context->state().channel(name, type ? &*type : nullptr);
+  // The iceoryx port first: a subscriber whose port cannot be made is not
+  // attached (try_attach tries again).
+  std::unique_ptr<IceoryxSubscriberPort> port;
+  if (ch->transport() == Transport::kIceoryx) {
+    ensure_iceoryx_runtime(name);
+    port = std::make_unique<IceoryxSubscriberPort>(context->config().domain, name, ch->capacity(), options.history,
+                                                   ch->live_endpoints(false) != 0);
+  }
   entry_index = ch->register_subscriber(options.node.empty() ? context->node() : options.node, id);
+  if (port) {
+    // What each live publisher sent before we subscribed is not ours to
+    // lose. A publisher counts a message after iceoryx delivered it, so a
+    // message in flight now is counted at most once, by its arrival.
+    last_count.clear();
+    for (std::uint32_t i = 0; i < kMaxPublishers; ++i) {
+      const EndpointEntry& e = ch->publisher(i);
+      if (endpoint_phase(e.state.load(std::memory_order_acquire)) != kEndpointLive) continue;
+      last_count.emplace_back(e.id, e.messages.load(std::memory_order_relaxed));
+    }
+  }
+  iox = std::move(port);
   channel = std::move(ch);
   Impl& s = *this;
   s.header = &s.channel->header();
@@ -75,7 +95,8 @@ TakeResult Subscriber::read_in_place(InPlaceReader reader, void* context) noexce
 
 bool Subscriber::reread_in_place(std::uint64_t sequence, InPlaceRereader reader, void* context) const noexcept {
   const Channel* ch = impl_->channel.get();
-  if (ch == nullptr) return false;
+  // iceoryx channels have no ring: a chunk, once released, is gone.
+  if (ch == nullptr || impl_->iox) return false;
   layout::SlotHeader* slot = ch->slot(sequence);
   // SYNC POINT READ: pairs with the publisher's release store of the
   // committed state, as in take.
@@ -106,7 +127,11 @@ std::uint32_t Subscriber::capacity() const noexcept {
 
 bool Subscriber::pending() const noexcept {
   if (!impl_->channel && !impl_->try_attach()) return false;
-  return reader_pending(*impl_->channel, impl_->next);
+  return impl_->pending();
+}
+
+Transport Subscriber::transport() const noexcept {
+  return impl_->channel ? impl_->channel->transport() : Transport::kShm;
 }
 
 bool Subscriber::attached() const noexcept { return impl_->channel != nullptr; }

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "channel.hpp"
+#include "iceoryx_port.hpp"
 #include "process.hpp"
 #include "ring.hpp"
 #include "shmbus/input_scope.hpp"
@@ -46,9 +47,27 @@ struct Subscriber::Impl {
   std::int64_t stall_timeout_ns = 0;
   std::int64_t wait_spin_ns = 0;
   std::uint32_t max_size = 0;  ///< the channel's max_message_size, validated at open
+  /// Set on iceoryx channels: messages arrive in its chunks, not the ring.
+  std::unique_ptr<IceoryxSubscriberPort> iox;
+  /// iceoryx: a chunk taken but not delivered (the caller's buffer was too
+  /// small), delivered by the next take.
+  const std::byte* held = nullptr;
+  const SlotHeader* held_header = nullptr;
+  /// iceoryx: each publisher's count in the last chunk from it, or its
+  /// messages published when we subscribed (a gap is a message iceoryx
+  /// discarded from our queue).
+  std::vector<std::pair<std::uint32_t, std::uint64_t>> last_count;
 
   ~Impl() {
+    if (held != nullptr) iox->release(held);
     if (channel) channel->unregister_subscriber(entry_index);
+  }
+
+  /// Something to take (or, on the ring, a claimed sequence to judge).
+  /// `full`: on the ring, also read the write cursor (see reader_pending).
+  [[nodiscard]] bool pending(bool full = true) const noexcept {
+    if (iox) return held != nullptr || iox->has_data();
+    return full ? reader_pending(*channel, next) : reader_settled(*channel, next);
   }
 
   /// Opens the channel and registers; throws as the constructor does.
@@ -115,6 +134,64 @@ struct Subscriber::Impl {
     }
   }
 
+  /// A message's info from its slot header (ring slot or iceoryx chunk).
+  static void read_info(const SlotHeader* slot, std::uint32_t size, MessageInfo& info) noexcept {
+    info.sequence = slot->sequence;
+    info.publish_time_ns = slot->mono_ns;
+    info.publish_wall_ns = slot->wall_ns;
+    info.size = size;
+    info.publisher_id = slot->publisher_id;
+    read_provenance(slot, info);
+  }
+
+  /// Hands a message over: its losses before it, counters, age sample,
+  /// the thread's input log (provenance of what it publishes next).
+  void delivered(TakeResult& result) noexcept {
+    result.info.lost_before = pending_lost;
+    pending_lost = 0;
+    entry->messages.store(entry->messages.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    if (--age_countdown == 0) {
+      age_countdown = age_sample_every;
+      record_age(result.info.publish_time_ns);
+    }
+    detail::input_log().add(header->registry_index.load(std::memory_order_relaxed), result.info);
+    result.status = TakeStatus::kOk;
+  }
+
+  /// iceoryx: counts the messages of `publisher` missing before `count`
+  /// (discarded from our full queue). A publisher not seen yet started
+  /// after we subscribed: its count began at 0. A count not above the last
+  /// is history, sent before we subscribed (ids are never reused).
+  void count_gap(std::uint32_t publisher, std::uint64_t count) noexcept {
+    auto it = std::find_if(last_count.begin(), last_count.end(), [&](const auto& p) { return p.first == publisher; });
+    if (it == last_count.end()) it = last_count.insert(last_count.end(), {publisher, 0});
+    if (count > it->second + 1) count_lost(count - it->second - 1);
+    it->second = std::max(it->second, count);
+  }
+
+  /// The take protocol of iceoryx channels: the next chunk (or the one
+  /// held back), read in place, released once consumed.
+  template <typename Consume>
+  TakeResult take_chunk(Consume&& consume) noexcept {
+    TakeResult result;
+    const SlotHeader* slot = held_header;
+    const std::byte* payload = held != nullptr ? held : iox->take(slot);
+    if (payload == nullptr) return result;
+    held = nullptr;
+    const std::uint32_t size = std::min(slot->size, max_size);
+    read_info(slot, size, result.info);
+    if (!consume(payload, size, result.info)) {
+      held = payload;
+      held_header = slot;
+      result.status = TakeStatus::kBufferTooSmall;
+      return result;
+    }
+    count_gap(slot->publisher_id, slot->state.load(std::memory_order_relaxed));
+    iox->release(payload);
+    delivered(result);
+    return result;
+  }
+
   /// The take protocol. `consume(payload, size, info)` runs inside the
   /// seqlock read (the bytes may be torn; the re-check after it decides)
   /// and returns false when it cannot take a message of that size.
@@ -122,6 +199,7 @@ struct Subscriber::Impl {
   TakeResult take_with(Consume&& consume) noexcept {
     TakeResult result;
     if (!channel && !try_attach()) return result;
+    if (iox) return take_chunk(consume);
     const std::uint64_t capacity = channel->capacity();
     for (;;) {
       SlotHeader* slot = channel->slot(next);
@@ -139,12 +217,7 @@ struct Subscriber::Impl {
           // bound is our private copy of the geometry.
           size = std::min(std::atomic_ref<std::uint32_t>(slot->size).load(std::memory_order_relaxed), max_size);
           flags = std::atomic_ref<std::uint32_t>(slot->flags).load(std::memory_order_relaxed);
-          result.info.sequence = slot->sequence;
-          result.info.publish_time_ns = slot->mono_ns;
-          result.info.publish_wall_ns = slot->wall_ns;
-          result.info.size = size;
-          result.info.publisher_id = slot->publisher_id;
-          read_provenance(slot, result.info);
+          read_info(slot, size, result.info);
           if ((flags & kSlotDiscarded) == 0) fits = consume(Channel::payload(slot), size, result.info);
         }
         // SYNC POINT READ (seqlock): pairs with the publisher's release
@@ -165,15 +238,7 @@ struct Subscriber::Impl {
         }
         ++next;
         stall_since = 0;
-        result.info.lost_before = pending_lost;
-        pending_lost = 0;
-        entry->messages.store(entry->messages.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-        if (--age_countdown == 0) {
-          age_countdown = age_sample_every;
-          record_age(result.info.publish_time_ns);
-        }
-        detail::input_log().add(header->registry_index.load(std::memory_order_relaxed), result.info);
-        result.status = TakeStatus::kOk;
+        delivered(result);
         return result;
       }
       if (st != 0 && state_sequence(st) > next) {

@@ -15,8 +15,7 @@ std::size_t collect_pending(std::span<Subscriber::Impl* const> subs, std::vector
   std::size_t n = 0;
   for (std::size_t i = 0; i < subs.size(); ++i) {
     if (!subs[i]->channel) continue;  // still waiting for its channel
-    const Channel& ch = *subs[i]->channel;
-    if (full ? reader_pending(ch, subs[i]->next) : reader_settled(ch, subs[i]->next)) {
+    if (subs[i]->pending(full)) {
       ++n;
       if (ready != nullptr) ready->push_back(i);
     }

@@ -11,6 +11,7 @@
 #include "shmbus/names.hpp"
 #include "shmbus/publisher.hpp"
 #include "shmbus/subscriber.hpp"
+#include "support/roudi.hpp"
 #include "support/test_domain.hpp"
 
 using namespace shmbus;
@@ -44,23 +45,35 @@ std::uint32_t value_of(const std::vector<std::byte>& b) {
   return v;
 }
 
-Config small_ring() {
+std::string fmt_transport(const std::string& what, Transport t) {
+  return what + " \"" + std::string{to_string(t)} + "\"";
+}
+
+Config small_ring(Transport transport = Transport::kShm) {
   Config c;
+  c.defaults.transport = transport;
   c.defaults.capacity = 8;
   c.defaults.max_message_size = 64;
   c.defaults.time_list_capacity = 16;
   return c;
 }
 
-class PubSubTest : public ::testing::Test {
+/// Every test runs over both transports: the ring, and iceoryx chunks
+/// (RouDi started for the program).
+class PubSubTest : public ::testing::TestWithParam<Transport> {
  protected:
-  TestDomain domain_{small_ring(), "ps"};
+  void SetUp() override {
+    if (GetParam() == Transport::kIceoryx) {
+      ASSERT_TRUE(test::Roudi::ensure()) << "iox-roudi did not start";
+    }
+  }
+  TestDomain domain_{small_ring(GetParam()), "ps"};
   std::vector<std::byte> buf_ = std::vector<std::byte>(64);
 };
 
 }  // namespace
 
-TEST_F(PubSubTest, PublishedMessageIsTakenOnceWithItsHeader) {
+TEST_P(PubSubTest, PublishedMessageIsTakenOnceWithItsHeader) {
   Publisher pub("/a", TypeInfo::bytes(), domain_.context());
   Subscriber sub("/a", TypeInfo::bytes(), domain_.context());
   EXPECT_EQ(sub.take(buf_).status, TakeStatus::kNoData);
@@ -79,7 +92,7 @@ TEST_F(PubSubTest, PublishedMessageIsTakenOnceWithItsHeader) {
   EXPECT_EQ(pub.published(), 1U);
 }
 
-TEST_F(PubSubTest, EverySubscriberReceivesEveryMessageInOrder) {
+TEST_P(PubSubTest, EverySubscriberReceivesEveryMessageInOrder) {
   Publisher pub("/a", TypeInfo::bytes(), domain_.context());
   Subscriber s1("/a", TypeInfo::bytes(), domain_.context());
   Subscriber s2("/a", TypeInfo::bytes(), domain_.context());
@@ -95,7 +108,7 @@ TEST_F(PubSubTest, EverySubscriberReceivesEveryMessageInOrder) {
   }
 }
 
-TEST_F(PubSubTest, SlowSubscriberLosesOldestAndIsToldHowMany) {
+TEST_P(PubSubTest, SlowSubscriberLosesOldestAndIsToldHowMany) {
   Publisher pub("/a", TypeInfo::bytes(), domain_.context());
   Subscriber sub("/a", TypeInfo::bytes(), domain_.context());
   for (std::uint32_t i = 0; i < 20; ++i) ASSERT_EQ(pub.publish(bytes_of(i)), PublishResult::kOk);
@@ -117,7 +130,7 @@ TEST_F(PubSubTest, SlowSubscriberLosesOldestAndIsToldHowMany) {
   EXPECT_EQ(reader.view().lost, 12U);
 }
 
-TEST_F(PubSubTest, ReadInPlaceSeesThePayloadWithoutCopyingAndConsumesIt) {
+TEST_P(PubSubTest, ReadInPlaceSeesThePayloadWithoutCopyingAndConsumesIt) {
   Publisher pub("/a", TypeInfo::bytes(), domain_.context());
   Subscriber sub("/a", TypeInfo::bytes(), domain_.context());
   pub.publish(bytes_of(7));
@@ -142,13 +155,19 @@ TEST_F(PubSubTest, ReadInPlaceSeesThePayloadWithoutCopyingAndConsumesIt) {
 // reread: a message already taken, read again where it lies while it is
 // in the ring (from another thread too), and refused once a publisher
 // lapped it, before or during the read.
-TEST_F(PubSubTest, RereadFindsATakenMessageUntilItIsOverwritten) {
+TEST_P(PubSubTest, RereadFindsATakenMessageUntilItIsOverwritten) {
   Publisher pub("/a", TypeInfo::bytes(), domain_.context());
   Subscriber sub("/a", TypeInfo::bytes(), domain_.context());
   EXPECT_EQ(sub.capacity(), 8U);
+  EXPECT_EQ(sub.transport(), GetParam());
   pub.publish(bytes_of(7));
   MessageInfo taken;
   ASSERT_TRUE(sub.read([&](std::span<const std::byte>, const MessageInfo& info) { taken = info; }).ok());
+  if (GetParam() == Transport::kIceoryx) {
+    // No ring: a chunk taken is released to iceoryx, and gone.
+    EXPECT_FALSE(sub.reread(taken.sequence, [](std::span<const std::byte>, const RingCheck&) {}));
+    return;
+  }
   std::uint32_t again = 0;
   bool unchanged_inside = false;
   std::thread other([&] {
@@ -177,14 +196,14 @@ TEST_F(PubSubTest, RereadFindsATakenMessageUntilItIsOverwritten) {
   EXPECT_EQ(sub.lost(), 0U) << "reread counts nothing: the caller decides what the loss is";
 }
 
-TEST_F(PubSubTest, TooLargePublishIsRefusedAndNothingWritten) {
+TEST_P(PubSubTest, TooLargePublishIsRefusedAndNothingWritten) {
   Publisher pub("/a", TypeInfo::bytes(), domain_.context());
   Subscriber sub("/a", TypeInfo::bytes(), domain_.context());
   EXPECT_EQ(pub.publish(std::vector<std::byte>(65)), PublishResult::kTooLarge);
   EXPECT_EQ(sub.take(buf_).status, TakeStatus::kNoData);
 }
 
-TEST_F(PubSubTest, SmallBufferReportsSizeAndConsumesNothing) {
+TEST_P(PubSubTest, SmallBufferReportsSizeAndConsumesNothing) {
   Publisher pub("/a", TypeInfo::bytes(), domain_.context());
   Subscriber sub("/a", TypeInfo::bytes(), domain_.context());
   ASSERT_EQ(pub.publish(std::vector<std::byte>(40, std::byte{7})), PublishResult::kOk);
@@ -198,7 +217,7 @@ TEST_F(PubSubTest, SmallBufferReportsSizeAndConsumesNothing) {
   EXPECT_EQ(buf_[39], std::byte{7});
 }
 
-TEST_F(PubSubTest, LoanWritesInPlaceAndCommitPublishes) {
+TEST_P(PubSubTest, LoanWritesInPlaceAndCommitPublishes) {
   Publisher pub("/a", TypeInfo::bytes(), domain_.context());
   Subscriber sub("/a", TypeInfo::bytes(), domain_.context());
   Loan loan = pub.loan(16);
@@ -215,7 +234,7 @@ TEST_F(PubSubTest, LoanWritesInPlaceAndCommitPublishes) {
   EXPECT_EQ(pub.loan(65).valid(), false);
 }
 
-TEST_F(PubSubTest, DroppedLoanIsSkippedWithoutCountingALoss) {
+TEST_P(PubSubTest, DroppedLoanIsSkippedWithoutCountingALoss) {
   Publisher pub("/a", TypeInfo::bytes(), domain_.context());
   Subscriber sub("/a", TypeInfo::bytes(), domain_.context());
   {
@@ -230,7 +249,7 @@ TEST_F(PubSubTest, DroppedLoanIsSkippedWithoutCountingALoss) {
   EXPECT_EQ(sub.lost(), 0U);
 }
 
-TEST_F(PubSubTest, TypedPublishAndTakeRoundTrip) {
+TEST_P(PubSubTest, TypedPublishAndTakeRoundTrip) {
   TypedPublisher<Pose> pub("/pose", domain_.context());
   TypedSubscriber<Pose> sub("/pose", domain_.context());
   ASSERT_EQ(pub.publish(Pose{1.5, -2.0}), PublishResult::kOk);
@@ -243,7 +262,7 @@ TEST_F(PubSubTest, TypedPublishAndTakeRoundTrip) {
   EXPECT_EQ(sub.untyped().type().schema, Pose::kSchema);
 }
 
-TEST_F(PubSubTest, OpeningWithAnotherTypeIsRefusedNamingBoth) {
+TEST_P(PubSubTest, OpeningWithAnotherTypeIsRefusedNamingBoth) {
   TypedPublisher<Pose> pub("/imu", domain_.context());
   try {
     TypedSubscriber<Gps> sub("/imu", domain_.context());
@@ -263,7 +282,7 @@ TEST_F(PubSubTest, OpeningWithAnotherTypeIsRefusedNamingBoth) {
   EXPECT_THROW(Publisher("/imu", TypeInfo::bytes(), other), Error);
 }
 
-TEST_F(PubSubTest, UntypedSubscriberNeedsAnExistingChannel) {
+TEST_P(PubSubTest, UntypedSubscriberNeedsAnExistingChannel) {
   try {
     Subscriber sub("/missing", std::nullopt, domain_.context());
     FAIL() << "no error";
@@ -276,11 +295,11 @@ TEST_F(PubSubTest, UntypedSubscriberNeedsAnExistingChannel) {
   EXPECT_EQ(any.type().name, "test/Pose");
 }
 
-TEST_F(PubSubTest, InvalidChannelNameIsRefused) {
+TEST_P(PubSubTest, InvalidChannelNameIsRefused) {
   EXPECT_THROW(Publisher("no_slash", TypeInfo::bytes(), domain_.context()), Error);
 }
 
-TEST_F(PubSubTest, HistoryDeliversMessagesPublishedBeforeSubscribing) {
+TEST_P(PubSubTest, HistoryDeliversMessagesPublishedBeforeSubscribing) {
   Publisher pub("/a", TypeInfo::bytes(), domain_.context());
   for (std::uint32_t i = 0; i < 5; ++i) pub.publish(bytes_of(i));
   Subscriber late("/a", TypeInfo::bytes(), domain_.context(), SubscriberOptions{.history = 3});
@@ -291,7 +310,7 @@ TEST_F(PubSubTest, HistoryDeliversMessagesPublishedBeforeSubscribing) {
   EXPECT_EQ(late.take(buf_).status, TakeStatus::kNoData);
 }
 
-TEST_F(PubSubTest, ProvenanceTravelsWithTheMessage) {
+TEST_P(PubSubTest, ProvenanceTravelsWithTheMessage) {
   Publisher pub("/out", TypeInfo::bytes(), domain_.context());
   Subscriber sub("/out", TypeInfo::bytes(), domain_.context());
   const std::array<Provenance, 2> inputs{Provenance{3, 0, 100}, Provenance{4, 0, 200}};
@@ -311,7 +330,7 @@ TEST_F(PubSubTest, ProvenanceTravelsWithTheMessage) {
   EXPECT_EQ(auto_r.info.inputs()[0].sequence, 0U);
 }
 
-TEST_F(PubSubTest, PlainThreadCitesWhatItTookSinceItsLastPublishOnThatChannel) {
+TEST_P(PubSubTest, PlainThreadCitesWhatItTookSinceItsLastPublishOnThatChannel) {
   Publisher pa("/pa", TypeInfo::bytes(), domain_.context());
   Publisher pb("/pb", TypeInfo::bytes(), domain_.context());
   Subscriber sa("/pa", TypeInfo::bytes(), domain_.context());
@@ -361,7 +380,7 @@ TEST_F(PubSubTest, PlainThreadCitesWhatItTookSinceItsLastPublishOnThatChannel) {
   EXPECT_EQ(r.info.inputs()[0].sequence, 1U);
 }
 
-TEST_F(PubSubTest, SecondLevelShowsTheInputsOfEachInput) {
+TEST_P(PubSubTest, SecondLevelShowsTheInputsOfEachInput) {
   Publisher p1("/l1", TypeInfo::bytes(), domain_.context());
   Subscriber s1("/l1", TypeInfo::bytes(), domain_.context());
   Publisher p2("/l2", TypeInfo::bytes(), domain_.context());
@@ -386,8 +405,8 @@ TEST_F(PubSubTest, SecondLevelShowsTheInputsOfEachInput) {
   EXPECT_EQ(r.info.second_level_cut, 0U);
 }
 
-TEST_F(PubSubTest, InputsBeyondTheLimitAreCutAndCounted) {
-  Config config = small_ring();
+TEST_P(PubSubTest, InputsBeyondTheLimitAreCutAndCounted) {
+  Config config = small_ring(GetParam());
   config.defaults.capacity = 64;
   TestDomain big{config, "cut"};
   Publisher in("/many", TypeInfo::bytes(), big.context());
@@ -435,7 +454,7 @@ TEST_F(PubSubTest, InputsBeyondTheLimitAreCutAndCounted) {
   EXPECT_EQ(out_cut, 4U);
 }
 
-TEST_F(PubSubTest, RegistryListsChannelAndIntrospectionShowsEndpoints) {
+TEST_P(PubSubTest, RegistryListsChannelAndIntrospectionShowsEndpoints) {
   TypedPublisher<Pose> pub("/pose", domain_.context());
   Subscriber sub("/pose", std::nullopt, domain_.context());
   pub.publish(Pose{});
@@ -458,7 +477,7 @@ TEST_F(PubSubTest, RegistryListsChannelAndIntrospectionShowsEndpoints) {
   EXPECT_EQ(dv.channel_name(v.registry_index), "/pose");
 }
 
-TEST_F(PubSubTest, EndpointEntriesAreFreedWhenDestroyed) {
+TEST_P(PubSubTest, EndpointEntriesAreFreedWhenDestroyed) {
   { Publisher pub("/a", TypeInfo::bytes(), domain_.context()); }
   Subscriber keep("/a", TypeInfo::bytes(), domain_.context());
   introspect::ChannelReader reader(domain_.domain(), "/a");
@@ -466,12 +485,12 @@ TEST_F(PubSubTest, EndpointEntriesAreFreedWhenDestroyed) {
   EXPECT_EQ(reader.view().subscribers.size(), 1U);
 }
 
-TEST_F(PubSubTest, SegmentsAreCreatedWithTheConfiguredMode) {
+TEST_P(PubSubTest, SegmentsAreCreatedWithTheConfiguredMode) {
   Publisher pub("/a", TypeInfo::bytes(), domain_.context());
   struct stat st {};
   ASSERT_EQ(::stat(("/dev/shm/" + channel_object_name(domain_.domain(), "/a")).c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0660U);
-  Config c = small_ring();
+  Config c = small_ring(GetParam());
   c.mode = 0600;
   TestDomain private_domain{c, "mode"};
   Publisher pub2("/b", TypeInfo::bytes(), private_domain.context());
@@ -479,18 +498,37 @@ TEST_F(PubSubTest, SegmentsAreCreatedWithTheConfiguredMode) {
   EXPECT_EQ(st.st_mode & 0777, 0600U);
 }
 
-TEST_F(PubSubTest, IceoryxTransportIsRefusedClearlyUntilItExists) {
-  Config c = small_ring();
-  c.defaults.transport = Transport::kIceoryx;
-  TestDomain d{c, "iox"};
+TEST_P(PubSubTest, OpeningWithTheOtherTransportIsRefusedNamingBoth) {
+  Publisher pub("/a", TypeInfo::bytes(), domain_.context());
+  const Transport other = GetParam() == Transport::kShm ? Transport::kIceoryx : Transport::kShm;
+  Config c = small_ring(other);
+  c.defaults.transport_set = true;  // as `transport = "..."` in [defaults]
+  c.domain = domain_.domain();
+  Context ctx{c};
   try {
-    Publisher pub("/a", TypeInfo::bytes(), d.context());
+    Subscriber sub("/a", TypeInfo::bytes(), ctx);
     FAIL() << "no error";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), Errc::kConfig);
-    EXPECT_NE(std::string{e.what()}.find("transport \"iceoryx\""), std::string::npos);
+    EXPECT_EQ(e.exit_code(), 2);
+    const std::string what = e.what();
+    EXPECT_NE(what.find(fmt_transport("created with transport", GetParam())), std::string::npos) << what;
+    EXPECT_NE(what.find(fmt_transport("configuration gives it", other)), std::string::npos) << what;
   }
+  // A process whose configuration names no transport follows the channel's
+  // (tools, the recorder).
+  Config plain = small_ring();
+  plain.domain = domain_.domain();
+  Context follower{plain};
+  Subscriber sub("/a", std::nullopt, follower);
+  EXPECT_EQ(sub.transport(), GetParam());
+  ASSERT_EQ(pub.publish(bytes_of(9)), PublishResult::kOk);
+  ASSERT_TRUE(sub.take(buf_).ok());
+  EXPECT_EQ(value_of(buf_), 9U);
 }
+
+INSTANTIATE_TEST_SUITE_P(Transports, PubSubTest, ::testing::Values(Transport::kShm, Transport::kIceoryx),
+                         test::transport_name);
 
 TEST(AgeStatisticsTest, SubscriberRecordsMessageAgeEveryNthTake) {
   Config c = small_ring();

@@ -23,6 +23,10 @@ std::string_view to_string(Transport t) noexcept;
 /// matching [[channel]] entry have been applied.
 struct ChannelSettings {
   Transport transport = Transport::kShm;
+  /// The configuration names the transport ([defaults] or a [[channel]]
+  /// entry): opening a channel created with the other one is refused. When
+  /// it does not, an opener follows the channel's (tools, the recorder).
+  bool transport_set = false;
   std::uint32_t capacity = 64;                                ///< ring slots, a power of two
   std::uint32_t max_message_size = 4096;                      ///< payload bytes
   std::uint32_t time_list_capacity = 1024;                    ///< stamps, a power of two

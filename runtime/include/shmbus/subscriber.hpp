@@ -136,6 +136,9 @@ class Subscriber {
 
   /// The channel's ring slots (0 while waiting for the channel).
   [[nodiscard]] std::uint32_t capacity() const noexcept;
+  /// The channel's transport (kShm until attached). On iceoryx channels
+  /// reread() finds nothing: a message leaves iceoryx once taken.
+  [[nodiscard]] Transport transport() const noexcept;
 
   /// Blocks until take() may return a message or `timeout` passes: spins for
   /// the channel's wait_spin first, then sleeps on the channel's futex.
