@@ -27,7 +27,7 @@ bool Subscriber::Impl::try_attach(bool force) noexcept {
   if (!force && now < next_attach_try) return false;
   next_attach_try = now + kAttachRetryNs;
   try {
-    open(std::nullopt);
+    open(std::nullopt, true);
   } catch (const Error&) {
     return false;  // not there yet (or not usable yet): tried again later
   }
@@ -37,14 +37,19 @@ bool Subscriber::Impl::try_attach(bool force) noexcept {
   return true;
 }
 
-void Subscriber::Impl::open(const std::optional<TypeInfo>& type) {
+void Subscriber::Impl::open(const std::optional<TypeInfo>& type, bool from_start) {
   auto ch = context->state().channel(name, type ? &*type : nullptr);
   // The iceoryx port first: a subscriber whose port cannot be made is not
   // attached (try_attach tries again).
   std::unique_ptr<IceoryxSubscriberPort> port;
   if (ch->transport() == Transport::kIceoryx) {
     ensure_iceoryx_runtime(name);
-    port = std::make_unique<IceoryxSubscriberPort>(context->config().domain, name, ch->capacity(), options.history,
+    // A channel that appeared after we subscribed holds only messages sent
+    // after: as on the ring, we take them from its start (iceoryx's
+    // history, up to 16 of them).
+    const auto capacity = static_cast<std::uint32_t>(ch->capacity());
+    const std::uint32_t history = from_start ? capacity : options.history;
+    port = std::make_unique<IceoryxSubscriberPort>(context->config().domain, name, capacity, history,
                                                    ch->live_endpoints(false) != 0);
   }
   entry_index = ch->register_subscriber(options.node.empty() ? context->node() : options.node, id);

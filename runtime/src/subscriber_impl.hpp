@@ -71,7 +71,8 @@ struct Subscriber::Impl {
   }
 
   /// Opens the channel and registers; throws as the constructor does.
-  void open(const std::optional<TypeInfo>& type);
+  /// `from_start`: the channel appeared after we subscribed (try_attach).
+  void open(const std::optional<TypeInfo>& type, bool from_start = false);
   /// For a subscriber waiting for its channel: tries to open it, at most
   /// every 10 ms (or now, with `force`). True when attached.
   bool try_attach(bool force = false) noexcept;

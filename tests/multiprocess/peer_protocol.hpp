@@ -6,17 +6,27 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <string>
+#include <string_view>
 
 #include "shmbus/config.hpp"
 
 namespace shmbus::test {
 
+/// The transport of the test's channels: SHMBUS_TEST_TRANSPORT=iceoryx in
+/// the test process (its children inherit it), else the ring.
+inline Transport test_transport() {
+  const char* t = std::getenv("SHMBUS_TEST_TRANSPORT");  // NOLINT(concurrency-mt-unsafe): read at set-up
+  return t != nullptr && std::string_view{t} == "iceoryx" ? Transport::kIceoryx : Transport::kShm;
+}
+
 inline Config peer_config(const std::string& domain, const std::string& node) {
   Config c;
   c.domain = domain;
   c.node = node;
+  c.defaults.transport = test_transport();
   c.defaults.capacity = 16;
   c.defaults.max_message_size = 4096;
   c.defaults.wait_spin = std::chrono::microseconds(20);

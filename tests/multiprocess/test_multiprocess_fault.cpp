@@ -12,6 +12,7 @@
 #include "shmbus/introspect.hpp"
 #include "shmbus/publisher.hpp"
 #include "shmbus/subscriber.hpp"
+#include "support/roudi.hpp"
 #include "support/test_domain.hpp"
 
 using namespace shmbus;
@@ -43,15 +44,22 @@ void expect_clean_subscriber(ChildProcess& s) {
   EXPECT_LE(f.at("max_stall_us"), kMaxStallUs) << s.output();
 }
 
-class FaultTest : public ::testing::Test {
+/// Over both transports: the peers inherit SHMBUS_TEST_TRANSPORT. On
+/// iceoryx, RouDi's monitoring frees a killed process's chunks; shmbus's
+/// own entries are reclaimed as on the ring.
+class FaultTest : public ::testing::TestWithParam<Transport> {
  protected:
-  void TearDown() override { introspect::clean_domain(domain_, false); }
+  void SetUp() override { test::TransportEnvironment::use(GetParam()); }
+  void TearDown() override {
+    introspect::clean_domain(domain_, false);
+    test::TransportEnvironment::use(Transport::kShm);
+  }
   std::string domain_ = shmbus::test::unique_domain("fault");
 };
 
 }  // namespace
 
-TEST_F(FaultTest, PublisherKilledMidWriteStallsNobodyAndItsMessageIsCountedLost) {
+TEST_P(FaultTest, PublisherKilledMidWriteStallsNobodyAndLosesAtMostItsOwnMessage) {
   ChildProcess sub({kPeer, "sub", domain_, "/f", "0", "60000"});
   test::wait_for_subscribers(domain_, "/f", 1);
   {
@@ -80,7 +88,11 @@ TEST_F(FaultTest, PublisherKilledMidWriteStallsNobodyAndItsMessageIsCountedLost)
   expect_clean_subscriber(sub);
   const auto f = sub.fields();
   EXPECT_EQ(f.at("last_seq"), 100);
-  EXPECT_EQ(f.at("lost"), 1) << "the dead publisher's half-written message, and nothing else";
+  if (GetParam() == Transport::kShm) {
+    EXPECT_EQ(f.at("lost"), 1) << "the dead publisher's half-written message, and nothing else";
+  } else {
+    EXPECT_EQ(f.at("lost"), 0) << "an iceoryx chunk never sent is no message: RouDi takes it back";
+  }
   EXPECT_EQ(f.at("delivered"), 100);
   // The dead publisher's entry is reclaimed at the next registration.
   const auto before = introspect::ChannelReader(domain_, "/f").view();
@@ -91,7 +103,7 @@ TEST_F(FaultTest, PublisherKilledMidWriteStallsNobodyAndItsMessageIsCountedLost)
   (void)before;
 }
 
-TEST_F(FaultTest, PublishersKilledAtRandomMomentsNeverHangOrTearAndLossesAreCounted) {
+TEST_P(FaultTest, PublishersKilledAtRandomMomentsNeverHangOrTearAndLossesAreCounted) {
   std::vector<std::unique_ptr<ChildProcess>> subs;
   for (int s = 0; s < 2; ++s) {
     subs.push_back(
@@ -136,7 +148,7 @@ TEST_F(FaultTest, PublishersKilledAtRandomMomentsNeverHangOrTearAndLossesAreCoun
   EXPECT_EQ(v.publishers[0].pid, ::getpid());
 }
 
-TEST_F(FaultTest, SubscriberKilledLeavesPublishersUnaffectedAndItsEntryIsReclaimed) {
+TEST_P(FaultTest, SubscriberKilledLeavesPublishersUnaffectedAndItsEntryIsReclaimed) {
   ChildProcess victim({kPeer, "sub", domain_, "/s", "0", "60000"});
   ChildProcess survivor({kPeer, "sub", domain_, "/s", "0", "60000"});
   test::wait_for_subscribers(domain_, "/s", 2);
@@ -163,3 +175,37 @@ TEST_F(FaultTest, SubscriberKilledLeavesPublishersUnaffectedAndItsEntryIsReclaim
   survivor.signal(SIGTERM);
   expect_clean_subscriber(survivor);
 }
+
+// What a publisher sent before SIGKILL stays readable, intact: on the ring
+// in its slots, on iceoryx in chunks the subscriber's queue still holds
+// (RouDi frees only what the dead process itself held).
+TEST_P(FaultTest, MessagesOfAKilledPublisherStayReadableAndIntact) {
+  Context ctx{test::peer_config(domain_, "fault_test")};
+  Subscriber sub("/gone", TypeInfo::bytes(), ctx);
+  {
+    ChildProcess pub({kPeer, "pub", domain_, "/gone", "3", "0", "512", "1000"});
+    const introspect::ChannelReader reader(domain_, "/gone");
+    while (reader.view().stamps < 10) std::this_thread::sleep_for(1ms);
+    pub.signal(SIGKILL);
+    ASSERT_TRUE(WIFSIGNALED(pub.wait(10s)));
+  }
+  std::this_thread::sleep_for(2s);  // past RouDi's keep-alive timeout (1.5 s): the dead process is cleaned up
+  const std::uint64_t sent = introspect::ChannelReader(domain_, "/gone").view().stamps;
+  std::vector<std::byte> buf(4096);
+  std::uint64_t delivered = 0;
+  std::uint64_t lost = 0;
+  for (TakeResult r = sub.take(buf); r.ok(); r = sub.take(buf)) {
+    std::uint32_t tag = 0;
+    std::uint32_t counter = 0;
+    ASSERT_TRUE(test::payload_intact(buf.data(), r.info.size, tag, counter)) << "message " << r.info.sequence;
+    EXPECT_EQ(tag, 3U);
+    lost += r.info.lost_before;
+    ++delivered;
+  }
+  EXPECT_GE(delivered, 10U);
+  EXPECT_EQ(delivered + lost, sent) << "every message sent is read or counted lost";
+  EXPECT_EQ(lost, sub.lost());
+}
+
+INSTANTIATE_TEST_SUITE_P(Transports, FaultTest, ::testing::Values(Transport::kShm, Transport::kIceoryx),
+                         test::transport_name);

@@ -10,6 +10,7 @@
 #include "shmbus/introspect.hpp"
 #include "shmbus/publisher.hpp"
 #include "shmbus/subscriber.hpp"
+#include "support/roudi.hpp"
 #include "support/test_domain.hpp"
 
 using namespace shmbus;
@@ -27,9 +28,22 @@ class MultiProcessTest : public ::testing::Test {
   std::unique_ptr<Context> context_ = std::make_unique<Context>(test::peer_config(domain_, "mp_test"));
 };
 
+/// Over both transports: the peers inherit SHMBUS_TEST_TRANSPORT.
+class TransportMultiProcessTest : public ::testing::TestWithParam<Transport> {
+ protected:
+  void SetUp() override {
+    test::TransportEnvironment::use(GetParam());
+  }
+  void TearDown() override {
+    introspect::clean_domain(domain_, false);
+    test::TransportEnvironment::use(Transport::kShm);
+  }
+  std::string domain_ = shmbus::test::unique_domain("mp");
+};
+
 }  // namespace
 
-TEST_F(MultiProcessTest, ThreePublishersTwoSubscribersEveryMessageDeliveredOnceOrCountedLost) {
+TEST_P(TransportMultiProcessTest, ThreePublishersTwoSubscribersEveryMessageDeliveredOnceOrCountedLost) {
   constexpr int kPublishers = 3;
   constexpr std::uint64_t kPerPublisher = 20000;
   constexpr std::uint64_t kTotal = kPublishers * kPerPublisher;
@@ -72,6 +86,9 @@ TEST_F(MultiProcessTest, ThreePublishersTwoSubscribersEveryMessageDeliveredOnceO
   EXPECT_EQ(v.publish_dropped, dropped);
   EXPECT_EQ(v.stamps, kTotal - dropped) << "one time-list stamp per committed message";
 }
+
+INSTANTIATE_TEST_SUITE_P(Transports, TransportMultiProcessTest,
+                         ::testing::Values(Transport::kShm, Transport::kIceoryx), test::transport_name);
 
 // Ctrl-C to a process with two nodes spun on two threads: one SIGINT ends
 // both spins, the process exits 0 through its destructors, and every

@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <cstdio>
 #include <fstream>
 #include <string>
@@ -92,6 +93,20 @@ class Roudi {
 
   pid_t pid_ = 0;
   std::string file_;
+};
+
+/// Sets SHMBUS_TEST_TRANSPORT, which test::peer_config reads in this
+/// process and in the peers it starts (they inherit it); starts RouDi for
+/// iceoryx. A failed start fails the test.
+struct TransportEnvironment {
+  static void use(Transport t) {
+    if (t == Transport::kIceoryx) {
+      ASSERT_TRUE(Roudi::ensure()) << "iox-roudi did not start";
+      ::setenv("SHMBUS_TEST_TRANSPORT", "iceoryx", 1);
+    } else {
+      ::unsetenv("SHMBUS_TEST_TRANSPORT");
+    }
+  }
 };
 
 /// The transports a parameterised test runs over, named for test names.

@@ -9,6 +9,7 @@
 #include "shmbus/subscriber.hpp"
 #include "shmbus/wait_set.hpp"
 #include "support/cpu_time.hpp"
+#include "support/roudi.hpp"
 #include "support/test_domain.hpp"
 
 using namespace shmbus;
@@ -19,26 +20,39 @@ namespace {
 
 using shmbus::test::thread_cpu_seconds;
 
-Config config_with_spin(std::chrono::nanoseconds spin) {
+Config config_with_spin(std::chrono::nanoseconds spin, Transport transport) {
   Config c;
+  c.defaults.transport = transport;
   c.defaults.capacity = 16;
   c.defaults.max_message_size = 16;
   c.defaults.wait_spin = spin;
   return c;
 }
 
+/// Every test runs over both transports (iceoryx: RouDi started for the
+/// program); sleeping and waking go through the channel's futex word either
+/// way.
+class WaitTest : public ::testing::TestWithParam<Transport> {
+ protected:
+  void SetUp() override {
+    if (GetParam() == Transport::kIceoryx) {
+      ASSERT_TRUE(test::Roudi::ensure()) << "iox-roudi did not start";
+    }
+  }
+};
+
 }  // namespace
 
-TEST(WaitTest, WaitTimesOutWithoutData) {
-  TestDomain d{config_with_spin(0us), "w"};
+TEST_P(WaitTest, WaitTimesOutWithoutData) {
+  TestDomain d{config_with_spin(0us, GetParam()), "w"};
   Subscriber sub("/a", TypeInfo::bytes(), d.context());
   const auto t0 = std::chrono::steady_clock::now();
   EXPECT_FALSE(sub.wait(30ms));
   EXPECT_GE(std::chrono::steady_clock::now() - t0, 30ms);
 }
 
-TEST(WaitTest, WaitReturnsAtOnceWhenDataIsThere) {
-  TestDomain d{config_with_spin(0us), "w"};
+TEST_P(WaitTest, WaitReturnsAtOnceWhenDataIsThere) {
+  TestDomain d{config_with_spin(0us, GetParam()), "w"};
   Publisher pub("/a", TypeInfo::bytes(), d.context());
   Subscriber sub("/a", TypeInfo::bytes(), d.context());
   pub.publish(std::vector<std::byte>(4));
@@ -48,8 +62,8 @@ TEST(WaitTest, WaitReturnsAtOnceWhenDataIsThere) {
   EXPECT_FALSE(sub.wait(0ns));
 }
 
-TEST(WaitTest, SleepingSubscriberIsWokenByAPublishAndBurnsNoCpu) {
-  TestDomain d{config_with_spin(0us), "w"};
+TEST_P(WaitTest, SleepingSubscriberIsWokenByAPublishAndBurnsNoCpu) {
+  TestDomain d{config_with_spin(0us, GetParam()), "w"};
   Subscriber sub("/a", TypeInfo::bytes(), d.context());
   double cpu = 0;
   bool woke = false;
@@ -69,8 +83,8 @@ TEST(WaitTest, SleepingSubscriberIsWokenByAPublishAndBurnsNoCpu) {
   EXPECT_TRUE(sub.take(buf).ok());
 }
 
-TEST(WaitTest, WaitSetWakesForTheChannelThatReceived) {
-  TestDomain d{config_with_spin(0us), "w"};
+TEST_P(WaitTest, WaitSetWakesForTheChannelThatReceived) {
+  TestDomain d{config_with_spin(0us, GetParam()), "w"};
   Subscriber a("/a", TypeInfo::bytes(), d.context());
   Subscriber b("/b", TypeInfo::bytes(), d.context());
   Subscriber c("/c", TypeInfo::bytes(), d.context());
@@ -97,8 +111,8 @@ TEST(WaitTest, WaitSetWakesForTheChannelThatReceived) {
   EXPECT_LT(cpu, 0.05);
 }
 
-TEST(WaitTest, SpinningWaitCatchesAQuickMessage) {
-  TestDomain d{config_with_spin(200ms), "w"};
+TEST_P(WaitTest, SpinningWaitCatchesAQuickMessage) {
+  TestDomain d{config_with_spin(200ms, GetParam()), "w"};
   Publisher pub("/a", TypeInfo::bytes(), d.context());
   Subscriber sub("/a", TypeInfo::bytes(), d.context());
   std::thread t([&] {
@@ -109,8 +123,8 @@ TEST(WaitTest, SpinningWaitCatchesAQuickMessage) {
   t.join();
 }
 
-TEST(WaitTest, PublishersMakeTheWakeCallOnlyWhenSomeoneSleeps) {
-  TestDomain d{config_with_spin(0us), "w"};
+TEST_P(WaitTest, PublishersMakeTheWakeCallOnlyWhenSomeoneSleeps) {
+  TestDomain d{config_with_spin(0us, GetParam()), "w"};
   Publisher pub("/a", TypeInfo::bytes(), d.context());
   Subscriber sub("/a", TypeInfo::bytes(), d.context());
   introspect::ChannelReader reader(d.domain(), "/a");
@@ -129,8 +143,8 @@ TEST(WaitTest, PublishersMakeTheWakeCallOnlyWhenSomeoneSleeps) {
 
 // Before: start + nanoseconds::max() overflowed into the past and the wait
 // returned false at once. Now the deadline saturates: it waits for data.
-TEST(WaitTest, WaitForeverWaitsForData) {
-  TestDomain d{config_with_spin(0us), "w"};
+TEST_P(WaitTest, WaitForeverWaitsForData) {
+  TestDomain d{config_with_spin(0us, GetParam()), "w"};
   Subscriber sub("/a", TypeInfo::bytes(), d.context());
   WaitSet set;
   Subscriber other("/b", TypeInfo::bytes(), d.context());
@@ -156,8 +170,8 @@ TEST(WaitTest, WaitForeverWaitsForData) {
 
 // Processes start in any order: a subscriber made before its channel exists
 // attaches when the channel appears (before: Error kNotFound at once).
-TEST(WaitTest, SubscriberWaitsForItsChannelToAppear) {
-  TestDomain d{config_with_spin(0us), "w"};
+TEST_P(WaitTest, SubscriberWaitsForItsChannelToAppear) {
+  TestDomain d{config_with_spin(0us, GetParam()), "w"};
   EXPECT_THROW(Subscriber("/later", std::nullopt, d.context()), Error);
   Subscriber sub("/later", std::nullopt, d.context(), SubscriberOptions{.wait_for_channel = true});
   EXPECT_FALSE(sub.attached());
@@ -178,8 +192,8 @@ TEST(WaitTest, SubscriberWaitsForItsChannelToAppear) {
   late.join();
 }
 
-TEST(WaitTest, WaitSetWaitsForAbsentChannelsBesidePresentOnes) {
-  TestDomain d{config_with_spin(0us), "w"};
+TEST_P(WaitTest, WaitSetWaitsForAbsentChannelsBesidePresentOnes) {
+  TestDomain d{config_with_spin(0us, GetParam()), "w"};
   Publisher present_pub("/present", TypeInfo::bytes(), d.context());
   Subscriber present("/present", std::nullopt, d.context());
   Subscriber absent("/absent", std::nullopt, d.context(), SubscriberOptions{.wait_for_channel = true});
@@ -207,3 +221,6 @@ TEST(WaitTest, WaitSetWaitsForAbsentChannelsBesidePresentOnes) {
   EXPECT_TRUE(absent.take(buf).ok());
   late.join();
 }
+
+INSTANTIATE_TEST_SUITE_P(Transports, WaitTest, ::testing::Values(Transport::kShm, Transport::kIceoryx),
+                         test::transport_name);
