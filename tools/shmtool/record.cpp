@@ -487,7 +487,10 @@ class Recorder {
       rc->subscribed_wall_ns = wall_now_ns();
       rc->type = rc->sub->type();
       rc->registry_index = rc->sub->channel_index();
-      rc->in_ring_limit = o_.snapshot_s > 0 ? 0 : rc->sub->capacity() / 4;  // a snapshot keeps copies
+      // A snapshot keeps copies; so do iceoryx channels, which have no ring
+      // to write from later.
+      const bool keeps_copies = o_.snapshot_s > 0 || rc->sub->transport() != Transport::kShm;
+      rc->in_ring_limit = keeps_copies ? 0 : rc->sub->capacity() / 4;
       recorded_.insert(name);
       const std::size_t slot = wait_set_.attach(*rc->sub);
       const std::lock_guard lock(channels_mutex_);

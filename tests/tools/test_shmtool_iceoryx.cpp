@@ -1,0 +1,123 @@
+// shmtool and the recorder on a domain where some channels travel over
+// iceoryx and others over the ring: the tools run with no configuration and
+// follow each channel's transport; the time list is stamped either way.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "shmbus/context.hpp"
+#include "shmbus/iceoryx.hpp"
+#include "shmbus/introspect.hpp"
+#include "shmbus/mcap.hpp"
+#include "shmbus/publisher.hpp"
+#include "support/roudi.hpp"
+#include "tools/shmtool_harness.hpp"
+
+using namespace shmbus::test::tool;
+using shmbus::Transport;
+using shmbus::test::ChildProcess;
+
+namespace {
+
+/// /iox/* over iceoryx, the rest on the ring, as a [[channel]] entry sets it.
+shmbus::Config mixed(const std::string& domain) {
+  shmbus::Config c;
+  c.domain = domain;
+  c.node = "iox_test";
+  shmbus::ChannelRule r;
+  r.pattern = "/iox/*";
+  r.transport = Transport::kIceoryx;
+  c.channels.push_back(r);
+  return c;
+}
+
+std::vector<std::byte> payload(std::uint32_t i) {
+  std::vector<std::byte> b(24);
+  for (std::size_t k = 0; k < b.size(); ++k) b[k] = static_cast<std::byte>((i * 31 + k) & 0xff);
+  return b;
+}
+
+}  // namespace
+
+// First in the program: the next test starts RouDi for the rest of it.
+TEST(ShmtoolIceoryx, WithoutRoudiAnIceoryxChannelFailsWithOneLineSayingHowToStartIt) {
+  if (shmbus::iceoryx::roudi_running()) GTEST_SKIP() << "a RouDi runs on this machine";
+  DomainGuard d;
+  const std::string config =
+      (std::filesystem::temp_directory_path() / ("iox_" + std::to_string(::getpid()) + ".toml")).string();
+  std::ofstream(config) << "[[channel]]\nname = \"/iox/*\"\ntransport = \"iceoryx\"\n";
+  ChildProcess pub({kTool, "pub", "/iox/cmd", "--raw-size", "4", "--once", "01", "--domain", d.name}, true,
+                   {"SHMBUS_CONFIG=" + config});
+  const int status = pub.wait(20s);
+  ASSERT_TRUE(WIFEXITED(status)) << pub.output();
+  EXPECT_EQ(WEXITSTATUS(status), 3) << "not found";
+  const std::string err = pub.output();  // stdout and stderr: only the error line
+  EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << err;
+  EXPECT_NE(err.find("/iox/cmd uses transport \"iceoryx\" and no iceoryx RouDi runs"), std::string::npos) << err;
+  EXPECT_NE(err.find("shmbusd --roudi"), std::string::npos) << err;
+  std::filesystem::remove(config);
+}
+
+TEST(ShmtoolIceoryx, ListInfoEchoAndRecordFollowEachChannelsTransport) {
+  ASSERT_TRUE(shmbus::test::Roudi::ensure()) << "iox-roudi did not start";
+  DomainGuard d;
+  shmbus::Context ctx{mixed(d.name)};
+  shmbus::Publisher iox("/iox/imu", shmbus::TypeInfo::bytes(), ctx);
+  shmbus::Publisher ring("/plain/odom", shmbus::TypeInfo::bytes(), ctx);
+
+  const ToolRun list = shmtool(tool_args({"list", "--json"}, d.name));
+  ASSERT_EQ(list.code, 0) << list.err;
+  std::map<std::string, std::string> transports;
+  for (const json& c : json::parse(list.out)) transports[c["name"]] = c["transport"];
+  EXPECT_EQ(transports["/iox/imu"], "iceoryx");
+  EXPECT_EQ(transports["/plain/odom"], "shm");
+  const ToolRun info = shmtool(tool_args({"info", "/iox/imu", "--json"}, d.name));
+  ASSERT_EQ(info.code, 0) << info.err;
+  EXPECT_EQ(json::parse(info.out)["transport"], "iceoryx");
+
+  const std::string file =
+      (std::filesystem::temp_directory_path() / ("iox_" + std::to_string(::getpid()) + ".mcap")).string();
+  auto recorder = start_tool({"record", "--all", "-o", file}, d.name);
+  ASSERT_TRUE(recorder->wait_for_output("recording", 20s)) << recorder->output();
+  auto echo = start_tool({"echo", "/iox/imu", "--json", "-n", "5"}, d.name);
+  shmbus::test::wait_for_subscribers(d.name, "/iox/imu", 2);
+  shmbus::test::wait_for_subscribers(d.name, "/plain/odom", 1);
+  constexpr std::uint32_t kCount = 200;
+  for (std::uint32_t i = 0; i < kCount; ++i) {
+    ASSERT_EQ(iox.publish(payload(i)), shmbus::PublishResult::kOk);
+    ASSERT_EQ(ring.publish(payload(i)), shmbus::PublishResult::kOk);
+    std::this_thread::sleep_for(1ms);
+  }
+  ASSERT_TRUE(exited_zero(echo->wait(20s))) << echo->output();
+  const auto lines = json_lines(echo->output());
+  ASSERT_EQ(lines.size(), 5U) << echo->output();
+  EXPECT_EQ(lines[0]["size"], 24);
+
+  // The notify hook stamped every iceoryx publish into the time list, which
+  // shmbusd and `shmtool hz` read.
+  EXPECT_EQ(shmbus::introspect::ChannelReader(d.name, "/iox/imu").view().stamps, kCount);
+  std::this_thread::sleep_for(300ms);
+  recorder->signal(SIGINT);
+  ASSERT_TRUE(exited_zero(recorder->wait(30s))) << recorder->output();
+
+  shmbus::mcap::Reader r(file);
+  std::map<std::string, std::uint16_t> ids;
+  for (const auto& c : r.info().channels) ids[c.topic] = c.id;
+  std::map<std::uint16_t, std::uint32_t> seen;
+  r.read_messages([&](const shmbus::mcap::MessageView& m) {
+    const std::uint32_t i = seen[m.channel_id]++;
+    EXPECT_EQ(m.sequence, i) << "in order, none missing";
+    const auto expected = payload(i);
+    EXPECT_TRUE(std::equal(m.data.begin(), m.data.end(), expected.begin(), expected.end())) << "message " << i;
+    return true;
+  });
+  EXPECT_EQ(seen[ids.at("/iox/imu")], kCount);
+  EXPECT_EQ(seen[ids.at("/plain/odom")], kCount);
+  std::filesystem::remove(file);
+}
