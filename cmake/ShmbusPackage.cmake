@@ -34,7 +34,7 @@ foreach(component daemon dev)
 endforeach()
 install(FILES ${doc_files} DESTINATION ${CMAKE_INSTALL_DATADIR}/doc/shmbus COMPONENT daemon)
 install(FILES ${PROJECT_SOURCE_DIR}/config/shmbusd.service ${PROJECT_SOURCE_DIR}/config/shmbus-bridge.service
-              ${PROJECT_SOURCE_DIR}/config/shmbus-gateway.service
+              ${PROJECT_SOURCE_DIR}/config/shmbus-gateway.service ${PROJECT_SOURCE_DIR}/config/shmbus-roudi.service
         DESTINATION ${SHMBUS_SYSTEMD_UNIT_DIR} COMPONENT daemon)
 install(FILES ${PROJECT_SOURCE_DIR}/config/shmbus.sysusers DESTINATION lib/sysusers.d RENAME shmbus.conf
         COMPONENT daemon)
@@ -59,6 +59,8 @@ set(CPACK_DEBIAN_PACKAGE_GENERATE_SHLIBS ON)
 set(CPACK_DEBIAN_DAEMON_PACKAGE_NAME shmbus)
 set(CPACK_DEBIAN_DAEMON_PACKAGE_SECTION net)
 set(CPACK_DEBIAN_DAEMON_PACKAGE_DEPENDS "systemd")
+# iox-roudi, for channels with transport = "iceoryx" (shmbusd --roudi, shmbus-roudi.service).
+set(CPACK_DEBIAN_DAEMON_PACKAGE_RECOMMENDS "iceoryx")
 set(CPACK_DEBIAN_DAEMON_PACKAGE_CONTROL_EXTRA
     "${deb_dir}/conffiles;${deb_dir}/postinst;${deb_dir}/prerm;${deb_dir}/postrm")
 set(CPACK_DEBIAN_DAEMON_PACKAGE_CONTROL_STRICT_PERMISSION ON)

@@ -15,9 +15,11 @@
 #include "http.hpp"
 #include "metrics.hpp"
 #include "outputs.hpp"
+#include "roudi.hpp"
 #include "shmbus/cli.hpp"
 #include "shmbus/clock.hpp"
 #include "shmbus/error.hpp"
+#include "shmbus/iceoryx.hpp"
 #include "shmbus/monitor/bus_channels.hpp"
 #include "shmbus/monitor/monitor.hpp"
 #include "shmbus/names.hpp"
@@ -72,6 +74,7 @@ class Daemon {
         domain_(config_.domain),
         listen_(config_.monitor.metrics_listen),
         monitor_(config_),
+        roudi_(options.roudi ? std::make_unique<RoudiSupervisor>(config_, roudi_file()) : nullptr),
         bus_context_(bus_config(config_)),
         bus_(bus_context_) {
     for (const std::string& w : monitor::config_warnings(config_)) spdlog::warn("{}", w);
@@ -90,6 +93,7 @@ class Daemon {
                  format_duration(config_.monitor.scan_period), format_duration(config_.monitor.statistics_period));
     for (;;) {
       const std::int64_t now = mono_now_ns();
+      if (roudi_) roudi_->check(now);
       emit(scan(now), now);
       notify(now);
       next_scan += config_.monitor.scan_period.count();
@@ -109,6 +113,13 @@ class Daemon {
   }
 
  private:
+  /// Where --roudi writes RouDi's pools: systemd's RuntimeDirectory, else
+  /// the temporary directory.
+  static std::string roudi_file() {
+    const char* dir = std::getenv("RUNTIME_DIRECTORY");  // NOLINT(concurrency-mt-unsafe): read at set-up
+    return fmt::format("{}/shmbusd-roudi-{}.toml", dir != nullptr ? dir : "/tmp", ::getpid());
+  }
+
   static Config bus_config(Config c) {
     c.node = "shmbusd";
     return c;
@@ -227,6 +238,8 @@ class Daemon {
   monitor::Monitor monitor_;
   DaemonFigures figures_;
   std::int64_t last_scan_ns_ = 0;
+  /// Before the bus outputs: their channels may be iceoryx channels.
+  std::unique_ptr<RoudiSupervisor> roudi_;
   Context bus_context_;
   BusOutputs bus_;
   std::unique_ptr<AlertmanagerWebhook> webhook_;
@@ -266,10 +279,19 @@ int daemon_main(int argc, char** argv) {
   app.add_option("--metrics-listen", listen, "ADDRESS:PORT for /metrics and /healthz, or off");
   app.add_option("--check-config", check, "validate FILE, print the effective settings, exit 0 or 2");
   app.add_flag("--foreground", options.foreground, "stay in the foreground (systemd runs it so anyway)");
+  app.add_flag("--roudi", options.roudi,
+               "run iceoryx's RouDi (iox-roudi) for the iceoryx channels, pools sized from the configuration");
+  bool print_roudi_config = false;
+  app.add_flag("--roudi-config", print_roudi_config,
+               "print the RouDi configuration (iox-roudi -c) derived from the configuration, exit");
   if (auto rc = cli::parse(app, argc, argv)) return *rc;
   if (!domain.empty()) options.source.domain = domain;
   if (!listen.empty()) options.metrics_listen = listen;
   return cli::guarded("shmbusd", [&] {
+    if (print_roudi_config) {
+      std::fputs(iceoryx::roudi_config(load_config(options)).c_str(), stdout);
+      return 0;
+    }
     if (!check.empty()) {
       Options o = options;
       o.source.path = check;

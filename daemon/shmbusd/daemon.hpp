@@ -14,6 +14,8 @@ struct Options {
   monitor::ConfigSource source;               ///< --config / --domain
   std::optional<std::string> metrics_listen;  ///< --metrics-listen, overrides the file
   bool foreground = false;
+  /// --roudi: run and supervise iceoryx's RouDi for the iceoryx channels.
+  bool roudi = false;
 };
 
 /// The configuration the options name, with the overrides applied and the

@@ -12,6 +12,7 @@
 #include <atomic>
 #include <cstdio>
 #include <filesystem>
+#include <fmt/format.h>
 #include <fstream>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -21,6 +22,8 @@
 
 #include "http.hpp"
 #include "multiprocess/child_process.hpp"
+#include "shmbus/iceoryx.hpp"
+#include "shmbus/introspect.hpp"
 #include "shmbus/subscriber.hpp"
 #include "shmbus_msgs/Alert.hpp"
 #include "shmbus_msgs/Statistics.hpp"
@@ -359,5 +362,72 @@ TEST(DaemonIntegrationTest, CorruptChannelIsLoggedOnceAndTheOthersAreStillWatche
   EXPECT_TRUE(WIFEXITED(shmbusd.wait(20s))) << "shmbusd ended by SIGTERM, not by a crash: " << shmbusd.output();
   good.signal(SIGTERM);
   good.wait(10s);
+  fs::remove(config);
+}
+
+// `shmbusd --roudi`: RouDi runs with the pools derived from the
+// configuration; an iceoryx channel between real processes is monitored
+// like any (its time list); a RouDi killed is started again; stopping
+// shmbusd stops it.
+TEST(DaemonIceoryx, RoudiFlagRunsRoudiTheDaemonMonitorsIceoryxChannelsAndRestartsIt) {
+  if (iceoryx::roudi_running()) GTEST_SKIP() << "a RouDi already runs on this machine";
+  const std::string domain = shmbus::test::unique_domain("droudi");
+  const fs::path config = fs::temp_directory_path() / ("shmbusd_roudi_" + std::to_string(::getpid()) + ".toml");
+  std::ofstream(config) << "[monitor]\nscan_period = \"50ms\"\nmetrics_listen = \"127.0.0.1:0\"\n\n"
+                           "[[channel]]\nname = \"/iox/*\"\ntransport = \"iceoryx\"\ncapacity = 16\n"
+                           "max_message_size = 4096\nwindow = \"500ms\"\n";
+  ChildProcess shmbusd({kDaemon, "--foreground", "--roudi", "--config", config.string(), "--domain", domain}, true);
+  ASSERT_TRUE(shmbusd.wait_for_output("serves the iceoryx channels", 20s)) << shmbusd.poll_output();
+  EXPECT_TRUE(iceoryx::roudi_running());
+  const std::uint16_t port = metrics_port_of(shmbusd);
+  {
+    // ~500 Hz over iceoryx (the peer's channels follow SHMBUS_TEST_TRANSPORT).
+    ChildProcess pub({kPeer, "pub", domain, "/iox/rate", "1", "0", "64", "2000"}, false,
+                     {"SHMBUS_TEST_TRANSPORT=iceoryx"});
+    double hz = 0;
+    const auto deadline = std::chrono::steady_clock::now() + 20s;
+    const std::regex line(R"(shmbus_channel_frequency_hz\{[^}]*channel="/iox/rate"\} ([0-9.e+]+))");
+    while (hz < 100 && std::chrono::steady_clock::now() < deadline) {
+      std::smatch m;
+      const std::string metrics = get(port, "/metrics");
+      if (std::regex_search(metrics, m, line)) hz = std::stod(m[1]);
+      std::this_thread::sleep_for(100ms);
+    }
+    EXPECT_GT(hz, 100) << "the iceoryx channel's publishes are stamped and monitored";
+    EXPECT_EQ(shmbus::introspect::ChannelReader(domain, "/iox/rate").view().transport, Transport::kIceoryx);
+    pub.signal(SIGTERM);
+    EXPECT_TRUE(WIFEXITED(pub.wait(20s))) << pub.output();
+  }
+  // RouDi killed: shmbusd says so and starts it again.
+  ASSERT_EQ(run("pkill -KILL -f 'iox-rou[d]i -c .*shmbusd-roudi-'"), 0);
+  EXPECT_TRUE(shmbusd.wait_for_output("exited (signal 9); starting it again", 10s)) << shmbusd.poll_output();
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (!iceoryx::roudi_running() && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(20ms);
+  EXPECT_TRUE(iceoryx::roudi_running()) << "RouDi started again";
+  shmbusd.signal(SIGTERM);
+  EXPECT_EQ(shmbusd.wait(20s), 0) << shmbusd.poll_output();
+  EXPECT_FALSE(iceoryx::roudi_running()) << "stopping shmbusd stops its RouDi";
+  shmbus::introspect::clean_domain(domain, false);
+  fs::remove(config);
+}
+
+TEST(DaemonIntegrationTest, RoudiUnitFilePassesSystemdAnalyzeVerify) {
+  EXPECT_EQ(shmbus::test::verify_unit("shmbus-roudi.service", "/usr/sbin/shmbusd", kDaemon), "");
+}
+
+TEST(DaemonIceoryx, RoudiConfigPrintsPoolsSizedFromTheConfiguration) {
+  const fs::path config = fs::temp_directory_path() / ("shmbusd_pools_" + std::to_string(::getpid()) + ".toml");
+  std::ofstream(config) << "[defaults]\ncapacity = 64\nmax_message_size = 4096\n\n"
+                           "[[channel]]\nname = \"/camera/*\"\ntransport = \"iceoryx\"\ncapacity = 8\n"
+                           "max_message_size = 1048576\n";
+  ChildProcess print({kDaemon, "--roudi-config", "--config", config.string()});
+  ASSERT_EQ(print.wait(20s), 0) << print.output();
+  const std::string out = print.output();
+  // [defaults]: 8 channels x (64 x 4 subscribers + 24); /camera/*: 8 x 4 + 24.
+  const std::string defaults = fmt::format("size = {}\ncount = {}\n", iceoryx::chunk_payload_size(4096), 8 * (64 * 4 + 24));
+  const std::string camera = fmt::format("size = {}\ncount = {}\n", iceoryx::chunk_payload_size(1 << 20), 8 * 4 + 24);
+  EXPECT_NE(out.find(defaults), std::string::npos) << out;
+  EXPECT_NE(out.find(camera), std::string::npos) << out;
+  EXPECT_GE(iceoryx::chunk_payload_size(1 << 20), (1U << 20) + 320U) << "room for the message and shmbus's header";
   fs::remove(config);
 }
