@@ -33,8 +33,8 @@ struct Options {
   std::uint64_t warmup = 10'000;
   std::uint64_t messages = 1'000'000;
   std::vector<std::size_t> sizes{64, 4096};
-  std::vector<std::string> transports{"floor",           "spsc",     "shmbus", "node", "service", "iceoryx",
-                                      "iceoryx_service", "boost_mq", "uds"};
+  std::vector<std::string> transports{"floor",   "spsc",           "shmbus",          "node",     "service",
+                                      "iceoryx", "shmbus_iceoryx", "iceoryx_service", "boost_mq", "uds"};
   bool json = false;
 };
 
@@ -223,7 +223,7 @@ int main(int argc, char** argv) {
   peers->add_option("--sizes", o.sizes, "payload sizes in bytes")->delimiter(',');
   peers
       ->add_option("--transports", o.transports,
-                   "subset of floor,spsc,shmbus,node,service,iceoryx,iceoryx_service,boost_mq,uds")
+                   "subset of floor,spsc,shmbus,node,service,iceoryx,shmbus_iceoryx,iceoryx_service,boost_mq,uds")
       ->delimiter(',');
   peers->add_flag("--json", o.json, "print one JSON object instead of a table");
   peers->add_flag("--smoke", smoke, "tiny runs (CI: does every transport work?)");
@@ -253,6 +253,8 @@ int main(int argc, char** argv) {
       t = make_service();
     else if (name == "iceoryx_service")
       t = make_iceoryx_service(tmp);
+    else if (name == "shmbus_iceoryx")
+      t = make_shmbus_iceoryx(tmp);
     else if (name == "boost_mq")
       t = make_boost_mq();
     else if (name == "uds")
@@ -264,7 +266,7 @@ int main(int argc, char** argv) {
     else {
       std::fprintf(stderr,
                    "shmbus-bench: unknown transport '%s'; use "
-                   "floor,spsc,shmbus,node,service,iceoryx,iceoryx_service,boost_mq,uds\n",
+                   "floor,spsc,shmbus,node,service,iceoryx,shmbus_iceoryx,iceoryx_service,boost_mq,uds\n",
                    name.c_str());
       return 2;
     }
@@ -336,6 +338,17 @@ int main(int argc, char** argv) {
     if (raw == nullptr) continue;
     fmt::print("node dispatch overhead {} {} B: p50 {:+.0f} ns, p99 {:+.0f} ns per message (node - shmbus)\n",
                to_string(r.mode), r.size, r.p50 - raw->p50, r.p99 - raw->p99);
+  }
+  // shmbus's layer over iceoryx: the same channels through the shmbus API
+  // (slot header in the chunk, time-list stamp, futex wake check) against
+  // raw iceoryx, in this run.
+  for (const auto& r : results) {
+    const Result* raw = r.transport == "shmbus_iceoryx" ? find("iceoryx", r.mode, r.size) : nullptr;
+    if (raw == nullptr) continue;
+    fmt::print("shmbus layer over iceoryx {} {} B: p50 {:+.0f} ns ({:+.1f}%){}\n", to_string(r.mode), r.size,
+               r.p50 - raw->p50, 100.0 * (r.p50 / raw->p50 - 1.0),
+               r.msgs_per_s && raw->msgs_per_s ? fmt::format(", throughput {:.2f}x", *r.msgs_per_s / *raw->msgs_per_s)
+                                               : "");
   }
   // A service call against the same round trip over two channels (the
   // floor of its design) and against iceoryx's request/response.

@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <boost/interprocess/ipc/message_queue.hpp>
 #include <cstring>
@@ -14,6 +15,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include "shmbus/iceoryx.hpp"
 #include "shmbus/introspect.hpp"
 #include "shmbus/node.hpp"
 #include "shmbus/service.hpp"
@@ -42,10 +44,13 @@ std::uint64_t read_seq(const std::byte* p) {
 
 // ---------------------------------------------------------------- shmbus
 
-/// Both sides' configuration: a 256-slot ring of max_size messages.
-Config link_config(const std::string& domain, Side side, std::size_t max_size) {
+/// Both sides' configuration: a 256-slot ring of max_size messages (or, over
+/// iceoryx, queues of 256 chunks).
+Config link_config(const std::string& domain, Side side, std::size_t max_size,
+                   shmbus::Transport transport = shmbus::Transport::kShm) {
   Config c;
   c.domain = domain;
+  c.defaults.transport = transport;
   c.node = side == Side::kLeader ? "bench_leader" : "bench_follower";
   c.defaults.capacity = 256;
   c.defaults.max_message_size = static_cast<std::uint32_t>(max_size);
@@ -54,8 +59,9 @@ Config link_config(const std::string& domain, Side side, std::size_t max_size) {
 
 class ShmbusLink final : public Link {
  public:
-  ShmbusLink(const std::string& domain, Side side, std::size_t max_size) {
-    ctx_ = std::make_unique<Context>(link_config(domain, side, max_size));
+  ShmbusLink(const std::string& domain, Side side, std::size_t max_size,
+             shmbus::Transport transport = shmbus::Transport::kShm) {
+    ctx_ = std::make_unique<Context>(link_config(domain, side, max_size, transport));
     const bool leader = side == Side::kLeader;
     sub_ = std::make_unique<Subscriber>(leader ? "/pong" : "/ping", TypeInfo::bytes(), *ctx_);
     pub_ = std::make_unique<Publisher>(leader ? "/ping" : "/pong", TypeInfo::bytes(), *ctx_);
@@ -333,24 +339,34 @@ class IceoryxServiceLink final : public Link {
   std::int64_t request_id_ = 0;
 };
 
+/// Raw iceoryx ("iceoryx", "iceoryx_service"), or shmbus over iceoryx
+/// ("shmbus_iceoryx": the shmbus API on a channel with transport =
+/// "iceoryx", the same RouDi).
 class IceoryxTransport final : public Transport {
  public:
-  explicit IceoryxTransport(std::string dir, bool service = false) : dir_(std::move(dir)), service_(service) {}
+  enum class Kind { kRaw, kService, kShmbus };
+  IceoryxTransport(std::string dir, Kind kind) : dir_(std::move(dir)), kind_(kind) {}
   ~IceoryxTransport() override { stop_roudi(); }
-  std::string name() const override { return service_ ? "iceoryx_service" : "iceoryx"; }
+  std::string name() const override {
+    return kind_ == Kind::kService ? "iceoryx_service" : kind_ == Kind::kShmbus ? "shmbus_iceoryx" : "iceoryx";
+  }
   bool supports(Mode) const override { return true; }
-  bool has_throughput() const override { return !service_; }
+  bool has_throughput() const override { return kind_ != Kind::kService; }
   void prepare(std::size_t) override {
+    domain_ = "bench_iox_" + std::to_string(::getpid()) + "_" + std::to_string(run_++);
     if (roudi_ > 0) return;
-    // A small pool: 64 B and 4 KiB payloads, enough chunks for 256-deep
-    // queues in both directions.
+    // Pools for 64 B and 4 KiB payloads, raw and with shmbus's chunk
+    // header, enough chunks for 256-deep queues in both directions.
+    std::vector<std::uint32_t> sizes{128, 4224, iceoryx::chunk_payload_size(64), iceoryx::chunk_payload_size(4096)};
+    std::sort(sizes.begin(), sizes.end());  // RouDi wants pools in ascending size
+    std::string pools = "[general]\nversion = 1\n\n[[segment]]\n";
+    for (const std::uint32_t size : sizes) {
+      pools += "\n[[segment.mempool]]\nsize = " + std::to_string(size) + "\ncount = 2048\n";
+    }
     const std::string config = dir_ + "/roudi_bench.toml";
     FILE* f = std::fopen(config.c_str(), "w");
     if (f == nullptr) throw std::runtime_error("cannot write " + config);
-    std::fputs(
-        "[general]\nversion = 1\n\n[[segment]]\n\n[[segment.mempool]]\nsize = 128\ncount = 2048\n\n"
-        "[[segment.mempool]]\nsize = 4224\ncount = 2048\n",
-        f);
+    std::fputs(pools.c_str(), f);
     std::fclose(f);
     roudi_ = ::fork();
     if (roudi_ == 0) {
@@ -372,8 +388,12 @@ class IceoryxTransport final : public Transport {
     }
   }
   std::unique_ptr<Link> connect(Side side, std::size_t max_size) override {
-    if (service_) return std::make_unique<IceoryxServiceLink>(side, max_size);
+    if (kind_ == Kind::kService) return std::make_unique<IceoryxServiceLink>(side, max_size);
+    if (kind_ == Kind::kShmbus) return std::make_unique<ShmbusLink>(domain_, side, max_size, shmbus::Transport::kIceoryx);
     return std::make_unique<IceoryxLink>(side, max_size);
+  }
+  void cleanup() override {
+    if (kind_ == Kind::kShmbus) introspect::clean_domain(domain_, false);
   }
   void stop_roudi() {
     if (roudi_ <= 0) return;
@@ -385,7 +405,9 @@ class IceoryxTransport final : public Transport {
 
  private:
   std::string dir_;
-  bool service_;
+  Kind kind_;
+  std::string domain_;
+  int run_ = 0;
   pid_t roudi_ = 0;
 };
 #endif
@@ -600,14 +622,21 @@ std::unique_ptr<Transport> make_node() { return std::make_unique<ShmbusTransport
 std::unique_ptr<Transport> make_service() { return std::make_unique<ShmbusTransport>(ShmbusTransport::Kind::kService); }
 std::unique_ptr<Transport> make_iceoryx([[maybe_unused]] const std::string& dir) {
 #if SHMBUS_BENCH_ICEORYX
-  return std::make_unique<IceoryxTransport>(dir);
+  return std::make_unique<IceoryxTransport>(dir, IceoryxTransport::Kind::kRaw);
 #else
   return nullptr;
 #endif
 }
 std::unique_ptr<Transport> make_iceoryx_service([[maybe_unused]] const std::string& dir) {
 #if SHMBUS_BENCH_ICEORYX
-  return std::make_unique<IceoryxTransport>(dir, true);
+  return std::make_unique<IceoryxTransport>(dir, IceoryxTransport::Kind::kService);
+#else
+  return nullptr;
+#endif
+}
+std::unique_ptr<Transport> make_shmbus_iceoryx([[maybe_unused]] const std::string& dir) {
+#if SHMBUS_BENCH_ICEORYX
+  return std::make_unique<IceoryxTransport>(dir, IceoryxTransport::Kind::kShmbus);
 #else
   return nullptr;
 #endif

@@ -58,6 +58,9 @@ std::unique_ptr<Transport> make_iceoryx(const std::string& roudi_config_dir);
 /// Latency only.
 std::unique_ptr<Transport> make_service();
 std::unique_ptr<Transport> make_iceoryx_service(const std::string& roudi_config_dir);
+/// The shmbus API over a channel with transport = "iceoryx" (the iceoryx
+/// peer's RouDi): the cost of shmbus's layer over raw iceoryx.
+std::unique_ptr<Transport> make_shmbus_iceoryx(const std::string& roudi_config_dir);
 std::unique_ptr<Transport> make_boost_mq();
 std::unique_ptr<Transport> make_uds();
 std::unique_ptr<Transport> make_floor();
