@@ -84,10 +84,12 @@ void RoudiSupervisor::check(std::int64_t now_ns) {
   if (pid_ > 0) {
     int status = 0;
     if (::waitpid(pid_, &status, WNOHANG) != pid_) return;
-    spdlog::error("RouDi (pid {}) exited ({}); starting it again. Processes using iceoryx channels must be "
-                  "restarted: iceoryx does not reconnect them",
-                  pid_, WIFSIGNALED(status) ? fmt::format("signal {}", WTERMSIG(status))
-                                            : fmt::format("status {}", WEXITSTATUS(status)));
+    spdlog::error(
+        "RouDi (pid {}) exited ({}); starting it again. Processes using iceoryx channels must be "
+        "restarted: iceoryx does not reconnect them",
+        pid_,
+        WIFSIGNALED(status) ? fmt::format("signal {}", WTERMSIG(status))
+                            : fmt::format("status {}", WEXITSTATUS(status)));
     pid_ = 0;
   }
   if (now_ns < next_start_ns_) return;

@@ -156,6 +156,10 @@ class ConfigReader {
       const std::int64_t n = integer_of(v, key);
       if (n < 1 || n > 1'000'000) fail(v, "age_sample_every must be from 1 (every take) to 1000000");
       r.age_sample_every = static_cast<std::uint32_t>(n);
+    } else if (key == "publisher_history") {
+      const std::int64_t n = integer_of(v, key);
+      if (n < 0 || n > 16) fail(v, "publisher_history must be from 0 to 16 (iceoryx's limit)");
+      r.publisher_history = static_cast<std::uint32_t>(n);
     } else {
       return false;
     }
@@ -406,6 +410,7 @@ class ConfigReader {
     if (r.stall_timeout) s.stall_timeout = *r.stall_timeout;
     if (r.wait_spin) s.wait_spin = *r.wait_spin;
     if (r.age_sample_every) s.age_sample_every = *r.age_sample_every;
+    if (r.publisher_history) s.publisher_history = *r.publisher_history;
   }
 
  private:

@@ -24,7 +24,39 @@
 #include "shmbus/error.hpp"
 #include "shmbus/iceoryx.hpp"
 
+#if defined(__SANITIZE_THREAD__)
+#define SHMBUS_TSAN_IOX 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define SHMBUS_TSAN_IOX 1
+#endif
+#endif
+#ifdef SHMBUS_TSAN_IOX
+extern "C" void __tsan_acquire(void* addr);  // NOLINT(bugprone-reserved-identifier): ThreadSanitizer's interface
+extern "C" void __tsan_release(void* addr);  // NOLINT(bugprone-reserved-identifier)
+#endif
+
 namespace shmbus {
+
+namespace {
+
+/// iceoryx (Debian's build) is not built with ThreadSanitizer: the atomics
+/// by which it hands a chunk from publisher to subscriber, and back to the
+/// pool, are invisible to it. These tell it what they order: what was
+/// written into a chunk before it was handed on happens before what the
+/// next holder does with it. Nothing outside ThreadSanitizer builds.
+void handed_on([[maybe_unused]] const void* chunk) noexcept {
+#ifdef SHMBUS_TSAN_IOX
+  __tsan_release(const_cast<void*>(chunk));
+#endif
+}
+void taken_over([[maybe_unused]] const void* chunk) noexcept {
+#ifdef SHMBUS_TSAN_IOX
+  __tsan_acquire(const_cast<void*>(chunk));
+#endif
+}
+
+}  // namespace
 
 namespace iceoryx {
 
@@ -142,11 +174,11 @@ struct IceoryxPublisherPort::Impl {
   Impl(const iox::capro::ServiceDescription& s, const iox::popo::PublisherOptions& o) : publisher(s, o) {}
 };
 
-IceoryxPublisherPort::IceoryxPublisherPort(const std::string& domain, const std::string& channel,
-                                           std::uint32_t capacity, bool subscribers_exist) {
+IceoryxPublisherPort::IceoryxPublisherPort(const std::string& domain, const std::string& channel, std::uint32_t history,
+                                           bool subscribers_exist) {
   iox::popo::PublisherOptions o;
   // Late subscribers asking for history get up to this many messages.
-  o.historyCapacity = std::min<std::uint64_t>(capacity, iox::MAX_PUBLISHER_HISTORY);
+  o.historyCapacity = std::min<std::uint64_t>(history, iox::MAX_PUBLISHER_HISTORY);
   // A slow subscriber loses its oldest messages; the publisher never waits.
   o.subscriberTooSlowPolicy = iox::popo::ConsumerTooSlowPolicy::DISCARD_OLDEST_DATA;
   impl_ = std::make_unique<Impl>(service_of(domain, channel), o);
@@ -155,17 +187,27 @@ IceoryxPublisherPort::IceoryxPublisherPort(const std::string& domain, const std:
 
 IceoryxPublisherPort::~IceoryxPublisherPort() = default;
 
-std::byte* IceoryxPublisherPort::loan(std::uint32_t size, layout::SlotHeader*& header) noexcept {
-  auto chunk = impl_->publisher.loan(size, kChunkPayloadAlignment, kChunkUserHeaderSize, alignof(layout::SlotHeader));
+std::byte* IceoryxPublisherPort::loan(std::uint32_t size, bool with_provenance, layout::SlotHeader*& header) noexcept {
+  auto chunk =
+      impl_->publisher.loan(size, kChunkPayloadAlignment, with_provenance ? kChunkUserHeaderSize : kChunkSlotHeaderSize,
+                            alignof(layout::SlotHeader));
   if (chunk.has_error()) return nullptr;
   void* payload = chunk.value();
-  header = static_cast<layout::SlotHeader*>(iox::mepoo::ChunkHeader::fromUserPayload(payload)->userHeader());
+  auto* chunk_header = iox::mepoo::ChunkHeader::fromUserPayload(payload);
+  taken_over(chunk_header);
+  header = static_cast<layout::SlotHeader*>(chunk_header->userHeader());
   return static_cast<std::byte*>(payload);
 }
 
-void IceoryxPublisherPort::publish(std::byte* payload) noexcept { impl_->publisher.publish(payload); }
+void IceoryxPublisherPort::publish(std::byte* payload) noexcept {
+  handed_on(iox::mepoo::ChunkHeader::fromUserPayload(payload));
+  impl_->publisher.publish(payload);
+}
 
-void IceoryxPublisherPort::release(std::byte* payload) noexcept { impl_->publisher.release(payload); }
+void IceoryxPublisherPort::release(std::byte* payload) noexcept {
+  handed_on(iox::mepoo::ChunkHeader::fromUserPayload(payload));
+  impl_->publisher.release(payload);
+}
 
 struct IceoryxSubscriberPort::Impl {
   iox::popo::UntypedSubscriber subscriber;
@@ -192,11 +234,16 @@ const std::byte* IceoryxSubscriberPort::take(const layout::SlotHeader*& header) 
   auto chunk = impl_->subscriber.take();
   if (chunk.has_error()) return nullptr;
   const void* payload = chunk.value();
-  header = static_cast<const layout::SlotHeader*>(iox::mepoo::ChunkHeader::fromUserPayload(payload)->userHeader());
+  const auto* chunk_header = iox::mepoo::ChunkHeader::fromUserPayload(payload);
+  taken_over(chunk_header);
+  header = static_cast<const layout::SlotHeader*>(chunk_header->userHeader());
   return static_cast<const std::byte*>(payload);
 }
 
-void IceoryxSubscriberPort::release(const std::byte* payload) noexcept { impl_->subscriber.release(payload); }
+void IceoryxSubscriberPort::release(const std::byte* payload) noexcept {
+  handed_on(iox::mepoo::ChunkHeader::fromUserPayload(payload));
+  impl_->subscriber.release(payload);
+}
 
 bool IceoryxSubscriberPort::has_data() const noexcept { return impl_->subscriber.hasData(); }
 

@@ -20,10 +20,15 @@
 
 namespace shmbus::detail {
 
-/// The user header of every shmbus chunk: a slot's header and provenance.
+/// The user header of a shmbus chunk: a slot's header, and its provenance
+/// entries when the message cites inputs (the largest header).
 inline constexpr std::uint32_t kChunkUserHeaderSize = layout::kSlotPayloadOffset;
-/// Payloads start on a cache line, as in a ring slot.
-inline constexpr std::uint32_t kChunkPayloadAlignment = layout::kCacheLine;
+inline constexpr std::uint32_t kChunkSlotHeaderSize = sizeof(layout::SlotHeader);
+/// Payloads are aligned as malloc aligns. Not to a cache line as in a ring
+/// slot: after iceoryx's chunk header (40 bytes) and the slot header, a
+/// 16-byte aligned payload starts in the second cache line, so a small
+/// message costs the reader two lines, not three.
+inline constexpr std::uint32_t kChunkPayloadAlignment = alignof(std::max_align_t);
 
 /// Registers this process with RouDi once (the first iceoryx channel it
 /// opens). Error(kNotFound) naming `channel` and how to start RouDi when
@@ -32,17 +37,19 @@ void ensure_iceoryx_runtime(std::string_view channel);
 
 class IceoryxPublisherPort {
  public:
-  /// Offers the channel. When `subscribers_exist`, waits (up to 2 s) until
+  /// Offers the channel, keeping `history` messages for late subscribers
+  /// (publisher_history). When `subscribers_exist`, waits (up to 2 s) until
   /// RouDi has connected them, so the first messages reach them.
-  IceoryxPublisherPort(const std::string& domain, const std::string& channel, std::uint32_t capacity,
+  IceoryxPublisherPort(const std::string& domain, const std::string& channel, std::uint32_t history,
                        bool subscribers_exist);
   ~IceoryxPublisherPort();
   IceoryxPublisherPort(const IceoryxPublisherPort&) = delete;
   IceoryxPublisherPort& operator=(const IceoryxPublisherPort&) = delete;
 
-  /// A chunk for `size` payload bytes, and its slot header; nullptr when
+  /// A chunk for `size` payload bytes, and its slot header (followed by
+  /// kProvenanceEntries entries when `with_provenance`); nullptr when
   /// RouDi's pool has none free.
-  std::byte* loan(std::uint32_t size, layout::SlotHeader*& header) noexcept;
+  std::byte* loan(std::uint32_t size, bool with_provenance, layout::SlotHeader*& header) noexcept;
   void publish(std::byte* payload) noexcept;
   void release(std::byte* payload) noexcept;
   /// Messages sent by this port, the count stamped into each chunk.

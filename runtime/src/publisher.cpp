@@ -134,8 +134,10 @@ struct Publisher::Impl {
     return mono + wall_offset;
   }
 
-  void write_header(SlotHeader* slot, std::uint64_t seq, std::int64_t mono, std::uint32_t size,
-                    std::uint32_t flags) noexcept {
+  /// `room`: provenance entries the header has space for (a ring slot has
+  /// kProvenanceEntries; an iceoryx chunk loaned without provenance none).
+  void write_header(SlotHeader* slot, std::uint64_t seq, std::int64_t mono, std::uint32_t size, std::uint32_t flags,
+                    std::uint32_t room = kProvenanceEntries) noexcept {
     slot->flags = flags;
     slot->sequence = seq;
     slot->mono_ns = mono;
@@ -146,7 +148,7 @@ struct Publisher::Impl {
       slot->input_count = 0;
       slot->entry_count = 0;
     } else {
-      write_provenance(slot, mono);
+      write_provenance(slot, mono, room);
     }
   }
 
@@ -159,7 +161,7 @@ struct Publisher::Impl {
   /// this thread took since our previous publish on it (the latest
   /// kProvenanceEntries); then, in the room left, those inputs' own inputs.
   /// What does not fit is cut and counted.
-  void write_provenance(SlotHeader* slot, std::int64_t mono) noexcept {
+  void write_provenance(SlotHeader* slot, std::int64_t mono, std::uint32_t room) noexcept {
     ProvenanceEntry* out = Channel::provenance(slot);
     std::uint64_t cut = 0;
     InputScope* scope = InputScope::current();
@@ -171,15 +173,16 @@ struct Publisher::Impl {
       mark = log.taken;
     }
     if (explicit_provenance) {
-      std::copy_n(explicit_entries, explicit_count, out);
-      slot->input_count = static_cast<std::uint16_t>(explicit_count);
-      slot->entry_count = static_cast<std::uint16_t>(explicit_count);
+      const std::uint32_t count = std::min(explicit_count, room);
+      std::copy_n(explicit_entries, count, out);
+      slot->input_count = static_cast<std::uint16_t>(count);
+      slot->entry_count = static_cast<std::uint16_t>(count);
       slot->second_level_cut = 0;
       slot->processing_ns = 0;
-      cut = explicit_cut;
+      cut = explicit_cut + explicit_count - count;
     } else {
       const std::uint64_t total = log.taken - from;
-      const std::uint64_t count = std::min<std::uint64_t>(total, kProvenanceEntries);
+      const std::uint64_t count = std::min<std::uint64_t>(total, room);
       const std::uint64_t first = log.keep_first ? 0 : log.taken - count;
       cut = total - count;
       std::size_t n = 0;
@@ -191,7 +194,7 @@ struct Publisher::Impl {
       for (std::uint64_t i = 0; i < count; ++i) {
         const detail::TakenInput& t = log.ring[(first + i) % kProvenanceEntries];
         for (std::uint32_t j = 0; j < t.parent_count; ++j) {
-          if (n == kProvenanceEntries) {
+          if (n == room) {
             ++second_cut;
             continue;
           }
@@ -243,10 +246,22 @@ struct Publisher::Impl {
     wake_waiters(*header);
   }
 
+  /// Whether the next message cites inputs (write_provenance's count is
+  /// not zero): an iceoryx chunk then carries room for them.
+  bool provenance_pending() const noexcept {
+    if (explicit_provenance) return true;
+    const InputScope* scope = InputScope::current();
+    const detail::InputLog& log = scope != nullptr ? scope->log() : detail::thread_inputs;
+    const std::uint64_t from = log.keep_first ? 0 : (mark_log == &log ? mark : log.run_start);
+    return log.taken > from;
+  }
+
   /// iceoryx: a chunk for `size` bytes and the channel's next sequence;
   /// nullptr (counted as a drop) when RouDi's pool has no chunk free.
-  std::byte* loan_chunk(std::uint32_t size, SlotHeader*& slot, std::uint64_t& seq) noexcept {
-    std::byte* payload = iox->loan(size, slot);
+  /// `room` gets the provenance entries its header holds.
+  std::byte* loan_chunk(std::uint32_t size, SlotHeader*& slot, std::uint64_t& seq, std::uint32_t& room) noexcept {
+    room = provenance_pending() ? kProvenanceEntries : 0;
+    std::byte* payload = iox->loan(size, room != 0, slot);
     if (payload == nullptr) {
       count_drop();
       return nullptr;
@@ -259,17 +274,20 @@ struct Publisher::Impl {
 
   /// iceoryx: writes the chunk's header (as a slot's), stamps this port's
   /// own count into `state` (a subscriber's gap in it is a loss), sends.
-  void send_chunk(std::byte* payload, SlotHeader* slot, std::uint64_t seq, std::uint32_t size) noexcept {
+  void send_chunk(std::byte* payload, SlotHeader* slot, std::uint64_t seq, std::uint32_t size,
+                  std::uint32_t room) noexcept {
     const std::int64_t mono = mono_now_ns();
-    write_header(slot, seq, mono, size, 0);
+    write_header(slot, seq, mono, size, 0, room);
     slot->state.store(iox->next_count(), std::memory_order_relaxed);
     test_pause(kPauseWritten);
     iox->publish(payload);
     // SYNC POINT (store-load): the push into the subscribers' queues above
     // before wake_waiters' load of `waiters`; pairs with the fence after the
-    // sleeper's fetch_or in Channel::enter_waiters() (iceoryx's push is not
-    // known to be a locked instruction, so the fence is a full one).
-    std::atomic_thread_fence(std::memory_order_seq_cst);
+    // sleeper's fetch_or in Channel::enter_waiters(). wake_waiters relies on
+    // a locked instruction before it on x86-64: the notify hook's fetch_add
+    // (claim_stamp) is one; without the hook, a full fence (iceoryx's push
+    // is not known to end with one).
+    if (!notify_hook) std::atomic_thread_fence(std::memory_order_seq_cst);
     notify(mono);
   }
 
@@ -305,7 +323,7 @@ Publisher::Publisher(std::string_view channel, const TypeInfo& type, Context& co
   impl_->notify_hook = options.notify_hook;
   if (impl_->channel->transport() == Transport::kIceoryx) {
     impl_->iox = std::make_unique<IceoryxPublisherPort>(context.config().domain, std::string{channel},
-                                                        impl_->channel->capacity(),
+                                                        context.config().channel(channel).publisher_history,
                                                         impl_->channel->live_endpoints(true) != 0);
   }
   if (const char* p = std::getenv("SHMBUS_TEST_PAUSE")) {  // NOLINT(concurrency-mt-unsafe): read once at set-up
@@ -328,10 +346,11 @@ PublishResult Publisher::publish(std::span<const std::byte> payload) noexcept {
   if (p.iox) {
     SlotHeader* slot = nullptr;
     std::uint64_t seq = 0;
-    std::byte* chunk = p.loan_chunk(static_cast<std::uint32_t>(payload.size()), slot, seq);
+    std::uint32_t room = 0;
+    std::byte* chunk = p.loan_chunk(static_cast<std::uint32_t>(payload.size()), slot, seq, room);
     if (chunk == nullptr) return PublishResult::kDropped;
     std::memcpy(chunk, payload.data(), payload.size());
-    p.send_chunk(chunk, slot, seq, static_cast<std::uint32_t>(payload.size()));
+    p.send_chunk(chunk, slot, seq, static_cast<std::uint32_t>(payload.size()), room);
     return PublishResult::kOk;
   }
   const std::int64_t mono = mono_now_ns();
@@ -359,8 +378,10 @@ Loan Publisher::loan(std::size_t size) noexcept {
   std::byte* data = nullptr;
   if (p.iox) {
     // A loan is an iceoryx chunk: the message is written in place.
-    data = p.loan_chunk(static_cast<std::uint32_t>(size), slot, seq);
+    std::uint32_t room = 0;
+    data = p.loan_chunk(static_cast<std::uint32_t>(size), slot, seq, room);
     if (data == nullptr) return loan;
+    loan.room_ = room;
   } else {
     slot = p.claim(seq);
     if (slot == nullptr) {
@@ -385,7 +406,7 @@ PublishResult Publisher::commit(Loan& loan, std::size_t size) noexcept {
   Impl& p = *impl_;
   auto* slot = static_cast<SlotHeader*>(loan.slot_);
   if (p.iox) {
-    p.send_chunk(loan.data_, slot, loan.sequence_, static_cast<std::uint32_t>(size));
+    p.send_chunk(loan.data_, slot, loan.sequence_, static_cast<std::uint32_t>(size), loan.room_);
     loan.data_ = nullptr;
     loan.owner_ = nullptr;
     return PublishResult::kOk;
@@ -433,6 +454,7 @@ Loan& Loan::operator=(Loan&& other) noexcept {
     data_ = std::exchange(other.data_, nullptr);
     size_ = std::exchange(other.size_, 0);
     sequence_ = other.sequence_;
+    room_ = other.room_;
   }
   return *this;
 }

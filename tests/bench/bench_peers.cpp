@@ -345,10 +345,10 @@ int main(int argc, char** argv) {
   for (const auto& r : results) {
     const Result* raw = r.transport == "shmbus_iceoryx" ? find("iceoryx", r.mode, r.size) : nullptr;
     if (raw == nullptr) continue;
-    fmt::print("shmbus layer over iceoryx {} {} B: p50 {:+.0f} ns ({:+.1f}%){}\n", to_string(r.mode), r.size,
-               r.p50 - raw->p50, 100.0 * (r.p50 / raw->p50 - 1.0),
-               r.msgs_per_s && raw->msgs_per_s ? fmt::format(", throughput {:.2f}x", *r.msgs_per_s / *raw->msgs_per_s)
-                                               : "");
+    fmt::print(
+        "shmbus layer over iceoryx {} {} B: p50 {:+.0f} ns ({:+.1f}%){}\n", to_string(r.mode), r.size, r.p50 - raw->p50,
+        100.0 * (r.p50 / raw->p50 - 1.0),
+        r.msgs_per_s && raw->msgs_per_s ? fmt::format(", throughput {:.2f}x", *r.msgs_per_s / *raw->msgs_per_s) : "");
   }
   // A service call against the same round trip over two channels (the
   // floor of its design) and against iceoryx's request/response.

@@ -389,7 +389,8 @@ class IceoryxTransport final : public Transport {
   }
   std::unique_ptr<Link> connect(Side side, std::size_t max_size) override {
     if (kind_ == Kind::kService) return std::make_unique<IceoryxServiceLink>(side, max_size);
-    if (kind_ == Kind::kShmbus) return std::make_unique<ShmbusLink>(domain_, side, max_size, shmbus::Transport::kIceoryx);
+    if (kind_ == Kind::kShmbus)
+      return std::make_unique<ShmbusLink>(domain_, side, max_size, shmbus::Transport::kIceoryx);
     return std::make_unique<IceoryxLink>(side, max_size);
   }
   void cleanup() override {

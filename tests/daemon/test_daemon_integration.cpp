@@ -9,10 +9,10 @@
 #include <sys/un.h>
 #include <sys/wait.h>
 
+#include <fmt/format.h>
 #include <atomic>
 #include <cstdio>
 #include <filesystem>
-#include <fmt/format.h>
 #include <fstream>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -424,7 +424,8 @@ TEST(DaemonIceoryx, RoudiConfigPrintsPoolsSizedFromTheConfiguration) {
   ASSERT_EQ(print.wait(20s), 0) << print.output();
   const std::string out = print.output();
   // [defaults]: 8 channels x (64 x 4 subscribers + 24); /camera/*: 8 x 4 + 24.
-  const std::string defaults = fmt::format("size = {}\ncount = {}\n", iceoryx::chunk_payload_size(4096), 8 * (64 * 4 + 24));
+  const std::string defaults =
+      fmt::format("size = {}\ncount = {}\n", iceoryx::chunk_payload_size(4096), 8 * (64 * 4 + 24));
   const std::string camera = fmt::format("size = {}\ncount = {}\n", iceoryx::chunk_payload_size(1 << 20), 8 * 4 + 24);
   EXPECT_NE(out.find(defaults), std::string::npos) << out;
   EXPECT_NE(out.find(camera), std::string::npos) << out;

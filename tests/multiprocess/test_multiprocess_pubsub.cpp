@@ -31,9 +31,7 @@ class MultiProcessTest : public ::testing::Test {
 /// Over both transports: the peers inherit SHMBUS_TEST_TRANSPORT.
 class TransportMultiProcessTest : public ::testing::TestWithParam<Transport> {
  protected:
-  void SetUp() override {
-    test::TransportEnvironment::use(GetParam());
-  }
+  void SetUp() override { test::TransportEnvironment::use(GetParam()); }
   void TearDown() override {
     introspect::clean_domain(domain_, false);
     test::TransportEnvironment::use(Transport::kShm);
@@ -87,8 +85,8 @@ TEST_P(TransportMultiProcessTest, ThreePublishersTwoSubscribersEveryMessageDeliv
   EXPECT_EQ(v.stamps, kTotal - dropped) << "one time-list stamp per committed message";
 }
 
-INSTANTIATE_TEST_SUITE_P(Transports, TransportMultiProcessTest,
-                         ::testing::Values(Transport::kShm, Transport::kIceoryx), test::transport_name);
+INSTANTIATE_TEST_SUITE_P(Transports, TransportMultiProcessTest, ::testing::Values(Transport::kShm, Transport::kIceoryx),
+                         test::transport_name);
 
 // Ctrl-C to a process with two nodes spun on two threads: one SIGINT ends
 // both spins, the process exits 0 through its destructors, and every

@@ -23,6 +23,9 @@ using shmbus::test::thread_cpu_seconds;
 Config config_with_spin(std::chrono::nanoseconds spin, Transport transport) {
   Config c;
   c.defaults.transport = transport;
+  // iceoryx: a subscriber that waited for its channel gets what was sent
+  // before RouDi connected it from the publisher's history.
+  c.defaults.publisher_history = 16;
   c.defaults.capacity = 16;
   c.defaults.max_message_size = 16;
   c.defaults.wait_spin = spin;

@@ -41,6 +41,12 @@ struct ChannelSettings {
   /// the daemon every this many takes (1: every take; each costs a clock
   /// read, ~15-20 ns).
   std::uint32_t age_sample_every = 8;
+  /// iceoryx channels: messages each publisher keeps for subscribers that
+  /// join later and ask for history (SubscriberOptions::history, at most
+  /// 16). Off by default: iceoryx then does per message what a history
+  /// costs (~400 ns on a 2-vCPU VM). Ring channels ignore it: their ring
+  /// is their history.
+  std::uint32_t publisher_history = 0;
 };
 
 /// Settings of shmbusd (stored here so every process parses one schema).
@@ -92,6 +98,7 @@ struct ChannelRule {
   std::optional<std::chrono::nanoseconds> stall_timeout;
   std::optional<std::chrono::nanoseconds> wait_spin;
   std::optional<std::uint32_t> age_sample_every;
+  std::optional<std::uint32_t> publisher_history;
 };
 
 /// One [[sync]] entry: a synchronizer stage (`shmtool sync NAME`).

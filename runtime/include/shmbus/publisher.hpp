@@ -74,6 +74,7 @@ class Loan {
   std::byte* data_ = nullptr;
   std::size_t size_ = 0;
   std::uint64_t sequence_ = 0;
+  std::uint32_t room_ = 0;  ///< iceoryx: provenance entries the chunk's header holds
 };
 
 /// Publishes messages into one channel. Creates the channel (with the
