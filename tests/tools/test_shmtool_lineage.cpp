@@ -290,17 +290,19 @@ TEST_F(ShmtoolLineage, StepReplayWithTheSameModulesReproducesEveryFrameByteForBy
 
 TEST_F(ShmtoolLineage, StepReplayOfANewM1VersionChangesEveryFrameAsItsGainPredicts) {
   const std::string out = temp_path("step_gain");
+  ToolRun r;
   {
     LiveModules live({{"--module", "m1", "--gain", "2"}, {"--module", "m2"}});
-    const ToolRun r = step(recording_, out, live.domain.name);
+    r = step(recording_, out, live.domain.name);
     ASSERT_EQ(r.code, 0) << r.out << r.err;
   }
+  EXPECT_NE(r.out.find(fmt_frames(kFrames) + " answered by the live modules, 0 failed"), std::string::npos) << r.out;
   // c3' = 2 c3, so c5' = c5 + c3 in every frame (frame 0 has c3 = 0).
   const auto recorded_c3 = payloads(recording_, "/pipeline/c3");
   const auto recorded_c5 = payloads(recording_, "/pipeline/c5");
   const auto replayed_c5 = payloads(out, "/pipeline/c5");
   ASSERT_EQ(recorded_c5.size(), static_cast<std::size_t>(kFrames));
-  ASSERT_EQ(replayed_c5.size(), recorded_c5.size());
+  ASSERT_EQ(replayed_c5.size(), recorded_c5.size()) << "the replay said: " << r.out << r.err;
   std::uint64_t changed = 0;
   for (std::size_t k = 0; k < recorded_c5.size(); ++k) {
     ASSERT_EQ(replayed_c5[k].first, recorded_c5[k].first);
