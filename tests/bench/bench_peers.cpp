@@ -248,13 +248,13 @@ int main(int argc, char** argv) {
     else if (name == "node")
       t = make_node();
     else if (name == "iceoryx")
-      t = make_iceoryx(tmp);
+      t = make_iceoryx(tmp, IceoryxKind::kRaw);
     else if (name == "service")
       t = make_service();
     else if (name == "iceoryx_service")
-      t = make_iceoryx_service(tmp);
+      t = make_iceoryx(tmp, IceoryxKind::kService);
     else if (name == "shmbus_iceoryx")
-      t = make_shmbus_iceoryx(tmp);
+      t = make_iceoryx(tmp, IceoryxKind::kShmbus);
     else if (name == "boost_mq")
       t = make_boost_mq();
     else if (name == "uds")

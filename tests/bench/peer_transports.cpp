@@ -344,7 +344,7 @@ class IceoryxServiceLink final : public Link {
 /// "iceoryx", the same RouDi).
 class IceoryxTransport final : public Transport {
  public:
-  enum class Kind { kRaw, kService, kShmbus };
+  using Kind = IceoryxKind;
   IceoryxTransport(std::string dir, Kind kind) : dir_(std::move(dir)), kind_(kind) {}
   ~IceoryxTransport() override { stop_roudi(); }
   std::string name() const override {
@@ -621,23 +621,9 @@ class SpscTransport final : public Transport {
 std::unique_ptr<Transport> make_shmbus() { return std::make_unique<ShmbusTransport>(ShmbusTransport::Kind::kRaw); }
 std::unique_ptr<Transport> make_node() { return std::make_unique<ShmbusTransport>(ShmbusTransport::Kind::kNode); }
 std::unique_ptr<Transport> make_service() { return std::make_unique<ShmbusTransport>(ShmbusTransport::Kind::kService); }
-std::unique_ptr<Transport> make_iceoryx([[maybe_unused]] const std::string& dir) {
+std::unique_ptr<Transport> make_iceoryx([[maybe_unused]] const std::string& dir, [[maybe_unused]] IceoryxKind kind) {
 #if SHMBUS_BENCH_ICEORYX
-  return std::make_unique<IceoryxTransport>(dir, IceoryxTransport::Kind::kRaw);
-#else
-  return nullptr;
-#endif
-}
-std::unique_ptr<Transport> make_iceoryx_service([[maybe_unused]] const std::string& dir) {
-#if SHMBUS_BENCH_ICEORYX
-  return std::make_unique<IceoryxTransport>(dir, IceoryxTransport::Kind::kService);
-#else
-  return nullptr;
-#endif
-}
-std::unique_ptr<Transport> make_shmbus_iceoryx([[maybe_unused]] const std::string& dir) {
-#if SHMBUS_BENCH_ICEORYX
-  return std::make_unique<IceoryxTransport>(dir, IceoryxTransport::Kind::kShmbus);
+  return std::make_unique<IceoryxTransport>(dir, kind);
 #else
   return nullptr;
 #endif

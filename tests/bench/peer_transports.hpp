@@ -52,15 +52,17 @@ class Transport {
 std::unique_ptr<Transport> make_shmbus();
 /// shmbus through the Node API (callbacks dispatched by an executor).
 std::unique_ptr<Transport> make_node();
-std::unique_ptr<Transport> make_iceoryx(const std::string& roudi_config_dir);
 /// A request/response round trip: shmbus's ServiceClient and ServiceServer
 /// ("service"), iceoryx 2.0's untyped client and server ("iceoryx_service").
 /// Latency only.
 std::unique_ptr<Transport> make_service();
-std::unique_ptr<Transport> make_iceoryx_service(const std::string& roudi_config_dir);
-/// The shmbus API over a channel with transport = "iceoryx" (the iceoryx
-/// peer's RouDi): the cost of shmbus's layer over raw iceoryx.
-std::unique_ptr<Transport> make_shmbus_iceoryx(const std::string& roudi_config_dir);
+/// What runs on RouDi (started by the transport, its pools in
+/// `roudi_config_dir`): raw iceoryx publish/subscribe ("iceoryx"), its
+/// request/response ("iceoryx_service"), or the shmbus API over a channel
+/// with transport = "iceoryx" ("shmbus_iceoryx": the cost of shmbus's layer
+/// over raw iceoryx). nullptr when iceoryx was not built in.
+enum class IceoryxKind { kRaw, kService, kShmbus };
+std::unique_ptr<Transport> make_iceoryx(const std::string& roudi_config_dir, IceoryxKind kind);
 std::unique_ptr<Transport> make_boost_mq();
 std::unique_ptr<Transport> make_uds();
 std::unique_ptr<Transport> make_floor();

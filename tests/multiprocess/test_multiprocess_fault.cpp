@@ -47,14 +47,9 @@ void expect_clean_subscriber(ChildProcess& s) {
 /// Over both transports: the peers inherit SHMBUS_TEST_TRANSPORT. On
 /// iceoryx, RouDi's monitoring frees a killed process's chunks; shmbus's
 /// own entries are reclaimed as on the ring.
-class FaultTest : public ::testing::TestWithParam<Transport> {
+class FaultTest : public test::TransportDomainTest {
  protected:
-  void SetUp() override { test::TransportEnvironment::use(GetParam()); }
-  void TearDown() override {
-    introspect::clean_domain(domain_, false);
-    test::TransportEnvironment::use(Transport::kShm);
-  }
-  std::string domain_ = shmbus::test::unique_domain("fault");
+  FaultTest() : TransportDomainTest("fault") {}
 };
 
 }  // namespace

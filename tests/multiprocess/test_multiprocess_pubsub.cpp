@@ -29,14 +29,9 @@ class MultiProcessTest : public ::testing::Test {
 };
 
 /// Over both transports: the peers inherit SHMBUS_TEST_TRANSPORT.
-class TransportMultiProcessTest : public ::testing::TestWithParam<Transport> {
+class TransportMultiProcessTest : public test::TransportDomainTest {
  protected:
-  void SetUp() override { test::TransportEnvironment::use(GetParam()); }
-  void TearDown() override {
-    introspect::clean_domain(domain_, false);
-    test::TransportEnvironment::use(Transport::kShm);
-  }
-  std::string domain_ = shmbus::test::unique_domain("mp");
+  TransportMultiProcessTest() : TransportDomainTest("mp") {}
 };
 
 }  // namespace

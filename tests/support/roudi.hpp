@@ -22,6 +22,8 @@
 
 #include "shmbus/config.hpp"
 #include "shmbus/iceoryx.hpp"
+#include "shmbus/introspect.hpp"
+#include "support/test_domain.hpp"
 
 namespace shmbus::test {
 
@@ -107,6 +109,19 @@ struct TransportEnvironment {
       ::unsetenv("SHMBUS_TEST_TRANSPORT");
     }
   }
+};
+
+/// A multi-process test over the transport GetParam() names, on a fresh
+/// domain removed afterwards; the peers it starts inherit the transport.
+class TransportDomainTest : public ::testing::TestWithParam<Transport> {
+ protected:
+  explicit TransportDomainTest(const std::string& tag) : domain_(unique_domain(tag)) {}
+  void SetUp() override { TransportEnvironment::use(GetParam()); }
+  void TearDown() override {
+    introspect::clean_domain(domain_, false);
+    TransportEnvironment::use(Transport::kShm);
+  }
+  std::string domain_;
 };
 
 /// The transports a parameterised test runs over, named for test names.
