@@ -2,6 +2,7 @@
 //
 //   peer pub DOMAIN CHANNEL TAG COUNT SIZE PACE_US   publish COUNT (0: until SIGTERM)
 //   peer die-mid-write DOMAIN CHANNEL TAG SIZE        loan, write half, SIGKILL itself
+//   peer pub-hold DOMAIN CHANNEL TAG COUNT SIZE       publish COUNT, print "sent", sleep until killed
 //   peer sub DOMAIN CHANNEL TOTAL TIMEOUT_MS         take until sequence TOTAL-1 is
 //                                                     covered (TOTAL 0: until SIGTERM)
 //
@@ -53,6 +54,20 @@ int run_pub(Context& ctx, const std::string& channel, std::uint32_t tag, std::ui
   }
   std::printf("published=%llu dropped=%llu max_publish_us=%lld\n", static_cast<unsigned long long>(pub.published()),
               static_cast<unsigned long long>(dropped), static_cast<long long>(max_publish / 1000));
+  return 0;
+}
+
+/// A publisher to be killed outside any publish: it sends, says so, waits.
+int run_pub_hold(Context& ctx, const std::string& channel, std::uint32_t tag, std::uint64_t count, std::size_t size) {
+  Publisher pub(channel, TypeInfo::bytes(), ctx);
+  std::vector<std::byte> msg(size);
+  for (std::uint64_t i = 0; i < count; ++i) {
+    fill_payload(msg.data(), size, tag, static_cast<std::uint32_t>(i));
+    if (pub.publish(msg) != PublishResult::kOk) return 1;
+  }
+  std::printf("sent\n");
+  std::fflush(stdout);
+  while (!g_stop) ::pause();
   return 0;
 }
 
@@ -147,6 +162,10 @@ int main(int argc, char** argv) {
     if (mode == "die-mid-write" && argc == 6) {
       return run_die_mid_write(ctx, channel, static_cast<std::uint32_t>(std::atoi(argv[4])),
                                std::strtoull(argv[5], nullptr, 10));
+    }
+    if (mode == "pub-hold" && argc == 7) {
+      return run_pub_hold(ctx, channel, static_cast<std::uint32_t>(std::atoi(argv[4])),
+                          std::strtoull(argv[5], nullptr, 10), std::strtoull(argv[6], nullptr, 10));
     }
     if (mode == "sub" && argc == 6) {
       return run_sub(ctx, channel, std::strtoull(argv[4], nullptr, 10), std::atol(argv[5]));

@@ -98,7 +98,18 @@ TEST_P(FaultTest, PublisherKilledMidWriteStallsNobodyAndLosesAtMostItsOwnMessage
   (void)before;
 }
 
-TEST_P(FaultTest, PublishersKilledAtRandomMomentsNeverHangOrTearAndLossesAreCounted) {
+/// The ring only: iceoryx 2.0 cannot take this. A publisher killed inside
+/// publish() leaves the inter-process mutex of its port's chunk distributor
+/// locked, and RouDi deadlocks at its next discovery change on that port
+/// (eclipse-iceoryx/iceoryx issues 779 and 1711, open upstream): a RouDi
+/// under these kills hung within a few hundred of them here.
+class RingFaultTest : public ::testing::Test {
+ protected:
+  void TearDown() override { introspect::clean_domain(domain_, false); }
+  std::string domain_ = shmbus::test::unique_domain("fault");
+};
+
+TEST_F(RingFaultTest, PublishersKilledAtRandomMomentsNeverHangOrTearAndLossesAreCounted) {
   std::vector<std::unique_ptr<ChildProcess>> subs;
   for (int s = 0; s < 2; ++s) {
     subs.push_back(
@@ -178,9 +189,9 @@ TEST_P(FaultTest, MessagesOfAKilledPublisherStayReadableAndIntact) {
   Context ctx{test::peer_config(domain_, "fault_test")};
   Subscriber sub("/gone", TypeInfo::bytes(), ctx);
   {
-    ChildProcess pub({kPeer, "pub", domain_, "/gone", "3", "0", "512", "1000"});
-    const introspect::ChannelReader reader(domain_, "/gone");
-    while (reader.view().stamps < 10) std::this_thread::sleep_for(1ms);
+    // Killed between publishes (see RingFaultTest for a kill inside one).
+    ChildProcess pub({kPeer, "pub-hold", domain_, "/gone", "3", "12", "512"});
+    ASSERT_TRUE(pub.wait_for_output("sent", 20s)) << pub.output();
     pub.signal(SIGKILL);
     ASSERT_TRUE(WIFSIGNALED(pub.wait(10s)));
   }
@@ -197,7 +208,8 @@ TEST_P(FaultTest, MessagesOfAKilledPublisherStayReadableAndIntact) {
     lost += r.info.lost_before;
     ++delivered;
   }
-  EXPECT_GE(delivered, 10U);
+  EXPECT_EQ(sent, 12U);
+  EXPECT_EQ(delivered, 12U) << "the queue (16) holds them all";
   EXPECT_EQ(delivered + lost, sent) << "every message sent is read or counted lost";
   EXPECT_EQ(lost, sub.lost());
 }
