@@ -121,3 +121,40 @@ TEST(ShmtoolIceoryx, ListInfoEchoAndRecordFollowEachChannelsTransport) {
   EXPECT_EQ(seen[ids.at("/plain/odom")], kCount);
   std::filesystem::remove(file);
 }
+
+// The synchronizer over iceoryx channels: three shmtool publishers and the
+// stage configured as a deployment would, every channel (inputs and the
+// fused output) over iceoryx.
+TEST(ShmtoolIceoryx, SyncFusesSetsFromIceoryxChannels) {
+  ASSERT_TRUE(shmbus::test::Roudi::ensure()) << "iox-roudi did not start";
+  DomainGuard d;
+  const std::filesystem::path config = std::filesystem::temp_directory_path() / (d.name + "_iox_sync.toml");
+  std::ofstream(config) << "[[channel]]\nname = \"/s/*\"\ntransport = \"iceoryx\"\n\n"
+                           "[[sync]]\nname = \"imu_fusion\"\ninputs = [\"/s/a\", \"/s/b\", \"/s/c\"]\n"
+                           "output = \"/s/fused\"\npolicy = \"bounded\"\nthreshold = \"10ms\"\n"
+                           "stamp_field = \"header.stamp_ns\"\n";
+  std::vector<std::unique_ptr<ChildProcess>> pubs;
+  for (const char* c : {"/s/a", "/s/b", "/s/c"}) {
+    pubs.push_back(start_tool(
+        {"--config", config.string(), "pub", c, "--type", "sensor_msgs/Imu", "--rate", "100", "--stamp"}, d.name));
+  }
+  for (const char* c : {"/s/a", "/s/b", "/s/c"}) wait_for_stamps(d.name, c, 1);
+  auto sync = start_tool({"--config", config.string(), "sync", "imu_fusion"}, d.name);
+  wait_for_stamps(d.name, "/s/fused", 1);
+  EXPECT_EQ(shmbus::introspect::ChannelReader(d.name, "/s/a").view().transport, Transport::kIceoryx);
+  EXPECT_EQ(shmbus::introspect::ChannelReader(d.name, "/s/fused").view().transport, Transport::kIceoryx);
+  const ToolRun echo = shmtool(tool_args({"echo", "/s/fused", "-n", "3", "--json"}, d.name));
+  ASSERT_EQ(echo.code, 0) << echo.err;
+  const std::vector<json> sets = json_lines(echo.out);
+  ASSERT_EQ(sets.size(), 3U) << echo.out;
+  for (const json& s : sets) {
+    SCOPED_TRACE(s.dump());
+    ASSERT_EQ(s["data"]["count"], 3);
+    EXPECT_LE(s["data"]["disparity_ns"].get<std::int64_t>(), 10'000'000);
+  }
+  sync->signal(SIGINT);
+  EXPECT_TRUE(exited_zero(sync->wait(10s))) << sync->output();
+  for (auto& p : pubs) p->signal(SIGINT);
+  for (auto& p : pubs) EXPECT_TRUE(exited_zero(p->wait(10s)));
+  std::filesystem::remove(config);
+}
