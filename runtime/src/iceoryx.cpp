@@ -230,13 +230,15 @@ IceoryxSubscriberPort::IceoryxSubscriberPort(const std::string& domain, const st
 
 IceoryxSubscriberPort::~IceoryxSubscriberPort() = default;
 
-const std::byte* IceoryxSubscriberPort::take(const layout::SlotHeader*& header) noexcept {
+const std::byte* IceoryxSubscriberPort::take(const layout::SlotHeader*& header, ChunkBounds& bounds) noexcept {
   auto chunk = impl_->subscriber.take();
   if (chunk.has_error()) return nullptr;
   const void* payload = chunk.value();
   const auto* chunk_header = iox::mepoo::ChunkHeader::fromUserPayload(payload);
   taken_over(chunk_header);
   header = static_cast<const layout::SlotHeader*>(chunk_header->userHeader());
+  bounds.payload_size = chunk_header->userPayloadSize();
+  bounds.provenance = chunk_header->userHeaderSize() >= kChunkUserHeaderSize;
   return static_cast<const std::byte*>(payload);
 }
 

@@ -73,8 +73,14 @@ class IceoryxSubscriberPort {
   IceoryxSubscriberPort(const IceoryxSubscriberPort&) = delete;
   IceoryxSubscriberPort& operator=(const IceoryxSubscriberPort&) = delete;
 
-  /// The next chunk's payload and slot header, or nullptr.
-  const std::byte* take(const layout::SlotHeader*& header) noexcept;
+  /// What a taken chunk holds, as iceoryx sized it (the slot header's own
+  /// claims come from the publishing process and are bounded by these).
+  struct ChunkBounds {
+    std::uint32_t payload_size = 0;
+    bool provenance = false;  ///< the user header has room for the entries
+  };
+  /// The next chunk's payload, slot header and bounds, or nullptr.
+  const std::byte* take(const layout::SlotHeader*& header, ChunkBounds& bounds) noexcept;
   void release(const std::byte* payload) noexcept;
   [[nodiscard]] bool has_data() const noexcept;
 

@@ -53,6 +53,7 @@ struct Subscriber::Impl {
   /// small), delivered by the next take.
   const std::byte* held = nullptr;
   const SlotHeader* held_header = nullptr;
+  IceoryxSubscriberPort::ChunkBounds held_bounds;
   /// iceoryx: each publisher's count in the last chunk from it, or its
   /// messages published when we subscribed (a gap is a message iceoryx
   /// discarded from our queue).
@@ -135,14 +136,16 @@ struct Subscriber::Impl {
     }
   }
 
-  /// A message's info from its slot header (ring slot or iceoryx chunk).
-  static void read_info(const SlotHeader* slot, std::uint32_t size, MessageInfo& info) noexcept {
+  /// A message's info from its slot header (ring slot or iceoryx chunk);
+  /// without `provenance` room after the header, its entries are not read.
+  static void read_info(const SlotHeader* slot, std::uint32_t size, MessageInfo& info,
+                        bool provenance = true) noexcept {
     info.sequence = slot->sequence;
     info.publish_time_ns = slot->mono_ns;
     info.publish_wall_ns = slot->wall_ns;
     info.size = size;
     info.publisher_id = slot->publisher_id;
-    read_provenance(slot, info);
+    if (provenance) read_provenance(slot, info);
   }
 
   /// Hands a message over: its losses before it, counters, age sample,
@@ -176,14 +179,18 @@ struct Subscriber::Impl {
   TakeResult take_chunk(Consume&& consume) noexcept {
     TakeResult result;
     const SlotHeader* slot = held_header;
-    const std::byte* payload = held != nullptr ? held : iox->take(slot);
+    IceoryxSubscriberPort::ChunkBounds bounds = held_bounds;
+    const std::byte* payload = held != nullptr ? held : iox->take(slot, bounds);
     if (payload == nullptr) return result;
     held = nullptr;
-    const std::uint32_t size = std::min(slot->size, max_size);
-    read_info(slot, size, result.info);
+    // The header's claims are bounded by what iceoryx allocated: its size
+    // by the chunk's payload, its provenance by the room the chunk has.
+    const std::uint32_t size = std::min({slot->size, bounds.payload_size, max_size});
+    read_info(slot, size, result.info, bounds.provenance);
     if (!consume(payload, size, result.info)) {
       held = payload;
       held_header = slot;
+      held_bounds = bounds;
       result.status = TakeStatus::kBufferTooSmall;
       return result;
     }
