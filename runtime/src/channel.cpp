@@ -411,6 +411,7 @@ std::uint32_t Channel::live_endpoints(bool subscribers) const noexcept {
   const std::uint32_t size = subscribers ? kMaxSubscribers : kMaxPublishers;
   std::uint32_t n = 0;
   for (std::uint32_t i = 0; i < size; ++i) {
+    // acquire: pairs with the owner's release store of kEndpointLive.
     n += endpoint_phase(table[i].state.load(std::memory_order_acquire)) == kEndpointLive ? 1 : 0;
   }
   return n;

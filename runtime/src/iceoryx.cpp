@@ -116,6 +116,15 @@ bool roudi_running() noexcept {
 
 namespace detail {
 
+// iceoryx's rules for a user header: its alignment at most the chunk
+// header's, its size a multiple of its alignment.
+static_assert(alignof(layout::SlotHeader) <= alignof(iox::mepoo::ChunkHeader));
+static_assert(kChunkSlotHeaderSize % alignof(layout::SlotHeader) == 0 &&
+              kChunkUserHeaderSize % alignof(layout::SlotHeader) == 0);
+static_assert(kChunkUserHeaderSize ==
+                  kChunkSlotHeaderSize + sizeof(layout::ProvenanceEntry) * layout::kProvenanceEntries,
+              "the provenance entries follow the slot header, as in a ring slot");
+
 namespace {
 
 using namespace std::chrono_literals;

@@ -166,9 +166,8 @@ struct Publisher::Impl {
     std::uint64_t cut = 0;
     InputScope* scope = InputScope::current();
     detail::InputLog& log = scope != nullptr ? scope->log() : detail::thread_inputs;
-    std::uint64_t from = 0;
+    const std::uint64_t from = inputs_from(log);
     if (!log.keep_first) {
-      from = mark_log == &log ? mark : log.run_start;
       mark_log = &log;
       mark = log.taken;
     }
@@ -252,8 +251,15 @@ struct Publisher::Impl {
     if (explicit_provenance) return true;
     const InputScope* scope = InputScope::current();
     const detail::InputLog& log = scope != nullptr ? scope->log() : detail::thread_inputs;
-    const std::uint64_t from = log.keep_first ? 0 : (mark_log == &log ? mark : log.run_start);
-    return log.taken > from;
+    return log.taken > inputs_from(log);
+  }
+
+  /// Where in `log` the inputs of our next message start: all of a
+  /// callback scope's (keep_first), else what the thread took since our
+  /// previous publish on it (or since its run began).
+  std::uint64_t inputs_from(const detail::InputLog& log) const noexcept {
+    if (log.keep_first) return 0;
+    return mark_log == &log ? mark : log.run_start;
   }
 
   /// iceoryx: a chunk for `size` bytes and the channel's next sequence;
@@ -278,6 +284,9 @@ struct Publisher::Impl {
                   std::uint32_t room) noexcept {
     const std::int64_t mono = mono_now_ns();
     write_header(slot, seq, mono, size, 0, room);
+    // relaxed: not a ring state but a plain value in the chunk; its
+    // ordering partner is iceoryx's hand-over of the chunk (publish below,
+    // the subscriber's take), as for the rest of the header.
     slot->state.store(iox->next_count(), std::memory_order_relaxed);
     test_pause(kPauseWritten);
     iox->publish(payload);

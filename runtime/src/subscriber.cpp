@@ -57,6 +57,9 @@ void Subscriber::Impl::open(const std::optional<TypeInfo>& type, bool from_start
     // What each live publisher sent before we subscribed is not ours to
     // lose. A publisher counts a message after iceoryx delivered it, so a
     // message in flight now is counted at most once, by its arrival.
+    // SYNC POINT READ: the acquire load of an entry's state pairs with its
+    // owner's release store of kEndpointLive (id written before it); the
+    // message count is a relaxed statistic, ordered by nothing else.
     last_count.clear();
     for (std::uint32_t i = 0; i < kMaxPublishers; ++i) {
       const EndpointEntry& e = ch->publisher(i);

@@ -194,6 +194,8 @@ struct Subscriber::Impl {
       result.status = TakeStatus::kBufferTooSmall;
       return result;
     }
+    // relaxed: the publisher's count, ordered by iceoryx's hand-over of
+    // the chunk (its publish, our take), like the header's other fields.
     count_gap(slot->publisher_id, slot->state.load(std::memory_order_relaxed));
     iox->release(payload);
     delivered(result);
