@@ -7,13 +7,16 @@
 # replay against timed replay (tests/bench/bench_replay.sh), and the
 # WebSocket bridge against a plain WebSocket server, and the DDS gateway
 # between two network namespaces against ddsperf (root; skipped otherwise).
-#   scripts/bench.sh            full runs (about two minutes)
+#   scripts/bench.sh            full runs (peers: medians of 5 interleaved
+#                               runs per row; about eight minutes)
 #   scripts/bench.sh --smoke    tiny runs: does every benchmark work? (CI;
-#                               in the default build, which the tests built)
+#                               in the default build, which the tests built;
+#                               peers twice, so the medians are exercised)
 #   scripts/bench.sh --json     the peers table as one JSON object
 set -euo pipefail
 cd "$(dirname "$0")/.."
 peers_args=()
+repeat=5
 micro_args=(--benchmark_min_time=0.2)
 scale_args=()
 sync_args=()
@@ -24,7 +27,7 @@ gateway_args=()
 build_args=(--release)
 for a in "$@"; do
   case "$a" in
-    --smoke) peers_args+=(--smoke); micro_args=(--benchmark_min_time=0.01); scale_args=(--channels 200); sync_args=(--seconds 30); node_args=(--smoke); record_args=(--smoke); bridge_args=(--smoke); gateway_args=(--smoke); build_args=() ;;
+    --smoke) peers_args+=(--smoke); repeat=2; micro_args=(--benchmark_min_time=0.01); scale_args=(--channels 200); sync_args=(--seconds 30); node_args=(--smoke); record_args=(--smoke); bridge_args=(--smoke); gateway_args=(--smoke); build_args=() ;;
     --json) peers_args+=(--json) ;;
     *) echo "bench.sh: unknown option '$a'; use --smoke or --json" >&2; exit 2 ;;
   esac
@@ -40,4 +43,4 @@ if ! printf '%s\n' "${peers_args[@]}" | grep -q -- --json; then
   "$dir/tests/bench/shmbus-bench-bridge" "${bridge_args[@]}"
   "$dir/tests/bench/shmbus-bench-gateway" "${gateway_args[@]}"
 fi
-"$dir/tests/bench/shmbus-bench" peers "${peers_args[@]}"
+"$dir/tests/bench/shmbus-bench" peers --repeat "$repeat" "${peers_args[@]}"

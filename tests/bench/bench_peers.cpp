@@ -35,16 +35,33 @@ struct Options {
   std::vector<std::size_t> sizes{64, 4096};
   std::vector<std::string> transports{"floor",   "spsc",           "shmbus",          "node",     "service",
                                       "iceoryx", "shmbus_iceoryx", "iceoryx_service", "boost_mq", "uds"};
+  unsigned repeat = 1;
   bool json = false;
 };
 
+/// One row: the medians over the run's repeats, and each repeat's p50 and
+/// throughput (in repeat order, for spreads and paired ratios).
 struct Result {
   std::string transport;
   Mode mode;
   std::size_t size;
   double p50 = 0, p99 = 0, p999 = 0;
   std::optional<double> msgs_per_s;
+  std::vector<double> p50_runs, tput_runs;
 };
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/// "min-max" of a row's repeats, as a percentage around the median.
+std::string spread(const std::vector<double>& runs, double med) {
+  if (runs.size() < 2 || med <= 0) return "-";
+  const auto [lo, hi] = std::minmax_element(runs.begin(), runs.end());
+  return fmt::format("{:+.0f}/{:+.0f}%", 100.0 * (*lo / med - 1.0), 100.0 * (*hi / med - 1.0));
+}
 
 /// What a child reports through the pipe.
 struct Report {
@@ -225,6 +242,9 @@ int main(int argc, char** argv) {
       ->add_option("--transports", o.transports,
                    "subset of floor,spsc,shmbus,node,service,iceoryx,shmbus_iceoryx,iceoryx_service,boost_mq,uds")
       ->delimiter(',');
+  peers
+      ->add_option("--repeat", o.repeat, "runs per row, interleaved across transports; rows report medians and spreads")
+      ->check(CLI::Range(1, 100));
   peers->add_flag("--json", o.json, "print one JSON object instead of a table");
   peers->add_flag("--smoke", smoke, "tiny runs (CI: does every transport work?)");
   if (auto rc = shmbus::cli::parse(app, argc, argv)) return *rc;
@@ -239,8 +259,8 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  std::vector<Result> results;
   const std::string tmp = ::getenv("TMPDIR") != nullptr ? ::getenv("TMPDIR") : "/tmp";
+  std::vector<std::unique_ptr<Transport>> transports;
   for (const std::string& name : o.transports) {
     std::unique_ptr<Transport> t;
     if (name == "shmbus")
@@ -274,32 +294,59 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "shmbus-bench: %s was not built in (install libiceoryx-posh-dev)\n", name.c_str());
       continue;
     }
-    for (Mode mode : {Mode::kPoll, Mode::kBlock}) {
-      if (!t->supports(mode)) continue;
-      for (std::size_t size : o.sizes) {
-        if (!o.json) std::fprintf(stderr, "running %s %s %zu B ...\n", name.c_str(), to_string(mode), size);
-        Result res{name, mode, size, 0, 0, 0, std::nullopt};
-        const auto lat = run_pair_again_on_failure(*t, mode, size, Task::kLatency, o);
-        if (!lat) {
-          std::fprintf(stderr, "shmbus-bench: %s %s %zu B latency run failed\n", name.c_str(), to_string(mode), size);
-          return 1;
-        }
-        res.p50 = lat->p50;
-        res.p99 = lat->p99;
-        res.p999 = lat->p999;
-        if (t->has_throughput()) {
-          const auto tp = run_pair_again_on_failure(*t, mode, size, Task::kThroughput, o);
-          if (!tp) {
-            std::fprintf(stderr, "shmbus-bench: %s %s %zu B throughput run failed (lost messages?)\n", name.c_str(),
-                         to_string(mode), size);
+    transports.push_back(std::move(t));
+  }
+  // Rows in transport order; each repeat runs every row once, so slow
+  // drifts of the machine fall on all transports alike.
+  std::vector<Result> results;
+  std::vector<std::vector<double>> p99s, p999s;
+  for (unsigned rep = 0; rep < o.repeat; ++rep) {
+    std::size_t row = 0;
+    for (const auto& t : transports) {
+      for (Mode mode : {Mode::kPoll, Mode::kBlock}) {
+        if (!t->supports(mode)) continue;
+        for (std::size_t size : o.sizes) {
+          const std::string name = t->name();
+          if (!o.json) {
+            std::fprintf(stderr, "running %s %s %zu B%s ...\n", name.c_str(), to_string(mode), size,
+                         o.repeat > 1 ? fmt::format(" (run {} of {})", rep + 1, o.repeat).c_str() : "");
+          }
+          if (rep == 0) {
+            results.push_back(Result{name, mode, size, 0, 0, 0, std::nullopt, {}, {}});
+            p99s.emplace_back();
+            p999s.emplace_back();
+          }
+          Result& res = results[row];
+          const auto lat = run_pair_again_on_failure(*t, mode, size, Task::kLatency, o);
+          if (!lat) {
+            std::fprintf(stderr, "shmbus-bench: %s %s %zu B latency run failed\n", name.c_str(), to_string(mode), size);
             return 1;
           }
-          res.msgs_per_s = tp->msgs_per_s;
+          res.p50_runs.push_back(lat->p50);
+          p99s[row].push_back(lat->p99);
+          p999s[row].push_back(lat->p999);
+          if (t->has_throughput()) {
+            const auto tp = run_pair_again_on_failure(*t, mode, size, Task::kThroughput, o);
+            if (!tp) {
+              std::fprintf(stderr, "shmbus-bench: %s %s %zu B throughput run failed (lost messages?)\n", name.c_str(),
+                           to_string(mode), size);
+              return 1;
+            }
+            res.tput_runs.push_back(tp->msgs_per_s);
+          }
+          ++row;
         }
-        results.push_back(res);
       }
     }
   }
+  for (std::size_t row = 0; row < results.size(); ++row) {
+    Result& r = results[row];
+    r.p50 = median(r.p50_runs);
+    r.p99 = median(p99s[row]);
+    r.p999 = median(p999s[row]);
+    if (!r.tput_runs.empty()) r.msgs_per_s = median(r.tput_runs);
+  }
+  transports.clear();
 
   const auto find = [&](const std::string& tr, Mode m, std::size_t s) -> const Result* {
     for (const auto& r : results)
@@ -313,19 +360,25 @@ int main(int argc, char** argv) {
       nlohmann::json e{{"transport", r.transport}, {"mode", to_string(r.mode)}, {"size", r.size},
                        {"p50_ns", r.p50},          {"p99_ns", r.p99},           {"p999_ns", r.p999}};
       e["msgs_per_s"] = r.msgs_per_s ? nlohmann::json(*r.msgs_per_s) : nlohmann::json(nullptr);
+      e["p50_ns_runs"] = r.p50_runs;
+      e["msgs_per_s_runs"] = r.tput_runs;
       j["results"].push_back(e);
     }
+    j["repeat"] = o.repeat;
     std::printf("%s\n", j.dump(2).c_str());
     return 0;
   }
-  fmt::print("one-way latency (RTT/2) and lossless throughput, two processes pinned to CPUs 0 and 1\n");
-  fmt::print("{:<15} {:<5} {:>5}  {:>9} {:>9} {:>9}  {:>12}  {:>8} {:>10} {:>10}\n", "transport", "mode", "size", "p50",
-             "p99", "p99.9", "msgs/s", "p50/floor", "p50/iceoryx", "tput/iceoryx");
+  fmt::print("one-way latency (RTT/2) and lossless throughput, two processes pinned to CPUs 0 and 1{}\n",
+             o.repeat > 1
+                 ? fmt::format("; medians of {} interleaved runs, p50 spread = min/max around the median", o.repeat)
+                 : "");
+  fmt::print("{:<15} {:<5} {:>5}  {:>9} {:>11} {:>9} {:>9}  {:>12}  {:>8} {:>10} {:>10}\n", "transport", "mode", "size",
+             "p50", "p50 spread", "p99", "p99.9", "msgs/s", "p50/floor", "p50/iceoryx", "tput/iceoryx");
   for (const auto& r : results) {
     const Result* floor = find("floor", Mode::kPoll, 64);
     const Result* iox = find("iceoryx", r.mode, r.size);
-    fmt::print("{:<15} {:<5} {:>5}  {:>9} {:>9} {:>9}  {:>12}  {:>8} {:>10} {:>10}\n", r.transport, to_string(r.mode),
-               r.size, human_ns(r.p50), human_ns(r.p99), human_ns(r.p999),
+    fmt::print("{:<15} {:<5} {:>5}  {:>9} {:>11} {:>9} {:>9}  {:>12}  {:>8} {:>10} {:>10}\n", r.transport,
+               to_string(r.mode), r.size, human_ns(r.p50), spread(r.p50_runs, r.p50), human_ns(r.p99), human_ns(r.p999),
                r.msgs_per_s ? fmt::format("{:.2f} M", *r.msgs_per_s / 1e6) : "-",
                floor ? fmt::format("{:.2f}x", r.p50 / floor->p50) : "-",
                iox ? fmt::format("{:.2f}x", r.p50 / iox->p50) : "-",
@@ -340,14 +393,22 @@ int main(int argc, char** argv) {
                to_string(r.mode), r.size, r.p50 - raw->p50, r.p99 - raw->p99);
   }
   // shmbus's layer over iceoryx: the same channels through the shmbus API
-  // (slot header in the chunk, time-list stamp, futex wake check) against
-  // raw iceoryx, in this run.
+  // (message header in the chunk, time-list stamp, futex wake check)
+  // against raw iceoryx, in this run; with repeats, also the range of the
+  // paired (same repeat) differences.
   for (const auto& r : results) {
     const Result* raw = r.transport == "shmbus_iceoryx" ? find("iceoryx", r.mode, r.size) : nullptr;
     if (raw == nullptr) continue;
+    std::string paired;
+    if (r.p50_runs.size() > 1 && r.p50_runs.size() == raw->p50_runs.size()) {
+      std::vector<double> pct;
+      for (std::size_t i = 0; i < r.p50_runs.size(); ++i) pct.push_back(100.0 * (r.p50_runs[i] / raw->p50_runs[i] - 1));
+      const auto [lo, hi] = std::minmax_element(pct.begin(), pct.end());
+      paired = fmt::format(" (per run {:+.1f}% to {:+.1f}%)", *lo, *hi);
+    }
     fmt::print(
-        "shmbus layer over iceoryx {} {} B: p50 {:+.0f} ns ({:+.1f}%){}\n", to_string(r.mode), r.size, r.p50 - raw->p50,
-        100.0 * (r.p50 / raw->p50 - 1.0),
+        "shmbus layer over iceoryx {} {} B: p50 {:+.0f} ns ({:+.1f}%){}{}\n", to_string(r.mode), r.size,
+        r.p50 - raw->p50, 100.0 * (r.p50 / raw->p50 - 1.0), paired,
         r.msgs_per_s && raw->msgs_per_s ? fmt::format(", throughput {:.2f}x", *r.msgs_per_s / *raw->msgs_per_s) : "");
   }
   // A service call against the same round trip over two channels (the

@@ -22,6 +22,7 @@
 #include "shmbus/shmbus.hpp"
 
 #if SHMBUS_BENCH_ICEORYX
+#include "iceoryx_hoofs/log/logmanager.hpp"
 #include "iceoryx_posh/popo/rpc_header.hpp"
 #include "iceoryx_posh/popo/untyped_client.hpp"
 #include "iceoryx_posh/popo/untyped_publisher.hpp"
@@ -199,12 +200,20 @@ class ShmbusTransport final : public Transport {
 // ---------------------------------------------------------------- iceoryx
 
 #if SHMBUS_BENCH_ICEORYX
+/// This process's iceoryx runtime, logging warnings only (its debug lines
+/// on stdout are not results).
+void init_iceoryx_runtime(const std::string& name) {
+  iox::log::LogManager::GetLogManager().SetDefaultLogLevel(iox::log::LogLevel::kWarn,
+                                                           iox::log::LogLevelOutput::kHideLogLevel);
+  iox::runtime::PoshRuntime::initRuntime(iox::RuntimeName_t(iox::cxx::TruncateToCapacity, name.c_str()));
+}
+
 class IceoryxLink final : public Link {
  public:
   IceoryxLink(Side side, std::size_t max_size) : max_size_(max_size) {
     const bool leader = side == Side::kLeader;
     const std::string name = std::string(leader ? "bench_leader_" : "bench_follower_") + std::to_string(::getpid());
-    iox::runtime::PoshRuntime::initRuntime(iox::RuntimeName_t(iox::cxx::TruncateToCapacity, name.c_str()));
+    init_iceoryx_runtime(name);
     iox::popo::PublisherOptions po;
     po.subscriberTooSlowPolicy = iox::popo::ConsumerTooSlowPolicy::WAIT_FOR_CONSUMER;
     iox::popo::SubscriberOptions so;
@@ -266,7 +275,7 @@ class IceoryxServiceLink final : public Link {
   IceoryxServiceLink(Side side, std::size_t size) : size_(size) {
     const bool leader = side == Side::kLeader;
     const std::string name = std::string(leader ? "bench_client_" : "bench_server_") + std::to_string(::getpid());
-    iox::runtime::PoshRuntime::initRuntime(iox::RuntimeName_t(iox::cxx::TruncateToCapacity, name.c_str()));
+    init_iceoryx_runtime(name);
     const iox::capro::ServiceDescription service{"ShmbusBench", "Echo", "Bytes"};
     waitset_.emplace();
     if (leader) {
@@ -339,22 +348,11 @@ class IceoryxServiceLink final : public Link {
   std::int64_t request_id_ = 0;
 };
 
-/// Raw iceoryx ("iceoryx", "iceoryx_service"), or shmbus over iceoryx
-/// ("shmbus_iceoryx": the shmbus API on a channel with transport =
-/// "iceoryx", the same RouDi).
-class IceoryxTransport final : public Transport {
+/// The benchmark's own RouDi (iceoryx 2.0 allows one per machine), shared
+/// by every iceoryx transport of the run and stopped with the last of them.
+class BenchRoudi {
  public:
-  using Kind = IceoryxKind;
-  IceoryxTransport(std::string dir, Kind kind) : dir_(std::move(dir)), kind_(kind) {}
-  ~IceoryxTransport() override { stop_roudi(); }
-  std::string name() const override {
-    return kind_ == Kind::kService ? "iceoryx_service" : kind_ == Kind::kShmbus ? "shmbus_iceoryx" : "iceoryx";
-  }
-  bool supports(Mode) const override { return true; }
-  bool has_throughput() const override { return kind_ != Kind::kService; }
-  void prepare(std::size_t) override {
-    domain_ = "bench_iox_" + std::to_string(::getpid()) + "_" + std::to_string(run_++);
-    if (roudi_ > 0) return;
+  explicit BenchRoudi(const std::string& dir) {
     // Pools for 64 B and 4 KiB payloads, raw and with shmbus's chunk
     // header, enough chunks for 256-deep queues in both directions.
     std::vector<std::uint32_t> sizes{128, 4224, iceoryx::chunk_payload_size(64), iceoryx::chunk_payload_size(4096)};
@@ -363,15 +361,15 @@ class IceoryxTransport final : public Transport {
     for (const std::uint32_t size : sizes) {
       pools += "\n[[segment.mempool]]\nsize = " + std::to_string(size) + "\ncount = 2048\n";
     }
-    const std::string config = dir_ + "/roudi_bench.toml";
+    const std::string config = dir + "/roudi_bench.toml";
     FILE* f = std::fopen(config.c_str(), "w");
     if (f == nullptr) throw std::runtime_error("cannot write " + config);
     std::fputs(pools.c_str(), f);
     std::fclose(f);
-    roudi_ = ::fork();
-    if (roudi_ == 0) {
+    pid_ = ::fork();
+    if (pid_ == 0) {
       // RouDi logs to its own file: its shutdown warnings are not results.
-      const int log = ::open((dir_ + "/roudi_bench.log").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      const int log = ::open((dir + "/roudi_bench.log").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
       if (log >= 0) {
         ::dup2(log, STDOUT_FILENO);
         ::dup2(log, STDERR_FILENO);
@@ -382,10 +380,46 @@ class IceoryxTransport final : public Transport {
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(700));
     int status = 0;
-    if (::waitpid(roudi_, &status, WNOHANG) == roudi_) {
-      roudi_ = 0;
-      throw std::runtime_error("iox-roudi exited at start");
+    if (::waitpid(pid_, &status, WNOHANG) == pid_) throw std::runtime_error("iox-roudi exited at start");
+  }
+  ~BenchRoudi() {
+    ::kill(pid_, SIGTERM);
+    int status = 0;
+    ::waitpid(pid_, &status, 0);
+  }
+  BenchRoudi(const BenchRoudi&) = delete;
+  BenchRoudi& operator=(const BenchRoudi&) = delete;
+
+  /// The running RouDi, started by the first caller.
+  static std::shared_ptr<BenchRoudi> shared(const std::string& dir) {
+    static std::weak_ptr<BenchRoudi> running;
+    auto r = running.lock();
+    if (!r) {
+      r = std::make_shared<BenchRoudi>(dir);
+      running = r;
     }
+    return r;
+  }
+
+ private:
+  pid_t pid_ = 0;
+};
+
+/// Raw iceoryx ("iceoryx", "iceoryx_service"), or shmbus over iceoryx
+/// ("shmbus_iceoryx": the shmbus API on a channel with transport =
+/// "iceoryx", the same RouDi).
+class IceoryxTransport final : public Transport {
+ public:
+  using Kind = IceoryxKind;
+  IceoryxTransport(std::string dir, Kind kind) : dir_(std::move(dir)), kind_(kind) {}
+  std::string name() const override {
+    return kind_ == Kind::kService ? "iceoryx_service" : kind_ == Kind::kShmbus ? "shmbus_iceoryx" : "iceoryx";
+  }
+  bool supports(Mode) const override { return true; }
+  bool has_throughput() const override { return kind_ != Kind::kService; }
+  void prepare(std::size_t) override {
+    domain_ = "bench_iox_" + std::to_string(::getpid()) + "_" + std::to_string(run_++);
+    if (!roudi_) roudi_ = BenchRoudi::shared(dir_);
   }
   std::unique_ptr<Link> connect(Side side, std::size_t max_size) override {
     if (kind_ == Kind::kService) return std::make_unique<IceoryxServiceLink>(side, max_size);
@@ -396,20 +430,13 @@ class IceoryxTransport final : public Transport {
   void cleanup() override {
     if (kind_ == Kind::kShmbus) introspect::clean_domain(domain_, false);
   }
-  void stop_roudi() {
-    if (roudi_ <= 0) return;
-    ::kill(roudi_, SIGTERM);
-    int status = 0;
-    ::waitpid(roudi_, &status, 0);
-    roudi_ = 0;
-  }
 
  private:
   std::string dir_;
   Kind kind_;
   std::string domain_;
   int run_ = 0;
-  pid_t roudi_ = 0;
+  std::shared_ptr<BenchRoudi> roudi_;
 };
 #endif
 
