@@ -121,9 +121,10 @@ namespace detail {
 static_assert(alignof(layout::SlotHeader) <= alignof(iox::mepoo::ChunkHeader));
 static_assert(kChunkSlotHeaderSize % alignof(layout::SlotHeader) == 0 &&
               kChunkUserHeaderSize % alignof(layout::SlotHeader) == 0);
-static_assert(kChunkUserHeaderSize ==
-                  kChunkSlotHeaderSize + sizeof(layout::ProvenanceEntry) * layout::kProvenanceEntries,
+static_assert(kChunkUserHeaderSize == chunk_user_header_size(layout::kProvenanceEntries),
               "the provenance entries follow the slot header, as in a ring slot");
+static_assert(sizeof(layout::ProvenanceEntry) % alignof(layout::SlotHeader) == 0,
+              "every provenance room keeps the user header's size a multiple of its alignment");
 
 namespace {
 
@@ -196,10 +197,10 @@ IceoryxPublisherPort::IceoryxPublisherPort(const std::string& domain, const std:
 
 IceoryxPublisherPort::~IceoryxPublisherPort() = default;
 
-std::byte* IceoryxPublisherPort::loan(std::uint32_t size, bool with_provenance, layout::SlotHeader*& header) noexcept {
-  auto chunk =
-      impl_->publisher.loan(size, kChunkPayloadAlignment, with_provenance ? kChunkUserHeaderSize : kChunkSlotHeaderSize,
-                            alignof(layout::SlotHeader));
+std::byte* IceoryxPublisherPort::loan(std::uint32_t size, std::uint32_t provenance_room,
+                                      layout::SlotHeader*& header) noexcept {
+  auto chunk = impl_->publisher.loan(size, kChunkPayloadAlignment, chunk_user_header_size(provenance_room),
+                                     alignof(layout::SlotHeader));
   if (chunk.has_error()) return nullptr;
   void* payload = chunk.value();
   auto* chunk_header = iox::mepoo::ChunkHeader::fromUserPayload(payload);
@@ -218,8 +219,24 @@ void IceoryxPublisherPort::release(std::byte* payload) noexcept {
   impl_->publisher.release(payload);
 }
 
+/// iceoryx's untyped subscriber, taking a chunk by its chunk header
+/// (BaseSubscriber::takeChunk, protected for such extensions). take()
+/// returns the payload, and the user header is then found through the
+/// payload offset stored just before the payload: a load from the
+/// payload's cache line that must finish before any header field can be
+/// read. From the chunk header, the user header's address is known at once
+/// and its lines load in parallel with the payload's.
+class ChunkSubscriber final : public iox::popo::UntypedSubscriber {
+ public:
+  using UntypedSubscriber::UntypedSubscriber;
+  const iox::mepoo::ChunkHeader* take_chunk() noexcept {
+    auto chunk = takeChunk();
+    return chunk.has_error() ? nullptr : chunk.value();
+  }
+};
+
 struct IceoryxSubscriberPort::Impl {
-  iox::popo::UntypedSubscriber subscriber;
+  ChunkSubscriber subscriber;
   Impl(const iox::capro::ServiceDescription& s, const iox::popo::SubscriberOptions& o) : subscriber(s, o) {}
 };
 
@@ -240,14 +257,18 @@ IceoryxSubscriberPort::IceoryxSubscriberPort(const std::string& domain, const st
 IceoryxSubscriberPort::~IceoryxSubscriberPort() = default;
 
 const std::byte* IceoryxSubscriberPort::take(const layout::SlotHeader*& header, ChunkBounds& bounds) noexcept {
-  auto chunk = impl_->subscriber.take();
-  if (chunk.has_error()) return nullptr;
-  const void* payload = chunk.value();
-  const auto* chunk_header = iox::mepoo::ChunkHeader::fromUserPayload(payload);
+  const iox::mepoo::ChunkHeader* chunk_header = impl_->subscriber.take_chunk();
+  if (chunk_header == nullptr) return nullptr;
   taken_over(chunk_header);
+  const void* payload = chunk_header->userPayload();
   header = static_cast<const layout::SlotHeader*>(chunk_header->userHeader());
   bounds.payload_size = chunk_header->userPayloadSize();
-  bounds.provenance = chunk_header->userHeaderSize() >= kChunkUserHeaderSize;
+  const std::uint32_t header_size = chunk_header->userHeaderSize();
+  bounds.provenance_room =
+      header_size < kChunkSlotHeaderSize
+          ? 0
+          : std::min<std::uint32_t>((header_size - kChunkSlotHeaderSize) / sizeof(layout::ProvenanceEntry),
+                                    layout::kProvenanceEntries);
   return static_cast<const std::byte*>(payload);
 }
 

@@ -2,10 +2,11 @@
 // The iceoryx transport's ports: a channel with transport = "iceoryx"
 // carries its payloads in iceoryx chunks (iox::popo untyped publisher and
 // subscriber, RouDi's memory pools) instead of its ring. Each chunk's user
-// header is laid out as a ring slot's header and provenance (SlotHeader and
-// kProvenanceEntries entries), so the publisher writes and the subscriber
-// reads message info exactly as on the ring. The channel's shmbus segment
-// stays: registry record, endpoints, schema, time list and futex word.
+// header is laid out as a ring slot's header followed by provenance entries
+// (a SlotHeader, then room for as many entries as the message cites), so
+// the publisher writes and the subscriber reads message info exactly as on
+// the ring. The channel's shmbus segment stays: registry record, endpoints,
+// schema, time list and futex word.
 //
 // In a chunk's SlotHeader, `state` is not a ring state: it holds the
 // publisher's own count of messages sent, which lets a subscriber count
@@ -20,10 +21,14 @@
 
 namespace shmbus::detail {
 
-/// The user header of a shmbus chunk: a slot's header, and its provenance
-/// entries when the message cites inputs (the largest header).
+/// The user header of a shmbus chunk: a slot's header, and room for as
+/// many provenance entries as the message cites (at most all of a slot's:
+/// the largest header).
 inline constexpr std::uint32_t kChunkUserHeaderSize = layout::kSlotPayloadOffset;
 inline constexpr std::uint32_t kChunkSlotHeaderSize = sizeof(layout::SlotHeader);
+constexpr std::uint32_t chunk_user_header_size(std::uint32_t provenance_room) noexcept {
+  return kChunkSlotHeaderSize + provenance_room * static_cast<std::uint32_t>(sizeof(layout::ProvenanceEntry));
+}
 /// Payloads are aligned as malloc aligns. Not to a cache line as in a ring
 /// slot: after iceoryx's chunk header (40 bytes) and the slot header, a
 /// 16-byte aligned payload starts in the second cache line, so a small
@@ -46,10 +51,10 @@ class IceoryxPublisherPort {
   IceoryxPublisherPort(const IceoryxPublisherPort&) = delete;
   IceoryxPublisherPort& operator=(const IceoryxPublisherPort&) = delete;
 
-  /// A chunk for `size` payload bytes, and its slot header (followed by
-  /// kProvenanceEntries entries when `with_provenance`); nullptr when
-  /// RouDi's pool has none free.
-  std::byte* loan(std::uint32_t size, bool with_provenance, layout::SlotHeader*& header) noexcept;
+  /// A chunk for `size` payload bytes, and its slot header, followed by
+  /// room for `provenance_room` entries (at most kProvenanceEntries);
+  /// nullptr when RouDi's pool has none free.
+  std::byte* loan(std::uint32_t size, std::uint32_t provenance_room, layout::SlotHeader*& header) noexcept;
   void publish(std::byte* payload) noexcept;
   void release(std::byte* payload) noexcept;
   /// Messages sent by this port, the count stamped into each chunk.
@@ -77,7 +82,7 @@ class IceoryxSubscriberPort {
   /// claims come from the publishing process and are bounded by these).
   struct ChunkBounds {
     std::uint32_t payload_size = 0;
-    bool provenance = false;  ///< the user header has room for the entries
+    std::uint32_t provenance_room = 0;  ///< entries the user header has room for
   };
   /// The next chunk's payload, slot header and bounds, or nullptr.
   const std::byte* take(const layout::SlotHeader*& header, ChunkBounds& bounds) noexcept;

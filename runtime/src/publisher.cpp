@@ -164,9 +164,8 @@ struct Publisher::Impl {
   void write_provenance(SlotHeader* slot, std::int64_t mono, std::uint32_t room) noexcept {
     ProvenanceEntry* out = Channel::provenance(slot);
     std::uint64_t cut = 0;
-    InputScope* scope = InputScope::current();
-    detail::InputLog& log = scope != nullptr ? scope->log() : detail::thread_inputs;
-    const std::uint64_t from = inputs_from(log);
+    detail::InputLog& log = detail::input_log();
+    const InputSelection cited = select_inputs(log, room);
     if (!log.keep_first) {
       mark_log = &log;
       mark = log.taken;
@@ -180,10 +179,9 @@ struct Publisher::Impl {
       slot->processing_ns = 0;
       cut = explicit_cut + explicit_count - count;
     } else {
-      const std::uint64_t total = log.taken - from;
-      const std::uint64_t count = std::min<std::uint64_t>(total, room);
-      const std::uint64_t first = log.keep_first ? 0 : log.taken - count;
-      cut = total - count;
+      const std::uint64_t count = cited.count;
+      const std::uint64_t first = cited.first;
+      cut = cited.total - count;
       std::size_t n = 0;
       for (std::uint64_t i = 0; i < count; ++i) {
         out[n++] = ProvenanceEntry{log.ring[(first + i) % kProvenanceEntries].input.channel_index, 0,
@@ -245,13 +243,29 @@ struct Publisher::Impl {
     wake_waiters(*header);
   }
 
-  /// Whether the next message cites inputs (write_provenance's count is
-  /// not zero): an iceoryx chunk then carries room for them.
-  bool provenance_pending() const noexcept {
-    if (explicit_provenance) return true;
-    const InputScope* scope = InputScope::current();
-    const detail::InputLog& log = scope != nullptr ? scope->log() : detail::thread_inputs;
-    return log.taken > inputs_from(log);
+  /// The inputs of `log` our next message cites, at most `room` of them:
+  /// `count` of the `total` taken, from ring index `first` on.
+  struct InputSelection {
+    std::uint64_t total, count, first;
+  };
+  InputSelection select_inputs(const detail::InputLog& log, std::uint32_t room) const noexcept {
+    const std::uint64_t total = log.taken - inputs_from(log);
+    const std::uint64_t count = std::min<std::uint64_t>(total, room);
+    return {total, count, log.keep_first ? 0 : log.taken - count};
+  }
+
+  /// The provenance entries write_provenance would fill for our next
+  /// message given all the room (inputs and their own inputs, at most
+  /// kProvenanceEntries): an iceoryx chunk carries room for these only.
+  std::uint32_t provenance_entries() const noexcept {
+    if (explicit_provenance) return std::min<std::uint32_t>(explicit_count, kProvenanceEntries);
+    const detail::InputLog& log = detail::input_log();
+    const InputSelection cited = select_inputs(log, kProvenanceEntries);
+    std::uint64_t n = cited.count;
+    for (std::uint64_t i = 0; i < cited.count && n < kProvenanceEntries; ++i) {
+      n += log.ring[(cited.first + i) % kProvenanceEntries].parent_count;
+    }
+    return static_cast<std::uint32_t>(std::min<std::uint64_t>(n, kProvenanceEntries));
   }
 
   /// Where in `log` the inputs of our next message start: all of a
@@ -264,10 +278,14 @@ struct Publisher::Impl {
 
   /// iceoryx: a chunk for `size` bytes and the channel's next sequence;
   /// nullptr (counted as a drop) when RouDi's pool has no chunk free.
-  /// `room` gets the provenance entries its header holds.
-  std::byte* loan_chunk(std::uint32_t size, SlotHeader*& slot, std::uint64_t& seq, std::uint32_t& room) noexcept {
-    room = provenance_pending() ? kProvenanceEntries : 0;
-    std::byte* payload = iox->loan(size, room != 0, slot);
+  /// `room` gets the provenance entries its header holds: those the message
+  /// cites now, or (`more_inputs`: a loan, whose writer may take more
+  /// before the commit) all kProvenanceEntries when it cites any.
+  std::byte* loan_chunk(std::uint32_t size, bool more_inputs, SlotHeader*& slot, std::uint64_t& seq,
+                        std::uint32_t& room) noexcept {
+    room = provenance_entries();
+    if (more_inputs && room != 0) room = kProvenanceEntries;
+    std::byte* payload = iox->loan(size, room, slot);
     if (payload == nullptr) {
       count_drop();
       return nullptr;
@@ -356,7 +374,7 @@ PublishResult Publisher::publish(std::span<const std::byte> payload) noexcept {
     SlotHeader* slot = nullptr;
     std::uint64_t seq = 0;
     std::uint32_t room = 0;
-    std::byte* chunk = p.loan_chunk(static_cast<std::uint32_t>(payload.size()), slot, seq, room);
+    std::byte* chunk = p.loan_chunk(static_cast<std::uint32_t>(payload.size()), false, slot, seq, room);
     if (chunk == nullptr) return PublishResult::kDropped;
     std::memcpy(chunk, payload.data(), payload.size());
     p.send_chunk(chunk, slot, seq, static_cast<std::uint32_t>(payload.size()), room);
@@ -388,7 +406,7 @@ Loan Publisher::loan(std::size_t size) noexcept {
   if (p.iox) {
     // A loan is an iceoryx chunk: the message is written in place.
     std::uint32_t room = 0;
-    data = p.loan_chunk(static_cast<std::uint32_t>(size), slot, seq, room);
+    data = p.loan_chunk(static_cast<std::uint32_t>(size), true, slot, seq, room);
     if (data == nullptr) return loan;
     loan.room_ = room;
   } else {

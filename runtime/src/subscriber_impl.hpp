@@ -114,18 +114,19 @@ struct Subscriber::Impl {
     return false;
   }
 
-  /// Copies a slot's provenance into `info`; runs inside the seqlock read
-  /// (torn values are discarded by the re-check), so the counts are clamped
-  /// before they bound a copy.
+  /// Copies a slot's provenance into `info`, at most `room` entries (what
+  /// follows the header); runs inside the seqlock read (torn values are
+  /// discarded by the re-check), so the counts are clamped before they
+  /// bound a copy.
   static_assert(sizeof(Provenance) == sizeof(ProvenanceEntry) &&
                     offsetof(Provenance, via) == offsetof(ProvenanceEntry, via) &&
                     offsetof(Provenance, sequence) == offsetof(ProvenanceEntry, sequence),
                 "a slot's provenance entries are copied into MessageInfo as they are");
-  static void read_provenance(const SlotHeader* slot, MessageInfo& info) noexcept {
+  static void read_provenance(const SlotHeader* slot, MessageInfo& info, std::uint32_t room) noexcept {
     const auto load16 = [](const std::uint16_t& v) {
       return std::atomic_ref<const std::uint16_t>(v).load(std::memory_order_relaxed);
     };
-    const std::uint16_t entries = std::min<std::uint16_t>(load16(slot->entry_count), kProvenanceEntries);
+    const auto entries = static_cast<std::uint16_t>(std::min<std::uint32_t>(load16(slot->entry_count), room));
     info.entry_count = entries;
     info.input_count = std::min(load16(slot->input_count), entries);
     info.provenance_cut = slot->inputs_cut;
@@ -136,16 +137,16 @@ struct Subscriber::Impl {
     }
   }
 
-  /// A message's info from its slot header (ring slot or iceoryx chunk);
-  /// without `provenance` room after the header, its entries are not read.
+  /// A message's info from its slot header (ring slot or iceoryx chunk),
+  /// followed by room for `provenance_room` entries.
   static void read_info(const SlotHeader* slot, std::uint32_t size, MessageInfo& info,
-                        bool provenance = true) noexcept {
+                        std::uint32_t provenance_room = kProvenanceEntries) noexcept {
     info.sequence = slot->sequence;
     info.publish_time_ns = slot->mono_ns;
     info.publish_wall_ns = slot->wall_ns;
     info.size = size;
     info.publisher_id = slot->publisher_id;
-    if (provenance) read_provenance(slot, info);
+    read_provenance(slot, info, provenance_room);
   }
 
   /// Hands a message over: its losses before it, counters, age sample,
@@ -186,7 +187,7 @@ struct Subscriber::Impl {
     // The header's claims are bounded by what iceoryx allocated: its size
     // by the chunk's payload, its provenance by the room the chunk has.
     const std::uint32_t size = std::min({slot->size, bounds.payload_size, max_size});
-    read_info(slot, size, result.info, bounds.provenance);
+    read_info(slot, size, result.info, bounds.provenance_room);
     if (!consume(payload, size, result.info)) {
       held = payload;
       held_header = slot;

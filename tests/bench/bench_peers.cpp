@@ -35,6 +35,7 @@ struct Options {
   std::vector<std::size_t> sizes{64, 4096};
   std::vector<std::string> transports{"floor",   "spsc",           "shmbus",          "node",     "service",
                                       "iceoryx", "shmbus_iceoryx", "iceoryx_service", "boost_mq", "uds"};
+  std::vector<std::string> modes{"poll", "block"};
   unsigned repeat = 1;
   bool json = false;
 };
@@ -245,6 +246,7 @@ int main(int argc, char** argv) {
   peers
       ->add_option("--repeat", o.repeat, "runs per row, interleaved across transports; rows report medians and spreads")
       ->check(CLI::Range(1, 100));
+  peers->add_option("--modes", o.modes, "subset of poll,block")->delimiter(',');
   peers->add_flag("--json", o.json, "print one JSON object instead of a table");
   peers->add_flag("--smoke", smoke, "tiny runs (CI: does every transport work?)");
   if (auto rc = shmbus::cli::parse(app, argc, argv)) return *rc;
@@ -252,6 +254,12 @@ int main(int argc, char** argv) {
     o.rounds = 2000;
     o.warmup = 200;
     o.messages = 20000;
+  }
+  for (const std::string& m : o.modes) {
+    if (m != "poll" && m != "block") {
+      std::fprintf(stderr, "shmbus-bench: unknown mode '%s'; use poll,block\n", m.c_str());
+      return 2;
+    }
   }
   for (std::size_t s : o.sizes) {
     if (s < 8 || s > 4096) {
@@ -304,7 +312,7 @@ int main(int argc, char** argv) {
     std::size_t row = 0;
     for (const auto& t : transports) {
       for (Mode mode : {Mode::kPoll, Mode::kBlock}) {
-        if (!t->supports(mode)) continue;
+        if (!t->supports(mode) || std::find(o.modes.begin(), o.modes.end(), to_string(mode)) == o.modes.end()) continue;
         for (std::size_t size : o.sizes) {
           const std::string name = t->name();
           if (!o.json) {

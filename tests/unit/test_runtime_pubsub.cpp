@@ -410,6 +410,29 @@ TEST_P(PubSubTest, SecondLevelShowsTheInputsOfEachInput) {
   EXPECT_EQ(r.info.second_level_cut, 0U);
 }
 
+TEST_P(PubSubTest, ALoanCitesWhatTheThreadTookBeforeAndWhileItWasOpen) {
+  Publisher in("/in", TypeInfo::bytes(), domain_.context());
+  Subscriber sin("/in", TypeInfo::bytes(), domain_.context());
+  Publisher out("/out", TypeInfo::bytes(), domain_.context());
+  Subscriber sout("/out", TypeInfo::bytes(), domain_.context());
+  for (std::uint32_t i = 0; i < 3; ++i) in.publish(bytes_of(i));
+  ASSERT_TRUE(sin.take(buf_).ok());  // /in #0, before the loan
+  Loan loan = out.loan(4);
+  ASSERT_TRUE(loan.valid());
+  ASSERT_TRUE(sin.take(buf_).ok());  // /in #1 and #2, while it is open
+  ASSERT_TRUE(sin.take(buf_).ok());
+  *loan.as<std::uint32_t>() = 5;
+  ASSERT_EQ(out.commit(loan), PublishResult::kOk);
+  std::vector<std::byte> out_buf(64);
+  TakeResult r;
+  std::thread([&] { r = sout.take(out_buf); }).join();  // not this thread's input
+  ASSERT_TRUE(r.ok());
+  ASSERT_EQ(r.info.input_count, 3U);
+  EXPECT_EQ(r.info.inputs()[0].sequence, 0U);
+  EXPECT_EQ(r.info.inputs()[2].sequence, 2U);
+  EXPECT_EQ(r.info.provenance_cut, 0U);
+}
+
 TEST_P(PubSubTest, InputsBeyondTheLimitAreCutAndCounted) {
   Config config = small_ring(GetParam());
   config.defaults.capacity = 64;
