@@ -6,6 +6,7 @@
 #include <bit>
 #include <cstring>
 
+#include "iceoryx_port.hpp"
 #include "process.hpp"
 #include "shmbus/error.hpp"
 #include "shmbus/names.hpp"
@@ -464,7 +465,11 @@ std::shared_ptr<Channel> DomainState::channel(std::string_view name, const TypeI
       return ch;
     }
   }
-  auto ch = Channel::create_or_open(config_.domain, name, type, config_.channel(name), config_.access(), registry());
+  const ChannelSettings settings = config_.channel(name);
+  // A channel this process would make an iceoryx one needs RouDi: find out
+  // before its segment exists, so a missing RouDi leaves nothing behind.
+  if (settings.transport == Transport::kIceoryx) ensure_iceoryx_runtime(name);
+  auto ch = Channel::create_or_open(config_.domain, name, type, settings, config_.access(), registry());
   channels_[std::string{name}] = ch;
   return ch;
 }

@@ -61,6 +61,10 @@ TEST(ShmtoolIceoryx, WithoutRoudiAnIceoryxChannelFailsWithOneLineSayingHowToStar
   EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << err;
   EXPECT_NE(err.find("/iox/cmd uses transport \"iceoryx\" and no iceoryx RouDi runs"), std::string::npos) << err;
   EXPECT_NE(err.find("shmbusd --roudi"), std::string::npos) << err;
+  // Refused before anything was made: no channel segment, no registry.
+  for (const auto& f : std::filesystem::directory_iterator("/dev/shm")) {
+    EXPECT_EQ(f.path().filename().string().find("shmbus." + d.name + "."), std::string::npos) << f.path();
+  }
   std::filesystem::remove(config);
 }
 
