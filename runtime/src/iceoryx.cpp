@@ -1,5 +1,7 @@
 // The iceoryx transport: RouDi's configuration and presence, this process's
 // iceoryx runtime, and the publisher and subscriber ports (iceoryx_port.hpp).
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -7,8 +9,12 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <charconv>
 #include <chrono>
+#include <csignal>
 #include <cstring>
+#include <filesystem>
 #include <map>
 #include <mutex>
 #include <thread>
@@ -112,6 +118,51 @@ bool roudi_running() noexcept {
   return ok;
 }
 
+std::string runtime_name(std::string_view comm, long pid) {
+  std::string safe{comm};
+  for (char& c : safe) {
+    const bool keep =
+        (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-';
+    if (!keep) c = '_';
+  }
+  return fmt::format("shmbus.{}.{}", safe, pid);
+}
+
+std::size_t remove_stale_runtime_files() {
+  // iceoryx 2.0 on Linux: the runtime's socket is /tmp/<name>, its lock
+  // /tmp/<name>.lock (flock'ed by the runtime while it lives).
+  const std::filesystem::path dir{"/tmp"};
+  std::error_code ec;
+  std::size_t removed = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    const std::string file = entry.path().filename().string();
+    constexpr std::string_view kPrefix = "shmbus.";
+    constexpr std::string_view kLock = ".lock";
+    if (file.size() <= kPrefix.size() + kLock.size() || file.rfind(kPrefix, 0) != 0 ||
+        file.compare(file.size() - kLock.size(), kLock.size(), kLock) != 0) {
+      continue;
+    }
+    const std::string name = file.substr(0, file.size() - kLock.size());
+    const std::size_t dot = name.rfind('.');
+    long pid = 0;
+    const char* end = name.data() + name.size();
+    if (dot == std::string::npos || std::from_chars(name.data() + dot + 1, end, pid).ptr != end || pid <= 0) continue;
+    // Alive here (EPERM: alive, someone else's): not stale.
+    if (::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM) continue;
+    const int fd = ::open(entry.path().c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) continue;
+    // Held: a live runtime of that name (a process in another pid
+    // namespace sharing /tmp).
+    if (::flock(fd, LOCK_EX | LOCK_NB) == 0) {
+      std::filesystem::remove(dir / name, ec);
+      std::filesystem::remove(entry.path(), ec);
+      ++removed;
+    }
+    ::close(fd);
+  }
+  return removed;
+}
+
 }  // namespace iceoryx
 
 namespace detail {
@@ -174,7 +225,8 @@ void ensure_iceoryx_runtime(std::string_view channel) {
       if (std::fgets(buf, sizeof(buf), f) != nullptr) comm.assign(buf, strcspn(buf, "\n"));
       std::fclose(f);
     }
-    const std::string name = fmt::format("{}-{}", comm, ::getpid());
+    iceoryx::remove_stale_runtime_files();
+    const std::string name = iceoryx::runtime_name(comm, ::getpid());
     iox::runtime::PoshRuntime::initRuntime(iox::RuntimeName_t(iox::cxx::TruncateToCapacity, name.c_str()));
   });
 }

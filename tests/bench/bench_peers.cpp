@@ -23,6 +23,7 @@
 
 #include "peer_transports.hpp"
 #include "shmbus/cli.hpp"
+#include "shmbus/iceoryx.hpp"
 
 using namespace shmbus::bench;
 
@@ -355,6 +356,8 @@ int main(int argc, char** argv) {
     if (!r.tput_runs.empty()) r.msgs_per_s = median(r.tput_runs);
   }
   transports.clear();
+  // The children _exit: iceoryx leaves their runtimes' files in /tmp.
+  shmbus::iceoryx::remove_stale_runtime_files();
 
   const auto find = [&](const std::string& tr, Mode m, std::size_t s) -> const Result* {
     for (const auto& r : results)

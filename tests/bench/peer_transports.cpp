@@ -201,7 +201,9 @@ class ShmbusTransport final : public Transport {
 
 #if SHMBUS_BENCH_ICEORYX
 /// This process's iceoryx runtime, logging warnings only (its debug lines
-/// on stdout are not results).
+/// on stdout are not results), named as shmbus names its runtimes: the
+/// children end with _exit, and the files iceoryx leaves for them are
+/// removed by remove_stale_runtime_files.
 void init_iceoryx_runtime(const std::string& name) {
   iox::log::LogManager::GetLogManager().SetDefaultLogLevel(iox::log::LogLevel::kWarn,
                                                            iox::log::LogLevelOutput::kHideLogLevel);
@@ -212,8 +214,7 @@ class IceoryxLink final : public Link {
  public:
   IceoryxLink(Side side, std::size_t max_size) : max_size_(max_size) {
     const bool leader = side == Side::kLeader;
-    const std::string name = std::string(leader ? "bench_leader_" : "bench_follower_") + std::to_string(::getpid());
-    init_iceoryx_runtime(name);
+    init_iceoryx_runtime(iceoryx::runtime_name(leader ? "bench_leader" : "bench_follower", ::getpid()));
     iox::popo::PublisherOptions po;
     po.subscriberTooSlowPolicy = iox::popo::ConsumerTooSlowPolicy::WAIT_FOR_CONSUMER;
     iox::popo::SubscriberOptions so;
@@ -274,8 +275,7 @@ class IceoryxServiceLink final : public Link {
  public:
   IceoryxServiceLink(Side side, std::size_t size) : size_(size) {
     const bool leader = side == Side::kLeader;
-    const std::string name = std::string(leader ? "bench_client_" : "bench_server_") + std::to_string(::getpid());
-    init_iceoryx_runtime(name);
+    init_iceoryx_runtime(iceoryx::runtime_name(leader ? "bench_client" : "bench_server", ::getpid()));
     const iox::capro::ServiceDescription service{"ShmbusBench", "Echo", "Bytes"};
     waitset_.emplace();
     if (leader) {

@@ -3,12 +3,14 @@
 // delivered, every loss must be counted, dead entries must be reclaimed.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <random>
 #include <thread>
 
 #include "multiprocess/child_process.hpp"
 #include "multiprocess/peer_protocol.hpp"
 #include "shmbus/error.hpp"
+#include "shmbus/iceoryx.hpp"
 #include "shmbus/introspect.hpp"
 #include "shmbus/publisher.hpp"
 #include "shmbus/subscriber.hpp"
@@ -51,6 +53,22 @@ class FaultTest : public test::TransportDomainTest {
  protected:
   FaultTest() : TransportDomainTest("fault") {}
 };
+
+/// The files in /tmp of the iceoryx runtime of process `pid`
+/// (shmbus.<comm>.<pid> and its .lock).
+std::vector<std::string> runtime_files(pid_t pid) {
+  std::vector<std::string> found;
+  const std::string tail = "." + std::to_string(pid);
+  for (const auto& f : std::filesystem::directory_iterator("/tmp")) {
+    std::string name = f.path().filename().string();
+    if (name.rfind("shmbus.", 0) != 0) continue;
+    if (name.size() > 5 && name.compare(name.size() - 5, 5, ".lock") == 0) name.resize(name.size() - 5);
+    if (name.size() > tail.size() && name.compare(name.size() - tail.size(), tail.size(), tail) == 0) {
+      found.push_back(f.path().string());
+    }
+  }
+  return found;
+}
 
 }  // namespace
 
@@ -188,12 +206,22 @@ TEST_P(FaultTest, SubscriberKilledLeavesPublishersUnaffectedAndItsEntryIsReclaim
 TEST_P(FaultTest, MessagesOfAKilledPublisherStayReadableAndIntact) {
   Context ctx{test::peer_config(domain_, "fault_test")};
   Subscriber sub("/gone", TypeInfo::bytes(), ctx);
+  pid_t pub_pid = 0;
   {
     // Killed between publishes (see RingFaultTest for a kill inside one).
     ChildProcess pub({kPeer, "pub-hold", domain_, "/gone", "3", "12", "512"});
     ASSERT_TRUE(pub.wait_for_output("sent", 20s)) << pub.output();
+    pub_pid = pub.pid();
     pub.signal(SIGKILL);
     ASSERT_TRUE(WIFSIGNALED(pub.wait(10s)));
+  }
+  if (GetParam() == Transport::kIceoryx) {
+    // iceoryx left the killed process's runtime files in /tmp; they go,
+    // this live process's stay.
+    ASSERT_EQ(runtime_files(pub_pid).size(), 2U) << "its socket and lock file";
+    EXPECT_GE(iceoryx::remove_stale_runtime_files(), 1U);
+    EXPECT_TRUE(runtime_files(pub_pid).empty());
+    EXPECT_EQ(runtime_files(::getpid()).size(), 2U);
   }
   std::this_thread::sleep_for(2s);  // past RouDi's keep-alive timeout (1.5 s): the dead process is cleaned up
   const std::uint64_t sent = introspect::ChannelReader(domain_, "/gone").view().stamps;

@@ -3,8 +3,10 @@
 /// The iceoryx transport's daemon side: RouDi (iceoryx's central daemon,
 /// `iox-roudi`) must run for channels with `transport = "iceoryx"`; its
 /// memory pools are derived from the shmbus configuration.
+#include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include "shmbus/config.hpp"
 
@@ -33,5 +35,20 @@ std::string roudi_config(const Config& config);
 /// True when a RouDi answers on this machine (its socket /tmp/roudi
 /// accepts a connection).
 bool roudi_running() noexcept;
+
+/// The iceoryx runtime name of process `pid` named `comm` (one runtime per
+/// process): `shmbus.<comm>.<pid>`, characters other than letters, digits,
+/// '_' and '-' in `comm` replaced by '_'.
+std::string runtime_name(std::string_view comm, long pid);
+
+/// iceoryx makes a socket and a lock file in /tmp for every runtime, named
+/// after it, and removes them only when its process exits normally: a
+/// process that is killed (or calls _exit) leaves both. Removes those of
+/// shmbus's runtimes (runtime_name) whose process is gone: its pid is not
+/// alive here and no process holds the runtime's lock (iceoryx holds it for
+/// the runtime's life, in any pid namespace). Returns how many runtimes'
+/// files it removed. Every process does this once, before its own runtime
+/// starts.
+std::size_t remove_stale_runtime_files();
 
 }  // namespace shmbus::iceoryx
