@@ -128,13 +128,16 @@ std::string runtime_name(std::string_view comm, long pid) {
   return fmt::format("shmbus.{}.{}", safe, pid);
 }
 
-std::size_t remove_stale_runtime_files() {
+std::size_t remove_stale_runtime_files() noexcept {
   // iceoryx 2.0 on Linux: the runtime's socket is /tmp/<name>, its lock
   // /tmp/<name>.lock (flock'ed by the runtime while it lives).
   const std::filesystem::path dir{"/tmp"};
   std::error_code ec;
   std::size_t removed = 0;
-  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+  std::filesystem::directory_iterator it(dir, ec);
+  // Housekeeping: an entry that cannot be read ends the scan, quietly.
+  for (; !ec && it != std::filesystem::directory_iterator(); it.increment(ec)) {
+    const std::filesystem::directory_entry& entry = *it;
     const std::string file = entry.path().filename().string();
     constexpr std::string_view kPrefix = "shmbus.";
     constexpr std::string_view kLock = ".lock";
@@ -154,9 +157,9 @@ std::size_t remove_stale_runtime_files() {
     // Held: a live runtime of that name (a process in another pid
     // namespace sharing /tmp).
     if (::flock(fd, LOCK_EX | LOCK_NB) == 0) {
-      std::filesystem::remove(dir / name, ec);
-      std::filesystem::remove(entry.path(), ec);
-      ++removed;
+      std::error_code ignored;  // another process's file we may not remove: left
+      std::filesystem::remove(dir / name, ignored);
+      if (std::filesystem::remove(entry.path(), ignored)) ++removed;
     }
     ::close(fd);
   }

@@ -49,6 +49,6 @@ std::string runtime_name(std::string_view comm, long pid);
 /// the runtime's life, in any pid namespace). Returns how many runtimes'
 /// files it removed. Every process does this once, before its own runtime
 /// starts.
-std::size_t remove_stale_runtime_files();
+std::size_t remove_stale_runtime_files() noexcept;
 
 }  // namespace shmbus::iceoryx
