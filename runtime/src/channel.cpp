@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <bit>
 #include <cstring>
+#include <filesystem>
 
 #include "iceoryx_port.hpp"
 #include "process.hpp"
@@ -466,9 +467,17 @@ std::shared_ptr<Channel> DomainState::channel(std::string_view name, const TypeI
     }
   }
   const ChannelSettings settings = config_.channel(name);
-  // A channel this process would make an iceoryx one needs RouDi: find out
-  // before its segment exists, so a missing RouDi leaves nothing behind.
-  if (settings.transport == Transport::kIceoryx) ensure_iceoryx_runtime(name);
+  // A channel this process would create as an iceoryx one needs RouDi: find
+  // out before its segment exists, so a missing RouDi leaves nothing
+  // behind. An existing channel is opened first: that its transport differs
+  // from ours is the error to report, and an iceoryx one checks for RouDi
+  // when its port is made.
+  if (settings.transport == Transport::kIceoryx && type != nullptr) {
+    std::error_code ec;
+    if (!std::filesystem::exists("/dev/shm/" + channel_object_name(config_.domain, name), ec)) {
+      ensure_iceoryx_runtime(name);
+    }
+  }
   auto ch = Channel::create_or_open(config_.domain, name, type, settings, config_.access(), registry());
   channels_[std::string{name}] = ch;
   return ch;
