@@ -34,8 +34,12 @@ struct Options {
   std::uint64_t warmup = 10'000;
   std::uint64_t messages = 1'000'000;
   std::vector<std::size_t> sizes{64, 4096};
-  std::vector<std::string> transports{"floor",   "spsc",           "shmbus",          "node",     "service",
-                                      "iceoryx", "shmbus_iceoryx", "iceoryx_service", "boost_mq", "uds"};
+  std::vector<std::string> transports{"floor",   "spsc",    "shmbus",         "shmbus_nohook",   "node",
+                                      "service", "iceoryx", "shmbus_iceoryx", "iceoryx_service", "boost_mq",
+                                      "uds"};
+  /// The throughput test's flow window for transports that overwrite (at
+  /// most this many messages in flight, an ack every quarter); 0: theirs.
+  std::uint64_t window = 0;
   std::vector<std::string> modes{"poll", "block"};
   unsigned repeat = 1;
   bool json = false;
@@ -132,7 +136,7 @@ Report run_side(Transport& t, Side side, Mode mode, std::size_t size, Task task,
       r.p999 = pct(0.999);
     }
   } else {
-    const std::uint64_t window = link->flow_window();
+    const std::uint64_t window = link->flow_window() == 0 ? 0 : o.window != 0 ? o.window : link->flow_window();
     const std::uint64_t ack_every = window == 0 ? 0 : window / 4;
     if (leader) {
       std::uint64_t acked = 0;
@@ -242,11 +246,16 @@ int main(int argc, char** argv) {
   peers->add_option("--sizes", o.sizes, "payload sizes in bytes")->delimiter(',');
   peers
       ->add_option("--transports", o.transports,
-                   "subset of floor,spsc,shmbus,node,service,iceoryx,shmbus_iceoryx,iceoryx_service,boost_mq,uds")
+                   "subset of floor,spsc,shmbus,shmbus_nohook,node,service,iceoryx,shmbus_iceoryx,iceoryx_service,"
+                   "boost_mq,uds")
       ->delimiter(',');
   peers
       ->add_option("--repeat", o.repeat, "runs per row, interleaved across transports; rows report medians and spreads")
       ->check(CLI::Range(1, 100));
+  peers
+      ->add_option("--window", o.window,
+                   "throughput: messages in flight for transports that overwrite (shmbus: 192 of its 256 slots)")
+      ->check(CLI::Range(8, 256));
   peers->add_option("--modes", o.modes, "subset of poll,block")->delimiter(',');
   peers->add_flag("--json", o.json, "print one JSON object instead of a table");
   peers->add_flag("--smoke", smoke, "tiny runs (CI: does every transport work?)");
@@ -274,6 +283,8 @@ int main(int argc, char** argv) {
     std::unique_ptr<Transport> t;
     if (name == "shmbus")
       t = make_shmbus();
+    else if (name == "shmbus_nohook")
+      t = make_shmbus(false);
     else if (name == "node")
       t = make_node();
     else if (name == "iceoryx")
@@ -295,7 +306,7 @@ int main(int argc, char** argv) {
     else {
       std::fprintf(stderr,
                    "shmbus-bench: unknown transport '%s'; use "
-                   "floor,spsc,shmbus,node,service,iceoryx,shmbus_iceoryx,iceoryx_service,boost_mq,uds\n",
+                   "floor,spsc,shmbus,shmbus_nohook,node,service,iceoryx,shmbus_iceoryx,iceoryx_service,boost_mq,uds\n",
                    name.c_str());
       return 2;
     }
@@ -402,6 +413,14 @@ int main(int argc, char** argv) {
     if (raw == nullptr) continue;
     fmt::print("node dispatch overhead {} {} B: p50 {:+.0f} ns, p99 {:+.0f} ns per message (node - shmbus)\n",
                to_string(r.mode), r.size, r.p50 - raw->p50, r.p99 - raw->p99);
+  }
+  // The notify hook's cost: the time-list stamp per publish, side by side.
+  for (const auto& r : results) {
+    const Result* off = r.transport == "shmbus" ? find("shmbus_nohook", r.mode, r.size) : nullptr;
+    if (off == nullptr) continue;
+    fmt::print(
+        "notify hook {} {} B: p50 {:+.0f} ns{} (shmbus - shmbus_nohook)\n", to_string(r.mode), r.size, r.p50 - off->p50,
+        r.msgs_per_s && off->msgs_per_s ? fmt::format(", throughput {:.2f}x", *r.msgs_per_s / *off->msgs_per_s) : "");
   }
   // shmbus's layer over iceoryx: the same channels through the shmbus API
   // (message header in the chunk, time-list stamp, futex wake check)

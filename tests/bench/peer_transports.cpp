@@ -61,11 +61,12 @@ Config link_config(const std::string& domain, Side side, std::size_t max_size,
 class ShmbusLink final : public Link {
  public:
   ShmbusLink(const std::string& domain, Side side, std::size_t max_size,
-             shmbus::Transport transport = shmbus::Transport::kShm) {
+             shmbus::Transport transport = shmbus::Transport::kShm, bool notify_hook = true) {
     ctx_ = std::make_unique<Context>(link_config(domain, side, max_size, transport));
     const bool leader = side == Side::kLeader;
     sub_ = std::make_unique<Subscriber>(leader ? "/pong" : "/ping", TypeInfo::bytes(), *ctx_);
-    pub_ = std::make_unique<Publisher>(leader ? "/ping" : "/pong", TypeInfo::bytes(), *ctx_);
+    pub_ = std::make_unique<Publisher>(leader ? "/ping" : "/pong", TypeInfo::bytes(), *ctx_,
+                                       PublisherOptions{.notify_hook = notify_hook});
   }
   void send(const std::byte* data, std::size_t size) override { pub_->publish(data, size); }
   std::uint64_t receive(Mode mode) override {
@@ -176,10 +177,20 @@ class ServiceLink final : public Link {
 /// ("node"), or as a service round trip ("service", latency only).
 class ShmbusTransport final : public Transport {
  public:
-  enum class Kind { kRaw, kNode, kService };
+  enum class Kind { kRaw, kNoHook, kNode, kService };
   explicit ShmbusTransport(Kind kind) : kind_(kind) {}
   std::string name() const override {
-    return kind_ == Kind::kNode ? "node" : kind_ == Kind::kService ? "service" : "shmbus";
+    switch (kind_) {
+      case Kind::kNode:
+        return "node";
+      case Kind::kService:
+        return "service";
+      case Kind::kNoHook:
+        return "shmbus_nohook";
+      case Kind::kRaw:
+        break;
+    }
+    return "shmbus";
   }
   bool supports(Mode) const override { return true; }
   bool has_throughput() const override { return kind_ != Kind::kService; }
@@ -187,7 +198,7 @@ class ShmbusTransport final : public Transport {
   std::unique_ptr<Link> connect(Side side, std::size_t max_size) override {
     if (kind_ == Kind::kNode) return std::make_unique<NodeLink>(domain_, side, max_size);
     if (kind_ == Kind::kService) return std::make_unique<ServiceLink>(domain_, side, max_size);
-    return std::make_unique<ShmbusLink>(domain_, side, max_size);
+    return std::make_unique<ShmbusLink>(domain_, side, max_size, shmbus::Transport::kShm, kind_ != Kind::kNoHook);
   }
   void cleanup() override { introspect::clean_domain(domain_, false); }
 
@@ -645,7 +656,9 @@ class SpscTransport final : public Transport {
 
 }  // namespace
 
-std::unique_ptr<Transport> make_shmbus() { return std::make_unique<ShmbusTransport>(ShmbusTransport::Kind::kRaw); }
+std::unique_ptr<Transport> make_shmbus(bool notify_hook) {
+  return std::make_unique<ShmbusTransport>(notify_hook ? ShmbusTransport::Kind::kRaw : ShmbusTransport::Kind::kNoHook);
+}
 std::unique_ptr<Transport> make_node() { return std::make_unique<ShmbusTransport>(ShmbusTransport::Kind::kNode); }
 std::unique_ptr<Transport> make_service() { return std::make_unique<ShmbusTransport>(ShmbusTransport::Kind::kService); }
 std::unique_ptr<Transport> make_iceoryx([[maybe_unused]] const std::string& dir, [[maybe_unused]] IceoryxKind kind) {

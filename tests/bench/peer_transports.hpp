@@ -49,7 +49,9 @@ class Transport {
   virtual void cleanup() {}
 };
 
-std::unique_ptr<Transport> make_shmbus();
+/// shmbus as it ships ("shmbus"), or with its publishers' notify hook off
+/// ("shmbus_nohook": no time-list stamp; the hook's cost, side by side).
+std::unique_ptr<Transport> make_shmbus(bool notify_hook = true);
 /// shmbus through the Node API (callbacks dispatched by an executor).
 std::unique_ptr<Transport> make_node();
 /// A request/response round trip: shmbus's ServiceClient and ServiceServer
