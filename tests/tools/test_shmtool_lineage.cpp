@@ -61,7 +61,13 @@ class ShmtoolLineage : public ::testing::Test {
     const std::string& d = domain_->name;
     auto recorder = start_tool({"record", "--all", "-o", recording_}, d);
     ASSERT_TRUE(recorder->wait_for_output("recording", 20s)) << recorder->output();
-    const std::vector<std::string> env{"SHMBUS_DOMAIN=" + d};
+    // The pipeline's channels allow a writer 100 ms mid-message: on a
+    // loaded VM a vCPU paused for over 2 ms (the default stall_timeout)
+    // made the recorder count a live writer's message lost, and the
+    // recording then missed a frame's input.
+    config_ = temp_path("lineage_config") + ".toml";
+    std::ofstream(config_) << "[defaults]\nstall_timeout = \"100ms\"\n";
+    const std::vector<std::string> env{"SHMBUS_DOMAIN=" + d, "SHMBUS_CONFIG=" + config_};
     std::vector<std::unique_ptr<ChildProcess>> modules;
     for (const char* m : {"m1", "m2"}) {
       modules.push_back(std::make_unique<ChildProcess>(
@@ -90,16 +96,19 @@ class ShmtoolLineage : public ::testing::Test {
   }
   static void TearDownTestSuite() {
     std::filesystem::remove(recording_);
+    std::filesystem::remove(config_);
     domain_.reset();
   }
 
   static std::unique_ptr<DomainGuard> domain_;
   static std::string recording_;
+  static std::string config_;
   static bool attempted_;
   static bool recorded_;
 };
 std::unique_ptr<DomainGuard> ShmtoolLineage::domain_;
 std::string ShmtoolLineage::recording_;
+std::string ShmtoolLineage::config_;
 bool ShmtoolLineage::attempted_ = false;
 bool ShmtoolLineage::recorded_ = false;
 
