@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <bit>
 #include <cstring>
-#include <filesystem>
 
 #include "iceoryx_port.hpp"
 #include "process.hpp"
@@ -472,11 +471,9 @@ std::shared_ptr<Channel> DomainState::channel(std::string_view name, const TypeI
   // behind. An existing channel is opened first: that its transport differs
   // from ours is the error to report, and an iceoryx one checks for RouDi
   // when its port is made.
-  if (settings.transport == Transport::kIceoryx && type != nullptr) {
-    std::error_code ec;
-    if (!std::filesystem::exists("/dev/shm/" + channel_object_name(config_.domain, name), ec)) {
-      ensure_iceoryx_runtime(name);
-    }
+  if (settings.transport == Transport::kIceoryx && type != nullptr &&
+      !Segment::exists(channel_object_name(config_.domain, name))) {
+    ensure_iceoryx_runtime(name);
   }
   auto ch = Channel::create_or_open(config_.domain, name, type, settings, config_.access(), registry());
   channels_[std::string{name}] = ch;

@@ -286,4 +286,9 @@ Segment Segment::create_or_open(const std::string& name, std::size_t size, const
 
 bool Segment::remove(const std::string& name) noexcept { return bip::shared_memory_object::remove(name.c_str()); }
 
+bool Segment::exists(const std::string& name) noexcept {
+  struct stat st {};
+  return ::stat(("/dev/shm/" + name).c_str(), &st) == 0;
+}
+
 }  // namespace shmbus::detail

@@ -48,6 +48,9 @@ class Segment {
 
   /// Removes the object name (mappings stay valid). False when absent.
   static bool remove(const std::string& name) noexcept;
+  /// Whether an object of that name exists (a snapshot: it may be created
+  /// or removed right after).
+  static bool exists(const std::string& name) noexcept;
 
   [[nodiscard]] void* base() const noexcept;
   [[nodiscard]] std::size_t size() const noexcept;
