@@ -161,6 +161,21 @@ void publisher_metrics(Writer& w, const std::vector<ChannelStatus>& channels) {
       w.sample("shmbus_publisher_upstream_lost_total", c.name, static_cast<double>(p.upstream_lost), who(p));
     }
   }
+  w.family("shmbus_publisher_blocked_seconds_total", "counter",
+           "Time a publisher of an overflow = block channel spent waiting for its slowest subscriber.");
+  for (const ChannelStatus& c : channels) {
+    for (const PublisherStatus& p : c.publisher_stats) {
+      w.sample("shmbus_publisher_blocked_seconds_total", c.name, static_cast<double>(p.blocked_ns) / 1e9, who(p));
+    }
+  }
+  w.family("shmbus_publisher_block_timeouts_total", "counter",
+           "Waits of a publisher of an overflow = block channel that reached block_timeout (the subscribers holding "
+           "it up were overtaken and count what they lose).");
+  for (const ChannelStatus& c : channels) {
+    for (const PublisherStatus& p : c.publisher_stats) {
+      w.sample("shmbus_publisher_block_timeouts_total", c.name, static_cast<double>(p.block_timeouts), who(p));
+    }
+  }
   w.family("shmbus_publisher_transit_seconds", "gauge",
            "Transit from another host (receive time - the origin's publish time) per gateway publisher over the "
            "last statistics period (NaN for local publishers).");

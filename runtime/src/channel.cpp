@@ -92,6 +92,11 @@ std::string geometry_problem(const ChannelHeader& h, std::size_t mapped, std::st
   if (h.transport > static_cast<std::uint32_t>(Transport::kIceoryx))
     return fmt::format("has transport {}", h.transport);
   if (h.stall_timeout_ns <= 0) return fmt::format("has stall_timeout {} ns", h.stall_timeout_ns);
+  if (h.overflow > static_cast<std::uint32_t>(Overflow::kBlock)) return fmt::format("has overflow {}", h.overflow);
+  if (h.overflow == static_cast<std::uint32_t>(Overflow::kBlock) &&
+      (h.block_timeout_ns <= 0 || h.transport != static_cast<std::uint32_t>(Transport::kShm))) {
+    return fmt::format("has overflow block with block_timeout {} ns on transport {}", h.block_timeout_ns, h.transport);
+  }
   struct Region {
     const char* what;
     std::uint64_t offset, count, size;
@@ -142,6 +147,8 @@ Channel::Channel(Segment s, std::string name) : segment_(std::move(s)), name_(st
   slot_stride_ = h.slot_stride;
   max_message_size_ = h.max_message_size;
   stall_timeout_ns_ = h.stall_timeout_ns;
+  overflow_ = static_cast<Overflow>(h.overflow);
+  block_timeout_ns_ = h.block_timeout_ns;
   transport_ = static_cast<Transport>(h.transport);
   time_list_ = reinterpret_cast<std::atomic<std::uint64_t>*>(base + h.time_list_offset);
   time_list_mask_ = h.time_list_capacity - 1;
@@ -166,6 +173,21 @@ std::shared_ptr<Channel> Channel::open_existing(const std::string& domain, std::
     throw;
   }
 }
+
+namespace {
+
+/// A channel created with one value of `key` and configured here with
+/// another: refused, naming both.
+[[noreturn]] void refuse_mismatch(std::string_view name, std::string_view key, std::string_view created,
+                                  std::string_view configured) {
+  throw Error(Errc::kConfig,
+              fmt::format("channel {} was created with {} \"{}\", and this process's configuration gives it \"{}\"; "
+                          "configure it as \"{}\" everywhere (or remove the channel with `shmtool clean` once no "
+                          "process uses it)",
+                          name, key, created, configured, created));
+}
+
+}  // namespace
 
 std::shared_ptr<Channel> Channel::create_or_open(const std::string& domain, std::string_view name, const TypeInfo* type,
                                                  const ChannelSettings& settings, const SegmentAccess& access,
@@ -199,6 +221,8 @@ std::shared_ptr<Channel> Channel::create_or_open(const std::string& domain, std:
       h->slots_offset = g.slots;
       h->schema_offset = g.schema;
       h->stall_timeout_ns = settings.stall_timeout.count();
+      h->overflow = static_cast<std::uint32_t>(settings.overflow);
+      h->block_timeout_ns = settings.block_timeout.count();
       h->window_ns = settings.window.count();
       if (settings.thresholds_hz) {
         h->has_thresholds = 1;
@@ -211,12 +235,10 @@ std::shared_ptr<Channel> Channel::create_or_open(const std::string& domain, std:
   const ChannelHeader& h = ch->header();
   if (type != nullptr) check_type(name, ch->type(), *type);
   if (settings.transport_set && h.transport != static_cast<std::uint32_t>(settings.transport)) {
-    const auto created = static_cast<Transport>(h.transport);
-    throw Error(Errc::kConfig,
-                fmt::format("channel {} was created with transport \"{}\", and this process's configuration gives "
-                            "it \"{}\"; configure it as \"{}\" everywhere (or remove the channel with `shmtool "
-                            "clean` once no process uses it)",
-                            name, to_string(created), to_string(settings.transport), to_string(created)));
+    refuse_mismatch(name, "transport", to_string(static_cast<Transport>(h.transport)), to_string(settings.transport));
+  }
+  if (settings.overflow_set && h.overflow != static_cast<std::uint32_t>(settings.overflow)) {
+    refuse_mismatch(name, "overflow", to_string(static_cast<Overflow>(h.overflow)), to_string(settings.overflow));
   }
   // Every opener makes sure the channel is listed: a creator killed between
   // creating the segment and listing it is repaired by the next opener.
@@ -374,6 +396,10 @@ std::uint32_t Channel::register_endpoint(EndpointEntry* table, std::uint32_t siz
   e.errors.store(0, std::memory_order_relaxed);
   e.provenance_cut.store(0, std::memory_order_relaxed);
   e.upstream_lost.store(0, std::memory_order_relaxed);
+  // A subscriber's read cursor is unknown until it has chosen where to
+  // start (UINT64_MAX holds nobody up); a publisher's blocked time is 0.
+  e.cursor.store(table == subscribers_ ? UINT64_MAX : 0, std::memory_order_relaxed);
+  e.block_timeouts.store(0, std::memory_order_relaxed);
   // relaxed: the RMW alone makes ids unique; nothing else is ordered by it.
   id = static_cast<std::uint32_t>(header_->next_endpoint_id.fetch_add(1, std::memory_order_relaxed) + 1);
   fill_entry(e, node, id);
@@ -466,6 +492,13 @@ std::shared_ptr<Channel> DomainState::channel(std::string_view name, const TypeI
     }
   }
   const ChannelSettings settings = config_.channel(name);
+  // Refused before anything exists (the RouDi check below included).
+  if (type != nullptr && settings.overflow == Overflow::kBlock && settings.transport == Transport::kIceoryx) {
+    throw Error(Errc::kConfig, fmt::format("channel {} is configured with overflow = \"block\" and transport = "
+                                           "\"iceoryx\": blocking is for \"shm\" channels (iceoryx's blocking "
+                                           "publisher has no bounded wait); configure one or the other",
+                                           name));
+  }
   // A channel this process would create as an iceoryx one needs RouDi: find
   // out before its segment exists, so a missing RouDi leaves nothing
   // behind. An existing channel is opened first: that its transport differs

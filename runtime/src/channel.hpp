@@ -44,6 +44,8 @@ class Channel {
   [[nodiscard]] std::uint32_t max_message_size() const noexcept { return max_message_size_; }
   [[nodiscard]] std::int64_t stall_timeout_ns() const noexcept { return stall_timeout_ns_; }
   [[nodiscard]] Transport transport() const noexcept { return transport_; }
+  [[nodiscard]] Overflow overflow() const noexcept { return overflow_; }
+  [[nodiscard]] std::int64_t block_timeout_ns() const noexcept { return block_timeout_ns_; }
 
   [[nodiscard]] layout::SlotHeader* slot(std::uint64_t seq) const noexcept {
     return reinterpret_cast<layout::SlotHeader*>(slots_ + (seq & slot_mask_) * slot_stride_);
@@ -124,6 +126,8 @@ class Channel {
   std::uint64_t slot_stride_;
   std::uint32_t max_message_size_;
   std::int64_t stall_timeout_ns_;
+  Overflow overflow_;
+  std::int64_t block_timeout_ns_;
   Transport transport_;
   std::string type_name_;
   std::uint64_t type_hash_;

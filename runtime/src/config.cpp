@@ -16,6 +16,8 @@ namespace shmbus {
 
 std::string_view to_string(Transport t) noexcept { return t == Transport::kIceoryx ? "iceoryx" : "shm"; }
 
+std::string_view to_string(Overflow o) noexcept { return o == Overflow::kBlock ? "block" : "overwrite"; }
+
 std::optional<std::chrono::nanoseconds> parse_duration(std::string_view text) noexcept {
   std::size_t unit_at = 0;
   while (unit_at < text.size() && ((text[unit_at] >= '0' && text[unit_at] <= '9') || text[unit_at] == '.')) {
@@ -129,10 +131,21 @@ class ConfigReader {
     fail(n, "transport = \"" + t + "\" is unknown; use \"shm\" or \"iceoryx\"");
   }
 
+  Overflow overflow_of(const toml::node& n) const {
+    const std::string t = string_of(n, "overflow");
+    if (t == "overwrite") return Overflow::kOverwrite;
+    if (t == "block") return Overflow::kBlock;
+    fail(n, "overflow = \"" + t + "\" is unknown; use \"overwrite\" or \"block\"");
+  }
+
   /// Applies one channel-level key; returns false when the key is not one.
   bool channel_key(std::string_view key, const toml::node& v, ChannelRule& r) const {
     if (key == "transport")
       r.transport = transport_of(v);
+    else if (key == "overflow")
+      r.overflow = overflow_of(v);
+    else if (key == "block_timeout")
+      r.block_timeout = duration_of(v, key);
     else if (key == "capacity")
       r.capacity = power_of_two(v, key, 1 << 20);
     else if (key == "max_message_size") {
@@ -402,6 +415,11 @@ class ConfigReader {
       s.transport = *r.transport;
       s.transport_set = true;
     }
+    if (r.overflow) {
+      s.overflow = *r.overflow;
+      s.overflow_set = true;
+    }
+    if (r.block_timeout) s.block_timeout = *r.block_timeout;
     if (r.capacity) s.capacity = *r.capacity;
     if (r.max_message_size) s.max_message_size = *r.max_message_size;
     if (r.time_list_capacity) s.time_list_capacity = *r.time_list_capacity;

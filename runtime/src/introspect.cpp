@@ -88,6 +88,9 @@ void collect_endpoints(const EndpointEntry* table, std::uint32_t n, bool publish
     ev.errors = table[i].errors.load(std::memory_order_relaxed);
     ev.provenance_cut = table[i].provenance_cut.load(std::memory_order_relaxed);
     ev.upstream_lost = table[i].upstream_lost.load(std::memory_order_relaxed);
+    const std::uint64_t cursor = table[i].cursor.load(std::memory_order_relaxed);
+    (publishers ? ev.blocked_ns : ev.read_cursor) = cursor;
+    ev.block_timeouts = table[i].block_timeouts.load(std::memory_order_relaxed);
     out.push_back(std::move(ev));
   }
 }
@@ -109,6 +112,8 @@ ChannelView ChannelReader::view() const {
   v.max_message_size = ch.max_message_size();
   v.time_list_capacity = h.time_list_capacity;
   v.stall_timeout_ns = ch.stall_timeout_ns();
+  v.overflow = ch.overflow();
+  v.block_timeout_ns = ch.block_timeout_ns();
   v.window_ns = h.window_ns;
   if (h.has_thresholds != 0) v.thresholds_hz = {h.thresholds_hz[0], h.thresholds_hz[1], h.thresholds_hz[2]};
   // Counters are statistics: relaxed loads.

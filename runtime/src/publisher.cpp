@@ -3,8 +3,10 @@
 #include <signal.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdlib>
 #include <cstring>
+#include <thread>
 #include <utility>
 
 #include "channel.hpp"
@@ -42,6 +44,19 @@ struct Publisher::Impl {
   std::int64_t wall_offset_read_at = 0;
   /// Set on iceoryx channels: messages travel in its chunks, not the ring.
   std::unique_ptr<IceoryxPublisherPort> iox;
+  /// overflow = block: sequences below room_until are free to claim (the
+  /// slowest live subscriber's cursor plus the capacity, when last read).
+  bool blocking = false;
+  std::int64_t block_timeout_ns = 0;
+  std::int64_t wait_spin_ns = 0;
+  std::uint64_t room_until = 0;
+  std::uint32_t laggard = 0;  ///< the subscriber entry room_until was computed from
+  /// Subscribers a wait reached block_timeout for: overtaken, and ignored
+  /// while their entry keeps its tenancy and its cursor stays where it was.
+  std::uint64_t overtaken_mask = 0;
+  std::array<std::uint64_t, kMaxSubscribers> overtaken_cursor{};
+  std::array<std::uint32_t, kMaxSubscribers> overtaken_tenancy{};
+  bool waited = false;  ///< the last claim waited for room (its publish time is read after)
 
   ~Impl() {
     if (channel) channel->unregister_publisher(entry_index);
@@ -52,7 +67,7 @@ struct Publisher::Impl {
   SlotHeader* claim(std::uint64_t& seq) noexcept {
     // relaxed: the cursor only hands out numbers; what readers may read is
     // published through the slot state (SYNC POINT below).
-    const std::uint64_t s = header->write_cursor.fetch_add(1, std::memory_order_relaxed);
+    const std::uint64_t s = blocking ? claim_room() : header->write_cursor.fetch_add(1, std::memory_order_relaxed);
     SlotHeader* slot = channel->slot(s);
     // Try the common case first: the slot holds the previous lap's
     // committed message (or nothing, on the first lap). One CAS takes the
@@ -110,6 +125,117 @@ struct Publisher::Impl {
       }
     }
     return claimed(slot, s, seq);
+  }
+
+  /// overflow = block: the sequence below the slowest live subscriber's
+  /// cursor plus the capacity (room_limit), which `claim` then takes.
+  /// Sequences are claimed by CAS, never handed out before there is room,
+  /// so a wait holds up no subscriber. The wait spins for wait_spin, then
+  /// sleeps in growing steps of up to 200 us; subscribers of dead processes
+  /// are reclaimed (after 100 us, then every 10 ms), and at block_timeout
+  /// the subscribers still holding the slot are overtaken: counted in
+  /// block_timeouts here, and in their own lost counts when they go on.
+  std::uint64_t claim_room() noexcept {
+    std::int64_t since = 0;       // the wait began (blocked_ns)
+    std::int64_t bound_from = 0;  // block_timeout counts from here
+    std::int64_t next_reclaim = 0;
+    std::int64_t nap_ns = 0;
+    waited = false;
+    for (;;) {
+      // relaxed: a number to claim; what orders our slot writes after the
+      // subscribers' reads is the acquire load of their cursors.
+      std::uint64_t w = header->write_cursor.load(std::memory_order_relaxed);
+      if (w >= room_until) room_until = room_limit(w);
+      if (w < room_until) {
+        if (header->write_cursor.compare_exchange_weak(w, w + 1, std::memory_order_relaxed)) {
+          if (since != 0) {
+            // Single writer: relaxed, statistics.
+            entry->blocked_ns().store(
+                entry->blocked_ns().load(std::memory_order_relaxed) + static_cast<std::uint64_t>(mono_now_ns() - since),
+                std::memory_order_relaxed);
+            waited = true;
+          }
+          return w;
+        }
+        continue;
+      }
+      const std::int64_t now = mono_now_ns();
+      if (since == 0) {
+        since = now;
+        bound_from = now;
+        next_reclaim = now + kDeadWriterCheckNs;
+      }
+      if (now >= next_reclaim) {
+        next_reclaim = now + 10'000'000;
+        if (channel->reclaim_dead() != 0) {
+          room_until = 0;  // a dead subscriber held it: look again
+          continue;
+        }
+      }
+      if (now - bound_from >= block_timeout_ns) {
+        overtake(w);
+        entry->block_timeouts.store(entry->block_timeouts.load(std::memory_order_relaxed) + 1,
+                                    std::memory_order_relaxed);
+        room_until = 0;
+        bound_from = now;  // a wait for another subscriber starts its own bound
+        continue;
+      }
+      // Until the laggard moves or leaves, only its line is read.
+      const EndpointEntry& slowest = channel->subscriber(laggard);
+      const std::uint64_t lag = slowest.read_cursor().load(std::memory_order_relaxed);
+      if (endpoint_phase(slowest.state.load(std::memory_order_relaxed)) != kEndpointLive || lag == UINT64_MAX ||
+          lag + channel->capacity() > w) {
+        room_until = 0;
+        continue;
+      }
+      if (now - bound_from < wait_spin_ns) {
+        cpu_relax();
+      } else {
+        nap_ns = std::min<std::int64_t>(std::max<std::int64_t>(nap_ns * 2, 10'000), 200'000);
+        std::this_thread::sleep_for(std::chrono::nanoseconds(nap_ns));
+      }
+    }
+  }
+
+  /// The slowest live subscriber's cursor plus the capacity: the first
+  /// sequence whose slot it may still read. At most `w` plus the capacity,
+  /// so the cursors are read again at least once a lap: a subscriber that
+  /// joins (or goes on after it was overtaken) is waited for from then on.
+  std::uint64_t room_limit(std::uint64_t w) noexcept {
+    std::uint64_t lowest = w;
+    for (std::uint32_t i = 0; i < kMaxSubscribers; ++i) {
+      const EndpointEntry& e = channel->subscriber(i);
+      // SYNC POINT READ: acquire of the state pairs with the subscriber's
+      // release store of kEndpointLive; acquire of the cursor pairs with
+      // its release store after it was done with the message before it, so
+      // our writes into that slot come after its reads.
+      if (endpoint_phase(e.state.load(std::memory_order_acquire)) != kEndpointLive) continue;
+      const std::uint64_t c = e.read_cursor().load(std::memory_order_acquire);
+      const std::uint64_t bit = std::uint64_t{1} << i;
+      if ((overtaken_mask & bit) != 0) {
+        if (c == overtaken_cursor[i] && e.tenancy.load(std::memory_order_relaxed) == overtaken_tenancy[i]) continue;
+        overtaken_mask &= ~bit;  // it went on: it holds us again
+      }
+      if (c < lowest) {
+        lowest = c;
+        laggard = i;
+      }
+    }
+    return lowest + channel->capacity();
+  }
+
+  /// After block_timeout: every live subscriber still holding sequence `w`
+  /// is overtaken until its cursor moves.
+  void overtake(std::uint64_t w) noexcept {
+    for (std::uint32_t i = 0; i < kMaxSubscribers; ++i) {
+      const EndpointEntry& e = channel->subscriber(i);
+      if (endpoint_phase(e.state.load(std::memory_order_acquire)) != kEndpointLive) continue;
+      const std::uint64_t c = e.read_cursor().load(std::memory_order_acquire);
+      if (c == UINT64_MAX || c + channel->capacity() > w) continue;
+      overtaken_mask |= std::uint64_t{1} << i;
+      overtaken_cursor[i] = c;
+      overtaken_tenancy[i] = e.tenancy.load(std::memory_order_relaxed);
+    }
   }
 
   SlotHeader* claimed(SlotHeader* slot, std::uint64_t s, std::uint64_t& seq) noexcept {
@@ -348,6 +474,9 @@ Publisher::Publisher(std::string_view channel, const TypeInfo& type, Context& co
   impl_->max_size = impl_->channel->max_message_size();
   impl_->stall_timeout_ns = impl_->channel->stall_timeout_ns();
   impl_->notify_hook = options.notify_hook;
+  impl_->blocking = impl_->channel->overflow() == Overflow::kBlock;
+  impl_->block_timeout_ns = impl_->channel->block_timeout_ns();
+  impl_->wait_spin_ns = context.config().channel(channel).wait_spin.count();
   if (impl_->channel->transport() == Transport::kIceoryx) {
     impl_->iox = std::make_unique<IceoryxPublisherPort>(context.config().domain, std::string{channel},
                                                         context.config().channel(channel).publisher_history,
@@ -380,13 +509,14 @@ PublishResult Publisher::publish(std::span<const std::byte> payload) noexcept {
     p.send_chunk(chunk, slot, seq, static_cast<std::uint32_t>(payload.size()), room);
     return PublishResult::kOk;
   }
-  const std::int64_t mono = mono_now_ns();
+  std::int64_t mono = mono_now_ns();
   std::uint64_t seq = 0;
   SlotHeader* slot = p.claim(seq);
   if (slot == nullptr) {
     p.count_drop();
     return PublishResult::kDropped;
   }
+  if (p.waited) mono = mono_now_ns();  // waited for room: the message exists from now
   p.write_header(slot, seq, mono, static_cast<std::uint32_t>(payload.size()), 0);
   std::memcpy(Channel::payload(slot), payload.data(), payload.size());
   if (!p.commit(slot, seq, mono)) {
@@ -508,6 +638,14 @@ std::uint32_t Publisher::channel_index() const noexcept {
 std::size_t Publisher::max_message_size() const noexcept { return impl_->max_size; }
 std::uint64_t Publisher::published() const noexcept { return impl_->entry->messages.load(std::memory_order_relaxed); }
 std::uint64_t Publisher::dropped() const noexcept { return impl_->entry->dropped().load(std::memory_order_relaxed); }
+
+std::uint64_t Publisher::block_timeouts() const noexcept {
+  return impl_->entry->block_timeouts.load(std::memory_order_relaxed);
+}
+
+std::chrono::nanoseconds Publisher::blocked() const noexcept {
+  return std::chrono::nanoseconds(impl_->entry->blocked_ns().load(std::memory_order_relaxed));
+}
 
 void Publisher::record_transit(std::int64_t ns) noexcept {
   impl_->entry->add_age_sample(ns > 0 ? static_cast<std::uint64_t>(ns) : 0);

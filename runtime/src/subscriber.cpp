@@ -80,6 +80,13 @@ void Subscriber::Impl::open(const std::optional<TypeInfo>& type, bool from_start
   const std::uint64_t cursor = s.header->write_cursor.load(std::memory_order_acquire);
   const std::uint64_t history = std::min<std::uint64_t>(options.history, s.channel->capacity());
   s.next = cursor > history ? cursor - history : 0;
+  // overflow = block: publishers wait for us from their next look at the
+  // cursors (they look again when they reach the room they last saw, at
+  // most a ring's worth of messages later). Until then a publisher may
+  // still overwrite history we start from; the seqlock sees it, and we
+  // count it lost.
+  s.blocking = !s.iox && s.channel->overflow() == Overflow::kBlock;
+  if (s.blocking) s.show_cursor();
 }
 
 Subscriber::~Subscriber() = default;

@@ -24,6 +24,12 @@ namespace shmbus {
 using namespace detail;
 using namespace layout;
 
+/// How long a subscriber polls an empty slot before it also reads the
+/// write cursor (to notice a claimed sequence whose slot is not written
+/// yet): the cursor's line is every publisher's, and a poll loop reading it
+/// takes it away from them.
+inline constexpr std::int64_t kCursorCheckNs = 20'000;
+
 /// How often a subscriber waiting for its channel looks for it.
 inline constexpr std::int64_t kAttachRetryNs = 10'000'000;
 
@@ -40,6 +46,7 @@ struct Subscriber::Impl {
   std::uint64_t next = 0;          ///< next sequence to deliver
   std::uint64_t pending_lost = 0;  ///< lost since the last delivered message
   std::int64_t stall_since = 0;    ///< when `next` was first seen claimed but unwritten
+  std::int64_t idle_since = 0;     ///< when a poll first found nothing at `next` (0: not yet looked)
   bool dead_checked = false;
   std::uint32_t idle_polls = 0;
   std::uint32_t age_sample_every = 8;
@@ -47,6 +54,10 @@ struct Subscriber::Impl {
   std::int64_t stall_timeout_ns = 0;
   std::int64_t wait_spin_ns = 0;
   std::uint32_t max_size = 0;  ///< the channel's max_message_size, validated at open
+  /// overflow = block: `next` as last stored in the entry's read cursor,
+  /// which publishers wait on.
+  bool blocking = false;
+  std::uint64_t shown_next = UINT64_MAX;
   /// Set on iceoryx channels: messages arrive in its chunks, not the ring.
   std::unique_ptr<IceoryxSubscriberPort> iox;
   /// iceoryx: a chunk taken but not delivered (the caller's buffer was too
@@ -92,8 +103,14 @@ struct Subscriber::Impl {
 
   void skip_to(std::uint64_t seq) noexcept {
     count_lost(seq - next);
+    advance_to(seq);
+  }
+
+  /// `next` moves on: the stall and idle clocks start again.
+  void advance_to(std::uint64_t seq) noexcept {
     next = seq;
     stall_since = 0;
+    idle_since = 0;
   }
 
   /// Decides about a sequence that is claimed but not committed: keep
@@ -208,9 +225,25 @@ struct Subscriber::Impl {
   /// and returns false when it cannot take a message of that size.
   template <typename Consume>
   TakeResult take_with(Consume&& consume) noexcept {
-    TakeResult result;
-    if (!channel && !try_attach()) return result;
+    if (!channel && !try_attach()) return TakeResult{};
     if (iox) return take_chunk(consume);
+    TakeResult result = take_slot(consume);
+    if (blocking && next != shown_next) show_cursor();
+    return result;
+  }
+
+  /// overflow = block: tells publishers how far we have read. Release: our
+  /// reads of every slot before `next` come before a publisher's writes
+  /// into them (it loads the cursor with acquire).
+  void show_cursor() noexcept {
+    entry->read_cursor().store(next, std::memory_order_release);
+    shown_next = next;
+  }
+
+  /// The take protocol of ring channels.
+  template <typename Consume>
+  TakeResult take_slot(Consume&& consume) noexcept {
+    TakeResult result;
     const std::uint64_t capacity = channel->capacity();
     for (;;) {
       SlotHeader* slot = channel->slot(next);
@@ -239,16 +272,14 @@ struct Subscriber::Impl {
           continue;
         }
         if ((flags & kSlotDiscarded) != 0) {
-          ++next;
-          stall_since = 0;
+          advance_to(next + 1);
           continue;
         }
         if (!fits) {
           result.status = TakeStatus::kBufferTooSmall;
           return result;
         }
-        ++next;
-        stall_since = 0;
+        advance_to(next + 1);
         delivered(result);
         return result;
       }
@@ -259,11 +290,28 @@ struct Subscriber::Impl {
         skip_to(std::max(next + 1, cursor > capacity ? cursor - capacity : 0));
         continue;
       }
-      // The slot holds an older lap or our sequence mid-write. Whether
-      // `next` was claimed at all is in the write cursor, a line every
-      // publisher writes: an idle poll loop reads it only every 64th time,
-      // which delays noticing a stalled claim by 64 polls and nothing else.
-      if (stall_since == 0 && (++idle_polls & 63U) != 0) return result;
+      if (is_writing(st) && state_sequence(st) == next) {
+        // Our sequence, being written: the stall bound runs from when we
+        // first saw it; after that the clock is read every 64th poll.
+        if (stall_since != 0 && (++idle_polls & 63U) != 0) return result;
+        if (give_up_stalled(st)) {
+          skip_to(next + 1);
+          continue;
+        }
+        return result;
+      }
+      // An older lap. Whether `next` was claimed at all (a publisher between
+      // its cursor and its slot, or stopped there) is in the write cursor, a
+      // line every publisher writes. It is read only once we have been idle
+      // for kCursorCheckNs (the clock is read every 64th poll): reading it
+      // every 64th poll pulled the line away from the publisher's next claim
+      // on nearly every message of a busy poll loop.
+      if (stall_since == 0) {
+        if ((++idle_polls & 63U) != 0) return result;
+        const std::int64_t now = mono_now_ns();
+        if (idle_since == 0) idle_since = now;
+        if (now - idle_since < kCursorCheckNs) return result;
+      }
       const std::uint64_t cursor = header->write_cursor.load(std::memory_order_acquire);
       if (cursor <= next) {
         stall_since = 0;

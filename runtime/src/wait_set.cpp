@@ -115,12 +115,15 @@ std::size_t wait_any(std::span<Subscriber::Impl* const> subs, std::span<GuardCon
   for (auto* s : subs) spin = std::max(spin, s->wait_spin_ns);
   const std::int64_t spin_until = std::min(deadline, start + spin);
   // Spin first: at high rates the next message comes sooner than a sleeping
-  // CPU wakes up. The clock (and the guards) are read every 64 iterations.
+  // CPU wakes up. The clock (and the guards) are read every 64 iterations;
+  // the write cursors only after kCursorCheckNs of spinning (see
+  // take_slot: their lines are the publishers').
   if (spin > 0) {
     for (std::uint32_t i = 1;; ++i) {
       const bool every_64th = (i & 63U) == 0;
-      if (std::size_t n = collect_pending(subs, ready, every_64th)) return n;
-      if (every_64th && (mono_now_ns() >= spin_until || any_triggered(guards))) break;
+      const std::int64_t now = every_64th ? mono_now_ns() : 0;
+      if (std::size_t n = collect_pending(subs, ready, every_64th && now - start >= kCursorCheckNs)) return n;
+      if (every_64th && (now >= spin_until || any_triggered(guards))) break;
       cpu_relax();
     }
   }

@@ -34,9 +34,8 @@ struct Options {
   std::uint64_t warmup = 10'000;
   std::uint64_t messages = 1'000'000;
   std::vector<std::size_t> sizes{64, 4096};
-  std::vector<std::string> transports{"floor",   "spsc",    "shmbus",         "shmbus_nohook",   "node",
-                                      "service", "iceoryx", "shmbus_iceoryx", "iceoryx_service", "boost_mq",
-                                      "uds"};
+  std::vector<std::string> transports{"floor",   "spsc",    "shmbus",         "shmbus_nohook",   "shmbus_block", "node",
+                                      "service", "iceoryx", "shmbus_iceoryx", "iceoryx_service", "boost_mq",     "uds"};
   /// The throughput test's flow window for transports that overwrite (at
   /// most this many messages in flight, an ack every quarter); 0: theirs.
   std::uint64_t window = 0;
@@ -246,8 +245,8 @@ int main(int argc, char** argv) {
   peers->add_option("--sizes", o.sizes, "payload sizes in bytes")->delimiter(',');
   peers
       ->add_option("--transports", o.transports,
-                   "subset of floor,spsc,shmbus,shmbus_nohook,node,service,iceoryx,shmbus_iceoryx,iceoryx_service,"
-                   "boost_mq,uds")
+                   "subset of floor,spsc,shmbus,shmbus_nohook,shmbus_block,node,service,iceoryx,shmbus_iceoryx,"
+                   "iceoryx_service,boost_mq,uds")
       ->delimiter(',');
   peers
       ->add_option("--repeat", o.repeat, "runs per row, interleaved across transports; rows report medians and spreads")
@@ -284,7 +283,9 @@ int main(int argc, char** argv) {
     if (name == "shmbus")
       t = make_shmbus();
     else if (name == "shmbus_nohook")
-      t = make_shmbus(false);
+      t = make_shmbus(ShmbusVariant::kNoHook);
+    else if (name == "shmbus_block")
+      t = make_shmbus(ShmbusVariant::kBlock);
     else if (name == "node")
       t = make_node();
     else if (name == "iceoryx")
@@ -306,7 +307,8 @@ int main(int argc, char** argv) {
     else {
       std::fprintf(stderr,
                    "shmbus-bench: unknown transport '%s'; use "
-                   "floor,spsc,shmbus,shmbus_nohook,node,service,iceoryx,shmbus_iceoryx,iceoryx_service,boost_mq,uds\n",
+                   "floor,spsc,shmbus,shmbus_nohook,shmbus_block,node,service,iceoryx,shmbus_iceoryx,iceoryx_service,"
+                   "boost_mq,uds\n",
                    name.c_str());
       return 2;
     }
@@ -421,6 +423,19 @@ int main(int argc, char** argv) {
     fmt::print(
         "notify hook {} {} B: p50 {:+.0f} ns{} (shmbus - shmbus_nohook)\n", to_string(r.mode), r.size, r.p50 - off->p50,
         r.msgs_per_s && off->msgs_per_s ? fmt::format(", throughput {:.2f}x", *r.msgs_per_s / *off->msgs_per_s) : "");
+  }
+  // A lossless stream: shmbus with its ack window ("shmbus") and on a
+  // block channel ("shmbus_block"), against Boost's message_queue.
+  for (const auto& r : results) {
+    const Result* mq = r.transport == "shmbus_block" ? find("boost_mq", r.mode, r.size) : nullptr;
+    const Result* acked = r.transport == "shmbus_block" ? find("shmbus", r.mode, r.size) : nullptr;
+    if (!r.msgs_per_s || ((mq == nullptr || !mq->msgs_per_s) && (acked == nullptr || !acked->msgs_per_s))) continue;
+    fmt::print("lossless stream {} {} B: shmbus_block {:.2f} M msgs/s{}{}\n", to_string(r.mode), r.size,
+               *r.msgs_per_s / 1e6,
+               mq && mq->msgs_per_s ? fmt::format(", {:.2f}x boost_mq", *r.msgs_per_s / *mq->msgs_per_s) : "",
+               acked && acked->msgs_per_s
+                   ? fmt::format(", {:.2f}x shmbus with its ack window", *r.msgs_per_s / *acked->msgs_per_s)
+                   : "");
   }
   // shmbus's layer over iceoryx: the same channels through the shmbus API
   // (message header in the chunk, time-list stamp, futex wake check)

@@ -48,8 +48,14 @@ std::uint64_t read_seq(const std::byte* p) {
 /// Both sides' configuration: a 256-slot ring of max_size messages (or, over
 /// iceoryx, queues of 256 chunks).
 Config link_config(const std::string& domain, Side side, std::size_t max_size,
-                   shmbus::Transport transport = shmbus::Transport::kShm) {
+                   shmbus::Transport transport = shmbus::Transport::kShm, bool block = false) {
   Config c;
+  // shmbus_block: publishers wait for the subscriber instead of
+  // overwriting, so the throughput test needs no flow window of its own.
+  if (block) {
+    c.defaults.overflow = Overflow::kBlock;
+    c.defaults.block_timeout = std::chrono::seconds(10);
+  }
   c.domain = domain;
   c.defaults.transport = transport;
   c.node = side == Side::kLeader ? "bench_leader" : "bench_follower";
@@ -66,8 +72,9 @@ Config link_config(const std::string& domain, Side side, std::size_t max_size,
 class ShmbusLink final : public Link {
  public:
   ShmbusLink(const std::string& domain, Side side, std::size_t max_size,
-             shmbus::Transport transport = shmbus::Transport::kShm, bool notify_hook = true) {
-    ctx_ = std::make_unique<Context>(link_config(domain, side, max_size, transport));
+             shmbus::Transport transport = shmbus::Transport::kShm, bool notify_hook = true, bool block = false)
+      : block_(block) {
+    ctx_ = std::make_unique<Context>(link_config(domain, side, max_size, transport, block));
     const bool leader = side == Side::kLeader;
     sub_ = std::make_unique<Subscriber>(leader ? "/pong" : "/ping", TypeInfo::bytes(), *ctx_);
     pub_ = std::make_unique<Publisher>(leader ? "/ping" : "/pong", TypeInfo::bytes(), *ctx_,
@@ -89,9 +96,10 @@ class ShmbusLink final : public Link {
     }
   }
   std::uint64_t lost() const override { return sub_->lost(); }
-  std::uint64_t flow_window() const override { return 192; }
+  std::uint64_t flow_window() const override { return block_ ? 0 : 192; }
 
  private:
+  bool block_;
   std::unique_ptr<Context> ctx_;
   std::unique_ptr<Subscriber> sub_;
   std::unique_ptr<Publisher> pub_;
@@ -186,7 +194,7 @@ class ServiceLink final : public Link {
 /// ("node"), or as a service round trip ("service", latency only).
 class ShmbusTransport final : public Transport {
  public:
-  enum class Kind { kRaw, kNoHook, kNode, kService };
+  enum class Kind { kRaw, kNoHook, kBlock, kNode, kService };
   explicit ShmbusTransport(Kind kind) : kind_(kind) {}
   std::string name() const override {
     switch (kind_) {
@@ -196,6 +204,8 @@ class ShmbusTransport final : public Transport {
         return "service";
       case Kind::kNoHook:
         return "shmbus_nohook";
+      case Kind::kBlock:
+        return "shmbus_block";
       case Kind::kRaw:
         break;
     }
@@ -207,7 +217,8 @@ class ShmbusTransport final : public Transport {
   std::unique_ptr<Link> connect(Side side, std::size_t max_size) override {
     if (kind_ == Kind::kNode) return std::make_unique<NodeLink>(domain_, side, max_size);
     if (kind_ == Kind::kService) return std::make_unique<ServiceLink>(domain_, side, max_size);
-    return std::make_unique<ShmbusLink>(domain_, side, max_size, shmbus::Transport::kShm, kind_ != Kind::kNoHook);
+    return std::make_unique<ShmbusLink>(domain_, side, max_size, shmbus::Transport::kShm, kind_ != Kind::kNoHook,
+                                        kind_ == Kind::kBlock);
   }
   void cleanup() override { introspect::clean_domain(domain_, false); }
 
@@ -665,8 +676,16 @@ class SpscTransport final : public Transport {
 
 }  // namespace
 
-std::unique_ptr<Transport> make_shmbus(bool notify_hook) {
-  return std::make_unique<ShmbusTransport>(notify_hook ? ShmbusTransport::Kind::kRaw : ShmbusTransport::Kind::kNoHook);
+std::unique_ptr<Transport> make_shmbus(ShmbusVariant variant) {
+  switch (variant) {
+    case ShmbusVariant::kNoHook:
+      return std::make_unique<ShmbusTransport>(ShmbusTransport::Kind::kNoHook);
+    case ShmbusVariant::kBlock:
+      return std::make_unique<ShmbusTransport>(ShmbusTransport::Kind::kBlock);
+    case ShmbusVariant::kAsShipped:
+      break;
+  }
+  return std::make_unique<ShmbusTransport>(ShmbusTransport::Kind::kRaw);
 }
 std::unique_ptr<Transport> make_node() { return std::make_unique<ShmbusTransport>(ShmbusTransport::Kind::kNode); }
 std::unique_ptr<Transport> make_service() { return std::make_unique<ShmbusTransport>(ShmbusTransport::Kind::kService); }

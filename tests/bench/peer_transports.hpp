@@ -49,9 +49,12 @@ class Transport {
   virtual void cleanup() {}
 };
 
-/// shmbus as it ships ("shmbus"), or with its publishers' notify hook off
-/// ("shmbus_nohook": no time-list stamp; the hook's cost, side by side).
-std::unique_ptr<Transport> make_shmbus(bool notify_hook = true);
+/// shmbus as it ships ("shmbus"); with its publishers' notify hook off
+/// ("shmbus_nohook": no time-list stamp; the hook's cost, side by side); or
+/// on overflow = "block" channels ("shmbus_block": publishers wait for the
+/// subscriber, so the throughput test runs without a flow window).
+enum class ShmbusVariant { kAsShipped, kNoHook, kBlock };
+std::unique_ptr<Transport> make_shmbus(ShmbusVariant variant = ShmbusVariant::kAsShipped);
 /// shmbus through the Node API (callbacks dispatched by an executor).
 std::unique_ptr<Transport> make_node();
 /// A request/response round trip: shmbus's ServiceClient and ServiceServer

@@ -3,12 +3,16 @@
 //   peer pub DOMAIN CHANNEL TAG COUNT SIZE PACE_US   publish COUNT (0: until SIGTERM)
 //   peer die-mid-write DOMAIN CHANNEL TAG SIZE        loan, write half, SIGKILL itself
 //   peer pub-hold DOMAIN CHANNEL TAG COUNT SIZE       publish COUNT, print "sent", sleep until killed
-//   peer sub DOMAIN CHANNEL TOTAL TIMEOUT_MS         take until sequence TOTAL-1 is
-//                                                     covered (TOTAL 0: until SIGTERM)
+//   peer sub DOMAIN CHANNEL TOTAL TIMEOUT_MS [PACE_US]  take until sequence TOTAL-1 is
+//                                                     covered (TOTAL 0: until SIGTERM),
+//                                                     sleeping PACE_US after each message
+//
+// SHMBUS_TEST_OVERFLOW=block (and SHMBUS_TEST_BLOCK_TIMEOUT_MS) make the
+// channels overflow = block (peer_protocol.hpp).
 //
 // Channels use capacity 16 and max_message_size 4096, so laps happen.
 // `sub` prints one line: delivered= lost= torn= order= accounting= last_seq= max_stall_us=
-// `pub` prints: published= dropped= max_publish_us=
+// `pub` prints: published= dropped= max_publish_us= block_timeouts= blocked_us=
 #include <signal.h>
 #include <unistd.h>
 
@@ -52,8 +56,10 @@ int run_pub(Context& ctx, const std::string& channel, std::uint32_t tag, std::ui
     max_publish = std::max(max_publish, now_ns() - t0);
     if (pace_us > 0) std::this_thread::sleep_for(std::chrono::microseconds(pace_us));
   }
-  std::printf("published=%llu dropped=%llu max_publish_us=%lld\n", static_cast<unsigned long long>(pub.published()),
-              static_cast<unsigned long long>(dropped), static_cast<long long>(max_publish / 1000));
+  std::printf("published=%llu dropped=%llu max_publish_us=%lld block_timeouts=%llu blocked_us=%lld\n",
+              static_cast<unsigned long long>(pub.published()), static_cast<unsigned long long>(dropped),
+              static_cast<long long>(max_publish / 1000), static_cast<unsigned long long>(pub.block_timeouts()),
+              static_cast<long long>(pub.blocked().count() / 1000));
   return 0;
 }
 
@@ -80,7 +86,7 @@ int run_die_mid_write(Context& ctx, const std::string& channel, std::uint32_t ta
   return 1;
 }
 
-int run_sub(Context& ctx, const std::string& channel, std::uint64_t total, long timeout_ms) {
+int run_sub(Context& ctx, const std::string& channel, std::uint64_t total, long timeout_ms, long pace_us) {
   Subscriber sub(channel, TypeInfo::bytes(), ctx);
   std::vector<std::byte> buf(4096);
   std::map<std::uint32_t, std::int64_t> last_counter;
@@ -129,6 +135,7 @@ int run_sub(Context& ctx, const std::string& channel, std::uint64_t total, long 
     last_seq = static_cast<std::int64_t>(r.info.sequence);
     lost += r.info.lost_before;
     ++delivered;
+    if (pace_us > 0) std::this_thread::sleep_for(std::chrono::microseconds(pace_us));
   }
   std::printf(
       "delivered=%llu lost=%llu torn=%llu order=%llu accounting=%llu last_seq=%lld max_stall_us=%lld "
@@ -167,8 +174,9 @@ int main(int argc, char** argv) {
       return run_pub_hold(ctx, channel, static_cast<std::uint32_t>(std::atoi(argv[4])),
                           std::strtoull(argv[5], nullptr, 10), std::strtoull(argv[6], nullptr, 10));
     }
-    if (mode == "sub" && argc == 6) {
-      return run_sub(ctx, channel, std::strtoull(argv[4], nullptr, 10), std::atol(argv[5]));
+    if (mode == "sub" && (argc == 6 || argc == 7)) {
+      return run_sub(ctx, channel, std::strtoull(argv[4], nullptr, 10), std::atol(argv[5]),
+                     argc == 7 ? std::atol(argv[6]) : 0);
     }
   } catch (const Error& e) {
     std::fprintf(stderr, "peer: %s\n", e.what());

@@ -30,6 +30,16 @@ inline Config peer_config(const std::string& domain, const std::string& node) {
   c.defaults.capacity = 16;
   c.defaults.max_message_size = 4096;
   c.defaults.wait_spin = std::chrono::microseconds(20);
+  // SHMBUS_TEST_OVERFLOW=block: the channels' publishers wait for their
+  // subscribers, up to SHMBUS_TEST_BLOCK_TIMEOUT_MS (default 1 s).
+  const char* overflow = std::getenv("SHMBUS_TEST_OVERFLOW");  // NOLINT(concurrency-mt-unsafe): read at set-up
+  if (overflow != nullptr && std::string_view{overflow} == "block") {
+    c.defaults.overflow = Overflow::kBlock;
+    c.defaults.overflow_set = true;
+    if (const char* ms = std::getenv("SHMBUS_TEST_BLOCK_TIMEOUT_MS")) {  // NOLINT(concurrency-mt-unsafe)
+      c.defaults.block_timeout = std::chrono::milliseconds(std::atoll(ms));
+    }
+  }
   return c;
 }
 

@@ -562,6 +562,41 @@ TEST(Shmtool, InfoShowsANodesCallbackErrors) {
   EXPECT_NE(text.out.find("ERRORS"), std::string::npos) << text.out;
 }
 
+// overflow = block: info names the policy and its bound, each publisher's
+// waits and timeouts, each subscriber's unread messages.
+TEST(Shmtool, InfoShowsABlockChannelsWaitsTimeoutsAndUnread) {
+  DomainGuard d;
+  shmbus::Config config;
+  config.domain = d.name;
+  config.defaults.capacity = 4;
+  config.defaults.overflow = shmbus::Overflow::kBlock;
+  config.defaults.block_timeout = 30ms;
+  shmbus::Context ctx{config};
+  shmbus::Publisher pub("/log", shmbus::TypeInfo::bytes(), ctx);
+  shmbus::Subscriber idle("/log", shmbus::TypeInfo::bytes(), ctx);
+  const std::uint64_t x = 7;
+  for (int i = 0; i < 3; ++i) pub.publish(&x, sizeof x);
+  const ToolRun before = shmtool(tool_args({"info", "/log", "--json"}, d.name));
+  ASSERT_EQ(before.code, 0) << before.err;
+  const json b = json::parse(before.out);
+  EXPECT_EQ(b["overflow"], "block");
+  EXPECT_DOUBLE_EQ(b["block_timeout_s"].get<double>(), 0.03);
+  EXPECT_EQ(b["subscribers"][0]["unread"], 3);
+  EXPECT_EQ(b["publishers"][0]["block_timeouts"], 0);
+  for (int i = 0; i < 3; ++i) pub.publish(&x, sizeof x);  // the 5th waits 30 ms, then overtakes
+  const ToolRun after = shmtool(tool_args({"info", "/log", "--json"}, d.name));
+  const json a = json::parse(after.out);
+  EXPECT_EQ(a["publishers"][0]["block_timeouts"], 1);
+  EXPECT_GE(a["publishers"][0]["blocked_s"].get<double>(), 0.03);
+  EXPECT_EQ(a["subscribers"][0]["unread"], 6);
+  const ToolRun text = shmtool(tool_args({"info", "/log"}, d.name));
+  ASSERT_EQ(text.code, 0) << text.err;
+  EXPECT_NE(text.out.find("block (publishers wait up to 30ms for the slowest subscriber)"), std::string::npos)
+      << text.out;
+  EXPECT_NE(text.out.find("TIMEOUTS"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("UNREAD"), std::string::npos) << text.out;
+}
+
 // Provenance end to end: a plain thread makes /mid from /src, a Node
 // callback makes /out from /mid; echo names the node, both levels of
 // inputs and the processing time, info the modules on each side.

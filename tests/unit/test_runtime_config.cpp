@@ -32,6 +32,9 @@ TEST(ConfigTest, EmptyTextGivesTheDocumentedDefaults) {
   EXPECT_EQ(c.defaults.time_list_capacity, 1024U);
   EXPECT_EQ(c.defaults.window, 1s);
   EXPECT_EQ(c.defaults.transport, Transport::kShm);
+  EXPECT_EQ(c.defaults.overflow, Overflow::kOverwrite);
+  EXPECT_FALSE(c.defaults.overflow_set);
+  EXPECT_EQ(c.defaults.block_timeout, 1s);
   EXPECT_EQ(c.monitor.scan_period, 100ms);
   EXPECT_EQ(c.monitor.debounce_scans, 3U);
   EXPECT_EQ(c.monitor.metrics_listen, "127.0.0.1:9464");
@@ -103,6 +106,30 @@ TEST(ConfigTest, DurationsParseEveryUnitAndRefuseOthers) {
   EXPECT_EQ(format_duration(2s), "2s");
 }
 
+TEST(ConfigTest, OverflowAndBlockTimeoutApplyPerChannel) {
+  const Config c = Config::parse(R"(
+[defaults]
+block_timeout = "250ms"
+
+[[channel]]
+name = "/log/*"
+overflow = "block"
+
+[[channel]]
+name = "/log/debug"
+overflow = "overwrite"
+)",
+                                 "t.toml");
+  const ChannelSettings log = c.channel("/log/events");
+  EXPECT_EQ(log.overflow, Overflow::kBlock);
+  EXPECT_TRUE(log.overflow_set);
+  EXPECT_EQ(log.block_timeout, 250ms);
+  EXPECT_EQ(c.channel("/log/debug").overflow, Overflow::kOverwrite);
+  EXPECT_TRUE(c.channel("/log/debug").overflow_set);
+  EXPECT_EQ(c.channel("/camera").overflow, Overflow::kOverwrite);
+  EXPECT_FALSE(c.channel("/camera").overflow_set);
+}
+
 TEST(ConfigTest, SyntaxErrorNamesFileLineAndColumn) {
   const std::string e = error_of("domain = \"a\"\ncapacity = = 3\n");
   EXPECT_EQ(e.rfind("test.toml:2:", 0), 0U) << e;
@@ -118,6 +145,11 @@ TEST(ConfigTest, BadValuesAreRefusedAtTheirPosition) {
             "test.toml:3:17: thresholds_hz must satisfy f1 < f2 < f3");
   EXPECT_EQ(error_of("[defaults]\ntransport = \"udp\"\n"),
             "test.toml:2:13: transport = \"udp\" is unknown; use \"shm\" or \"iceoryx\"");
+  EXPECT_EQ(error_of("[defaults]\noverflow = \"drop\"\n"),
+            "test.toml:2:12: overflow = \"drop\" is unknown; use \"overwrite\" or \"block\"");
+  EXPECT_EQ(error_of("[defaults]\nblock_timeout = \"0ms\"\n"),
+            "test.toml:2:17: block_timeout = \"0ms\" is not a positive duration; write a number and a unit (ns, us, "
+            "ms, s, min), e.g. \"100ms\"");
   EXPECT_EQ(error_of("colour = 1\n"), "test.toml:1:1: unknown key colour");
   EXPECT_EQ(error_of("[[channel]]\ncapacity = 4\n"),
             "test.toml:1:1: a [[channel]] entry needs name = \"/exact/name\" or a glob");

@@ -16,6 +16,7 @@
 
 using namespace shmbus;
 using shmbus::test::TestDomain;
+using namespace std::chrono_literals;
 
 namespace {
 
@@ -553,6 +554,81 @@ TEST_P(PubSubTest, OpeningWithTheOtherTransportIsRefusedNamingBoth) {
   ASSERT_EQ(pub.publish(bytes_of(9)), PublishResult::kOk);
   ASSERT_TRUE(sub.take(buf_).ok());
   EXPECT_EQ(value_of(buf_), 9U);
+}
+
+// overflow is the creator's, like the transport: a process configured with
+// the other one is refused, naming both; one that names none follows.
+TEST(OverflowConfigTest, OpeningWithTheOtherOverflowIsRefusedNamingBoth) {
+  Config c = small_ring();
+  c.defaults.overflow = Overflow::kBlock;
+  c.defaults.overflow_set = true;
+  TestDomain d{c, "ovf"};
+  Publisher pub("/a", TypeInfo::bytes(), d.context());
+  Config other = small_ring();
+  other.defaults.overflow_set = true;  // overflow = "overwrite"
+  other.domain = d.domain();
+  Context ctx{other};
+  try {
+    Subscriber sub("/a", TypeInfo::bytes(), ctx);
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.exit_code(), 2);
+    EXPECT_NE(std::string{e.what()}.find("created with overflow \"block\", and this process's configuration gives it "
+                                         "\"overwrite\""),
+              std::string::npos)
+        << e.what();
+  }
+  Config plain = small_ring();
+  plain.domain = d.domain();
+  Context follower{plain};
+  Subscriber sub("/a", TypeInfo::bytes(), follower);
+  EXPECT_EQ(introspect::ChannelReader(d.domain(), "/a").view().overflow, Overflow::kBlock);
+}
+
+TEST(OverflowConfigTest, BlockOnIceoryxIsRefusedBeforeAnythingIsCreated) {
+  Config c = small_ring(Transport::kIceoryx);
+  c.defaults.overflow = Overflow::kBlock;
+  TestDomain d{c, "ovfi"};
+  try {
+    Publisher pub("/a", TypeInfo::bytes(), d.context());
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.exit_code(), 2);
+    EXPECT_NE(std::string{e.what()}.find("overflow = \"block\" and transport = \"iceoryx\""), std::string::npos)
+        << e.what();
+  }
+  EXPECT_THROW(introspect::ChannelReader(d.domain(), "/a"), Error) << "no segment was left behind";
+}
+
+// In one process: a subscriber that never takes holds a block channel's
+// publisher for block_timeout once; then it is overtaken, and it counts
+// what it lost when it takes again.
+TEST(OverflowConfigTest, ASubscriberThatDoesNotTakeIsOvertakenAfterBlockTimeoutOnce) {
+  Config c = small_ring();
+  c.defaults.overflow = Overflow::kBlock;
+  c.defaults.block_timeout = 50ms;
+  TestDomain d{c, "ovft"};
+  Publisher pub("/a", TypeInfo::bytes(), d.context());
+  Subscriber idle("/a", TypeInfo::bytes(), d.context());
+  std::vector<std::byte> buf(64);
+  const auto t0 = std::chrono::steady_clock::now();
+  for (std::uint32_t i = 0; i < 8; ++i) ASSERT_EQ(pub.publish(bytes_of(i)), PublishResult::kOk);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 50ms) << "8 slots: room for 8 without waiting";
+  EXPECT_EQ(pub.blocked().count(), 0);
+  for (std::uint32_t i = 8; i < 40; ++i) ASSERT_EQ(pub.publish(bytes_of(i)), PublishResult::kOk);
+  EXPECT_GE(std::chrono::steady_clock::now() - t0, 50ms) << "the 9th publish waited block_timeout";
+  EXPECT_EQ(pub.block_timeouts(), 1U) << "once overtaken, the idle subscriber holds nobody up again";
+  EXPECT_GE(pub.blocked(), 50ms);
+  ASSERT_TRUE(idle.take(buf).ok());
+  EXPECT_EQ(value_of(buf), 32U) << "it resumes at the oldest message the ring holds";
+  EXPECT_EQ(idle.lost(), 32U);
+  // It takes again, so it holds the publisher again: the ring has 1 slot
+  // of room (it has read up to 33, the ring holds 33..40).
+  ASSERT_EQ(pub.publish(bytes_of(40)), PublishResult::kOk);
+  const auto t1 = std::chrono::steady_clock::now();
+  ASSERT_EQ(pub.publish(bytes_of(41)), PublishResult::kOk);
+  EXPECT_GE(std::chrono::steady_clock::now() - t1, 50ms);
+  EXPECT_EQ(pub.block_timeouts(), 2U);
 }
 
 INSTANTIATE_TEST_SUITE_P(Transports, PubSubTest, ::testing::Values(Transport::kShm, Transport::kIceoryx),

@@ -142,9 +142,15 @@ struct InfoFacts {
   Level level;
 };
 
-Json endpoints_json(const std::vector<introspect::EndpointView>& endpoints, bool publishers) {
+/// overflow = block: messages published that subscriber `e` has not taken.
+std::uint64_t unread(const introspect::ChannelView& v, const introspect::EndpointView& e) {
+  return e.read_cursor < v.messages ? v.messages - e.read_cursor : 0;
+}
+
+Json endpoints_json(const introspect::ChannelView& v, bool publishers) {
+  const bool blocking = v.overflow == Overflow::kBlock;
   Json out = Json::array();
-  for (const auto& p : endpoints) {
+  for (const auto& p : publishers ? v.publishers : v.subscribers) {
     Json e{{"id", p.id}, {"pid", p.pid}, {"node", p.node}, {"alive", p.alive}};
     if (publishers) {
       e["published"] = p.messages;
@@ -154,6 +160,10 @@ Json endpoints_json(const std::vector<introspect::EndpointView>& endpoints, bool
       e["upstream_lost"] = p.upstream_lost;
       e["transit_mean_s"] = json_number(age_mean_s(p));
       e["transit_max_s"] = p.age_min_ns != UINT64_MAX ? Json(static_cast<double>(p.age_max_ns) / 1e9) : Json();
+      if (blocking) {
+        e["blocked_s"] = static_cast<double>(p.blocked_ns) / 1e9;
+        e["block_timeouts"] = p.block_timeouts;
+      }
     } else {
       e["received"] = p.messages;
       e["lost"] = p.lost;
@@ -161,6 +171,7 @@ Json endpoints_json(const std::vector<introspect::EndpointView>& endpoints, bool
       e["errors"] = p.errors;
       e["age_mean_s"] = json_number(age_mean_s(p));
       e["age_max_s"] = p.age_min_ns != UINT64_MAX ? Json(static_cast<double>(p.age_max_ns) / 1e9) : Json();
+      if (blocking) e["unread"] = unread(v, p);
     }
     out.push_back(std::move(e));
   }
@@ -190,6 +201,8 @@ Json info_json(const InfoFacts& f) {
   j["max_message_size"] = v.max_message_size;
   j["time_list_capacity"] = v.time_list_capacity;
   j["stall_timeout_s"] = seconds(v.stall_timeout_ns);
+  j["overflow"] = std::string{to_string(v.overflow)};
+  if (v.overflow == Overflow::kBlock) j["block_timeout_s"] = seconds(v.block_timeout_ns);
   j["window_s"] = seconds(f.settings.window.count());
   j["thresholds_hz"] = thresholds_json(f.settings.thresholds_hz);
   j["rate_hz"] = f.measure.frequency_hz;
@@ -202,8 +215,8 @@ Json info_json(const InfoFacts& f) {
   j["sleepers"] = v.sleepers;
   j["writer_modules"] = endpoint_nodes(v.publishers);
   j["reader_modules"] = endpoint_nodes(v.subscribers);
-  j["publishers"] = endpoints_json(v.publishers, true);
-  j["subscribers"] = endpoints_json(v.subscribers, false);
+  j["publishers"] = endpoints_json(v, true);
+  j["subscribers"] = endpoints_json(v, false);
   j["schema"] = v.schema;
   return j;
 }
@@ -226,6 +239,10 @@ std::string info_summary(const InfoFacts& f, bool colour) {
   }
   t.add({"time list", fmt::format("{} stamps{}", v.time_list_capacity, covers)});
   t.add({"stall timeout", format_duration(std::chrono::nanoseconds(v.stall_timeout_ns))});
+  t.add({"overflow", v.overflow == Overflow::kBlock
+                         ? fmt::format("block (publishers wait up to {} for the slowest subscriber)",
+                                       format_duration(std::chrono::nanoseconds(v.block_timeout_ns)))
+                         : std::string{"overwrite (the oldest message, lost to subscribers that did not take it)"}});
   t.add({"rate", fmt::format("{} over {} ({} stamps){}", human_rate(m.frequency_hz), format_duration(s.window), m.n,
                              m.truncated ? ", time list shorter than the window" : "")});
   t.add({"level", s.thresholds_hz ? fmt::format("{} ({}, window {}, from {})", coloured_level(f.level, colour),
@@ -256,7 +273,9 @@ std::string info_endpoints(const introspect::ChannelView& v) {
     // losses) add what they lost between the hosts and the transit.
     const bool remote = std::any_of(v.publishers.begin(), v.publishers.end(),
                                     [](const auto& e) { return e.age_samples != 0 || e.upstream_lost != 0; });
+    const bool blocking = v.overflow == Overflow::kBlock;
     std::vector<std::string> head{"ID>", "PID>", "NODE", "STATE", "PUBLISHED>", "DROPPED>", "INPUTS CUT>"};
+    if (blocking) head.insert(head.end(), {"BLOCKED>", "TIMEOUTS>"});
     if (remote) head.insert(head.end(), {"LOST UPSTREAM>", "TRANSIT MEAN>", "TRANSIT MAX>"});
     Table p(head);
     for (const auto& e : v.publishers) {
@@ -267,6 +286,10 @@ std::string info_endpoints(const introspect::ChannelView& v) {
                                    std::to_string(e.messages),
                                    std::to_string(e.dropped),
                                    std::to_string(e.provenance_cut)};
+      if (blocking) {
+        row.insert(row.end(),
+                   {human_seconds(static_cast<double>(e.blocked_ns) / 1e9), std::to_string(e.block_timeouts)});
+      }
       if (remote) {
         row.insert(row.end(),
                    {std::to_string(e.upstream_lost), human_seconds(age_mean_s(e)),
@@ -278,12 +301,25 @@ std::string info_endpoints(const introspect::ChannelView& v) {
   }
   out += fmt::format("subscribers ({}):\n", v.subscribers.size());
   if (!v.subscribers.empty()) {
-    Table p({"ID>", "PID>", "NODE", "STATE", "RECEIVED>", "LOST>", "DISCARDED>", "ERRORS>", "AGE MEAN>", "AGE MAX>"});
+    const bool blocking = v.overflow == Overflow::kBlock;
+    std::vector<std::string> head{"ID>",   "PID>",       "NODE",    "STATE",     "RECEIVED>",
+                                  "LOST>", "DISCARDED>", "ERRORS>", "AGE MEAN>", "AGE MAX>"};
+    if (blocking) head.emplace_back("UNREAD>");
+    Table p(head);
     for (const auto& e : v.subscribers) {
-      p.add({std::to_string(e.id), std::to_string(e.pid), e.node, e.alive ? "alive" : "dead",
-             std::to_string(e.messages), std::to_string(e.lost), std::to_string(e.discarded), std::to_string(e.errors),
-             human_seconds(age_mean_s(e)),
-             e.age_min_ns != UINT64_MAX ? human_seconds(static_cast<double>(e.age_max_ns) / 1e9) : "-"});
+      std::vector<std::string> row{
+          std::to_string(e.id),
+          std::to_string(e.pid),
+          e.node,
+          e.alive ? "alive" : "dead",
+          std::to_string(e.messages),
+          std::to_string(e.lost),
+          std::to_string(e.discarded),
+          std::to_string(e.errors),
+          human_seconds(age_mean_s(e)),
+          e.age_min_ns != UINT64_MAX ? human_seconds(static_cast<double>(e.age_max_ns) / 1e9) : "-"};
+      if (blocking) row.push_back(std::to_string(unread(v, e)));
+      p.add(row);
     }
     out += p.render(2);
   }

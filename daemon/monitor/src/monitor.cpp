@@ -226,6 +226,8 @@ void Monitor::refresh_statistics() {
       st.pid = p.pid;
       st.published = p.messages;
       st.upstream_lost = p.upstream_lost;
+      st.blocked_ns = p.blocked_ns;
+      st.block_timeouts = p.block_timeouts;
       AgeBase base = t.age_base[p.id];
       st.transit = age_since(p, base);
       next_base[p.id] = base;

@@ -19,6 +19,16 @@ enum class Transport : std::uint32_t { kShm = 0, kIceoryx = 1 };
 /// `shm` or `iceoryx`.
 std::string_view to_string(Transport t) noexcept;
 
+/// What a publisher does when the ring holds only messages some subscriber
+/// has not taken yet.
+enum class Overflow : std::uint32_t {
+  kOverwrite = 0,  ///< overwrite the oldest: the slow subscriber counts it lost
+  kBlock = 1,      ///< wait for the slowest live subscriber, up to block_timeout
+};
+
+/// `overwrite` or `block`.
+std::string_view to_string(Overflow o) noexcept;
+
 /// The settings in force for one channel, after [defaults] and every
 /// matching [[channel]] entry have been applied.
 struct ChannelSettings {
@@ -27,6 +37,14 @@ struct ChannelSettings {
   /// entry): opening a channel created with the other one is refused. When
   /// it does not, an opener follows the channel's (tools, the recorder).
   bool transport_set = false;
+  /// `overflow = "block"`: a publisher waits for its slowest subscriber
+  /// instead of overwriting what it has not taken (ring channels only).
+  Overflow overflow = Overflow::kOverwrite;
+  bool overflow_set = false;  ///< the configuration names it: a mismatch is refused
+  /// How long a publish waits for room on a block channel before it
+  /// overtakes the subscribers holding it up (counted as block_timeouts;
+  /// they count what they lose). Dead subscribers never hold anyone up.
+  std::chrono::nanoseconds block_timeout = std::chrono::seconds(1);
   std::uint32_t capacity = 64;                                ///< ring slots, a power of two
   std::uint32_t max_message_size = 4096;                      ///< payload bytes
   std::uint32_t time_list_capacity = 1024;                    ///< stamps, a power of two
@@ -90,6 +108,8 @@ struct ChannelRule {
   std::string pattern;
   std::string where;  ///< "file:line:column" of the entry, for messages
   std::optional<Transport> transport;
+  std::optional<Overflow> overflow;
+  std::optional<std::chrono::nanoseconds> block_timeout;
   std::optional<std::uint32_t> capacity;
   std::optional<std::uint32_t> max_message_size;
   std::optional<std::uint32_t> time_list_capacity;

@@ -45,6 +45,13 @@ struct EndpointView {
   /// Publishers: messages lost before they reached it (a gateway's import:
   /// lost between the hosts; Publisher::count_upstream_lost).
   std::uint64_t upstream_lost = 0;
+  /// overflow = block channels. Publishers: time spent waiting for room,
+  /// and waits that reached block_timeout (the subscribers holding them up
+  /// were overtaken). Subscribers: the next sequence they take (UINT64_MAX
+  /// until known; on other channels, too).
+  std::uint64_t blocked_ns = 0;
+  std::uint64_t block_timeouts = 0;
+  std::uint64_t read_cursor = UINT64_MAX;
 };
 
 /// Everything a channel says about itself.
@@ -59,6 +66,8 @@ struct ChannelView {
   std::uint32_t max_message_size = 0;
   std::uint32_t time_list_capacity = 0;
   std::int64_t stall_timeout_ns = 0;
+  Overflow overflow = Overflow::kOverwrite;
+  std::int64_t block_timeout_ns = 0;                   ///< overflow = block only
   std::int64_t window_ns = 0;                          ///< from the creator's configuration
   std::optional<std::array<double, 3>> thresholds_hz;  ///< idem
   std::uint64_t messages = 0;                          ///< sequences claimed (published or dropped)

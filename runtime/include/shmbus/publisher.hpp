@@ -2,6 +2,7 @@
 /// @file publisher.hpp
 /// Publishing into a channel: copy-in, typed, or loan/commit in place.
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -92,9 +93,15 @@ class Publisher {
   Publisher(Publisher&&) noexcept;
   Publisher& operator=(Publisher&&) noexcept;
 
-  /// Copies `payload` into the next slot and commits it. Never waits for
-  /// subscribers. Wait-free unless another publisher is stuck mid-write in
-  /// the same slot a whole lap behind (then bounded by stall_timeout).
+  /// Copies `payload` into the next slot and commits it. On an
+  /// `overflow = "overwrite"` channel (the default) it never waits for
+  /// subscribers: wait-free unless another publisher is stuck mid-write in
+  /// the same slot a whole lap behind (then bounded by stall_timeout). On
+  /// an `overflow = "block"` channel it first waits while the next slot
+  /// holds a message a live subscriber has not taken, at most
+  /// block_timeout; then that subscriber is overtaken (block_timeouts())
+  /// and counts what it loses. Subscribers of dead processes are
+  /// reclaimed, never waited for.
   PublishResult publish(std::span<const std::byte> payload) noexcept;
   PublishResult publish(const void* data, std::size_t size) noexcept {
     return publish(std::span<const std::byte>{static_cast<const std::byte*>(data), size});
@@ -129,6 +136,10 @@ class Publisher {
   /// Messages published and dropped by this publisher.
   [[nodiscard]] std::uint64_t published() const noexcept;
   [[nodiscard]] std::uint64_t dropped() const noexcept;
+  /// overflow = block: waits that reached block_timeout, and the time
+  /// spent waiting for room in all.
+  [[nodiscard]] std::uint64_t block_timeouts() const noexcept;
+  [[nodiscard]] std::chrono::nanoseconds blocked() const noexcept;
 
   struct Impl;
 

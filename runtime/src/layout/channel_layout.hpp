@@ -156,6 +156,12 @@ struct alignas(kCacheLine) EndpointEntry {
   /// A publisher's dropped messages, or a subscriber's lost ones: one
   /// counter, named by its reader through dropped() and lost().
   std::atomic<std::uint64_t> missed;
+  /// Channels with overflow = block. Subscribers: the next sequence they
+  /// will take (UINT64_MAX until known); they store it (release) after
+  /// they are done with the message before it, and publishers load it
+  /// (acquire) before they claim a slot it may still be read in.
+  /// Publishers: nanoseconds they spent waiting for room (statistics).
+  std::atomic<std::uint64_t> cursor;
   std::atomic<std::uint64_t> age_sum_ns;
   std::atomic<double> age_sum_sq_s2;  ///< sum of squared ages, in s^2
   std::atomic<std::uint64_t> age_min_ns;
@@ -174,7 +180,10 @@ struct alignas(kCacheLine) EndpointEntry {
   /// gateway's import: lost between the hosts). Its age_* fields then hold
   /// each message's transit, receive time minus the origin's wall stamp.
   std::atomic<std::uint64_t> upstream_lost;
-  std::uint64_t reserved1[2];
+  /// Publishers on overflow = block channels: waits that reached
+  /// block_timeout, after which the slow subscribers were overtaken (each
+  /// counts what it then loses).
+  std::atomic<std::uint64_t> block_timeouts;
   char node[kNodeBytes];
 
   /// Publisher entries: messages the publisher dropped (a claim given up).
@@ -188,6 +197,11 @@ struct alignas(kCacheLine) EndpointEntry {
     if (ns < age_min_ns.load(std::memory_order_relaxed)) age_min_ns.store(ns, std::memory_order_relaxed);
     if (ns > age_max_ns.load(std::memory_order_relaxed)) age_max_ns.store(ns, std::memory_order_relaxed);
   }
+  /// Subscriber entries on overflow = block channels: see `cursor`.
+  std::atomic<std::uint64_t>& read_cursor() noexcept { return cursor; }
+  [[nodiscard]] const std::atomic<std::uint64_t>& read_cursor() const noexcept { return cursor; }
+  /// Publisher entries: time spent waiting for room (overflow = block).
+  std::atomic<std::uint64_t>& blocked_ns() noexcept { return cursor; }
   /// Subscriber entries: messages the subscriber lost (overwritten, skipped).
   std::atomic<std::uint64_t>& lost() noexcept { return missed; }
   [[nodiscard]] const std::atomic<std::uint64_t>& lost() const noexcept { return missed; }
@@ -195,6 +209,10 @@ struct alignas(kCacheLine) EndpointEntry {
 static_assert(std::is_standard_layout_v<EndpointEntry>);
 static_assert(std::atomic<double>::is_always_lock_free, "atomics in shared memory must be lock-free");
 static_assert(sizeof(EndpointEntry) == 3 * kCacheLine, "entries are three cache lines, never shared");
+static_assert(offsetof(EndpointEntry, cursor) / kCacheLine == offsetof(EndpointEntry, messages) / kCacheLine &&
+                  offsetof(EndpointEntry, cursor) / kCacheLine == offsetof(EndpointEntry, state) / kCacheLine,
+              "a subscriber's read cursor shares the line of its state and of the count it bumps on every take: "
+              "one line written per take, one line read per entry by a publisher looking for room");
 
 struct ChannelHeader {
   SegmentHeader segment;
@@ -222,7 +240,13 @@ struct ChannelHeader {
   /// Index of the channel's registry record; every opener stores it
   /// (relaxed: all store the same value, nothing is ordered by it).
   std::atomic<std::uint32_t> registry_index;
-  std::uint8_t reserved[32];
+  /// What a publisher does when the ring is full of messages a subscriber
+  /// has not taken: Overflow::kOverwrite (0) or kBlock (wait for it, up to
+  /// block_timeout_ns, then overtake it).
+  std::uint32_t overflow;
+  std::uint32_t reserved_overflow;
+  std::int64_t block_timeout_ns;
+  std::uint8_t reserved[16];
 
   /// Next sequence to claim; fetch_add by publishers. Own line: it is the
   /// one word every publisher writes.
@@ -295,7 +319,8 @@ inline constexpr std::uint64_t kChannelLayoutHash = layout_hash_of(
     sizeof(EndpointEntry), sizeof(EndpointEntry), kSlotPayloadOffset, offsetof(EndpointEntry, messages),
     offsetof(EndpointEntry, missed), offsetof(EndpointEntry, age_max_ns), offsetof(EndpointEntry, age_samples),
     offsetof(EndpointEntry, discarded), offsetof(EndpointEntry, errors), offsetof(EndpointEntry, provenance_cut),
-    offsetof(EndpointEntry, upstream_lost), offsetof(SlotHeader, processing_ns), kProvenanceEntries, kMaxPublishers,
-    kMaxSubscribers);
+    offsetof(EndpointEntry, upstream_lost), offsetof(EndpointEntry, cursor), offsetof(EndpointEntry, block_timeouts),
+    offsetof(ChannelHeader, overflow), offsetof(ChannelHeader, block_timeout_ns), offsetof(SlotHeader, processing_ns),
+    kProvenanceEntries, kMaxPublishers, kMaxSubscribers);
 
 }  // namespace shmbus::layout

@@ -45,8 +45,10 @@ struct PublisherStatus {
   std::string node;
   std::int32_t pid = 0;
   std::uint64_t published = 0;
-  std::uint64_t upstream_lost = 0;  ///< lost before they reached it (between hosts)
-  Summary transit;                  ///< seconds, origin publish to receive here
+  std::uint64_t upstream_lost = 0;   ///< lost before they reached it (between hosts)
+  std::uint64_t blocked_ns = 0;      ///< overflow = block: time spent waiting for room
+  std::uint64_t block_timeouts = 0;  ///< overflow = block: waits that reached block_timeout
+  Summary transit;                   ///< seconds, origin publish to receive here
 };
 
 /// What the monitor knows of one channel.
