@@ -291,9 +291,9 @@ struct Subscriber::Impl {
         continue;
       }
       if (is_writing(st) && state_sequence(st) == next) {
-        // Our sequence, being written: the stall bound runs from when we
-        // first saw it; after that the clock is read every 64th poll.
-        if (stall_since != 0 && (++idle_polls & 63U) != 0) return result;
+        // Our sequence, being written: judged every 64th poll (the stall
+        // clock starts at the first of them), no sooner than before.
+        if ((++idle_polls & 63U) != 0) return result;
         if (give_up_stalled(st)) {
           skip_to(next + 1);
           continue;
