@@ -174,6 +174,7 @@ struct Publisher::Impl {
       }
       if (now - bound_from >= block_timeout_ns) {
         overtake(w);
+        // Single writer (this publisher): relaxed, statistics.
         entry->block_timeouts.store(entry->block_timeouts.load(std::memory_order_relaxed) + 1,
                                     std::memory_order_relaxed);
         room_until = 0;
@@ -182,6 +183,9 @@ struct Publisher::Impl {
       }
       // Until the laggard moves or leaves, only its line is read.
       const EndpointEntry& slowest = channel->subscriber(laggard);
+      // relaxed: only a hint that it moved; what we claim is decided by
+      // room_limit's acquire loads, which pair with the subscriber's
+      // release store in show_cursor().
       const std::uint64_t lag = slowest.read_cursor().load(std::memory_order_relaxed);
       if (endpoint_phase(slowest.state.load(std::memory_order_relaxed)) != kEndpointLive || lag == UINT64_MAX ||
           lag + channel->capacity() > w) {
