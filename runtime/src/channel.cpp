@@ -20,7 +20,7 @@ namespace {
 constexpr SegmentSpec kSpec{SegmentKind::kChannel, kChannelLayoutHash};
 
 struct Geometry {
-  std::uint64_t publishers, subscribers, time_list, slots, schema, total;
+  std::uint64_t publishers, subscribers, time_list, claims, slots, schema, total;
 };
 
 /// Ring slots of a channel: none for iceoryx channels, whose messages
@@ -34,7 +34,8 @@ Geometry geometry(const ChannelSettings& s, std::size_t schema_size) {
   g.publishers = align_up(sizeof(ChannelHeader), kCacheLine);
   g.subscribers = g.publishers + sizeof(EndpointEntry) * kMaxPublishers;
   g.time_list = g.subscribers + sizeof(EndpointEntry) * kMaxSubscribers;
-  g.slots = align_up(g.time_list + sizeof(std::uint64_t) * s.time_list_capacity, kCacheLine);
+  g.claims = align_up(g.time_list + sizeof(std::uint64_t) * s.time_list_capacity, kCacheLine);
+  g.slots = g.claims + sizeof(SlotClaim) * slot_count(s.transport, s.capacity);
   g.schema = g.slots + std::uint64_t{slot_stride_for(s.max_message_size)} * slot_count(s.transport, s.capacity);
   g.total = align_up(g.schema + schema_size + 1, kCacheLine);
   return g;
@@ -105,6 +106,7 @@ std::string geometry_problem(const ChannelHeader& h, std::size_t mapped, std::st
       {"publisher table", h.publishers_offset, kMaxPublishers, sizeof(EndpointEntry)},
       {"subscriber table", h.subscribers_offset, kMaxSubscribers, sizeof(EndpointEntry)},
       {"time list", h.time_list_offset, h.time_list_capacity, sizeof(std::uint64_t)},
+      {"slot claims", h.claims_offset, slot_count(static_cast<Transport>(h.transport), h.capacity), sizeof(SlotClaim)},
       {"slots", h.slots_offset, slot_count(static_cast<Transport>(h.transport), h.capacity), h.slot_stride},
       {"schema", h.schema_offset, h.schema_size, 1},
   };
@@ -143,8 +145,10 @@ Channel::Channel(Segment s, std::string name) : segment_(std::move(s)), name_(st
                             segment_.name(), problem));
   }
   slots_ = base + h.slots_offset;
+  claims_ = reinterpret_cast<SlotClaim*>(base + h.claims_offset);
   slot_mask_ = h.capacity - 1;
   slot_stride_ = h.slot_stride;
+  provenance_offset_ = slot_provenance_offset(h.max_message_size);
   max_message_size_ = h.max_message_size;
   stall_timeout_ns_ = h.stall_timeout_ns;
   overflow_ = static_cast<Overflow>(h.overflow);
@@ -218,6 +222,7 @@ std::shared_ptr<Channel> Channel::create_or_open(const std::string& domain, std:
       h->publishers_offset = g.publishers;
       h->subscribers_offset = g.subscribers;
       h->time_list_offset = g.time_list;
+      h->claims_offset = g.claims;
       h->slots_offset = g.slots;
       h->schema_offset = g.schema;
       h->stall_timeout_ns = settings.stall_timeout.count();

@@ -50,14 +50,19 @@ class Channel {
   [[nodiscard]] layout::SlotHeader* slot(std::uint64_t seq) const noexcept {
     return reinterpret_cast<layout::SlotHeader*>(slots_ + (seq & slot_mask_) * slot_stride_);
   }
+  /// The claim word of the slot `seq` goes into (layout/channel_layout.hpp).
+  [[nodiscard]] std::atomic<std::uint64_t>& claim_word(std::uint64_t seq) const noexcept {
+    return claims_[seq & slot_mask_].word;
+  }
   [[nodiscard]] static std::byte* payload(layout::SlotHeader* s) noexcept {
     return reinterpret_cast<std::byte*>(s) + layout::kSlotPayloadOffset;
   }
-  [[nodiscard]] static layout::ProvenanceEntry* provenance(layout::SlotHeader* s) noexcept {
-    return reinterpret_cast<layout::ProvenanceEntry*>(reinterpret_cast<std::byte*>(s) + layout::kCacheLine);
+  /// A ring slot's provenance lines, after its payload.
+  [[nodiscard]] layout::ProvenanceEntry* provenance(layout::SlotHeader* s) const noexcept {
+    return reinterpret_cast<layout::ProvenanceEntry*>(reinterpret_cast<std::byte*>(s) + provenance_offset_);
   }
-  [[nodiscard]] static const layout::ProvenanceEntry* provenance(const layout::SlotHeader* s) noexcept {
-    return reinterpret_cast<const layout::ProvenanceEntry*>(reinterpret_cast<const std::byte*>(s) + layout::kCacheLine);
+  [[nodiscard]] const layout::ProvenanceEntry* provenance(const layout::SlotHeader* s) const noexcept {
+    return reinterpret_cast<const layout::ProvenanceEntry*>(reinterpret_cast<const std::byte*>(s) + provenance_offset_);
   }
   [[nodiscard]] std::uint64_t capacity() const noexcept { return slot_mask_ + 1; }
 
@@ -122,8 +127,10 @@ class Channel {
   std::string name_;
   layout::ChannelHeader* header_;
   std::byte* slots_;
+  layout::SlotClaim* claims_;
   std::uint64_t slot_mask_;
   std::uint64_t slot_stride_;
+  std::uint64_t provenance_offset_;
   std::uint32_t max_message_size_;
   std::int64_t stall_timeout_ns_;
   Overflow overflow_;

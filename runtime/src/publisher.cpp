@@ -69,16 +69,18 @@ struct Publisher::Impl {
     // published through the slot state (SYNC POINT below).
     const std::uint64_t s = blocking ? claim_room() : header->write_cursor.fetch_add(1, std::memory_order_relaxed);
     SlotHeader* slot = channel->slot(s);
-    // Try the common case first: the slot holds the previous lap's
-    // committed message (or nothing, on the first lap). One CAS takes the
-    // line exclusive at once; a load first would fetch it twice while a
-    // subscriber polls it. A failed CAS leaves the actual state in `st`.
-    // The CASed word names us (owner token): a claim always names its
-    // writer, whenever this process stops or dies.
+    // The slot's claim word (not its state, which subscribers poll: see
+    // layout/channel_layout.hpp). Try the common case first: it holds the
+    // previous lap's committed message (or nothing, on the first lap). A
+    // failed CAS leaves the actual word in `st`. The CASed word names us
+    // (owner token): a claim always names its writer, whenever this process
+    // stops or dies. SYNC POINT: acquire pairs with the release of the
+    // claim's previous holder, after its last store to the slot's state.
+    std::atomic<std::uint64_t>& word = channel->claim_word(s);
     const std::uint64_t capacity = channel->capacity();
     const std::uint64_t mine = writing_state(s, owner);
     std::uint64_t st = s >= capacity ? committed_state(s - capacity) : 0;
-    if (slot->state.compare_exchange_strong(st, mine, std::memory_order_acq_rel, std::memory_order_acquire)) {
+    if (word.compare_exchange_strong(st, mine, std::memory_order_acq_rel, std::memory_order_acquire)) {
       return claimed(slot, s, seq);
     }
     std::int64_t stuck_since = 0;
@@ -104,7 +106,7 @@ struct Publisher::Impl {
           if (!channel->writer_alive(st)) {
             // CAS cases: won -> the dead writer's slot is ours; lost -> the
             // state moved on, re-examine it.
-            if (slot->state.compare_exchange_strong(st, mine, std::memory_order_acq_rel, std::memory_order_acquire)) {
+            if (word.compare_exchange_strong(st, mine, std::memory_order_acq_rel, std::memory_order_acquire)) {
               break;
             }
             continue;
@@ -115,12 +117,12 @@ struct Publisher::Impl {
           }
         }
         cpu_relax();
-        st = slot->state.load(std::memory_order_acquire);
+        st = word.load(std::memory_order_acquire);
         continue;
       }
       // Case 3: free, or committed by an earlier lap: claim it. A failed CAS
       // reloads `st` and re-examines the cases.
-      if (slot->state.compare_exchange_weak(st, mine, std::memory_order_acq_rel, std::memory_order_acquire)) {
+      if (word.compare_exchange_weak(st, mine, std::memory_order_acq_rel, std::memory_order_acquire)) {
         break;
       }
     }
@@ -243,9 +245,12 @@ struct Publisher::Impl {
   }
 
   SlotHeader* claimed(SlotHeader* slot, std::uint64_t s, std::uint64_t& seq) noexcept {
-    // SYNC POINT WRITE (seqlock): orders the writing state before the
-    // header and payload stores that follow; pairs with the reader's acquire
-    // fence before its re-check.
+    // We hold the claim: we alone write the state until we give it back.
+    // relaxed store, then SYNC POINT WRITE (seqlock): the fence orders the
+    // writing state before the header and payload stores that follow;
+    // pairs with the reader's acquire fence before its re-check.
+    test_pause(kPauseTaken);
+    slot->state.store(writing_state(s, owner), std::memory_order_relaxed);
     std::atomic_thread_fence(std::memory_order_release);
     seq = s;
     test_pause(kPauseClaimed);
@@ -266,10 +271,11 @@ struct Publisher::Impl {
 
   /// `room`: provenance entries the header has space for (a ring slot has
   /// kProvenanceEntries; an iceoryx chunk loaned without provenance none).
-  void write_header(SlotHeader* slot, std::uint64_t seq, std::int64_t mono, std::uint32_t size, std::uint32_t flags,
+  /// `seq` is written for iceoryx chunks only (a ring slot's is in its state).
+  void write_header(SlotHeader* slot, std::uint64_t seq, std::int64_t mono, std::uint32_t size, std::uint16_t flags,
                     std::uint32_t room = kProvenanceEntries) noexcept {
     slot->flags = flags;
-    slot->sequence = seq;
+    if (iox) slot->first.sequence = seq;
     slot->mono_ns = mono;
     slot->wall_ns = wall_from_mono(mono);
     slot->size = size;
@@ -279,6 +285,18 @@ struct Publisher::Impl {
       slot->entry_count = 0;
     } else {
       write_provenance(slot, mono, room);
+    }
+  }
+
+  /// A ring slot's provenance: a single entry in the header's line (where
+  /// its reader finds it without reading another line), more in the
+  /// provenance lines. An iceoryx chunk's: always after its header (its
+  /// `first.sequence` is the message's sequence).
+  void place_provenance(SlotHeader* slot, const ProvenanceEntry* entries, std::uint32_t n) noexcept {
+    if (!iox && n == 1) {
+      slot->first = entries[0];
+    } else if (n != 0) {
+      std::memcpy(iox ? chunk_provenance(slot) : channel->provenance(slot), entries, sizeof(ProvenanceEntry) * n);
     }
   }
 
@@ -292,7 +310,11 @@ struct Publisher::Impl {
   /// kProvenanceEntries); then, in the room left, those inputs' own inputs.
   /// What does not fit is cut and counted.
   void write_provenance(SlotHeader* slot, std::int64_t mono, std::uint32_t room) noexcept {
-    ProvenanceEntry* out = Channel::provenance(slot);
+    // Staged here, then placed by place_provenance: a ring slot's single
+    // entry goes into the header's line only, and the provenance line is
+    // not written at all.
+    std::array<ProvenanceEntry, kProvenanceEntries> staged;
+    ProvenanceEntry* out = staged.data();
     std::uint64_t cut = 0;
     detail::InputLog& log = detail::input_log();
     const InputSelection cited = select_inputs(log, room);
@@ -303,8 +325,8 @@ struct Publisher::Impl {
     if (explicit_provenance) {
       const std::uint32_t count = std::min(explicit_count, room);
       std::copy_n(explicit_entries, count, out);
-      slot->input_count = static_cast<std::uint16_t>(count);
-      slot->entry_count = static_cast<std::uint16_t>(count);
+      slot->input_count = static_cast<std::uint8_t>(count);
+      slot->entry_count = static_cast<std::uint8_t>(count);
       slot->second_level_cut = 0;
       slot->processing_ns = 0;
       cut = explicit_cut + explicit_count - count;
@@ -328,12 +350,13 @@ struct Publisher::Impl {
           out[n++] = ProvenanceEntry{t.parents[j].channel_index, static_cast<std::uint32_t>(i), t.parents[j].sequence};
         }
       }
-      slot->input_count = static_cast<std::uint16_t>(count);
-      slot->entry_count = static_cast<std::uint16_t>(n);
+      slot->input_count = static_cast<std::uint8_t>(count);
+      slot->entry_count = static_cast<std::uint8_t>(n);
       slot->second_level_cut = saturate16(second_cut);
       slot->processing_ns = count != 0 ? mono - log.run_ns : 0;
     }
     if (!log.keep_first) log.run_start = log.taken;  // the thread's next take starts a new run
+    place_provenance(slot, staged.data(), slot->entry_count);
     slot->inputs_cut = saturate16(cut);
     if (cut != 0) {
       // Single writer (this publisher): relaxed load and store, statistics.
@@ -347,16 +370,29 @@ struct Publisher::Impl {
   /// message is then dropped, and counted by the caller.
   bool commit(SlotHeader* slot, std::uint64_t seq, std::int64_t mono) noexcept {
     test_pause(kPauseWritten);
-    // SYNC POINT WRITE: header and payload before the committed state (CAS
-    // from our own writing state, release); pairs with the subscriber's
-    // acquire load of the state.
-    std::uint64_t expected = writing_state(seq, owner);
-    if (!slot->state.compare_exchange_strong(expected, committed_state(seq), std::memory_order_release,
-                                             std::memory_order_relaxed)) {
-      return false;
-    }
+    if (!release_slot(slot, seq)) return false;
     notify(mono);
     return true;
+  }
+
+  /// Stores the committed state, then gives the claim back: in that order,
+  /// so no later claimer can write the state before our last store to it.
+  /// False when the claim is no longer ours (taken over after we were judged
+  /// dead, which a live writer never is): the state is then not touched.
+  bool release_slot(SlotHeader* slot, std::uint64_t seq) noexcept {
+    std::atomic<std::uint64_t>& word = channel->claim_word(seq);
+    std::uint64_t expected = writing_state(seq, owner);
+    // relaxed: our own claim, read back from our own line; only a taker
+    // could have changed it.
+    if (word.load(std::memory_order_relaxed) != expected) return false;
+    // SYNC POINT WRITE: header and payload before the committed state
+    // (release); pairs with the subscriber's acquire load of the state.
+    slot->state.store(committed_state(seq), std::memory_order_release);
+    // SYNC POINT WRITE: the state store above before the next claimer's
+    // (release; pairs with its acquire CAS). A locked instruction: it also
+    // orders the commit before wake_waiters' load of `waiters`.
+    return word.compare_exchange_strong(expected, committed_state(seq), std::memory_order_release,
+                                        std::memory_order_relaxed);
   }
 
   /// After a message is visible to subscribers: counts it, stamps the time
@@ -448,10 +484,12 @@ struct Publisher::Impl {
     notify(mono);
   }
 
-  /// Test hook: SHMBUS_TEST_PAUSE=claimed|written|committed|stamp makes the
-  /// publisher stop itself (SIGSTOP) at that step, once per process, so a
-  /// test can kill, stall or resume it exactly there. Read once at start.
-  enum PausePoint { kPauseNone, kPauseClaimed, kPauseWritten, kPauseCommitted, kPauseStampClaimed };
+  /// Test hook: SHMBUS_TEST_PAUSE=taken|claimed|written|committed|stamp
+  /// makes the publisher stop itself (SIGSTOP) at that step, once per
+  /// process, so a test can kill, stall or resume it exactly there (taken:
+  /// the claim word is ours, the slot's state not yet written). Read once at
+  /// start.
+  enum PausePoint { kPauseNone, kPauseTaken, kPauseClaimed, kPauseWritten, kPauseCommitted, kPauseStampClaimed };
   PausePoint pause_at = kPauseNone;
   void test_pause(PausePoint p) noexcept {
     if (pause_at == p) [[unlikely]] {
@@ -488,7 +526,8 @@ Publisher::Publisher(std::string_view channel, const TypeInfo& type, Context& co
   }
   if (const char* p = std::getenv("SHMBUS_TEST_PAUSE")) {  // NOLINT(concurrency-mt-unsafe): read once at set-up
     const std::string_view point{p};
-    impl_->pause_at = point == "claimed"     ? Impl::kPauseClaimed
+    impl_->pause_at = point == "taken"       ? Impl::kPauseTaken
+                      : point == "claimed"   ? Impl::kPauseClaimed
                       : point == "written"   ? Impl::kPauseWritten
                       : point == "committed" ? Impl::kPauseCommitted
                       : point == "stamp"     ? Impl::kPauseStampClaimed
@@ -597,12 +636,8 @@ void Publisher::discard(Loan& loan) noexcept {
   }
   auto* slot = static_cast<SlotHeader*>(loan.slot_);
   p.write_header(slot, loan.sequence_, mono_now_ns(), 0, kSlotDiscarded);
-  // From our own writing state only: a slot taken over is not ours to end.
-  std::uint64_t expected = writing_state(loan.sequence_, p.owner);
-  if (slot->state.compare_exchange_strong(expected, committed_state(loan.sequence_), std::memory_order_release,
-                                          std::memory_order_relaxed)) {
-    wake_waiters(*p.header);
-  }
+  // From our own claim only: a slot taken over is not ours to end.
+  if (p.release_slot(slot, loan.sequence_)) wake_waiters(*p.header);
   loan.data_ = nullptr;
   loan.owner_ = nullptr;
 }

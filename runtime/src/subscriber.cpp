@@ -120,7 +120,7 @@ bool Subscriber::reread_in_place(std::uint64_t sequence, InPlaceRereader reader,
   const RingCheck check(&slot->state, st);
   {
     [[maybe_unused]] SeqlockReadScope racy_copy;
-    const std::uint32_t flags = std::atomic_ref<std::uint32_t>(slot->flags).load(std::memory_order_relaxed);
+    const std::uint16_t flags = std::atomic_ref<std::uint16_t>(slot->flags).load(std::memory_order_relaxed);
     if ((flags & layout::kSlotDiscarded) != 0) return false;
     const std::uint32_t size =
         std::min(std::atomic_ref<std::uint32_t>(slot->size).load(std::memory_order_relaxed), impl_->max_size);

@@ -134,36 +134,53 @@ struct Subscriber::Impl {
   /// Copies a slot's provenance into `info`, at most `room` entries (what
   /// follows the header); runs inside the seqlock read (torn values are
   /// discarded by the re-check), so the counts are clamped before they
-  /// bound a copy.
+  /// bound a copy. `ring`: a ring slot, whose single entry is in its first
+  /// line (iceoryx chunks: after the header, as more entries always are).
   static_assert(sizeof(Provenance) == sizeof(ProvenanceEntry) &&
                     offsetof(Provenance, via) == offsetof(ProvenanceEntry, via) &&
                     offsetof(Provenance, sequence) == offsetof(ProvenanceEntry, sequence),
                 "a slot's provenance entries are copied into MessageInfo as they are");
-  static void read_provenance(const SlotHeader* slot, MessageInfo& info, std::uint32_t room) noexcept {
-    const auto load16 = [](const std::uint16_t& v) {
-      return std::atomic_ref<const std::uint16_t>(v).load(std::memory_order_relaxed);
+  static void read_provenance(const SlotHeader* slot, const ProvenanceEntry* lines, MessageInfo& info,
+                              std::uint32_t room, bool ring) noexcept {
+    const auto load8 = [](const std::uint8_t& v) {
+      return std::atomic_ref<const std::uint8_t>(v).load(std::memory_order_relaxed);
     };
-    const auto entries = static_cast<std::uint16_t>(std::min<std::uint32_t>(load16(slot->entry_count), room));
+    const auto entries = static_cast<std::uint16_t>(std::min<std::uint32_t>(load8(slot->entry_count), room));
     info.entry_count = entries;
-    info.input_count = std::min(load16(slot->input_count), entries);
+    info.input_count = std::min<std::uint16_t>(load8(slot->input_count), entries);
     info.provenance_cut = slot->inputs_cut;
     info.second_level_cut = slot->second_level_cut;
     info.processing_ns = slot->processing_ns;
-    if (entries != 0) {
-      std::memcpy(info.provenance.data(), Channel::provenance(slot), sizeof(ProvenanceEntry) * entries);
+    if (ring && entries == 1) {
+      std::memcpy(info.provenance.data(), &slot->first, sizeof(ProvenanceEntry));
+    } else if (entries != 0) {
+      std::memcpy(info.provenance.data(), lines, sizeof(ProvenanceEntry) * entries);
     }
   }
 
-  /// A message's info from its slot header (ring slot or iceoryx chunk),
-  /// followed by room for `provenance_room` entries.
-  static void read_info(const SlotHeader* slot, std::uint32_t size, MessageInfo& info,
-                        std::uint32_t provenance_room = kProvenanceEntries) noexcept {
-    info.sequence = slot->sequence;
+  /// A message's info from its ring slot: its sequence is the one its
+  /// state says.
+  void read_slot_info(const SlotHeader* slot, std::uint64_t sequence, std::uint32_t size,
+                      MessageInfo& info) const noexcept {
+    info.sequence = sequence;
+    read_header(slot, size, info);
+    read_provenance(slot, channel->provenance(slot), info, kProvenanceEntries, true);
+  }
+
+  /// A message's info from its iceoryx chunk's header, followed by room for
+  /// `provenance_room` entries.
+  static void read_chunk_info(const SlotHeader* slot, std::uint32_t size, MessageInfo& info,
+                              std::uint32_t provenance_room) noexcept {
+    info.sequence = slot->first.sequence;
+    read_header(slot, size, info);
+    read_provenance(slot, chunk_provenance(slot), info, provenance_room, false);
+  }
+
+  static void read_header(const SlotHeader* slot, std::uint32_t size, MessageInfo& info) noexcept {
     info.publish_time_ns = slot->mono_ns;
     info.publish_wall_ns = slot->wall_ns;
     info.size = size;
     info.publisher_id = slot->publisher_id;
-    read_provenance(slot, info, provenance_room);
   }
 
   /// Hands a message over: its losses before it, counters, age sample,
@@ -204,7 +221,7 @@ struct Subscriber::Impl {
     // The header's claims are bounded by what iceoryx allocated: its size
     // by the chunk's payload, its provenance by the room the chunk has.
     const std::uint32_t size = std::min({slot->size, bounds.payload_size, max_size});
-    read_info(slot, size, result.info, bounds.provenance_room);
+    read_chunk_info(slot, size, result.info, bounds.provenance_room);
     if (!consume(payload, size, result.info)) {
       held = payload;
       held_header = slot;
@@ -252,7 +269,7 @@ struct Subscriber::Impl {
       const std::uint64_t st = slot->state.load(std::memory_order_acquire);
       if (st == committed_state(next)) {
         std::uint32_t size = 0;
-        std::uint32_t flags = 0;
+        std::uint16_t flags = 0;
         bool fits = true;
         {
           [[maybe_unused]] SeqlockReadScope racy_copy;
@@ -260,8 +277,8 @@ struct Subscriber::Impl {
           // compiler must not read it again after the bound is applied; the
           // bound is our private copy of the geometry.
           size = std::min(std::atomic_ref<std::uint32_t>(slot->size).load(std::memory_order_relaxed), max_size);
-          flags = std::atomic_ref<std::uint32_t>(slot->flags).load(std::memory_order_relaxed);
-          read_info(slot, size, result.info);
+          flags = std::atomic_ref<std::uint16_t>(slot->flags).load(std::memory_order_relaxed);
+          read_slot_info(slot, next, size, result.info);
           if ((flags & kSlotDiscarded) == 0) fits = consume(Channel::payload(slot), size, result.info);
         }
         // SYNC POINT READ (seqlock): pairs with the publisher's release

@@ -83,10 +83,12 @@ class ClaimTest : public ::testing::Test {
 
 }  // namespace
 
-// Killed at each step: claimed (slot in writing state), written (payload
-// in, not committed), committed (not stamped). The next laps go on at once.
+// Killed at each step: taken (the slot's claim word is the victim's, its
+// state still the previous lap's), claimed (slot in writing state), written
+// (payload in, not committed), committed (not stamped). The next laps go on
+// at once.
 TEST_F(ClaimTest, PublisherKilledAtEachStepStallsNobody) {
-  for (const std::string point : {"claimed", "written", "committed"}) {
+  for (const std::string point : {"taken", "claimed", "written", "committed"}) {
     SCOPED_TRACE(point);
     const std::string channel = "/kill_" + point;
     ChildProcess sub({kPeer, "sub", domain_, channel, "0", "60000"});
@@ -127,22 +129,28 @@ TEST_F(ClaimTest, WriterKilledRightAfterItsClaimWhileThePreviousWriterLivesIsTak
 
 // A live writer stopped past stall_timeout keeps its slot (taking it over
 // would put two writers in it); the others drop instead, each after one
-// stall at most, and once it resumes its commit completes normally.
+// stall at most, and once it resumes its commit completes normally. Stopped
+// with the claim taken but the state not yet written (taken), or with the
+// payload written (written).
 TEST_F(ClaimTest, LiveWriterStalledPastTheTimeoutIsNeverTakenOver) {
-  ChildProcess sub({kPeer, "sub", domain_, "/stall", "0", "60000"});
-  test::wait_for_subscribers(domain_, "/stall", 1);
-  auto victim = stopped_victim("/stall", "written");
-  Publisher pub("/stall", TypeInfo::bytes(), ctx_);
-  const auto [dropped, worst] = publish_laps(pub, 100);
-  EXPECT_EQ(dropped, 6) << "one drop per lap over the stopped writer's slot";
-  EXPECT_LT(worst, kMaxPublishNs);
-  victim->signal(SIGCONT);
-  const int status = victim->wait(20s);
-  ASSERT_TRUE(WIFEXITED(status)) << victim->output();
-  EXPECT_EQ(victim->fields().at("published"), 1) << "its commit, a CAS from its own claim, succeeded";
-  publish_laps(pub, 20, 100);
-  std::this_thread::sleep_for(50ms);
-  expect_clean(sub);
+  for (const std::string point : {"taken", "written"}) {
+    SCOPED_TRACE(point);
+    const std::string channel = "/stall_" + point;
+    ChildProcess sub({kPeer, "sub", domain_, channel, "0", "60000"});
+    test::wait_for_subscribers(domain_, channel, 1);
+    auto victim = stopped_victim(channel, point);
+    Publisher pub(channel, TypeInfo::bytes(), ctx_);
+    const auto [dropped, worst] = publish_laps(pub, 100);
+    EXPECT_EQ(dropped, 6) << "one drop per lap over the stopped writer's slot";
+    EXPECT_LT(worst, kMaxPublishNs);
+    victim->signal(SIGCONT);
+    const int status = victim->wait(20s);
+    ASSERT_TRUE(WIFEXITED(status)) << victim->output();
+    EXPECT_EQ(victim->fields().at("published"), 1) << "its commit, from its own claim, succeeded";
+    publish_laps(pub, 20, 100);
+    std::this_thread::sleep_for(50ms);
+    expect_clean(sub);
+  }
 }
 
 // A stamp claimed before a higher index but stored after it: the monitor's

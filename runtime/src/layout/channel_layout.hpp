@@ -7,31 +7,48 @@
 //   publishers_offset           EndpointEntry[max_publishers]
 //   subscribers_offset          EndpointEntry[max_subscribers]
 //   time_list_offset            std::atomic<uint64_t>[time_list_capacity]
+//   claims_offset               SlotClaim[capacity], one cache line each
 //   slots_offset                Slot[capacity], each slot_stride bytes
 //   schema_offset               schema text (schema_size bytes)
 //
 // One slot:
 //
-//   0               8       12      16              24              32
-//   +---------------+-------+-------+---------------+---------------+
-//   | state         | rsvd  | flags | sequence      | mono_ns       |
-//   +---------------+-------+-------+-------+-------+---------------+
-//   | wall_ns       | size  | pubid |ni|ne|ic|sc| processing_ns |
-//   +---------------+-------+-------+-------+-------+---------------+  64
+//   0               8               16              24      28      32
+//   +---------------+---------------+---------------+-------+-------+
+//   | state         | mono_ns       | wall_ns       | size  | pubid |
+//   +--+-+-+--+--+--+---------------+---------------+---------------+
+//   |fl|n|e|ic|sc|  processing_ns  | first: the single entry       |
+//   +--+-+-+--+--+------------------+-------------------------------+  64
+//   | payload (max_message_size bytes, padded to 64)                |
+//   +---------------------------------------------------------------+  P
 //   | ProvenanceEntry[16] (channel index, via, sequence): inputs,   |
 //   | then their inputs (second level)                              |
-//   +---------------------------------------------------------------+  320
-//   | payload (max_message_size bytes, slot padded to 64)           |
+//   +---------------------------------------------------------------+  P + 256
 //
-// ni/ne/ic/sc: 16-bit input count, entry count, inputs cut, second-level
-// inputs cut. Provenance lines are written only when a message has inputs,
-// so a message without any touches the header and payload lines only.
+// fl: 16-bit flags; n/e: 8-bit input count and entry count; ic/sc: 16-bit
+// inputs cut, second-level inputs cut; P = 64 + max_message_size rounded
+// up to 64. A slot's own sequence is in its state. A message citing one
+// input (a module's output of the input it took) has that entry in the
+// first line (`first`); only a message with more uses the provenance lines.
+// The payload follows the first line: every reader reads those two, and
+// provenance only when the message has more than one entry (64 B
+// ping-pong p50 -80 ns against provenance between the two; the README's
+// "Issue 19" table has the trade-offs measured at other sizes).
 //
 // Slot state word: 0 = never written; (seq + 1) << 13 = committed seq;
 // ((seq + 1) << 13) | (owner << 1) | 1 = seq being written by `owner`, the
-// claiming publisher's token (its entry index and tenancy, 12 bits). The
-// owner is part of the word that is CASed, so a claim always names its
-// writer; sequences have 51 bits (2^51 messages: 7 years at 10 M msg/s).
+// claiming publisher's token (its entry index and tenancy, 12 bits);
+// sequences have 51 bits (2^51 messages: 7 years at 10 M msg/s).
+//
+// Each slot has a claim word too, in a line of its own that subscribers
+// never read, holding the same values. Publishers claim a slot by CAS on its
+// claim word, so a claim always names its writer; the claim's holder alone
+// then writes the slot's state, with plain stores, and gives the claim back
+// (CAS) only after its last store to the state. Subscribers poll the state
+// line: had the claim been a CAS on that line, the publisher would stall on
+// taking it back from them before it could write the message. A plain store
+// waits in the store buffer instead, its line transfer overlapping the
+// payload's.
 
 #include <atomic>
 #include <cstddef>
@@ -76,42 +93,55 @@ constexpr std::uint32_t slot_owner(std::uint64_t state) noexcept {
 }
 
 /// Slot flags.
-inline constexpr std::uint32_t kSlotDiscarded = 1;  ///< a loan given back: no message
-
-struct SlotHeader {
-  // SYNC POINT WRITE (publisher): writing_state(s, owner) by CAS (acq_rel),
-  // then a release fence, then the header and payload, then
-  // committed_state(s) by a CAS from its own writing state (release): a
-  // writer whose slot was taken over finds out and counts a drop. SYNC
-  // POINT READ (subscriber): acquire load, copy, acquire fence, relaxed
-  // re-load; equal loads mean an untorn copy (seqlock).
-  std::atomic<std::uint64_t> state;
-  std::uint32_t reserved2;
-  std::uint32_t flags;
-  std::uint64_t sequence;
-  std::int64_t mono_ns;
-  std::int64_t wall_ns;
-  std::uint32_t size;
-  std::uint32_t publisher_id;
-  std::uint16_t input_count;       ///< first-level provenance entries
-  std::uint16_t entry_count;       ///< all provenance entries (<= kProvenanceEntries)
-  std::uint16_t inputs_cut;        ///< first-level inputs not cited (saturates)
-  std::uint16_t second_level_cut;  ///< second-level inputs not cited (saturates)
-  std::int64_t processing_ns;      ///< publish minus the first input's take; 0: unknown
-};
-static_assert(std::is_standard_layout_v<SlotHeader>);
-static_assert(sizeof(SlotHeader) == kCacheLine, "the slot header is the slot's first cache line");
-static_assert(offsetof(SlotHeader, state) == 0);
+inline constexpr std::uint16_t kSlotDiscarded = 1;  ///< a loan given back: no message
 
 struct ProvenanceEntry {
   std::uint32_t channel_index;
   std::uint32_t via;  ///< second level: index of the input it fed
   std::uint64_t sequence;
 };
-static_assert(sizeof(ProvenanceEntry) * kProvenanceEntries == 4 * kCacheLine,
-              "provenance fills the four cache lines after the slot header");
 
-inline constexpr std::size_t kSlotPayloadOffset = 5 * kCacheLine;
+struct SlotHeader {
+  // SYNC POINT WRITE (publisher, holding the slot's claim): writing_state(s,
+  // owner) by a relaxed store, then a release fence, then the header and
+  // payload, then committed_state(s) by a release store. SYNC POINT READ
+  // (subscriber): acquire load, copy, acquire fence, relaxed re-load; equal
+  // loads mean an untorn copy (seqlock).
+  std::atomic<std::uint64_t> state;
+  std::int64_t mono_ns;
+  std::int64_t wall_ns;
+  std::uint32_t size;
+  std::uint32_t publisher_id;
+  std::uint16_t flags;
+  std::uint8_t input_count;        ///< first-level provenance entries
+  std::uint8_t entry_count;        ///< all provenance entries (<= kProvenanceEntries)
+  std::uint16_t inputs_cut;        ///< first-level inputs not cited (saturates)
+  std::uint16_t second_level_cut;  ///< second-level inputs not cited (saturates)
+  std::int64_t processing_ns;      ///< publish minus the first input's take; 0: unknown
+  /// Ring slots: the provenance entry of a message citing exactly one (see
+  /// the top of this file); more are all in the provenance lines. iceoryx chunks, whose state holds the publisher's
+  /// own count: `first.sequence` is the message's sequence, and all of its
+  /// provenance is in the entries after the header.
+  ProvenanceEntry first;
+};
+static_assert(std::is_standard_layout_v<SlotHeader>);
+static_assert(sizeof(SlotHeader) == kCacheLine, "the slot header is the slot's first cache line");
+static_assert(offsetof(SlotHeader, state) == 0);
+static_assert(kProvenanceEntries <= 255, "provenance counts are 8-bit");
+/// A slot's claim word (see the top of this file), alone in its line so a
+/// publisher claims without taking a line away from polling subscribers.
+/// SYNC POINT: claimed by CAS (acq_rel), given back by CAS (release) after
+/// the holder's last store to the slot's state: the next claimer's acquire
+/// orders its own state stores after that one.
+struct alignas(kCacheLine) SlotClaim {
+  std::atomic<std::uint64_t> word;
+};
+static_assert(sizeof(SlotClaim) == kCacheLine);
+
+static_assert(sizeof(ProvenanceEntry) * kProvenanceEntries == 4 * kCacheLine,
+              "provenance fills four cache lines after the payload");
+
+inline constexpr std::size_t kSlotPayloadOffset = kCacheLine;
 
 /// The largest geometry a channel may have (the configuration's limits);
 /// an opener refuses a segment whose header claims more.
@@ -119,9 +149,13 @@ inline constexpr std::uint64_t kMaxCapacity = 1ULL << 20;
 inline constexpr std::uint64_t kMaxMessageSize = 1ULL << 30;
 inline constexpr std::uint64_t kMaxTimeListCapacity = 1ULL << 24;
 
+/// Where a ring slot's provenance lines start: after the payload.
 /// Computed in 64 bits: never truncates, whatever the header says.
-constexpr std::uint64_t slot_stride_for(std::uint64_t max_message_size) noexcept {
+constexpr std::uint64_t slot_provenance_offset(std::uint64_t max_message_size) noexcept {
   return align_up(kSlotPayloadOffset + max_message_size, kCacheLine);
+}
+constexpr std::uint64_t slot_stride_for(std::uint64_t max_message_size) noexcept {
+  return slot_provenance_offset(max_message_size) + sizeof(ProvenanceEntry) * kProvenanceEntries;
 }
 
 /// Endpoint entry state word: an owner word (segment_layout.hpp) with these
@@ -246,7 +280,8 @@ struct ChannelHeader {
   std::uint32_t overflow;
   std::uint32_t reserved_overflow;
   std::int64_t block_timeout_ns;
-  std::uint8_t reserved[16];
+  std::uint64_t claims_offset;
+  std::uint8_t reserved[8];
 
   /// Next sequence to claim; fetch_add by publishers. Own line: it is the
   /// one word every publisher writes.
@@ -321,6 +356,7 @@ inline constexpr std::uint64_t kChannelLayoutHash = layout_hash_of(
     offsetof(EndpointEntry, discarded), offsetof(EndpointEntry, errors), offsetof(EndpointEntry, provenance_cut),
     offsetof(EndpointEntry, upstream_lost), offsetof(EndpointEntry, cursor), offsetof(EndpointEntry, block_timeouts),
     offsetof(ChannelHeader, overflow), offsetof(ChannelHeader, block_timeout_ns), offsetof(SlotHeader, processing_ns),
+    offsetof(ChannelHeader, claims_offset), sizeof(SlotClaim), offsetof(SlotHeader, first), offsetof(SlotHeader, flags),
     kProvenanceEntries, kMaxPublishers, kMaxSubscribers);
 
 }  // namespace shmbus::layout
