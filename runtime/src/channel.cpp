@@ -148,7 +148,6 @@ Channel::Channel(Segment s, std::string name) : segment_(std::move(s)), name_(st
   claims_ = reinterpret_cast<SlotClaim*>(base + h.claims_offset);
   slot_mask_ = h.capacity - 1;
   slot_stride_ = h.slot_stride;
-  provenance_offset_ = slot_provenance_offset(h.max_message_size);
   max_message_size_ = h.max_message_size;
   stall_timeout_ns_ = h.stall_timeout_ns;
   overflow_ = static_cast<Overflow>(h.overflow);

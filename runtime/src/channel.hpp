@@ -57,12 +57,12 @@ class Channel {
   [[nodiscard]] static std::byte* payload(layout::SlotHeader* s) noexcept {
     return reinterpret_cast<std::byte*>(s) + layout::kSlotPayloadOffset;
   }
-  /// A ring slot's provenance lines, after its payload.
-  [[nodiscard]] layout::ProvenanceEntry* provenance(layout::SlotHeader* s) const noexcept {
-    return reinterpret_cast<layout::ProvenanceEntry*>(reinterpret_cast<std::byte*>(s) + provenance_offset_);
+  /// The provenance entries after a slot's (or an iceoryx chunk's) header.
+  [[nodiscard]] static layout::ProvenanceEntry* provenance(layout::SlotHeader* s) noexcept {
+    return reinterpret_cast<layout::ProvenanceEntry*>(reinterpret_cast<std::byte*>(s) + layout::kCacheLine);
   }
-  [[nodiscard]] const layout::ProvenanceEntry* provenance(const layout::SlotHeader* s) const noexcept {
-    return reinterpret_cast<const layout::ProvenanceEntry*>(reinterpret_cast<const std::byte*>(s) + provenance_offset_);
+  [[nodiscard]] static const layout::ProvenanceEntry* provenance(const layout::SlotHeader* s) noexcept {
+    return reinterpret_cast<const layout::ProvenanceEntry*>(reinterpret_cast<const std::byte*>(s) + layout::kCacheLine);
   }
   [[nodiscard]] std::uint64_t capacity() const noexcept { return slot_mask_ + 1; }
 
@@ -130,7 +130,6 @@ class Channel {
   layout::SlotClaim* claims_;
   std::uint64_t slot_mask_;
   std::uint64_t slot_stride_;
-  std::uint64_t provenance_offset_;
   std::uint32_t max_message_size_;
   std::int64_t stall_timeout_ns_;
   Overflow overflow_;

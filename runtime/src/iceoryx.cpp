@@ -176,7 +176,7 @@ static_assert(alignof(layout::SlotHeader) <= alignof(iox::mepoo::ChunkHeader));
 static_assert(kChunkSlotHeaderSize % alignof(layout::SlotHeader) == 0 &&
               kChunkUserHeaderSize % alignof(layout::SlotHeader) == 0);
 static_assert(kChunkUserHeaderSize == chunk_user_header_size(layout::kProvenanceEntries),
-              "room for all of a slot's provenance entries after the slot header");
+              "the provenance entries follow the slot header, as in a ring slot");
 static_assert(sizeof(layout::ProvenanceEntry) % alignof(layout::SlotHeader) == 0,
               "every provenance room keeps the user header's size a multiple of its alignment");
 

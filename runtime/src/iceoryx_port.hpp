@@ -24,18 +24,10 @@ namespace shmbus::detail {
 /// The user header of a shmbus chunk: a slot's header, and room for as
 /// many provenance entries as the message cites (at most all of a slot's:
 /// the largest header).
-inline constexpr std::uint32_t kChunkUserHeaderSize =
-    sizeof(layout::SlotHeader) + sizeof(layout::ProvenanceEntry) * layout::kProvenanceEntries;
+inline constexpr std::uint32_t kChunkUserHeaderSize = layout::kSlotPayloadOffset;
 inline constexpr std::uint32_t kChunkSlotHeaderSize = sizeof(layout::SlotHeader);
 constexpr std::uint32_t chunk_user_header_size(std::uint32_t provenance_room) noexcept {
   return kChunkSlotHeaderSize + provenance_room * static_cast<std::uint32_t>(sizeof(layout::ProvenanceEntry));
-}
-/// A chunk's provenance entries: right after its slot header.
-inline layout::ProvenanceEntry* chunk_provenance(layout::SlotHeader* h) noexcept {
-  return reinterpret_cast<layout::ProvenanceEntry*>(reinterpret_cast<std::byte*>(h) + kChunkSlotHeaderSize);
-}
-inline const layout::ProvenanceEntry* chunk_provenance(const layout::SlotHeader* h) noexcept {
-  return reinterpret_cast<const layout::ProvenanceEntry*>(reinterpret_cast<const std::byte*>(h) + kChunkSlotHeaderSize);
 }
 /// Payloads are aligned as malloc aligns. Not to a cache line as in a ring
 /// slot: after iceoryx's chunk header (40 bytes) and the slot header, a

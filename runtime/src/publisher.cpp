@@ -296,7 +296,7 @@ struct Publisher::Impl {
     if (!iox && n == 1) {
       slot->first = entries[0];
     } else if (n != 0) {
-      std::memcpy(iox ? chunk_provenance(slot) : channel->provenance(slot), entries, sizeof(ProvenanceEntry) * n);
+      std::memcpy(Channel::provenance(slot), entries, sizeof(ProvenanceEntry) * n);
     }
   }
 

@@ -140,8 +140,7 @@ struct Subscriber::Impl {
                     offsetof(Provenance, via) == offsetof(ProvenanceEntry, via) &&
                     offsetof(Provenance, sequence) == offsetof(ProvenanceEntry, sequence),
                 "a slot's provenance entries are copied into MessageInfo as they are");
-  static void read_provenance(const SlotHeader* slot, const ProvenanceEntry* lines, MessageInfo& info,
-                              std::uint32_t room, bool ring) noexcept {
+  static void read_provenance(const SlotHeader* slot, MessageInfo& info, std::uint32_t room, bool ring) noexcept {
     const auto load8 = [](const std::uint8_t& v) {
       return std::atomic_ref<const std::uint8_t>(v).load(std::memory_order_relaxed);
     };
@@ -154,17 +153,17 @@ struct Subscriber::Impl {
     if (ring && entries == 1) {
       std::memcpy(info.provenance.data(), &slot->first, sizeof(ProvenanceEntry));
     } else if (entries != 0) {
-      std::memcpy(info.provenance.data(), lines, sizeof(ProvenanceEntry) * entries);
+      std::memcpy(info.provenance.data(), Channel::provenance(slot), sizeof(ProvenanceEntry) * entries);
     }
   }
 
   /// A message's info from its ring slot: its sequence is the one its
   /// state says.
-  void read_slot_info(const SlotHeader* slot, std::uint64_t sequence, std::uint32_t size,
-                      MessageInfo& info) const noexcept {
+  static void read_slot_info(const SlotHeader* slot, std::uint64_t sequence, std::uint32_t size,
+                             MessageInfo& info) noexcept {
     info.sequence = sequence;
     read_header(slot, size, info);
-    read_provenance(slot, channel->provenance(slot), info, kProvenanceEntries, true);
+    read_provenance(slot, info, kProvenanceEntries, true);
   }
 
   /// A message's info from its iceoryx chunk's header, followed by room for
@@ -173,7 +172,7 @@ struct Subscriber::Impl {
                               std::uint32_t provenance_room) noexcept {
     info.sequence = slot->first.sequence;
     read_header(slot, size, info);
-    read_provenance(slot, chunk_provenance(slot), info, provenance_room, false);
+    read_provenance(slot, info, provenance_room, false);
   }
 
   static void read_header(const SlotHeader* slot, std::uint32_t size, MessageInfo& info) noexcept {

@@ -19,21 +19,17 @@
 //   +--+-+-+--+--+--+---------------+---------------+---------------+
 //   |fl|n|e|ic|sc|  processing_ns  | first: the single entry       |
 //   +--+-+-+--+--+------------------+-------------------------------+  64
-//   | payload (max_message_size bytes, padded to 64)                |
-//   +---------------------------------------------------------------+  P
 //   | ProvenanceEntry[16] (channel index, via, sequence): inputs,   |
 //   | then their inputs (second level)                              |
-//   +---------------------------------------------------------------+  P + 256
+//   +---------------------------------------------------------------+  320
+//   | payload (max_message_size bytes, slot padded to 64)           |
 //
 // fl: 16-bit flags; n/e: 8-bit input count and entry count; ic/sc: 16-bit
-// inputs cut, second-level inputs cut; P = 64 + max_message_size rounded
-// up to 64. A slot's own sequence is in its state. A message citing one
-// input (a module's output of the input it took) has that entry in the
-// first line (`first`); only a message with more uses the provenance lines.
-// The payload follows the first line: every reader reads those two, and
-// provenance only when the message has more than one entry (64 B
-// ping-pong p50 -80 ns against provenance between the two; the README's
-// "Issue 19" table has the trade-offs measured at other sizes).
+// inputs cut, second-level inputs cut. A slot's own sequence is in its
+// state. A message citing one input (a module's output of the input it
+// took) has that entry in the first line (`first`); only a message with
+// more writes and reads the provenance lines, so one with none or one
+// costs its reader two lines, the first and the payload's.
 //
 // Slot state word: 0 = never written; (seq + 1) << 13 = committed seq;
 // ((seq + 1) << 13) | (owner << 1) | 1 = seq being written by `owner`, the
@@ -139,9 +135,9 @@ struct alignas(kCacheLine) SlotClaim {
 static_assert(sizeof(SlotClaim) == kCacheLine);
 
 static_assert(sizeof(ProvenanceEntry) * kProvenanceEntries == 4 * kCacheLine,
-              "provenance fills four cache lines after the payload");
+              "provenance fills the four cache lines after the slot header");
 
-inline constexpr std::size_t kSlotPayloadOffset = kCacheLine;
+inline constexpr std::size_t kSlotPayloadOffset = 5 * kCacheLine;
 
 /// The largest geometry a channel may have (the configuration's limits);
 /// an opener refuses a segment whose header claims more.
@@ -149,13 +145,9 @@ inline constexpr std::uint64_t kMaxCapacity = 1ULL << 20;
 inline constexpr std::uint64_t kMaxMessageSize = 1ULL << 30;
 inline constexpr std::uint64_t kMaxTimeListCapacity = 1ULL << 24;
 
-/// Where a ring slot's provenance lines start: after the payload.
 /// Computed in 64 bits: never truncates, whatever the header says.
-constexpr std::uint64_t slot_provenance_offset(std::uint64_t max_message_size) noexcept {
-  return align_up(kSlotPayloadOffset + max_message_size, kCacheLine);
-}
 constexpr std::uint64_t slot_stride_for(std::uint64_t max_message_size) noexcept {
-  return slot_provenance_offset(max_message_size) + sizeof(ProvenanceEntry) * kProvenanceEntries;
+  return align_up(kSlotPayloadOffset + max_message_size, kCacheLine);
 }
 
 /// Endpoint entry state word: an owner word (segment_layout.hpp) with these
