@@ -245,7 +245,10 @@ struct Publisher::Impl {
   }
 
   SlotHeader* claimed(SlotHeader* slot, std::uint64_t s, std::uint64_t& seq) noexcept {
-    // We hold the claim: we alone write the state until we give it back.
+    // We hold the claim: we alone write the state until we give it back. (A
+    // claim taken from a writer known dead: its last stores to the state
+    // had left its store buffer before the kernel reaped it, long before
+    // liveness said dead.)
     // relaxed store, then SYNC POINT WRITE (seqlock): the fence orders the
     // writing state before the header and payload stores that follow;
     // pairs with the reader's acquire fence before its re-check.
