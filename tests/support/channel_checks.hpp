@@ -54,9 +54,10 @@ inline std::vector<std::string> take_strings(TypedSubscriber<std_msgs::String>& 
   return got;
 }
 
-/// `shmtool hz` (at `shmtool`) on `channel` of `domain` over a 2 s window.
-inline double rate_of(const std::string& shmtool, const std::string& domain, const std::string& channel) {
-  ChildProcess hz({shmtool, "hz", channel, "--window", "2", "-n", "1", "--json"}, false,
+/// `shmtool hz` (at `shmtool`) on `channel` of `domain` over a `window_s` window.
+inline double rate_of(const std::string& shmtool, const std::string& domain, const std::string& channel,
+                      int window_s = 2) {
+  ChildProcess hz({shmtool, "hz", channel, "--window", std::to_string(window_s), "-n", "1", "--json"}, false,
                   std::vector<std::string>{"SHMBUS_DOMAIN=" + domain});
   hz.wait(std::chrono::seconds(15));
   try {
