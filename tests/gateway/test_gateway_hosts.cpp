@@ -31,7 +31,6 @@ namespace {
 using namespace std::chrono_literals;
 using nlohmann::json;
 using shmbus::test::ChildProcess;
-using shmbus::test::messages_of;
 using shmbus::test::rate_of;
 using shmbus::test::wait_messages;
 
