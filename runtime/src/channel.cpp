@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
+#include <atomic>
 #include <bit>
 #include <cstring>
 
@@ -355,7 +357,20 @@ namespace {
 
 std::uint32_t claim_entry(EndpointEntry* table, std::uint32_t size, const std::string& channel, const char* what) {
   const std::uint64_t claimed = self_owner_word(kEndpointClaimed);
-  for (std::uint32_t i = 0; i < size; ++i) {
+  // Free entries in the order of their last holder's id, never used (id 0)
+  // first: a freed publisher entry keeps that publisher's final count for
+  // iceoryx subscribers settling discards (Channel::publisher_count), so
+  // the most recently freed are taken last. Ids are read relaxed: a hint of
+  // order only; the CAS decides.
+  std::array<std::pair<std::uint32_t, std::uint32_t>, std::max(kMaxPublishers, kMaxSubscribers)> order{};
+  std::uint32_t n = 0;
+  for (std::uint32_t i = 0; i < size && n < order.size(); ++i) {
+    if (table[i].state.load(std::memory_order_relaxed) != kEndpointFree) continue;
+    order[n++] = {std::atomic_ref<std::uint32_t>(table[i].id).load(std::memory_order_relaxed), i};
+  }
+  std::sort(order.begin(), order.begin() + n);
+  for (std::uint32_t k = 0; k < n; ++k) {
+    const std::uint32_t i = order[k].second;
     std::uint64_t expected = kEndpointFree;
     // CAS cases: won -> the entry is ours, still invisible to readers until
     // Live; lost -> someone else holds it, try the next one.
@@ -370,7 +385,9 @@ std::uint32_t claim_entry(EndpointEntry* table, std::uint32_t size, const std::s
 }
 
 void fill_entry(EndpointEntry& e, std::string_view node, std::uint32_t id) {
-  e.id = id;
+  // relaxed, through atomic_ref: publisher_count reads the id of an entry
+  // that may be claimed again meanwhile (and throws that reading away).
+  std::atomic_ref<std::uint32_t>(e.id).store(id, std::memory_order_relaxed);
   copy_name(e.node, sizeof(e.node), node);
   // SYNC POINT WRITE: fields before Live.
   e.state.store(self_owner_word(kEndpointLive), std::memory_order_release);
@@ -446,6 +463,27 @@ std::uint32_t Channel::live_endpoints(bool subscribers) const noexcept {
     n += endpoint_phase(table[i].state.load(std::memory_order_acquire)) == kEndpointLive ? 1 : 0;
   }
   return n;
+}
+
+bool Channel::publisher_count(std::uint32_t i, PublisherCount& out) const noexcept {
+  EndpointEntry& e = publishers_[i];
+  // SYNC POINT READ (a seqlock over the entry): tenancy and state before
+  // and after the fields. A claimer changes the state before it refills
+  // the fields, and whoever frees an entry bumps its tenancy first, so
+  // equal readings mean one holder's fields. The acquire loads pair with
+  // the release stores of kEndpointLive and kEndpointFree (the fields are
+  // written before either), and the count's with its publisher's release
+  // store after each message was handed on (Publisher's notify).
+  const std::uint32_t tenancy = e.tenancy.load(std::memory_order_acquire);
+  const std::uint64_t state = e.state.load(std::memory_order_acquire);
+  const std::uint64_t phase = endpoint_phase(state);
+  if (phase != kEndpointLive && phase != kEndpointFree) return false;
+  out.id = std::atomic_ref<std::uint32_t>(e.id).load(std::memory_order_relaxed);
+  out.sent = e.messages.load(std::memory_order_acquire);
+  out.live = phase == kEndpointLive;
+  std::atomic_thread_fence(std::memory_order_acquire);
+  return out.id != 0 && e.state.load(std::memory_order_relaxed) == state &&
+         e.tenancy.load(std::memory_order_relaxed) == tenancy;
 }
 
 void Channel::unregister_subscriber(std::uint32_t index) noexcept {

@@ -111,6 +111,16 @@ class Channel {
   std::uint32_t reclaim_dead() noexcept;
   /// Live entries of the publisher (or subscriber) table.
   [[nodiscard]] std::uint32_t live_endpoints(bool subscribers) const noexcept;
+  /// A publisher entry's id and count of messages sent, read as one whole
+  /// (the entry neither claimed, refilled nor freed meanwhile): false when
+  /// it cannot be, or the entry was never used. A freed entry keeps its last
+  /// holder's id and count until it is claimed again; `live` tells which.
+  struct PublisherCount {
+    std::uint32_t id = 0;
+    std::uint64_t sent = 0;
+    bool live = false;
+  };
+  [[nodiscard]] bool publisher_count(std::uint32_t i, PublisherCount& out) const noexcept;
 
   [[nodiscard]] TypeInfo type() const;
   /// The schema text stored at creation (empty for untyped channels).

@@ -334,5 +334,7 @@ void IceoryxSubscriberPort::release(const std::byte* payload) noexcept {
 
 bool IceoryxSubscriberPort::has_data() const noexcept { return impl_->subscriber.hasData(); }
 
+bool IceoryxSubscriberPort::discarded() noexcept { return impl_->subscriber.hasMissedData(); }
+
 }  // namespace detail
 }  // namespace shmbus

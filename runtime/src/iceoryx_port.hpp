@@ -88,6 +88,9 @@ class IceoryxSubscriberPort {
   const std::byte* take(const layout::SlotHeader*& header, ChunkBounds& bounds) noexcept;
   void release(const std::byte* payload) noexcept;
   [[nodiscard]] bool has_data() const noexcept;
+  /// True when iceoryx discarded a chunk from our full queue since the
+  /// last call (its flag, cleared by the call).
+  [[nodiscard]] bool discarded() noexcept;
 
  private:
   struct Impl;

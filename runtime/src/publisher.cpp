@@ -401,8 +401,11 @@ struct Publisher::Impl {
   /// After a message is visible to subscribers: counts it, stamps the time
   /// list (the notify hook) and wakes sleepers.
   void notify(std::int64_t mono) noexcept {
-    // Single writer: a plain increment, relaxed (statistics).
-    entry->messages.store(entry->messages.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    // Single writer: a plain increment. SYNC POINT WRITE (release): the
+    // message is handed on before it is counted; pairs with the acquire
+    // load in Channel::publisher_count (an iceoryx subscriber settling the
+    // discards of its queue). A plain store on x86-64.
+    entry->messages.store(entry->messages.load(std::memory_order_relaxed) + 1, std::memory_order_release);
     test_pause(kPauseCommitted);
     if (notify_hook) {
       const std::uint64_t i = channel->claim_stamp();

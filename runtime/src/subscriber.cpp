@@ -57,14 +57,13 @@ void Subscriber::Impl::open(const std::optional<TypeInfo>& type, bool from_start
     // What each live publisher sent before we subscribed is not ours to
     // lose. A publisher counts a message after iceoryx delivered it, so a
     // message in flight now is counted at most once, by its arrival.
-    // SYNC POINT READ: the acquire load of an entry's state pairs with its
-    // owner's release store of kEndpointLive (id written before it); the
-    // message count is a relaxed statistic, ordered by nothing else.
+    // Publishers with a later id registered after this (relaxed: ids are
+    // only compared, and the scan below is ordered by its own loads).
+    id_floor = ch->header().next_endpoint_id.load(std::memory_order_relaxed);
     last_count.clear();
     for (std::uint32_t i = 0; i < kMaxPublishers; ++i) {
-      const EndpointEntry& e = ch->publisher(i);
-      if (endpoint_phase(e.state.load(std::memory_order_acquire)) != kEndpointLive) continue;
-      last_count.emplace_back(e.id, e.messages.load(std::memory_order_relaxed));
+      Channel::PublisherCount c;
+      if (ch->publisher_count(i, c) && c.live) last_count.emplace_back(c.id, c.sent);
     }
   }
   iox = std::move(port);

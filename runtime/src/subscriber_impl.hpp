@@ -3,6 +3,7 @@
 // channels of several subscribers at once).
 
 #include <algorithm>
+#include <array>
 #include <cstddef>
 #include <cstring>
 #include <memory>
@@ -69,6 +70,10 @@ struct Subscriber::Impl {
   /// messages published when we subscribed (a gap is a message iceoryx
   /// discarded from our queue).
   std::vector<std::pair<std::uint32_t, std::uint64_t>> last_count;
+  /// iceoryx: publisher ids above this registered after we subscribed.
+  std::uint64_t id_floor = 0;
+  /// iceoryx: a discard reported whose count is not settled yet.
+  bool discards_unsettled = false;
 
   ~Impl() {
     if (held != nullptr) iox->release(held);
@@ -207,6 +212,41 @@ struct Subscriber::Impl {
     it->second = std::max(it->second, count);
   }
 
+  /// iceoryx: a message discarded from our full queue is counted by the
+  /// gap it leaves in its publisher's count, at that publisher's next
+  /// message; a publisher's last messages leave no such gap. So once
+  /// iceoryx has reported a discard, an empty queue settles them: what each
+  /// publisher counts as sent beyond the last we saw of it was discarded.
+  /// A publisher we never saw counts from 0 (as in count_gap) if it
+  /// registered after we subscribed; one that is gone is read from its
+  /// freed entry, until a new publisher claims that entry.
+  void settle_discards() noexcept {
+    if (!discards_unsettled && !iox->discarded()) return;
+    discards_unsettled = true;
+    std::array<Channel::PublisherCount, kMaxPublishers> counts;
+    std::uint32_t n = 0;
+    for (std::uint32_t i = 0; i < kMaxPublishers; ++i) {
+      if (channel->publisher_count(i, counts[n])) ++n;
+    }
+    // Each count was loaded after its messages were pushed into our queue
+    // (publisher_count's SYNC POINT): if the queue is empty now, every one
+    // of them was taken or discarded. If not, the next empty take settles.
+    if (iox->has_data()) return;
+    for (std::uint32_t k = 0; k < n; ++k) {
+      const Channel::PublisherCount& c = counts[k];
+      auto it = std::find_if(last_count.begin(), last_count.end(), [&](const auto& p) { return p.first == c.id; });
+      if (it == last_count.end()) {
+        if (!c.live && c.id <= id_floor) continue;  // gone before we subscribed
+        it = last_count.insert(last_count.end(), {c.id, 0});
+      }
+      if (c.sent > it->second) {
+        count_lost(c.sent - it->second);
+        it->second = c.sent;
+      }
+    }
+    discards_unsettled = false;
+  }
+
   /// The take protocol of iceoryx channels: the next chunk (or the one
   /// held back), read in place, released once consumed.
   template <typename Consume>
@@ -215,7 +255,10 @@ struct Subscriber::Impl {
     const SlotHeader* slot = held_header;
     IceoryxSubscriberPort::ChunkBounds bounds = held_bounds;
     const std::byte* payload = held != nullptr ? held : iox->take(slot, bounds);
-    if (payload == nullptr) return result;
+    if (payload == nullptr) {
+      settle_discards();
+      return result;
+    }
     held = nullptr;
     // The header's claims are bounded by what iceoryx allocated: its size
     // by the chunk's payload, its provenance by the room the chunk has.

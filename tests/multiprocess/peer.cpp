@@ -97,9 +97,11 @@ int run_sub(Context& ctx, const std::string& channel, std::uint64_t total, long 
   bool stopping = false;
   // On the ring, sequences arrive in order. On iceoryx, each publisher's
   // messages arrive in order, but several publishers' interleave as they
-  // were delivered, not by sequence: there, delivered + lost covers TOTAL.
+  // were delivered, not by sequence: there, delivered + lost covers TOTAL,
+  // with lost as the subscriber counts it: a publisher's last messages,
+  // discarded after it stopped, are lost before no delivered message.
   const bool by_sequence = ctx.config().defaults.transport == Transport::kShm;
-  const auto covered = [&] { return by_sequence ? static_cast<std::uint64_t>(last_seq + 1) : delivered + lost; };
+  const auto covered = [&] { return by_sequence ? static_cast<std::uint64_t>(last_seq + 1) : delivered + sub.lost(); };
   while (true) {
     if (total != 0 && covered() >= total) break;
     if (now_ns() > deadline) break;

@@ -69,8 +69,15 @@ TEST_P(TransportMultiProcessTest, ThreePublishersTwoSubscribersEveryMessageDeliv
     EXPECT_EQ(f.at("torn"), 0) << s->output();
     EXPECT_EQ(f.at("order"), 0) << s->output();
     EXPECT_EQ(f.at("accounting"), 0) << s->output();
-    EXPECT_EQ(static_cast<std::uint64_t>(f.at("delivered") + f.at("lost")), kTotal) << s->output();
-    EXPECT_EQ(f.at("counter_lost"), f.at("lost")) << s->output();
+    EXPECT_EQ(static_cast<std::uint64_t>(f.at("delivered") + f.at("counter_lost")), kTotal) << s->output();
+    if (GetParam() == Transport::kShm) {
+      EXPECT_EQ(f.at("counter_lost"), f.at("lost")) << s->output();
+    } else {
+      // iceoryx: a publisher's last messages discarded from a subscriber's
+      // queue after it stopped precede no delivered message; the counter
+      // has them (settled once the queue ran empty).
+      EXPECT_LE(f.at("lost"), f.at("counter_lost")) << s->output();
+    }
     EXPECT_GT(f.at("delivered"), static_cast<long long>(kTotal / 2)) << s->output();
   }
   introspect::ChannelReader reader(domain_, "/mp");

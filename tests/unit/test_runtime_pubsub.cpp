@@ -135,6 +135,35 @@ TEST_P(PubSubTest, SlowSubscriberLosesOldestAndIsToldHowMany) {
   EXPECT_EQ(reader.view().lost, 12U);
 }
 
+// A publisher that stopped leaves no later message of its own to reveal
+// that its last ones were lost: on iceoryx, where losses are gaps in each
+// publisher's count, the subscriber settles them from the publisher's
+// freed entry once its queue runs empty. Both transports count 17.
+TEST_P(PubSubTest, LastMessagesOfAPublisherGoneAreCountedLost) {
+  Subscriber sub("/a", TypeInfo::bytes(), domain_.context());
+  std::uint32_t early_id = 0;
+  {
+    Publisher early("/a", TypeInfo::bytes(), domain_.context());
+    early_id = early.id();
+    for (std::uint32_t i = 0; i < 5; ++i) ASSERT_EQ(early.publish(bytes_of(i)), PublishResult::kOk);
+  }
+  Publisher late("/a", TypeInfo::bytes(), domain_.context());
+  for (std::uint32_t i = 0; i < 20; ++i) ASSERT_EQ(late.publish(bytes_of(100 + i)), PublishResult::kOk);
+  // capacity 8: the late publisher's last 8 remain; all 5 early ones and
+  // 12 late ones were overwritten (ring) or discarded (iceoryx).
+  std::uint32_t delivered = 0;
+  for (TakeResult r = sub.take(buf_); r.ok(); r = sub.take(buf_)) {
+    EXPECT_EQ(r.info.publisher_id, late.id());
+    EXPECT_EQ(value_of(buf_), 112 + delivered);
+    ++delivered;
+  }
+  EXPECT_NE(early_id, late.id());
+  EXPECT_EQ(delivered, 8U);
+  EXPECT_EQ(sub.lost(), 17U);
+  EXPECT_EQ(sub.take(buf_).status, TakeStatus::kNoData);
+  EXPECT_EQ(sub.lost(), 17U) << "settled once, never counted again";
+}
+
 TEST_P(PubSubTest, ReadInPlaceSeesThePayloadWithoutCopyingAndConsumesIt) {
   Publisher pub("/a", TypeInfo::bytes(), domain_.context());
   Subscriber sub("/a", TypeInfo::bytes(), domain_.context());
