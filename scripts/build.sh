@@ -31,7 +31,10 @@ benchmarks=ON
 [ -n "$sanitize" ] && benchmarks=OFF
 
 bash scripts/install-deps.sh >&2
+# Configured as the Debian packages are (prefix /usr, Debian's unit
+# directory): the package test packs this very tree (tests/package/deb.sh).
 cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE="$build_type" -DSHMBUS_SANITIZE="$sanitize" \
-  -DSHMBUS_BUILD_BENCHMARKS="$benchmarks" -DSHMBUS_WERROR="${SHMBUS_WERROR:-OFF}" >&2
+  -DSHMBUS_BUILD_BENCHMARKS="$benchmarks" -DSHMBUS_WERROR="${SHMBUS_WERROR:-OFF}" \
+  -DCMAKE_INSTALL_PREFIX=/usr -DSHMBUS_SYSTEMD_UNIT_DIR=/lib/systemd/system >&2
 cmake --build "$dir" -j "$(nproc)" "${targets[@]}" >&2
 echo "$dir"

@@ -4,11 +4,15 @@
 # (shmtool, shmbusd --check-config, the unit through systemd-analyze verify,
 # the shmbus user, a consumer project built against /usr), run lintian
 # (errors fail), then purge them and check that nothing is left.
-#   deb.sh SOURCE_DIR WORK_DIR GENERATOR
+#   deb.sh SOURCE_DIR WORK_DIR GENERATOR [BUILD_DIR]
+# BUILD_DIR: a finished build configured as the packages are
+# (CMAKE_INSTALL_PREFIX=/usr, SHMBUS_SYSTEMD_UNIT_DIR=/lib/systemd/system,
+# as scripts/build.sh configures build/): its binaries, the ones the other
+# tests ran, are packed (cpack, stripped) instead of built again in Release.
 # Needs root (dpkg -i); exits 77 (skipped) otherwise. Refuses to run where
 # shmbus packages are installed already: it would remove them.
 set -euo pipefail
-src=$1 work=$2 generator=$3
+src=$1 work=$2 generator=$3 tree=${4:-}
 fail() { echo "deb.sh: $*" >&2; exit 1; }
 if [ "$(id -u)" -ne 0 ]; then
   echo "deb.sh: skipped: installing a package needs root (run scripts/test.sh as root)"
@@ -22,12 +26,26 @@ done
 
 rm -rf "$work"
 mkdir -p "$work"
-cmake -S "$src" -B "$work/build" -G "$generator" -DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX=/usr \
-  -DSHMBUS_SYSTEMD_UNIT_DIR=/lib/systemd/system -DSHMBUS_BUILD_TESTS=OFF -DSHMBUS_BUILD_BENCHMARKS=OFF >/dev/null
-cmake --build "$work/build" --target package >/dev/null
-version=$(sed -nE 's/^CMAKE_PROJECT_VERSION:STATIC=(.*)/\1/p' "$work/build/CMakeCache.txt")
+packable() {
+  [ -n "$tree" ] && [ -f "$tree/CPackConfig.cmake" ] &&
+    grep -qx 'CMAKE_INSTALL_PREFIX:PATH=/usr' "$tree/CMakeCache.txt" &&
+    grep -qx 'SHMBUS_SYSTEMD_UNIT_DIR:STRING=/lib/systemd/system' "$tree/CMakeCache.txt"
+}
+if packable; then
+  out=$work/packages
+  cpack -G DEB --config "$tree/CPackConfig.cmake" -B "$out" >/dev/null
+  cache=$tree/CMakeCache.txt
+  echo "packed the tested build $tree"
+else
+  out=$work/build
+  cmake -S "$src" -B "$out" -G "$generator" -DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX=/usr \
+    -DSHMBUS_SYSTEMD_UNIT_DIR=/lib/systemd/system -DSHMBUS_BUILD_TESTS=OFF -DSHMBUS_BUILD_BENCHMARKS=OFF >/dev/null
+  cmake --build "$out" --target package >/dev/null
+  cache=$out/CMakeCache.txt
+fi
+version=$(sed -nE 's/^CMAKE_PROJECT_VERSION:STATIC=(.*)/\1/p' "$cache")
 arch=$(dpkg --print-architecture)
-debs=("$work/build/shmbus_${version}_${arch}.deb" "$work/build/shmbus-dev_${version}_${arch}.deb")
+debs=("$out/shmbus_${version}_${arch}.deb" "$out/shmbus-dev_${version}_${arch}.deb")
 for d in "${debs[@]}"; do [ -f "$d" ] || fail "cmake --target package made no $(basename "$d")"; done
 echo "built: $(basename "${debs[0]}") $(basename "${debs[1]}")"
 
