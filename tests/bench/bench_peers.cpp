@@ -318,46 +318,55 @@ int main(int argc, char** argv) {
     }
     transports.push_back(std::move(t));
   }
-  // Rows in transport order; each repeat runs every row once, so slow
-  // drifts of the machine fall on all transports alike.
+  // Rows in transport order (the table's). Each repeat runs every row once,
+  // so slow drifts of the machine fall on all transports alike, and runs
+  // the rows of one mode and size back to back, transports in turn: the
+  // rows a paired ratio compares (below) are measured seconds apart, in the
+  // same phase of a VM whose speed moves between phases.
   std::vector<Result> results;
-  std::vector<std::vector<double>> p99s, p999s;
+  std::vector<Transport*> row_transport;
+  for (const auto& t : transports) {
+    for (Mode mode : {Mode::kPoll, Mode::kBlock}) {
+      if (!t->supports(mode) || std::find(o.modes.begin(), o.modes.end(), to_string(mode)) == o.modes.end()) continue;
+      for (std::size_t size : o.sizes) {
+        results.push_back(Result{t->name(), mode, size, 0, 0, 0, std::nullopt, {}, {}});
+        row_transport.push_back(t.get());
+      }
+    }
+  }
+  std::vector<std::size_t> run_order(results.size());
+  for (std::size_t i = 0; i < run_order.size(); ++i) run_order[i] = i;
+  std::stable_sort(run_order.begin(), run_order.end(), [&](std::size_t a, std::size_t b) {
+    return std::pair{results[a].mode, results[a].size} < std::pair{results[b].mode, results[b].size};
+  });
+  std::vector<std::vector<double>> p99s(results.size()), p999s(results.size());
   for (unsigned rep = 0; rep < o.repeat; ++rep) {
-    std::size_t row = 0;
-    for (const auto& t : transports) {
-      for (Mode mode : {Mode::kPoll, Mode::kBlock}) {
-        if (!t->supports(mode) || std::find(o.modes.begin(), o.modes.end(), to_string(mode)) == o.modes.end()) continue;
-        for (std::size_t size : o.sizes) {
-          const std::string name = t->name();
-          if (!o.json) {
-            std::fprintf(stderr, "running %s %s %zu B%s ...\n", name.c_str(), to_string(mode), size,
-                         o.repeat > 1 ? fmt::format(" (run {} of {})", rep + 1, o.repeat).c_str() : "");
-          }
-          if (rep == 0) {
-            results.push_back(Result{name, mode, size, 0, 0, 0, std::nullopt, {}, {}});
-            p99s.emplace_back();
-            p999s.emplace_back();
-          }
-          Result& res = results[row];
-          const auto lat = run_pair_again_on_failure(*t, mode, size, Task::kLatency, o);
-          if (!lat) {
-            std::fprintf(stderr, "shmbus-bench: %s %s %zu B latency run failed\n", name.c_str(), to_string(mode), size);
-            return 1;
-          }
-          res.p50_runs.push_back(lat->p50);
-          p99s[row].push_back(lat->p99);
-          p999s[row].push_back(lat->p999);
-          if (t->has_throughput()) {
-            const auto tp = run_pair_again_on_failure(*t, mode, size, Task::kThroughput, o);
-            if (!tp) {
-              std::fprintf(stderr, "shmbus-bench: %s %s %zu B throughput run failed (lost messages?)\n", name.c_str(),
-                           to_string(mode), size);
-              return 1;
-            }
-            res.tput_runs.push_back(tp->msgs_per_s);
-          }
-          ++row;
+    for (const std::size_t row : run_order) {
+      Result& res = results[row];
+      Transport& t = *row_transport[row];
+      const char* name = res.transport.c_str();
+      const Mode mode = res.mode;
+      const std::size_t size = res.size;
+      if (!o.json) {
+        std::fprintf(stderr, "running %s %s %zu B%s ...\n", name, to_string(mode), size,
+                     o.repeat > 1 ? fmt::format(" (run {} of {})", rep + 1, o.repeat).c_str() : "");
+      }
+      const auto lat = run_pair_again_on_failure(t, mode, size, Task::kLatency, o);
+      if (!lat) {
+        std::fprintf(stderr, "shmbus-bench: %s %s %zu B latency run failed\n", name, to_string(mode), size);
+        return 1;
+      }
+      res.p50_runs.push_back(lat->p50);
+      p99s[row].push_back(lat->p99);
+      p999s[row].push_back(lat->p999);
+      if (t.has_throughput()) {
+        const auto tp = run_pair_again_on_failure(t, mode, size, Task::kThroughput, o);
+        if (!tp) {
+          std::fprintf(stderr, "shmbus-bench: %s %s %zu B throughput run failed (lost messages?)\n", name,
+                       to_string(mode), size);
+          return 1;
         }
+        res.tput_runs.push_back(tp->msgs_per_s);
       }
     }
   }
@@ -407,6 +416,29 @@ int main(int argc, char** argv) {
                floor ? fmt::format("{:.2f}x", r.p50 / floor->p50) : "-",
                iox ? fmt::format("{:.2f}x", r.p50 / iox->p50) : "-",
                iox && r.msgs_per_s && iox->msgs_per_s ? fmt::format("{:.2f}x", *r.msgs_per_s / *iox->msgs_per_s) : "-");
+  }
+  // shmbus against the references, run by run: each repeat's p50 over the
+  // same repeat's reference p50 (same mode and size, measured just before),
+  // as the median and range of those ratios. A VM that changes speed
+  // between runs moves both sides of a ratio, not one.
+  if (o.repeat > 1) {
+    for (const auto& r : results) {
+      if (r.transport != "shmbus") continue;
+      std::string line;
+      for (const char* ref_name : {"floor", "spsc"}) {
+        const Result* ref = find(ref_name, r.mode, r.size);
+        if (ref == nullptr || ref->p50_runs.size() != r.p50_runs.size()) continue;
+        std::vector<double> ratios;
+        for (std::size_t i = 0; i < r.p50_runs.size(); ++i) ratios.push_back(r.p50_runs[i] / ref->p50_runs[i]);
+        const auto [lo, hi] = std::minmax_element(ratios.begin(), ratios.end());
+        line += fmt::format("{}shmbus/{} {:.2f}x ({:.2f}-{:.2f})", line.empty() ? "" : ", ", ref_name, median(ratios),
+                            *lo, *hi);
+      }
+      if (!line.empty()) {
+        fmt::print("paired p50 ratios {} {} B, median (range) of {} runs: {}\n", to_string(r.mode), r.size,
+                   r.p50_runs.size(), line);
+      }
+    }
   }
   // The executor's cost per message: a Node callback against a raw read of
   // the same channels, measured side by side in this run.
