@@ -6,6 +6,7 @@
 #include <array>
 #include <atomic>
 #include <bit>
+#include <cstddef>
 #include <cstring>
 
 #include "iceoryx_port.hpp"
@@ -360,8 +361,9 @@ std::uint32_t claim_entry(EndpointEntry* table, std::uint32_t size, const std::s
   // Free entries in the order of their last holder's id, never used (id 0)
   // first: a freed publisher entry keeps that publisher's final count for
   // iceoryx subscribers settling discards (Channel::publisher_count), so
-  // the most recently freed are taken last. Ids are read relaxed: a hint of
-  // order only; the CAS decides.
+  // the most recently freed are taken last. States and ids are read
+  // relaxed: a hint of order only; the acq_rel CAS below decides (and
+  // pairs with release_entry's release store of kEndpointFree).
   std::array<std::pair<std::uint32_t, std::uint32_t>, std::max(kMaxPublishers, kMaxSubscribers)> order{};
   std::uint32_t n = 0;
   for (std::uint32_t i = 0; i < size && n < order.size(); ++i) {
@@ -383,6 +385,9 @@ std::uint32_t claim_entry(EndpointEntry* table, std::uint32_t size, const std::s
                                            "run `shmtool clean` if their processes died",
                                            channel, what, size));
 }
+
+static_assert(offsetof(EndpointEntry, id) % std::atomic_ref<std::uint32_t>::required_alignment == 0,
+              "an entry's id is accessed through atomic_ref");
 
 void fill_entry(EndpointEntry& e, std::string_view node, std::uint32_t id) {
   // relaxed, through atomic_ref: publisher_count reads the id of an entry

@@ -205,8 +205,13 @@ struct Subscriber::Impl {
   /// (discarded from our full queue). A publisher not seen yet started
   /// after we subscribed: its count began at 0. A count not above the last
   /// is history, sent before we subscribed (ids are never reused).
+  /// iceoryx: `publisher`'s entry in last_count, or end().
+  auto last_count_of(std::uint32_t publisher) noexcept {
+    return std::find_if(last_count.begin(), last_count.end(), [&](const auto& p) { return p.first == publisher; });
+  }
+
   void count_gap(std::uint32_t publisher, std::uint64_t count) noexcept {
-    auto it = std::find_if(last_count.begin(), last_count.end(), [&](const auto& p) { return p.first == publisher; });
+    auto it = last_count_of(publisher);
     if (it == last_count.end()) it = last_count.insert(last_count.end(), {publisher, 0});
     if (count > it->second + 1) count_lost(count - it->second - 1);
     it->second = std::max(it->second, count);
@@ -234,7 +239,7 @@ struct Subscriber::Impl {
     if (iox->has_data()) return;
     for (std::uint32_t k = 0; k < n; ++k) {
       const Channel::PublisherCount& c = counts[k];
-      auto it = std::find_if(last_count.begin(), last_count.end(), [&](const auto& p) { return p.first == c.id; });
+      auto it = last_count_of(c.id);
       if (it == last_count.end()) {
         if (!c.live && c.id <= id_floor) continue;  // gone before we subscribed
         it = last_count.insert(last_count.end(), {c.id, 0});

@@ -61,6 +61,15 @@ double median(std::vector<double> v) {
   return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
+/// Each repeat's value of `runs` over the same repeat's of `ref` (paired:
+/// measured in the same round); empty when the rows' repeats differ.
+std::vector<double> paired_ratios(const std::vector<double>& runs, const std::vector<double>& ref) {
+  std::vector<double> ratios;
+  if (runs.size() != ref.size()) return ratios;
+  for (std::size_t i = 0; i < runs.size(); ++i) ratios.push_back(runs[i] / ref[i]);
+  return ratios;
+}
+
 /// "min-max" of a row's repeats, as a percentage around the median.
 std::string spread(const std::vector<double>& runs, double med) {
   if (runs.size() < 2 || med <= 0) return "-";
@@ -427,9 +436,9 @@ int main(int argc, char** argv) {
       std::string line;
       for (const char* ref_name : {"floor", "spsc"}) {
         const Result* ref = find(ref_name, r.mode, r.size);
-        if (ref == nullptr || ref->p50_runs.size() != r.p50_runs.size()) continue;
-        std::vector<double> ratios;
-        for (std::size_t i = 0; i < r.p50_runs.size(); ++i) ratios.push_back(r.p50_runs[i] / ref->p50_runs[i]);
+        if (ref == nullptr) continue;
+        const std::vector<double> ratios = paired_ratios(r.p50_runs, ref->p50_runs);
+        if (ratios.empty()) continue;
         const auto [lo, hi] = std::minmax_element(ratios.begin(), ratios.end());
         line += fmt::format("{}shmbus/{} {:.2f}x ({:.2f}-{:.2f})", line.empty() ? "" : ", ", ref_name, median(ratios),
                             *lo, *hi);
@@ -477,11 +486,9 @@ int main(int argc, char** argv) {
     const Result* raw = r.transport == "shmbus_iceoryx" ? find("iceoryx", r.mode, r.size) : nullptr;
     if (raw == nullptr) continue;
     std::string paired;
-    if (r.p50_runs.size() > 1 && r.p50_runs.size() == raw->p50_runs.size()) {
-      std::vector<double> pct;
-      for (std::size_t i = 0; i < r.p50_runs.size(); ++i) pct.push_back(100.0 * (r.p50_runs[i] / raw->p50_runs[i] - 1));
-      const auto [lo, hi] = std::minmax_element(pct.begin(), pct.end());
-      paired = fmt::format(" (per run {:+.1f}% to {:+.1f}%)", *lo, *hi);
+    if (const std::vector<double> ratios = paired_ratios(r.p50_runs, raw->p50_runs); ratios.size() > 1) {
+      const auto [lo, hi] = std::minmax_element(ratios.begin(), ratios.end());
+      paired = fmt::format(" (per run {:+.1f}% to {:+.1f}%)", 100.0 * (*lo - 1), 100.0 * (*hi - 1));
     }
     fmt::print(
         "shmbus layer over iceoryx {} {} B: p50 {:+.0f} ns ({:+.1f}%){}{}\n", to_string(r.mode), r.size,
