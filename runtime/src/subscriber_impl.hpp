@@ -291,9 +291,7 @@ struct Subscriber::Impl {
   TakeResult take_with(Consume&& consume) noexcept {
     if (!channel && !try_attach()) return TakeResult{};
     if (iox) return take_chunk(consume);
-    TakeResult result = take_slot(consume);
-    if (blocking && next != shown_next) show_cursor();
-    return result;
+    return take_slot(consume);
   }
 
   /// overflow = block: tells publishers how far we have read. Release: our
@@ -304,10 +302,19 @@ struct Subscriber::Impl {
     shown_next = next;
   }
 
-  /// The take protocol of ring channels.
+  /// The take protocol of ring channels. One named result, returned once:
+  /// it is built in the caller's return slot (a MessageInfo is 320 bytes,
+  /// and a copy of it cost a tenth of a publish-and-take).
   template <typename Consume>
   TakeResult take_slot(Consume&& consume) noexcept {
     TakeResult result;
+    take_slot_into(result, consume);
+    if (blocking && next != shown_next) show_cursor();
+    return result;
+  }
+
+  template <typename Consume>
+  void take_slot_into(TakeResult& result, Consume& consume) noexcept {
     const std::uint64_t capacity = channel->capacity();
     for (;;) {
       SlotHeader* slot = channel->slot(next);
@@ -341,11 +348,11 @@ struct Subscriber::Impl {
         }
         if (!fits) {
           result.status = TakeStatus::kBufferTooSmall;
-          return result;
+          return;
         }
         advance_to(next + 1);
         delivered(result);
-        return result;
+        return;
       }
       if (st != 0 && state_sequence(st) > next) {
         // Lapped: the slot holds a later message. Resume at the oldest
@@ -357,12 +364,12 @@ struct Subscriber::Impl {
       if (is_writing(st) && state_sequence(st) == next) {
         // Our sequence, being written: judged every 64th poll (the stall
         // clock starts at the first of them), no sooner than before.
-        if ((++idle_polls & 63U) != 0) return result;
+        if ((++idle_polls & 63U) != 0) return;
         if (give_up_stalled(st)) {
           skip_to(next + 1);
           continue;
         }
-        return result;
+        return;
       }
       // An older lap. Whether `next` was claimed at all (a publisher between
       // its cursor and its slot, or stopped there) is in the write cursor, a
@@ -371,15 +378,15 @@ struct Subscriber::Impl {
       // every 64th poll pulled the line away from the publisher's next claim
       // on nearly every message of a busy poll loop.
       if (stall_since == 0) {
-        if ((++idle_polls & 63U) != 0) return result;
+        if ((++idle_polls & 63U) != 0) return;
         const std::int64_t now = mono_now_ns();
         if (idle_since == 0) idle_since = now;
-        if (now - idle_since < kCursorCheckNs) return result;
+        if (now - idle_since < kCursorCheckNs) return;
       }
       const std::uint64_t cursor = header->write_cursor.load(std::memory_order_acquire);
       if (cursor <= next) {
         stall_since = 0;
-        return result;  // nothing published yet
+        return;  // nothing published yet
       }
       if (cursor - next > capacity) {
         skip_to(cursor - capacity);
@@ -389,7 +396,7 @@ struct Subscriber::Impl {
         skip_to(next + 1);
         continue;
       }
-      return result;  // being written; try again shortly
+      return;  // being written; try again shortly
     }
   }
 };
