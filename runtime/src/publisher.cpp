@@ -472,7 +472,7 @@ struct Publisher::Impl {
   /// own count into `state` (a subscriber's gap in it is a loss), sends.
   void send_chunk(std::byte* payload, SlotHeader* slot, std::uint64_t seq, std::uint32_t size,
                   std::uint32_t room) noexcept {
-    const std::int64_t mono = mono_now_ns();
+    const std::int64_t mono = stamp_now_ns();
     write_header(slot, seq, mono, size, 0, room);
     // relaxed: not a ring state but a plain value in the chunk; its
     // ordering partner is iceoryx's hand-over of the chunk (publish below,
@@ -558,14 +558,14 @@ PublishResult Publisher::publish(std::span<const std::byte> payload) noexcept {
     p.send_chunk(chunk, slot, seq, static_cast<std::uint32_t>(payload.size()), room);
     return PublishResult::kOk;
   }
-  std::int64_t mono = mono_now_ns();
+  std::int64_t mono = stamp_now_ns();
   std::uint64_t seq = 0;
   SlotHeader* slot = p.claim(seq);
   if (slot == nullptr) {
     p.count_drop();
     return PublishResult::kDropped;
   }
-  if (p.waited) mono = mono_now_ns();  // waited for room: the message exists from now
+  if (p.waited) mono = stamp_now_ns();  // waited for room: the message exists from now
   p.write_header(slot, seq, mono, static_cast<std::uint32_t>(payload.size()), 0);
   std::memcpy(Channel::payload(slot), payload.data(), payload.size());
   if (!p.commit(slot, seq, mono)) {
@@ -618,7 +618,7 @@ PublishResult Publisher::commit(Loan& loan, std::size_t size) noexcept {
     return PublishResult::kOk;
   }
   // The publish time is the commit time: that is when the message exists.
-  const std::int64_t mono = mono_now_ns();
+  const std::int64_t mono = stamp_now_ns();
   p.write_header(slot, loan.sequence_, mono, static_cast<std::uint32_t>(size), 0);
   const bool committed = p.commit(slot, loan.sequence_, mono);
   loan.data_ = nullptr;
@@ -641,7 +641,7 @@ void Publisher::discard(Loan& loan) noexcept {
     return;
   }
   auto* slot = static_cast<SlotHeader*>(loan.slot_);
-  p.write_header(slot, loan.sequence_, mono_now_ns(), 0, kSlotDiscarded);
+  p.write_header(slot, loan.sequence_, stamp_now_ns(), 0, kSlotDiscarded);
   // From our own claim only: a slot taken over is not ours to end.
   if (p.release_slot(slot, loan.sequence_)) wake_waiters(*p.header);
   loan.data_ = nullptr;

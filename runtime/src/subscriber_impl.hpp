@@ -97,7 +97,7 @@ struct Subscriber::Impl {
   /// Message age statistics in the entry: one clock read and a few relaxed
   /// single-writer stores, every age_sample_every-th take.
   void record_age(std::int64_t publish_time_ns) noexcept {
-    const std::int64_t now = mono_now_ns();
+    const std::int64_t now = stamp_now_ns();
     entry->add_age_sample(now > publish_time_ns ? static_cast<std::uint64_t>(now - publish_time_ns) : 0);
   }
 

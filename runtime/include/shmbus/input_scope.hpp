@@ -37,7 +37,7 @@ struct InputLog {
 
   /// Records one taken message (called by Subscriber on every take).
   void add(std::uint32_t channel_index, const MessageInfo& info) noexcept {
-    if (taken == run_start) run_ns = mono_now_ns();  // one clock read per run of takes
+    if (taken == run_start) run_ns = stamp_now_ns();  // one clock read per run of takes
     const std::uint64_t i = taken++;
     if (keep_first && i >= kMaxProvenance) return;  // cut: counted at publish
     TakenInput& t = ring[i % kMaxProvenance];
