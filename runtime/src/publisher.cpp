@@ -295,9 +295,14 @@ struct Publisher::Impl {
   /// its reader finds it without reading another line), more in the
   /// provenance lines. An iceoryx chunk's: always after its header (its
   /// `first.sequence` is the message's sequence).
+  static_assert(kProvenanceEntries == kMaxProvenance, "copy_provenance copies between arrays of kMaxProvenance");
   void place_provenance(SlotHeader* slot, const ProvenanceEntry* entries, std::uint32_t n) noexcept {
     if (!iox && n == 1) {
       slot->first = entries[0];
+    } else if (!iox) {
+      // A ring slot has lines for all kProvenanceEntries (an iceoryx chunk
+      // room for n only), and `entries` is staged in an array of as many.
+      detail::copy_provenance(Channel::provenance(slot), entries, n);
     } else if (n != 0) {
       std::memcpy(Channel::provenance(slot), entries, sizeof(ProvenanceEntry) * n);
     }

@@ -145,6 +145,7 @@ struct Subscriber::Impl {
                     offsetof(Provenance, via) == offsetof(ProvenanceEntry, via) &&
                     offsetof(Provenance, sequence) == offsetof(ProvenanceEntry, sequence),
                 "a slot's provenance entries are copied into MessageInfo as they are");
+  static_assert(kProvenanceEntries == kMaxProvenance, "copy_provenance copies between arrays of kMaxProvenance");
   static void read_provenance(const SlotHeader* slot, MessageInfo& info, std::uint32_t room, bool ring) noexcept {
     const auto load8 = [](const std::uint8_t& v) {
       return std::atomic_ref<const std::uint8_t>(v).load(std::memory_order_relaxed);
@@ -157,6 +158,10 @@ struct Subscriber::Impl {
     info.processing_ns = slot->processing_ns;
     if (ring && entries == 1) {
       std::memcpy(info.provenance.data(), &slot->first, sizeof(ProvenanceEntry));
+    } else if (ring) {
+      // A ring slot's lines hold all kProvenanceEntries (an iceoryx chunk
+      // only `room`).
+      detail::copy_provenance(info.provenance.data(), Channel::provenance(slot), entries);
     } else if (entries != 0) {
       std::memcpy(info.provenance.data(), Channel::provenance(slot), sizeof(ProvenanceEntry) * entries);
     }

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <cstring>
 #include <span>
 
 #include "shmbus/clock.hpp"
@@ -14,6 +15,18 @@
 namespace shmbus {
 
 namespace detail {
+
+/// Copies provenance entries [0, n) between two arrays of kMaxProvenance
+/// 16-byte entries, four at a time, so entries up to the next multiple of
+/// four are copied too (both arrays have room for them). A memcpy of a
+/// variable few entries compiled to `rep movsq` or a call to memmove: some
+/// 10 ns of start-up for the two entries a module's message usually cites.
+inline void copy_provenance(void* dst, const void* src, std::size_t n) noexcept {
+  static_assert(sizeof(Provenance) == 16 && kMaxProvenance % 4 == 0);
+  auto* d = static_cast<std::byte*>(dst);
+  const auto* s = static_cast<const std::byte*>(src);
+  for (std::size_t i = 0; i < n; i += 4) std::memcpy(d + i * 16, s + i * 16, 64);
+}
 
 /// One message a thread took, with that message's own inputs (which become
 /// the second level of what the thread publishes).
@@ -43,7 +56,7 @@ struct InputLog {
     TakenInput& t = ring[i % kMaxProvenance];
     t.input = Provenance{channel_index, 0, info.sequence};
     t.parent_count = info.input_count;
-    std::copy_n(info.provenance.begin(), info.input_count, t.parents.begin());
+    copy_provenance(t.parents.data(), info.provenance.data(), info.input_count);
   }
 };
 
