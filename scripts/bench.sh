@@ -6,7 +6,9 @@
 # policies on simulated sensor streams, the recorder and player, and step
 # replay against timed replay (tests/bench/bench_replay.sh), and the
 # WebSocket bridge against a plain WebSocket server, and the DDS gateway
-# between two network namespaces against ddsperf (root; skipped otherwise).
+# between two network namespaces against ddsperf (root; skipped otherwise),
+# and last the cache-miss view (peers --counters: hardware counters per
+# message for floor, spsc and shmbus; software events where there is no PMU).
 #   scripts/bench.sh            full runs (peers: medians of 5 interleaved
 #                               runs per row; about eight minutes)
 #   scripts/bench.sh --smoke    tiny runs: does every benchmark work? (CI;
@@ -44,3 +46,10 @@ if ! printf '%s\n' "${peers_args[@]}" | grep -q -- --json; then
   "$dir/tests/bench/shmbus-bench-gateway" "${gateway_args[@]}"
 fi
 "$dir/tests/bench/shmbus-bench" peers --repeat "$repeat" "${peers_args[@]}"
+# The cache-miss view: hardware counters per message for the floor, the
+# minimal ring and shmbus (needs a PMU; a VM often has none). Where there
+# is none, the same view over software events runs its plumbing.
+view=(peers --transports floor,spsc,shmbus --modes poll --sizes 64 --repeat "$repeat" "${peers_args[@]}")
+"$dir/tests/bench/shmbus-bench" "${view[@]}" --counters ||
+  { echo "bench.sh: no hardware counters here; the same view over software events:" >&2
+    "$dir/tests/bench/shmbus-bench" "${view[@]}" --software-counters; }

@@ -15,6 +15,7 @@
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstring>
 #include <map>
@@ -22,6 +23,7 @@
 #include <optional>
 
 #include "peer_transports.hpp"
+#include "pmu_counters.hpp"
 #include "shmbus/cli.hpp"
 #include "shmbus/iceoryx.hpp"
 
@@ -42,6 +44,10 @@ struct Options {
   std::vector<std::string> modes{"poll", "block"};
   unsigned repeat = 1;
   bool json = false;
+  /// Counters per message in the latency runs: hardware (needs a PMU), or
+  /// software events (the same view, for machines without one).
+  bool counters = false;
+  PmuCounters::Kind counter_kind = PmuCounters::Kind::kHardware;
 };
 
 /// One row: the medians over the run's repeats, and each repeat's p50 and
@@ -53,6 +59,8 @@ struct Result {
   double p50 = 0, p99 = 0, p999 = 0;
   std::optional<double> msgs_per_s;
   std::vector<double> p50_runs, tput_runs;
+  /// --counters: each latency run's counts per message (PmuCounters order).
+  std::vector<std::array<double, PmuCounters::kCount>> counter_runs;
 };
 
 double median(std::vector<double> v) {
@@ -70,6 +78,13 @@ std::vector<double> paired_ratios(const std::vector<double>& runs, const std::ve
   return ratios;
 }
 
+/// The median over a row's runs of counter `k` per message.
+double counter_median(const Result& r, std::size_t k) {
+  std::vector<double> v;
+  for (const auto& run : r.counter_runs) v.push_back(run[k]);
+  return median(v);
+}
+
 /// "min-max" of a row's repeats, as a percentage around the median.
 std::string spread(const std::vector<double>& runs, double med) {
   if (runs.size() < 2 || med <= 0) return "-";
@@ -81,6 +96,16 @@ std::string spread(const std::vector<double>& runs, double med) {
 struct Report {
   double p50, p99, p999, msgs_per_s;
   std::uint64_t lost;
+  int ok;
+  /// --counters, filled in by the parent: both sides' counts per message.
+  std::optional<std::array<double, PmuCounters::kCount>> counters;
+};
+
+/// What each side of a latency run reports with --counters: its counts
+/// over the measured round trips (warm-up excluded).
+struct CounterReport {
+  std::array<std::uint64_t, PmuCounters::kCount> values;
+  std::uint64_t rounds;
   int ok;
 };
 
@@ -106,8 +131,11 @@ void write_all(int fd, const void* p, std::size_t n) {
 /// The body of one side. The leader measures latency; the follower
 /// measures throughput (it is the receiver there).
 Report run_side(Transport& t, Side side, Mode mode, std::size_t size, Task task, const Options& o, int ready_fd,
-                int go_fd) {
+                int go_fd, int counters_fd) {
   auto link = t.connect(side, size);
+  // Opened before the start, counted from the first measured round trip.
+  std::optional<PmuCounters> pmu;
+  if (counters_fd >= 0) pmu.emplace(o.counter_kind);
   char c = 'r';
   write_all(ready_fd, &c, 1);
   if (::read(go_fd, &c, 1) != 1) ::_exit(3);
@@ -119,6 +147,7 @@ Report run_side(Transport& t, Side side, Mode mode, std::size_t size, Task task,
     std::vector<std::int64_t> one_way;
     one_way.reserve(o.rounds);
     for (std::uint64_t i = 0; i < total; ++i) {
+      if (pmu && i == o.warmup) pmu->start();
       std::memcpy(msg.data(), &i, sizeof(i));
       if (leader) {
         const std::int64_t t0 = now_ns();
@@ -132,6 +161,11 @@ Report run_side(Transport& t, Side side, Mode mode, std::size_t size, Task task,
         std::memcpy(msg.data(), &seq, sizeof(seq));
         link->send(msg.data(), size);
       }
+    }
+    if (pmu) {
+      pmu->stop();
+      const CounterReport counts{pmu->values(), o.rounds, pmu->ok() ? 1 : 0};
+      write_all(counters_fd, &counts, sizeof(counts));
     }
     if (leader) {
       std::sort(one_way.begin(), one_way.end());
@@ -178,8 +212,9 @@ Report run_side(Transport& t, Side side, Mode mode, std::size_t size, Task task,
 /// side's report (nullopt when a side failed or hung).
 std::optional<Report> run_pair(Transport& t, Mode mode, std::size_t size, Task task, const Options& o) {
   t.prepare(size);
-  int report_pipe[2], ready_pipe[2], go_pipe[2];
-  if (::pipe(report_pipe) || ::pipe(ready_pipe) || ::pipe(go_pipe)) return std::nullopt;
+  int report_pipe[2], ready_pipe[2], go_pipe[2], counters_pipe[2];
+  if (::pipe(report_pipe) || ::pipe(ready_pipe) || ::pipe(go_pipe) || ::pipe(counters_pipe)) return std::nullopt;
+  const bool counting = o.counters && task == Task::kLatency;
   pid_t pids[2];
   for (int s = 0; s < 2; ++s) {
     pids[s] = ::fork();
@@ -188,7 +223,7 @@ std::optional<Report> run_pair(Transport& t, Mode mode, std::size_t size, Task t
       const Side side = s == 0 ? Side::kLeader : Side::kFollower;
       Report r{};
       try {
-        r = run_side(t, side, mode, size, task, o, ready_pipe[1], go_pipe[0]);
+        r = run_side(t, side, mode, size, task, o, ready_pipe[1], go_pipe[0], counting ? counters_pipe[1] : -1);
       } catch (const std::exception& e) {
         std::fprintf(stderr, "shmbus-bench: %s %s: %s\n", t.name().c_str(), to_string(mode), e.what());
       }
@@ -211,12 +246,35 @@ std::optional<Report> run_pair(Transport& t, Mode mode, std::size_t size, Task t
   const ssize_t n = reported ? ::read(report_pipe[0], &r, sizeof(r)) : 0;
   if (!reported)
     std::fprintf(stderr, "shmbus-bench: %s %s: no report within 120 s\n", t.name().c_str(), to_string(mode));
+  // Both sides' counts (the follower finishes with the leader), summed:
+  // a round trip moves two messages, each sent by one side and received
+  // by the other, so the sum over 2 x rounds is the cost of one message.
+  if (counting && reported) {
+    std::array<double, PmuCounters::kCount> sum{};
+    std::uint64_t rounds = 0;
+    int sides = 0;
+    for (; sides < 2; ++sides) {
+      CounterReport side{};
+      pollfd cp{counters_pipe[0], POLLIN, 0};
+      if (::poll(&cp, 1, 10'000) != 1 || ::read(counters_pipe[0], &side, sizeof(side)) != sizeof(side) || side.ok == 0)
+        break;
+      for (std::size_t k = 0; k < sum.size(); ++k) sum[k] += static_cast<double>(side.values[k]);
+      rounds = side.rounds;
+    }
+    if (sides == 2 && rounds != 0) {
+      for (double& v : sum) v /= 2.0 * static_cast<double>(rounds);
+      r.counters = sum;
+    }
+  }
   for (pid_t pid : pids) {
     ::kill(pid, SIGKILL);  // both have finished or are of no more use
     int status = 0;
     ::waitpid(pid, &status, 0);
   }
-  for (int fd : {report_pipe[0], report_pipe[1], ready_pipe[0], ready_pipe[1], go_pipe[0], go_pipe[1]}) ::close(fd);
+  for (int fd : {report_pipe[0], report_pipe[1], ready_pipe[0], ready_pipe[1], go_pipe[0], go_pipe[1], counters_pipe[0],
+                 counters_pipe[1]}) {
+    ::close(fd);
+  }
   t.cleanup();
   if (n != sizeof(r) || r.ok == 0) return std::nullopt;
   return r;
@@ -266,12 +324,30 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(8, 256));
   peers->add_option("--modes", o.modes, "subset of poll,block")->delimiter(',');
   peers->add_flag("--json", o.json, "print one JSON object instead of a table");
+  bool software_counters = false;
+  peers->add_flag("--counters", o.counters,
+                  "latency runs: hardware counters per message, both processes, user space (cycles, L1D read "
+                  "misses, LLC misses); needs a PMU");
+  peers->add_flag("--software-counters", software_counters,
+                  "--counters with software events (task clock, context switches, page faults), for machines "
+                  "without a PMU");
   peers->add_flag("--smoke", smoke, "tiny runs (CI: does every transport work?)");
   if (auto rc = shmbus::cli::parse(app, argc, argv)) return *rc;
   if (smoke) {
     o.rounds = 2000;
     o.warmup = 200;
     o.messages = 20000;
+  }
+  if (software_counters) {
+    o.counters = true;
+    o.counter_kind = PmuCounters::Kind::kSoftware;
+  }
+  if (o.counters) {
+    const PmuCounters probe(o.counter_kind);
+    if (!probe.ok()) {
+      std::fprintf(stderr, "shmbus-bench: --counters: %s\n", probe.error().c_str());
+      return 1;
+    }
   }
   for (const std::string& m : o.modes) {
     if (m != "poll" && m != "block") {
@@ -338,7 +414,7 @@ int main(int argc, char** argv) {
     for (Mode mode : {Mode::kPoll, Mode::kBlock}) {
       if (!t->supports(mode) || std::find(o.modes.begin(), o.modes.end(), to_string(mode)) == o.modes.end()) continue;
       for (std::size_t size : o.sizes) {
-        results.push_back(Result{t->name(), mode, size, 0, 0, 0, std::nullopt, {}, {}});
+        results.push_back(Result{t->name(), mode, size, 0, 0, 0, std::nullopt, {}, {}, {}});
         row_transport.push_back(t.get());
       }
     }
@@ -366,6 +442,14 @@ int main(int argc, char** argv) {
         return 1;
       }
       res.p50_runs.push_back(lat->p50);
+      if (o.counters) {
+        if (!lat->counters) {
+          std::fprintf(stderr, "shmbus-bench: %s %s %zu B: the counters of a side were not read\n", name,
+                       to_string(mode), size);
+          return 1;
+        }
+        res.counter_runs.push_back(*lat->counters);
+      }
       p99s[row].push_back(lat->p99);
       p999s[row].push_back(lat->p999);
       if (t.has_throughput()) {
@@ -404,6 +488,12 @@ int main(int argc, char** argv) {
       e["msgs_per_s"] = r.msgs_per_s ? nlohmann::json(*r.msgs_per_s) : nlohmann::json(nullptr);
       e["p50_ns_runs"] = r.p50_runs;
       e["msgs_per_s_runs"] = r.tput_runs;
+      if (!r.counter_runs.empty()) {
+        nlohmann::json c;
+        const auto names = PmuCounters::names(o.counter_kind);
+        for (std::size_t k = 0; k < PmuCounters::kCount; ++k) c[names[k]] = counter_median(r, k);
+        e["counters_per_msg"] = c;
+      }
       j["results"].push_back(e);
     }
     j["repeat"] = o.repeat;
@@ -425,6 +515,20 @@ int main(int argc, char** argv) {
                floor ? fmt::format("{:.2f}x", r.p50 / floor->p50) : "-",
                iox ? fmt::format("{:.2f}x", r.p50 / iox->p50) : "-",
                iox && r.msgs_per_s && iox->msgs_per_s ? fmt::format("{:.2f}x", *r.msgs_per_s / *iox->msgs_per_s) : "-");
+  }
+  // The cache-miss view: what moving one message costs in cycles and in
+  // lines pulled into L1D (from another core's cache, mostly), per
+  // transport, from the same latency runs as the table.
+  if (o.counters) {
+    const auto names = PmuCounters::names(o.counter_kind);
+    fmt::print("{} counters per message (latency runs: both processes, user space; median of {} runs)\n",
+               o.counter_kind == PmuCounters::Kind::kSoftware ? "software" : "hardware", o.repeat);
+    fmt::print("{:<15} {:<5} {:>5}  {:>13} {:>13} {:>13}\n", "transport", "mode", "size", names[0], names[1], names[2]);
+    for (const auto& r : results) {
+      if (r.counter_runs.empty()) continue;
+      fmt::print("{:<15} {:<5} {:>5}  {:>13.1f} {:>13.4f} {:>13.4f}\n", r.transport, to_string(r.mode), r.size,
+                 counter_median(r, 0), counter_median(r, 1), counter_median(r, 2));
+    }
   }
   // shmbus against the references, run by run: each repeat's p50 over the
   // same repeat's reference p50 (same mode and size, measured just before),
