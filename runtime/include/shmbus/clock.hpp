@@ -39,7 +39,6 @@ struct TscClock {
   // Calibration: the last pair of clock_gettime and TSC read together.
   std::uint64_t cal_tsc = 0;
   std::int64_t cal_ns = 0;
-  std::int64_t interval_ns = 0;  ///< the last calibration interval
 };
 inline thread_local TscClock tsc_clock{};
 
