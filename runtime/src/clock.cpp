@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <string_view>
@@ -109,24 +110,44 @@ bool tsc_in_use() noexcept {
   static const bool use = detect_tsc();
   return use;
 }
+
+/// The rate (ns per tick, 32.32) a thread of this process measured last:
+/// a thread's first read starts converting with it at once, instead of
+/// reading clock_gettime for a millisecond. Relaxed: any recent value does
+/// (the TSC is invariant, one rate for every CPU), and the thread measures
+/// its own over its first period.
+std::atomic<std::uint64_t> process_mult{0};
 }  // namespace
 
 std::int64_t stamp_now_slow() noexcept {
 #if defined(__x86_64__)
   if (tsc_in_use()) {
     TscClock& c = tsc_clock;
+    const bool running = c.period_ticks != 0;
+    if (!running && c.cal_ns != 0) {
+      // Calibrating: the system clock alone until the interval is long
+      // enough to measure a rate over.
+      const std::int64_t ns = mono_now_ns();
+      if (ns - c.cal_ns < kFirstIntervalNs) return ns;
+    }
     const Sample s = sample();
     if (c.cal_ns == 0 || s.tsc <= c.cal_tsc) {
-      // This thread's first read (or a TSC that went back): calibration
-      // starts; the system clock is read until it is done.
+      // This thread's first read (or a TSC that went back): it converts
+      // with the process's rate for a first period, or, the process's
+      // first, reads the system clock until it has measured one.
       c = TscClock{};
       c.cal_tsc = s.tsc;
       c.cal_ns = s.ns;
+      if (const std::uint64_t known = process_mult.load(std::memory_order_relaxed); known != 0) {
+        c.mult = known;
+        c.anchor_tsc = s.tsc;
+        c.anchor_ns = s.ns;
+        c.period_ticks = static_cast<std::uint64_t>((static_cast<Uint128>(kFirstIntervalNs) << 32) / known);
+      }
       return s.ns;
     }
     // Where the running conversion puts this moment (while calibrating:
     // the system clock), and how far that is off.
-    const bool running = c.period_ticks != 0;
     const std::int64_t here = running ? c.anchor_ns + scale(s.tsc - c.anchor_tsc, c.mult) : s.ns;
     const std::int64_t measured_ns = s.ns - c.cal_ns;
     const std::uint64_t ticks = s.tsc - c.cal_tsc;
@@ -145,6 +166,9 @@ std::int64_t stamp_now_slow() noexcept {
                         static_cast<std::uint64_t>(measured_ns);
     const Uint128 den = static_cast<Uint128>(static_cast<std::uint64_t>(period_ns)) * ticks;
     c.mult = static_cast<std::uint64_t>(num / den);
+    process_mult.store(
+        static_cast<std::uint64_t>((static_cast<Uint128>(static_cast<std::uint64_t>(measured_ns)) << 32) / ticks),
+        std::memory_order_relaxed);
     c.period_ticks = static_cast<std::uint64_t>(static_cast<Uint128>(static_cast<std::uint64_t>(period_ns)) * ticks /
                                                 static_cast<std::uint64_t>(measured_ns));
     c.anchor_tsc = s.tsc;

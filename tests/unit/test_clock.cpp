@@ -58,7 +58,7 @@ TEST(StampClockTest, FollowsTheSystemClockAndNeverGoesBack) {
   EXPECT_GT(d.reads, 10'000U);
 }
 
-TEST(StampClockTest, EachThreadCalibratesItsOwn) {
+TEST(StampClockTest, ThreadsStartedLaterFollowItToo) {
   std::vector<Drift> drifts(3);
   std::vector<std::thread> threads;
   for (auto& d : drifts) threads.emplace_back([&d] { d = measure(150'000'000); });

@@ -62,11 +62,12 @@ ClockChoice choose_stamp_clock(const char* setting, bool invariant_tsc, std::str
 /// times, age samples). Where the kernel's clocksource is an invariant TSC
 /// (x86-64; SHMBUS_CLOCK=system turns it off), it is the TSC scaled by a
 /// per-thread rate that is re-measured against clock_gettime at most every
-/// 50 ms and slewed, never stepped back: about 8 ns and no serializing
+/// 50 ms and slewed, never stepped back: about 10 ns and no serializing
 /// instruction, against 20-25 ns for the vDSO. It stays within a few
 /// microseconds of mono_now_ns() (tests/unit/test_clock.cpp bounds it),
-/// never goes back within a thread, and has the first millisecond of each
-/// thread read by clock_gettime while it calibrates.
+/// never goes back within a thread, and reads clock_gettime for the first
+/// millisecond of a process while it calibrates (later threads start with
+/// the process's rate).
 inline std::int64_t stamp_now_ns() noexcept {
 #if defined(__x86_64__)
   const detail::TscClock& c = detail::tsc_clock;
