@@ -131,16 +131,15 @@ std::int64_t stamp_now_slow() noexcept {
       if (ns - c.cal_ns < kFirstIntervalNs) return ns;
     }
     const Sample s = sample();
-    if (c.cal_ns == 0 || s.tsc <= c.cal_tsc) {
+    if (c.cal_ns == 0 || s.tsc <= c.anchor_tsc) {
       // This thread's first read (or a TSC that went back): it converts
       // with the process's rate for a first period, or, the process's
       // first, reads the system clock until it has measured one.
       c = TscClock{};
-      c.cal_tsc = s.tsc;
+      c.anchor_tsc = s.tsc;
       c.cal_ns = s.ns;
       if (const std::uint64_t known = process_mult.load(std::memory_order_relaxed); known != 0) {
         c.mult = known;
-        c.anchor_tsc = s.tsc;
         c.anchor_ns = s.ns;
         c.period_ticks = static_cast<std::uint64_t>((static_cast<Uint128>(kFirstIntervalNs) << 32) / known);
       }
@@ -150,7 +149,7 @@ std::int64_t stamp_now_slow() noexcept {
     // the system clock), and how far that is off.
     const std::int64_t here = running ? c.anchor_ns + scale(s.tsc - c.anchor_tsc, c.mult) : s.ns;
     const std::int64_t measured_ns = s.ns - c.cal_ns;
-    const std::uint64_t ticks = s.tsc - c.cal_tsc;
+    const std::uint64_t ticks = s.tsc - c.anchor_tsc;
     if (measured_ns < kFirstIntervalNs) return here;  // too short to measure a rate over
     std::int64_t error = s.ns - here;                 // > 0: behind the system clock
     const std::int64_t period_ns = std::clamp<std::int64_t>(2 * measured_ns, kFirstIntervalNs, kMaxPeriodNs);
@@ -173,7 +172,6 @@ std::int64_t stamp_now_slow() noexcept {
                                                 static_cast<std::uint64_t>(measured_ns));
     c.anchor_tsc = s.tsc;
     c.anchor_ns = anchor_ns;
-    c.cal_tsc = s.tsc;
     c.cal_ns = s.ns;
     return anchor_ns;
   }

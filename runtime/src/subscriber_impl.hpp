@@ -206,15 +206,15 @@ struct Subscriber::Impl {
     result.status = TakeStatus::kOk;
   }
 
-  /// iceoryx: counts the messages of `publisher` missing before `count`
-  /// (discarded from our full queue). A publisher not seen yet started
-  /// after we subscribed: its count began at 0. A count not above the last
-  /// is history, sent before we subscribed (ids are never reused).
   /// iceoryx: `publisher`'s entry in last_count, or end().
   auto last_count_of(std::uint32_t publisher) noexcept {
     return std::find_if(last_count.begin(), last_count.end(), [&](const auto& p) { return p.first == publisher; });
   }
 
+  /// iceoryx: counts the messages of `publisher` missing before `count`
+  /// (discarded from our full queue). A publisher not seen yet started
+  /// after we subscribed: its count began at 0. A count not above the last
+  /// is history, sent before we subscribed (ids are never reused).
   void count_gap(std::uint32_t publisher, std::uint64_t count) noexcept {
     auto it = last_count_of(publisher);
     if (it == last_count.end()) it = last_count.insert(last_count.end(), {publisher, 0});
@@ -318,6 +318,7 @@ struct Subscriber::Impl {
     return result;
   }
 
+  /// take_slot's loop: fills `result` (left kNoData when nothing is taken).
   template <typename Consume>
   void take_slot_into(TakeResult& result, Consume& consume) noexcept {
     const std::uint64_t capacity = channel->capacity();

@@ -32,13 +32,12 @@ __extension__ typedef unsigned __int128 Uint128;  // NOLINT(modernize-use-using)
 /// < period_ticks. All zero (the thread's start, or no usable TSC): every
 /// read takes the slow path.
 struct TscClock {
+  /// The TSC at the last calibration sample (the rate is measured from it).
   std::uint64_t anchor_tsc = 0;
-  std::int64_t anchor_ns = 0;
+  std::int64_t anchor_ns = 0;      ///< the conversion's value there (slewed)
   std::uint64_t mult = 0;          ///< ns per tick, 32.32 fixed point
   std::uint64_t period_ticks = 0;  ///< 0: the fast path is off
-  // Calibration: the last pair of clock_gettime and TSC read together.
-  std::uint64_t cal_tsc = 0;
-  std::int64_t cal_ns = 0;
+  std::int64_t cal_ns = 0;         ///< clock_gettime at that sample (0: none yet)
 };
 inline thread_local TscClock tsc_clock{};
 
