@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstring>
 
+#include "futex.hpp"
 #include "iceoryx_port.hpp"
 #include "process.hpp"
 #include "shmbus/error.hpp"
@@ -260,7 +261,7 @@ TypeInfo Channel::type() const { return TypeInfo{type_name_, type_hash_, schema_
 
 std::uint64_t Channel::snapshot_time_list(std::vector<std::int64_t>& out) const {
   // SYNC POINT READ: pairs with the release stores in stamp().
-  const std::uint64_t head = header_->time_list_head.load(std::memory_order_acquire);
+  const std::uint64_t head = time_list_head();
   const std::uint64_t cap = time_list_mask_ + 1;
   const std::uint64_t first = head > cap ? head - cap : 0;
   // The raw entries first (in `out`'s storage), then the head again:
@@ -269,7 +270,7 @@ std::uint64_t Channel::snapshot_time_list(std::vector<std::int64_t>& out) const 
   for (std::uint64_t i = first; i < head; ++i) {
     out[i - first] = static_cast<std::int64_t>(time_list_[i & time_list_mask_].load(std::memory_order_acquire));
   }
-  const std::uint64_t head2 = header_->time_list_head.load(std::memory_order_acquire);
+  const std::uint64_t head2 = time_list_head();
   const std::uint64_t floor = std::max(first, head2 > cap ? head2 - cap : 0);
   const std::int64_t now = mono_now_ns();
   std::size_t kept = 0;
@@ -286,7 +287,7 @@ std::uint64_t Channel::snapshot_time_list(std::vector<std::int64_t>& out) const 
 
 std::uint64_t Channel::read_stamps_since(TimeListCursor& cursor, std::vector<std::int64_t>& out) const {
   // SYNC POINT READ: pairs with the release stores in stamp().
-  const std::uint64_t head = header_->time_list_head.load(std::memory_order_acquire);
+  const std::uint64_t head = time_list_head();
   const std::uint64_t cap = time_list_mask_ + 1;
   std::uint64_t overwritten = 0;
   if (head > cap && cursor.next < head - cap) {
@@ -305,7 +306,7 @@ std::uint64_t Channel::read_stamps_since(TimeListCursor& cursor, std::vector<std
   for (std::uint64_t i = cursor.next; i < head; ++i) {
     loaded.emplace_back(i, time_list_[i & time_list_mask_].load(std::memory_order_acquire));
   }
-  const std::uint64_t head2 = header_->time_list_head.load(std::memory_order_acquire);
+  const std::uint64_t head2 = time_list_head();
   const std::uint64_t floor = head2 > cap ? head2 - cap : 0;
   const std::int64_t now = mono_now_ns();
   cursor.pending.clear();
@@ -345,6 +346,10 @@ std::uint32_t Channel::enter_waiters(std::uint32_t index) const noexcept {
   header_->waiters.fetch_or(std::uint64_t{1} << index, std::memory_order_relaxed);
   // SYNC POINT (store-load): pairs with the fence in wake_waiters().
   std::atomic_thread_fence(std::memory_order_seq_cst);
+  // A solo publisher's wake check has no fence (layout/channel_layout.hpp):
+  // this barrier is its other half. Read after our fetch_or: a grant not
+  // seen yet comes after it, and its holder's loads of `waiters` see us.
+  if (solo_granted(header_->solo.load(std::memory_order_acquire))) heavy_barrier();
   return word;
 }
 

@@ -2,6 +2,7 @@
 // A mapped channel segment and the operations on its endpoint tables. The
 // ring protocol itself lives in ring.hpp; this class owns the mapping.
 
+#include <algorithm>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -66,6 +67,37 @@ class Channel {
   }
   [[nodiscard]] std::uint64_t capacity() const noexcept { return slot_mask_ + 1; }
 
+  /// The next sequence to claim: the larger of the shared cursor and the
+  /// solo publisher's (layout/channel_layout.hpp, "Solo publisher").
+  [[nodiscard]] std::uint64_t write_cursor() const noexcept {
+    // SYNC POINT READ: acquire, as for the shared cursor alone; each word
+    // only grows, so the larger of the two is never ahead of the truth.
+    return std::max(header_->write_cursor.load(std::memory_order_acquire),
+                    header_->solo_cursor.load(std::memory_order_acquire));
+  }
+  /// Stamps ever claimed: the larger of the shared and the solo head.
+  [[nodiscard]] std::uint64_t time_list_head() const noexcept {
+    return std::max(header_->time_list_head.load(std::memory_order_acquire),
+                    header_->solo_time_list_head.load(std::memory_order_acquire));
+  }
+
+  /// Solo publisher (layout/channel_layout.hpp). Grants publisher `token`
+  /// the solo path when it is the channel's one publisher and this process
+  /// can take part (solo_publishing_enabled); returns the grant word, 0 when
+  /// not granted.
+  [[nodiscard]] std::uint64_t try_grant_solo(std::uint32_t token) noexcept;
+  /// The holder, between publishes, gives `grant` back (if it still holds
+  /// it) and hands the shared cursors on.
+  void return_solo(std::uint64_t grant) noexcept;
+  /// A publisher that has just registered: revokes the grant, waits for a
+  /// solo publish in flight (up to stall_timeout; a holder known dead is
+  /// fenced at once, a live one stopped past it then) and raises the shared
+  /// cursors past the solo ones. Returns whether a holder was fenced.
+  bool end_solo() noexcept;
+  /// Raises the shared cursor and time-list head to the solo ones (CAS, never
+  /// lowered): the shared path then continues where the solo one stopped.
+  void merge_solo_cursors() noexcept;
+
   /// The notify hook: one fetch_add on the head (claim_stamp), one store
   /// (store_stamp).
   [[nodiscard]] std::uint64_t claim_stamp() const noexcept {
@@ -97,6 +129,9 @@ class Channel {
   /// `waiters`) and gets the futex value to sleep on; leave_waiters after.
   std::uint32_t enter_waiters(std::uint32_t index) const noexcept;
   void leave_waiters(std::uint32_t index) const noexcept;
+
+  /// Publisher entries held (claimed or live).
+  [[nodiscard]] std::uint32_t publishers_present() const noexcept;
 
   /// Endpoint tables. register_* reclaims entries of dead processes first;
   /// they throw Error(kResource) when the table is full.
@@ -133,6 +168,9 @@ class Channel {
   /// Frees entry `e` that this process holds (claimed by it): folds a
   /// subscriber's counters, clears its sleep, bumps the tenancy, frees.
   void release_entry(layout::EndpointEntry& e, bool subscriber, std::uint32_t index, bool fold) noexcept;
+  /// end_solo: a holder dead or stopped past stall_timeout inside the solo
+  /// publish `busy` (its solo_busy) is fenced off from what others use.
+  void fence_solo(std::uint64_t busy, bool alive) noexcept;
   Segment segment_;
   std::string name_;
   layout::ChannelHeader* header_;

@@ -1,12 +1,15 @@
 #include "futex.hpp"
 
 #include <linux/futex.h>
+#include <linux/membarrier.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <climits>
+#include <cstdlib>
+#include <string_view>
 
 namespace shmbus::detail {
 namespace {
@@ -50,6 +53,46 @@ bool futex_wait_any(std::span<const FutexWaitItem> items, std::int64_t deadline_
   (void)deadline_ns;
   return false;
 #endif
+}
+
+namespace {
+
+long membarrier(int cmd) noexcept { return ::syscall(SYS_membarrier, cmd, 0U, 0); }
+
+bool register_solo_publishing() noexcept {
+#if defined(__SANITIZE_THREAD__)
+  return false;
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+  return false;
+#endif
+#endif
+  // getenv is safe here: nothing in shmbus sets the environment.
+  const char* setting = std::getenv("SHMBUS_SOLO");  // NOLINT(concurrency-mt-unsafe)
+  if (setting != nullptr && std::string_view{setting} == "off") return false;
+  const long cmds = membarrier(MEMBARRIER_CMD_QUERY);
+  if (cmds < 0 || (cmds & MEMBARRIER_CMD_GLOBAL_EXPEDITED) == 0 ||
+      (cmds & MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED) == 0) {
+    return false;
+  }
+  return membarrier(MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED) == 0;
+}
+
+}  // namespace
+
+void heavy_barrier() noexcept {
+  if (membarrier(MEMBARRIER_CMD_GLOBAL_EXPEDITED) == 0) return;
+  if (membarrier(MEMBARRIER_CMD_GLOBAL) == 0) return;
+  // No membarrier for this process (a seccomp filter): a fence of our own
+  // is all it can do, which does not order a solo publisher's stores. Such
+  // a process shares channels with publishers run with SHMBUS_SOLO=off
+  // (docs/configuration.md).
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+}
+
+bool solo_publishing_enabled() noexcept {
+  static const bool enabled = register_solo_publishing();
+  return enabled;
 }
 
 }  // namespace shmbus::detail

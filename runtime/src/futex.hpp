@@ -26,6 +26,20 @@ struct FutexWaitItem {
 /// futex_waitv, so the caller can fall back to a timed poll.
 bool futex_wait_any(std::span<const FutexWaitItem> items, std::int64_t deadline_ns) noexcept;
 
+/// The heavy side of an asymmetric fence: membarrier(GLOBAL_EXPEDITED)
+/// makes every running thread of each registered process (solo publishers,
+/// register_solo_publishing) execute a full barrier, so a store it made
+/// before its light side (a compiler barrier) is visible afterwards, or its
+/// load after the light side sees our stores before this call. Falls back
+/// to MEMBARRIER_CMD_GLOBAL (slower, no registration needed).
+void heavy_barrier() noexcept;
+
+/// Whether this process may publish solo: membarrier's GLOBAL_EXPEDITED is
+/// available and this process registered for it (once), not disabled by
+/// SHMBUS_SOLO=off, and not a ThreadSanitizer build (which cannot see
+/// membarrier's ordering).
+bool solo_publishing_enabled() noexcept;
+
 /// Spin-loop hint.
 inline void cpu_relax() noexcept {
 #if defined(__x86_64__) || defined(__i386__)

@@ -117,13 +117,14 @@ ChannelView ChannelReader::view() const {
   v.window_ns = h.window_ns;
   if (h.has_thresholds != 0) v.thresholds_hz = {h.thresholds_hz[0], h.thresholds_hz[1], h.thresholds_hz[2]};
   // Counters are statistics: relaxed loads.
-  v.messages = h.write_cursor.load(std::memory_order_relaxed);
+  v.messages = ch.write_cursor();
   v.publish_dropped = h.publish_dropped.load(std::memory_order_relaxed);
   v.lost = h.reclaimed_lost.load(std::memory_order_relaxed);
   v.received = h.reclaimed_received.load(std::memory_order_relaxed);
-  v.stamps = h.time_list_head.load(std::memory_order_relaxed);
+  v.stamps = ch.time_list_head();
   v.wakeups = h.futex_word.load(std::memory_order_relaxed);
   v.sleepers = static_cast<std::uint32_t>(std::popcount(h.waiters.load(std::memory_order_relaxed)));
+  v.solo = solo_granted(h.solo.load(std::memory_order_relaxed));
   collect_endpoints(&ch.publisher(0), kMaxPublishers, true, v.publishers);
   collect_endpoints(&ch.subscriber(0), kMaxSubscribers, false, v.subscribers);
   for (const EndpointView& s : v.subscribers) {

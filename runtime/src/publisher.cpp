@@ -57,17 +57,74 @@ struct Publisher::Impl {
   std::array<std::uint64_t, kMaxSubscribers> overtaken_cursor{};
   std::array<std::uint32_t, kMaxSubscribers> overtaken_tenancy{};
   bool waited = false;  ///< the last claim waited for room (its publish time is read after)
+  /// Solo publisher (layout/channel_layout.hpp): our grant word while we
+  /// hold it (else 0); whether we may hold one at all; shared publishes
+  /// since we last asked for one; loans open (no grant while any is: a
+  /// loan's commit takes the shared path); the time-list index of the solo
+  /// publish in flight.
+  std::uint64_t solo_grant = 0;
+  bool solo_possible = false;
+  std::uint32_t shared_publishes = 0;
+  std::uint32_t open_loans = 0;
+  std::uint64_t solo_stamp = 0;
+  /// A publisher on the shared path asks for the grant again after this
+  /// many publishes: the scan of the publisher table costs about 1 us.
+  static constexpr std::uint32_t kSoloRetryEvery = 1024;
 
   ~Impl() {
-    if (channel) channel->unregister_publisher(entry_index);
+    if (!channel) return;
+    if (solo_grant != 0) channel->return_solo(solo_grant);
+    channel->unregister_publisher(entry_index);
   }
 
-  /// Claims the next sequence and its slot for writing. Returns nullptr when
-  /// the message must be dropped (counted by the caller).
-  SlotHeader* claim(std::uint64_t& seq) noexcept {
+  /// Claims the next sequence and its slot for writing; `fast` tells
+  /// whether it is a solo publish (then commit and notify are too). Returns
+  /// nullptr when the message must be dropped (counted by the caller).
+  SlotHeader* claim(std::uint64_t& seq, bool& fast) noexcept {
+    std::uint64_t s = 0;
+    fast = solo_grant != 0 && solo_begin(s);
+    if (fast) {
+      SlotHeader* slot = claim_slot(s, seq, true);
+      if (slot == nullptr) solo_end();
+      return slot;
+    }
     // relaxed: the cursor only hands out numbers; what readers may read is
     // published through the slot state (SYNC POINT below).
-    const std::uint64_t s = blocking ? claim_room() : header->write_cursor.fetch_add(1, std::memory_order_relaxed);
+    s = blocking ? claim_room(false) : header->write_cursor.fetch_add(1, std::memory_order_relaxed);
+    return claim_slot(s, seq, false);
+  }
+
+  /// A solo publish begins: the sequence `s` from our own cursor, the busy
+  /// words, then the grant checked. False, with the grant given up, when it
+  /// was revoked: the publish takes the shared path.
+  bool solo_begin(std::uint64_t& s) noexcept {
+    ChannelHeader& h = *header;
+    // relaxed: while we hold the grant we alone write the solo words.
+    s = blocking ? claim_room(true) : h.solo_cursor.load(std::memory_order_relaxed);
+    solo_stamp = h.solo_time_list_head.load(std::memory_order_relaxed);
+    h.solo_busy_stamp.store(notify_hook ? solo_stamp + 1 : 0, std::memory_order_relaxed);
+    // release: a revoker that sees solo_busy (acquire) sees solo_busy_stamp.
+    h.solo_busy.store(writing_state(s, owner), std::memory_order_release);
+    // SYNC POINT (store-load, asymmetric): the busy stores above before the
+    // load of the grant below. The light side is a compiler barrier; the
+    // heavy side is the revoker's membarrier (Channel::end_solo).
+    std::atomic_signal_fence(std::memory_order_seq_cst);
+    if (h.solo.load(std::memory_order_relaxed) != solo_grant) {
+      h.solo_busy.store(0, std::memory_order_release);
+      channel->return_solo(std::exchange(solo_grant, 0));
+      return false;
+    }
+    h.solo_cursor.store(s + 1, std::memory_order_relaxed);
+    return true;
+  }
+
+  /// A solo publish ends (committed, or dropped): a revoker waiting on it
+  /// may go on. release: everything we stored for it comes first.
+  void solo_end() noexcept { header->solo_busy.store(0, std::memory_order_release); }
+
+  /// Takes the slot of sequence `s`: a plain store on the solo path when
+  /// the claim word holds what a solo publisher expects there, else a CAS.
+  SlotHeader* claim_slot(std::uint64_t s, std::uint64_t& seq, bool fast) noexcept {
     SlotHeader* slot = channel->slot(s);
     // The slot's claim word (not its state, which subscribers poll: see
     // layout/channel_layout.hpp). Try the common case first: it holds the
@@ -80,7 +137,16 @@ struct Publisher::Impl {
     const std::uint64_t capacity = channel->capacity();
     const std::uint64_t mine = writing_state(s, owner);
     std::uint64_t st = s >= capacity ? committed_state(s - capacity) : 0;
-    if (word.compare_exchange_strong(st, mine, std::memory_order_acq_rel, std::memory_order_acquire)) {
+    if (fast) {
+      // Solo: no other publisher claims while we are busy, and a revoker
+      // that fenced us stored `mine` here itself (Channel::fence_solo).
+      const std::uint64_t cur = word.load(std::memory_order_acquire);
+      if (cur == st || cur == mine) {
+        word.store(mine, std::memory_order_relaxed);
+        return claimed(slot, s, seq);
+      }
+      st = cur;  // a dead or stalled writer's claim: the general case below
+    } else if (word.compare_exchange_strong(st, mine, std::memory_order_acq_rel, std::memory_order_acquire)) {
       return claimed(slot, s, seq);
     }
     std::int64_t stuck_since = 0;
@@ -137,7 +203,8 @@ struct Publisher::Impl {
   /// are reclaimed (after 100 us, then every 10 ms), and at block_timeout
   /// the subscribers still holding the slot are overtaken: counted in
   /// block_timeouts here, and in their own lost counts when they go on.
-  std::uint64_t claim_room() noexcept {
+  /// `solo`: the sequence is our solo cursor's, which solo_begin advances.
+  std::uint64_t claim_room(bool solo) noexcept {
     std::int64_t since = 0;       // the wait began (blocked_ns)
     std::int64_t bound_from = 0;  // block_timeout counts from here
     std::int64_t next_reclaim = 0;
@@ -146,10 +213,10 @@ struct Publisher::Impl {
     for (;;) {
       // relaxed: a number to claim; what orders our slot writes after the
       // subscribers' reads is the acquire load of their cursors.
-      std::uint64_t w = header->write_cursor.load(std::memory_order_relaxed);
+      std::uint64_t w = (solo ? header->solo_cursor : header->write_cursor).load(std::memory_order_relaxed);
       if (w >= room_until) room_until = room_limit(w);
       if (w < room_until) {
-        if (header->write_cursor.compare_exchange_weak(w, w + 1, std::memory_order_relaxed)) {
+        if (solo || header->write_cursor.compare_exchange_weak(w, w + 1, std::memory_order_relaxed)) {
           if (since != 0) {
             // Single writer: relaxed, statistics.
             entry->blocked_ns().store(
@@ -376,10 +443,13 @@ struct Publisher::Impl {
   /// Moves the slot from our writing state to committed. False when the
   /// slot is no longer ours (taken over after we were judged dead): the
   /// message is then dropped, and counted by the caller.
-  bool commit(SlotHeader* slot, std::uint64_t seq, std::int64_t mono) noexcept {
+  bool commit(SlotHeader* slot, std::uint64_t seq, std::int64_t mono, bool fast) noexcept {
     test_pause(kPauseWritten);
-    if (!release_slot(slot, seq)) return false;
-    notify(mono);
+    if (!release_slot(slot, seq, fast)) {
+      if (fast) solo_end();
+      return false;
+    }
+    notify(mono, fast);
     return true;
   }
 
@@ -387,7 +457,7 @@ struct Publisher::Impl {
   /// so no later claimer can write the state before our last store to it.
   /// False when the claim is no longer ours (taken over after we were judged
   /// dead, which a live writer never is): the state is then not touched.
-  bool release_slot(SlotHeader* slot, std::uint64_t seq) noexcept {
+  bool release_slot(SlotHeader* slot, std::uint64_t seq, bool fast) noexcept {
     std::atomic<std::uint64_t>& word = channel->claim_word(seq);
     std::uint64_t expected = writing_state(seq, owner);
     // relaxed: our own claim, read back from our own line; only a taker
@@ -396,6 +466,12 @@ struct Publisher::Impl {
     // SYNC POINT WRITE: header and payload before the committed state
     // (release); pairs with the subscriber's acquire load of the state.
     slot->state.store(committed_state(seq), std::memory_order_release);
+    if (fast) {
+      // Solo: a live writer's claim is never taken, so nobody else writes
+      // the word while it names us. SYNC POINT WRITE: release, as the CAS.
+      word.store(committed_state(seq), std::memory_order_release);
+      return true;
+    }
     // SYNC POINT WRITE: the state store above before the next claimer's
     // (release; pairs with its acquire CAS). A locked instruction: it also
     // orders the commit before wake_waiters' load of `waiters`.
@@ -405,7 +481,7 @@ struct Publisher::Impl {
 
   /// After a message is visible to subscribers: counts it, stamps the time
   /// list (the notify hook) and wakes sleepers.
-  void notify(std::int64_t mono) noexcept {
+  void notify(std::int64_t mono, bool fast) noexcept {
     // Single writer: a plain increment. SYNC POINT WRITE (release): the
     // message is handed on before it is counted; pairs with the acquire
     // load in Channel::publisher_count (an iceoryx subscriber settling the
@@ -413,11 +489,15 @@ struct Publisher::Impl {
     entry->messages.store(entry->messages.load(std::memory_order_relaxed) + 1, std::memory_order_release);
     test_pause(kPauseCommitted);
     if (notify_hook) {
-      const std::uint64_t i = channel->claim_stamp();
+      // Solo: the index solo_begin announced in solo_busy_stamp, and our
+      // own head (relaxed: readers need no order with it, as for the CAS).
+      const std::uint64_t i = fast ? solo_stamp : channel->claim_stamp();
+      if (fast) header->solo_time_list_head.store(i + 1, std::memory_order_relaxed);
       test_pause(kPauseStampClaimed);
       channel->store_stamp(i, mono);
     }
-    wake_waiters(*header);
+    wake_waiters(*header, fast);
+    if (fast) solo_end();
   }
 
   /// The inputs of `log` our next message cites, at most `room` of them:
@@ -492,7 +572,7 @@ struct Publisher::Impl {
     // (claim_stamp) is one; without the hook, a full fence (iceoryx's push
     // is not known to end with one).
     if (!notify_hook) std::atomic_thread_fence(std::memory_order_seq_cst);
-    notify(mono);
+    notify(mono, false);
   }
 
   /// Test hook: SHMBUS_TEST_PAUSE=taken|claimed|written|committed|stamp
@@ -507,6 +587,14 @@ struct Publisher::Impl {
       pause_at = kPauseNone;
       ::raise(SIGSTOP);
     }
+  }
+
+  /// On the shared path: asks for the solo grant every kSoloRetryEvery
+  /// publishes (the other publishers may have gone).
+  void maybe_go_solo() noexcept {
+    if (!solo_possible || open_loans != 0 || ++shared_publishes < kSoloRetryEvery) return;
+    shared_publishes = 0;
+    solo_grant = channel->try_grant_solo(owner);
   }
 
   void count_drop() noexcept {
@@ -530,6 +618,12 @@ Publisher::Publisher(std::string_view channel, const TypeInfo& type, Context& co
   impl_->blocking = impl_->channel->overflow() == Overflow::kBlock;
   impl_->block_timeout_ns = impl_->channel->block_timeout_ns();
   impl_->wait_spin_ns = context.config().channel(channel).wait_spin.count();
+  // A solo publisher's publishes before our registration are done (or it
+  // is fenced off) once end_solo returns; then we may hold the grant
+  // ourselves if we are alone.
+  impl_->channel->end_solo();
+  impl_->solo_possible = impl_->channel->transport() == Transport::kShm && solo_publishing_enabled();
+  if (impl_->solo_possible) impl_->solo_grant = impl_->channel->try_grant_solo(impl_->owner);
   if (impl_->channel->transport() == Transport::kIceoryx) {
     impl_->iox = std::make_unique<IceoryxPublisherPort>(context.config().domain, std::string{channel},
                                                         context.config().channel(channel).publisher_history,
@@ -565,7 +659,8 @@ PublishResult Publisher::publish(std::span<const std::byte> payload) noexcept {
   }
   std::int64_t mono = stamp_now_ns();
   std::uint64_t seq = 0;
-  SlotHeader* slot = p.claim(seq);
+  bool fast = false;
+  SlotHeader* slot = p.claim(seq, fast);
   if (slot == nullptr) {
     p.count_drop();
     return PublishResult::kDropped;
@@ -573,10 +668,11 @@ PublishResult Publisher::publish(std::span<const std::byte> payload) noexcept {
   if (p.waited) mono = stamp_now_ns();  // waited for room: the message exists from now
   p.write_header(slot, seq, mono, static_cast<std::uint32_t>(payload.size()), 0);
   std::memcpy(Channel::payload(slot), payload.data(), payload.size());
-  if (!p.commit(slot, seq, mono)) {
+  if (!p.commit(slot, seq, mono, fast)) {
     p.count_drop();
     return PublishResult::kDropped;
   }
+  if (!fast) p.maybe_go_solo();
   return PublishResult::kOk;
 }
 
@@ -594,11 +690,16 @@ Loan Publisher::loan(std::size_t size) noexcept {
     if (data == nullptr) return loan;
     loan.room_ = room;
   } else {
-    slot = p.claim(seq);
+    // A loan takes the shared path (it may stay open across publishes): the
+    // grant is given up first, and asked for again once no loan is open.
+    if (p.solo_grant != 0) p.channel->return_solo(std::exchange(p.solo_grant, 0));
+    bool fast = false;
+    slot = p.claim(seq, fast);
     if (slot == nullptr) {
       p.count_drop();
       return loan;
     }
+    ++p.open_loans;
     data = Channel::payload(slot);
   }
   loan.owner_ = this;
@@ -625,7 +726,8 @@ PublishResult Publisher::commit(Loan& loan, std::size_t size) noexcept {
   // The publish time is the commit time: that is when the message exists.
   const std::int64_t mono = stamp_now_ns();
   p.write_header(slot, loan.sequence_, mono, static_cast<std::uint32_t>(size), 0);
-  const bool committed = p.commit(slot, loan.sequence_, mono);
+  const bool committed = p.commit(slot, loan.sequence_, mono, false);
+  --p.open_loans;
   loan.data_ = nullptr;
   loan.owner_ = nullptr;
   if (!committed) {
@@ -648,7 +750,8 @@ void Publisher::discard(Loan& loan) noexcept {
   auto* slot = static_cast<SlotHeader*>(loan.slot_);
   p.write_header(slot, loan.sequence_, stamp_now_ns(), 0, kSlotDiscarded);
   // From our own claim only: a slot taken over is not ours to end.
-  if (p.release_slot(slot, loan.sequence_)) wake_waiters(*p.header);
+  if (p.release_slot(slot, loan.sequence_, false)) wake_waiters(*p.header);
+  --p.open_loans;
   loan.data_ = nullptr;
   loan.owner_ = nullptr;
 }

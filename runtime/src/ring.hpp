@@ -58,7 +58,7 @@ inline bool slot_settled(std::uint64_t state, std::uint64_t next) noexcept {
 /// Reads the write cursor only when the slot is not settled.
 inline bool reader_pending(const Channel& ch, std::uint64_t next) noexcept {
   if (slot_settled(ch.slot(next)->state.load(std::memory_order_acquire), next)) return true;
-  return ch.header().write_cursor.load(std::memory_order_acquire) > next;
+  return ch.write_cursor() > next;
 }
 
 /// The cheap check for spinning: only the slot's state line, which the
@@ -70,16 +70,23 @@ inline bool reader_settled(const Channel& ch, std::uint64_t next) noexcept {
 
 /// After a commit: wakes sleepers, making the system call only when some
 /// subscriber sleeps. The caller has just committed with a CAS (a locked
-/// read-modify-write).
-inline void wake_waiters(layout::ChannelHeader& h) noexcept {
+/// read-modify-write), or is a solo publisher (`solo`).
+inline void wake_waiters(layout::ChannelHeader& h, bool solo = false) noexcept {
   // SYNC POINT (store-load): the commit above and the load of `waiters`
   // below must not be reordered; pairs with the fence after the sleeper's
   // fetch_or in Channel::enter_waiters(). On x86-64 the commit's locked CAS
   // is a full barrier, so only the compiler must be kept from reordering.
+  // A solo publish has no locked instruction: its light side of an
+  // asymmetric fence pairs with the sleeper's membarrier instead.
 #if defined(__x86_64__) && !defined(SHMBUS_TSAN)
+  (void)solo;
   std::atomic_signal_fence(std::memory_order_seq_cst);
 #else
-  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (solo) {
+    std::atomic_signal_fence(std::memory_order_seq_cst);
+  } else {
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+  }
 #endif
   if (h.waiters.load(std::memory_order_relaxed) != 0) {
     h.futex_word.fetch_add(1, std::memory_order_release);

@@ -76,7 +76,7 @@ void Subscriber::Impl::open(const std::optional<TypeInfo>& type, bool from_start
   const ChannelSettings settings = context->config().channel(name);
   s.wait_spin_ns = settings.wait_spin.count();
   s.age_sample_every = settings.age_sample_every;
-  const std::uint64_t cursor = s.header->write_cursor.load(std::memory_order_acquire);
+  const std::uint64_t cursor = s.channel->write_cursor();
   const std::uint64_t history = std::min<std::uint64_t>(options.history, s.channel->capacity());
   s.next = cursor > history ? cursor - history : 0;
   // overflow = block: publishers wait for us from their next look at the

@@ -363,7 +363,7 @@ struct Subscriber::Impl {
       if (st != 0 && state_sequence(st) > next) {
         // Lapped: the slot holds a later message. Resume at the oldest
         // sequence the ring can still hold.
-        const std::uint64_t cursor = header->write_cursor.load(std::memory_order_acquire);
+        const std::uint64_t cursor = channel->write_cursor();
         skip_to(std::max(next + 1, cursor > capacity ? cursor - capacity : 0));
         continue;
       }
@@ -389,7 +389,7 @@ struct Subscriber::Impl {
         if (idle_since == 0) idle_since = now;
         if (now - idle_since < kCursorCheckNs) return;
       }
-      const std::uint64_t cursor = header->write_cursor.load(std::memory_order_acquire);
+      const std::uint64_t cursor = channel->write_cursor();
       if (cursor <= next) {
         stall_since = 0;
         return;  // nothing published yet

@@ -4,6 +4,9 @@
 // Asserted: no torn delivery, no permanent stall, every skipped sequence
 // counted, and no stamp lost or read twice.
 #include <gtest/gtest.h>
+#include <linux/membarrier.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -28,6 +31,17 @@ namespace {
 const std::string kPeer = SHMBUS_TEST_PEER;
 /// stall_timeout (2 ms) plus room for a loaded 2-core machine's scheduler.
 constexpr std::int64_t kMaxPublishNs = 100'000'000;
+
+/// Whether a lone publisher holds the solo grant in this build on this
+/// kernel (not under ThreadSanitizer, and membarrier's GLOBAL_EXPEDITED).
+bool solo_expected() {
+#if defined(__SANITIZE_THREAD__)
+  return false;
+#else
+  const long cmds = ::syscall(SYS_membarrier, MEMBARRIER_CMD_QUERY, 0U, 0);
+  return cmds > 0 && (cmds & MEMBARRIER_CMD_GLOBAL_EXPEDITED) != 0;
+#endif
+}
 
 class ClaimTest : public ::testing::Test {
  protected:
@@ -139,7 +153,14 @@ TEST_F(ClaimTest, LiveWriterStalledPastTheTimeoutIsNeverTakenOver) {
     ChildProcess sub({kPeer, "sub", domain_, channel, "0", "60000"});
     test::wait_for_subscribers(domain_, channel, 1);
     auto victim = stopped_victim(channel, point);
+    // Alone, the victim publishes solo: it is stopped inside a solo publish,
+    // and our registration must fence it off, not wait for it.
+    EXPECT_EQ(introspect::ChannelReader(domain_, channel).view().solo, solo_expected());
+    const auto t0 = std::chrono::steady_clock::now();
     Publisher pub(channel, TypeInfo::bytes(), ctx_);
+    EXPECT_LT((std::chrono::steady_clock::now() - t0).count(), kMaxPublishNs)
+        << "registration waits stall_timeout at most";
+    EXPECT_FALSE(introspect::ChannelReader(domain_, channel).view().solo) << "two publishers: no grant";
     const auto [dropped, worst] = publish_laps(pub, 100);
     EXPECT_EQ(dropped, 6) << "one drop per lap over the stopped writer's slot";
     EXPECT_LT(worst, kMaxPublishNs);
@@ -151,6 +172,53 @@ TEST_F(ClaimTest, LiveWriterStalledPastTheTimeoutIsNeverTakenOver) {
     std::this_thread::sleep_for(50ms);
     expect_clean(sub);
   }
+}
+
+// The grant follows the publisher count: one publisher holds it, a second
+// ends it (both then claim with CAS), and the one left asks again within
+// 1024 publishes. Across the hand-overs every message arrives once, in
+// sequence order, and the time list holds one stamp per message.
+TEST_F(ClaimTest, SoloGrantFollowsThePublishers) {
+  if (!solo_expected()) GTEST_SKIP() << "no solo publishing in this build or on this kernel";
+  Subscriber sub("/solo", TypeInfo::bytes(), ctx_);
+  auto view = [&] { return introspect::ChannelReader(domain_, "/solo").view(); };
+  std::uint64_t next = 0;
+  int received = 0;
+  std::vector<std::byte> msg(64);
+  // Each publish is read at once (the ring has 16 slots).
+  auto publish = [&](Publisher& p, int n) {
+    for (int i = 0; i < n; ++i) {
+      ASSERT_EQ(p.publish(msg), PublishResult::kOk);
+      ASSERT_TRUE(sub.read([&](std::span<const std::byte>, const MessageInfo& info) {
+                       EXPECT_EQ(info.sequence, next) << "each sequence once, in order";
+                       next = info.sequence + 1;
+                     })
+                      .ok());
+      ++received;
+    }
+  };
+  auto one = std::make_unique<Publisher>("/solo", TypeInfo::bytes(), ctx_);
+  EXPECT_TRUE(view().solo);
+  publish(*one, 100);
+  {
+    Publisher two("/solo", TypeInfo::bytes(), ctx_);
+    EXPECT_FALSE(view().solo);
+    for (int i = 0; i < 100; ++i) {
+      publish(*one, 1);
+      publish(two, 1);
+    }
+    EXPECT_FALSE(view().solo) << "no grant while two publish";
+  }
+  publish(*one, 1100);
+  EXPECT_TRUE(view().solo) << "alone again: granted within 1024 publishes";
+  publish(*one, 100);
+  const auto v = view();
+  EXPECT_EQ(received, 1500);
+  EXPECT_EQ(v.messages, 1500U);
+  EXPECT_EQ(v.stamps, 1500U) << "one stamp per message, none claimed twice";
+  EXPECT_EQ(sub.lost(), 0U);
+  one.reset();
+  EXPECT_FALSE(view().solo) << "a closing holder gives the grant back";
 }
 
 // A stamp claimed before a higher index but stored after it: the monitor's

@@ -77,6 +77,9 @@ struct ChannelView {
   std::uint64_t stamps = 0;                            ///< time-list stamps ever written
   std::uint32_t wakeups = 0;                           ///< futex wake calls publishers made (mod 2^32)
   std::uint32_t sleepers = 0;                          ///< subscribers asleep in a wait right now
+  /// A lone publisher holds the solo grant: it publishes without locked
+  /// instructions (docs/architecture.md, "Solo publisher").
+  bool solo = false;
   std::vector<EndpointView> publishers;
   std::vector<EndpointView> subscribers;
 };

@@ -45,6 +45,27 @@
 // taking it back from them before it could write the message. A plain store
 // waits in the store buffer instead, its line transfer overlapping the
 // payload's.
+//
+// Solo publisher. A channel with one publisher grants it the `solo` word
+// (ChannelHeader); while it holds the grant it publishes with plain stores
+// only: its own cursor (solo_cursor), the claim word, the slot, its own
+// time-list head (solo_time_list_head). A locked instruction waits for
+// every earlier store to leave the store buffer, so without them one
+// message's line transfers overlap the next message's. Readers take the
+// larger of each pair of cursors. Around each solo publish the holder
+// stores solo_busy = writing_state(seq, holder) and solo_busy_stamp =
+// time-list index + 1, and checks the grant after those stores (a compiler
+// barrier only). A publisher that registers revokes the grant (CAS), then
+// runs membarrier(MEMBARRIER_CMD_GLOBAL_EXPEDITED): every holder's publish
+// either saw the revocation or has its busy stores visible. It waits for
+// solo_busy to clear; a holder dead, or alive but stopped past
+// stall_timeout, is fenced instead: the cursors are raised past its
+// sequence and stamp index (CAS, never lowered), and its claim word is set
+// to the claim it was about to store, so its late stores change nothing
+// that anyone else uses and its slot is a stalled writer's (dropped once
+// per publisher, then skipped, as for any writer stopped mid-claim). The
+// wake check has no fence in a solo publish: a subscriber about to sleep
+// runs the membarrier instead (Channel::enter_waiters).
 
 #include <atomic>
 #include <cstddef>
@@ -278,6 +299,15 @@ struct ChannelHeader {
   /// Next sequence to claim; fetch_add by publishers. Own line: it is the
   /// one word every publisher writes.
   alignas(kCacheLine) std::atomic<std::uint64_t> write_cursor;
+  /// Solo publisher (see the top of this file), in the line the holder
+  /// alone writes while it holds the grant. `solo`: bit 0 set while
+  /// granted, the holder's token in bits 1-12, a generation above
+  /// (solo_grant_word); a grant or revocation is a CAS that bumps it.
+  std::atomic<std::uint64_t> solo;
+  std::atomic<std::uint64_t> solo_cursor;  ///< next sequence, while solo
+  /// writing_state(seq, holder) while a solo publish is in flight, else 0.
+  std::atomic<std::uint64_t> solo_busy;
+  std::atomic<std::uint64_t> solo_busy_stamp;  ///< its time-list index + 1; 0: none
 
   /// Futex word, bumped by a publisher only when `waiters` is non-zero, and
   /// the sleepers: bit i set while subscriber entry i sleeps (or is about
@@ -298,11 +328,19 @@ struct ChannelHeader {
 
   /// Time list head: total stamps ever written. One fetch_add per publish.
   alignas(kCacheLine) std::atomic<std::uint64_t> time_list_head;
+  /// The solo publisher's head (plain stores); readers take the larger.
+  std::atomic<std::uint64_t> solo_time_list_head;
 };
 static_assert(std::is_standard_layout_v<ChannelHeader>);
 static_assert(offsetof(ChannelHeader, write_cursor) % kCacheLine == 0);
 static_assert(offsetof(ChannelHeader, futex_word) - offsetof(ChannelHeader, write_cursor) >= kCacheLine,
               "the futex line must not share the cursor's cache line");
+static_assert(offsetof(ChannelHeader, solo_busy_stamp) / kCacheLine ==
+                  offsetof(ChannelHeader, write_cursor) / kCacheLine,
+              "the solo words share the cursor's line, which the solo publisher alone writes");
+static_assert(offsetof(ChannelHeader, solo_time_list_head) / kCacheLine ==
+                  offsetof(ChannelHeader, time_list_head) / kCacheLine,
+              "a time-list reader reads both heads from one line");
 static_assert(offsetof(ChannelHeader, time_list_head) - offsetof(ChannelHeader, next_endpoint_id) >= kCacheLine,
               "the time-list head has its own cache line");
 static_assert(offsetof(ChannelHeader, waiters) % 8 == 0 &&
@@ -310,6 +348,14 @@ static_assert(offsetof(ChannelHeader, waiters) % 8 == 0 &&
               "the sleeper mask shares the futex word's line: one line for the publisher's wake check");
 static_assert(std::atomic<std::uint64_t>::is_always_lock_free, "the sleeper mask is one lock-free word");
 static_assert(sizeof(ChannelHeader) % kCacheLine == 0);
+
+/// The `solo` word: granted to `token` (generation `gen`), or not granted.
+constexpr std::uint64_t solo_grant_word(std::uint64_t gen, std::uint32_t token) noexcept {
+  return (gen << kSlotSeqShift) | (std::uint64_t{token} << 1) | 1U;
+}
+constexpr std::uint64_t solo_shared_word(std::uint64_t gen) noexcept { return gen << kSlotSeqShift; }
+constexpr bool solo_granted(std::uint64_t word) noexcept { return (word & 1U) != 0; }
+constexpr std::uint64_t solo_generation(std::uint64_t word) noexcept { return word >> kSlotSeqShift; }
 
 /// Time-list entry: the stamp's low 56 bits (ns) above the lap number
 /// (index / capacity) mod 256. A reader knows which lap it expects at each
@@ -349,6 +395,8 @@ inline constexpr std::uint64_t kChannelLayoutHash = layout_hash_of(
     offsetof(EndpointEntry, upstream_lost), offsetof(EndpointEntry, cursor), offsetof(EndpointEntry, block_timeouts),
     offsetof(ChannelHeader, overflow), offsetof(ChannelHeader, block_timeout_ns), offsetof(SlotHeader, processing_ns),
     offsetof(ChannelHeader, claims_offset), sizeof(SlotClaim), offsetof(SlotHeader, first), offsetof(SlotHeader, flags),
-    kProvenanceEntries, kMaxPublishers, kMaxSubscribers);
+    kProvenanceEntries, kMaxPublishers, kMaxSubscribers, offsetof(ChannelHeader, solo),
+    offsetof(ChannelHeader, solo_cursor), offsetof(ChannelHeader, solo_busy), offsetof(ChannelHeader, solo_busy_stamp),
+    offsetof(ChannelHeader, solo_time_list_head));
 
 }  // namespace shmbus::layout

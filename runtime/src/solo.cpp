@@ -1,0 +1,135 @@
+// The solo publisher's grant, revocation and fencing (Channel members; the
+// protocol is described at the top of layout/channel_layout.hpp).
+#include <atomic>
+#include <cstdint>
+#include <thread>
+
+#include "channel.hpp"
+#include "futex.hpp"
+#include "process.hpp"
+#include "ring.hpp"
+
+namespace shmbus::detail {
+
+using namespace layout;
+
+namespace {
+
+/// Raises `word` to at least `value`; never lowers it.
+void raise_to(std::atomic<std::uint64_t>& word, std::uint64_t value) noexcept {
+  std::uint64_t cur = word.load(std::memory_order_relaxed);
+  // acq_rel: the word hands sequences (or stamp indices) on to the next
+  // claimer, who orders its own stores after ours.
+  while (cur < value && !word.compare_exchange_weak(cur, value, std::memory_order_acq_rel)) {
+  }
+}
+
+}  // namespace
+
+std::uint32_t Channel::publishers_present() const noexcept {
+  std::uint32_t n = 0;
+  for (std::uint32_t i = 0; i < kMaxPublishers; ++i) {
+    n += endpoint_phase(publishers_[i].state.load(std::memory_order_acquire)) != kEndpointFree ? 1 : 0;
+  }
+  return n;
+}
+
+std::uint64_t Channel::try_grant_solo(std::uint32_t token) noexcept {
+  if (transport_ != Transport::kShm || !solo_publishing_enabled()) return 0;
+  ChannelHeader& h = *header_;
+  std::uint64_t w = h.solo.load(std::memory_order_acquire);
+  if (solo_granted(w)) return 0;
+  const std::uint64_t grant = solo_grant_word(solo_generation(w) + 1, token);
+  if (!h.solo.compare_exchange_strong(w, grant, std::memory_order_acq_rel)) return 0;
+  // SYNC POINT (store-load, both locked): our grant CAS, then the entry
+  // states; a registering publisher claims its entry (CAS), then loads
+  // `solo` (end_solo). One of us sees the other: it revokes, or we revert.
+  if (publishers_present() != 1) {
+    std::uint64_t mine = grant;
+    h.solo.compare_exchange_strong(mine, solo_shared_word(solo_generation(grant) + 1), std::memory_order_acq_rel);
+    return 0;
+  }
+  // The solo path goes on from where the shared one is. We are the only
+  // publisher: nobody moves either word but us until a newcomer revokes,
+  // and its membarrier makes these stores visible to it.
+  raise_to(h.solo_cursor, h.write_cursor.load(std::memory_order_acquire));
+  raise_to(h.solo_time_list_head, h.time_list_head.load(std::memory_order_acquire));
+  return grant;
+}
+
+void Channel::return_solo(std::uint64_t grant) noexcept {
+  ChannelHeader& h = *header_;
+  std::uint64_t w = grant;
+  // A revoked grant (the CAS fails) was handed on by the revoker already.
+  h.solo.compare_exchange_strong(w, solo_shared_word(solo_generation(grant) + 1), std::memory_order_acq_rel);
+  merge_solo_cursors();
+}
+
+void Channel::merge_solo_cursors() noexcept {
+  ChannelHeader& h = *header_;
+  raise_to(h.write_cursor, h.solo_cursor.load(std::memory_order_acquire));
+  raise_to(h.time_list_head, h.solo_time_list_head.load(std::memory_order_acquire));
+}
+
+bool Channel::end_solo() noexcept {
+  ChannelHeader& h = *header_;
+  std::uint64_t w = h.solo.load(std::memory_order_acquire);
+  while (solo_granted(w) &&
+         !h.solo.compare_exchange_weak(w, solo_shared_word(solo_generation(w) + 1), std::memory_order_acq_rel)) {
+  }
+  // Never granted: no solo publish can have happened (a grant racing with
+  // our registration sees our entry and reverts before it publishes).
+  if (solo_generation(w) == 0 && !solo_granted(w)) return false;
+  // SYNC POINT (store-load, asymmetric): the revocation above, then every
+  // registered thread's full barrier, then solo_busy. Pairs with the
+  // holder's busy stores, compiler barrier and load of `solo` (Publisher's
+  // claim_solo): it saw the revocation, or its busy stores are visible here.
+  heavy_barrier();
+  const std::int64_t start = mono_now_ns();
+  bool dead_checked = false;
+  bool fenced = false;
+  for (std::uint64_t busy = h.solo_busy.load(std::memory_order_acquire); busy != 0;
+       busy = h.solo_busy.load(std::memory_order_acquire)) {
+    const std::int64_t now = mono_now_ns();
+    const bool timed_out = now - start > stall_timeout_ns_;
+    if ((!dead_checked && now - start >= kDeadWriterCheckNs) || timed_out) {
+      dead_checked = true;
+      const bool alive = writer_alive(busy);
+      if (!alive || timed_out) {
+        fence_solo(busy, alive);
+        fenced = true;
+        break;
+      }
+    }
+    if (now - start < kDeadWriterCheckNs) {
+      cpu_relax();
+    } else {
+      std::this_thread::sleep_for(std::chrono::microseconds(20));
+    }
+  }
+  merge_solo_cursors();
+  return fenced;
+}
+
+void Channel::fence_solo(std::uint64_t busy, bool alive) noexcept {
+  ChannelHeader& h = *header_;
+  // acquire: pairs with the holder's release store of solo_busy, which its
+  // busy stamp precedes.
+  const std::uint64_t stamp_end = h.solo_busy_stamp.load(std::memory_order_acquire);
+  if (alive) {
+    // It will go on: its sequence and stamp index stay its own, and its
+    // claim word says so now (the value it was about to store, if it has
+    // not): claimers of later laps see a live writer in the slot.
+    const std::uint64_t seq = state_sequence(busy);
+    raise_to(h.write_cursor, seq + 1);
+    if (stamp_end != 0) raise_to(h.time_list_head, stamp_end);
+    std::uint64_t expected = seq >= capacity() ? committed_state(seq - capacity()) : 0;
+    claim_word(seq).compare_exchange_strong(expected, busy, std::memory_order_acq_rel);
+  }
+  // A dead holder's stores all landed when it died: merge_solo_cursors
+  // continues after them, and a claim word it took is a dead writer's.
+  std::uint64_t b = busy;
+  h.solo_busy.compare_exchange_strong(b, 0, std::memory_order_acq_rel);
+}
+
+}  // namespace shmbus::detail
