@@ -3,6 +3,9 @@
 //   peer pub DOMAIN CHANNEL TAG COUNT SIZE PACE_US   publish COUNT (0: until SIGTERM)
 //   peer die-mid-write DOMAIN CHANNEL TAG SIZE        loan, write half, SIGKILL itself
 //   peer pub-hold DOMAIN CHANNEL TAG COUNT SIZE       publish COUNT, print "sent", sleep until killed
+//   peer echo DOMAIN IN OUT COUNT                     publish each of COUNT messages taken from IN
+//                                                     to OUT, after a pause of 0-49 us; waits of
+//                                                     1 s; prints "ready", then echoed= timeouts=
 //   peer sub DOMAIN CHANNEL TOTAL TIMEOUT_MS [PACE_US]  take until sequence TOTAL-1 is
 //                                                     covered (TOTAL 0: until SIGTERM),
 //                                                     sleeping PACE_US after each message
@@ -74,6 +77,28 @@ int run_pub_hold(Context& ctx, const std::string& channel, std::uint32_t tag, st
   std::printf("sent\n");
   std::fflush(stdout);
   while (!g_stop) ::pause();
+  return 0;
+}
+
+int run_echo(Context& ctx, const std::string& in, const std::string& out, std::uint64_t count) {
+  Subscriber sub(in, TypeInfo::bytes(), ctx);
+  Publisher pub(out, TypeInfo::bytes(), ctx);
+  std::vector<std::byte> buf(4096);
+  std::uint64_t echoed = 0, timeouts = 0;
+  std::printf("ready\n");
+  while (echoed < count && !g_stop && timeouts < 5) {
+    if (!sub.wait(std::chrono::seconds(1))) {
+      ++timeouts;  // a wake that never came: the test asserts there is none
+      continue;
+    }
+    const TakeResult r = sub.take(buf);
+    if (!r.ok()) continue;
+    std::this_thread::sleep_for(std::chrono::microseconds(echoed % 50));
+    if (pub.publish(std::span<const std::byte>(buf.data(), r.info.size)) != PublishResult::kOk) return 1;
+    ++echoed;
+  }
+  std::printf("echoed=%llu timeouts=%llu\n", static_cast<unsigned long long>(echoed),
+              static_cast<unsigned long long>(timeouts));
   return 0;
 }
 
@@ -167,6 +192,9 @@ int main(int argc, char** argv) {
     if (mode == "pub" && argc == 8) {
       return run_pub(ctx, channel, static_cast<std::uint32_t>(std::atoi(argv[4])), std::strtoull(argv[5], nullptr, 10),
                      std::strtoull(argv[6], nullptr, 10), std::atol(argv[7]));
+    }
+    if (mode == "echo" && argc == 6) {
+      return run_echo(ctx, channel, argv[4], std::strtoull(argv[5], nullptr, 10));
     }
     if (mode == "die-mid-write" && argc == 6) {
       return run_die_mid_write(ctx, channel, static_cast<std::uint32_t>(std::atoi(argv[4])),

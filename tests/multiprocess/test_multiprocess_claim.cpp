@@ -221,6 +221,45 @@ TEST_F(ClaimTest, SoloGrantFollowsThePublishers) {
   EXPECT_FALSE(view().solo) << "a closing holder gives the grant back";
 }
 
+// Both sides of a ping-pong publish solo and sleep in their waits (each
+// pauses 0-49 us before it answers, longer than the peer's 20 us spin), so
+// every wake goes through the solo publisher's unfenced check of the
+// sleepers and the sleeper's membarrier. A wake missed would leave a wait
+// to its 1 s timeout: none may.
+TEST_F(ClaimTest, SoloPublishersWakeEverySleeper) {
+  constexpr int kRounds = 2000;
+  Subscriber pong("/pong", TypeInfo::bytes(), ctx_);
+  Publisher ping("/ping", TypeInfo::bytes(), ctx_);
+  ChildProcess echo({kPeer, "echo", domain_, "/ping", "/pong", std::to_string(kRounds)});
+  ASSERT_TRUE(echo.wait_for_output("ready", 20s)) << echo.output();
+  test::wait_for_subscribers(domain_, "/ping", 1);
+  std::vector<std::byte> msg(64), buf(4096);
+  int timeouts = 0;
+  for (int i = 0; i < kRounds && timeouts < 5; ++i) {
+    if (i == kRounds / 2) {
+      EXPECT_EQ(introspect::ChannelReader(domain_, "/ping").view().solo, solo_expected());
+      EXPECT_EQ(introspect::ChannelReader(domain_, "/pong").view().solo, solo_expected());
+    }
+    test::fill_payload(msg.data(), msg.size(), 1, static_cast<std::uint32_t>(i));
+    ASSERT_EQ(ping.publish(msg), PublishResult::kOk);
+    if (!pong.wait(1s)) {
+      ++timeouts;
+      continue;
+    }
+    const TakeResult r = pong.take(buf);
+    ASSERT_TRUE(r.ok());
+    std::uint32_t tag = 0, counter = 0;
+    ASSERT_TRUE(test::payload_intact(buf.data(), r.info.size, tag, counter));
+    EXPECT_EQ(counter, static_cast<std::uint32_t>(i)) << "the echo of this round";
+    std::this_thread::sleep_for(std::chrono::microseconds((i * 7) % 50));
+  }
+  EXPECT_EQ(timeouts, 0) << "a wake missed by the test's subscriber";
+  const int status = echo.wait(20s);
+  ASSERT_TRUE(WIFEXITED(status)) << echo.output();
+  EXPECT_EQ(echo.fields().at("echoed"), kRounds) << echo.output();
+  EXPECT_EQ(echo.fields().at("timeouts"), 0) << "a wake missed by the echo's subscriber";
+}
+
 // A stamp claimed before a higher index but stored after it: the monitor's
 // incremental read keeps it pending and reads it when it lands (before: it
 // was skipped for good once later stamps were written).
