@@ -83,7 +83,7 @@ bool Channel::end_solo() noexcept {
   // SYNC POINT (store-load, asymmetric): the revocation above, then every
   // registered thread's full barrier, then solo_busy. Pairs with the
   // holder's busy stores, compiler barrier and load of `solo` (Publisher's
-  // claim_solo): it saw the revocation, or its busy stores are visible here.
+  // solo_begin): it saw the revocation, or its busy stores are visible here.
   heavy_barrier();
   const std::int64_t start = mono_now_ns();
   bool dead_checked = false;
