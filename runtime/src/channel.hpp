@@ -77,6 +77,8 @@ class Channel {
   }
   /// Stamps ever claimed: the larger of the shared and the solo head.
   [[nodiscard]] std::uint64_t time_list_head() const noexcept {
+    // SYNC POINT READ: acquire, as for the shared head alone; the entries
+    // carry their own release stores (store_stamp), the heads only bound.
     return std::max(header_->time_list_head.load(std::memory_order_acquire),
                     header_->solo_time_list_head.load(std::memory_order_acquire));
   }
@@ -92,8 +94,8 @@ class Channel {
   /// A publisher that has just registered: revokes the grant, waits for a
   /// solo publish in flight (up to stall_timeout; a holder known dead is
   /// fenced at once, a live one stopped past it then) and raises the shared
-  /// cursors past the solo ones. Returns whether a holder was fenced.
-  bool end_solo() noexcept;
+  /// cursors past the solo ones.
+  void end_solo() noexcept;
   /// Raises the shared cursor and time-list head to the solo ones (CAS, never
   /// lowered): the shared path then continues where the solo one stopped.
   void merge_solo_cursors() noexcept;

@@ -60,12 +60,8 @@ namespace {
 long membarrier(int cmd) noexcept { return ::syscall(SYS_membarrier, cmd, 0U, 0); }
 
 bool register_solo_publishing() noexcept {
-#if defined(__SANITIZE_THREAD__)
+#ifdef SHMBUS_TSAN
   return false;
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-  return false;
-#endif
 #endif
   // getenv is safe here: nothing in shmbus sets the environment.
   const char* setting = std::getenv("SHMBUS_SOLO");  // NOLINT(concurrency-mt-unsafe)

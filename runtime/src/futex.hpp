@@ -6,6 +6,15 @@
 #include <cstdint>
 #include <span>
 
+// SHMBUS_TSAN: a ThreadSanitizer build (GCC or clang).
+#if defined(__SANITIZE_THREAD__)
+#define SHMBUS_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define SHMBUS_TSAN 1
+#endif
+#endif
+
 namespace shmbus::detail {
 
 /// Sleeps while `*word == expected`, until woken or `deadline_ns`

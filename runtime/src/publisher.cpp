@@ -58,12 +58,11 @@ struct Publisher::Impl {
   std::array<std::uint32_t, kMaxSubscribers> overtaken_tenancy{};
   bool waited = false;  ///< the last claim waited for room (its publish time is read after)
   /// Solo publisher (layout/channel_layout.hpp): our grant word while we
-  /// hold it (else 0); whether we may hold one at all; shared publishes
+  /// hold it (else 0); shared publishes
   /// since we last asked for one; loans open (no grant while any is: a
   /// loan's commit takes the shared path); the time-list index of the solo
   /// publish in flight.
   std::uint64_t solo_grant = 0;
-  bool solo_possible = false;
   std::uint32_t shared_publishes = 0;
   std::uint32_t open_loans = 0;
   std::uint64_t solo_stamp = 0;
@@ -140,6 +139,8 @@ struct Publisher::Impl {
     if (fast) {
       // Solo: no other publisher claims while we are busy, and a revoker
       // that fenced us stored `mine` here itself (Channel::fence_solo).
+      // SYNC POINT: acquire pairs with the release that gave the claim back
+      // (ours, or the shared path's CAS before the grant), as the CAS does.
       const std::uint64_t cur = word.load(std::memory_order_acquire);
       if (cur == st || cur == mine) {
         word.store(mine, std::memory_order_relaxed);
@@ -149,8 +150,7 @@ struct Publisher::Impl {
     } else if (word.compare_exchange_strong(st, mine, std::memory_order_acq_rel, std::memory_order_acquire)) {
       return claimed(slot, s, seq);
     }
-    std::int64_t stuck_since = 0;
-    bool dead_checked = false;
+    WriterWait stuck;
     for (;;) {
       // Case 1: a later lap already owns the slot (we were descheduled
       // between the fetch_add and here): our message is too old to store.
@@ -164,11 +164,8 @@ struct Publisher::Impl {
       // stall_timeout, not one per lap.
       if (is_writing(st)) {
         if (st == stuck_claim) return nullptr;
-        const std::int64_t now = mono_now_ns();
-        if (stuck_since == 0) stuck_since = now;
-        const bool timed_out = now - stuck_since > stall_timeout_ns;
-        if ((!dead_checked && now - stuck_since >= kDeadWriterCheckNs) || timed_out) {
-          dead_checked = true;
+        bool timed_out = false;
+        if (stuck.judge(mono_now_ns(), stall_timeout_ns, timed_out)) {
           if (!channel->writer_alive(st)) {
             // CAS cases: won -> the dead writer's slot is ours; lost -> the
             // state moved on, re-examine it.
@@ -592,7 +589,7 @@ struct Publisher::Impl {
   /// On the shared path: asks for the solo grant every kSoloRetryEvery
   /// publishes (the other publishers may have gone).
   void maybe_go_solo() noexcept {
-    if (!solo_possible || open_loans != 0 || ++shared_publishes < kSoloRetryEvery) return;
+    if (open_loans != 0 || ++shared_publishes < kSoloRetryEvery) return;
     shared_publishes = 0;
     solo_grant = channel->try_grant_solo(owner);
   }
@@ -622,8 +619,7 @@ Publisher::Publisher(std::string_view channel, const TypeInfo& type, Context& co
   // is fenced off) once end_solo returns; then we may hold the grant
   // ourselves if we are alone.
   impl_->channel->end_solo();
-  impl_->solo_possible = impl_->channel->transport() == Transport::kShm && solo_publishing_enabled();
-  if (impl_->solo_possible) impl_->solo_grant = impl_->channel->try_grant_solo(impl_->owner);
+  impl_->solo_grant = impl_->channel->try_grant_solo(impl_->owner);
   if (impl_->channel->transport() == Transport::kIceoryx) {
     impl_->iox = std::make_unique<IceoryxPublisherPort>(context.config().domain, std::string{channel},
                                                         context.config().channel(channel).publisher_history,

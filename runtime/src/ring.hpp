@@ -9,14 +9,6 @@
 #include "channel.hpp"
 #include "futex.hpp"
 
-#if defined(__SANITIZE_THREAD__)
-#define SHMBUS_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define SHMBUS_TSAN 1
-#endif
-#endif
-
 #ifdef SHMBUS_TSAN
 extern "C" void AnnotateIgnoreReadsBegin(const char* file, int line);
 extern "C" void AnnotateIgnoreReadsEnd(const char* file, int line);
@@ -29,6 +21,23 @@ namespace shmbus::detail {
 /// asked about on every poll, and soon enough that a crash stalls readers
 /// and publishers well under the stall_timeout bound.
 inline constexpr std::int64_t kDeadWriterCheckNs = 100'000;
+
+/// Waiting for a writer that holds what we need: it is judged (alive or
+/// dead) once after kDeadWriterCheckNs, and again once `timeout` has passed,
+/// after which a live one is given up on.
+struct WriterWait {
+  std::int64_t since = 0;  ///< the wait began (0: not yet)
+  bool dead_checked = false;
+  /// At `now`: whether to judge the writer now; `timed_out` tells whether
+  /// the bound has passed.
+  bool judge(std::int64_t now, std::int64_t timeout, bool& timed_out) noexcept {
+    if (since == 0) since = now;
+    timed_out = now - since > timeout;
+    if (!timed_out && (dead_checked || now - since < kDeadWriterCheckNs)) return false;
+    dead_checked = true;
+    return true;
+  }
+};
 
 /// Brackets a seqlock reader's optimistic copy. The copy may race with a
 /// writer of the next lap by design; the state re-check after it discards a

@@ -29,6 +29,8 @@ void raise_to(std::atomic<std::uint64_t>& word, std::uint64_t value) noexcept {
 std::uint32_t Channel::publishers_present() const noexcept {
   std::uint32_t n = 0;
   for (std::uint32_t i = 0; i < kMaxPublishers; ++i) {
+    // acquire: pairs with the claim CAS of a registering entry (claim_entry);
+    // the store-load order with our grant CAS is try_grant_solo's.
     n += endpoint_phase(publishers_[i].state.load(std::memory_order_acquire)) != kEndpointFree ? 1 : 0;
   }
   return n;
@@ -37,6 +39,7 @@ std::uint32_t Channel::publishers_present() const noexcept {
 std::uint64_t Channel::try_grant_solo(std::uint32_t token) noexcept {
   if (transport_ != Transport::kShm || !solo_publishing_enabled()) return 0;
   ChannelHeader& h = *header_;
+  // acquire: pairs with the acq_rel CAS of the last grant or revocation.
   std::uint64_t w = h.solo.load(std::memory_order_acquire);
   if (solo_granted(w)) return 0;
   const std::uint64_t grant = solo_grant_word(solo_generation(w) + 1, token);
@@ -71,7 +74,7 @@ void Channel::merge_solo_cursors() noexcept {
   raise_to(h.time_list_head, h.solo_time_list_head.load(std::memory_order_acquire));
 }
 
-bool Channel::end_solo() noexcept {
+void Channel::end_solo() noexcept {
   ChannelHeader& h = *header_;
   std::uint64_t w = h.solo.load(std::memory_order_acquire);
   while (solo_granted(w) &&
@@ -79,36 +82,33 @@ bool Channel::end_solo() noexcept {
   }
   // Never granted: no solo publish can have happened (a grant racing with
   // our registration sees our entry and reverts before it publishes).
-  if (solo_generation(w) == 0 && !solo_granted(w)) return false;
+  if (solo_generation(w) == 0 && !solo_granted(w)) return;
   // SYNC POINT (store-load, asymmetric): the revocation above, then every
   // registered thread's full barrier, then solo_busy. Pairs with the
   // holder's busy stores, compiler barrier and load of `solo` (Publisher's
   // solo_begin): it saw the revocation, or its busy stores are visible here.
   heavy_barrier();
-  const std::int64_t start = mono_now_ns();
-  bool dead_checked = false;
-  bool fenced = false;
+  WriterWait holder;
+  // acquire: pairs with the holder's release stores of solo_busy (its
+  // stores for the publish come before the one that clears it).
   for (std::uint64_t busy = h.solo_busy.load(std::memory_order_acquire); busy != 0;
        busy = h.solo_busy.load(std::memory_order_acquire)) {
     const std::int64_t now = mono_now_ns();
-    const bool timed_out = now - start > stall_timeout_ns_;
-    if ((!dead_checked && now - start >= kDeadWriterCheckNs) || timed_out) {
-      dead_checked = true;
+    bool timed_out = false;
+    if (holder.judge(now, stall_timeout_ns_, timed_out)) {
       const bool alive = writer_alive(busy);
       if (!alive || timed_out) {
         fence_solo(busy, alive);
-        fenced = true;
         break;
       }
     }
-    if (now - start < kDeadWriterCheckNs) {
+    if (now - holder.since < kDeadWriterCheckNs) {
       cpu_relax();
     } else {
       std::this_thread::sleep_for(std::chrono::microseconds(20));
     }
   }
   merge_solo_cursors();
-  return fenced;
 }
 
 void Channel::fence_solo(std::uint64_t busy, bool alive) noexcept {
@@ -124,6 +124,8 @@ void Channel::fence_solo(std::uint64_t busy, bool alive) noexcept {
     raise_to(h.write_cursor, seq + 1);
     if (stamp_end != 0) raise_to(h.time_list_head, stamp_end);
     std::uint64_t expected = seq >= capacity() ? committed_state(seq - capacity()) : 0;
+    // SYNC POINT: acq_rel as a publisher's claim CAS (its partner: the
+    // release that gave the claim back; later claimers' acquire).
     claim_word(seq).compare_exchange_strong(expected, busy, std::memory_order_acq_rel);
   }
   // A dead holder's stores all landed when it died: merge_solo_cursors

@@ -53,9 +53,9 @@
 // every earlier store to leave the store buffer, so without them one
 // message's line transfers overlap the next message's. Readers take the
 // larger of each pair of cursors. Around each solo publish the holder
-// stores solo_busy = writing_state(seq, holder) and solo_busy_stamp =
-// time-list index + 1, and checks the grant after those stores (a compiler
-// barrier only). A publisher that registers revokes the grant (CAS), then
+// stores solo_busy_stamp = time-list index + 1, then (release) solo_busy =
+// writing_state(seq, holder), and checks the grant after those stores (a
+// compiler barrier only). A publisher that registers revokes the grant (CAS), then
 // runs membarrier(MEMBARRIER_CMD_GLOBAL_EXPEDITED): every holder's publish
 // either saw the revocation or has its busy stores visible. It waits for
 // solo_busy to clear; a holder dead, or alive but stopped past
