@@ -342,7 +342,7 @@ struct Publisher::Impl {
   void write_header(SlotHeader* slot, std::uint64_t seq, std::int64_t mono, std::uint32_t size, std::uint16_t flags,
                     std::uint32_t room = kProvenanceEntries) noexcept {
     slot->flags = flags;
-    if (iox) slot->first.sequence = seq;
+    if (iox) slot->inline_entries[kChunkSequence] = seq;
     slot->mono_ns = mono;
     slot->wall_ns = wall_from_mono(mono);
     slot->size = size;
@@ -355,14 +355,16 @@ struct Publisher::Impl {
     }
   }
 
-  /// A ring slot's provenance: a single entry in the header's line (where
-  /// its reader finds it without reading another line), more in the
-  /// provenance lines. An iceoryx chunk's: always after its header (its
-  /// `first.sequence` is the message's sequence).
+  /// A ring slot's provenance: up to kInlineEntries that fit packed in the
+  /// header's line (where its reader finds them without reading another
+  /// line, kSlotInlineProvenance), else in the provenance lines. An
+  /// iceoryx chunk's: always after its header (its first inline word is the
+  /// message's sequence).
   static_assert(kProvenanceEntries == kMaxProvenance, "copy_provenance copies between arrays of kMaxProvenance");
   void place_provenance(SlotHeader* slot, const ProvenanceEntry* entries, std::uint32_t n) noexcept {
-    if (!iox && n == 1) {
-      slot->first = entries[0];
+    if (!iox && n <= kInlineEntries && std::all_of(entries, entries + n, inlinable)) {
+      for (std::uint32_t i = 0; i < n; ++i) slot->inline_entries[i] = pack_inline(entries[i]);
+      slot->flags |= kSlotInlineProvenance;
     } else if (!iox) {
       // A ring slot has lines for all kProvenanceEntries (an iceoryx chunk
       // room for n only), and `entries` is staged in an array of as many.
@@ -382,8 +384,8 @@ struct Publisher::Impl {
   /// kProvenanceEntries); then, in the room left, those inputs' own inputs.
   /// What does not fit is cut and counted.
   void write_provenance(SlotHeader* slot, std::int64_t mono, std::uint32_t room) noexcept {
-    // Staged here, then placed by place_provenance: a ring slot's single
-    // entry goes into the header's line only, and the provenance line is
+    // Staged here, then placed by place_provenance: a ring slot's entries
+    // that fit go into the header's line only, and the provenance lines are
     // not written at all.
     std::array<ProvenanceEntry, kProvenanceEntries> staged;
     ProvenanceEntry* out = staged.data();

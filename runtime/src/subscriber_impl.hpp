@@ -139,14 +139,15 @@ struct Subscriber::Impl {
   /// Copies a slot's provenance into `info`, at most `room` entries (what
   /// follows the header); runs inside the seqlock read (torn values are
   /// discarded by the re-check), so the counts are clamped before they
-  /// bound a copy. `ring`: a ring slot, whose single entry is in its first
-  /// line (iceoryx chunks: after the header, as more entries always are).
+  /// bound a copy. `ring`: a ring slot, whose entries may be packed in its
+  /// first line (`flags` tells; iceoryx chunks: always after the header).
   static_assert(sizeof(Provenance) == sizeof(ProvenanceEntry) &&
                     offsetof(Provenance, via) == offsetof(ProvenanceEntry, via) &&
                     offsetof(Provenance, sequence) == offsetof(ProvenanceEntry, sequence),
                 "a slot's provenance entries are copied into MessageInfo as they are");
   static_assert(kProvenanceEntries == kMaxProvenance, "copy_provenance copies between arrays of kMaxProvenance");
-  static void read_provenance(const SlotHeader* slot, MessageInfo& info, std::uint32_t room, bool ring) noexcept {
+  static void read_provenance(const SlotHeader* slot, MessageInfo& info, std::uint32_t room, bool ring,
+                              std::uint16_t flags = 0) noexcept {
     const auto load8 = [](const std::uint8_t& v) {
       return std::atomic_ref<const std::uint8_t>(v).load(std::memory_order_relaxed);
     };
@@ -156,8 +157,14 @@ struct Subscriber::Impl {
     info.provenance_cut = slot->inputs_cut;
     info.second_level_cut = slot->second_level_cut;
     info.processing_ns = slot->processing_ns;
-    if (ring && entries == 1) {
-      std::memcpy(info.provenance.data(), &slot->first, sizeof(ProvenanceEntry));
+    if (ring && (flags & kSlotInlineProvenance) != 0) {
+      const auto n = std::min<std::uint16_t>(entries, kInlineEntries);
+      info.entry_count = n;
+      info.input_count = std::min(info.input_count, n);
+      for (std::uint16_t i = 0; i < n; ++i) {
+        const ProvenanceEntry e = unpack_inline(slot->inline_entries[i]);
+        info.provenance[i] = Provenance{e.channel_index, 0, e.sequence};
+      }
     } else if (ring) {
       // A ring slot's lines hold all kProvenanceEntries (an iceoryx chunk
       // only `room`).
@@ -170,17 +177,17 @@ struct Subscriber::Impl {
   /// A message's info from its ring slot: its sequence is the one its
   /// state says.
   static void read_slot_info(const SlotHeader* slot, std::uint64_t sequence, std::uint32_t size,
-                             MessageInfo& info) noexcept {
+                             std::uint16_t flags, MessageInfo& info) noexcept {
     info.sequence = sequence;
     read_header(slot, size, info);
-    read_provenance(slot, info, kProvenanceEntries, true);
+    read_provenance(slot, info, kProvenanceEntries, true, flags);
   }
 
   /// A message's info from its iceoryx chunk's header, followed by room for
   /// `provenance_room` entries.
   static void read_chunk_info(const SlotHeader* slot, std::uint32_t size, MessageInfo& info,
                               std::uint32_t provenance_room) noexcept {
-    info.sequence = slot->first.sequence;
+    info.sequence = slot->inline_entries[kChunkSequence];
     read_header(slot, size, info);
     read_provenance(slot, info, provenance_room, false);
   }
@@ -338,7 +345,7 @@ struct Subscriber::Impl {
           // bound is our private copy of the geometry.
           size = std::min(std::atomic_ref<std::uint32_t>(slot->size).load(std::memory_order_relaxed), max_size);
           flags = std::atomic_ref<std::uint16_t>(slot->flags).load(std::memory_order_relaxed);
-          read_slot_info(slot, next, size, result.info);
+          read_slot_info(slot, next, size, flags, result.info);
           if ((flags & kSlotDiscarded) == 0) fits = consume(Channel::payload(slot), size, result.info);
         }
         // SYNC POINT READ (seqlock): pairs with the publisher's release

@@ -17,7 +17,7 @@
 //   +---------------+---------------+---------------+-------+-------+
 //   | state         | mono_ns       | wall_ns       | size  | pubid |
 //   +--+-+-+--+--+--+---------------+---------------+---------------+
-//   |fl|n|e|ic|sc|  processing_ns  | first: the single entry       |
+//   |fl|n|e|ic|sc|  processing_ns  | inline entries (2 x 8 bytes)  |
 //   +--+-+-+--+--+------------------+-------------------------------+  64
 //   | ProvenanceEntry[16] (channel index, via, sequence): inputs,   |
 //   | then their inputs (second level)                              |
@@ -26,10 +26,13 @@
 //
 // fl: 16-bit flags; n/e: 8-bit input count and entry count; ic/sc: 16-bit
 // inputs cut, second-level inputs cut. A slot's own sequence is in its
-// state. A message citing one input (a module's output of the input it
-// took) has that entry in the first line (`first`); only a message with
-// more writes and reads the provenance lines, so one with none or one
-// costs its reader two lines, the first and the payload's.
+// state. A message with at most two provenance entries, each with via 0,
+// a channel index below 2^16 and a sequence below 2^48, has them packed in
+// the first line (flag kSlotInlineProvenance): a module's output citing
+// the input it took and that input's own input (a chain of stages), or two
+// inputs. Only a message with more writes and reads the provenance lines,
+// so one with up to two costs its reader two lines, the first and the
+// payload's.
 //
 // Slot state word: 0 = never written; (seq + 1) << 13 = committed seq;
 // ((seq + 1) << 13) | (owner << 1) | 1 = seq being written by `owner`, the
@@ -67,6 +70,7 @@
 // wake check has no fence in a solo publish: a subscriber about to sleep
 // runs the membarrier instead (Channel::enter_waiters).
 
+#include <array>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -111,12 +115,34 @@ constexpr std::uint32_t slot_owner(std::uint64_t state) noexcept {
 
 /// Slot flags.
 inline constexpr std::uint16_t kSlotDiscarded = 1;  ///< a loan given back: no message
+/// The provenance entries are packed in the header's line (see the top).
+inline constexpr std::uint16_t kSlotInlineProvenance = 2;
 
 struct ProvenanceEntry {
   std::uint32_t channel_index;
   std::uint32_t via;  ///< second level: index of the input it fed
   std::uint64_t sequence;
 };
+
+/// Inline provenance (see the top of this file): at most kInlineEntries,
+/// each packed into one word as channel_index << kInlineSequenceBits |
+/// sequence.
+inline constexpr std::uint32_t kInlineEntries = 2;
+inline constexpr unsigned kInlineSequenceBits = 48;
+constexpr bool inlinable(const ProvenanceEntry& e) noexcept {
+  return e.via == 0 && e.channel_index < (1U << (64 - kInlineSequenceBits)) &&
+         e.sequence < (std::uint64_t{1} << kInlineSequenceBits);
+}
+constexpr std::uint64_t pack_inline(const ProvenanceEntry& e) noexcept {
+  return (std::uint64_t{e.channel_index} << kInlineSequenceBits) | e.sequence;
+}
+constexpr ProvenanceEntry unpack_inline(std::uint64_t word) noexcept {
+  return ProvenanceEntry{static_cast<std::uint32_t>(word >> kInlineSequenceBits), 0,
+                         word & ((std::uint64_t{1} << kInlineSequenceBits) - 1)};
+}
+static_assert(unpack_inline(pack_inline(ProvenanceEntry{65535, 0, (1ULL << 48) - 1})).channel_index == 65535);
+static_assert(!inlinable(ProvenanceEntry{1U << 16, 0, 0}) && !inlinable(ProvenanceEntry{0, 0, 1ULL << 48}) &&
+              !inlinable(ProvenanceEntry{0, 1, 0}));
 
 struct SlotHeader {
   // SYNC POINT WRITE (publisher, holding the slot's claim): writing_state(s,
@@ -135,12 +161,14 @@ struct SlotHeader {
   std::uint16_t inputs_cut;        ///< first-level inputs not cited (saturates)
   std::uint16_t second_level_cut;  ///< second-level inputs not cited (saturates)
   std::int64_t processing_ns;      ///< publish minus the first input's take; 0: unknown
-  /// Ring slots: the provenance entry of a message citing exactly one (see
-  /// the top of this file); more are all in the provenance lines. iceoryx chunks, whose state holds the publisher's
-  /// own count: `first.sequence` is the message's sequence, and all of its
-  /// provenance is in the entries after the header.
-  ProvenanceEntry first;
+  /// Ring slots: the provenance entries when flags has
+  /// kSlotInlineProvenance, packed (pack_inline); otherwise they are all in
+  /// the provenance lines. iceoryx chunks, whose state holds the publisher's
+  /// own count: word kChunkSequence is the message's sequence, and all of
+  /// its provenance is in the entries after the header.
+  std::array<std::uint64_t, kInlineEntries> inline_entries;
 };
+inline constexpr std::size_t kChunkSequence = 0;
 static_assert(std::is_standard_layout_v<SlotHeader>);
 static_assert(sizeof(SlotHeader) == kCacheLine, "the slot header is the slot's first cache line");
 static_assert(offsetof(SlotHeader, state) == 0);
@@ -394,8 +422,8 @@ inline constexpr std::uint64_t kChannelLayoutHash = layout_hash_of(
     offsetof(EndpointEntry, discarded), offsetof(EndpointEntry, errors), offsetof(EndpointEntry, provenance_cut),
     offsetof(EndpointEntry, upstream_lost), offsetof(EndpointEntry, cursor), offsetof(EndpointEntry, block_timeouts),
     offsetof(ChannelHeader, overflow), offsetof(ChannelHeader, block_timeout_ns), offsetof(SlotHeader, processing_ns),
-    offsetof(ChannelHeader, claims_offset), sizeof(SlotClaim), offsetof(SlotHeader, first), offsetof(SlotHeader, flags),
-    kProvenanceEntries, kMaxPublishers, kMaxSubscribers, offsetof(ChannelHeader, solo),
+    offsetof(ChannelHeader, claims_offset), sizeof(SlotClaim), offsetof(SlotHeader, inline_entries), offsetof(SlotHeader, flags),
+    kProvenanceEntries, kMaxPublishers, kMaxSubscribers, offsetof(ChannelHeader, solo), kInlineSequenceBits,
     offsetof(ChannelHeader, solo_cursor), offsetof(ChannelHeader, solo_busy), offsetof(ChannelHeader, solo_busy_stamp),
     offsetof(ChannelHeader, solo_time_list_head));
 
