@@ -449,6 +449,12 @@ struct Publisher::Impl {
       return false;
     }
     notify(mono, fast);
+    // Solo: our next message goes into the next slot. Its payload's first
+    // line is taken for writing now, while no one reads it (its last
+    // reader was a lap ago), so that message's stores do not wait for it
+    // behind the state's line. The header's line is left alone: subscribers
+    // poll it, and would only take it back.
+    if (fast) prefetch_for_write(Channel::payload(channel->slot(seq + 1)));
     return true;
   }
 

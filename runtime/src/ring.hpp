@@ -39,6 +39,16 @@ struct WriterWait {
   }
 };
 
+/// Asks for the cache line at `p` in a writable state (x86: PREFETCHW, a
+/// no-op on CPUs without it), without waiting for it.
+inline void prefetch_for_write(const void* p) noexcept {
+#if defined(__x86_64__)
+  asm volatile("prefetchw %0" : : "m"(*static_cast<const char*>(p)));
+#else
+  __builtin_prefetch(p, 1, 3);
+#endif
+}
+
 /// Brackets a seqlock reader's optimistic copy. The copy may race with a
 /// writer of the next lap by design; the state re-check after it discards a
 /// torn copy. ThreadSanitizer is told to ignore these reads (and only these).
