@@ -336,86 +336,113 @@ struct Publisher::Impl {
     return mono + wall_offset;
   }
 
+  /// A message's header, drafted before its slot is claimed. The claim's
+  /// store of the writing state is the first to the line subscribers poll;
+  /// a subscriber that reads the line before the commit is stored takes it
+  /// back, and the commit then waits for it once more. So the work (the
+  /// wall offset, provenance from the thread's inputs, packing) is done
+  /// here, and only stores are left between claim and commit (write_header).
+  struct HeaderDraft {
+    std::int64_t mono = 0;
+    std::int64_t wall = 0;
+    std::uint32_t size = 0;
+    std::uint16_t flags = 0;  ///< kSlotInlineProvenance set here when the entries fit
+    std::uint8_t input_count = 0;
+    std::uint8_t entry_count = 0;
+    std::uint16_t inputs_cut = 0;
+    std::uint16_t second_level_cut = 0;
+    std::int64_t processing_ns = 0;
+    std::uint64_t cut = 0;  ///< first-level inputs not cited (the publisher's counter)
+    std::array<std::uint64_t, kInlineEntries> packed{};
+    std::array<ProvenanceEntry, kProvenanceEntries> entries;  ///< [0, entry_count); not inline
+  };
+
   /// `room`: provenance entries the header has space for (a ring slot has
   /// kProvenanceEntries; an iceoryx chunk loaned without provenance none).
-  /// `seq` is written for iceoryx chunks only (a ring slot's is in its state).
-  void write_header(SlotHeader* slot, std::uint64_t seq, std::int64_t mono, std::uint32_t size, std::uint16_t flags,
-                    std::uint32_t room = kProvenanceEntries) noexcept {
-    slot->flags = flags;
-    if (iox) slot->inline_entries[kChunkSequence] = seq;
-    slot->mono_ns = mono;
-    slot->wall_ns = wall_from_mono(mono);
-    slot->size = size;
+  /// Reads, never writes, what the provenance is drawn from: a draft not
+  /// written (the claim failed) cites nothing.
+  HeaderDraft draft_header(std::int64_t mono, std::uint32_t size, std::uint16_t flags,
+                           std::uint32_t room = kProvenanceEntries) noexcept {
+    HeaderDraft d;
+    d.mono = mono;
+    d.wall = wall_from_mono(mono);
+    d.size = size;
+    d.flags = flags;
+    if ((flags & kSlotDiscarded) == 0) draft_provenance(d, room);
+    return d;
+  }
+
+  /// Stores a draft into a slot we hold (ring) or a chunk we loaned
+  /// (iceoryx; `seq` is written for those only, a ring slot's is in its
+  /// state). Stores only; the caller then calls cited().
+  void write_header(SlotHeader* slot, std::uint64_t seq, const HeaderDraft& d) noexcept {
+    slot->flags = d.flags;
+    slot->mono_ns = d.mono;
+    slot->wall_ns = d.wall;
+    slot->size = d.size;
     slot->publisher_id = id;
-    if ((flags & kSlotDiscarded) != 0) {
-      slot->input_count = 0;
-      slot->entry_count = 0;
+    slot->input_count = d.input_count;
+    slot->entry_count = d.entry_count;
+    slot->inputs_cut = d.inputs_cut;
+    slot->second_level_cut = d.second_level_cut;
+    slot->processing_ns = d.processing_ns;
+    if ((d.flags & kSlotInlineProvenance) != 0) {
+      slot->inline_entries = d.packed;
+    } else if (!iox) {
+      // A ring slot has lines for all kProvenanceEntries (an iceoryx chunk
+      // room for n only), and the entries are staged in an array of as many.
+      detail::copy_provenance(Channel::provenance(slot), d.entries.data(), d.entry_count);
     } else {
-      write_provenance(slot, mono, room);
+      slot->inline_entries[kChunkSequence] = seq;
+      if (d.entry_count != 0) {
+        std::memcpy(Channel::provenance(slot), d.entries.data(), sizeof(ProvenanceEntry) * d.entry_count);
+      }
     }
   }
 
-  /// A ring slot's provenance: up to kInlineEntries that fit packed in the
-  /// header's line (where its reader finds them without reading another
-  /// line, kSlotInlineProvenance), else in the provenance lines. An
-  /// iceoryx chunk's: always after its header (its first inline word is the
-  /// message's sequence).
-  static_assert(kProvenanceEntries == kMaxProvenance, "copy_provenance copies between arrays of kMaxProvenance");
-  void place_provenance(SlotHeader* slot, const ProvenanceEntry* entries, std::uint32_t n) noexcept {
-    if (!iox && n <= kInlineEntries && std::all_of(entries, entries + n, inlinable)) {
-      for (std::uint32_t i = 0; i < n; ++i) slot->inline_entries[i] = pack_inline(entries[i]);
-      slot->flags |= kSlotInlineProvenance;
-    } else if (!iox) {
-      // A ring slot has lines for all kProvenanceEntries (an iceoryx chunk
-      // room for n only), and `entries` is staged in an array of as many.
-      detail::copy_provenance(Channel::provenance(slot), entries, n);
-    } else if (n != 0) {
-      std::memcpy(Channel::provenance(slot), entries, sizeof(ProvenanceEntry) * n);
-    }
+  /// Drafts, writes and cites at once (an iceoryx chunk: no subscriber
+  /// polls it while it is written).
+  void write_header_now(SlotHeader* slot, std::uint64_t seq, std::int64_t mono, std::uint32_t size,
+                        std::uint32_t room = kProvenanceEntries) noexcept {
+    const HeaderDraft draft = draft_header(mono, size, 0, room);
+    write_header(slot, seq, draft);
+    cited(draft);
   }
 
   static std::uint16_t saturate16(std::uint64_t v) noexcept {
     return static_cast<std::uint16_t>(std::min<std::uint64_t>(v, 0xFFFF));
   }
 
-  /// Fills the slot's provenance: explicit, or the inputs this thread's
-  /// callback scope recorded (the first kProvenanceEntries), or the inputs
-  /// this thread took since our previous publish on it (the latest
+  /// The draft's provenance: explicit, or the inputs this thread's callback
+  /// scope recorded (the first kProvenanceEntries), or the inputs this
+  /// thread took since our previous publish on it (the latest
   /// kProvenanceEntries); then, in the room left, those inputs' own inputs.
-  /// What does not fit is cut and counted.
-  void write_provenance(SlotHeader* slot, std::int64_t mono, std::uint32_t room) noexcept {
-    // Staged here, then placed by place_provenance: a ring slot's entries
-    // that fit go into the header's line only, and the provenance lines are
-    // not written at all.
-    std::array<ProvenanceEntry, kProvenanceEntries> staged;
-    ProvenanceEntry* out = staged.data();
-    std::uint64_t cut = 0;
-    detail::InputLog& log = detail::input_log();
-    const InputSelection cited = select_inputs(log, room);
-    if (!log.keep_first) {
-      mark_log = &log;
-      mark = log.taken;
-    }
+  /// What does not fit is cut (and counted by cited). A ring slot's
+  /// entries that fit go packed into the header's line
+  /// (kSlotInlineProvenance), so its provenance lines are neither written
+  /// nor read.
+  static_assert(kProvenanceEntries == kMaxProvenance, "copy_provenance copies between arrays of kMaxProvenance");
+  void draft_provenance(HeaderDraft& d, std::uint32_t room) const noexcept {
+    ProvenanceEntry* out = d.entries.data();
+    std::uint32_t n = 0;
+    std::uint64_t count = 0;
+    std::uint64_t second_cut = 0;
     if (explicit_provenance) {
-      const std::uint32_t count = std::min(explicit_count, room);
+      count = std::min(explicit_count, room);
       std::copy_n(explicit_entries, count, out);
-      slot->input_count = static_cast<std::uint8_t>(count);
-      slot->entry_count = static_cast<std::uint8_t>(count);
-      slot->second_level_cut = 0;
-      slot->processing_ns = 0;
-      cut = explicit_cut + explicit_count - count;
+      n = static_cast<std::uint32_t>(count);
+      d.cut = explicit_cut + explicit_count - count;
     } else {
-      const std::uint64_t count = cited.count;
-      const std::uint64_t first = cited.first;
-      cut = cited.total - count;
-      std::size_t n = 0;
+      const detail::InputLog& log = detail::input_log();
+      const InputSelection inputs = select_inputs(log, room);
+      count = inputs.count;
+      d.cut = inputs.total - count;
       for (std::uint64_t i = 0; i < count; ++i) {
-        out[n++] = ProvenanceEntry{log.ring[(first + i) % kProvenanceEntries].input.channel_index, 0,
-                                   log.ring[(first + i) % kProvenanceEntries].input.sequence};
+        const detail::TakenInput& t = log.ring[(inputs.first + i) % kProvenanceEntries];
+        out[n++] = ProvenanceEntry{t.input.channel_index, 0, t.input.sequence};
       }
-      std::uint64_t second_cut = 0;
       for (std::uint64_t i = 0; i < count; ++i) {
-        const detail::TakenInput& t = log.ring[(first + i) % kProvenanceEntries];
+        const detail::TakenInput& t = log.ring[(inputs.first + i) % kProvenanceEntries];
         for (std::uint32_t j = 0; j < t.parent_count; ++j) {
           if (n == room) {
             ++second_cut;
@@ -424,17 +451,32 @@ struct Publisher::Impl {
           out[n++] = ProvenanceEntry{t.parents[j].channel_index, static_cast<std::uint32_t>(i), t.parents[j].sequence};
         }
       }
-      slot->input_count = static_cast<std::uint8_t>(count);
-      slot->entry_count = static_cast<std::uint8_t>(n);
-      slot->second_level_cut = saturate16(second_cut);
-      slot->processing_ns = count != 0 ? mono - log.run_ns : 0;
+      d.processing_ns = count != 0 ? d.mono - log.run_ns : 0;
     }
-    if (!log.keep_first) log.run_start = log.taken;  // the thread's next take starts a new run
-    place_provenance(slot, staged.data(), slot->entry_count);
-    slot->inputs_cut = saturate16(cut);
-    if (cut != 0) {
+    d.input_count = static_cast<std::uint8_t>(count);
+    d.entry_count = static_cast<std::uint8_t>(n);
+    d.inputs_cut = saturate16(d.cut);
+    d.second_level_cut = saturate16(second_cut);
+    if (!iox && n <= kInlineEntries && std::all_of(out, out + n, inlinable)) {
+      d.flags |= kSlotInlineProvenance;
+      for (std::uint32_t i = 0; i < n; ++i) d.packed[i] = pack_inline(out[i]);
+    }
+  }
+
+  /// A message drafted from the thread's inputs was written (or loaned and
+  /// committed): the next publish cites what the thread takes from now on,
+  /// the next take starts a new run (its clock read starts the next
+  /// processing time), and inputs cut are counted.
+  void cited(const HeaderDraft& d) noexcept {
+    detail::InputLog& log = detail::input_log();
+    if (!log.keep_first) {
+      mark_log = &log;
+      mark = log.taken;
+      log.run_start = log.taken;
+    }
+    if (d.cut != 0) {
       // Single writer (this publisher): relaxed load and store, statistics.
-      entry->provenance_cut.store(entry->provenance_cut.load(std::memory_order_relaxed) + cut,
+      entry->provenance_cut.store(entry->provenance_cut.load(std::memory_order_relaxed) + d.cut,
                                   std::memory_order_relaxed);
     }
   }
@@ -516,7 +558,7 @@ struct Publisher::Impl {
     return {total, count, log.keep_first ? 0 : log.taken - count};
   }
 
-  /// The provenance entries write_provenance would fill for our next
+  /// The provenance entries draft_provenance would fill for our next
   /// message given all the room (inputs and their own inputs, at most
   /// kProvenanceEntries): an iceoryx chunk carries room for these only.
   std::uint32_t provenance_entries() const noexcept {
@@ -563,7 +605,7 @@ struct Publisher::Impl {
   void send_chunk(std::byte* payload, SlotHeader* slot, std::uint64_t seq, std::uint32_t size,
                   std::uint32_t room) noexcept {
     const std::int64_t mono = stamp_now_ns();
-    write_header(slot, seq, mono, size, 0, room);
+    write_header_now(slot, seq, mono, size, room);
     // relaxed: not a ring state but a plain value in the chunk; its
     // ordering partner is iceoryx's hand-over of the chunk (publish below,
     // the subscriber's take), as for the rest of the header.
@@ -661,7 +703,10 @@ PublishResult Publisher::publish(std::span<const std::byte> payload) noexcept {
     p.send_chunk(chunk, slot, seq, static_cast<std::uint32_t>(payload.size()), room);
     return PublishResult::kOk;
   }
-  std::int64_t mono = stamp_now_ns();
+  const auto size = static_cast<std::uint32_t>(payload.size());
+  // Drafted before the claim: between claim and commit only stores are
+  // left (HeaderDraft), and the inputs are marked cited after the commit.
+  Impl::HeaderDraft draft = p.draft_header(stamp_now_ns(), size, 0);
   std::uint64_t seq = 0;
   bool fast = false;
   SlotHeader* slot = p.claim(seq, fast);
@@ -669,10 +714,12 @@ PublishResult Publisher::publish(std::span<const std::byte> payload) noexcept {
     p.count_drop();
     return PublishResult::kDropped;
   }
-  if (p.waited) mono = stamp_now_ns();  // waited for room: the message exists from now
-  p.write_header(slot, seq, mono, static_cast<std::uint32_t>(payload.size()), 0);
+  if (p.waited) draft = p.draft_header(stamp_now_ns(), size, 0);  // waited for room: the message exists from now
+  p.write_header(slot, seq, draft);
   std::memcpy(Channel::payload(slot), payload.data(), payload.size());
-  if (!p.commit(slot, seq, mono, fast)) {
+  const bool committed = p.commit(slot, seq, draft.mono, fast);
+  p.cited(draft);
+  if (!committed) {
     p.count_drop();
     return PublishResult::kDropped;
   }
@@ -728,9 +775,10 @@ PublishResult Publisher::commit(Loan& loan, std::size_t size) noexcept {
     return PublishResult::kOk;
   }
   // The publish time is the commit time: that is when the message exists.
-  const std::int64_t mono = stamp_now_ns();
-  p.write_header(slot, loan.sequence_, mono, static_cast<std::uint32_t>(size), 0);
-  const bool committed = p.commit(slot, loan.sequence_, mono, false);
+  const Impl::HeaderDraft draft = p.draft_header(stamp_now_ns(), static_cast<std::uint32_t>(size), 0);
+  p.write_header(slot, loan.sequence_, draft);
+  const bool committed = p.commit(slot, loan.sequence_, draft.mono, false);
+  p.cited(draft);
   --p.open_loans;
   loan.data_ = nullptr;
   loan.owner_ = nullptr;
@@ -752,7 +800,7 @@ void Publisher::discard(Loan& loan) noexcept {
     return;
   }
   auto* slot = static_cast<SlotHeader*>(loan.slot_);
-  p.write_header(slot, loan.sequence_, stamp_now_ns(), 0, kSlotDiscarded);
+  p.write_header(slot, loan.sequence_, p.draft_header(stamp_now_ns(), 0, kSlotDiscarded));
   // From our own claim only: a slot taken over is not ours to end.
   if (p.release_slot(slot, loan.sequence_, false)) wake_waiters(*p.header);
   --p.open_loans;
