@@ -176,8 +176,8 @@ struct Subscriber::Impl {
 
   /// A message's info from its ring slot: its sequence is the one its
   /// state says.
-  static void read_slot_info(const SlotHeader* slot, std::uint64_t sequence, std::uint32_t size,
-                             std::uint16_t flags, MessageInfo& info) noexcept {
+  static void read_slot_info(const SlotHeader* slot, std::uint64_t sequence, std::uint32_t size, std::uint16_t flags,
+                             MessageInfo& info) noexcept {
     info.sequence = sequence;
     read_header(slot, size, info);
     read_provenance(slot, info, kProvenanceEntries, true, flags);

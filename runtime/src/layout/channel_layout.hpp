@@ -422,9 +422,9 @@ inline constexpr std::uint64_t kChannelLayoutHash = layout_hash_of(
     offsetof(EndpointEntry, discarded), offsetof(EndpointEntry, errors), offsetof(EndpointEntry, provenance_cut),
     offsetof(EndpointEntry, upstream_lost), offsetof(EndpointEntry, cursor), offsetof(EndpointEntry, block_timeouts),
     offsetof(ChannelHeader, overflow), offsetof(ChannelHeader, block_timeout_ns), offsetof(SlotHeader, processing_ns),
-    offsetof(ChannelHeader, claims_offset), sizeof(SlotClaim), offsetof(SlotHeader, inline_entries), offsetof(SlotHeader, flags),
-    kProvenanceEntries, kMaxPublishers, kMaxSubscribers, offsetof(ChannelHeader, solo), kInlineSequenceBits,
-    offsetof(ChannelHeader, solo_cursor), offsetof(ChannelHeader, solo_busy), offsetof(ChannelHeader, solo_busy_stamp),
-    offsetof(ChannelHeader, solo_time_list_head));
+    offsetof(ChannelHeader, claims_offset), sizeof(SlotClaim), offsetof(SlotHeader, inline_entries),
+    offsetof(SlotHeader, flags), kProvenanceEntries, kMaxPublishers, kMaxSubscribers, offsetof(ChannelHeader, solo),
+    kInlineSequenceBits, offsetof(ChannelHeader, solo_cursor), offsetof(ChannelHeader, solo_busy),
+    offsetof(ChannelHeader, solo_busy_stamp), offsetof(ChannelHeader, solo_time_list_head));
 
 }  // namespace shmbus::layout
