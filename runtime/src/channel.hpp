@@ -58,7 +58,10 @@ class Channel {
   [[nodiscard]] static std::byte* payload(layout::SlotHeader* s) noexcept {
     return reinterpret_cast<std::byte*>(s) + layout::kSlotPayloadOffset;
   }
-  /// The provenance entries after a slot's (or an iceoryx chunk's) header.
+  /// The provenance entries after a slot's (or an iceoryx chunk's) header:
+  /// as many as a MessageInfo holds, so copy_provenance copies between the
+  /// two in whole lines.
+  static_assert(layout::kProvenanceEntries == kMaxProvenance, "a slot holds as many entries as a MessageInfo");
   [[nodiscard]] static layout::ProvenanceEntry* provenance(layout::SlotHeader* s) noexcept {
     return reinterpret_cast<layout::ProvenanceEntry*>(reinterpret_cast<std::byte*>(s) + layout::kCacheLine);
   }

@@ -349,7 +349,6 @@ struct Publisher::Impl {
     std::uint16_t flags = 0;  ///< kSlotInlineProvenance set here when the entries fit
     std::uint8_t input_count = 0;
     std::uint8_t entry_count = 0;
-    std::uint16_t inputs_cut = 0;
     std::uint16_t second_level_cut = 0;
     std::int64_t processing_ns = 0;
     std::uint64_t cut = 0;  ///< first-level inputs not cited (the publisher's counter)
@@ -383,7 +382,7 @@ struct Publisher::Impl {
     slot->publisher_id = id;
     slot->input_count = d.input_count;
     slot->entry_count = d.entry_count;
-    slot->inputs_cut = d.inputs_cut;
+    slot->inputs_cut = saturate16(d.cut);
     slot->second_level_cut = d.second_level_cut;
     slot->processing_ns = d.processing_ns;
     if ((d.flags & kSlotInlineProvenance) != 0) {
@@ -421,7 +420,6 @@ struct Publisher::Impl {
   /// entries that fit go packed into the header's line
   /// (kSlotInlineProvenance), so its provenance lines are neither written
   /// nor read.
-  static_assert(kProvenanceEntries == kMaxProvenance, "copy_provenance copies between arrays of kMaxProvenance");
   void draft_provenance(HeaderDraft& d, std::uint32_t room) const noexcept {
     ProvenanceEntry* out = d.entries.data();
     std::uint32_t n = 0;
@@ -455,7 +453,6 @@ struct Publisher::Impl {
     }
     d.input_count = static_cast<std::uint8_t>(count);
     d.entry_count = static_cast<std::uint8_t>(n);
-    d.inputs_cut = saturate16(d.cut);
     d.second_level_cut = saturate16(second_cut);
     if (!iox && n <= kInlineEntries && std::all_of(out, out + n, inlinable)) {
       d.flags |= kSlotInlineProvenance;

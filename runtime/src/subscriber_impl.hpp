@@ -145,7 +145,6 @@ struct Subscriber::Impl {
                     offsetof(Provenance, via) == offsetof(ProvenanceEntry, via) &&
                     offsetof(Provenance, sequence) == offsetof(ProvenanceEntry, sequence),
                 "a slot's provenance entries are copied into MessageInfo as they are");
-  static_assert(kProvenanceEntries == kMaxProvenance, "copy_provenance copies between arrays of kMaxProvenance");
   static void read_provenance(const SlotHeader* slot, MessageInfo& info, std::uint32_t room, bool ring,
                               std::uint16_t flags = 0) noexcept {
     const auto load8 = [](const std::uint8_t& v) {

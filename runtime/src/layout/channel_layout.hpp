@@ -172,6 +172,8 @@ inline constexpr std::size_t kChunkSequence = 0;
 static_assert(std::is_standard_layout_v<SlotHeader>);
 static_assert(sizeof(SlotHeader) == kCacheLine, "the slot header is the slot's first cache line");
 static_assert(offsetof(SlotHeader, state) == 0);
+static_assert(offsetof(SlotHeader, inline_entries) + sizeof(SlotHeader::inline_entries) == kCacheLine,
+              "the packed provenance entries end the header's line");
 static_assert(kProvenanceEntries <= 255, "provenance counts are 8-bit");
 /// A slot's claim word (see the top of this file), alone in its line so a
 /// publisher claims without taking a line away from polling subscribers.
