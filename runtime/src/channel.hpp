@@ -58,6 +58,13 @@ class Channel {
   [[nodiscard]] static std::byte* payload(layout::SlotHeader* s) noexcept {
     return reinterpret_cast<std::byte*>(s) + layout::kSlotPayloadOffset;
   }
+  /// Where a ring slot's message of `size` bytes is, given its flags: in
+  /// the header's line (kSlotInlinePayload) or in the payload area.
+  [[nodiscard]] static std::byte* payload(layout::SlotHeader* s, std::uint16_t flags, std::uint32_t size) noexcept {
+    return (flags & layout::kSlotInlinePayload) != 0
+               ? reinterpret_cast<std::byte*>(s) + layout::inline_payload_offset(size)
+               : payload(s);
+  }
   /// The provenance entries after a slot's (or an iceoryx chunk's) header:
   /// as many as a MessageInfo holds, so copy_provenance copies between the
   /// two in whole lines.

@@ -346,7 +346,7 @@ struct Publisher::Impl {
     std::int64_t mono = 0;
     std::int64_t wall = 0;
     std::uint32_t size = 0;
-    std::uint16_t flags = 0;  ///< kSlotInlineProvenance set here when the entries fit
+    std::uint16_t flags = 0;  ///< kSlotInlineProvenance or kSlotInlinePayload set here when they fit
     std::uint8_t input_count = 0;
     std::uint8_t entry_count = 0;
     std::uint16_t second_level_cut = 0;
@@ -371,6 +371,17 @@ struct Publisher::Impl {
     return d;
   }
 
+  /// A message copied in by publish(): as draft_header, and its payload
+  /// goes in the header's line when it is small and cites nothing
+  /// (kSlotInlinePayload; its processing time is then 0 too).
+  HeaderDraft draft_copied(std::int64_t mono, std::uint32_t size) noexcept {
+    HeaderDraft d = draft_header(mono, size, 0);
+    if (!iox && size <= kInlinePayloadBytes && d.entry_count == 0) {
+      d.flags = static_cast<std::uint16_t>((d.flags & ~kSlotInlineProvenance) | kSlotInlinePayload);
+    }
+    return d;
+  }
+
   /// Stores a draft into a slot we hold (ring) or a chunk we loaned
   /// (iceoryx; `seq` is written for those only, a ring slot's is in its
   /// state). Stores only; the caller then calls cited().
@@ -384,6 +395,7 @@ struct Publisher::Impl {
     slot->entry_count = d.entry_count;
     slot->inputs_cut = saturate16(d.cut);
     slot->second_level_cut = d.second_level_cut;
+    if ((d.flags & kSlotInlinePayload) != 0) return;  // the caller stores the payload where these would be
     slot->processing_ns = d.processing_ns;
     if ((d.flags & kSlotInlineProvenance) != 0) {
       slot->inline_entries = d.packed;
@@ -481,7 +493,7 @@ struct Publisher::Impl {
   /// Moves the slot from our writing state to committed. False when the
   /// slot is no longer ours (taken over after we were judged dead): the
   /// message is then dropped, and counted by the caller.
-  bool commit(SlotHeader* slot, std::uint64_t seq, std::int64_t mono, bool fast) noexcept {
+  bool commit(SlotHeader* slot, std::uint64_t seq, std::int64_t mono, bool fast, bool prefetch = true) noexcept {
     test_pause(kPauseWritten);
     if (!release_slot(slot, seq, fast)) {
       if (fast) solo_end();
@@ -492,8 +504,9 @@ struct Publisher::Impl {
     // line is taken for writing now, while no one reads it (its last
     // reader was a lap ago), so that message's stores do not wait for it
     // behind the state's line. The header's line is left alone: subscribers
-    // poll it, and would only take it back.
-    if (fast) prefetch_for_write(Channel::payload(channel->slot(seq + 1)));
+    // poll it, and would only take it back. Not after a message whose
+    // payload was in the header's line: the next is likely as small.
+    if (fast && prefetch) prefetch_for_write(Channel::payload(channel->slot(seq + 1)));
     return true;
   }
 
@@ -703,7 +716,7 @@ PublishResult Publisher::publish(std::span<const std::byte> payload) noexcept {
   const auto size = static_cast<std::uint32_t>(payload.size());
   // Drafted before the claim: between claim and commit only stores are
   // left (HeaderDraft), and the inputs are marked cited after the commit.
-  Impl::HeaderDraft draft = p.draft_header(stamp_now_ns(), size, 0);
+  Impl::HeaderDraft draft = p.draft_copied(stamp_now_ns(), size);
   std::uint64_t seq = 0;
   bool fast = false;
   SlotHeader* slot = p.claim(seq, fast);
@@ -711,10 +724,10 @@ PublishResult Publisher::publish(std::span<const std::byte> payload) noexcept {
     p.count_drop();
     return PublishResult::kDropped;
   }
-  if (p.waited) draft = p.draft_header(stamp_now_ns(), size, 0);  // waited for room: the message exists from now
+  if (p.waited) draft = p.draft_copied(stamp_now_ns(), size);  // waited for room: the message exists from now
   p.write_header(slot, seq, draft);
-  std::memcpy(Channel::payload(slot), payload.data(), payload.size());
-  const bool committed = p.commit(slot, seq, draft.mono, fast);
+  std::memcpy(Channel::payload(slot, draft.flags, size), payload.data(), payload.size());
+  const bool committed = p.commit(slot, seq, draft.mono, fast, (draft.flags & kSlotInlinePayload) == 0);
   p.cited(draft);
   if (!committed) {
     p.count_drop();

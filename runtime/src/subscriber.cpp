@@ -121,9 +121,8 @@ bool Subscriber::reread_in_place(std::uint64_t sequence, InPlaceRereader reader,
     [[maybe_unused]] SeqlockReadScope racy_copy;
     const std::uint16_t flags = std::atomic_ref<std::uint16_t>(slot->flags).load(std::memory_order_relaxed);
     if ((flags & layout::kSlotDiscarded) != 0) return false;
-    const std::uint32_t size =
-        std::min(std::atomic_ref<std::uint32_t>(slot->size).load(std::memory_order_relaxed), impl_->max_size);
-    reader(context, std::span<const std::byte>{Channel::payload(slot), size}, check);
+    const std::uint32_t size = impl_->slot_size(slot, flags);
+    reader(context, std::span<const std::byte>{Channel::payload(slot, flags, size), size}, check);
   }
   return check.unchanged();
 }

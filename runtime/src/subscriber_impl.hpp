@@ -155,7 +155,8 @@ struct Subscriber::Impl {
     info.input_count = std::min<std::uint16_t>(load8(slot->input_count), entries);
     info.provenance_cut = slot->inputs_cut;
     info.second_level_cut = slot->second_level_cut;
-    info.processing_ns = slot->processing_ns;
+    // An inline payload is where the processing time would be (it is 0).
+    info.processing_ns = (flags & kSlotInlinePayload) != 0 ? 0 : slot->processing_ns;
     if (ring && (flags & kSlotInlineProvenance) != 0) {
       const auto n = std::min<std::uint16_t>(entries, kInlineEntries);
       info.entry_count = n;
@@ -171,6 +172,16 @@ struct Subscriber::Impl {
     } else if (entries != 0) {
       std::memcpy(info.provenance.data(), Channel::provenance(slot), sizeof(ProvenanceEntry) * entries);
     }
+  }
+
+  /// A ring slot's message size, read inside the seqlock read. atomic_ref
+  /// (relaxed): the size bounds the copy, so the compiler must not read it
+  /// again after the bound is applied. The bound is our private copy of the
+  /// geometry, and for a payload in the header's line (`flags`) that line:
+  /// a torn header may claim any size.
+  [[nodiscard]] std::uint32_t slot_size(const SlotHeader* slot, std::uint16_t flags) const noexcept {
+    const std::uint32_t size = std::atomic_ref<const std::uint32_t>(slot->size).load(std::memory_order_relaxed);
+    return std::min({size, max_size, (flags & kSlotInlinePayload) != 0 ? kInlinePayloadBytes : max_size});
   }
 
   /// A message's info from its ring slot: its sequence is the one its
@@ -339,13 +350,10 @@ struct Subscriber::Impl {
         bool fits = true;
         {
           [[maybe_unused]] SeqlockReadScope racy_copy;
-          // atomic_ref (relaxed): the size bounds the copy below, so the
-          // compiler must not read it again after the bound is applied; the
-          // bound is our private copy of the geometry.
-          size = std::min(std::atomic_ref<std::uint32_t>(slot->size).load(std::memory_order_relaxed), max_size);
           flags = std::atomic_ref<std::uint16_t>(slot->flags).load(std::memory_order_relaxed);
+          size = slot_size(slot, flags);
           read_slot_info(slot, next, size, flags, result.info);
-          if ((flags & kSlotDiscarded) == 0) fits = consume(Channel::payload(slot), size, result.info);
+          if ((flags & kSlotDiscarded) == 0) fits = consume(Channel::payload(slot, flags, size), size, result.info);
         }
         // SYNC POINT READ (seqlock): pairs with the publisher's release
         // fence after it marks the slot writing.

@@ -48,7 +48,13 @@ void BM_Publish(benchmark::State& state) {
   }
   state.SetLabel(hook ? "notify hook on" : "notify hook off");
 }
-BENCHMARK(BM_Publish)->ArgNames({"size", "hook"})->Args({64, 0})->Args({64, 1})->Args({4096, 0})->Args({4096, 1});
+BENCHMARK(BM_Publish)
+    ->ArgNames({"size", "hook"})
+    ->Args({16, 1})
+    ->Args({64, 0})
+    ->Args({64, 1})
+    ->Args({4096, 0})
+    ->Args({4096, 1});
 
 void BM_PublishTake(benchmark::State& state) {
   const auto size = static_cast<std::size_t>(state.range(0));

@@ -31,6 +31,10 @@ using namespace shmbus::bench;
 
 namespace {
 
+constexpr const char* kTransportNames =
+    "floor,spsc,shmbus,shmbus_nohook,shmbus_block,shmbus_source,node,service,iceoryx,shmbus_iceoryx,"
+    "iceoryx_service,boost_mq,uds";
+
 struct Options {
   std::uint64_t rounds = 100'000;
   std::uint64_t warmup = 10'000;
@@ -310,11 +314,7 @@ int main(int argc, char** argv) {
   peers->add_option("--warmup", o.warmup, "round trips before measuring");
   peers->add_option("--messages", o.messages, "messages per throughput run")->check(CLI::Range(1000, 1'000'000'000));
   peers->add_option("--sizes", o.sizes, "payload sizes in bytes")->delimiter(',');
-  peers
-      ->add_option("--transports", o.transports,
-                   "subset of floor,spsc,shmbus,shmbus_nohook,shmbus_block,node,service,iceoryx,shmbus_iceoryx,"
-                   "iceoryx_service,boost_mq,uds")
-      ->delimiter(',');
+  peers->add_option("--transports", o.transports, std::string{"subset of "} + kTransportNames)->delimiter(',');
   peers
       ->add_option("--repeat", o.repeat, "runs per row, interleaved across transports; rows report medians and spreads")
       ->check(CLI::Range(1, 100));
@@ -371,6 +371,8 @@ int main(int argc, char** argv) {
       t = make_shmbus(ShmbusVariant::kNoHook);
     else if (name == "shmbus_block")
       t = make_shmbus(ShmbusVariant::kBlock);
+    else if (name == "shmbus_source")
+      t = make_shmbus(ShmbusVariant::kSource);
     else if (name == "node")
       t = make_node();
     else if (name == "iceoryx")
@@ -390,11 +392,7 @@ int main(int argc, char** argv) {
     else if (name == "spsc")
       t = make_spsc();
     else {
-      std::fprintf(stderr,
-                   "shmbus-bench: unknown transport '%s'; use "
-                   "floor,spsc,shmbus,shmbus_nohook,shmbus_block,node,service,iceoryx,shmbus_iceoryx,iceoryx_service,"
-                   "boost_mq,uds\n",
-                   name.c_str());
+      std::fprintf(stderr, "shmbus-bench: unknown transport '%s'; use %s\n", name.c_str(), kTransportNames);
       return 2;
     }
     if (!t) {

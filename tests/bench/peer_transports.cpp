@@ -72,8 +72,9 @@ Config link_config(const std::string& domain, Side side, std::size_t max_size,
 class ShmbusLink final : public Link {
  public:
   ShmbusLink(const std::string& domain, Side side, std::size_t max_size,
-             shmbus::Transport transport = shmbus::Transport::kShm, bool notify_hook = true, bool block = false)
-      : block_(block) {
+             shmbus::Transport transport = shmbus::Transport::kShm, bool notify_hook = true, bool block = false,
+             bool source = false)
+      : block_(block), source_(source) {
     ctx_ = std::make_unique<Context>(link_config(domain, side, max_size, transport, block));
     const bool leader = side == Side::kLeader;
     sub_ = std::make_unique<Subscriber>(leader ? "/pong" : "/ping", TypeInfo::bytes(), *ctx_);
@@ -82,6 +83,10 @@ class ShmbusLink final : public Link {
   }
   void send(const std::byte* data, std::size_t size) override { pub_->publish(data, size); }
   std::uint64_t receive(Mode mode) override {
+    // shmbus_source: the take is recorded in this scope, gone with it, so
+    // the next send cites nothing.
+    std::optional<InputScope> scope;
+    if (source_) scope.emplace();
     // Zero-copy, like the iceoryx peer: read the sequence in place.
     std::uint64_t seq = 0;
     for (std::uint32_t polls = 1;; ++polls) {
@@ -100,6 +105,7 @@ class ShmbusLink final : public Link {
 
  private:
   bool block_;
+  bool source_;
   std::unique_ptr<Context> ctx_;
   std::unique_ptr<Subscriber> sub_;
   std::unique_ptr<Publisher> pub_;
@@ -194,7 +200,7 @@ class ServiceLink final : public Link {
 /// ("node"), or as a service round trip ("service", latency only).
 class ShmbusTransport final : public Transport {
  public:
-  enum class Kind { kRaw, kNoHook, kBlock, kNode, kService };
+  enum class Kind { kRaw, kNoHook, kBlock, kSource, kNode, kService };
   explicit ShmbusTransport(Kind kind) : kind_(kind) {}
   std::string name() const override {
     switch (kind_) {
@@ -206,6 +212,8 @@ class ShmbusTransport final : public Transport {
         return "shmbus_nohook";
       case Kind::kBlock:
         return "shmbus_block";
+      case Kind::kSource:
+        return "shmbus_source";
       case Kind::kRaw:
         break;
     }
@@ -218,7 +226,7 @@ class ShmbusTransport final : public Transport {
     if (kind_ == Kind::kNode) return std::make_unique<NodeLink>(domain_, side, max_size);
     if (kind_ == Kind::kService) return std::make_unique<ServiceLink>(domain_, side, max_size);
     return std::make_unique<ShmbusLink>(domain_, side, max_size, shmbus::Transport::kShm, kind_ != Kind::kNoHook,
-                                        kind_ == Kind::kBlock);
+                                        kind_ == Kind::kBlock, kind_ == Kind::kSource);
   }
   void cleanup() override { introspect::clean_domain(domain_, false); }
 
@@ -682,6 +690,8 @@ std::unique_ptr<Transport> make_shmbus(ShmbusVariant variant) {
       return std::make_unique<ShmbusTransport>(ShmbusTransport::Kind::kNoHook);
     case ShmbusVariant::kBlock:
       return std::make_unique<ShmbusTransport>(ShmbusTransport::Kind::kBlock);
+    case ShmbusVariant::kSource:
+      return std::make_unique<ShmbusTransport>(ShmbusTransport::Kind::kSource);
     case ShmbusVariant::kAsShipped:
       break;
   }

@@ -50,10 +50,14 @@ class Transport {
 };
 
 /// shmbus as it ships ("shmbus"); with its publishers' notify hook off
-/// ("shmbus_nohook": no time-list stamp; the hook's cost, side by side); or
-/// on overflow = "block" channels ("shmbus_block": publishers wait for the
-/// subscriber, so the throughput test runs without a flow window).
-enum class ShmbusVariant { kAsShipped, kNoHook, kBlock };
+/// ("shmbus_nohook": no time-list stamp; the hook's cost, side by side); on
+/// overflow = "block" channels ("shmbus_block": publishers wait for the
+/// subscriber, so the throughput test runs without a flow window); or with
+/// messages that cite nothing ("shmbus_source": each side takes inside an
+/// InputScope of its own, so its publish cites no input, as a driver's or a
+/// timer's output; such a message of at most 24 bytes travels in the slot
+/// header's line). As shipped, a pong cites the ping it answers.
+enum class ShmbusVariant { kAsShipped, kNoHook, kBlock, kSource };
 std::unique_ptr<Transport> make_shmbus(ShmbusVariant variant = ShmbusVariant::kAsShipped);
 /// shmbus through the Node API (callbacks dispatched by an executor).
 std::unique_ptr<Transport> make_node();

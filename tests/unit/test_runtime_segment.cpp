@@ -78,7 +78,7 @@ TEST_F(SegmentTest, WrongVersionIsRefused) {
   const std::uint32_t version = 99;
   poke(object_, 8, &version, sizeof(version));
   const std::string e = open_error(domain_, "/seg");
-  EXPECT_NE(e.find("has layout version 99, this build uses 4"), std::string::npos) << e;
+  EXPECT_NE(e.find("has layout version 99, this build uses 5"), std::string::npos) << e;
 }
 
 TEST_F(SegmentTest, WrongLayoutHashIsRefused) {

@@ -34,6 +34,12 @@
 // so one with up to two costs its reader two lines, the first and the
 // payload's.
 //
+// A message of at most kInlinePayloadBytes (24) that cites nothing, copied
+// in by publish(), has its payload at the end of the first line instead,
+// where the processing time and the packed entries would be (flag
+// kSlotInlinePayload; inline_payload_offset): its reader reads that one
+// line. A loan's message stays where it was written, in the payload area.
+//
 // Slot state word: 0 = never written; (seq + 1) << 13 = committed seq;
 // ((seq + 1) << 13) | (owner << 1) | 1 = seq being written by `owner`, the
 // claiming publisher's token (its entry index and tenancy, 12 bits);
@@ -117,6 +123,9 @@ constexpr std::uint32_t slot_owner(std::uint64_t state) noexcept {
 inline constexpr std::uint16_t kSlotDiscarded = 1;  ///< a loan given back: no message
 /// The provenance entries are packed in the header's line (see the top).
 inline constexpr std::uint16_t kSlotInlineProvenance = 2;
+/// The payload is in the header's line (see the top): no provenance, no
+/// processing time.
+inline constexpr std::uint16_t kSlotInlinePayload = 4;
 
 struct ProvenanceEntry {
   std::uint32_t channel_index;
@@ -175,6 +184,20 @@ static_assert(offsetof(SlotHeader, state) == 0);
 static_assert(offsetof(SlotHeader, inline_entries) + sizeof(SlotHeader::inline_entries) == kCacheLine,
               "the packed provenance entries end the header's line");
 static_assert(kProvenanceEntries <= 255, "provenance counts are 8-bit");
+/// An inline payload (kSlotInlinePayload) of `size` bytes ends the header's
+/// line: in the packed entries' 16 bytes (offset 48, 16-aligned) when it
+/// fits there, else from the processing time on (offset 40, 8-aligned: no
+/// type of 17 to 24 bytes needs more). So a view of it in place is aligned
+/// for any type of its size.
+inline constexpr std::uint32_t kInlinePayloadBytes = kCacheLine - offsetof(SlotHeader, processing_ns);
+constexpr std::size_t inline_payload_offset(std::uint32_t size) noexcept {
+  return size <= sizeof(SlotHeader::inline_entries) ? offsetof(SlotHeader, inline_entries)
+                                                    : offsetof(SlotHeader, processing_ns);
+}
+static_assert(offsetof(SlotHeader, inline_entries) == offsetof(SlotHeader, processing_ns) + 8 &&
+                  kInlinePayloadBytes == 24 && inline_payload_offset(16) % 16 == 0 &&
+                  inline_payload_offset(24) % 8 == 0,
+              "an inline payload is the processing time and the packed entries, and nothing else");
 /// A slot's claim word (see the top of this file), alone in its line so a
 /// publisher claims without taking a line away from polling subscribers.
 /// SYNC POINT: claimed by CAS (acq_rel), given back by CAS (release) after
@@ -427,6 +450,7 @@ inline constexpr std::uint64_t kChannelLayoutHash = layout_hash_of(
     offsetof(ChannelHeader, claims_offset), sizeof(SlotClaim), offsetof(SlotHeader, inline_entries),
     offsetof(SlotHeader, flags), kProvenanceEntries, kMaxPublishers, kMaxSubscribers, offsetof(ChannelHeader, solo),
     kInlineSequenceBits, offsetof(ChannelHeader, solo_cursor), offsetof(ChannelHeader, solo_busy),
-    offsetof(ChannelHeader, solo_busy_stamp), offsetof(ChannelHeader, solo_time_list_head));
+    offsetof(ChannelHeader, solo_busy_stamp), offsetof(ChannelHeader, solo_time_list_head), kInlinePayloadBytes,
+    inline_payload_offset(1));
 
 }  // namespace shmbus::layout
