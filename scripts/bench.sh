@@ -7,6 +7,7 @@
 # replay against timed replay (tests/bench/bench_replay.sh), and the
 # WebSocket bridge against a plain WebSocket server, and the DDS gateway
 # between two network namespaces against ddsperf (root; skipped otherwise),
+# then small messages in the slot header's line (shmbus_source, 16 and 24 B),
 # and last the cache-miss view (peers --counters: hardware counters per
 # message for floor, spsc and shmbus; software events where there is no PMU).
 #   scripts/bench.sh            full runs (peers: medians of 5 interleaved
@@ -46,6 +47,13 @@ if ! printf '%s\n' "${peers_args[@]}" | grep -q -- --json; then
   "$dir/tests/bench/shmbus-bench-gateway" "${gateway_args[@]}"
 fi
 "$dir/tests/bench/shmbus-bench" peers --repeat "$repeat" "${peers_args[@]}"
+# Small messages: pongs that cite their ping (shmbus) against messages that
+# cite nothing (shmbus_source), which at 24 bytes or less travel in the
+# slot header's line.
+if ! printf '%s\n' "${peers_args[@]}" | grep -q -- --json; then
+  "$dir/tests/bench/shmbus-bench" peers --transports floor,spsc,shmbus,shmbus_source --modes poll --sizes 16,24 \
+    --repeat "$repeat" "${peers_args[@]}"
+fi
 # The cache-miss view: hardware counters per message for the floor, the
 # minimal ring and shmbus (needs a PMU; a VM often has none). Where there
 # is none, the same view over software events runs its plumbing.
