@@ -709,7 +709,7 @@ PublishResult Publisher::publish(std::span<const std::byte> payload) noexcept {
     std::uint32_t room = 0;
     std::byte* chunk = p.loan_chunk(static_cast<std::uint32_t>(payload.size()), false, slot, seq, room);
     if (chunk == nullptr) return PublishResult::kDropped;
-    std::memcpy(chunk, payload.data(), payload.size());
+    if (!payload.empty()) std::memcpy(chunk, payload.data(), payload.size());  // an empty span's data() may be null
     p.send_chunk(chunk, slot, seq, static_cast<std::uint32_t>(payload.size()), room);
     return PublishResult::kOk;
   }
@@ -726,7 +726,7 @@ PublishResult Publisher::publish(std::span<const std::byte> payload) noexcept {
   }
   if (p.waited) draft = p.draft_copied(stamp_now_ns(), size);  // waited for room: the message exists from now
   p.write_header(slot, seq, draft);
-  std::memcpy(Channel::payload(slot, draft.flags, size), payload.data(), payload.size());
+  if (!payload.empty()) std::memcpy(Channel::payload(slot, draft.flags, size), payload.data(), payload.size());
   const bool committed = p.commit(slot, seq, draft.mono, fast, (draft.flags & kSlotInlinePayload) == 0);
   p.cited(draft);
   if (!committed) {

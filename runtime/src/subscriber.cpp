@@ -95,7 +95,7 @@ Subscriber& Subscriber::operator=(Subscriber&&) noexcept = default;
 TakeResult Subscriber::take(std::span<std::byte> buffer) noexcept {
   return impl_->take_with([buffer](const std::byte* payload, std::uint32_t size, const MessageInfo&) {
     if (size > buffer.size()) return false;
-    std::memcpy(buffer.data(), payload, size);
+    if (size != 0) std::memcpy(buffer.data(), payload, size);  // an empty buffer's data() may be null
     return true;
   });
 }

@@ -105,6 +105,35 @@ TEST(ServiceTest, TypedCallReturnsTheResponseThatCitesItsRequestAndStampsTimeLis
   EXPECT_EQ(v.clients.size(), 1U);
 }
 
+// A trigger: an empty request, an empty response (std_srvs/Trigger's
+// request is empty). The client's request span and its response buffer are
+// empty spans, whose data() is null: nothing is copied from or to them (a
+// memcpy of them is undefined behaviour, which the UBSan build reports).
+TEST(ServiceTest, AnEmptyRequestIsCalledAndAnsweredWithAnEmptyResponse) {
+  TestDomain d;
+  const ServiceTypes types{"test_srvs/Trigger", TypeInfo::bytes(), TypeInfo::bytes()};
+  std::vector<std::size_t> request_sizes;
+  ServiceServer server(
+      "/test/trigger", types,
+      [&request_sizes](std::span<const std::byte> request, const MessageInfo&, std::span<std::byte>) {
+        request_sizes.push_back(request.size());
+        return std::size_t{0};
+      },
+      d.context());
+  std::atomic<bool> stop{false};
+  std::thread spinner([&] {
+    while (!stop.load()) server.spin_once(5ms);
+  });
+  ServiceClient client("/test/trigger", types, d.context());
+  const CallResult r = client.call(std::span<const std::byte>{}, std::span<std::byte>{}, 10s);
+  stop.store(true);
+  spinner.join();
+  ASSERT_TRUE(r.ok()) << static_cast<int>(r.status);
+  EXPECT_EQ(r.size, 0U);
+  EXPECT_EQ(request_sizes, std::vector<std::size_t>{0});
+  EXPECT_EQ(server.served(), 1U);
+}
+
 TEST(ServiceTest, ConcurrentClientsEachGetOnlyTheirOwnResponsesInArrivalOrder) {
   // Six threads on two cores: a client descheduled while others make more
   // calls than the response ring holds loses its response, and a writer

@@ -249,7 +249,7 @@ struct ServiceClient::Impl {
           kind = Kind::kMine;
           via = info.provenance[0].via;
           size = payload.size();
-          if (size <= out.size()) std::memcpy(out.data(), payload.data(), size);
+          if (size <= out.size() && size != 0) std::memcpy(out.data(), payload.data(), size);
         } else if (was_unanswered(cited)) {
           kind = Kind::kLate;
         } else if (waiting && cited > sequence) {
@@ -333,7 +333,7 @@ CallResult ServiceClient::call(std::span<const std::byte> request, std::span<std
     return result;
   }
   const std::uint64_t sequence = loan.sequence();
-  std::memcpy(loan.data().data(), request.data(), request.size());
+  if (!request.empty()) std::memcpy(loan.data().data(), request.data(), request.size());  // data() may be null
   if (c.requests.commit(loan) != PublishResult::kOk) {
     result.status = CallStatus::kDropped;
     return result;
