@@ -58,6 +58,7 @@ fi
 # The cache-miss view: hardware counters per message for the floor, the
 # minimal ring and shmbus (needs a PMU; a VM often has none). Where there
 # is none, the same view over software events runs its plumbing.
+# shellcheck disable=SC2054 # commas: shmbus-bench's list syntax, not array separators
 view=(peers --transports floor,spsc,shmbus --modes poll --sizes 64 --repeat "$repeat" "${peers_args[@]}")
 "$dir/tests/bench/shmbus-bench" "${view[@]}" --counters ||
   { echo "bench.sh: no hardware counters here; the same view over software events:" >&2
