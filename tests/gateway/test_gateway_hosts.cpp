@@ -47,6 +47,9 @@ class TwoHosts : public ::testing::Test {
   }
   void TearDown() override {
     gateways_.clear();  // SIGTERM, before their namespaces go
+    // The test's domains were cleaned at the end of its body, while the
+    // gateways still had their channels open: clean them again now.
+    for (const std::string& domain : domains_) shmbus::introspect::clean_domain(domain, false);
     hosts_.reset();
   }
   ~TwoHosts() override {
@@ -58,6 +61,7 @@ class TwoHosts : public ::testing::Test {
     const auto path = std::filesystem::temp_directory_path() / (domain + "_gateway.toml");
     std::ofstream(path) << "domain = \"" << domain << "\"\n" << config;
     files_.push_back(path);
+    domains_.push_back(domain);
     gateways_.push_back(
         std::make_unique<ChildProcess>(hosts_->on(i, {kGateway, "--config", path.string()}), true,
                                        std::vector<std::string>{"CYCLONEDDS_URI=" + hosts_->dds_config(i)}));
@@ -68,6 +72,7 @@ class TwoHosts : public ::testing::Test {
   std::unique_ptr<shmbus::test::TwoHosts> hosts_;
   std::vector<std::unique_ptr<ChildProcess>> gateways_;
   std::vector<std::filesystem::path> files_;
+  std::vector<std::string> domains_;
 };
 
 std::unique_ptr<ChildProcess> publisher(const std::string& domain, const std::string& channel,

@@ -365,3 +365,21 @@ TEST(SegmentMapping, AFirstPassThroughTheRingTakesNoPageFault) {
   // Without MAP_POPULATE each of the ~1000 pages of slots faults once.
   EXPECT_LE(after.ru_minflt - before.ru_minflt, 8) << "page faults on a first pass through the ring";
 }
+
+// A test's domain holds its pid; a dead process that had the same pid may
+// have left segments under the same name (an older layout, say). They are
+// removed before the test uses the name, so they cannot fail it.
+TEST(TestDomainTest, LeftOversOfAnEarlierProcessWithOurPidAreRemovedFirst) {
+  const std::string probe = shmbus::test::unique_domain("stale");
+  const std::string next =
+      probe.substr(0, probe.rfind('_') + 1) + std::to_string(std::stoi(probe.substr(probe.rfind('_') + 1)) + 1);
+  const std::string object = "/shmbus." + next + ".registry";
+  const int fd = ::shm_open(object.c_str(), O_CREAT | O_RDWR, 0600);
+  ASSERT_GE(fd, 0);
+  const std::vector<char> junk(4096, 'x');
+  ASSERT_EQ(::write(fd, junk.data(), junk.size()), static_cast<ssize_t>(junk.size()));
+  ::close(fd);
+  TestDomain d({}, "stale");
+  ASSERT_EQ(d.domain(), next);
+  EXPECT_NO_THROW(Publisher("/fresh", TypeInfo::bytes(), d.context()));
+}
