@@ -8,6 +8,7 @@
 #include <cstdlib>
 
 #include "shmbus/error.hpp"
+#include "shmbus/json_input.hpp"
 #include "shmbus/monitor/config_report.hpp"
 
 namespace shmbus::tool {
@@ -168,8 +169,8 @@ schema::Json message_from_json_text(const schema::Schema& schema, const std::str
   if (text.empty()) return schema.with_defaults(schema::Json::object());
   schema::Json data;
   try {
-    data = schema::Json::parse(text);
-  } catch (const schema::Json::parse_error& e) {
+    data = schema::parse_json(text);
+  } catch (const schema::JsonInputError& e) {
     throw Error(Errc::kInvalidArgument,
                 fmt::format("{} is not JSON ({}); quote it for the shell, e.g. '{{\"x\": 1.5}}'", what, e.what()));
   }

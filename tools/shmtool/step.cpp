@@ -39,6 +39,7 @@
 #include "shmbus/error.hpp"
 #include "shmbus/input_scope.hpp"
 #include "shmbus/introspect.hpp"
+#include "shmbus/json_input.hpp"
 #include "shmbus/lineage.hpp"
 #include "shmbus/mcap.hpp"
 #include "shmbus/publisher.hpp"
@@ -478,7 +479,8 @@ class StepPlayer {
           recorded_indexes_[name] = static_cast<std::uint32_t>(std::stoul(index));
       } else if (m.name == kWritersMetadata) {
         for (const auto& [name, value] : m.values) {
-          first_publishers_[name] = nlohmann::json::parse(value).at("first_publisher").get<std::uint32_t>();
+          first_publishers_[name] =
+              schema::parse_json<nlohmann::json>(value).at("first_publisher").get<std::uint32_t>();
         }
       }
       if (m.name == kModulesMetadata || m.name == kChannelTypesMetadata || m.name == kWritersMetadata ||

@@ -8,6 +8,7 @@
 #include <set>
 
 #include "shmbus/error.hpp"
+#include "shmbus/json_input.hpp"
 #include "shmbus/mcap.hpp"
 #include "shmbus_msgs/MessageProvenance.hpp"
 
@@ -125,27 +126,35 @@ Lineage::Lineage(const std::string& path) {
   std::map<std::string, std::string> types;
   bool has_topology = false;
   for (const mcap::Metadata& m : info.metadata) {
-    // A split recording repeats them in every part; the last one is the
-    // most complete.
-    if (m.name == kChannelIndexesMetadata) {
-      for (const auto& [name, index] : m.values) channel_names_[static_cast<std::uint32_t>(std::stoul(index))] = name;
-    } else if (m.name == kChannelTypesMetadata) {
-      for (const auto& [name, type] : m.values) types[name] = type;
-    } else if (m.name == kWritersMetadata) {
-      for (const auto& [name, value] : m.values) {
-        const nlohmann::json j = nlohmann::json::parse(value);
-        first_publisher_[name] = j.at("first_publisher").get<std::uint32_t>();
-        for (const auto& [id, node] : j.at("nodes").items()) {
-          writer_nodes_[name][static_cast<std::uint32_t>(std::stoul(id))] = node.get<std::string>();
+    try {
+      // A split recording repeats them in every part; the last one is the
+      // most complete.
+      if (m.name == kChannelIndexesMetadata) {
+        for (const auto& [name, index] : m.values) channel_names_[static_cast<std::uint32_t>(std::stoul(index))] = name;
+      } else if (m.name == kChannelTypesMetadata) {
+        for (const auto& [name, type] : m.values) types[name] = type;
+      } else if (m.name == kWritersMetadata) {
+        for (const auto& [name, value] : m.values) {
+          const auto j = schema::parse_json<nlohmann::json>(value);
+          first_publisher_[name] = j.at("first_publisher").get<std::uint32_t>();
+          for (const auto& [id, node] : j.at("nodes").items()) {
+            writer_nodes_[name][static_cast<std::uint32_t>(std::stoul(id))] = node.get<std::string>();
+          }
+        }
+      } else if (m.name == kModulesMetadata) {
+        has_topology = true;
+        for (const auto& [node, value] : m.values) {
+          const auto j = schema::parse_json<nlohmann::json>(value);
+          for (const auto& c : j.at("reads")) reads[node].insert(c.get<std::string>());
+          for (const auto& c : j.at("writes")) writes[node].insert(c.get<std::string>());
         }
       }
-    } else if (m.name == kModulesMetadata) {
-      has_topology = true;
-      for (const auto& [node, value] : m.values) {
-        const nlohmann::json j = nlohmann::json::parse(value);
-        for (const auto& c : j.at("reads")) reads[node].insert(c.get<std::string>());
-        for (const auto& c : j.at("writes")) writes[node].insert(c.get<std::string>());
-      }
+    } catch (const std::exception& e) {
+      // Another writer's file, or a damaged one: std::stoul, the JSON
+      // parser and at() all end here, with the record named.
+      throw Error(Errc::kLayoutMismatch, fmt::format("{}: metadata record \"{}\" is malformed ({}); the file is "
+                                                     "damaged or was not written by shmtool record",
+                                                     path, m.name, e.what()));
     }
   }
   if (!has_topology) {

@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "shmbus/schema.hpp"
+#include "utf8.hpp"
 
 namespace shmbus::schema {
 
@@ -16,35 +17,6 @@ static_assert(std::endian::native == std::endian::little, "the schema layout is 
 namespace {
 
 using json = Json;
-
-/// Appends `s` with every invalid UTF-8 sequence replaced by U+FFFD, so any
-/// byte string decodes to a JSON string that can be printed.
-std::string sanitize_utf8(std::string_view s) {
-  std::string out;
-  out.reserve(s.size());
-  std::size_t i = 0;
-  while (i < s.size()) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    std::size_t n = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
-    bool ok = n != 0 && i + n <= s.size();
-    for (std::size_t k = 1; ok && k < n; ++k) ok = (static_cast<unsigned char>(s[i + k]) >> 6) == 0x2;
-    if (ok && n > 1) {
-      // Reject overlong forms, surrogates and code points past U+10FFFF.
-      std::uint32_t cp = c & (0x7FU >> n);
-      for (std::size_t k = 1; k < n; ++k) cp = (cp << 6) | (static_cast<unsigned char>(s[i + k]) & 0x3FU);
-      ok = (n == 2 && cp >= 0x80) || (n == 3 && cp >= 0x800 && (cp < 0xD800 || cp > 0xDFFF)) ||
-           (n == 4 && cp >= 0x10000 && cp <= 0x10FFFF);
-    }
-    if (ok) {
-      out.append(s.substr(i, n));
-      i += n;
-    } else {
-      out.append("\xEF\xBF\xBD");
-      ++i;
-    }
-  }
-  return out;
-}
 
 template <typename T>
 T load(const std::byte* p) {
