@@ -130,6 +130,18 @@ class CodecError : public Error {
 /// Thread-safety: build from one thread; const members may be shared.
 class MessageSet {
  public:
+  /// Limits that bound a schema from elsewhere (a channel's segment, a
+  /// recording) before anything walks it: message types in one set, how
+  /// deep messages nest in messages, and a canonical text's size. Every
+  /// walk of a message (layout, codec, JSON Schema) is at most kMaxNesting
+  /// deep, and kMaxExpandedFields (fields counted through nested
+  /// messages, arrays once) bounds a decoded message's tree and its JSON
+  /// Schema. Real messages use a few dozen types nested a few levels.
+  static constexpr std::size_t kMaxMessageTypes = 4096;
+  static constexpr std::size_t kMaxNesting = 32;
+  static constexpr std::size_t kMaxExpandedFields = 65536;
+  static constexpr std::size_t kMaxCanonicalBytes = std::size_t{1} << 20;
+
   MessageSet();
   ~MessageSet();
   MessageSet(MessageSet&&) noexcept;
@@ -145,7 +157,9 @@ class MessageSet {
   /// Adds one definition from text.
   void add(const std::string& package, const std::string& name, std::string_view text, const std::string& source);
   /// Adds the definitions of a canonical schema text (what a channel
-  /// stores); returns the full name of its first (root) message.
+  /// stores); returns the full name of its first (root) message. Throws
+  /// SchemaError for a text over kMaxCanonicalBytes; in time linear in its
+  /// size.
   std::string add_canonical(std::string_view text, const std::string& source);
   /// Resolves type names, refuses recursion and computes every layout.
   /// Throws SchemaError "file:line: message". Idempotent.
@@ -161,6 +175,10 @@ class MessageSet {
   [[nodiscard]] static std::string canonical_text(const MessageDef& m);
 
  private:
+  /// add() of text whose first line is line first_line + 1 of `source`.
+  void add_at(const std::string& package, const std::string& name, std::string_view text, const std::string& source,
+              int first_line);
+
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

@@ -201,6 +201,7 @@ const Field* MessageDef::tail() const noexcept {
 
 struct MessageSet::Impl {
   std::vector<RawDef> raw;
+  std::set<std::string, std::less<>> raw_names;   // "pkg/Name" of each raw definition
   std::vector<std::unique_ptr<MessageDef>> defs;  // stable addresses
   std::map<std::string, std::size_t, std::less<>> index;
   bool resolved = false;
@@ -209,9 +210,10 @@ struct MessageSet::Impl {
     throw SchemaError(fmt::format("{}:{}: {}", source, line, what));
   }
 
-  void parse(RawDef& def, std::string_view text) {
+  /// `text`'s first line is line `first_line + 1` of def.source.
+  void parse(RawDef& def, std::string_view text, int first_line) {
     std::map<std::string, int> names;
-    int line_no = 0;
+    int line_no = first_line;
     std::size_t pos = 0;
     while (pos <= text.size()) {
       const std::size_t eol = std::min(text.find('\n', pos), text.size());
@@ -291,23 +293,25 @@ struct MessageSet::Impl {
     }
   }
 
-  void add_raw(RawDef def, std::string_view text) {
+  void add_raw(RawDef def, std::string_view text, int first_line) {
     const std::string full = def.package + "/" + def.name;
-    if (index.count(full) != 0 || std::any_of(raw.begin(), raw.end(), [&](const RawDef& r) {
-          return r.package == def.package && r.name == def.name;
-        })) {
-      fail(def.source, 1, fmt::format("message {} is defined twice", full));
+    if (raw.size() >= MessageSet::kMaxMessageTypes) {
+      fail(def.source, first_line + 1,
+           fmt::format("more than {} message types in one set; no real schema has that many",
+                       MessageSet::kMaxMessageTypes));
     }
-    parse(def, text);
+    if (index.count(full) != 0 || raw_names.count(full) != 0) {
+      fail(def.source, first_line + 1, fmt::format("message {} is defined twice", full));
+    }
+    parse(def, text, first_line);
+    raw_names.insert(full);
     raw.push_back(std::move(def));
     resolved = false;
   }
 
   /// Resolves one element type name as written in package `pkg`.
   std::optional<std::string> resolve_name(const std::string& pkg, const std::string& type) const {
-    const auto known = [&](const std::string& n) {
-      return std::any_of(raw.begin(), raw.end(), [&](const RawDef& r) { return r.package + "/" + r.name == n; });
-    };
+    const auto known = [&](const std::string& n) { return raw_names.count(n) != 0; };
     if (type.find('/') != std::string::npos) return known(type) ? std::optional{type} : std::nullopt;
     if (known(pkg + "/" + type)) return pkg + "/" + type;
     if (type == "Header" && known("std_msgs/Header")) return "std_msgs/Header";
@@ -364,35 +368,64 @@ struct MessageSet::Impl {
       }
     }
     std::vector<int> state(defs.size(), 0);
-    std::vector<std::string> path;
-    for (std::size_t d = 0; d < defs.size(); ++d) layout(d, state, path);
+    std::vector<std::uint64_t> leaves(defs.size(), 0);
+    for (std::size_t d = 0; d < defs.size(); ++d) layout(d, state, leaves);
     resolved = true;
   }
 
-  /// Computes the layout of defs[d] after the messages it contains;
-  /// refuses recursion.
-  void layout(std::size_t d, std::vector<int>& state, std::vector<std::string>& path) {
-    if (state[d] == 2) return;
-    MessageDef& def = *defs[d];
-    state[d] = 1;
-    path.push_back(def.name);
-    std::uint64_t offset = 0;
-    std::uint32_t align = 1;
-    for (Field& f : def.fields) {
+  /// Computes the layout of defs[root] after the messages it contains, in
+  /// a loop with its own stack (a foreign schema may nest as deep as it
+  /// likes: refused past kMaxNesting); refuses recursive types and
+  /// messages with more than kMaxExpandedFields fields counted through
+  /// their nested messages (what a decoded message or its JSON Schema
+  /// holds). state: 0 not laid out, 1 on the stack, 2 done.
+  void layout(std::size_t root, std::vector<int>& state, std::vector<std::uint64_t>& leaves) {
+    if (state[root] == 2) return;
+    struct Frame {
+      std::size_t def;
+      std::size_t field = 0;  ///< the next field to place
+      std::uint64_t offset = 0;
+      std::uint32_t align = 1;
+      std::uint64_t leaves = 0;
+    };
+    std::vector<Frame> stack{Frame{root}};
+    state[root] = 1;
+    while (!stack.empty()) {
+      Frame& top = stack.back();
+      MessageDef& def = *defs[top.def];
+      if (top.field == def.fields.size()) {
+        def.align = top.align;
+        def.size = static_cast<std::uint32_t>(align_up(top.offset, top.align));
+        leaves[top.def] = top.leaves;
+        state[top.def] = 2;
+        stack.pop_back();
+        continue;
+      }
+      Field& f = def.fields[top.field];
       if (f.kind == FieldKind::kMessage) {
         const std::size_t inner = index.at(f.message->name);
         if (state[inner] == 1) {
           std::string cycle;
-          for (const auto& p : path) cycle += p + " -> ";
+          for (const Frame& p : stack) cycle += defs[p.def]->name + " -> ";
           fail(def.source, f.line, fmt::format("recursive type: {}{} (field '{}')", cycle, f.message->name, f.name));
         }
-        layout(inner, state, path);
+        if (state[inner] == 0) {
+          if (stack.size() >= MessageSet::kMaxNesting) {
+            fail(def.source, f.line,
+                 fmt::format("{} nests messages more than {} deep at field '{}'; no real message does",
+                             defs[root]->name, MessageSet::kMaxNesting, f.name));
+          }
+          state[inner] = 1;
+          stack.push_back(Frame{inner});  // `top` and `def` are stale now
+          continue;
+        }
         if (f.message->tail() != nullptr) {
           fail(def.source, f.line,
                fmt::format("{} ends in an unbounded array and cannot be nested (field '{}')", f.message->name, f.name));
         }
         f.element_size = f.message->size;
         f.element_align = f.message->align;
+        top.leaves += leaves[inner];
       } else if (f.kind == FieldKind::kString) {
         f.element_size = f.string_capacity;
         f.element_align = 1;
@@ -401,25 +434,28 @@ struct MessageSet::Impl {
         f.element_align = f.element_size;
       }
       if (f.unbounded) {
-        offset = align_up(offset, 4);
-        f.offset = static_cast<std::uint32_t>(offset);
-        offset += 4;
-        align = std::max({align, 4U, f.element_align});
+        top.offset = align_up(top.offset, 4);
+        f.offset = static_cast<std::uint32_t>(top.offset);
+        top.offset += 4;
+        top.align = std::max({top.align, 4U, f.element_align});
       } else {
-        offset = align_up(offset, f.element_align);
-        f.offset = static_cast<std::uint32_t>(offset);
-        offset += std::uint64_t{f.element_size} * (f.array_length == 0 ? 1 : f.array_length);
-        align = std::max(align, f.element_align);
+        top.offset = align_up(top.offset, f.element_align);
+        f.offset = static_cast<std::uint32_t>(top.offset);
+        top.offset += std::uint64_t{f.element_size} * (f.array_length == 0 ? 1 : f.array_length);
+        top.align = std::max(top.align, f.element_align);
       }
-      if (offset > kMaxMessageSize) {
+      if (f.kind != FieldKind::kMessage) ++top.leaves;
+      if (top.leaves > MessageSet::kMaxExpandedFields) {
+        fail(def.source, f.line,
+             fmt::format("{} has more than {} fields counted through its nested messages at field '{}'", def.name,
+                         MessageSet::kMaxExpandedFields, f.name));
+      }
+      if (top.offset > kMaxMessageSize) {
         fail(def.source, f.line,
              fmt::format("{} is larger than {} bytes at field '{}'", def.name, kMaxMessageSize, f.name));
       }
+      ++top.field;
     }
-    def.align = align;
-    def.size = static_cast<std::uint32_t>(align_up(offset, align));
-    path.pop_back();
-    state[d] = 2;
   }
 };
 
@@ -430,13 +466,18 @@ MessageSet& MessageSet::operator=(MessageSet&&) noexcept = default;
 
 void MessageSet::add(const std::string& package, const std::string& name, std::string_view text,
                      const std::string& source) {
+  add_at(package, name, text, source, 0);
+}
+
+void MessageSet::add_at(const std::string& package, const std::string& name, std::string_view text,
+                        const std::string& source, int first_line) {
   if (!is_package(package)) {
-    Impl::fail(source, 1, fmt::format("package '{}' must be lower_case letters, digits and '_'", package));
+    Impl::fail(source, first_line + 1, fmt::format("package '{}' must be lower_case letters, digits and '_'", package));
   }
   if (!is_identifier(name) || !std::isupper(static_cast<unsigned char>(name[0]))) {
-    Impl::fail(source, 1, fmt::format("message name '{}' must be CamelCase letters and digits", name));
+    Impl::fail(source, first_line + 1, fmt::format("message name '{}' must be CamelCase letters and digits", name));
   }
-  impl_->add_raw(RawDef{package, name, source, {}}, text);
+  impl_->add_raw(RawDef{package, name, source, {}}, text, first_line);
 }
 
 void MessageSet::add_file(const std::string& path) {
@@ -467,8 +508,8 @@ void MessageSet::add_file(const std::string& path) {
     if (l == "---") {
       const std::string type = package + "/" + p.stem().string();
       add(package, service_request_type(type).substr(package.size() + 1), body.substr(0, pos), path);
-      add(package, service_response_type(type).substr(package.size() + 1),
-          std::string(static_cast<std::size_t>(line), '\n') + body.substr(std::min(eol + 1, body.size())), path);
+      add_at(package, service_response_type(type).substr(package.size() + 1),
+             body.substr(std::min(eol + 1, body.size())), path, line);
       return;
     }
     pos = eol + 1;
@@ -492,6 +533,11 @@ void MessageSet::add_directory(const std::string& root) {
 
 std::string MessageSet::add_canonical(std::string_view text, const std::string& source) {
   // "MSG: pkg/Name" starts each definition; the rest are definition lines.
+  if (text.size() > kMaxCanonicalBytes) {
+    Impl::fail(source, 1,
+               fmt::format("a schema of {} bytes is over the limit of {}; no real message type needs that much text",
+                           text.size(), kMaxCanonicalBytes));
+  }
   std::string root;
   std::size_t pos = 0;
   int line_no = 0;
@@ -502,9 +548,8 @@ std::string MessageSet::add_canonical(std::string_view text, const std::string& 
     if (current.empty()) return;
     const auto slash = current.find('/');
     if (slash == std::string::npos) Impl::fail(source, body_first_line, fmt::format("bad MSG name '{}'", current));
-    // Keep line numbers meaningful: pad the body so errors point into `text`.
-    add(current.substr(0, slash), current.substr(slash + 1),
-        std::string(static_cast<std::size_t>(body_first_line), '\n') + body, source);
+    // Line numbers of errors point into `text`.
+    add_at(current.substr(0, slash), current.substr(slash + 1), body, source, body_first_line);
   };
   while (pos < text.size()) {
     const std::size_t eol = std::min(text.find('\n', pos), text.size());
