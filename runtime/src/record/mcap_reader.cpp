@@ -24,6 +24,11 @@ namespace shmbus::mcap {
 namespace {
 
 constexpr std::uint64_t kFooterRecord = 1 + 8 + 8 + 8 + 4;
+/// The most a zstd chunk can expand (an RLE block: 4 bytes for 128 KiB).
+constexpr std::uint64_t kMaxZstdRatio = 32768;
+/// The largest chunk read: the recorder's chunks are a few MiB, and a
+/// chunk holds at least one message (a camera frame of tens of MiB).
+constexpr std::uint64_t kMaxChunkBytes = std::uint64_t{1} << 30;
 
 /// One message of a loaded chunk: its log time and where its record starts.
 struct MessageRef {
@@ -303,6 +308,15 @@ struct Reader::Impl {
     const std::string compression = c.str();
     const std::uint64_t body_at = c.offset() + 8;
     const auto body = c.take(c.u64());
+    // What a chunk claims is bounded before anything is allocated: stored
+    // chunks hold what they claim; zstd gives at most 32768 bytes per byte
+    // (an RLE block: 4 bytes for 128 KiB), lz4 at most 255.
+    const std::uint64_t ratio = compression.empty() ? 1 : compression == "lz4" ? 255 : kMaxZstdRatio;
+    if (uncompressed_size > std::max<std::uint64_t>(body.size(), 64) * ratio || uncompressed_size > kMaxChunkBytes) {
+      bad(ref.offset, "a chunk claiming " + std::to_string(uncompressed_size) + " bytes from " +
+                          std::to_string(body.size()) + " (" + (compression.empty() ? "none" : compression) +
+                          "): more than it can hold; the file is damaged");
+    }
     LoadedChunk out;
     out.records.resize(static_cast<std::size_t>(uncompressed_size));
     if (compression.empty()) {
