@@ -5,8 +5,8 @@
 #include <toml++/toml.h>
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
-#include <sstream>
 
 #include "process.hpp"
 #include "shmbus/error.hpp"
@@ -288,6 +288,20 @@ class ConfigReader {
         b.max_ops_per_second = bounded(v, key, 1, 10'000'000);
       else if (key == "service_timeout")
         b.service_timeout = duration_of(v, key);
+      else if (key == "max_client_bytes")
+        b.max_client_bytes = bounded(v, key, 64 * 1024, 1 << 30);
+      else if (key == "max_created_channels")
+        b.max_created_channels = bounded(v, key, 0, 10'000);
+      else if (key == "max_created_channel_bytes")
+        b.max_created_channel_bytes = std::uint64_t{bounded(v, key, 1, 1 << 30)};
+      else if (key == "auth_timeout")
+        b.auth_timeout = duration_of(v, key);
+      else if (key == "max_pending_auth")
+        b.max_pending_auth = bounded(v, key, 1, 100'000);
+      else if (key == "idle_timeout")
+        b.idle_timeout = duration_of(v, key);
+      else if (key == "allow_origins")
+        b.allow_origins = strings_of(v, key);
       else
         fail(k.source(), "unknown key bridge." + std::string{key});
     }
@@ -450,15 +464,30 @@ Config Config::parse(std::string_view text, const std::string& source_name) {
 }
 
 Config Config::load_file(const std::string& path) {
+  // A directory opens as an empty stream, and a FIFO or device could be
+  // read forever: only a regular file of bounded size is a configuration.
+  std::error_code ec;
+  const auto status = std::filesystem::status(path, ec);
+  if (!ec && status.type() != std::filesystem::file_type::regular) {
+    throw Error(Errc::kConfig,
+                path + ":1:1: not a regular file (a " +
+                    (status.type() == std::filesystem::file_type::directory ? "directory" : "special file") +
+                    "); give the path of a TOML file (SHMBUS_CONFIG or --config)");
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     throw Error(Errc::kConfig, path +
                                    ":1:1: cannot read the configuration file; check the path and "
                                    "its permissions (SHMBUS_CONFIG or --config)");
   }
-  std::ostringstream text;
-  text << in.rdbuf();
-  return parse(text.str(), path);
+  std::string text(kMaxConfigBytes + 1, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  text.resize(static_cast<std::size_t>(in.gcount()));
+  if (text.size() > kMaxConfigBytes) {
+    throw Error(Errc::kConfig, path + ":1:1: larger than " + std::to_string(kMaxConfigBytes >> 20) +
+                                   " MiB; a configuration is a few KiB: check that this is the right file");
+  }
+  return parse(text, path);
 }
 
 Config Config::from_environment() {

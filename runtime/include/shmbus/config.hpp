@@ -89,6 +89,26 @@ struct BridgeSettings {
   std::uint32_t send_queue = 1024;           ///< messages queued per client before the oldest is dropped
   std::uint32_t max_ops_per_second = 2000;   ///< per client; more are refused
   std::chrono::nanoseconds service_timeout = std::chrono::seconds(5);  ///< call_service without a timeout
+  /// Bytes queued for one client (its send queue, fragments included)
+  /// before its oldest messages are dropped and counted.
+  std::uint32_t max_client_bytes = 4U << 20;
+  /// Channels one client may create (advertise of a channel no process
+  /// has), each of at most max_created_channel_bytes (capacity times
+  /// max_message_size, from the [[channel]] rules). A created channel with
+  /// no other endpoint left is removed when its client leaves.
+  std::uint32_t max_created_channels = 4;
+  std::uint64_t max_created_channel_bytes = std::uint64_t{16} << 20;
+  /// With a token: a rosbridge client that has not sent auth within this
+  /// time is closed, and at most max_pending_auth wait at once.
+  std::chrono::nanoseconds auth_timeout = std::chrono::seconds(5);
+  std::uint32_t max_pending_auth = 8;
+  /// A client from which nothing arrives for this long is closed; a ping
+  /// goes out at half of it, so a live idle client (which answers) stays.
+  std::chrono::nanoseconds idle_timeout = std::chrono::seconds(60);
+  /// Browser Origins (globs, e.g. "https://ops.example.com") allowed to
+  /// open a WebSocket; empty: loopback hosts only. Requests without an
+  /// Origin (not from a browser) are always allowed.
+  std::vector<std::string> allow_origins;
 };
 
 /// One [[gateway]] entry of shmbus-gateway: which channels cross to other
@@ -163,7 +183,10 @@ class Config {
 
   /// Parses TOML text. Throws Error(kConfig) "source:line:column: what is wrong".
   static Config parse(std::string_view text, const std::string& source_name);
-  /// Loads a file. Throws Error(kConfig) as parse(), or when unreadable.
+  /// The largest configuration file load_file() reads.
+  static constexpr std::size_t kMaxConfigBytes = std::size_t{1} << 20;
+  /// Loads a file. Throws Error(kConfig) as parse(), or when it is
+  /// unreadable, not a regular file or over kMaxConfigBytes.
   static Config load_file(const std::string& path);
   /// The file named by SHMBUS_CONFIG, or the embedded default; then
   /// SHMBUS_DOMAIN, when set, overrides the domain.
