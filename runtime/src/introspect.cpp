@@ -183,6 +183,41 @@ bool any_live(const Entry* table, std::uint32_t n) {
 
 }  // namespace
 
+namespace {
+
+enum class ChannelUse : std::uint8_t { kInUse, kUnused, kNotOurs };
+
+/// Whether a live process uses `channel` (its dead processes' entries
+/// reclaimed first unless `dry_run`); an unreadable segment is unused (a
+/// left-over of another layout, or corrupt), another user's is not ours.
+ChannelUse channel_use(const std::string& domain, const std::string& channel, bool dry_run,
+                       const SegmentAccess& access) {
+  try {
+    auto ch = Channel::open_existing(domain, channel, !dry_run, access);
+    if (!dry_run) ch->reclaim_dead();
+    const bool live = any_live(&ch->publisher(0), kMaxPublishers) || any_live(&ch->subscriber(0), kMaxSubscribers);
+    return live ? ChannelUse::kInUse : ChannelUse::kUnused;
+  } catch (const Error& e) {
+    return e.code() == Errc::kPermission ? ChannelUse::kNotOurs : ChannelUse::kUnused;
+  }
+}
+
+}  // namespace
+
+bool remove_unused_channel(const std::string& domain, std::string_view channel, const SegmentAccess& access) {
+  validate_domain_name(domain);
+  validate_channel_name(channel);
+  const std::string name{channel};
+  if (channel_use(domain, name, false, access) != ChannelUse::kUnused) return false;
+  if (!Segment::remove(channel_object_name(domain, name))) return false;
+  try {
+    Registry::open_existing(domain, true, access).remove(name);
+  } catch (const Error&) {
+    // No registry left, or not ours: nothing to unlist.
+  }
+  return true;
+}
+
 CleanReport clean_domain(const std::string& domain, bool dry_run, const SegmentAccess& access) {
   validate_domain_name(domain);
   CleanReport report;
@@ -205,26 +240,16 @@ CleanReport clean_domain(const std::string& domain, bool dry_run, const SegmentA
     }
     if (object.rfind(channel_prefix, 0) != 0) {
       report.kept.push_back(object);  // not a name shmbus makes: not ours to judge
+      report.kept_why.emplace_back("not a name shmbus makes");
       continue;
     }
     std::string channel = object.substr(channel_prefix.size());
     std::replace(channel.begin(), channel.end(), '.', '/');
     channel.insert(channel.begin(), '/');
-    bool in_use = false;
-    try {
-      auto ch = Channel::open_existing(domain, channel, !dry_run, access);
-      if (!dry_run) ch->reclaim_dead();
-      in_use = any_live(&ch->publisher(0), kMaxPublishers) || any_live(&ch->subscriber(0), kMaxSubscribers);
-    } catch (const Error& e) {
-      if (e.code() == Errc::kPermission) {
-        report.kept.push_back(object);  // someone else's: not ours to remove
-        ++channels_left;
-        continue;
-      }
-      in_use = false;  // unreadable: a left-over of another layout, or corrupt
-    }
-    if (in_use) {
-      report.kept.push_back(object);
+    const ChannelUse use = channel_use(domain, channel, dry_run, access);
+    if (use != ChannelUse::kUnused) {
+      report.kept.push_back(object);  // in use, or someone else's: not ours to remove
+      report.kept_why.emplace_back(use == ChannelUse::kInUse ? "in use by a live process" : "another user's");
       ++channels_left;
       continue;
     }
@@ -240,6 +265,8 @@ CleanReport clean_domain(const std::string& domain, bool dry_run, const SegmentA
       if (!dry_run) Segment::remove(registry_name);
     } else {
       report.kept.push_back(registry_name);
+      report.kept_why.push_back("the registry: " + std::to_string(channels_left) + " channel" +
+                                (channels_left == 1 ? " of the domain remains" : "s of the domain remain"));
     }
   }
   return report;

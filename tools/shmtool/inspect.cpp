@@ -571,13 +571,10 @@ int run_clean(const Globals& g, bool dry_run) {
     return 0;
   }
   std::string out;
-  const std::string channel_prefix = domain_object_prefix(config.domain) + "c.";
   for (const std::string& s : r.removed)
     out += fmt::format("{} /dev/shm/{}\n", dry_run ? "would remove" : "removed", s);
-  for (const std::string& s : r.kept) {
-    out += fmt::format("kept /dev/shm/{} ({})\n", s,
-                       s.rfind(channel_prefix, 0) == 0 ? "in use by a live process" : "not a name shmbus makes");
-  }
+  for (std::size_t i = 0; i < r.kept.size(); ++i)
+    out += fmt::format("kept /dev/shm/{} ({})\n", r.kept[i], r.kept_why[i]);
   out += r.removed.empty() ? fmt::format("nothing to remove in domain \"{}\"\n", config.domain)
                            : fmt::format("{} {} segment{} of domain \"{}\"\n", dry_run ? "would remove" : "removed",
                                          r.removed.size(), r.removed.size() == 1 ? "" : "s", config.domain);

@@ -168,8 +168,9 @@ class ChannelReader {
 
 /// What clean_domain removed, or would remove.
 struct CleanReport {
-  std::vector<std::string> removed;  ///< /dev/shm object names
-  std::vector<std::string> kept;     ///< in use by a live process
+  std::vector<std::string> removed;   ///< /dev/shm object names
+  std::vector<std::string> kept;      ///< in use by a live process
+  std::vector<std::string> kept_why;  ///< why each of `kept` was kept, in its order
 };
 
 /// Removes the domain's segments that no live process uses: a channel with
@@ -179,5 +180,11 @@ struct CleanReport {
 /// of this layout are removed too (they can only be left-overs).
 /// Segments another user owns (refused by `access`) are kept: not ours.
 CleanReport clean_domain(const std::string& domain, bool dry_run, const SegmentAccess& access = {});
+
+/// Removes one channel (its segment and registry entry) when no live
+/// process uses it, as clean_domain() judges; false when it is in use,
+/// someone else's, or already gone. A process that attaches between the
+/// check and the removal keeps its mapping, but the name is free again.
+bool remove_unused_channel(const std::string& domain, std::string_view channel, const SegmentAccess& access = {});
 
 }  // namespace shmbus::introspect
