@@ -117,6 +117,17 @@ class ChildProcess {
   }
 
   [[nodiscard]] bool timed_out() const { return timed_out_; }
+  /// Whether the child has ended (a crash included); reaps it if so, and
+  /// wait() then returns its status.
+  bool exited() {
+    if (pid_ <= 0) return true;
+    int status = 0;
+    if (::waitpid(pid_, &status, WNOHANG) != pid_) return false;
+    pid_ = -1;
+    exit_status_ = status;
+    drain(0);
+    return true;
+  }
   /// Reads what the child printed so far (while it runs).
   const std::string& poll_output() {
     drain(0);

@@ -78,6 +78,31 @@ std::string presented_token(const http::request<http::string_body>& req) {
   return {};
 }
 
+/// Whether a browser page at `origin` may open a WebSocket: no Origin (not
+/// a browser) always; else one of `allowed` (globs), or with none given a
+/// loopback host (the operator's own machine).
+bool origin_allowed(const std::string& origin, const std::vector<std::string>& allowed) {
+  if (origin.empty()) return true;
+  if (!allowed.empty()) {
+    return std::any_of(allowed.begin(), allowed.end(), [&](const std::string& glob) {
+      return glob == origin || ::fnmatch(glob.c_str(), origin.c_str(), 0) == 0;
+    });
+  }
+  // scheme://host[:port]: the host, brackets and all.
+  const auto scheme = origin.find("://");
+  if (scheme == std::string::npos) return false;
+  std::string host = origin.substr(scheme + 3);
+  if (host.starts_with('[')) {
+    host = host.substr(1, host.find(']') - 1);
+  } else {
+    host = host.substr(0, host.find(':'));
+  }
+  if (host == "localhost" || host.ends_with(".localhost")) return true;
+  beast::error_code ec;
+  const auto address = asio::ip::make_address(host, ec);
+  return !ec && address.is_loopback();
+}
+
 }  // namespace
 
 bool same_token(std::string_view a, std::string_view b) noexcept {
@@ -100,8 +125,19 @@ Hub::Hub(const Config& c, asio::io_context& context_io)
 void Hub::start_reader() {
   reader =
       std::make_unique<BusReader>(context, [this](std::shared_ptr<const OutMessage> message, std::vector<Sink> sinks) {
-        // To the network thread, where the sessions live.
-        asio::post(io, [message = std::move(message), sinks = std::move(sinks)] {
+        // To the network thread, where the sessions live. What waits there
+        // is bounded in bytes: a network thread that falls behind (a client
+        // that asks for much work per message) drops, counted, instead of
+        // queueing without end.
+        std::size_t bytes = 0;
+        for (const auto& e : message->encoded) bytes += e ? e->size() : 0;
+        if (in_flight_bytes.load(std::memory_order_relaxed) + bytes > kMaxInFlightBytes) {
+          counters.messages_dropped.fetch_add(sinks.size(), std::memory_order_relaxed);
+          return;
+        }
+        in_flight_bytes.fetch_add(bytes, std::memory_order_relaxed);
+        asio::post(io, [this, bytes, message = std::move(message), sinks = std::move(sinks)] {
+          in_flight_bytes.fetch_sub(bytes, std::memory_order_relaxed);
           for (const Sink& s : sinks) {
             if (auto session = s.session.lock()) session->deliver(*message, s.key, s.encoding);
           }
@@ -156,7 +192,20 @@ Outlet& Hub::acquire_outlet(const ChannelEntry& entry) {
 
 void Hub::release_outlet(const std::string& channel) {
   const auto it = outlets.find(channel);
-  if (it != outlets.end() && --it->second.users == 0) outlets.erase(it);
+  if (it == outlets.end() || --it->second.users != 0) return;
+  outlets.erase(it);
+  // A channel the bridge made for a client goes with its last user of the
+  // bridge, unless some process (or the bridge's own reader) uses it.
+  if (const auto made = created.find(channel); made != created.end()) {
+    try {
+      if (introspect::remove_unused_channel(config.domain, channel, config.access())) {
+        spdlog::info("removed {}, which a client created and no one uses now", channel);
+      }
+    } catch (const Error& e) {
+      spdlog::warn("could not remove {}, which a client created: {}", channel, e.what());
+    }
+    created.erase(made);
+  }
 }
 
 // ------------------------------------------------------------- Connection
@@ -359,17 +408,35 @@ void Connection::on_request(beast::error_code ec) {
   if (ec) return;
   http::request<http::string_body> req = parser_.release();
   Hub& hub = bridge_.hub;
+  const std::string token = presented_token(req);
   if (websocket::is_upgrade(req)) {
     const std::string offered{req[http::field::sec_websocket_protocol]};
     const bool foxglove = offered.find(kFoxgloveSubprotocol) != std::string::npos;
+    if (const std::string origin{req[http::field::origin]}; !origin_allowed(origin, hub.config.bridge.allow_origins)) {
+      // A page of another site in an operator's browser: refused.
+      hub.counters.connections_refused.fetch_add(1, std::memory_order_relaxed);
+      beast::error_code ignored;
+      spdlog::warn("client {}: WebSocket from Origin \"{}\" refused (allow it with --allow-origin)",
+                   tcp_layer().socket().remote_endpoint(ignored).address().to_string(), origin);
+      answer(http::status::forbidden, "text/plain",
+             "shmbus-bridge: this Origin may not connect; the bridge's --allow-origin lists those that may\n");
+      return;
+    }
+    const bool needs_auth = !hub.token.empty() && !same_token(token, hub.token);
+    if (needs_auth && !foxglove && hub.pending_auth >= hub.config.bridge.max_pending_auth) {
+      hub.counters.connections_refused.fetch_add(1, std::memory_order_relaxed);
+      answer(http::status::service_unavailable, "text/plain",
+             fmt::format("shmbus-bridge: {} clients are waiting to authenticate (max_pending_auth); try later\n",
+                         hub.pending_auth));
+      return;
+    }
     if (hub.sessions.size() >= hub.config.bridge.max_clients) {
       hub.counters.connections_refused.fetch_add(1, std::memory_order_relaxed);
       answer(http::status::service_unavailable, "text/plain",
              fmt::format("shmbus-bridge: {} clients already (max_clients); try later\n", hub.sessions.size()));
       return;
     }
-    const std::string token = presented_token(req);
-    if (!hub.token.empty() && foxglove && !same_token(token, hub.token)) {
+    if (needs_auth && foxglove) {
       hub.counters.connections_refused.fetch_add(1, std::memory_order_relaxed);
       answer(http::status::unauthorized, "text/plain",
              "shmbus-bridge: a token is required (Authorization: Bearer TOKEN, or ?token=TOKEN)\n");
@@ -377,16 +444,25 @@ void Connection::on_request(beast::error_code ec) {
     }
     auto session =
         std::make_shared<Session>(hub, std::move(stream_), foxglove ? Protocol::kFoxglove : Protocol::kRosbridge);
-    if (!hub.token.empty() && same_token(token, hub.token)) session->authenticate();
+    if (!hub.token.empty() && !needs_auth) session->authenticate();
     session->on_close([&clients = bridge_.clients] { clients.fetch_sub(1, std::memory_order_relaxed); });
     bridge_.clients.fetch_add(1, std::memory_order_relaxed);
     session->start(req, foxglove ? std::string{kFoxgloveSubprotocol} : std::string{});
+    session->start_auth_timer();
     return;
   }
   const std::string target{req.target()};
   if (req.method() != http::verb::get) {
     answer(http::status::method_not_allowed, "text/plain", "only GET (or a WebSocket upgrade)\n");
   } else if (target == "/metrics") {
+    // With a token, the counters are the token's too (Prometheus sends it
+    // as authorization.credentials); /healthz stays open for probes.
+    if (!hub.token.empty() && !same_token(token, hub.token)) {
+      hub.counters.connections_refused.fetch_add(1, std::memory_order_relaxed);
+      answer(http::status::unauthorized, "text/plain",
+             "shmbus-bridge: /metrics needs the token (Authorization: Bearer TOKEN)\n");
+      return;
+    }
     answer(http::status::ok, "text/plain; version=0.0.4; charset=utf-8", bridge_.metrics());
   } else if (target == "/healthz") {
     answer(http::status::ok, "text/plain", "ok\n");
@@ -419,8 +495,8 @@ int bridge_main(int argc, char** argv) {
   monitor::ConfigSource source;
   std::string domain;
   std::optional<std::string> listen, token_file, tls_cert, tls_key;
-  std::vector<std::string> allow, deny;
-  std::optional<std::uint32_t> max_clients, max_frame_bytes, send_queue, max_ops;
+  std::vector<std::string> allow, deny, allow_origins;
+  std::optional<std::uint32_t> max_clients, max_frame_bytes, send_queue, max_ops, max_client_bytes;
   app.add_option("-c,--config", source.path, "configuration file (default: SHMBUS_CONFIG); its [bridge] table");
   app.add_option("--domain", domain, "domain to bridge (overrides the file and SHMBUS_DOMAIN)");
   app.add_option("--listen", listen, "ADDRESS:PORT (default 127.0.0.1:9090; port 0: any free port)");
@@ -433,6 +509,10 @@ int bridge_main(int argc, char** argv) {
   app.add_option("--max-frame-bytes", max_frame_bytes, "largest incoming WebSocket message (default 1 MiB)");
   app.add_option("--send-queue", send_queue, "messages queued per client before the oldest is dropped (1024)");
   app.add_option("--max-ops-per-second", max_ops, "operations per second per client (default 2000)");
+  app.add_option("--max-client-bytes", max_client_bytes,
+                 "bytes queued per client before its oldest messages are dropped (default 4 MiB)");
+  app.add_option("--allow-origin", allow_origins,
+                 "browser Origins (globs) that may connect (default: loopback hosts; no Origin: always)");
   UplinkOptions uplink_options;
   CLI::App* connect = app.add_subcommand(
       "connect", "be the client of a remote rosbridge v2 server: export local channels to it, import its topics");
@@ -463,6 +543,8 @@ int bridge_main(int argc, char** argv) {
     if (max_frame_bytes) b.max_frame_bytes = std::max<std::uint32_t>(1024, *max_frame_bytes);
     if (send_queue) b.send_queue = std::max<std::uint32_t>(1, *send_queue);
     if (max_ops) b.max_ops_per_second = std::max<std::uint32_t>(1, *max_ops);
+    if (max_client_bytes) b.max_client_bytes = std::max<std::uint32_t>(64 * 1024, *max_client_bytes);
+    if (!allow_origins.empty()) b.allow_origins = allow_origins;
     spdlog::set_default_logger(service_shell::make_logger("shmbus-bridge", service_shell::stderr_is_journal()));
     cli::install_stop_handlers();
     if (connect->parsed()) {

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <set>
 
 #include "shmbus/clock.hpp"
 #include "shmbus/names.hpp"
@@ -93,18 +94,20 @@ const ChannelEntry* Catalog::find_id(std::uint32_t id) const {
 std::pair<std::shared_ptr<const schema::Schema>, const schema::MessageDef*> Catalog::find_type(
     std::string_view type) const {
   const std::string wanted = normalize_type(type);
-  const auto search = [&](const auto& self, const schema::MessageDef& m, int depth) -> const schema::MessageDef* {
-    if (m.name == wanted) return &m;
-    if (depth > 32) return nullptr;
-    for (const schema::Field& f : m.fields) {
-      if (f.message == nullptr) continue;
-      if (const auto* found = self(self, *f.message, depth + 1)) return found;
-    }
-    return nullptr;
-  };
   for (const auto& [hash, s] : schemas_) {
     if (!s) continue;
-    if (const auto* found = search(search, s->root(), 0)) return {s, found};
+    // Each type once: a schema's types form a graph whose paths can be
+    // exponentially many.
+    std::vector<const schema::MessageDef*> todo{&s->root()};
+    std::set<const schema::MessageDef*> seen{&s->root()};
+    while (!todo.empty()) {
+      const schema::MessageDef* m = todo.back();
+      todo.pop_back();
+      if (m->name == wanted) return {s, m};
+      for (const schema::Field& f : m->fields) {
+        if (f.message != nullptr && seen.insert(f.message).second) todo.push_back(f.message);
+      }
+    }
   }
   return {nullptr, nullptr};
 }

@@ -7,6 +7,7 @@
 
 #include "server.hpp"
 #include "shmbus/clock.hpp"
+#include "shmbus/json_input.hpp"
 
 namespace shmbus::bridge {
 
@@ -198,7 +199,7 @@ void Session::fox_binary(std::string_view data) {
   }
   Outlet& out = hub_.outlets.at(it->second);
   try {
-    const Json msg = Json::parse(data.substr(5));
+    const Json msg = schema::parse_json(data.substr(5));
     const std::vector<std::byte> bytes = out.schema->encode(out.schema->with_defaults(msg));
     if (out.publisher.publish(bytes) == PublishResult::kOk) {
       hub_.counters.messages_published.fetch_add(1, std::memory_order_relaxed);
@@ -206,8 +207,10 @@ void Session::fox_binary(std::string_view data) {
       refuse(fmt::format("{}: not published ({} bytes; max_message_size {})", it->second, bytes.size(),
                          out.publisher.max_message_size()));
     }
-  } catch (const Json::exception& e) {
+  } catch (const schema::JsonInputError& e) {
     refuse(fmt::format("{}: the payload is not JSON: {}", it->second, e.what()));
+  } catch (const Json::exception& e) {
+    refuse(fmt::format("{}: {}", it->second, e.what()));
   } catch (const schema::CodecError& e) {
     refuse(fmt::format("{}: the message does not fit {}: {}; nothing was published", it->second,
                        out.schema->root().name, e.what()));

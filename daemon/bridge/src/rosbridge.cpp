@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cmath>
 #include <set>
 
 #include "server.hpp"
@@ -26,11 +27,24 @@ std::string string_field(const Json& op, const char* key) {
   return it != op.end() && it->is_string() ? it->get<std::string>() : std::string{};
 }
 
+/// A number field, saturated to +-kMaxNumberField (1e15: a throttle of
+/// thirty thousand years in ms; any count); 0 when absent or not a number.
+constexpr std::int64_t kMaxNumberField = 1'000'000'000'000'000;
 std::int64_t number_field(const Json& op, const char* key) {
   const auto it = op.find(key);
   if (it == op.end() || !it->is_number()) return 0;
-  return it->is_number_float() ? static_cast<std::int64_t>(it->get<double>()) : it->get<std::int64_t>();
+  if (it->is_number_unsigned())
+    return static_cast<std::int64_t>(std::min<std::uint64_t>(it->get<std::uint64_t>(), kMaxNumberField));
+  if (it->is_number_integer())
+    return std::clamp<std::int64_t>(it->get<std::int64_t>(), -kMaxNumberField, kMaxNumberField);
+  const double v = it->get<double>();
+  if (std::isnan(v)) return 0;
+  return static_cast<std::int64_t>(std::clamp<double>(v, -kMaxNumberField, kMaxNumberField));
 }
+
+/// The smallest fragment_size served: smaller ones would cost a frame of
+/// JSON per few bytes (a 64 KiB message in 65,536 frames).
+constexpr std::int64_t kMinFragmentSize = 1024;
 
 int level_of(std::string_view level) {
   if (level == "none") return 0;
@@ -146,7 +160,7 @@ void Session::ros_op(const Json& op) {
       close(websocket::close_code::policy_error, "wrong token");
       return;
     }
-    authenticated_ = true;
+    authenticated();
     return;
   }
   if (client_mode_ && (name == "service_response" || name == "status")) {
@@ -247,9 +261,18 @@ void Session::ros_subscribe(const Json& op) {
   sub.key = next_key_++;
   sub.topic = topic;
   sub.id = string_field(op, "id");
-  sub.throttle_ns = std::max<std::int64_t>(0, number_field(op, "throttle_rate")) * 1'000'000;
+  // ms -> ns; 9e12 ms (285 years: never again) is the most that fits.
+  sub.throttle_ns = std::clamp<std::int64_t>(number_field(op, "throttle_rate"), 0, 9'000'000'000'000) * 1'000'000;
   sub.queue_length = static_cast<std::size_t>(std::max<std::int64_t>(0, number_field(op, "queue_length")));
-  sub.fragment_size = static_cast<std::size_t>(std::max<std::int64_t>(0, number_field(op, "fragment_size")));
+  const std::int64_t fragment_size = std::max<std::int64_t>(0, number_field(op, "fragment_size"));
+  if (fragment_size != 0 && fragment_size < kMinFragmentSize) {
+    ros_status("warning",
+               fmt::format("subscribe {}: fragment_size {} is under this bridge's least, {}; fragments of {} bytes "
+                           "are sent",
+                           topic, fragment_size, kMinFragmentSize, kMinFragmentSize),
+               id);
+  }
+  sub.fragment_size = static_cast<std::size_t>(fragment_size == 0 ? 0 : std::max(fragment_size, kMinFragmentSize));
   sub.cbor = compression == "cbor";
   auto [it, inserted] = ros_subs_.emplace(topic, std::move(sub));
   ros_by_key_[it->second.key] = &it->second;
@@ -282,7 +305,23 @@ void Session::ros_advertise(const Json& op) {
   ChannelEntry made;
   if (channel == nullptr) {
     // A new channel: of a type some channel of the domain already carries,
-    // whose schema the bridge can then write.
+    // whose schema the bridge can then write; within what a client may make.
+    const auto& limits = hub_.config.bridge;
+    if (created_.size() >= limits.max_created_channels) {
+      throw Error(Errc::kResource,
+                  fmt::format("cannot create {}: this client made {} channels already, the most this bridge allows "
+                              "(max_created_channels); unadvertise one first",
+                              topic, created_.size()));
+    }
+    const ChannelSettings settings = hub_.config.channel(topic);
+    const std::uint64_t bytes = std::uint64_t{settings.capacity} * settings.max_message_size;
+    if (bytes > limits.max_created_channel_bytes) {
+      throw Error(
+          Errc::kResource,
+          fmt::format("cannot create {}: its configuration ({} slots of {} bytes) reserves {} bytes, over "
+                      "the {} a client may create (max_created_channel_bytes)",
+                      topic, settings.capacity, settings.max_message_size, bytes, limits.max_created_channel_bytes));
+    }
     const auto [owner, def] = hub_.catalog.find_type(type);
     if (def == nullptr) {
       throw Error(Errc::kNotFound,
@@ -300,12 +339,17 @@ void Session::ros_advertise(const Json& op) {
   if (!ros_check_type(topic, *channel, op["type"], op.value("id", Json()))) return;
   hub_.acquire_outlet(*channel);
   ros_advertised_[topic] = topic;
+  if (channel == &made) {
+    hub_.created.insert(topic);
+    created_.insert(topic);
+  }
 }
 
 void Session::ros_unadvertise(const Json& op) {
   const std::string topic = string_field(op, "topic");
   const auto it = ros_advertised_.find(topic);
   if (it == ros_advertised_.end()) return;
+  created_.erase(it->second);
   hub_.release_outlet(it->second);
   ros_advertised_.erase(it);
 }
@@ -368,11 +412,11 @@ bool Session::ros_rosapi(const std::string& service, const Json& args, Json& val
     }
     values = Json{{"topics", std::move(topics)}, {"types", std::move(types)}};
   } else if (api == "topic_type") {
-    const std::string topic = args.value("topic", std::string{});
+    const std::string topic = string_field(args, "topic");
     const ChannelEntry* e = hub_.catalog.find(topic);
     values = Json{{"type", e != nullptr && !e->service_channel && hub_.allowed(topic) ? e->type.name : ""}};
   } else if (api == "topics_for_type") {
-    const std::string type = normalize_type(args.value("type", std::string{}));
+    const std::string type = normalize_type(string_field(args, "type"));
     Json topics = Json::array();
     for (const auto& [name, e] : channels) {
       if (!e.service_channel && hub_.allowed(name) && e.type.name == type) topics.push_back(name);
@@ -389,7 +433,7 @@ bool Session::ros_rosapi(const std::string& service, const Json& args, Json& val
     }
     values = Json{{"services", std::move(services)}};
   } else if (api == "service_type") {
-    const std::string s = absolute(args.value("service", std::string{}));
+    const std::string s = absolute(string_field(args, "service"));
     std::string type;
     if (s.starts_with(kRosapi)) {
       type = "rosapi/" + s.substr(kRosapi.size());
@@ -398,7 +442,7 @@ bool Session::ros_rosapi(const std::string& service, const Json& args, Json& val
     }
     values = Json{{"type", type}};
   } else if (api == "message_details") {
-    const std::string type = args.value("type", std::string{});
+    const std::string type = string_field(args, "type");
     const auto [owner, def] = hub_.catalog.find_type(type);
     if (def == nullptr) {
       values = fmt::format("message_details: no channel of domain \"{}\" carries {}", hub_.catalog.domain(), type);
@@ -591,6 +635,11 @@ void Session::ros_send(const RosSubscription& sub, const OutMessage& message) {
   if (sub.fragment_size != 0 && !sub.cbor && body->size() > sub.fragment_size) {
     const std::size_t total = (body->size() + sub.fragment_size - 1) / sub.fragment_size;
     const std::string id = fmt::format("{}#{}", sub.topic, message.sequence);
+    // The whole message's room first (the fragments' JSON adds about 80
+    // bytes each, escapes up to 6 per byte): it is queued or dropped whole.
+    if (closed_ || !make_room(total, body->size() + total * 80)) return;
+    const std::uint64_t group = next_group_++;
+    if (const auto it = ros_by_key_.find(sub.key); it != ros_by_key_.end()) ++it->second->queued;
     for (std::size_t i = 0; i < total; ++i) {
       Frame f;
       f.body = std::make_shared<const std::string>(Json{
@@ -600,7 +649,8 @@ void Session::ros_send(const RosSubscription& sub, const OutMessage& message) {
           {"num", i},
           {"total", total}}.dump());
       f.subscription = sub.key;
-      enqueue(std::move(f));
+      f.group = group;
+      push(std::move(f));
     }
     return;
   }
@@ -643,13 +693,7 @@ void Session::deliver(const OutMessage& message, std::uint64_t key, Encoding enc
   if (sub.queue_length != 0 && sub.queued >= sub.queue_length) {
     // The subscription's own bound: its oldest queued message gives way.
     const auto first = queue_.begin() + (writing_ ? 1 : 0);
-    const auto victim = std::find_if(first, queue_.end(), [&](const Frame& f) { return f.subscription == sub.key; });
-    if (victim != queue_.end()) {
-      queue_.erase(victim);
-      --sub.queued;
-      ++dropped_;
-      hub_.counters.messages_dropped.fetch_add(1, std::memory_order_relaxed);
-    }
+    drop_data(std::find_if(first, queue_.end(), [&](const Frame& f) { return f.subscription == sub.key; }));
   }
   ros_send(sub, message);
 }

@@ -97,13 +97,20 @@ struct Hub {
   Outlet& acquire_outlet(const ChannelEntry& entry);
   void release_outlet(const std::string& channel);
 
+  /// Bus messages posted to the network thread and not yet handed to the
+  /// sessions: over this, the reader drops (counted).
+  static constexpr std::size_t kMaxInFlightBytes = std::size_t{16} << 20;
+
   Config config;
   asio::io_context& io;
   Context context;
   std::string token;  ///< empty: no authentication
   Catalog catalog;
   Counters counters;
+  std::atomic<std::size_t> in_flight_bytes{0};
   std::set<Session*> sessions;
+  std::size_t pending_auth = 0;                ///< sessions waiting for their auth op
+  std::set<std::string, std::less<>> created;  ///< channels the bridge made for clients
   std::map<std::string, Outlet, std::less<>> outlets;
   std::unique_ptr<BusReader> reader;
   std::unique_ptr<ServiceCaller> services;
@@ -116,6 +123,8 @@ struct Frame {
   std::uint8_t head_len = 0;
   bool binary = false;
   std::uint64_t subscription = 0;  ///< 0: a reply or status (never dropped)
+  std::uint64_t group = 0;         ///< the fragments of one message share it (dropped together); 0: none
+  [[nodiscard]] std::size_t bytes() const noexcept { return head_len + (body ? body->size() : 0); }
 };
 
 enum class Protocol : std::uint8_t { kRosbridge, kFoxglove };
@@ -152,6 +161,9 @@ class Session : public std::enable_shared_from_this<Session> {
   void shutdown() { finish(); }
   /// The client showed the token in its upgrade request.
   void authenticate() noexcept { authenticated_ = true; }
+  /// With a token and no auth yet: counted in the hub's pending_auth, and
+  /// closed unless auth arrives within auth_timeout. After start().
+  void start_auth_timer();
   /// Runs once when the session ends.
   void on_close(std::function<void()> f) { on_close_ = std::move(f); }
   [[nodiscard]] Protocol protocol() const noexcept { return protocol_; }
@@ -169,6 +181,18 @@ class Session : public std::enable_shared_from_this<Session> {
   void on_message(const std::string& data, bool text);
   void send_text(std::string text);
   void enqueue(Frame frame);
+  /// Room for one data message of `frames` frames and `bytes` bytes: the
+  /// oldest queued data gives way (counted) while the client's queue is
+  /// over send_queue messages or max_client_bytes. False (the message is
+  /// dropped, counted) when nothing is left to give way and it still does
+  /// not fit; a message alone in the queue always fits.
+  bool make_room(std::size_t frames, std::size_t bytes);
+  /// Drops the queued data message at `it` (all its fragments) unless it is
+  /// being written; false when there was none to drop.
+  bool drop_data(std::deque<Frame>::iterator it);
+  void push(Frame frame);
+  /// The auth op showed the token.
+  void authenticated();
   void write_next();
   void close(websocket::close_code code, const std::string& reason);
   void finish();
@@ -225,6 +249,11 @@ class Session : public std::enable_shared_from_this<Session> {
   std::string peer_;
   beast::flat_buffer buffer_;
   std::deque<Frame> queue_;
+  std::size_t queued_bytes_ = 0;
+  std::uint64_t next_group_ = 1;
+  std::optional<asio::steady_timer> auth_timer_;
+  bool counted_pending_auth_ = false;
+  std::set<std::string> created_;  ///< channels this client made (advertised, no process had them)
   bool writing_ = false;
   bool closed_ = false;    ///< no more reads or writes
   bool finished_ = false;  ///< its subscriptions and publishers released

@@ -8,6 +8,7 @@
 
 #include "server.hpp"
 #include "shmbus/clock.hpp"
+#include "shmbus/json_input.hpp"
 
 namespace shmbus::bridge {
 
@@ -45,7 +46,13 @@ void Session::prepare(beast::role_type role, Decorator decorator) {
   tcp_layer().expires_never();
   std::visit(
       [&](auto& ws) {
-        ws.set_option(websocket::stream_base::timeout::suggested(role));
+        // A peer from which nothing arrives (not even the pong to the ping
+        // sent at half the time) for idle_timeout is gone: closed.
+        auto timeout = websocket::stream_base::timeout::suggested(role);
+        timeout.idle_timeout =
+            std::chrono::duration_cast<std::chrono::steady_clock::duration>(hub_.config.bridge.idle_timeout);
+        timeout.keep_alive_pings = true;
+        ws.set_option(timeout);
         ws.set_option(websocket::stream_base::decorator(std::move(decorator)));
         ws.read_message_max(hub_.config.bridge.max_frame_bytes);
       },
@@ -69,6 +76,31 @@ void Session::start(const http::request<http::string_body>& request, const std::
     self->read();
   };
   std::visit([&](auto& ws) { ws.async_accept(request, std::move(on_accept)); }, ws_);
+}
+
+void Session::start_auth_timer() {
+  if (authenticated_ || client_mode_) return;
+  counted_pending_auth_ = true;
+  ++hub_.pending_auth;
+  auth_timer_.emplace(hub_.io);
+  auth_timer_->expires_after(
+      std::chrono::duration_cast<std::chrono::steady_clock::duration>(hub_.config.bridge.auth_timeout));
+  auth_timer_->async_wait([weak = weak_from_this()](beast::error_code ec) {
+    const auto self = weak.lock();
+    if (ec || !self || self->authenticated_ || self->closed_) return;
+    self->hub_.counters.connections_refused.fetch_add(1, std::memory_order_relaxed);
+    self->ros_status("error", "no auth within auth_timeout: closing");
+    self->close(websocket::close_code::policy_error, "not authenticated in time");
+  });
+}
+
+void Session::authenticated() {
+  authenticated_ = true;
+  if (counted_pending_auth_) {
+    counted_pending_auth_ = false;
+    --hub_.pending_auth;
+  }
+  if (auth_timer_) auth_timer_->cancel();
 }
 
 void Session::start_client(const std::string& host, const std::string& target, std::function<void()> on_open) {
@@ -150,8 +182,8 @@ void Session::on_message(const std::string& data, bool text) {
     }
     schema::Json op;
     try {
-      op = schema::Json::parse(data);
-    } catch (const schema::Json::parse_error& e) {
+      op = schema::parse_json(data);
+    } catch (const schema::JsonInputError& e) {
       hub_.counters.ops_refused.fetch_add(1, std::memory_order_relaxed);
       fox_status(2, fmt::format("malformed JSON: {}", e.what()));
       return;
@@ -162,8 +194,8 @@ void Session::on_message(const std::string& data, bool text) {
   schema::Json op;
   try {
     // rosbridge clients send JSON text; a binary frame is taken as CBOR.
-    op = text ? schema::Json::parse(data) : schema::Json::from_cbor(data);
-  } catch (const schema::Json::exception& e) {
+    op = text ? schema::parse_json(data) : schema::parse_cbor(data);
+  } catch (const schema::JsonInputError& e) {
     hub_.counters.ops_refused.fetch_add(1, std::memory_order_relaxed);
     ros_status("error", fmt::format("malformed {}: {}", text ? "JSON" : "CBOR", e.what()));
     return;
@@ -179,32 +211,70 @@ void Session::send_text(std::string text) {
 
 void Session::enqueue(Frame frame) {
   if (closed_) return;
-  const std::size_t limit = hub_.config.bridge.send_queue;
-  if (frame.subscription != 0 && queue_.size() >= limit) {
-    // Full: drop this client's oldest queued data message (never the one
-    // being written, never a reply).
-    const auto first = queue_.begin() + (writing_ ? 1 : 0);
-    const auto victim = std::find_if(first, queue_.end(), [](const Frame& f) { return f.subscription != 0; });
-    if (victim == queue_.end()) {
-      ++dropped_;
-      hub_.counters.messages_dropped.fetch_add(1, std::memory_order_relaxed);
+  if (frame.subscription == 0) {
+    // Replies pile up only when the client sends requests and never reads.
+    const auto& b = hub_.config.bridge;
+    if (queue_.size() >= 2 * std::size_t{b.send_queue} + 64 || queued_bytes_ > 2 * std::size_t{b.max_client_bytes}) {
+      close(websocket::close_code::policy_error, "client does not read its replies");
       return;
     }
-    if (const auto it = ros_by_key_.find(victim->subscription); it != ros_by_key_.end()) --it->second->queued;
-    queue_.erase(victim);
-    ++dropped_;
-    hub_.counters.messages_dropped.fetch_add(1, std::memory_order_relaxed);
-  } else if (frame.subscription == 0 && queue_.size() >= 2 * limit + 64) {
-    // Replies pile up only when the client sends requests and never reads.
-    close(websocket::close_code::policy_error, "client does not read its replies");
+  } else if (!make_room(1, frame.bytes())) {
     return;
   }
+  push(std::move(frame));
+}
+
+void Session::push(Frame frame) {
   if (frame.subscription != 0) {
-    if (const auto it = ros_by_key_.find(frame.subscription); it != ros_by_key_.end()) ++it->second->queued;
+    if (const auto it = ros_by_key_.find(frame.subscription); it != ros_by_key_.end() && frame.group == 0) {
+      ++it->second->queued;
+    }
   }
+  queued_bytes_ += frame.bytes();
   queue_.push_back(std::move(frame));
   if (dropped_ != dropped_reported_) report_drops();
   write_next();
+}
+
+bool Session::make_room(std::size_t frames, std::size_t bytes) {
+  const auto& b = hub_.config.bridge;
+  const auto over = [&] { return queue_.size() + frames > b.send_queue || queued_bytes_ + bytes > b.max_client_bytes; };
+  while (over()) {
+    // The oldest data message gives way (never the one being written,
+    // never a reply).
+    const auto first = queue_.begin() + (writing_ ? 1 : 0);
+    const auto victim = std::find_if(first, queue_.end(), [](const Frame& f) { return f.subscription != 0; });
+    if (!drop_data(victim)) break;
+  }
+  const bool alone = std::none_of(queue_.begin() + (writing_ ? 1 : 0), queue_.end(),
+                                  [](const Frame& f) { return f.subscription != 0; });
+  if (!over() || alone) return true;
+  ++dropped_;
+  hub_.counters.messages_dropped.fetch_add(1, std::memory_order_relaxed);
+  return false;
+}
+
+bool Session::drop_data(std::deque<Frame>::iterator it) {
+  if (it == queue_.end() || (writing_ && it == queue_.begin())) return false;
+  const std::uint64_t key = it->subscription;
+  const std::uint64_t group = it->group;
+  const auto remove = [&](std::deque<Frame>::iterator at) {
+    queued_bytes_ -= at->bytes();
+    return queue_.erase(at);
+  };
+  if (group == 0) {
+    remove(it);
+  } else {
+    // Every fragment of the message still queued (those already written
+    // leave the client with a part it discards).
+    for (auto f = queue_.begin() + (writing_ ? 1 : 0); f != queue_.end();) {
+      f = f->group == group ? remove(f) : f + 1;
+    }
+  }
+  if (const auto s = ros_by_key_.find(key); s != ros_by_key_.end() && s->second->queued > 0) --s->second->queued;
+  ++dropped_;
+  hub_.counters.messages_dropped.fetch_add(1, std::memory_order_relaxed);
+  return true;
 }
 
 void Session::report_drops() {
@@ -235,12 +305,16 @@ void Session::write_next() {
       return;
     }
     Frame& done = self->queue_.front();
-    if (done.subscription != 0) {
+    // A fragmented message counts once, with its last fragment.
+    const bool last_of_message = done.group == 0 || self->queue_.size() == 1 || self->queue_[1].group != done.group;
+    if (done.subscription != 0 && last_of_message) {
       self->hub_.counters.messages_sent.fetch_add(1, std::memory_order_relaxed);
-      if (const auto it = self->ros_by_key_.find(done.subscription); it != self->ros_by_key_.end()) {
+      if (const auto it = self->ros_by_key_.find(done.subscription);
+          it != self->ros_by_key_.end() && it->second->queued > 0) {
         --it->second->queued;
       }
     }
+    self->queued_bytes_ -= done.bytes();
     self->queue_.pop_front();
     self->write_next();
   };
@@ -279,13 +353,22 @@ void Session::finish() {
   hub_.reader->remove_all(this);
   for (const auto& [topic, channel] : ros_advertised_) hub_.release_outlet(channel);
   ros_advertised_.clear();
+  created_.clear();
   for (const auto& [id, channel] : fox_client_channels_) hub_.release_outlet(channel);
   fox_client_channels_.clear();
   // The services it served: their waiting callers fail at once, then the
   // servers stop (their threads end within one spin).
   fail_served_calls("", "its WebSocket client disconnected");
   served_.clear();
-  if (!writing_) queue_.clear();
+  if (!writing_) {
+    queue_.clear();
+    queued_bytes_ = 0;
+  }
+  if (counted_pending_auth_) {
+    counted_pending_auth_ = false;
+    --hub_.pending_auth;
+  }
+  if (auth_timer_) auth_timer_->cancel();
   if (on_close_) std::exchange(on_close_, nullptr)();
 }
 
