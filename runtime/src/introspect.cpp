@@ -34,7 +34,10 @@ const std::string& DomainView::domain() const noexcept { return impl_->domain; }
 
 std::vector<std::string> DomainView::channel_names() const {
   std::vector<std::string> names;
-  impl_->registry.for_each_live([&](std::uint32_t, const ChannelRecord& r) { names.emplace_back(record_name(r)); });
+  // Names from shared memory: escaped when not printable (and then refused
+  // by whoever opens them, so they are listed as unreadable).
+  impl_->registry.for_each_live(
+      [&](std::uint32_t, const ChannelRecord& r) { names.push_back(escape_name(record_name(r))); });
   std::sort(names.begin(), names.end());
   return names;
 }
@@ -42,7 +45,7 @@ std::vector<std::string> DomainView::channel_names() const {
 std::optional<std::string> DomainView::channel_name(std::uint32_t registry_index) const {
   const ChannelRecord* r = impl_->registry.record(registry_index);
   if (r == nullptr) return std::nullopt;
-  return std::string{record_name(*r)};
+  return escape_name(record_name(*r));
 }
 
 std::uint64_t DomainView::generation() const noexcept { return impl_->registry.generation(); }
@@ -67,7 +70,7 @@ bool read_endpoint(const Entry& e, EndpointView& v) {
   if (endpoint_phase(st) != kEndpointLive) return false;
   v.pid = static_cast<std::int32_t>(endpoint_pid(st));
   v.id = e.id;
-  v.node = std::string(e.node, strnlen(e.node, sizeof(e.node)));
+  v.node = escape_name(std::string_view(e.node, strnlen(e.node, sizeof(e.node))));
   v.alive = owner_alive(st, e.pid_ns.load(std::memory_order_relaxed));
   return true;
 }
@@ -103,7 +106,7 @@ ChannelView ChannelReader::view() const {
   ChannelView v;
   const TypeInfo type = ch.type();
   v.name = ch.name();
-  v.type_name = type.name;
+  v.type_name = escape_name(type.name);
   v.type_hash = type.hash;
   v.schema = type.schema;
   v.transport = static_cast<Transport>(h.transport);

@@ -1,6 +1,9 @@
 #include "shmbus/names.hpp"
 
+#include <fmt/format.h>
+
 #include "shmbus/error.hpp"
+#include "utf8.hpp"
 
 namespace shmbus {
 namespace {
@@ -80,6 +83,35 @@ std::string channel_object_name(std::string_view domain, std::string_view channe
   // name, so the mapping is one-to-one.
   std::string out = domain_object_prefix(domain) + "c";
   for (char c : channel) out.push_back(c == '/' ? '.' : c);
+  return out;
+}
+
+std::string escape_name(std::string_view name) {
+  const auto plain = [&](std::size_t i, std::size_t n) {
+    if (n != 1)
+      return n != 0 && !(static_cast<unsigned char>(name[i]) == 0xC2 &&
+                         static_cast<unsigned char>(name[i + 1]) < 0xA0);  // not a C1 control
+    const auto c = static_cast<unsigned char>(name[i]);
+    return c >= 0x20 && c != 0x7F;
+  };
+  bool clean = true;
+  for (std::size_t i = 0; i < name.size() && clean;) {
+    const std::size_t n = utf8_sequence(name, i);
+    clean = plain(i, n);
+    i += n;
+  }
+  if (clean) return std::string{name};
+  std::string out;
+  for (std::size_t i = 0; i < name.size();) {
+    const std::size_t n = utf8_sequence(name, i);
+    if (plain(i, n) && name[i] != '\\') {
+      out.append(name.substr(i, n));
+      i += n;
+    } else {
+      out += fmt::format("\\x{:02x}", static_cast<unsigned char>(name[i]));
+      ++i;
+    }
+  }
   return out;
 }
 

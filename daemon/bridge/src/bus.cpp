@@ -40,6 +40,7 @@ bool Catalog::refresh(std::vector<const ChannelEntry*>& added, std::vector<Chann
   if (generation == generation_) return false;
   generation_ = generation;
   const std::vector<std::string> names = view_->channel_names();
+  std::erase_if(refused_, [&](const auto& r) { return !std::binary_search(names.begin(), names.end(), r.first); });
   for (auto it = channels_.begin(); it != channels_.end();) {
     if (std::binary_search(names.begin(), names.end(), it->first)) {
       ++it;
@@ -49,7 +50,7 @@ bool Catalog::refresh(std::vector<const ChannelEntry*>& added, std::vector<Chann
     }
   }
   for (const std::string& name : names) {
-    if (channels_.contains(name)) continue;
+    if (channels_.contains(name) || refused_.contains(name)) continue;
     introspect::ChannelView v;
     try {
       v = introspect::ChannelReader(domain_, name, false, access_).view();
@@ -62,14 +63,21 @@ bool Catalog::refresh(std::vector<const ChannelEntry*>& added, std::vector<Chann
     e.type = TypeInfo{v.type_name, v.type_hash, v.schema};
     e.service_channel = name.ends_with("/_request") || name.ends_with("/_response");
     if (!v.schema.empty() && v.type_hash != 0) {
+      // A schema another process wrote: parsed once per type, within the
+      // schema limits; a refused one keeps its channel off the bridge.
       auto& cached = schemas_[v.type_hash];
-      if (!cached) {
+      if (!cached && !refused_schemas_.contains(v.type_hash)) {
         try {
           cached = std::make_shared<const schema::Schema>(schema::Schema::from_canonical(v.schema));
         } catch (const schema::SchemaError& err) {
-          spdlog::warn("channel {}: its stored schema does not parse ({}); it is bridged as raw bytes", name,
-                       err.what());
+          refused_schemas_[v.type_hash] = err.what();
         }
+      }
+      if (const auto r = refused_schemas_.find(v.type_hash); r != refused_schemas_.end()) {
+        spdlog::warn("channel {}: its stored schema of {} is refused ({}); the channel is not bridged", name,
+                     v.type_name, r->second);
+        refused_[name] = fmt::format("its stored schema of {} is refused: {}", v.type_name, r->second);
+        continue;
       }
       e.schema = cached;
     }
@@ -82,6 +90,11 @@ bool Catalog::refresh(std::vector<const ChannelEntry*>& added, std::vector<Chann
 const ChannelEntry* Catalog::find(std::string_view name) const {
   const auto it = channels_.find(name);
   return it == channels_.end() ? nullptr : &it->second;
+}
+
+std::string Catalog::refused(std::string_view name) const {
+  const auto it = refused_.find(name);
+  return it == refused_.end() ? std::string{} : it->second;
 }
 
 const ChannelEntry* Catalog::find_id(std::uint32_t id) const {

@@ -48,6 +48,9 @@ class Catalog {
   /// channels changed (`added` and `removed` name them).
   bool refresh(std::vector<const ChannelEntry*>& added, std::vector<ChannelEntry>& removed);
   [[nodiscard]] const ChannelEntry* find(std::string_view name) const;
+  /// Why channel `name` is not bridged (its stored schema was refused), or
+  /// empty.
+  [[nodiscard]] std::string refused(std::string_view name) const;
   [[nodiscard]] const ChannelEntry* find_id(std::uint32_t id) const;
   [[nodiscard]] const std::map<std::string, ChannelEntry, std::less<>>& channels() const noexcept { return channels_; }
   /// The definition of a message type that some channel carries (nested
@@ -68,6 +71,8 @@ class Catalog {
   std::uint32_t next_id_ = 1;
   std::map<std::string, ChannelEntry, std::less<>> channels_;
   std::map<std::uint64_t, std::shared_ptr<const schema::Schema>> schemas_;  ///< by type hash
+  std::map<std::uint64_t, std::string> refused_schemas_;                    ///< by type hash: why
+  std::map<std::string, std::string, std::less<>> refused_;                 ///< channel -> why (never bridged)
 };
 
 /// How a client wants a channel's messages.

@@ -243,6 +243,9 @@ void Session::ros_subscribe(const Json& op) {
   hub_.refresh();
   const ChannelEntry* channel = hub_.catalog.find(topic);
   if (channel == nullptr) {
+    if (const std::string why = hub_.catalog.refused(topic); !why.empty()) {
+      throw Error(Errc::kInvalidArgument, fmt::format("{} is not bridged: {}", topic, why));
+    }
     throw Error(Errc::kNotFound, fmt::format("no channel {} in domain \"{}\" (/rosapi/topics lists them)", topic,
                                              hub_.catalog.domain()));
   }
@@ -302,6 +305,9 @@ void Session::ros_advertise(const Json& op) {
   if (ros_advertised_.contains(topic)) return;
   hub_.refresh();
   const ChannelEntry* channel = hub_.catalog.find(topic);
+  if (const std::string why = hub_.catalog.refused(topic); !why.empty()) {
+    throw Error(Errc::kInvalidArgument, fmt::format("{} is not bridged: {}", topic, why));
+  }
   ChannelEntry made;
   if (channel == nullptr) {
     // A new channel: of a type some channel of the domain already carries,

@@ -24,6 +24,14 @@ void validate_domain_name(std::string_view domain);
 /// characters without spaces.
 void validate_node_name(std::string_view node);
 
+/// A name read from elsewhere (shared memory, a file) as it may be
+/// printed: unchanged when it is valid UTF-8 without control characters;
+/// else with each control character, invalid byte and backslash written as
+/// \xNN (so a terminal never sees an escape sequence, JSON always dumps,
+/// and the result never passes validate_channel_name: it shows, flagged as
+/// invalid, where it is listed).
+std::string escape_name(std::string_view name);
+
 /// A service NAME is two channels: requests on `NAME/_request` (type
 /// `pkg/Srv_Request`), responses on `NAME/_response` (type
 /// `pkg/Srv_Response`). These give the names; `_request` and `_response` as

@@ -8,7 +8,7 @@
 #include <limits>
 
 #include "shmbus/schema.hpp"
-#include "utf8.hpp"
+#include "../utf8.hpp"
 
 namespace shmbus::schema {
 

@@ -11,7 +11,7 @@
 #include <utility>
 #include <vector>
 
-#include "utf8.hpp"
+#include "../utf8.hpp"
 
 namespace shmbus::schema {
 

@@ -1,13 +1,14 @@
 #pragma once
-// UTF-8 checks shared by the codec (strings read from a message) and the
-// bounded JSON parsers (CBOR text strings from a client).
+// UTF-8 checks shared by the codec (strings read from a message), the
+// bounded JSON parsers (CBOR text strings from a client) and names read
+// from shared memory (escape_name).
 
 #include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
 
-namespace shmbus::schema {
+namespace shmbus {
 
 /// The length of the valid UTF-8 sequence at s[i] (1 to 4), or 0 where the
 /// bytes there are not one: a stray continuation byte, a truncated
@@ -53,4 +54,4 @@ inline std::string sanitize_utf8(std::string_view s) {
   return out;
 }
 
-}  // namespace shmbus::schema
+}  // namespace shmbus
