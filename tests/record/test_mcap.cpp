@@ -294,3 +294,35 @@ TEST_F(McapTest, TruncatedAndCorruptFilesAreOneLineNamingTheOffset) {
   }
   EXPECT_THROW(mcap::Reader("/nonexistent.mcap"), Error);
 }
+
+TEST_P(McapTest, AChunkClaimingMoreThanItCanHoldIsRefusedBeforeAllocating) {
+  write_sample(path_, GetParam(), 16 * 1024);
+  // The first chunk record (op 0x06) after the magic: its uncompressed_size
+  // follows the op, the length and the two times.
+  std::fstream f(path_, std::ios::in | std::ios::out | std::ios::binary);
+  std::uint64_t at = 8;
+  for (;;) {
+    unsigned char head[9];
+    f.seekg(static_cast<std::streamoff>(at));
+    ASSERT_TRUE(f.read(reinterpret_cast<char*>(head), 9)) << "no chunk found";
+    std::uint64_t length = 0;
+    for (int i = 7; i >= 0; --i) length = (length << 8) | head[1 + i];
+    if (head[0] == 0x06) break;
+    at += 9 + length;
+  }
+  for (const std::uint64_t claim : {std::uint64_t{1} << 32, std::uint64_t{1} << 62}) {
+    f.seekp(static_cast<std::streamoff>(at + 9 + 16));
+    for (int i = 0; i < 8; ++i) f.put(static_cast<char>((claim >> (8 * i)) & 0xff));
+    f.flush();
+    mcap::Reader r(path_);
+    try {
+      r.read_messages([](const mcap::MessageView&) { return true; });
+      FAIL() << "a chunk claiming " << claim << " bytes must be refused";
+    } catch (const Error& e) {
+      // Before: 4 GiB allocated and zeroed, or std::bad_alloc.
+      EXPECT_NE(std::string(e.what()).find("a chunk claiming " + std::to_string(claim) + " bytes"), std::string::npos)
+          << e.what();
+      EXPECT_NE(std::string(e.what()).find("at byte " + std::to_string(at)), std::string::npos) << e.what();
+    }
+  }
+}

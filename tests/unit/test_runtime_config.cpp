@@ -3,6 +3,8 @@
 #include <cstdlib>
 #include <fstream>
 
+#include <unistd.h>
+
 #include "shmbus/config.hpp"
 #include "shmbus/error.hpp"
 
@@ -166,6 +168,26 @@ TEST(ConfigTest, MissingFileIsAConfigErrorNamingThePath) {
     EXPECT_EQ(e.code(), Errc::kConfig);
     EXPECT_NE(std::string{e.what()}.find("/nonexistent/shmbus.toml:1:1: cannot read"), std::string::npos);
   }
+}
+
+TEST(ConfigTest, ADirectoryOrAnOversizedFileIsAConfigErrorNamingThePath) {
+  // A directory opens as an empty stream: before, an empty configuration.
+  const auto error_of_file = [](const std::string& path) {
+    try {
+      Config::load_file(path);
+    } catch (const Error& e) {
+      EXPECT_EQ(e.exit_code(), 2);
+      return std::string{e.what()};
+    }
+    return std::string{"no error"};
+  };
+  const std::string dir = ::testing::TempDir();
+  EXPECT_NE(error_of_file(dir).find(dir + ":1:1: not a regular file (a directory)"), std::string::npos);
+  EXPECT_NE(error_of_file("/dev/zero").find("not a regular file (a special file)"), std::string::npos);
+  const std::string big = dir + "/shmbus_big_" + std::to_string(::getpid()) + ".toml";
+  std::ofstream(big) << std::string(Config::kMaxConfigBytes + 1, '#');
+  EXPECT_NE(error_of_file(big).find("larger than 1 MiB"), std::string::npos);
+  std::remove(big.c_str());
 }
 
 TEST(ConfigTest, EnvironmentSelectsFileAndDomainOverridesIt) {
