@@ -359,6 +359,15 @@ TEST(ServiceToolTest, CallPrintsTheDecodedResponse) {
   EXPECT_EQ(failed.code, 1);
   EXPECT_EQ(failed.err_lines(), 1U) << failed.err;
   EXPECT_NE(failed.err.find("failed on this request"), std::string::npos) << failed.err;
+  // A request that is not JSON shmtool can take (a number past double's
+  // range; nesting past 64 levels): exit 2 and one line, nothing sent.
+  for (const std::string& request :
+       {std::string{R"({"a": 1e400})"}, "{\"a\": " + std::string(100, '[') + std::string(100, ']') + "}"}) {
+    const tool::ToolRun bad = tool::shmtool(tool::tool_args({"service", "call", kService, request}, d.domain()));
+    EXPECT_EQ(bad.code, 2) << bad.err;
+    EXPECT_EQ(bad.err_lines(), 1U) << bad.err;
+    EXPECT_NE(bad.err.find("REQUEST is not JSON"), std::string::npos) << bad.err;
+  }
   // list and info show the server and the counts.
   const tool::ToolRun list = tool::shmtool(tool::tool_args({"service", "list", "--json"}, d.domain()));
   ASSERT_EQ(list.code, 0) << list.err;

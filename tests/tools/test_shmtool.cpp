@@ -308,11 +308,56 @@ TEST(Shmtool, CleanRemovesADeadDomainAndNothingOfALiveOne) {
   const ToolRun keep = shmtool(tool_args({"clean"}, live.name));
   ASSERT_EQ(keep.code, 0) << keep.err;
   EXPECT_NE(keep.out.find("kept /dev/shm/" + alive + " (in use by a live process)"), std::string::npos) << keep.out;
+  EXPECT_NE(keep.out.find("kept /dev/shm/shmbus." + live.name +
+                          ".registry (the registry: 1 channel of the domain "
+                          "remains)"),
+            std::string::npos)
+      << keep.out;
   EXPECT_NE(keep.out.find("nothing to remove"), std::string::npos) << keep.out;
   EXPECT_TRUE(exists(alive));
   EXPECT_TRUE(exists("shmbus." + live.name + ".registry"));
   running.signal(SIGTERM);
   running.wait(10s);
+}
+
+// A registry whose names were overwritten with a terminal escape and bytes
+// that are not UTF-8. Before: list printed them raw (the terminal ran the
+// escape) and list --json failed. Now: escaped, flagged as unreadable.
+TEST(Shmtool, NamesFromSharedMemoryAreEscapedNeverPrintedRaw) {
+  DomainGuard d;
+  ChildProcess healthy({kPeer, "pub", d.name, "/ok", "1", "0", "64", "1000"});
+  ChildProcess victim({kPeer, "pub", d.name, "/victim", "1", "0", "64", "1000"});
+  wait_for_stamps(d.name, "/ok", 10);
+  wait_for_stamps(d.name, "/victim", 10);
+  {
+    const std::string object = "/dev/shm/shmbus." + d.name + ".registry";
+    std::ifstream in(object, std::ios::binary);
+    const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const auto at = bytes.find("/victim");
+    ASSERT_NE(at, std::string::npos);
+    const int fd = ::open(object.c_str(), O_RDWR);
+    ASSERT_GE(fd, 0);
+    const std::string evil("\x1b[2J\xff\xfe\n", 7);
+    ASSERT_EQ(::pwrite(fd, evil.data(), evil.size(), static_cast<off_t>(at)), 7);
+    ::close(fd);
+  }
+  const ToolRun list = shmtool(tool_args({"list"}, d.name));
+  EXPECT_EQ(list.code, 0) << list.err;
+  EXPECT_EQ(list.out.find('\x1b'), std::string::npos) << list.out;
+  EXPECT_EQ(list.out.find('\xff'), std::string::npos) << list.out;
+  EXPECT_NE(list.out.find("\\x1b[2J\\xff\\xfe\\x0a"), std::string::npos) << list.out;
+  EXPECT_NE(list.out.find("UNREADABLE"), std::string::npos) << list.out;
+  EXPECT_NE(list.out.find("/ok"), std::string::npos) << list.out;
+  const ToolRun json_list = shmtool(tool_args({"list", "--json"}, d.name));
+  ASSERT_EQ(json_list.code, 0) << json_list.err;
+  const json rows = json::parse(json_list.out);
+  ASSERT_EQ(rows.size(), 2U) << rows.dump();
+  EXPECT_EQ(rows[1]["name"], "\\x1b[2J\\xff\\xfe\\x0a");
+  EXPECT_TRUE(rows[1].contains("error"));
+  healthy.signal(SIGTERM);
+  victim.signal(SIGTERM);
+  healthy.wait(10s);
+  victim.wait(10s);
 }
 
 // A corrupt channel segment (max_message_size of all ones, which the
