@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "bridge/bridge_harness.hpp"
+#include "shmbus/names.hpp"
 #include "shmbus/publisher.hpp"
 #include "support/test_domain.hpp"
 
@@ -199,6 +200,183 @@ TEST(BridgeHostileTest, ClientsThatAskMuchAndReadNothingStayWithinTheirByteBudge
                static_cast<unsigned long long>(peak), static_cast<unsigned long long>(published.load()));
   EXPECT_GT(metric(bridge.port, "shmbus_bridge_messages_dropped_total"), 0);
   expect_serving(bridge, watcher);
+}
+
+TEST(BridgeHostileTest, AClientCreatesFewSmallChannelsAndTheyGoWithIt) {
+  shmbus::test::TestDomain d;
+  const std::string domain = d.context().domain();
+  auto publisher = start_publisher(domain, "/chatter");  // a String channel: the type's schema
+  const std::string config =
+      (std::filesystem::temp_directory_path() / ("bridge_created_" + std::to_string(::getpid()) + ".toml")).string();
+  std::ofstream(config) << "[bridge]\nmax_created_channels = 3\n\n[[channel]]\nname = \"/camera/*\"\n"
+                           "capacity = 64\nmax_message_size = 1048576\n";
+  BridgeProcess bridge(domain, {"--config", config});
+  ASSERT_NE(bridge.port, 0);
+  const auto exists = [&](const std::string& channel) {
+    return std::filesystem::exists("/dev/shm/" + shmbus::channel_object_name(domain, channel));
+  };
+  {
+    RawClient c(bridge.port);
+    for (int i = 0; i < 5; ++i) {
+      c.send(R"({"op": "advertise", "topic": "/made/)" + std::to_string(i) +
+             R"(", "type": "std_msgs/String", "id": "a)" + std::to_string(i) + "\"}");
+    }
+    // The fourth and fifth are over max_created_channels.
+    auto s = c.read_until("max_created_channels");
+    ASSERT_TRUE(s);
+    EXPECT_EQ((*s)["id"], "a3");
+    // 64 slots of 1 MiB: over max_created_channel_bytes (16 MiB).
+    c.send(R"({"op": "unadvertise", "topic": "/made/0"})");
+    c.send(R"({"op": "advertise", "topic": "/camera/x", "type": "std_msgs/String", "id": "cam"})");
+    s = c.read_until("max_created_channel_bytes");
+    ASSERT_TRUE(s);
+    EXPECT_EQ((*s)["id"], "cam");
+    EXPECT_FALSE(exists("/camera/x"));
+    // A publish reaches a shmbus subscriber of a created channel.
+    c.send(R"({"op": "publish", "topic": "/made/1", "msg": {"data": "made"}})");
+    c.send(R"({"op": "call_service", "service": "/rosapi/topics", "id": "t"})");
+    s = c.read_until("service_response");
+    ASSERT_TRUE(s);
+    const auto topics = (*s)["values"]["topics"];
+    EXPECT_EQ(std::count(topics.begin(), topics.end(), "/made/1"), 1) << topics.dump();
+    EXPECT_EQ(std::count(topics.begin(), topics.end(), "/made/0"), 0) << topics.dump();  // unadvertised: removed
+    EXPECT_EQ(std::count(topics.begin(), topics.end(), "/made/3"), 0) << topics.dump();
+    EXPECT_TRUE(exists("/made/1") && exists("/made/2"));
+    EXPECT_FALSE(exists("/made/0"));
+  }
+  // The client left: what it made, with no one else on it, is gone.
+  const std::int64_t deadline = shmbus::mono_now_ns() + 10'000'000'000;
+  while ((exists("/made/1") || exists("/made/2")) && shmbus::mono_now_ns() < deadline)
+    std::this_thread::sleep_for(10ms);
+  EXPECT_FALSE(exists("/made/1"));
+  EXPECT_FALSE(exists("/made/2"));
+  EXPECT_TRUE(exists("/chatter"));
+  // A created channel another process also uses stays when its client goes.
+  {
+    RawClient c(bridge.port);
+    c.send(R"({"op": "advertise", "topic": "/made/shared", "type": "std_msgs/String"})");
+    c.send(R"({"op": "call_service", "service": "/rosapi/topics", "id": "t"})");
+    ASSERT_TRUE(c.read_until("/made/shared"));
+    ChildProcess echo({kShmtool, "echo", "/made/shared", "--count", "1"}, true, {"SHMBUS_DOMAIN=" + domain});
+    const std::int64_t until = shmbus::mono_now_ns() + 10'000'000'000;
+    while (shmbus::introspect::ChannelReader(domain, "/made/shared").view().subscribers.empty() &&
+           shmbus::mono_now_ns() < until) {
+      std::this_thread::sleep_for(10ms);
+    }
+    // echo waits for a message: its subscription keeps the channel.
+    c.send(R"({"op": "unadvertise", "topic": "/made/shared"})");
+    c.send(R"({"op": "call_service", "service": "/rosapi/topics", "id": "t2"})");
+    ASSERT_TRUE(c.read_until("\"t2\""));
+    EXPECT_TRUE(exists("/made/shared"));
+    EXPECT_FALSE(echo.exited()) << echo.output();
+    echo.signal(SIGTERM);
+    echo.wait(10s);
+  }
+  std::filesystem::remove(config);
+}
+
+TEST(BridgeHostileTest, IdleUnauthenticatedClientsAreClosedAndCannotLockOthersOut) {
+  shmbus::test::TestDomain d;
+  const std::string domain = d.context().domain();
+  auto publisher = start_publisher(domain, "/chatter");
+  const std::string dir = std::filesystem::temp_directory_path().string();
+  const std::string token_file = dir + "/bridge_auth_token_" + std::to_string(::getpid());
+  const std::string config = dir + "/bridge_auth_" + std::to_string(::getpid()) + ".toml";
+  std::ofstream(token_file) << "s3cret\n";
+  std::ofstream(config) << "[bridge]\nmax_clients = 6\nmax_pending_auth = 3\nauth_timeout = \"1s\"\n";
+  BridgeProcess bridge(domain, {"--config", config, "--token-file", token_file});
+  ASSERT_NE(bridge.port, 0);
+  const std::int64_t opened = shmbus::mono_now_ns();
+  std::vector<std::unique_ptr<RawClient>> idle;
+  for (int i = 0; i < 3; ++i) idle.push_back(std::make_unique<RawClient>(bridge.port));
+  // A fourth waiting client is refused at the upgrade (503)...
+  EXPECT_THROW(RawClient(bridge.port), boost::system::system_error);
+  // ...but a client with the token gets in, and is served.
+  RawClient good(bridge.port, "", "/?token=s3cret");
+  good.send(R"({"op": "subscribe", "topic": "/chatter"})");
+  EXPECT_TRUE(good.read_until("hello"));
+  // The idle ones are closed after auth_timeout with 1008, and said why.
+  for (auto& c : idle) {
+    EXPECT_TRUE(c->read_until("no auth within auth_timeout"));
+    EXPECT_FALSE(c->read_until("never"));
+    EXPECT_EQ(c->code, 1008);
+  }
+  EXPECT_GE(shmbus::mono_now_ns() - opened, 1'000'000'000);
+  // Their slots are free again.
+  RawClient again(bridge.port);
+  again.send(R"({"op": "auth", "mac": "s3cret"})");
+  again.send(R"({"op": "subscribe", "topic": "/chatter"})");
+  EXPECT_TRUE(again.read_until("hello"));
+  std::filesystem::remove(token_file);
+  std::filesystem::remove(config);
+}
+
+TEST(BridgeHostileTest, BrowserPagesOfOtherSitesAreRefusedLoopbackAndListedOnesAllowed) {
+  shmbus::test::TestDomain d;
+  const std::string domain = d.context().domain();
+  auto publisher = start_publisher(domain, "/chatter");
+  // What a browser sends: the page's Origin in the upgrade request.
+  const auto upgrade_status = [](int port, const std::string& origin) {
+    asio::io_context io;
+    tcp::socket s(io);
+    asio::connect(s, tcp::resolver(io).resolve("127.0.0.1", std::to_string(port)));
+    http::request<http::empty_body> req{http::verb::get, "/", 11};
+    req.set(http::field::host, "127.0.0.1");
+    req.set(http::field::upgrade, "websocket");
+    req.set(http::field::connection, "Upgrade");
+    req.set(http::field::sec_websocket_key, "dGhlIHNhbXBsZSBub25jZQ==");
+    req.set(http::field::sec_websocket_version, "13");
+    req.set(http::field::origin, origin);
+    http::write(s, req);
+    beast::flat_buffer buffer;
+    http::response_parser<http::empty_body> res;
+    res.skip(true);  // the head only: a 101's body is the WebSocket
+    http::read_header(s, buffer, res);
+    return static_cast<int>(res.get().result_int());
+  };
+  {
+    BridgeProcess bridge(domain);
+    ASSERT_NE(bridge.port, 0);
+    EXPECT_EQ(upgrade_status(bridge.port, "http://evil.example"), 403);
+    EXPECT_EQ(upgrade_status(bridge.port, "http://localhost:8080"), 101);
+    EXPECT_EQ(upgrade_status(bridge.port, "http://127.0.0.1:3000"), 101);
+    EXPECT_EQ(upgrade_status(bridge.port, "http://[::1]:3000"), 101);
+    EXPECT_EQ(upgrade_status(bridge.port, "http://localhost.evil.example"), 403);
+    EXPECT_TRUE(bridge.process->wait_for_output("Origin \"http://evil.example\" refused", 5s));
+    EXPECT_GE(metric(bridge.port, "shmbus_bridge_connections_refused_total"), 2);
+  }
+  BridgeProcess bridge(domain, {"--allow-origin", "https://ops.example.com", "--allow-origin", "https://*.robots.lan"});
+  ASSERT_NE(bridge.port, 0);
+  EXPECT_EQ(upgrade_status(bridge.port, "https://ops.example.com"), 101);
+  EXPECT_EQ(upgrade_status(bridge.port, "https://r2.robots.lan"), 101);
+  EXPECT_EQ(upgrade_status(bridge.port, "http://localhost:8080"), 403);
+}
+
+TEST(BridgeHostileTest, OddNumbersAndTypesGetTheirAnswer) {
+  shmbus::test::TestDomain d;
+  const std::string domain = d.context().domain();
+  auto publisher = start_publisher(domain, "/chatter", "200");
+  BridgeProcess bridge(domain);
+  ASSERT_NE(bridge.port, 0);
+  RawClient c(bridge.port);
+  // A throttle past any clock: one message, then none (before: 1e308 and
+  // 2^63-1 overflowed to no throttle).
+  for (const std::string rate : {"1e308", "9223372036854775807", "18446744073709551615"}) {
+    RawClient t(bridge.port);
+    t.send(R"({"op": "subscribe", "topic": "/chatter", "throttle_rate": )" + rate + "}");
+    EXPECT_TRUE(t.read_until("hello")) << rate;
+    EXPECT_FALSE(t.read(300ms)) << rate;
+  }
+  // rosapi with arguments of the wrong type: a service_response, not a status.
+  c.send(R"({"op": "call_service", "service": "/rosapi/topic_type", "args": {"topic": 5}, "id": "tt"})");
+  auto s = c.read_until("\"tt\"");
+  ASSERT_TRUE(s);
+  EXPECT_EQ((*s)["op"], "service_response");
+  EXPECT_EQ((*s)["values"]["type"], "");
+  c.send(R"({"op": "call_service", "service": "/rosapi/topic_type", "args": [1], "id": "tt2"})");
+  s = c.read_until("\"tt2\"");
+  ASSERT_TRUE(s);
+  EXPECT_EQ((*s)["op"], "service_response");
 }
 
 /// A WebSocket server on loopback that answers the first frame it reads

@@ -693,7 +693,9 @@ void Session::deliver(const OutMessage& message, std::uint64_t key, Encoding enc
   RosSubscription& sub = *it->second;
   if (sub.throttle_ns != 0) {
     const std::int64_t now = mono_now_ns();
-    if (now - sub.last_sent_ns < sub.throttle_ns) return;  // asked for: not a loss
+    // The first message always goes (a throttle longer than the uptime
+    // would hold it back otherwise).
+    if (sub.last_sent_ns != 0 && now - sub.last_sent_ns < sub.throttle_ns) return;  // asked for: not a loss
     sub.last_sent_ns = now;
   }
   if (sub.queue_length != 0 && sub.queued >= sub.queue_length) {
