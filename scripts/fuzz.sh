@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets with clang (ASan+UBSan) and runs each for a
 # bounded time, starting from the shipped definitions and golden files
-# (schema parser and decoder) and from a few patches of real segment images
-# (segment opener).
+# (schema parser and decoder), a few patches of real segment images
+# (segment opener), the hostile frames the bridge must refuse (bridge
+# session, JSON/CBOR parsers) and small recordings of each compression
+# (MCAP reader, lineage and recover).
 #   scripts/fuzz.sh [SECONDS_PER_TARGET]     default 60
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -12,10 +14,12 @@ bash scripts/install-deps.sh >&2
 dir=build-fuzz
 CC=clang CXX=clang++ cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSHMBUS_BUILD_FUZZERS=ON \
   -DSHMBUS_BUILD_TESTS=OFF -DSHMBUS_BUILD_BENCHMARKS=OFF -DSHMBUS_BUILD_TOOLS=OFF >&2
-cmake --build "$dir" --target fuzz_schema_parser fuzz_schema_decoder fuzz_segment_open >&2
+targets=(schema_parser schema_decoder segment_open json_input bridge_session mcap_reader)
+cmake --build "$dir" --target "${targets[@]/#/fuzz_}" >&2
 
 corpus="$dir/corpus"
-mkdir -p "$corpus/parser" "$corpus/decoder" "$corpus/open"
+rm -rf "$corpus"
+mkdir -p "$corpus/parser" "$corpus/decoder" "$corpus/open" "$corpus/input" "$corpus/session" "$corpus/reader"
 cp runtime/msg/*/*.msg tests/msg/*/*.msg "$corpus/parser/"
 # Decoder seeds: a selector byte, then the golden Imu bytes.
 printf '\x00' > "$corpus/decoder/imu.bin"
@@ -29,15 +33,40 @@ printf '\x00\x50\x01\x40\x58\x01\x08' > "$corpus/open/offsets.bin"
 printf '\x01\x40\x00\x03' > "$corpus/open/registry.bin"
 printf '\x02\x80\x01' > "$corpus/open/truncated.bin"
 
+# Bridge frames: a selector byte (0/1 rosbridge text/CBOR, 2/3 Foxglove
+# text/binary, 4/5 the uplink's text/CBOR), then the frame. The parsers'
+# seeds are the same frames (selector 0 JSON, 1 CBOR).
+deep() { printf '%*s' "$2" '' | tr ' ' "$1"; }
+seed() { printf '%b' "$2" > "$corpus/session/$1"; printf '%b' "$2" > "$corpus/input/$1"; }
+seed subscribe '\x00{"op":"subscribe","topic":"/chatter","throttle_rate":10,"fragment_size":1024,"id":"s"}'
+seed publish '\x00{"op":"publish","topic":"/chatter","msg":{"data":"hi"}}'
+seed advertise '\x00{"op":"advertise","topic":"/made","type":"std_msgs/String"}'
+seed call '\x00{"op":"call_service","service":"/rosapi/topics","args":{},"id":"c"}'
+seed fragment '\x00{"op":"fragment","id":"f","data":"{\\"op\\":\\"set_level\\",\\"level\\":\\"info\\"}","num":0,"total":1}'
+seed cbor '\xa2\x62op\x69subscribe\x65topic\x68/chatter'
+printf '\x01' > "$corpus/session/cbor_deep"; deep $'\x81' 3000 >> "$corpus/session/cbor_deep"
+{ printf '\x00{"op":"x","id":'; deep '[' 3000; deep ']' 3000; printf '}'; } > "$corpus/session/id_deep"
+cp "$corpus/session/cbor_deep" "$corpus/session/id_deep" "$corpus/input/"
+printf '\x02%s' '{"op":"subscribe","subscriptions":[{"id":1,"channelId":1}]}' > "$corpus/session/fox_subscribe"
+printf '\x02%s' '{"op":"advertise","channels":[{"id":7,"topic":"/chatter","encoding":"json","schemaName":"std_msgs/String"}]}' \
+  > "$corpus/session/fox_advertise"
+printf '\x03\x01\x07\x00\x00\x00%s' '{"data":"x"}' > "$corpus/session/fox_publish"
+printf '\x04%s' '{"op":"publish","topic":"/chatter","msg":{"data":"from afar"}}' > "$corpus/session/uplink_publish"
+SHMBUS_FUZZ_WRITE_SEEDS="$corpus/reader" "$dir/tests/fuzz/fuzz_mcap_reader"
+
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
-for target in schema_parser schema_decoder segment_open; do
+declare -A corpus_of=([schema_parser]=parser [schema_decoder]=decoder [segment_open]=open [json_input]=input
+  [bridge_session]=session [mcap_reader]=reader)
+for target in "${targets[@]}"; do
   log="$dir/fuzz_$target.log"
   echo "fuzz_$target: ${seconds}s"
   rc=0
-  "$dir/tests/fuzz/fuzz_$target" -max_total_time="$seconds" -max_len=4096 -timeout=10 \
-    -print_final_stats=1 -artifact_prefix="$dir/" "$corpus/${target#*_}" > "$log" 2>&1 || rc=$?
-  grep -E '^(stat::number_of_executed_units|stat::peak_rss_mb|==[0-9]+==ERROR|SUMMARY)' "$log" || true
+  "$dir/tests/fuzz/fuzz_$target" -max_total_time="$seconds" -max_len=16384 -timeout=10 -rss_limit_mb=2048 \
+    -print_final_stats=1 -artifact_prefix="$dir/" "$corpus/${corpus_of[$target]}" > "$log" 2>&1 || rc=$?
+  # Executions per second and the coverage reached (libFuzzer's cov: and ft:).
+  grep -E '^(stat::number_of_executed_units|stat::average_exec_per_sec|stat::peak_rss_mb|==[0-9]+==ERROR|SUMMARY)' "$log" || true
+  grep -E '^#[0-9]+[[:space:]]+DONE' "$log" | tail -1 || true
   if [ "$rc" -ne 0 ]; then
     tail -40 "$log" >&2
     echo "fuzz_$target failed (exit $rc); the reproducer is in $dir/" >&2

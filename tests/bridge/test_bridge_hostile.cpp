@@ -5,6 +5,7 @@
 // a second client throughout.
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <fstream>
 #include <string>
 #include <thread>
@@ -12,6 +13,7 @@
 #include "bridge/bridge_harness.hpp"
 #include "shmbus/names.hpp"
 #include "shmbus/publisher.hpp"
+#include "shmbus/schema.hpp"
 #include "support/test_domain.hpp"
 
 namespace {
@@ -377,6 +379,52 @@ TEST(BridgeHostileTest, OddNumbersAndTypesGetTheirAnswer) {
   s = c.read_until("\"tt2\"");
   ASSERT_TRUE(s);
   EXPECT_EQ((*s)["op"], "service_response");
+}
+
+TEST(BridgeHostileTest, TextThatIsNotUtf8NeverReachesADump) {
+  shmbus::test::TestDomain d;
+  const std::string domain = d.context().domain();
+  auto publisher = start_publisher(domain, "/chatter");
+  // A channel of long text: its JSON is fragmented, and 1025-byte pieces
+  // fall inside two-byte characters.
+  const auto schema = shmbus::schema::Schema::from_canonical("MSG: test_msgs/Text\nstring<4096> data\n");
+  shmbus::Publisher text_pub("/text", shmbus::TypeInfo{schema.root().name, schema.hash(), schema.text()}, d.context());
+  std::string e_acute;
+  for (int i = 0; i < 1500; ++i) e_acute += "\xc3\xa9";
+  std::vector<std::byte> payload(4096, std::byte{0});
+  std::memcpy(payload.data(), e_acute.data(), e_acute.size());
+  BridgeProcess bridge(domain);
+  ASSERT_NE(bridge.port, 0);
+  RawClient watcher(bridge.port);
+  watcher.send(R"({"op": "subscribe", "topic": "/chatter"})");
+  ASSERT_TRUE(watcher.read_until("hello"));
+  // Malformed frames whose bytes are not UTF-8: nlohmann's error quotes
+  // them, and the status carrying it must still be JSON (the fuzzer's find).
+  RawClient fox(bridge.port, "foxglove.websocket.v1");
+  ASSERT_TRUE(fox.read_until("serverInfo"));
+  fox.send("{\"op\":\"advertise\",\"channels\":[{\"topic\":\"/\x92chatter\",\"encoding\"&\"json\"}]}");
+  EXPECT_TRUE(fox.read_until("malformed JSON"));
+  expect_serving(bridge, watcher);
+  RawClient ros(bridge.port);
+
+  ros.send(R"({"op": "subscribe", "topic": "/text", "fragment_size": 1025})");
+  std::this_thread::sleep_for(100ms);
+  ASSERT_EQ(text_pub.publish(payload), shmbus::PublishResult::kOk);
+  std::string whole;
+  int expected = -1;
+  for (int n = 0; n != expected;) {
+    const auto f = ros.read_until("\"fragment\"");
+    ASSERT_TRUE(f) << bridge.process->output();
+    EXPECT_EQ((*f)["num"], n);
+    expected = (*f)["total"].get<int>();
+    const std::string data = (*f)["data"].get<std::string>();
+    EXPECT_LE(data.size(), 1025U);
+    whole += data;
+    ++n;
+  }
+  const json op = json::parse(whole);
+  EXPECT_EQ(op["msg"]["data"], e_acute);
+  expect_serving(bridge, watcher);
 }
 
 /// A WebSocket server on loopback that answers the first frame it reads

@@ -77,6 +77,8 @@ TEST(JsonInputTest, CborNestedAMillionDeepOrNotUtf8IsRefused) {
   // {"op": "x", "id": "\xff"}: a text string that is not UTF-8 (it could
   // not be dumped back as JSON).
   EXPECT_NE(error_of_cbor(std::string("\xa2\x62op\x61x\x62id\x61\xff", 11)).find("not valid UTF-8"), std::string::npos);
+  // A byte string is the array of its bytes (uint8[] as rosbridge sends it).
+  EXPECT_EQ(parse_cbor(std::string("\xa1\x64" "data" "\x43\x01\x02\xff", 10)).dump(), R"({"data":[1,2,255]})");
   // An array claiming 2^32 elements in 9 bytes: nothing reserved, refused
   // at the end of the input.
   EXPECT_NE(error_of_cbor(std::string("\x9b\x00\x00\x00\x01\x00\x00\x00\x00", 9)), "no error");

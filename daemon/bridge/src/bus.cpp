@@ -250,12 +250,12 @@ void BusReader::drain(Topic& t) {
       continue;
     }
     if (wanted[static_cast<std::size_t>(Encoding::kFoxglove)]) {
-      out->encoded[static_cast<std::size_t>(Encoding::kFoxglove)] = std::make_shared<const std::string>(msg.dump());
+      out->encoded[static_cast<std::size_t>(Encoding::kFoxglove)] = std::make_shared<const std::string>(dump_json(msg));
     }
     if (wanted[static_cast<std::size_t>(Encoding::kRosJson)] || wanted[static_cast<std::size_t>(Encoding::kRosCbor)]) {
       schema::Json op{{"op", "publish"}, {"topic", t.name}, {"msg", std::move(msg)}};
       if (wanted[static_cast<std::size_t>(Encoding::kRosJson)]) {
-        out->encoded[static_cast<std::size_t>(Encoding::kRosJson)] = std::make_shared<const std::string>(op.dump());
+        out->encoded[static_cast<std::size_t>(Encoding::kRosJson)] = std::make_shared<const std::string>(dump_json(op));
       }
       if (wanted[static_cast<std::size_t>(Encoding::kRosCbor)]) {
         const std::vector<std::uint8_t> cbor = schema::Json::to_cbor(op);

@@ -91,6 +91,13 @@ struct Sink {
   Encoding encoding = Encoding::kRosJson;
 };
 
+/// `j` as JSON text, never throwing: a string that is not UTF-8 (a
+/// client's CBOR, nlohmann's quote of a malformed frame) has each bad byte
+/// replaced by U+FFFD.
+inline std::string dump_json(const schema::Json& j) {
+  return j.dump(-1, ' ', false, schema::Json::error_handler_t::replace);
+}
+
 /// One message taken from the bus, encoded as its sinks want it.
 struct OutMessage {
   std::string topic;

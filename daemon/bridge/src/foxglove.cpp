@@ -28,7 +28,7 @@ std::uint32_t load_u32(std::string_view data, std::size_t at) {
 }  // namespace
 
 void Session::fox_status(int level, const std::string& message) {
-  send_text(Json{{"op", "status"}, {"level", level}, {"message", message}}.dump());
+  send_text(dump_json(Json{{"op", "status"}, {"level", level}, {"message", message}}));
 }
 
 Json Session::fox_channel(const ChannelEntry& e) const {
@@ -36,18 +36,17 @@ Json Session::fox_channel(const ChannelEntry& e) const {
               {"topic", e.name},
               {"encoding", "json"},
               {"schemaName", e.type.name},
-              {"schema", e.schema->json_schema().dump()},
+              {"schema", dump_json(e.schema->json_schema())},
               {"schemaEncoding", "jsonschema"}};
 }
 
 void Session::fox_server_info() {
-  send_text(Json{{"op", "serverInfo"},
-                 {"name", "shmbus-bridge"},
-                 {"capabilities", Json::array({"clientPublish"})},
-                 {"supportedEncodings", Json::array({"json"})},
-                 {"metadata", Json{{"domain", hub_.catalog.domain()}}},
-                 {"sessionId", std::to_string(wall_now_ns())}}
-                .dump());
+  send_text(dump_json(Json{{"op", "serverInfo"},
+                           {"name", "shmbus-bridge"},
+                           {"capabilities", Json::array({"clientPublish"})},
+                           {"supportedEncodings", Json::array({"json"})},
+                           {"metadata", Json{{"domain", hub_.catalog.domain()}}},
+                           {"sessionId", std::to_string(wall_now_ns())}}));
   hub_.refresh();
   std::vector<const ChannelEntry*> all;
   for (const auto& [name, e] : hub_.catalog.channels()) all.push_back(&e);
@@ -61,7 +60,7 @@ void Session::fox_advertise(const std::vector<const ChannelEntry*>& channels) {
     list.push_back(fox_channel(*e));
     fox_advertised_.insert(e->id);
   }
-  if (!list.empty()) send_text(Json{{"op", "advertise"}, {"channels", std::move(list)}}.dump());
+  if (!list.empty()) send_text(dump_json(Json{{"op", "advertise"}, {"channels", std::move(list)}}));
 }
 
 void Session::channels_changed(const std::vector<const ChannelEntry*>& added,
@@ -82,7 +81,7 @@ void Session::channels_changed(const std::vector<const ChannelEntry*>& added,
       }
     }
   }
-  if (!gone.empty()) send_text(Json{{"op", "unadvertise"}, {"channelIds", std::move(gone)}}.dump());
+  if (!gone.empty()) send_text(dump_json(Json{{"op", "unadvertise"}, {"channelIds", std::move(gone)}}));
   fox_advertise(added);
 }
 

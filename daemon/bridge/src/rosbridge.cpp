@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <set>
+#include <vector>
 
 #include "server.hpp"
 #include "shmbus/clock.hpp"
@@ -135,7 +136,7 @@ void Session::ros_status(const std::string& level, const std::string& message, c
   if (level_of(level) > status_level_) return;
   Json op{{"op", "status"}, {"level", level}, {"msg", message}};
   if (!id.is_null()) op["id"] = id;
-  send_text(op.dump());
+  send_text(dump_json(op));
 }
 
 void Session::ros_op(const Json& op) {
@@ -402,7 +403,7 @@ void Session::ros_service_response(const Json& op, bool result, Json values) {
   Json reply{{"op", "service_response"}, {"service", string_field(op, "service")}, {"result", result}};
   if (op.contains("id")) reply["id"] = op["id"];
   reply["values"] = std::move(values);
-  send_text(reply.dump());
+  send_text(dump_json(reply));
 }
 
 bool Session::ros_rosapi(const std::string& service, const Json& args, Json& values) {
@@ -561,7 +562,8 @@ void Session::ros_advertise_service(const Json& op) {
       }
       const std::string id = fmt::format("{}:{}", service, self->next_served_call_++);
       self->served_calls_[id] = std::move(answer);
-      self->send_text(Json{{"op", "call_service"}, {"id", id}, {"service", service}, {"args", std::move(args)}}.dump());
+      self->send_text(
+          dump_json(Json{{"op", "call_service"}, {"id", id}, {"service", service}, {"args", std::move(args)}}));
     });
   };
   served_[service] =
@@ -639,7 +641,17 @@ void Session::ros_send(const RosSubscription& sub, const OutMessage& message) {
   const auto& body = message.encoded[static_cast<std::size_t>(sub.cbor ? Encoding::kRosCbor : Encoding::kRosJson)];
   if (!body) return;
   if (sub.fragment_size != 0 && !sub.cbor && body->size() > sub.fragment_size) {
-    const std::size_t total = (body->size() + sub.fragment_size - 1) / sub.fragment_size;
+    // Pieces of at most fragment_size bytes, each ending on a character
+    // boundary (a UTF-8 sequence cut in two is not text; rosbridge cuts
+    // between characters too).
+    std::vector<std::size_t> ends;
+    for (std::size_t start = 0; start < body->size();) {
+      std::size_t end = std::min(start + sub.fragment_size, body->size());
+      while (end < body->size() && end > start + 1 && (static_cast<unsigned char>((*body)[end]) & 0xC0) == 0x80) --end;
+      ends.push_back(end);
+      start = end;
+    }
+    const std::size_t total = ends.size();
     const std::string id = fmt::format("{}#{}", sub.topic, message.sequence);
     // The whole message's room first (the fragments' JSON adds about 80
     // bytes each, escapes up to 6 per byte): it is queued or dropped whole.
@@ -647,13 +659,13 @@ void Session::ros_send(const RosSubscription& sub, const OutMessage& message) {
     const std::uint64_t group = next_group_++;
     if (const auto it = ros_by_key_.find(sub.key); it != ros_by_key_.end()) ++it->second->queued;
     for (std::size_t i = 0; i < total; ++i) {
+      const std::size_t start = i == 0 ? 0 : ends[i - 1];
       Frame f;
-      f.body = std::make_shared<const std::string>(Json{
-          {"op", "fragment"},
-          {"id", id},
-          {"data", body->substr(i * sub.fragment_size, sub.fragment_size)},
-          {"num", i},
-          {"total", total}}.dump());
+      f.body = std::make_shared<const std::string>(dump_json(Json{{"op", "fragment"},
+                                                                  {"id", id},
+                                                                  {"data", body->substr(start, ends[i] - start)},
+                                                                  {"num", i},
+                                                                  {"total", total}}));
       f.subscription = sub.key;
       f.group = group;
       push(std::move(f));

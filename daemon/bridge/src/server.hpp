@@ -155,6 +155,14 @@ class Session : public std::enable_shared_from_this<Session> {
   void send_op(schema::Json op, std::function<void(const schema::Json&)> reply = {});
   /// Handles `op` as if the peer had sent it.
   void handle(const schema::Json& op) { ros_op(op); }
+  /// Handles one frame as if it had been read from the peer (the rate limit
+  /// first): the read loop's work without a socket, for the fuzz target.
+  void receive(const std::string& data, bool text) {
+    if (admit_op()) on_message(data, text);
+  }
+  /// Takes the uplink's side (as start_client does), so receive() goes the
+  /// way a remote server's frames go.
+  void as_uplink() noexcept { client_mode_ = true; }
   /// Releases what the session holds in the hub and the bus (its
   /// subscriptions, publishers, served services) now: for shutdown, once
   /// the network thread has stopped, before the hub goes.

@@ -1,5 +1,7 @@
 #include "services.hpp"
 
+#include "bus.hpp"
+
 #include <fmt/format.h>
 
 #include <optional>
@@ -112,7 +114,7 @@ ClientService::ClientService(Context& context, const std::string& service, const
     if (!reply->ok) {
       throw Error(Errc::kResource,
                   fmt::format("service {}: its WebSocket client failed the call: {}", service,
-                              reply->values.is_string() ? reply->values.get<std::string>() : reply->values.dump()));
+                              reply->values.is_string() ? reply->values.get<std::string>() : dump_json(reply->values)));
     }
     const std::vector<std::byte> bytes = response_schema->encode(response_schema->with_defaults(reply->values));
     if (bytes.size() > out.size()) {

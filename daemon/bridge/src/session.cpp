@@ -79,7 +79,7 @@ void Session::start(const http::request<http::string_body>& request, const std::
 }
 
 void Session::start_auth_timer() {
-  if (authenticated_ || client_mode_) return;
+  if (authenticated_ || client_mode_ || finished_) return;
   counted_pending_auth_ = true;
   ++hub_.pending_auth;
   auth_timer_.emplace(hub_.io);
@@ -125,7 +125,7 @@ void Session::send_op(schema::Json op, std::function<void(const schema::Json&)> 
     op["id"] = id;
     pending_calls_[id] = std::move(reply);
   }
-  send_text(op.dump());
+  send_text(dump_json(op));
 }
 
 void Session::read() {

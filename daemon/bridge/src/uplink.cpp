@@ -206,7 +206,7 @@ struct Uplink::Impl {
                        } else {
                          refuse(fmt::format("{} {}: the remote side did not answer /rosapi/topic_type: {}",
                                             is_export ? "export" : "import", topic,
-                                            reply.contains("values") ? reply["values"].dump() : reply.dump()));
+                                            reply.contains("values") ? dump_json(reply["values"]) : dump_json(reply)));
                          return;
                        }
                        if (is_export) {

@@ -33,8 +33,9 @@ class JsonInputError : public std::runtime_error {
 template <typename J = nlohmann::ordered_json>
 J parse_json(std::string_view text, std::size_t max_depth = kMaxJsonDepth);
 
-/// Parses one CBOR item (all of `bytes`, RFC 8949; tags refused). Throws
-/// JsonInputError.
+/// Parses one CBOR item (all of `bytes`, RFC 8949; tags refused). A byte
+/// string becomes the array of its bytes (rosbridge sends uint8[] so).
+/// Throws JsonInputError.
 template <typename J = nlohmann::ordered_json>
 J parse_cbor(std::string_view bytes, std::size_t max_depth = kMaxJsonDepth);
 

@@ -34,7 +34,14 @@ class BoundedBuilder {
     if (!utf8_ok(v)) return false;
     return put(J(std::move(v)));
   }
-  bool binary(binary_t& v) { return put(J::binary(std::move(v))); }
+  /// A CBOR byte string (rosbridge's uint8[]) becomes the array of its
+  /// bytes, as the codec and JSON expect; it is one level deeper.
+  bool binary(binary_t& v) {
+    if (!open(J::array())) return false;
+    J& bytes = *stack_.back();
+    for (const std::uint8_t b : v) bytes.push_back(J(b));
+    return close();
+  }
   bool start_object(std::size_t /*elements: the input's claim, never reserved*/) { return open(J::object()); }
   bool key(string_t& k) {
     if (!utf8_ok(k)) return false;
@@ -45,7 +52,8 @@ class BoundedBuilder {
   bool start_array(std::size_t /*elements*/) { return open(J::array()); }
   bool end_array() { return close(); }
   bool parse_error(std::size_t /*position*/, const std::string& /*last_token*/, const typename J::exception& e) {
-    if (error_.empty()) error_ = e.what();
+    // nlohmann quotes the bytes it stopped at, whatever they are.
+    if (error_.empty()) error_ = sanitize_utf8(e.what());
     return false;
   }
 
