@@ -5,6 +5,7 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 
+#include <atomic>
 #include <thread>
 
 #include "shmbus/error.hpp"
@@ -56,26 +57,40 @@ HttpUrl parse_http_url(const std::string& url) {
 
 namespace {
 
+/// Connections served at once; more are closed on accept (a scraper needs
+/// one, a person's browser a few).
+constexpr int kMaxConnections = 64;
+
 class Session : public std::enable_shared_from_this<Session> {
  public:
-  Session(tcp::socket socket, const HttpServer::Handler& handler) : stream_(std::move(socket)), handler_(handler) {}
+  Session(tcp::socket socket, const HttpServer::Handler& handler, std::atomic<int>& open)
+      : stream_(std::move(socket)), handler_(handler), open_(open) {
+    open_.fetch_add(1, std::memory_order_relaxed);
+  }
+  ~Session() { open_.fetch_sub(1, std::memory_order_relaxed); }
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
 
   void start() {
+    // A GET has no body; the head is bounded by Beast (8 KiB), the whole
+    // exchange by the timeout.
+    parser_.body_limit(1024);
     stream_.expires_after(std::chrono::seconds(10));
-    http::async_read(stream_, buffer_, request_,
+    http::async_read(stream_, buffer_, parser_,
                      [self = shared_from_this()](beast::error_code ec, std::size_t) { self->on_read(ec); });
   }
 
  private:
   void on_read(beast::error_code ec) {
     if (ec) return;
+    const http::request<http::string_body>& request = parser_.get();
     HttpResponse r;
-    if (request_.method() != http::verb::get && request_.method() != http::verb::head) {
+    if (request.method() != http::verb::get && request.method() != http::verb::head) {
       r = {405, "text/plain; charset=utf-8", "only GET\n"};
     } else {
-      r = handler_(std::string{request_.target()});
+      r = handler_(std::string{request.target()});
     }
-    response_.version(request_.version());
+    response_.version(request.version());
     response_.result(static_cast<unsigned>(r.status));
     response_.set(http::field::server, "shmbusd");
     response_.set(http::field::content_type, r.content_type);
@@ -90,8 +105,9 @@ class Session : public std::enable_shared_from_this<Session> {
 
   beast::tcp_stream stream_;
   const HttpServer::Handler& handler_;
+  std::atomic<int>& open_;
   beast::flat_buffer buffer_;
-  http::request<http::string_body> request_;
+  http::request_parser<http::string_body> parser_;
   http::response<http::string_body> response_;
 };
 
@@ -101,12 +117,15 @@ struct HttpServer::Impl {
   asio::io_context io{1};
   tcp::acceptor acceptor{io};
   Handler handler;
+  std::atomic<int> open{0};
   std::thread thread;
 
   void accept() {
     acceptor.async_accept([this](beast::error_code ec, tcp::socket socket) {
       if (ec) return;  // closed
-      std::make_shared<Session>(std::move(socket), handler)->start();
+      if (open.load(std::memory_order_relaxed) < kMaxConnections) {
+        std::make_shared<Session>(std::move(socket), handler, open)->start();
+      }  // else: the socket closes here; the client retries
       accept();
     });
   }

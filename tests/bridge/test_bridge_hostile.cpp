@@ -277,6 +277,61 @@ TEST(BridgeHostileTest, AClientCreatesFewSmallChannelsAndTheyGoWithIt) {
   std::filesystem::remove(config);
 }
 
+TEST(BridgeHostileTest, AllClientsTogetherFillAtMostAQuarterOfTheRegistry) {
+  shmbus::test::TestDomain d(shmbus::Config::parse("registry_capacity = 16\n", "small.toml"));
+  const std::string domain = d.context().domain();
+  auto publisher = start_publisher(domain, "/chatter");
+  const std::string config =
+      (std::filesystem::temp_directory_path() / ("bridge_quarter_" + std::to_string(::getpid()) + ".toml")).string();
+  std::ofstream(config) << "registry_capacity = 16\n";
+  BridgeProcess bridge(domain, {"--config", config});
+  ASSERT_NE(bridge.port, 0);
+  std::vector<std::unique_ptr<RawClient>> clients;
+  for (int c = 0; c < 3; ++c) {
+    clients.push_back(std::make_unique<RawClient>(bridge.port));
+    for (int i = 0; i < 2; ++i) {
+      clients.back()->send(R"({"op": "advertise", "topic": "/q/)" + std::to_string(c) + "_" + std::to_string(i) +
+                           R"(", "type": "std_msgs/String"})");
+    }
+  }
+  // 16 / 4 = 4 made; the fifth and sixth are refused, naming the registry.
+  EXPECT_TRUE(clients.back()->read_until("a quarter of the domain's registry"));
+  // A process still finds room.
+  ChildProcess pub({kShmtool, "pub", "/victim", "--type", "std_msgs/String", R"({"data": "x"})", "--once"}, true,
+                   {"SHMBUS_DOMAIN=" + domain});
+  const int status = pub.wait(10s);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << pub.output();
+  std::filesystem::remove(config);
+}
+
+TEST(BridgeHostileTest, APeerThatAnswersNoPingIsClosedAfterIdleTimeout) {
+  shmbus::test::TestDomain d;
+  const std::string domain = d.context().domain();
+  const std::string config =
+      (std::filesystem::temp_directory_path() / ("bridge_idle_" + std::to_string(::getpid()) + ".toml")).string();
+  std::ofstream(config) << "[bridge]\nidle_timeout = \"1s\"\n";
+  BridgeProcess bridge(domain, {"--config", config});
+  ASSERT_NE(bridge.port, 0);
+  // A client that keeps talking and reading (answering pings) stays past
+  // the timeout; one that went silent after its handshake (a peer that
+  // vanished: no pong) is closed.
+  RawClient live(bridge.port);
+  RawClient dead(bridge.port);
+  const std::int64_t start = shmbus::mono_now_ns();
+  while (shmbus::mono_now_ns() - start < 3'000'000'000) {
+    live.send(R"({"op": "dance", "id": "ping"})");
+    ASSERT_TRUE(live.read_until("\"ping\""));
+    std::this_thread::sleep_for(300ms);
+  }
+  const std::string out = bridge.process->poll_output();
+  std::size_t closed = 0;
+  for (auto at = out.find(" disconnected"); at != std::string::npos; at = out.find(" disconnected", at + 1)) ++closed;
+  EXPECT_EQ(closed, 1U) << out;
+  live.send(R"({"op": "dance", "id": "still here"})");
+  EXPECT_TRUE(live.read_until("still here"));
+  std::filesystem::remove(config);
+}
+
 TEST(BridgeHostileTest, IdleUnauthenticatedClientsAreClosedAndCannotLockOthersOut) {
   shmbus::test::TestDomain d;
   const std::string domain = d.context().domain();

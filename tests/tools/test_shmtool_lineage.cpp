@@ -398,6 +398,30 @@ TEST(ShmtoolLineageInput, AFileWithoutTopologyIsNotFoundWithOneLine) {
   std::filesystem::remove(path);
 }
 
+TEST(ShmtoolLineageInput, DamagedMetadataIsOneLineNamingTheRecord) {
+  // Before: "shmtool: stoul", or nlohmann's raw words, and for a metadata
+  // value nested past 64 levels a recursion of its own.
+  const std::vector<std::pair<std::string, std::string>> damaged{
+      {shmbus::lineage::kChannelIndexesMetadata, "not a number"},
+      {shmbus::lineage::kModulesMetadata, "{not json"},
+      {shmbus::lineage::kModulesMetadata, std::string(100'000, '[') + std::string(100'000, ']')},
+      {shmbus::lineage::kWritersMetadata, R"({"first_publisher": "x"})"}};
+  for (const auto& [record, value] : damaged) {
+    const std::string path = temp_path("damaged");
+    {
+      shmbus::mcap::Writer w(path);
+      w.write_metadata({shmbus::lineage::kModulesMetadata, {{"m", R"({"reads": [], "writes": []})"}}});
+      w.write_metadata({record, {{"/a", value}}});
+      w.close();
+    }
+    const ToolRun r = shmtool({"bag", "graph", path});
+    EXPECT_EQ(r.code, 1) << r.err;
+    EXPECT_NE(r.err.find("metadata record \"" + record + "\" is malformed"), std::string::npos) << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    std::filesystem::remove(path);
+  }
+}
+
 TEST(ShmtoolLineageInput, FeedbackLoopsAreReportedAndKeptTogetherInTheOrder) {
   using shmbus::lineage::ModuleNode;
   // planner and controller feed each other; logger reads the controller.

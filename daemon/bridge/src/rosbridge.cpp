@@ -320,6 +320,14 @@ void Session::ros_advertise(const Json& op) {
                               "(max_created_channels); unadvertise one first",
                               topic, created_.size()));
     }
+    // All clients together make at most a quarter of the domain's registry,
+    // so the robot's own processes always find room.
+    if (const std::size_t most = hub_.config.registry_capacity / 4; hub_.created.size() >= most) {
+      throw Error(Errc::kResource,
+                  fmt::format("cannot create {}: the bridge made {} channels for its clients, a quarter of the "
+                              "domain's registry ({} entries); clients must unadvertise some first",
+                              topic, hub_.created.size(), hub_.config.registry_capacity));
+    }
     const ChannelSettings settings = hub_.config.channel(topic);
     const std::uint64_t bytes = std::uint64_t{settings.capacity} * settings.max_message_size;
     if (bytes > limits.max_created_channel_bytes) {
