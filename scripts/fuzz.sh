@@ -53,6 +53,9 @@ printf '\x02%s' '{"op":"advertise","channels":[{"id":7,"topic":"/chatter","encod
 printf '\x03\x01\x07\x00\x00\x00%s' '{"data":"x"}' > "$corpus/session/fox_publish"
 printf '\x04%s' '{"op":"publish","topic":"/chatter","msg":{"data":"from afar"}}' > "$corpus/session/uplink_publish"
 SHMBUS_FUZZ_WRITE_SEEDS="$corpus/reader" "$dir/tests/fuzz/fuzz_mcap_reader"
+# What the fuzzers once crashed on: run again first, every time.
+cp tests/fuzz/regressions/reader/* "$corpus/reader/"
+cp tests/fuzz/regressions/session/* "$corpus/session/"
 
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}

@@ -22,6 +22,7 @@
 #include "multiprocess/child_process.hpp"
 #include "shmbus/introspect.hpp"
 #include "shmbus/node.hpp"
+#include "shmbus/publisher.hpp"
 #include "support/test_domain.hpp"
 #include "tools/shmtool_harness.hpp"
 
@@ -358,6 +359,38 @@ TEST(Shmtool, NamesFromSharedMemoryAreEscapedNeverPrintedRaw) {
   victim.signal(SIGTERM);
   healthy.wait(10s);
   victim.wait(10s);
+}
+
+// A channel whose stored schema nests 40 types deep (a replayed recording
+// can carry any schema). Before: echo crashed in the layout's recursion
+// (at ~50,000 types) and list said nothing. Now: list flags it, echo
+// refuses it with one line.
+TEST(Shmtool, AChannelWithARefusedSchemaIsFlaggedAndRefused) {
+  DomainGuard d;
+  shmbus::Config config;
+  config.domain = d.name;
+  shmbus::Context context(config);
+  std::string text;
+  for (int i = 0; i < 40; ++i) {
+    text += "MSG: deep/T" + std::to_string(i) + "\n";
+    text += i + 1 < 40 ? "deep/T" + std::to_string(i + 1) + " next\n" : "uint8 leaf\n";
+  }
+  shmbus::Publisher deep("/deep", shmbus::TypeInfo{"deep/T0", 0x1234, text}, context);
+  const std::vector<std::byte> payload(1, std::byte{1});
+  ASSERT_EQ(deep.publish(payload), shmbus::PublishResult::kOk);
+  const ToolRun list = shmtool(tool_args({"list"}, d.name));
+  EXPECT_EQ(list.code, 0) << list.err;
+  EXPECT_NE(list.out.find("warning: /deep: its stored schema is refused: "), std::string::npos) << list.out;
+  EXPECT_NE(list.out.find("nests messages more than 32 deep"), std::string::npos) << list.out;
+  const ToolRun json_list = shmtool(tool_args({"list", "--json"}, d.name));
+  ASSERT_EQ(json_list.code, 0) << json_list.err;
+  const json rows = json::parse(json_list.out);
+  ASSERT_EQ(rows.size(), 1U) << rows.dump();
+  EXPECT_NE(rows[0]["schema_error"].get<std::string>().find("more than 32 deep"), std::string::npos);
+  const ToolRun echo = shmtool(tool_args({"echo", "/deep", "--count", "1"}, d.name));
+  EXPECT_EQ(echo.code, 2) << echo.err;
+  EXPECT_EQ(std::count(echo.err.begin(), echo.err.end(), '\n'), 1) << echo.err;
+  EXPECT_NE(echo.err.find("more than 32 deep"), std::string::npos) << echo.err;
 }
 
 // A corrupt channel segment (max_message_size of all ones, which the

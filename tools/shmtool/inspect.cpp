@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -103,6 +104,31 @@ std::optional<std::int32_t> daemon_pid(const Config& config) {
   return std::nullopt;
 }
 
+/// Why each channel's stored schema is refused (beyond the schema limits,
+/// or malformed), by channel; each type's schema parsed once.
+std::map<std::string, std::string> refused_schemas(const Config& config, const std::vector<ChannelStatus>& channels) {
+  std::map<std::string, std::string> out;
+  std::map<std::uint64_t, std::string> by_hash;  // "" : parses
+  for (const ChannelStatus& c : channels) {
+    std::optional<introspect::ChannelView> view;
+    try {
+      view = introspect::ChannelReader(config.domain, c.name, false, config.access()).view();
+    } catch (const Error&) {
+      continue;  // gone meanwhile
+    }
+    const auto [it, fresh] = by_hash.try_emplace(view->type_hash);
+    if (fresh) {
+      try {
+        (void)schema_of(*view);
+      } catch (const schema::SchemaError& e) {
+        it->second = e.what();
+      }
+    }
+    if (!it->second.empty()) out[c.name] = it->second;
+  }
+  return out;
+}
+
 }  // namespace
 
 int run_list(const Globals& g) {
@@ -110,11 +136,16 @@ int run_list(const Globals& g) {
   Monitor monitor(config, Monitor::Role::kObserver);
   const std::vector<ChannelStatus> channels = observe(monitor);
   // Channels listed but unusable (corrupt, another user's) are rows too,
-  // with the reason: hiding them would hide the problem.
+  // with the reason: hiding them would hide the problem. So is a stored
+  // schema that is refused (echo, the bridge and the recorder skip it).
   const auto& unreadable = monitor.unreadable();
+  const std::map<std::string, std::string> refused = refused_schemas(config, channels);
   if (g.json) {
     Json out = Json::array();
-    for (const ChannelStatus& c : channels) out.push_back(channel_json(c, c.observed));
+    for (const ChannelStatus& c : channels) {
+      out.push_back(channel_json(c, c.observed));
+      if (const auto r = refused.find(c.name); r != refused.end()) out.back()["schema_error"] = r->second;
+    }
     for (const auto& [name, why] : unreadable) out.push_back(Json{{"name", name}, {"error", why}});
     print_json(out);
     return 0;
@@ -127,6 +158,8 @@ int run_list(const Globals& g) {
   for (const auto& [name, why] : unreadable) t.add({name, "?", "?", "-", "-", "-", "UNREADABLE", "-", "-"});
   print(t.render());
   for (const auto& [name, why] : unreadable) print(fmt::format("warning: {}: {}\n", name, why));
+  for (const auto& [name, why] : refused)
+    print(fmt::format("warning: {}: its stored schema is refused: {}\n", name, why));
   return 0;
 }
 

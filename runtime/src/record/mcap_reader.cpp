@@ -321,7 +321,8 @@ struct Reader::Impl {
     out.records.resize(static_cast<std::size_t>(uncompressed_size));
     if (compression.empty()) {
       if (body.size() != uncompressed_size) bad(body_at, "an uncompressed chunk of the wrong size");
-      std::memcpy(out.records.data(), body.data(), body.size());
+      if (!body.empty())
+        std::memcpy(out.records.data(), body.data(), body.size());  // an empty vector's data() may be null
     } else if (compression == "zstd") {
       const std::size_t n = ZSTD_decompress(out.records.data(), out.records.size(), body.data(), body.size());
       if (ZSTD_isError(n) != 0U || n != uncompressed_size) bad(body_at, "a zstd chunk that does not decompress");
