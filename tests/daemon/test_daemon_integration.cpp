@@ -6,8 +6,10 @@
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/un.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <fmt/format.h>
 #include <atomic>
@@ -19,6 +21,7 @@
 #include <optional>
 #include <regex>
 #include <thread>
+#include <vector>
 
 #include "http.hpp"
 #include "multiprocess/child_process.hpp"
@@ -362,6 +365,52 @@ TEST(DaemonIntegrationTest, CorruptChannelIsLoggedOnceAndTheOthersAreStillWatche
   EXPECT_TRUE(WIFEXITED(shmbusd.wait(20s))) << "shmbusd ended by SIGTERM, not by a crash: " << shmbusd.output();
   good.signal(SIGTERM);
   good.wait(10s);
+  fs::remove(config);
+}
+
+/// A TCP connection to 127.0.0.1:`port` (plain sockets: what an idle or
+/// hostile client holds open).
+int connect_to(std::uint16_t port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(port);
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  EXPECT_EQ(::connect(fd, reinterpret_cast<const sockaddr*>(&a), sizeof a), 0);
+  return fd;
+}
+
+// The HTTP listener serves at most 64 connections at once: idle ones past
+// that are closed at once instead of holding a descriptor each, and once
+// they go a scrape is served again.
+TEST(DaemonHttp, ConnectionsPastTheLimitAreClosedAndTheListenerRecovers) {
+  const std::string domain = shmbus::test::unique_domain("dhttp");
+  const fs::path config = fs::temp_directory_path() / ("shmbusd_http_" + std::to_string(::getpid()) + ".toml");
+  std::ofstream(config) << "[monitor]\nmetrics_listen = \"127.0.0.1:0\"\n";
+  ChildProcess shmbusd({kDaemon, "--foreground", "--config", config.string(), "--domain", domain}, true);
+  const std::uint16_t port = metrics_port_of(shmbusd);
+  ASSERT_NE(port, 0);
+  std::vector<int> idle;
+  for (int i = 0; i < 64; ++i) idle.push_back(connect_to(port));
+  std::this_thread::sleep_for(200ms);  // all accepted
+  const int extra = connect_to(port);
+  timeval wait{5, 0};
+  ::setsockopt(extra, SOL_SOCKET, SO_RCVTIMEO, &wait, sizeof wait);
+  char c = 0;
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_EQ(::recv(extra, &c, 1, 0), 0) << "closed by the daemon (EOF), not left waiting";
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 4s);
+  ::close(extra);
+  for (const int fd : idle) ::close(fd);
+  std::string body;
+  for (int i = 0; i < 50 && body.find("shmbus_") == std::string::npos; ++i) {
+    std::this_thread::sleep_for(50ms);
+    body = get(port, "/metrics");
+  }
+  EXPECT_NE(body.find("shmbus_"), std::string::npos) << body;
+  shmbusd.signal(SIGTERM);
+  EXPECT_TRUE(WIFEXITED(shmbusd.wait(20s))) << shmbusd.output();
+  shmbus::introspect::clean_domain(domain, false);
   fs::remove(config);
 }
 

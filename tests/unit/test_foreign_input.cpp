@@ -24,23 +24,19 @@ using shmbus::schema::SchemaError;
 
 std::string arrays(std::size_t depth) { return std::string(depth, '[') + std::string(depth, ']'); }
 
-std::string error_of_json(const std::string& text) {
+/// What `parse` (parse_json or parse_cbor) says of `input`, or "no error".
+template <typename Parse>
+std::string error_of(Parse parse, const std::string& input) {
   try {
-    (void)parse_json(text);
+    (void)parse(input, kMaxJsonDepth);
   } catch (const JsonInputError& e) {
     return e.what();
   }
   return "no error";
 }
 
-std::string error_of_cbor(const std::string& bytes) {
-  try {
-    (void)parse_cbor(bytes);
-  } catch (const JsonInputError& e) {
-    return e.what();
-  }
-  return "no error";
-}
+std::string error_of_json(const std::string& text) { return error_of(parse_json<>, text); }
+std::string error_of_cbor(const std::string& bytes) { return error_of(parse_cbor<>, bytes); }
 
 TEST(JsonInputTest, NestingUpToTheLimitParsesAndOneMoreLevelIsRefused) {
   EXPECT_EQ(parse_json(arrays(kMaxJsonDepth)).dump(), arrays(kMaxJsonDepth));
@@ -78,7 +74,12 @@ TEST(JsonInputTest, CborNestedAMillionDeepOrNotUtf8IsRefused) {
   // not be dumped back as JSON).
   EXPECT_NE(error_of_cbor(std::string("\xa2\x62op\x61x\x62id\x61\xff", 11)).find("not valid UTF-8"), std::string::npos);
   // A byte string is the array of its bytes (uint8[] as rosbridge sends it).
-  EXPECT_EQ(parse_cbor(std::string("\xa1\x64" "data" "\x43\x01\x02\xff", 10)).dump(), R"({"data":[1,2,255]})");
+  EXPECT_EQ(parse_cbor(std::string("\xa1\x64"
+                                   "data"
+                                   "\x43\x01\x02\xff",
+                                   10))
+                .dump(),
+            R"({"data":[1,2,255]})");
   // An array claiming 2^32 elements in 9 bytes: nothing reserved, refused
   // at the end of the input.
   EXPECT_NE(error_of_cbor(std::string("\x9b\x00\x00\x00\x01\x00\x00\x00\x00", 9)), "no error");
