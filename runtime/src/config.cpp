@@ -289,7 +289,7 @@ class ConfigReader {
       else if (key == "service_timeout")
         b.service_timeout = duration_of(v, key);
       else if (key == "max_client_bytes")
-        b.max_client_bytes = bounded(v, key, 64 * 1024, 1 << 30);
+        b.max_client_bytes = bounded(v, key, 65536, 1 << 30);
       else if (key == "max_created_channels")
         b.max_created_channels = bounded(v, key, 0, 10'000);
       else if (key == "max_created_channel_bytes")

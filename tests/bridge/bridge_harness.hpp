@@ -39,10 +39,11 @@ inline const std::string kJs = std::string(SHMBUS_SOURCE_DIR) + "/tests/js";
 /// The bridge process on `domain`; its port read from its first log line.
 struct BridgeProcess {
   BridgeProcess(const std::string& domain, std::vector<std::string> extra = {},
-                const std::string& listen = "127.0.0.1:0") {
+                const std::string& listen = "127.0.0.1:0", std::vector<std::string> env = {}) {
     std::vector<std::string> args{kBridge, "--listen", listen};
     args.insert(args.end(), extra.begin(), extra.end());
-    process = std::make_unique<ChildProcess>(args, true, std::vector<std::string>{"SHMBUS_DOMAIN=" + domain});
+    env.push_back("SHMBUS_DOMAIN=" + domain);
+    process = std::make_unique<ChildProcess>(args, true, env);
     EXPECT_TRUE(process->wait_for_output(" for domain ", 10s)) << process->output();
     std::smatch m;
     const std::string out = process->output();

@@ -5,6 +5,7 @@
 // a second client throughout.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <string>
@@ -162,7 +163,11 @@ TEST(BridgeHostileTest, ClientsThatAskMuchAndReadNothingStayWithinTheirByteBudge
   auto chatter = start_publisher(domain, "/chatter");
   shmbus::Publisher cam("/cam", shmbus::TypeInfo::bytes(), d.context());
   constexpr std::uint32_t kBudget = 1U << 20;
-  BridgeProcess bridge(domain, {"--max-client-bytes", std::to_string(kBudget)});
+  // Under AddressSanitizer freed memory waits in a quarantine (256 MiB by
+  // default) before it is reused: kept small, the RSS is the bridge's own.
+  const char* asan = std::getenv("ASAN_OPTIONS");  // NOLINT(concurrency-mt-unsafe)
+  BridgeProcess bridge(domain, {"--max-client-bytes", std::to_string(kBudget)}, "127.0.0.1:0",
+                       {"ASAN_OPTIONS=" + std::string(asan != nullptr ? asan : "") + ":quarantine_size_mb=4"});
   ASSERT_NE(bridge.port, 0);
   const std::uint64_t base = rss_bytes(bridge.process->pid());
   RawClient watcher(bridge.port);
@@ -182,21 +187,30 @@ TEST(BridgeHostileTest, ClientsThatAskMuchAndReadNothingStayWithinTheirByteBudge
     }
   });
   std::uint64_t peak = base;
+  int asked = 0;
   int answered = 0;
   const std::int64_t end = shmbus::mono_now_ns() + 3'000'000'000;
   while (shmbus::mono_now_ns() < end) {
     peak = std::max(peak, rss_bytes(bridge.process->pid()));
-    if (healthy(bridge.port, 2s)) ++answered;
+    ++asked;
+    if (healthy(bridge.port, 3s)) ++answered;
     std::this_thread::sleep_for(100ms);
   }
   stop = true;
   flood.join();
   ASSERT_FALSE(bridge.process->exited()) << bridge.process->output();
   EXPECT_GT(published.load(), 1000U);
-  EXPECT_GE(answered, 10) << "/healthz did not answer within 2 s while the clients were flooded";
+  EXPECT_GE(asked, 2);
+  EXPECT_EQ(answered, asked) << "/healthz did not answer within 3 s while the clients were flooded";
   // Two clients' budgets, the bound on what waits for the network thread
-  // (16 MiB), and the allocator's and the encoders' slack.
-  const std::uint64_t bound = 2 * std::uint64_t{kBudget} + (16U << 20) + (32U << 20);
+  // (16 MiB), and the allocator's and the encoders' slack (a sanitizer's
+  // shadow memory more). Before the budget: 1.39 GB and growing.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  constexpr std::uint64_t kSlack = 160U << 20;
+#else
+  constexpr std::uint64_t kSlack = 32U << 20;
+#endif
+  const std::uint64_t bound = 2 * std::uint64_t{kBudget} + (16U << 20) + kSlack;
   EXPECT_LT(peak - base, bound) << "RSS from " << base << " to " << peak;
   std::fprintf(stderr, "bridge RSS %llu -> %llu bytes; %llu published\n", static_cast<unsigned long long>(base),
                static_cast<unsigned long long>(peak), static_cast<unsigned long long>(published.load()));
@@ -309,7 +323,7 @@ TEST(BridgeHostileTest, APeerThatAnswersNoPingIsClosedAfterIdleTimeout) {
   const std::string domain = d.context().domain();
   const std::string config =
       (std::filesystem::temp_directory_path() / ("bridge_idle_" + std::to_string(::getpid()) + ".toml")).string();
-  std::ofstream(config) << "[bridge]\nidle_timeout = \"1s\"\n";
+  std::ofstream(config) << "[bridge]\nidle_timeout = \"2s\"\n";
   BridgeProcess bridge(domain, {"--config", config});
   ASSERT_NE(bridge.port, 0);
   // A client that keeps talking and reading (answering pings) stays past
@@ -318,10 +332,10 @@ TEST(BridgeHostileTest, APeerThatAnswersNoPingIsClosedAfterIdleTimeout) {
   RawClient live(bridge.port);
   RawClient dead(bridge.port);
   const std::int64_t start = shmbus::mono_now_ns();
-  while (shmbus::mono_now_ns() - start < 3'000'000'000) {
+  while (shmbus::mono_now_ns() - start < 5'000'000'000) {
     live.send(R"({"op": "dance", "id": "ping"})");
     ASSERT_TRUE(live.read_until("\"ping\""));
-    std::this_thread::sleep_for(300ms);
+    std::this_thread::sleep_for(200ms);
   }
   const std::string out = bridge.process->poll_output();
   std::size_t closed = 0;

@@ -197,7 +197,7 @@ class Session : public std::enable_shared_from_this<Session> {
   bool make_room(std::size_t frames, std::size_t bytes);
   /// Drops the queued data message at `it` (all its fragments) unless it is
   /// being written; false when there was none to drop.
-  bool drop_data(std::deque<Frame>::iterator it);
+  bool drop_data(const std::deque<Frame>::iterator& it);
   void push(Frame frame);
   /// The auth op showed the token.
   void authenticated();

@@ -254,11 +254,11 @@ bool Session::make_room(std::size_t frames, std::size_t bytes) {
   return false;
 }
 
-bool Session::drop_data(std::deque<Frame>::iterator it) {
+bool Session::drop_data(const std::deque<Frame>::iterator& it) {
   if (it == queue_.end() || (writing_ && it == queue_.begin())) return false;
   const std::uint64_t key = it->subscription;
   const std::uint64_t group = it->group;
-  const auto remove = [&](std::deque<Frame>::iterator at) {
+  const auto remove = [&](const std::deque<Frame>::iterator& at) {
     queued_bytes_ -= at->bytes();
     return queue_.erase(at);
   };

@@ -7,8 +7,8 @@
 #include <cstring>
 #include <limits>
 
-#include "shmbus/schema.hpp"
 #include "../utf8.hpp"
+#include "shmbus/schema.hpp"
 
 namespace shmbus::schema {
 
