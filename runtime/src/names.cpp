@@ -92,7 +92,7 @@ std::string escape_name(std::string_view name) {
       return n != 0 && !(static_cast<unsigned char>(name[i]) == 0xC2 &&
                          static_cast<unsigned char>(name[i + 1]) < 0xA0);  // not a C1 control
     const auto c = static_cast<unsigned char>(name[i]);
-    return c >= 0x20 && c != 0x7F;
+    return c >= 0x20 && c != 0x7F && c != '\\';
   };
   bool clean = true;
   for (std::size_t i = 0; i < name.size() && clean;) {
@@ -104,7 +104,7 @@ std::string escape_name(std::string_view name) {
   std::string out;
   for (std::size_t i = 0; i < name.size();) {
     const std::size_t n = utf8_sequence(name, i);
-    if (plain(i, n) && name[i] != '\\') {
+    if (plain(i, n)) {
       out.append(name.substr(i, n));
       i += n;
     } else {

@@ -150,6 +150,7 @@ TEST(SchemaLimitsTest, WideTypesAndLongTextsAreRefused) {
 TEST(EscapeNameTest, PrintableNamesAreKeptOthersEscapedAndNeverValid) {
   EXPECT_EQ(shmbus::escape_name("/imu/fast"), "/imu/fast");
   EXPECT_EQ(shmbus::escape_name("caméra"), "caméra");
+  EXPECT_EQ(shmbus::escape_name("a\\b"), "a\\x5cb");  // a backslash alone is escaped too: never ambiguous
   const std::string escaped = shmbus::escape_name("/a\x1b[31m\xff\\");
   EXPECT_EQ(escaped, "/a\\x1b[31m\\xff\\x5c");
   EXPECT_THROW(shmbus::validate_channel_name(escaped), shmbus::Error);
