@@ -115,6 +115,25 @@ TEST(SchemaLimitsTest, NestingPastTheLimitIsRefusedWithoutRecursion) {
   EXPECT_NE(schema_error(chain(50'000)).find("over the limit"), std::string::npos);
 }
 
+TEST(SchemaLimitsTest, NestingIsCountedWhateverOrderTheTypesAreLaidOutIn) {
+  // T0 holds T1 ... holds T39, added from the middle: T20..T39 are laid
+  // out first (20 deep), then T0..T19 reach them; the walk's own stack is
+  // never deeper than 20, the nesting is 40.
+  MessageSet set;
+  const auto add = [&](int i) {
+    set.add("deep", "T" + std::to_string(i), i < 39 ? "deep/T" + std::to_string(i + 1) + " next\n" : "uint8 leaf\n",
+            "T" + std::to_string(i) + ".msg");
+  };
+  for (int i = 20; i < 40; ++i) add(i);
+  for (int i = 0; i < 20; ++i) add(i);
+  try {
+    set.resolve();
+    FAIL() << "40 levels of nesting must be refused";
+  } catch (const SchemaError& e) {
+    EXPECT_NE(std::string(e.what()).find("nests messages more than 32 deep"), std::string::npos) << e.what();
+  }
+}
+
 TEST(SchemaLimitsTest, ParsingIsLinearInTheTextsSize) {
   // 250,000 comment lines, then 4,000 small types: before, each type's
   // body was padded with the lines before it and parsed again (10^9 lines

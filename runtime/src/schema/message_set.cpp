@@ -368,8 +368,8 @@ struct MessageSet::Impl {
       }
     }
     std::vector<int> state(defs.size(), 0);
-    std::vector<std::uint64_t> leaves(defs.size(), 0);
-    for (std::size_t d = 0; d < defs.size(); ++d) layout(d, state, leaves);
+    std::vector<Extent> extents(defs.size());
+    for (std::size_t d = 0; d < defs.size(); ++d) layout(d, state, extents);
     resolved = true;
   }
 
@@ -379,16 +379,28 @@ struct MessageSet::Impl {
   /// messages with more than kMaxExpandedFields fields counted through
   /// their nested messages (what a decoded message or its JSON Schema
   /// holds). state: 0 not laid out, 1 on the stack, 2 done.
-  void layout(std::size_t root, std::vector<int>& state, std::vector<std::uint64_t>& leaves) {
+  /// How far a laid-out message reaches: its fields counted through its
+  /// nested messages, and the depth of its nesting (1: none).
+  struct Extent {
+    std::uint64_t leaves = 0;
+    std::size_t depth = 0;
+  };
+
+  void layout(std::size_t root, std::vector<int>& state, std::vector<Extent>& extents) {
     if (state[root] == 2) return;
     struct Frame {
-      std::size_t def;
+      std::size_t def = 0;
       std::size_t field = 0;  ///< the next field to place
       std::uint64_t offset = 0;
       std::uint32_t align = 1;
-      std::uint64_t leaves = 0;
+      Extent extent;  ///< so far: the depth of the deepest nested message
     };
-    std::vector<Frame> stack{Frame{root}};
+    const auto frame_of = [](std::size_t d) {
+      Frame f;
+      f.def = d;
+      return f;
+    };
+    std::vector<Frame> stack{frame_of(root)};
     state[root] = 1;
     while (!stack.empty()) {
       Frame& top = stack.back();
@@ -396,7 +408,15 @@ struct MessageSet::Impl {
       if (top.field == def.fields.size()) {
         def.align = top.align;
         def.size = static_cast<std::uint32_t>(align_up(top.offset, top.align));
-        leaves[top.def] = top.leaves;
+        // The depth counted through messages laid out before too (the
+        // stack alone sees only this walk's part of the nesting).
+        const std::size_t depth = top.extent.depth + 1;
+        if (depth > MessageSet::kMaxNesting) {
+          fail(def.source, 1,
+               fmt::format("{} nests messages more than {} deep; no real message does", def.name,
+                           MessageSet::kMaxNesting));
+        }
+        extents[top.def] = Extent{top.extent.leaves, depth};
         state[top.def] = 2;
         stack.pop_back();
         continue;
@@ -416,7 +436,7 @@ struct MessageSet::Impl {
                              defs[root]->name, MessageSet::kMaxNesting, f.name));
           }
           state[inner] = 1;
-          stack.push_back(Frame{inner});  // `top` and `def` are stale now
+          stack.push_back(frame_of(inner));  // `top` and `def` are stale now
           continue;
         }
         if (f.message->tail() != nullptr) {
@@ -425,7 +445,8 @@ struct MessageSet::Impl {
         }
         f.element_size = f.message->size;
         f.element_align = f.message->align;
-        top.leaves += leaves[inner];
+        top.extent.leaves += extents[inner].leaves;
+        top.extent.depth = std::max(top.extent.depth, extents[inner].depth);
       } else if (f.kind == FieldKind::kString) {
         f.element_size = f.string_capacity;
         f.element_align = 1;
@@ -444,8 +465,8 @@ struct MessageSet::Impl {
         top.offset += std::uint64_t{f.element_size} * (f.array_length == 0 ? 1 : f.array_length);
         top.align = std::max(top.align, f.element_align);
       }
-      if (f.kind != FieldKind::kMessage) ++top.leaves;
-      if (top.leaves > MessageSet::kMaxExpandedFields) {
+      if (f.kind != FieldKind::kMessage) ++top.extent.leaves;
+      if (top.extent.leaves > MessageSet::kMaxExpandedFields) {
         fail(def.source, f.line,
              fmt::format("{} has more than {} fields counted through its nested messages at field '{}'", def.name,
                          MessageSet::kMaxExpandedFields, f.name));
