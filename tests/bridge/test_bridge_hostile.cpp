@@ -491,7 +491,9 @@ TEST(BridgeHostileTest, TextThatIsNotUtf8NeverReachesADump) {
   // them, and the status carrying it must still be JSON (the fuzzer's find).
   RawClient fox(bridge.port, "foxglove.websocket.v1");
   ASSERT_TRUE(fox.read_until("serverInfo"));
-  fox.send("{\"op\":\"advertise\",\"channels\":[{\"topic\":\"/\x92" "chatter\",\"encoding\"&\"json\"}]}");
+  fox.send(
+      "{\"op\":\"advertise\",\"channels\":[{\"topic\":\"/\x92"
+      "chatter\",\"encoding\"&\"json\"}]}");
   EXPECT_TRUE(fox.read_until("malformed JSON"));
   expect_serving(bridge, watcher);
   RawClient ros(bridge.port);
