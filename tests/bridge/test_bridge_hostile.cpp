@@ -518,6 +518,36 @@ TEST(BridgeHostileTest, TextThatIsNotUtf8NeverReachesADump) {
   expect_serving(bridge, watcher);
 }
 
+TEST(BridgeHostileTest, AChannelWhoseSchemaIsRefusedIsSkippedNeverFollowed) {
+  // A schema 50,000 types long (a replayed recording can carry one): before,
+  // any bridge on the domain hung ~70 s in a quadratic parse, then crashed in
+  // the layout's recursion.
+  shmbus::test::TestDomain d;
+  const std::string domain = d.context().domain();
+  auto publisher = start_publisher(domain, "/chatter");
+  std::string text;
+  for (int i = 0; i < 50'000; ++i) {
+    text += "MSG: deep/T" + std::to_string(i) + "\n";
+    text += i + 1 < 50'000 ? "deep/T" + std::to_string(i + 1) + " next\n" : "uint8 leaf\n";
+  }
+  shmbus::Publisher deep("/deep", shmbus::TypeInfo{"deep/T0", 0x5eed, text}, d.context());
+  BridgeProcess bridge(domain);
+  ASSERT_NE(bridge.port, 0);
+  RawClient c(bridge.port);
+  c.send(R"({"op": "subscribe", "topic": "/deep", "id": "d"})");
+  const auto s = c.read_until("is not bridged");
+  ASSERT_TRUE(s) << bridge.process->poll_output();
+  EXPECT_EQ((*s)["id"], "d");
+  EXPECT_NE((*s)["msg"].get<std::string>().find("its stored schema of deep/T0 is refused"), std::string::npos);
+  c.send(R"({"op": "call_service", "service": "/rosapi/topics", "id": "t"})");
+  const auto topics = c.read_until("service_response");
+  ASSERT_TRUE(topics);
+  EXPECT_EQ((*topics)["values"]["topics"], json::array({"/chatter"}));
+  c.send(R"({"op": "subscribe", "topic": "/chatter"})");
+  EXPECT_TRUE(c.read_until("hello"));
+  EXPECT_FALSE(bridge.process->exited()) << bridge.process->output();
+}
+
 /// A WebSocket server on loopback that answers the first frame it reads
 /// with `reply` (binary), then reads until the peer goes.
 class HostileServer {
