@@ -119,7 +119,7 @@ TEST_P(FaultTest, PublisherKilledMidWriteStallsNobodyAndLosesAtMostItsOwnMessage
 /// The ring only: iceoryx 2.0 cannot take this. A publisher killed inside
 /// publish() leaves the inter-process mutex of its port's chunk distributor
 /// locked, and RouDi deadlocks at its next discovery change on that port
-/// (eclipse-iceoryx/iceoryx issues 779 and 1711, open upstream): a RouDi
+/// (eclipse-iceoryx/iceoryx#779 and #1711, open upstream): a RouDi
 /// under these kills hung within a few hundred of them here.
 class RingFaultTest : public ::testing::Test {
  protected:
