@@ -2,6 +2,7 @@
 // What the bridge's process-level tests share: the bridge as a child
 // process, a raw WebSocket client, /metrics, a shmtool publisher.
 #include <gtest/gtest.h>
+#include <unistd.h>
 #include <nlohmann/json.hpp>
 
 #include <boost/asio/connect.hpp>
@@ -11,6 +12,7 @@
 #include <boost/beast/websocket.hpp>
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <optional>
 #include <regex>
 #include <string>
@@ -136,21 +138,48 @@ class RawClient {
   websocket::stream<tcp::socket> ws_{io_};
 };
 
-/// GET /metrics of the bridge: one counter's value.
-inline double metric(int port, const std::string& name, const std::string& token = "") {
+/// GET `target` of the bridge on loopback: the body, or nullopt when no
+/// answer came within `timeout`.
+inline std::optional<std::string> http_get(int port, const std::string& target, const std::string& token = "",
+                                           std::chrono::milliseconds timeout = 10s) {
   asio::io_context io;
   tcp::socket s(io);
-  tcp::resolver resolver(io);
-  asio::connect(s, resolver.resolve("127.0.0.1", std::to_string(port)));
-  http::request<http::empty_body> req{http::verb::get, "/metrics", 11};
+  beast::flat_buffer buffer;
+  http::request<http::empty_body> req{http::verb::get, target, 11};
   req.set(http::field::host, "127.0.0.1");
   if (!token.empty()) req.set(http::field::authorization, "Bearer " + token);
-  http::write(s, req);
-  beast::flat_buffer buffer;
   http::response<http::string_body> res;
-  http::read(s, buffer, res);
+  std::optional<std::string> body;
+  s.async_connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), static_cast<std::uint16_t>(port)),
+                  [&](beast::error_code ec) {
+                    if (ec) return;
+                    http::async_write(s, req, [&](beast::error_code wec, std::size_t) {
+                      if (wec) return;
+                      http::async_read(s, buffer, res, [&](beast::error_code rec, std::size_t) {
+                        if (!rec) body = res.body();
+                      });
+                    });
+                  });
+  io.run_for(timeout);
+  return body;
+}
+
+/// A file that lives as long as the test: a token or a configuration.
+struct TempFile {
+  TempFile(const std::string& name, const std::string& content)
+      : path((std::filesystem::temp_directory_path() / (name + "_" + std::to_string(::getpid()))).string()) {
+    std::ofstream(path) << content;
+  }
+  ~TempFile() { std::filesystem::remove(path); }
+  TempFile(const TempFile&) = delete;
+  TempFile& operator=(const TempFile&) = delete;
+  std::string path;
+};
+
+/// GET /metrics of the bridge: one counter's value (-1: none, or no answer).
+inline double metric(int port, const std::string& name, const std::string& token = "") {
   std::smatch m;
-  const std::string body = res.body();
+  const std::string body = http_get(port, "/metrics", token).value_or("");
   if (!std::regex_search(body, m, std::regex("\n" + name + "\\{[^}]*\\} ([0-9.e+]+)"))) return -1;
   return std::stod(m[1]);
 }

@@ -290,10 +290,8 @@ TEST(BridgeTest, WithATokenClientsMustPresentIt) {
   shmbus::test::TestDomain d;
   const std::string domain = d.context().domain();
   auto publisher = start_publisher(domain, "/chatter");
-  const std::string token_file =
-      (std::filesystem::temp_directory_path() / ("bridge_token_" + std::to_string(::getpid()))).string();
-  std::ofstream(token_file) << "s3cret\n";
-  BridgeProcess bridge(domain, {"--token-file", token_file});
+  const TempFile token("bridge_token", "s3cret\n");
+  BridgeProcess bridge(domain, {"--token-file", token.path});
   ASSERT_NE(bridge.port, 0);
   {
     // An operation before auth: refused, and the connection closed.
@@ -322,7 +320,6 @@ TEST(BridgeTest, WithATokenClientsMustPresentIt) {
   // With a token, /metrics needs it too (-1: no such counter in the 401).
   EXPECT_EQ(metric(bridge.port, "shmbus_bridge_connections_refused_total"), -1);
   EXPECT_GE(metric(bridge.port, "shmbus_bridge_connections_refused_total", "s3cret"), 3);
-  std::filesystem::remove(token_file);
 }
 
 /// Two domains joined by `shmbus-bridge connect` (domain A) to a

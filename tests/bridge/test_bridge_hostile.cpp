@@ -43,28 +43,6 @@ std::uint64_t rss_bytes(pid_t pid) {
   return 0;
 }
 
-/// GET /healthz: whether it answered "ok" within `timeout`.
-bool healthy(int port, std::chrono::milliseconds timeout) {
-  asio::io_context io;
-  tcp::socket s(io);
-  beast::flat_buffer buffer;
-  http::request<http::empty_body> req{http::verb::get, "/healthz", 11};
-  req.set(http::field::host, "127.0.0.1");
-  http::response<http::string_body> res;
-  bool ok = false;
-  s.async_connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), static_cast<std::uint16_t>(port)),
-                  [&](beast::error_code ec) {
-                    if (ec) return;
-                    http::async_write(s, req, [&](beast::error_code wec, std::size_t) {
-                      if (wec) return;
-                      http::async_read(s, buffer, res,
-                                       [&](beast::error_code rec, std::size_t) { ok = !rec && res.body() == "ok\n"; });
-                    });
-                  });
-  io.run_for(timeout);
-  return ok;
-}
-
 /// The bridge process is alive and a second client still gets /chatter.
 void expect_serving(BridgeProcess& bridge, RawClient& watcher) {
   ASSERT_FALSE(bridge.process->exited()) << bridge.process->output();
@@ -129,10 +107,8 @@ TEST(BridgeHostileTest, DeepFramesBeforeAuthAreRefusedToo) {
   shmbus::test::TestDomain d;
   const std::string domain = d.context().domain();
   auto publisher = start_publisher(domain, "/chatter");
-  const std::string token_file =
-      (std::filesystem::temp_directory_path() / ("bridge_hostile_token_" + std::to_string(::getpid()))).string();
-  std::ofstream(token_file) << "s3cret\n";
-  BridgeProcess bridge(domain, {"--token-file", token_file});
+  const TempFile token("bridge_hostile_token", "s3cret\n");
+  BridgeProcess bridge(domain, {"--token-file", token.path});
   ASSERT_NE(bridge.port, 0);
   RawClient watcher(bridge.port);
   watcher.send(R"({"op": "auth", "mac": "s3cret"})");
@@ -150,7 +126,6 @@ TEST(BridgeHostileTest, DeepFramesBeforeAuthAreRefusedToo) {
     EXPECT_TRUE(c.read_until("nesting deeper than 64"));
   }
   expect_serving(bridge, watcher);
-  std::filesystem::remove(token_file);
 }
 
 TEST(BridgeHostileTest, ClientsThatAskMuchAndReadNothingStayWithinTheirByteBudget) {
@@ -193,7 +168,7 @@ TEST(BridgeHostileTest, ClientsThatAskMuchAndReadNothingStayWithinTheirByteBudge
   while (shmbus::mono_now_ns() < end) {
     peak = std::max(peak, rss_bytes(bridge.process->pid()));
     ++asked;
-    if (healthy(bridge.port, 3s)) ++answered;
+    if (http_get(bridge.port, "/healthz", "", 3s) == "ok\n") ++answered;
     std::this_thread::sleep_for(100ms);
   }
   stop = true;
@@ -222,11 +197,10 @@ TEST(BridgeHostileTest, AClientCreatesFewSmallChannelsAndTheyGoWithIt) {
   shmbus::test::TestDomain d;
   const std::string domain = d.context().domain();
   auto publisher = start_publisher(domain, "/chatter");  // a String channel: the type's schema
-  const std::string config =
-      (std::filesystem::temp_directory_path() / ("bridge_created_" + std::to_string(::getpid()) + ".toml")).string();
-  std::ofstream(config) << "[bridge]\nmax_created_channels = 3\n\n[[channel]]\nname = \"/camera/*\"\n"
-                           "capacity = 64\nmax_message_size = 1048576\n";
-  BridgeProcess bridge(domain, {"--config", config});
+  const TempFile config("bridge_created.toml",
+                        "[bridge]\nmax_created_channels = 3\n\n[[channel]]\nname = \"/camera/*\"\n"
+                        "capacity = 64\nmax_message_size = 1048576\n");
+  BridgeProcess bridge(domain, {"--config", config.path});
   ASSERT_NE(bridge.port, 0);
   const auto exists = [&](const std::string& channel) {
     return std::filesystem::exists("/dev/shm/" + shmbus::channel_object_name(domain, channel));
@@ -288,17 +262,14 @@ TEST(BridgeHostileTest, AClientCreatesFewSmallChannelsAndTheyGoWithIt) {
     echo.signal(SIGTERM);
     echo.wait(10s);
   }
-  std::filesystem::remove(config);
 }
 
 TEST(BridgeHostileTest, AllClientsTogetherFillAtMostAQuarterOfTheRegistry) {
   shmbus::test::TestDomain d(shmbus::Config::parse("registry_capacity = 16\n", "small.toml"));
   const std::string domain = d.context().domain();
   auto publisher = start_publisher(domain, "/chatter");
-  const std::string config =
-      (std::filesystem::temp_directory_path() / ("bridge_quarter_" + std::to_string(::getpid()) + ".toml")).string();
-  std::ofstream(config) << "registry_capacity = 16\n";
-  BridgeProcess bridge(domain, {"--config", config});
+  const TempFile config("bridge_quarter.toml", "registry_capacity = 16\n");
+  BridgeProcess bridge(domain, {"--config", config.path});
   ASSERT_NE(bridge.port, 0);
   std::vector<std::unique_ptr<RawClient>> clients;
   for (int c = 0; c < 3; ++c) {
@@ -335,16 +306,13 @@ TEST(BridgeHostileTest, AllClientsTogetherFillAtMostAQuarterOfTheRegistry) {
                    {"SHMBUS_DOMAIN=" + domain});
   const int status = pub.wait(10s);
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << pub.output();
-  std::filesystem::remove(config);
 }
 
 TEST(BridgeHostileTest, APeerThatAnswersNoPingIsClosedAfterIdleTimeout) {
   shmbus::test::TestDomain d;
   const std::string domain = d.context().domain();
-  const std::string config =
-      (std::filesystem::temp_directory_path() / ("bridge_idle_" + std::to_string(::getpid()) + ".toml")).string();
-  std::ofstream(config) << "[bridge]\nidle_timeout = \"2s\"\n";
-  BridgeProcess bridge(domain, {"--config", config});
+  const TempFile config("bridge_idle.toml", "[bridge]\nidle_timeout = \"2s\"\n");
+  BridgeProcess bridge(domain, {"--config", config.path});
   ASSERT_NE(bridge.port, 0);
   // A client that keeps talking and reading (answering pings) stays past
   // the timeout; one that went silent after its handshake (a peer that
@@ -363,19 +331,15 @@ TEST(BridgeHostileTest, APeerThatAnswersNoPingIsClosedAfterIdleTimeout) {
   EXPECT_EQ(closed, 1U) << out;
   live.send(R"({"op": "dance", "id": "still here"})");
   EXPECT_TRUE(live.read_until("still here"));
-  std::filesystem::remove(config);
 }
 
 TEST(BridgeHostileTest, IdleUnauthenticatedClientsAreClosedAndCannotLockOthersOut) {
   shmbus::test::TestDomain d;
   const std::string domain = d.context().domain();
   auto publisher = start_publisher(domain, "/chatter");
-  const std::string dir = std::filesystem::temp_directory_path().string();
-  const std::string token_file = dir + "/bridge_auth_token_" + std::to_string(::getpid());
-  const std::string config = dir + "/bridge_auth_" + std::to_string(::getpid()) + ".toml";
-  std::ofstream(token_file) << "s3cret\n";
-  std::ofstream(config) << "[bridge]\nmax_clients = 6\nmax_pending_auth = 3\nauth_timeout = \"1s\"\n";
-  BridgeProcess bridge(domain, {"--config", config, "--token-file", token_file});
+  const TempFile token("bridge_auth_token", "s3cret\n");
+  const TempFile config("bridge_auth.toml", "[bridge]\nmax_clients = 6\nmax_pending_auth = 3\nauth_timeout = \"1s\"\n");
+  BridgeProcess bridge(domain, {"--config", config.path, "--token-file", token.path});
   ASSERT_NE(bridge.port, 0);
   const std::int64_t opened = shmbus::mono_now_ns();
   std::vector<std::unique_ptr<RawClient>> idle;
@@ -398,8 +362,6 @@ TEST(BridgeHostileTest, IdleUnauthenticatedClientsAreClosedAndCannotLockOthersOu
   again.send(R"({"op": "auth", "mac": "s3cret"})");
   again.send(R"({"op": "subscribe", "topic": "/chatter"})");
   EXPECT_TRUE(again.read_until("hello"));
-  std::filesystem::remove(token_file);
-  std::filesystem::remove(config);
 }
 
 TEST(BridgeHostileTest, BrowserPagesOfOtherSitesAreRefusedLoopbackAndListedOnesAllowed) {
@@ -468,6 +430,18 @@ TEST(BridgeHostileTest, OddNumbersAndTypesGetTheirAnswer) {
   s = c.read_until("\"tt2\"");
   ASSERT_TRUE(s);
   EXPECT_EQ((*s)["op"], "service_response");
+  // Foxglove ids that are no uint32 (7e117 was undefined behaviour in the
+  // cast; 4294967297 became id 1) get a status; the connection goes on.
+  RawClient fox(bridge.port, "foxglove.websocket.v1");
+  ASSERT_TRUE(fox.read_until("serverInfo"));
+  for (const std::string bad : {"7e117", "4294967297", "-1", "\"1\""}) {
+    fox.send(R"({"op": "subscribe", "subscriptions": [{"id": )" + bad + R"(, "channelId": 1}]})");
+    EXPECT_TRUE(fox.read_until("id must be an integer from 0 to 4294967295")) << bad;
+    fox.send(R"({"op": "unadvertise", "channelIds": [)" + bad + "]}");
+    EXPECT_TRUE(fox.read_until("channelIds[] must be an integer")) << bad;
+  }
+  fox.send(R"({"op": "still_there"})");  // still served: the next op gets its answer
+  EXPECT_TRUE(fox.read_until("op \\\"still_there\\\" is not supported"));
 }
 
 TEST(BridgeHostileTest, TextThatIsNotUtf8NeverReachesADump) {

@@ -321,6 +321,24 @@ TEST(Shmtool, CleanRemovesADeadDomainAndNothingOfALiveOne) {
   running.wait(10s);
 }
 
+namespace {
+
+/// `shmtool list` and `shmtool list --json` of a domain: its text and its
+/// rows (both must exit 0).
+struct Listing {
+  std::string text;
+  json rows;
+};
+Listing list_domain(const std::string& domain) {
+  const ToolRun text = shmtool(tool_args({"list"}, domain));
+  EXPECT_EQ(text.code, 0) << text.err;
+  const ToolRun rows = shmtool(tool_args({"list", "--json"}, domain));
+  EXPECT_EQ(rows.code, 0) << rows.err;
+  return {text.out, rows.code == 0 ? json::parse(rows.out) : json::array()};
+}
+
+}  // namespace
+
 // A registry whose names were overwritten with a terminal escape and bytes
 // that are not UTF-8. Before: list printed them raw (the terminal ran the
 // escape) and list --json failed. Now: escaped, flagged as unreadable.
@@ -342,16 +360,12 @@ TEST(Shmtool, NamesFromSharedMemoryAreEscapedNeverPrintedRaw) {
     ASSERT_EQ(::pwrite(fd, evil.data(), evil.size(), static_cast<off_t>(at)), 7);
     ::close(fd);
   }
-  const ToolRun list = shmtool(tool_args({"list"}, d.name));
-  EXPECT_EQ(list.code, 0) << list.err;
-  EXPECT_EQ(list.out.find('\x1b'), std::string::npos) << list.out;
-  EXPECT_EQ(list.out.find('\xff'), std::string::npos) << list.out;
-  EXPECT_NE(list.out.find("\\x1b[2J\\xff\\xfe\\x0a"), std::string::npos) << list.out;
-  EXPECT_NE(list.out.find("UNREADABLE"), std::string::npos) << list.out;
-  EXPECT_NE(list.out.find("/ok"), std::string::npos) << list.out;
-  const ToolRun json_list = shmtool(tool_args({"list", "--json"}, d.name));
-  ASSERT_EQ(json_list.code, 0) << json_list.err;
-  const json rows = json::parse(json_list.out);
+  const auto [list, rows] = list_domain(d.name);
+  EXPECT_EQ(list.find('\x1b'), std::string::npos) << list;
+  EXPECT_EQ(list.find('\xff'), std::string::npos) << list;
+  EXPECT_NE(list.find("\\x1b[2J\\xff\\xfe\\x0a"), std::string::npos) << list;
+  EXPECT_NE(list.find("UNREADABLE"), std::string::npos) << list;
+  EXPECT_NE(list.find("/ok"), std::string::npos) << list;
   ASSERT_EQ(rows.size(), 2U) << rows.dump();
   EXPECT_EQ(rows[1]["name"], "\\x1b[2J\\xff\\xfe\\x0a");
   EXPECT_TRUE(rows[1].contains("error"));
@@ -378,13 +392,9 @@ TEST(Shmtool, AChannelWithARefusedSchemaIsFlaggedAndRefused) {
   shmbus::Publisher deep("/deep", shmbus::TypeInfo{"deep/T0", 0x1234, text}, context);
   const std::vector<std::byte> payload(1, std::byte{1});
   ASSERT_EQ(deep.publish(payload), shmbus::PublishResult::kOk);
-  const ToolRun list = shmtool(tool_args({"list"}, d.name));
-  EXPECT_EQ(list.code, 0) << list.err;
-  EXPECT_NE(list.out.find("warning: /deep: its stored schema is refused: "), std::string::npos) << list.out;
-  EXPECT_NE(list.out.find("nests messages more than 32 deep"), std::string::npos) << list.out;
-  const ToolRun json_list = shmtool(tool_args({"list", "--json"}, d.name));
-  ASSERT_EQ(json_list.code, 0) << json_list.err;
-  const json rows = json::parse(json_list.out);
+  const auto [list, rows] = list_domain(d.name);
+  EXPECT_NE(list.find("warning: /deep: its stored schema is refused: "), std::string::npos) << list;
+  EXPECT_NE(list.find("nests messages more than 32 deep"), std::string::npos) << list;
   ASSERT_EQ(rows.size(), 1U) << rows.dump();
   EXPECT_NE(rows[0]["schema_error"].get<std::string>().find("more than 32 deep"), std::string::npos);
   const ToolRun echo = shmtool(tool_args({"echo", "/deep", "--count", "1"}, d.name));
@@ -414,15 +424,11 @@ TEST(Shmtool, CorruptChannelIsShownAndRefusedNeverFollowed) {
     ASSERT_EQ(::pwrite(fd, &huge, sizeof(huge), 300), 4);  // ChannelHeader::max_message_size
     ::close(fd);
   }
-  const ToolRun list = shmtool(tool_args({"list"}, d.name));
-  EXPECT_EQ(list.code, 0) << list.err;
-  EXPECT_NE(list.out.find("/ok"), std::string::npos) << list.out;
-  EXPECT_NE(list.out.find("UNREADABLE"), std::string::npos) << list.out;
-  EXPECT_NE(list.out.find("warning: /bad: shared-memory segment"), std::string::npos) << list.out;
-  EXPECT_NE(list.out.find("has max_message_size 4294967295"), std::string::npos) << list.out;
-  const ToolRun json_list = shmtool(tool_args({"list", "--json"}, d.name));
-  ASSERT_EQ(json_list.code, 0) << json_list.err;
-  const json rows = json::parse(json_list.out);
+  const auto [list, rows] = list_domain(d.name);
+  EXPECT_NE(list.find("/ok"), std::string::npos) << list;
+  EXPECT_NE(list.find("UNREADABLE"), std::string::npos) << list;
+  EXPECT_NE(list.find("warning: /bad: shared-memory segment"), std::string::npos) << list;
+  EXPECT_NE(list.find("has max_message_size 4294967295"), std::string::npos) << list;
   ASSERT_EQ(rows.size(), 2U) << rows.dump();
   EXPECT_EQ(rows[0]["name"], "/ok");
   EXPECT_EQ(rows[1]["name"], "/bad");

@@ -21,6 +21,7 @@ using shmbus::schema::parse_cbor;
 using shmbus::schema::parse_json;
 using shmbus::schema::Schema;
 using shmbus::schema::SchemaError;
+using shmbus::schema::unsigned_value;
 
 std::string arrays(std::size_t depth) { return std::string(depth, '[') + std::string(depth, ']'); }
 
@@ -83,6 +84,25 @@ TEST(JsonInputTest, CborNestedAMillionDeepOrNotUtf8IsRefused) {
   // An array claiming 2^32 elements in 9 bytes: nothing reserved, refused
   // at the end of the input.
   EXPECT_NE(error_of_cbor(std::string("\x9b\x00\x00\x00\x01\x00\x00\x00\x00", 9)), "no error");
+}
+
+TEST(JsonInputTest, IdsAreUnsignedIntegersInRangeNeverCastFloats) {
+  const auto id = [](const std::string& text) -> std::string {
+    try {
+      return std::to_string(unsigned_value<std::uint32_t>(parse_json<nlohmann::json>(text), "id"));
+    } catch (const JsonInputError& e) {
+      return e.what();
+    }
+  };
+  EXPECT_EQ(id("0"), "0");
+  EXPECT_EQ(id("4294967295"), "4294967295");
+  // Each of these was cast by get<std::uint32_t>(): 7e117 is undefined
+  // behaviour, 4294967297 became 1, -1 became 4294967295.
+  EXPECT_EQ(id("7e117"), "id must be an integer from 0 to 4294967295, not 7e+117");
+  EXPECT_EQ(id("4294967297"), "id must be an integer from 0 to 4294967295, not 4294967297");
+  EXPECT_EQ(id("-1"), "id must be an integer from 0 to 4294967295, not -1");
+  EXPECT_EQ(id("1.0"), "id must be an integer from 0 to 4294967295, not 1.0");
+  EXPECT_EQ(id(R"("7")"), "id must be an integer from 0 to 4294967295, not string");
 }
 
 /// A canonical schema: a chain of `n` types, each holding the next.

@@ -479,8 +479,8 @@ class StepPlayer {
           recorded_indexes_[name] = static_cast<std::uint32_t>(std::stoul(index));
       } else if (m.name == kWritersMetadata) {
         for (const auto& [name, value] : m.values) {
-          first_publishers_[name] =
-              schema::parse_json<nlohmann::json>(value).at("first_publisher").get<std::uint32_t>();
+          first_publishers_[name] = schema::unsigned_value<std::uint32_t>(
+              schema::parse_json<nlohmann::json>(value).at("first_publisher"), "first_publisher");
         }
       }
       if (m.name == kModulesMetadata || m.name == kChannelTypesMetadata || m.name == kWritersMetadata ||

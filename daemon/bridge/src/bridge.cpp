@@ -135,6 +135,9 @@ void Hub::start_reader() {
           counters.messages_dropped.fetch_add(sinks.size(), std::memory_order_relaxed);
           return;
         }
+        // Relaxed, here and in the handler's fetch_sub: a byte count that
+        // bounds, synchronizing nothing (the message itself reaches the
+        // network thread through asio::post, which orders it).
         in_flight_bytes.fetch_add(bytes, std::memory_order_relaxed);
         asio::post(io, [this, bytes, message = std::move(message), sinks = std::move(sinks)] {
           in_flight_bytes.fetch_sub(bytes, std::memory_order_relaxed);

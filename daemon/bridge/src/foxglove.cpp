@@ -98,8 +98,8 @@ void Session::fox_op(const Json& op) {
   try {
     if (name == "subscribe") {
       for (const Json& s : op.at("subscriptions")) {
-        const auto id = s.at("id").get<std::uint32_t>();
-        const auto channel_id = s.at("channelId").get<std::uint32_t>();
+        const auto id = schema::unsigned_value<std::uint32_t>(s.at("id"), "id");
+        const auto channel_id = schema::unsigned_value<std::uint32_t>(s.at("channelId"), "channelId");
         const ChannelEntry* e = hub_.catalog.find_id(channel_id);
         if (e == nullptr || !fox_advertised_.contains(channel_id)) {
           refuse(fmt::format("subscribe: channel {} is not advertised", channel_id));
@@ -116,7 +116,7 @@ void Session::fox_op(const Json& op) {
       }
     } else if (name == "unsubscribe") {
       for (const Json& j : op.at("subscriptionIds")) {
-        const auto id = j.get<std::uint32_t>();
+        const auto id = schema::unsigned_value<std::uint32_t>(j, "subscriptionIds[]");
         for (auto it = fox_by_key_.begin(); it != fox_by_key_.end(); ++it) {
           if (it->second != id) continue;
           if (const ChannelEntry* e = hub_.catalog.find_id(fox_subs_[id]))
@@ -128,7 +128,7 @@ void Session::fox_op(const Json& op) {
       }
     } else if (name == "advertise") {
       for (const Json& c : op.at("channels")) {
-        const auto id = c.at("id").get<std::uint32_t>();
+        const auto id = schema::unsigned_value<std::uint32_t>(c.at("id"), "id");
         const std::string topic = c.at("topic").get<std::string>();
         const std::string encoding = c.value("encoding", std::string{});
         const std::string type = c.value("schemaName", std::string{});
@@ -163,7 +163,7 @@ void Session::fox_op(const Json& op) {
       }
     } else if (name == "unadvertise") {
       for (const Json& j : op.at("channelIds")) {
-        const auto it = fox_client_channels_.find(j.get<std::uint32_t>());
+        const auto it = fox_client_channels_.find(schema::unsigned_value<std::uint32_t>(j, "channelIds[]"));
         if (it == fox_client_channels_.end()) continue;
         hub_.release_outlet(it->second);
         fox_client_channels_.erase(it);
@@ -175,6 +175,8 @@ void Session::fox_op(const Json& op) {
                       name));
     }
   } catch (const Json::exception& e) {
+    refuse(fmt::format("{}: {}", name, e.what()));
+  } catch (const schema::JsonInputError& e) {
     refuse(fmt::format("{}: {}", name, e.what()));
   } catch (const Error& e) {
     refuse(fmt::format("{}: {}", name, e.what()));

@@ -720,8 +720,7 @@ void Session::deliver(const OutMessage& message, std::uint64_t key, Encoding enc
   }
   if (sub.queue_length != 0 && sub.queued >= sub.queue_length) {
     // The subscription's own bound: its oldest queued message gives way.
-    const auto first = queue_.begin() + (writing_ ? 1 : 0);
-    drop_data(std::find_if(first, queue_.end(), [&](const Frame& f) { return f.subscription == sub.key; }));
+    drop_data(std::find_if(first_droppable(), queue_.end(), [&](const Frame& f) { return f.subscription == sub.key; }));
   }
   ros_send(sub, message);
 }

@@ -199,6 +199,9 @@ class Session : public std::enable_shared_from_this<Session> {
   /// being written; false when there was none to drop.
   bool drop_data(const std::deque<Frame>::iterator& it);
   void push(Frame frame);
+  /// The queued frames that may still be dropped: all but the one being
+  /// written.
+  [[nodiscard]] std::deque<Frame>::iterator first_droppable() { return queue_.begin() + (writing_ ? 1 : 0); }
   /// The auth op showed the token.
   void authenticated();
   void write_next();

@@ -239,15 +239,13 @@ void Session::push(Frame frame) {
 bool Session::make_room(std::size_t frames, std::size_t bytes) {
   const auto& b = hub_.config.bridge;
   const auto over = [&] { return queue_.size() + frames > b.send_queue || queued_bytes_ + bytes > b.max_client_bytes; };
+  const auto is_data = [](const Frame& f) { return f.subscription != 0; };
   while (over()) {
     // The oldest data message gives way (never the one being written,
     // never a reply).
-    const auto first = queue_.begin() + (writing_ ? 1 : 0);
-    const auto victim = std::find_if(first, queue_.end(), [](const Frame& f) { return f.subscription != 0; });
-    if (!drop_data(victim)) break;
+    if (!drop_data(std::find_if(first_droppable(), queue_.end(), is_data))) break;
   }
-  const bool alone = std::none_of(queue_.begin() + (writing_ ? 1 : 0), queue_.end(),
-                                  [](const Frame& f) { return f.subscription != 0; });
+  const bool alone = std::none_of(first_droppable(), queue_.end(), is_data);
   if (!over() || alone) return true;
   ++dropped_;
   hub_.counters.messages_dropped.fetch_add(1, std::memory_order_relaxed);
@@ -267,7 +265,7 @@ bool Session::drop_data(const std::deque<Frame>::iterator& it) {
   } else {
     // Every fragment of the message still queued (those already written
     // leave the client with a part it discards).
-    for (auto f = queue_.begin() + (writing_ ? 1 : 0); f != queue_.end();) {
+    for (auto f = first_droppable(); f != queue_.end();) {
       f = f->group == group ? remove(f) : f + 1;
     }
   }

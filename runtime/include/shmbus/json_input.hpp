@@ -11,9 +11,13 @@
 /// dumps. Target `shmbus::schema`.
 
 #include <cstddef>
+#include <cstdint>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
+#include <string>
 #include <string_view>
+#include <type_traits>
 
 namespace shmbus::schema {
 
@@ -38,6 +42,23 @@ J parse_json(std::string_view text, std::size_t max_depth = kMaxJsonDepth);
 /// Throws JsonInputError.
 template <typename J = nlohmann::ordered_json>
 J parse_cbor(std::string_view bytes, std::size_t max_depth = kMaxJsonDepth);
+
+/// `v` as an unsigned integer of type T (an id, an index, a count from a
+/// client or a file). Throws JsonInputError naming `what` when `v` is not
+/// an integer in T's range. nlohmann's get<T>() casts a float or a negative
+/// number unchecked: an id of 7e117 is undefined behaviour there, and
+/// 4294967297 silently becomes 1.
+template <typename T, typename J>
+T unsigned_value(const J& v, std::string_view what) {
+  static_assert(std::is_unsigned_v<T>);
+  if (v.is_number_unsigned()) {
+    const auto u = v.template get<std::uint64_t>();
+    if (u <= std::numeric_limits<T>::max()) return static_cast<T>(u);
+  }
+  throw JsonInputError(std::string(what) + " must be an integer from 0 to " +
+                       std::to_string(std::numeric_limits<T>::max()) + ", not " +
+                       (v.is_number() ? v.dump() : std::string(v.type_name())));
+}
 
 extern template nlohmann::ordered_json parse_json<nlohmann::ordered_json>(std::string_view, std::size_t);
 extern template nlohmann::json parse_json<nlohmann::json>(std::string_view, std::size_t);

@@ -136,7 +136,7 @@ Lineage::Lineage(const std::string& path) {
       } else if (m.name == kWritersMetadata) {
         for (const auto& [name, value] : m.values) {
           const auto j = schema::parse_json<nlohmann::json>(value);
-          first_publisher_[name] = j.at("first_publisher").get<std::uint32_t>();
+          first_publisher_[name] = schema::unsigned_value<std::uint32_t>(j.at("first_publisher"), "first_publisher");
           for (const auto& [id, node] : j.at("nodes").items()) {
             writer_nodes_[name][static_cast<std::uint32_t>(std::stoul(id))] = node.get<std::string>();
           }
