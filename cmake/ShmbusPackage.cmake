@@ -3,7 +3,8 @@
 #                                   /etc/shmbus/shmbus.toml conffile), shmtool
 #   shmbus-dev_<version>_amd64.deb  the libraries, headers, CMake package,
 #                                   shmbus-msggen and the .msg definitions
-# Configure with -DCMAKE_INSTALL_PREFIX=/usr for a package (tests/package/deb.sh).
+# Configure with -DCMAKE_INSTALL_PREFIX=/usr for a package (tests/package/deb.sh);
+# cpack refuses another prefix with one line (ShmbusPackageCheck.cmake).
 
 # Debian's own layout for what a package puts outside the prefix.
 set(SHMBUS_SYSTEMD_UNIT_DIR "lib/systemd/system" CACHE STRING
@@ -42,6 +43,8 @@ install(FILES ${PROJECT_SOURCE_DIR}/config/shmbus.toml DESTINATION ${CMAKE_INSTA
         COMPONENT daemon)
 
 set(CPACK_GENERATOR DEB)
+set(CPACK_SHMBUS_CONFIGURED_PREFIX "${CMAKE_INSTALL_PREFIX}")
+set(CPACK_PROJECT_CONFIG_FILE ${PROJECT_SOURCE_DIR}/cmake/ShmbusPackageCheck.cmake)
 set(CPACK_PACKAGE_NAME shmbus)
 set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
 set(CPACK_PACKAGE_CONTACT "shmbus developers <developers@shmbus.example.org>")

@@ -48,7 +48,7 @@ void Subscriber::Impl::open(const std::optional<TypeInfo>& type, bool from_start
     // after: as on the ring, we take them from its start (iceoryx's
     // history, up to 16 of them).
     const auto capacity = static_cast<std::uint32_t>(ch->capacity());
-    const std::uint32_t history = from_start ? capacity : options.history;
+    const std::uint32_t history = from_start || options.from_first ? capacity : options.history;
     port = std::make_unique<IceoryxSubscriberPort>(context->config().domain, name, capacity, history,
                                                    ch->live_endpoints(false) != 0);
   }
@@ -78,7 +78,7 @@ void Subscriber::Impl::open(const std::optional<TypeInfo>& type, bool from_start
   s.age_sample_every = settings.age_sample_every;
   const std::uint64_t cursor = s.channel->write_cursor();
   const std::uint64_t history = std::min<std::uint64_t>(options.history, s.channel->capacity());
-  s.next = cursor > history ? cursor - history : 0;
+  s.next = cursor > history && !options.from_first ? cursor - history : 0;
   // overflow = block: publishers wait for us from their next look at the
   // cursors (they look again when they reach the room they last saw, at
   // most a ring's worth of messages later). Until then a publisher may

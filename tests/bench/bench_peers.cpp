@@ -18,6 +18,7 @@
 #include <array>
 #include <chrono>
 #include <cstring>
+#include <exception>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -301,7 +302,7 @@ std::string human_ns(double ns) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+static int run_bench(int argc, char** argv) {
   CLI::App app{"compare shmbus with its peers", "shmbus-bench"};
   app.require_subcommand(1);
   auto* peers = app.add_subcommand("peers",
@@ -608,4 +609,13 @@ int main(int argc, char** argv) {
                iox ? fmt::format(", {:.2f}x iceoryx request/response", r.p50 / iox->p50) : "");
   }
   return 0;
+}
+
+int main(int argc, char** argv) {
+  try {
+    return run_bench(argc, argv);
+  } catch (const std::exception& e) {  // a peer that cannot run here (a RouDi already running...)
+    std::fprintf(stderr, "shmbus-bench: %s\n", e.what());
+    return 1;
+  }
 }

@@ -129,7 +129,7 @@ class NodeLink final : public Link {
           got_ = true;
         },
         o);
-    pub_ = &node_.publisher(leader ? "/ping" : "/pong", TypeInfo::bytes());
+    pub_ = &*node_.publisher(leader ? "/ping" : "/pong", TypeInfo::bytes());
   }
   void send(const std::byte* data, std::size_t size) override { pub_->publish(data, size); }
   std::uint64_t receive(Mode mode) override {
@@ -392,6 +392,14 @@ class IceoryxServiceLink final : public Link {
 class BenchRoudi {
  public:
   explicit BenchRoudi(const std::string& dir) {
+    // iceoryx 2.0 allows one RouDi per machine, and a running one has
+    // pools sized for its own users, not for these rows.
+    if (shmbus::iceoryx::roudi_running()) {
+      throw std::runtime_error(
+          "an iceoryx RouDi already runs on this machine (/tmp/roudi answers); the iceoryx rows need the "
+          "benchmark's own, with pools for their message sizes: stop the running one (shmbusd --roudi or "
+          "iox-roudi), or leave the iceoryx rows out of --transports");
+    }
     // Pools for 64 B and 4 KiB payloads, raw and with shmbus's chunk
     // header, enough chunks for 256-deep queues in both directions.
     std::vector<std::uint32_t> sizes{128, 4224, iceoryx::chunk_payload_size(64), iceoryx::chunk_payload_size(4096)};
@@ -419,7 +427,9 @@ class BenchRoudi {
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(700));
     int status = 0;
-    if (::waitpid(pid_, &status, WNOHANG) == pid_) throw std::runtime_error("iox-roudi exited at start");
+    if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+      throw std::runtime_error("iox-roudi exited at start; " + dir + "/roudi_bench.log says why");
+    }
   }
   ~BenchRoudi() {
     ::kill(pid_, SIGTERM);

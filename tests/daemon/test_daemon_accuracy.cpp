@@ -1,10 +1,16 @@
-// Accuracy: publishers at known rates, paced with absolute-deadline sleeps,
-// are measured by the daemon library within 1%.
+// Accuracy: publishers paced with absolute-deadline sleeps at known rates
+// are measured by the daemon library within 1% of the rate their own
+// publish times give in the daemon's window (what really happened: a
+// busy machine may run a publisher late, and the rate then is lower).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <iterator>
 #include <thread>
 #include <vector>
 
@@ -45,14 +51,19 @@ window = "5s"        # a 1 Hz channel needs more than one period in its window
   monitor_config.domain = d.domain();
   std::atomic<bool> stop{false};
   std::vector<std::thread> publishers;
-  for (const Rate& r : kRates) {
-    publishers.emplace_back([&, r] {
+  // Each publisher's publish times (just after each publish returned: its
+  // stamp was taken inside, microseconds before).
+  std::vector<std::vector<std::int64_t>> published(std::size(kRates));
+  for (std::size_t i = 0; i < std::size(kRates); ++i) {
+    published[i].reserve(40'000);
+    publishers.emplace_back([&, i, r = kRates[i]] {
       Publisher pub(r.channel, TypeInfo::bytes(), d.context());
       const auto period = duration_cast<steady_clock::duration>(duration<double>(1.0 / r.hz));
       auto next = steady_clock::now();
       std::byte payload[8]{};
       while (!stop.load(std::memory_order_relaxed)) {
         pub.publish(payload, sizeof(payload));
+        published[i].push_back(mono_now());
         next += period;
         std::this_thread::sleep_until(next);
       }
@@ -66,18 +77,30 @@ window = "5s"        # a 1 Hz channel needs more than one period in its window
     next_scan += milliseconds(100);
     std::this_thread::sleep_until(next_scan);
   }
-  monitor.scan(mono_now());
+  const std::int64_t last_scan = mono_now();
+  monitor.scan(last_scan);
   stop = true;
   for (auto& t : publishers) t.join();
   const auto statuses = monitor.statuses();
-  for (const Rate& r : kRates) {
+  for (std::size_t i = 0; i < std::size(kRates); ++i) {
+    const Rate& r = kRates[i];
     const auto it =
         std::find_if(statuses.begin(), statuses.end(), [&](const ChannelStatus& s) { return s.name == r.channel; });
     ASSERT_NE(it, statuses.end()) << r.channel;
+    // The publishes in the last scan's window: f = (n-1)/(Tn-T1) of them.
+    const std::int64_t window = r.hz < 10 ? 5'000'000'000 : 1'000'000'000;
+    std::vector<std::int64_t> in_window;
+    for (const std::int64_t t : published[i]) {
+      if (t > last_scan - window && t <= last_scan) in_window.push_back(t);
+    }
+    ASSERT_GE(in_window.size(), 2U) << r.channel;
+    const double truth =
+        static_cast<double>(in_window.size() - 1) * 1e9 / static_cast<double>(in_window.back() - in_window.front());
     const double f = it->measure.frequency_hz;
-    std::printf("%-12s expected %7.1f Hz, measured %9.3f Hz (n=%llu, error %.3f%%)\n", r.channel, r.hz, f,
-                static_cast<unsigned long long>(it->measure.n), 100.0 * std::abs(f - r.hz) / r.hz);
-    EXPECT_NEAR(f, r.hz, r.hz * 0.01) << r.channel;
+    std::printf("%-12s published %9.3f Hz (asked %7.1f), measured %9.3f Hz (n=%llu, error %.3f%%)\n", r.channel, truth,
+                r.hz, f, static_cast<unsigned long long>(it->measure.n), 100.0 * std::abs(f - truth) / truth);
+    EXPECT_NEAR(f, truth, truth * 0.01) << r.channel;
+    EXPECT_NEAR(static_cast<double>(it->measure.n), static_cast<double>(in_window.size()), 1.0) << r.channel;
     EXPECT_FALSE(it->measure.truncated) << r.channel;
   }
 }

@@ -8,7 +8,9 @@ import { startReport } from './report.mjs';
 
 const [url, name, countText] = process.argv.slice(2);
 const count = Number(countText ?? '3');
-const { report, finish } = startReport({ requests: [] });
+// The C++ side may wait 20 s for "advertised", 5 s for the server and 5 s
+// per call: the script's own deadline is longer than all of them.
+const { report, finish } = startReport({ requests: [] }, 60000);
 const ros = new Ros({ url });
 ros.on('error', (e) => report.errors.push(`connection: ${e?.message ?? e}`));
 await new Promise((resolve) => ros.on('connection', resolve));

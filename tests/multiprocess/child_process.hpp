@@ -1,6 +1,8 @@
 #pragma once
 // Real child processes for multi-process tests: spawned with posix_spawn,
-// their stdout captured, stopped with real signals.
+// their stdout captured, stopped with real signals. When the test that
+// started one fails, what the child printed is kept under the build
+// folder: test-logs/SUITE.TEST/PROGRAM-PID.log.
 
 #include <fcntl.h>
 #include <poll.h>
@@ -13,7 +15,10 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <sstream>
 #include <stdexcept>
@@ -25,6 +30,10 @@
 #include "shmbus/introspect.hpp"
 
 extern char** environ;
+
+#ifndef SHMBUS_TEST_LOG_DIR
+#define SHMBUS_TEST_LOG_DIR "test-logs"
+#endif
 
 namespace shmbus::test {
 
@@ -61,6 +70,8 @@ class ChildProcess {
     ::close(fds[1]);
     out_ = fds[0];
     if (rc != 0) throw std::runtime_error("posix_spawn " + args[0] + " failed");
+    args_ = args;
+    spawned_pid_ = pid_;
   }
   ~ChildProcess() {
     if (pid_ > 0) {
@@ -68,7 +79,11 @@ class ChildProcess {
       int status = 0;
       ::waitpid(pid_, &status, 0);
     }
-    if (out_ >= 0) ::close(out_);
+    if (out_ >= 0) {
+      drain(0);
+      ::close(out_);
+    }
+    keep_log_if_failed();
   }
   ChildProcess(const ChildProcess&) = delete;
   ChildProcess& operator=(const ChildProcess&) = delete;
@@ -170,6 +185,33 @@ class ChildProcess {
     }
   }
 
+  /// The child's command line and output, kept where a failed test's
+  /// reader finds them (ctest shows the test's own output only).
+  void keep_log_if_failed() const noexcept {
+#ifndef SHMBUS_CHILD_PROCESS_WITHOUT_GTEST  // benchmarks: no test to fail
+    const ::testing::TestInfo* test = ::testing::UnitTest::GetInstance()->current_test_info();
+    if (test == nullptr || !::testing::Test::HasFailure()) return;
+    try {
+      std::string name = std::string(test->test_suite_name()) + "." + test->name();
+      std::replace(name.begin(), name.end(), '/', '_');  // parameterized tests: Suite/Test.Case/0
+      const std::filesystem::path dir = std::filesystem::path(SHMBUS_TEST_LOG_DIR) / name;
+      std::filesystem::create_directories(dir);
+      const std::filesystem::path file =
+          dir / (std::filesystem::path(args_.at(0)).filename().string() + "-" + std::to_string(spawned_pid_) + ".log");
+      std::ofstream out(file);
+      out << "$";
+      for (const auto& a : args_) out << ' ' << a;
+      out << "\n" << output_;
+      std::fprintf(stderr, "output of %s (pid %d) kept in %s\n", args_.at(0).c_str(), static_cast<int>(spawned_pid_),
+                   file.c_str());
+    } catch (const std::exception&) {
+      // a log that cannot be written never fails the test run itself
+    }
+#endif
+  }
+
+  std::vector<std::string> args_;
+  pid_t spawned_pid_ = -1;
   pid_t pid_ = -1;
   int exit_status_ = 0;
   int out_ = -1;

@@ -1,14 +1,17 @@
 #pragma once
 // What the multi-process tests ask of a channel from outside: its message
-// count, the strings it carries, its rate as shmtool hz measures it.
+// count, the strings it carries, its rate as shmtool hz measures it beside
+// its source's.
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "multiprocess/child_process.hpp"
@@ -54,18 +57,35 @@ inline std::vector<std::string> take_strings(TypedSubscriber<std_msgs::String>& 
   return got;
 }
 
-/// `shmtool hz` (at `shmtool`) on `channel` of `domain` over a `window_s` window.
-inline double rate_of(const std::string& shmtool, const std::string& domain, const std::string& channel,
-                      int window_s = 2) {
-  ChildProcess hz({shmtool, "hz", channel, "--window", std::to_string(window_s), "-n", "1", "--json"}, false,
-                  std::vector<std::string>{"SHMBUS_DOMAIN=" + domain});
-  hz.wait(std::chrono::seconds(15));
-  try {
-    return nlohmann::json::parse(hz.output()).at("rate_hz").get<double>();
-  } catch (const nlohmann::json::exception&) {
-    ADD_FAILURE() << "shmtool hz said: " << hz.output();
-    return 0;
-  }
+/// `shmtool hz` (at `shmtool`) on a source channel and on its copy (a
+/// bridge's or a gateway's), measured at once over `window_s` windows
+/// ending within milliseconds of each other: {source rate, copy rate}. A
+/// test compares the copy with what the source really carried, never with
+/// the rate asked of a publisher a busy machine may not have run on time.
+struct ChannelAt {
+  std::string domain;
+  std::string channel;
+};
+inline std::pair<double, double> rates_at_once(const std::string& shmtool, const ChannelAt& source,
+                                               const ChannelAt& copy, int window_s = 2) {
+  const auto hz = [&](const ChannelAt& c) {
+    return std::make_unique<ChildProcess>(
+        std::vector<std::string>{shmtool, "hz", c.channel, "--window", std::to_string(window_s), "-n", "1", "--json"},
+        false, std::vector<std::string>{"SHMBUS_DOMAIN=" + c.domain});
+  };
+  auto a = hz(source);
+  auto b = hz(copy);
+  const auto rate = [](ChildProcess& p) {
+    p.wait(std::chrono::seconds(15));
+    try {
+      return nlohmann::json::parse(p.output()).at("rate_hz").get<double>();
+    } catch (const nlohmann::json::exception&) {
+      ADD_FAILURE() << "shmtool hz said: " << p.output();
+      return 0.0;
+    }
+  };
+  const double ra = rate(*a);
+  return {ra, rate(*b)};
 }
 
 }  // namespace shmbus::test

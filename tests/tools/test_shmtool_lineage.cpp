@@ -12,6 +12,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -65,8 +66,11 @@ class ShmtoolLineage : public ::testing::Test {
     // loaded VM a vCPU paused for over 2 ms (the default stall_timeout)
     // made the recorder count a live writer's message lost, and the
     // recording then missed a frame's input.
+    // The replay tests need every frame: the rings hold 10 s of frames, so
+    // a recorder descheduled on a busy machine catches up instead of
+    // losing one (a lost c3 leaves its c5 in no frame).
     config_ = temp_path("lineage_config") + ".toml";
-    std::ofstream(config_) << "[defaults]\nstall_timeout = \"100ms\"\n";
+    std::ofstream(config_) << "[defaults]\nstall_timeout = \"1s\"\ncapacity = 1024\n";
     const std::vector<std::string> env{"SHMBUS_DOMAIN=" + d, "SHMBUS_CONFIG=" + config_};
     std::vector<std::unique_ptr<ChildProcess>> modules;
     for (const char* m : {"m1", "m2"}) {
@@ -92,6 +96,12 @@ class ShmtoolLineage : public ::testing::Test {
     for (auto& m : modules) {
       m->signal(SIGTERM);
       EXPECT_TRUE(exited_zero(m->wait(10s))) << m->output();
+    }
+    // What the replay tests compare with: a recording that lost nothing.
+    const ToolRun info = shmtool({"bag", "info", recording_, "--json"});
+    ASSERT_EQ(info.code, 0) << info.err;
+    for (const json& c : json::parse(info.out)["channels"]) {
+      EXPECT_EQ(c["lost"], 0) << "the recorder lost messages of " << c["name"] << ": " << info.out;
     }
   }
   static void TearDownTestSuite() {
@@ -330,6 +340,82 @@ TEST_F(ShmtoolLineage, StepReplayOfANewM1VersionChangesEveryFrameAsItsGainPredic
   const ToolRun text = shmtool({"bag", "diff", recording_, out, "--channel", "/pipeline/c5"});
   EXPECT_NE(text.out.find(fmt_frames(kFrames) + " frames matched, 1 equal"), std::string::npos) << text.out;
   std::filesystem::remove(out);
+}
+
+namespace {
+
+/// A copy of recording `in` without message `channel`#`sequence` (as a
+/// recorder that lost it would have written it).
+void copy_without(const std::string& in, const std::string& out, const std::string& channel, std::uint32_t sequence) {
+  shmbus::mcap::Reader reader(in);
+  shmbus::mcap::Writer writer(out);
+  std::map<std::uint16_t, std::uint16_t> schemas;
+  std::map<std::uint16_t, std::uint16_t> channels;
+  std::optional<std::uint16_t> dropped;
+  for (const auto& sc : reader.info().schemas) schemas[sc.id] = writer.add_schema(sc.name, sc.encoding, sc.data);
+  for (const auto& c : reader.info().channels) {
+    channels[c.id] =
+        writer.add_channel(c.schema_id == 0 ? 0 : schemas.at(c.schema_id), c.topic, c.message_encoding, c.metadata);
+    if (c.topic == channel) dropped = c.id;
+  }
+  reader.read_messages([&](const shmbus::mcap::MessageView& m) {
+    if (!(dropped && m.channel_id == *dropped && m.sequence == sequence)) {
+      writer.write({channels.at(m.channel_id), m.sequence, m.log_time, m.publish_time, m.data});
+    }
+    return true;
+  });
+  for (const auto& md : reader.info().metadata) writer.write_metadata(md);
+  writer.close();
+}
+
+}  // namespace
+
+// A recording that lost a root output (c3#17): m2's c5#17 cites it, so no
+// frame reaches c5#17. The replay names it and fails, instead of exiting 0
+// with a frame silently missing.
+TEST_F(ShmtoolLineage, ARecordedOutputNoFrameReachesIsNamedAndTheReplayFails) {
+  const std::string damaged = temp_path("lost_c3");
+  const std::string out = temp_path("step_lost_c3");
+  copy_without(recording_, damaged, "/pipeline/c3", 17);
+  LiveModules live({{"--module", "m1"}, {"--module", "m2"}});
+  const ToolRun r = step(damaged, out, live.domain.name);
+  EXPECT_EQ(r.code, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("recorded /pipeline/c5#17: its trigger /pipeline/c3#17 is not in the recording (lost while "
+                       "recording?) is in no frame and is not replayed"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find(fmt_frames(kFrames - 1) + " answered by the live modules, 0 failed"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("1 recorded outputs in no frame"), std::string::npos) << r.out;
+  std::filesystem::remove(damaged);
+  std::filesystem::remove(out);
+}
+
+// Step replay is deterministic on a busy machine: with two processes
+// spinning on the two cores, 20 replays each answer every frame and give
+// the same c3 and c5 payloads as the recording.
+TEST_F(ShmtoolLineage, StepReplayUnderTwoCpuHogsReproducesEveryFrame20Times) {
+  std::vector<std::unique_ptr<ChildProcess>> hogs;
+  for (int i = 0; i < 2; ++i) {
+    hogs.push_back(std::make_unique<ChildProcess>(std::vector<std::string>{"/bin/sh", "-c", "while :; do :; done"}));
+  }
+  const auto recorded_c3 = payloads(recording_, "/pipeline/c3");
+  const auto recorded_c5 = payloads(recording_, "/pipeline/c5");
+  for (int run = 0; run < 20; ++run) {
+    SCOPED_TRACE("run " + std::to_string(run));
+    const std::string out = temp_path("step_hog");
+    ToolRun r;
+    {
+      LiveModules live({{"--module", "m1"}, {"--module", "m2"}});
+      r = step(recording_, out, live.domain.name);
+    }
+    ASSERT_EQ(r.code, 0) << r.out << r.err;
+    EXPECT_NE(r.out.find(fmt_frames(kFrames) + " answered by the live modules, 0 failed"), std::string::npos) << r.out;
+    EXPECT_TRUE(payloads(out, "/pipeline/c3") == recorded_c3);
+    EXPECT_TRUE(payloads(out, "/pipeline/c5") == recorded_c5);
+    std::filesystem::remove(out);
+    if (HasFailure()) break;
+  }
 }
 
 TEST_F(ShmtoolLineage, AModuleThatDoesNotAnswerIsNamedAndItsFramesFailWithoutStoppingTheReplay) {

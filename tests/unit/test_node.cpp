@@ -265,6 +265,41 @@ TEST(NodeTest, WhatACallbackPublishesCitesItsTrigger) {
   EXPECT_EQ(info.provenance[1].sequence, 0U);
 }
 
+// rclcpp's spelling: `auto pub = node.publisher<T>(...)` copies a handle
+// that shares the node's publisher (before: a deleted copy constructor).
+TEST(NodeTest, PublishersAreHandlesThatCopyAndShareOnePublisher) {
+  TestDomain d{node_config(), "n"};
+  Node node("handles", d.context());
+  auto pub = node.publisher<Num>("/handle");
+  auto& same = node.publisher<Num>("/handle2");
+  const auto copy = pub;
+  TypedPublisher<Num>& typed = pub;  // where a function takes the publisher
+  TypedSubscriber<Num> reader("/handle", d.context());
+  EXPECT_EQ(pub.publish(Num{1}), PublishResult::kOk);
+  EXPECT_EQ(copy.publish(Num{2}), PublishResult::kOk);
+  EXPECT_EQ(typed.publish(Num{3}), PublishResult::kOk);
+  auto loan = copy.loan();
+  ASSERT_TRUE(loan);
+  loan.as<Num>()->value = 4;
+  EXPECT_EQ(copy.commit(loan), PublishResult::kOk);
+  for (std::uint64_t v = 1; v <= 4; ++v) {
+    const auto m = reader.take();
+    ASSERT_TRUE(m.has_value()) << v;
+    EXPECT_EQ(m->value, v);
+  }
+  // One publisher behind all of them: one endpoint, four messages.
+  const auto view = introspect::ChannelReader(d.domain(), "/handle").view();
+  EXPECT_EQ(view.publishers.size(), 1U);
+  EXPECT_EQ(view.messages, 4U);
+  EXPECT_EQ(&pub->untyped(), &copy->untyped());
+  EXPECT_EQ(same.publish(Num{5}), PublishResult::kOk);
+  // The untyped form is a handle too.
+  auto raw = node.publisher("/handle_raw", TypeInfo::bytes());
+  const std::uint64_t x = 6;
+  EXPECT_EQ(raw.publish(&x, sizeof x), PublishResult::kOk);
+  EXPECT_EQ(introspect::ChannelReader(d.domain(), "/handle_raw").view().publishers.at(0).node, "handles");
+}
+
 TEST(NodeTest, SubscriptionsAddedFromACallbackAreServed) {
   TestDomain d{node_config(), "n"};
   Node node("grower", d.context());

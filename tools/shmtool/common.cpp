@@ -55,6 +55,25 @@ std::optional<introspect::ChannelReader> await_channel(const Config& config, std
   return std::nullopt;
 }
 
+Subscriber subscribe_reader(const Config& config, Context& context, std::string_view channel, bool no_wait,
+                            SubscriberOptions options) {
+  if (no_wait) (void)open_channel(config, channel);  // the line that says where to look
+  options.wait_for_channel = !no_wait;
+  return Subscriber(channel, std::nullopt, context, options);
+}
+
+bool await_attached(const Config& config, const std::vector<Subscriber*>& subscribers) {
+  for (Subscriber* sub : subscribers) {
+    if (sub->attach()) continue;
+    std::fprintf(stderr, "waiting for %s to appear in domain \"%s\"\n", sub->channel().c_str(), config.domain.c_str());
+    while (!sub->attach()) {
+      if (stop_requested()) return false;
+      sleep_until(mono_now_ns() + 10'000'000);
+    }
+  }
+  return !stop_requested();
+}
+
 std::optional<schema::Schema> schema_of(const TypeInfo& type) {
   if (type.schema.empty() || type.hash == TypeInfo::bytes().hash) return std::nullopt;
   return schema::Schema::from_canonical(type.schema);

@@ -18,6 +18,7 @@
 #include "shmbus/context.hpp"
 #include "shmbus/introspect.hpp"
 #include "shmbus/schema.hpp"
+#include "shmbus/subscriber.hpp"
 #include "shmbus/types.hpp"
 
 namespace shmbus::tool {
@@ -50,6 +51,19 @@ introspect::ChannelReader open_channel(const Config& config, std::string_view ch
 /// absent channel is waited for (processes start in any order), saying so
 /// once on stderr. nullopt when Ctrl-C came first.
 std::optional<introspect::ChannelReader> await_channel(const Config& config, std::string_view channel, bool no_wait);
+
+/// A subscriber to `channel` for commands that read messages. With
+/// `no_wait` a missing channel is open_channel()'s Error(kNotFound);
+/// without, an absent channel is subscribed to as it waits (attach with
+/// await_attached()), and a channel that appears later is read from its
+/// first message: nothing published after the command started is skipped
+/// (what its ring no longer holds is counted lost).
+Subscriber subscribe_reader(const Config& config, Context& context, std::string_view channel, bool no_wait,
+                            SubscriberOptions options = {});
+/// Attaches each subscriber whose channel does not exist yet as it
+/// appears, saying once on stderr what it waits for. False when Ctrl-C
+/// came first.
+bool await_attached(const Config& config, const std::vector<Subscriber*>& subscribers);
 
 /// The schema a channel stores, or nullopt for raw (`shmbus/Bytes`) and
 /// schema-less channels.

@@ -455,13 +455,15 @@ class Recorder {
   }
 
   /// Subscribes to the matching channels not yet recorded. A channel that
-  /// appeared after the start is read from its oldest message still in the
-  /// ring: everything in it was published while recording.
+  /// appeared after the start is read from its first message: everything in
+  /// it was published while recording (what its ring no longer holds when
+  /// we find it is counted lost).
   void discover() {
     const bool started = discovered_once_;
     discovered_once_ = true;
     if (!domain_view_ && !registry_changed()) return;  // the domain has no channel yet: looked for again
     const std::vector<std::string> names = domain_view_->channel_names();
+    if (!started) present_at_start_.insert(names.begin(), names.end());
     if (o_.snapshot_s > 0 && !alerts_sub_ &&
         std::find(names.begin(), names.end(), monitor::kAlertsChannel) != names.end()) {
       try {
@@ -479,7 +481,7 @@ class Recorder {
       try {
         rc->sub = std::make_unique<Subscriber>(
             name, std::nullopt, *context_,
-            SubscriberOptions{.history = started ? UINT32_MAX : 0U, .node = kRecorderNode});
+            SubscriberOptions{.from_first = present_at_start_.count(name) == 0, .node = kRecorderNode});
       } catch (const Error&) {
         seen_generation_ = UINT64_MAX;  // being created or removed: looked at again next time
         continue;
@@ -804,6 +806,7 @@ class Recorder {
   std::atomic<bool> write_failed_{false};
   std::exception_ptr write_error_;  ///< set by the writer thread before write_failed_
   bool discovered_once_ = false;
+  std::set<std::string> present_at_start_;  ///< channels that existed when recording began
   std::optional<introspect::DomainView> domain_view_;
   std::uint64_t seen_generation_ = UINT64_MAX;
   Topology topology_;

@@ -86,16 +86,19 @@ class StepPlayer {
     await_modules();
     print(fmt::format("step replay of {}: {} frames through {} (live), first module {}; writing {}\n", o_.files.front(),
                       frames_.size(), fmt::join(live_order_, ", "), root_, o_.output));
+    for (std::size_t k = 0; k < unframed_.size() && k < 3; ++k) {
+      print(fmt::format("recorded {} is in no frame and is not replayed\n", unframed_[k]));
+    }
     const std::int64_t start = mono_now_ns();
     for (std::size_t f = 0; f < frames_.size() && !stop_requested(); ++f) play_frame(f);
     const double took_s = static_cast<double>(mono_now_ns() - start) / 1e9;
     close_output(took_s);
     print(
         fmt::format("replayed {} frames in {:.3f} s ({:.0f} frames/s): {} answered by the live modules, {} failed; "
-                    "{} live outputs matched no frame\n",
+                    "{} live outputs matched no frame; {} recorded outputs in no frame\n",
                     played_, took_s, took_s > 0 ? static_cast<double>(played_) / took_s : 0.0, played_ - failed_,
-                    failed_, unmatched_));
-    return failed_ == 0 ? 0 : 1;
+                    failed_, unmatched_, unframed_.size()));
+    return failed_ == 0 && unframed_.empty() ? 0 : 1;
   }
 
  private:
@@ -177,10 +180,38 @@ class StepPlayer {
       std::sort(f.outputs.begin(), f.outputs.end());  // recorded order
       frames_.push_back(std::move(f));
     }
+    find_unframed();
     if (frames_.empty()) {
       throw Error(Errc::kNotFound, fmt::format("play --step: the recording has no output of '{}' with provenance; "
                                                "was it recorded by this version's shmtool record?",
                                                root_));
+    }
+  }
+
+  /// Recorded outputs of the live modules that no frame reaches: the
+  /// replay cannot make them again, so it says which and fails (a
+  /// recording that lost a root output, or an output whose provenance was
+  /// not recorded, would otherwise replay with a frame silently missing).
+  void find_unframed() {
+    std::set<std::size_t> framed;
+    for (const Frame& f : frames_) framed.insert(f.outputs.begin(), f.outputs.end());
+    for (std::size_t i = 0; i < messages_.size(); ++i) {
+      const Recorded& r = messages_[i];
+      if (overridden_.count(r.channel) == 0 || framed.count(i) != 0) continue;
+      const auto origin = lineage_.origin({r.channel, r.sequence});
+      std::string why;
+      if (!origin) {
+        why = "the recording has no provenance for it";
+      } else if (origin->inputs.empty()) {
+        why = "it cites no input";
+      } else if (index_.count(id_of(origin->inputs[0].channel, origin->inputs[0].sequence)) == 0) {
+        why = fmt::format("its trigger {}#{} is not in the recording (lost while recording?)",
+                          origin->inputs[0].channel, origin->inputs[0].sequence);
+      } else {
+        why = fmt::format("its trigger {}#{} is no output of {}", origin->inputs[0].channel, origin->inputs[0].sequence,
+                          root_);
+      }
+      unframed_.push_back(fmt::format("{}#{}: {}", r.channel, r.sequence, why));
     }
   }
 
@@ -498,6 +529,7 @@ class StepPlayer {
                            {"frames", std::to_string(played_)},
                            {"failed", std::to_string(failed_)},
                            {"failed_frames", fmt::format("{}", fmt::join(failed_frames_, ","))},
+                           {"unframed", std::to_string(unframed_.size())},
                            {"seconds", fmt::format("{:.3f}", took_s)}}});
     out_->close();
   }
@@ -532,6 +564,7 @@ class StepPlayer {
   std::map<std::string, std::uint32_t> first_publishers_;
   std::vector<mcap::Metadata> kept_metadata_;
   std::vector<std::string> failed_frames_;
+  std::vector<std::string> unframed_;  ///< recorded live outputs no frame reaches, and why
   std::uint64_t played_ = 0;
   std::uint64_t failed_ = 0;
   std::uint64_t unmatched_ = 0;

@@ -126,13 +126,20 @@ int run_sync(const Globals& g, const SyncOptions& given) {
   const sync::SynchronizerOptions options = stage_options(o);
 
   install_stop_handlers();
-  for (const std::string& in : o.inputs) {
-    if (!await_channel(config, in, o.no_wait)) return 0;  // Ctrl-C while waiting
-  }
   Config c = config;
   if (c.node.empty()) c.node = "shmtool-sync";
   Context ctx(std::move(c));
-  sync::Synchronizer synchronizer(o.inputs, options, ctx);
+  // Every input from now on: those that exist start here, those that
+  // appear later at their first message.
+  std::vector<Subscriber> inputs;
+  std::vector<Subscriber*> waiting;
+  inputs.reserve(o.inputs.size());
+  for (const std::string& in : o.inputs) {
+    inputs.push_back(subscribe_reader(config, ctx, in, o.no_wait));
+    waiting.push_back(&inputs.back());
+  }
+  if (!await_attached(config, waiting)) return 0;  // Ctrl-C while waiting
+  sync::Synchronizer synchronizer(std::move(inputs), options);
   TypedPublisher<shmbus_msgs::SyncSet> out(o.output, ctx);
   print(fmt::format("aligning {} ({} policy, threshold {}, stamps from {}) into {}; Ctrl-C stops\n",
                     fmt::join(o.inputs, ", "), o.policy, format_duration(options.threshold),

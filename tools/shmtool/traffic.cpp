@@ -106,9 +106,9 @@ std::vector<std::byte> parse_hex(const std::string& text) {
 int run_echo(const Globals& g, const EchoOptions& o) {
   const Config config = load_config(g);
   install_stop_handlers();
-  if (!await_channel(config, o.channel, o.no_wait)) return 0;  // Ctrl-C while waiting
   Context ctx = make_context(config);
-  Subscriber sub(o.channel, std::nullopt, ctx, SubscriberOptions{.history = o.history});
+  Subscriber sub = subscribe_reader(config, ctx, o.channel, o.no_wait, SubscriberOptions{.history = o.history});
+  if (!await_attached(config, {&sub})) return 0;  // Ctrl-C while waiting
   const TypeInfo type = sub.type();
   const std::optional<schema::Schema> schema = o.hex ? std::nullopt : schema_of(type);
   std::vector<std::byte> buffer(sub.max_message_size());

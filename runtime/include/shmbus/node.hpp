@@ -4,7 +4,7 @@
 /// and let the runtime run it.
 ///
 ///   shmbus::Node node("fusion");
-///   auto& out = node.publisher<Pose>("/pose");
+///   auto out = node.publisher<Pose>("/pose");   // a handle; `auto&` works too
 ///   node.subscribe<Imu>("/imu", [&](const Imu& m, const shmbus::MessageInfo&) { ... out.publish(p); });
 ///   node.every(100ms, [&] { ... });
 ///   node.spin();  // until node.stop(), SIGINT or SIGTERM
@@ -22,6 +22,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "shmbus/context.hpp"
@@ -178,6 +179,40 @@ class Timer {
   std::atomic<std::uint64_t> errors_{0};
 };
 
+/// What Node::publisher() returns a reference to: a handle on a publisher
+/// the node owns. A copy is cheap and shares the one publisher (as rclcpp's
+/// Publisher::SharedPtr does), so `auto& out = node.publisher<T>(...)` and
+/// `auto out = node.publisher<T>(...)` both work. `out.publish(m)`,
+/// `out.loan()` and `out.commit(loan)` are the publisher's own; `out->`
+/// reaches the rest (counters, untyped()), and the handle converts to
+/// `P&` where a function takes the publisher. A copy that outlives its
+/// node keeps the publisher (and needs the node's context alive).
+template <typename P>
+class NodePublisher {
+ public:
+  explicit NodePublisher(std::shared_ptr<P> publisher) noexcept : publisher_(std::move(publisher)) {}
+
+  template <typename... Args>
+  decltype(auto) publish(Args&&... args) const {
+    return publisher_->publish(std::forward<Args>(args)...);
+  }
+  template <typename... Args>
+  [[nodiscard]] decltype(auto) loan(Args&&... args) const {
+    return publisher_->loan(std::forward<Args>(args)...);
+  }
+  template <typename... Args>
+  decltype(auto) commit(Args&&... args) const {
+    return publisher_->commit(std::forward<Args>(args)...);
+  }
+  P* operator->() const noexcept { return publisher_.get(); }
+  P& operator*() const noexcept { return *publisher_; }
+  // NOLINTNEXTLINE(google-explicit-constructor): a handle passes where the publisher is taken
+  operator P&() const noexcept { return *publisher_; }
+
+ private:
+  std::shared_ptr<P> publisher_;
+};
+
 /// A module: a name (the node identity shmtool and the monitor show on its
 /// endpoints), its subscriptions, publishers and timers. Callbacks run when
 /// the node spins (spin, spin_once, or an Executor it was added to).
@@ -226,14 +261,15 @@ class Node {
 
   /// A publisher owned by the node (registered under the node's name).
   template <MessageType T>
-  TypedPublisher<T>& publisher(std::string_view channel, PublisherOptions options = {}) {
+  NodePublisher<TypedPublisher<T>>& publisher(std::string_view channel, PublisherOptions options = {}) {
     options.node = name_;
+    auto handle = std::make_shared<NodePublisher<TypedPublisher<T>>>(
+        std::make_shared<TypedPublisher<T>>(channel, *context_, std::move(options)));
     const std::lock_guard lock(mutex_);
-    auto p = std::make_shared<TypedPublisher<T>>(channel, *context_, std::move(options));
-    publishers_.push_back(p);
-    return *p;
+    publishers_.push_back(handle);
+    return *handle;
   }
-  Publisher& publisher(std::string_view channel, const TypeInfo& type, PublisherOptions options = {});
+  NodePublisher<Publisher>& publisher(std::string_view channel, const TypeInfo& type, PublisherOptions options = {});
 
   /// Calls `callback` every `period`, first one period from now.
   Timer& every(std::chrono::nanoseconds period, std::function<void()> callback, TimerOptions options = {});

@@ -44,6 +44,12 @@ struct SubscriberOptions {
   /// published since the channel appeared (those already overwritten are
   /// counted lost). Without it the constructor throws Error(kNotFound).
   bool wait_for_channel = false;
+  /// Start at the channel's first message (sequence 0) instead of now:
+  /// for a subscriber that learns of a channel after it appeared but knows
+  /// the channel is newer than its own interest (a recorder finding a
+  /// channel made while it records). What the ring no longer holds is
+  /// counted lost. Overrides `history`.
+  bool from_first = false;
   /// The node name shown for this subscriber (shmtool info, the monitor);
   /// empty: the context's node. A shmbus::Node sets its own name.
   std::string node{};

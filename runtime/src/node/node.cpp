@@ -144,12 +144,13 @@ Subscription::Dispatch Node::dispatch_in_place(RawCallback callback,
   };
 }
 
-Publisher& Node::publisher(std::string_view channel, const TypeInfo& type, PublisherOptions options) {
+NodePublisher<Publisher>& Node::publisher(std::string_view channel, const TypeInfo& type, PublisherOptions options) {
   options.node = name_;
+  auto handle = std::make_shared<NodePublisher<Publisher>>(
+      std::make_shared<Publisher>(channel, type, *context_, std::move(options)));
   const std::lock_guard lock(mutex_);
-  auto p = std::make_shared<Publisher>(channel, type, *context_, std::move(options));
-  publishers_.push_back(p);
-  return *p;
+  publishers_.push_back(handle);
+  return *handle;
 }
 
 Timer& Node::add_timer(std::chrono::nanoseconds period, bool periodic, std::function<void()> callback,

@@ -89,7 +89,7 @@ struct ServiceServer::Impl {
     validate_channel_name(service);
     name = std::string{service};
     refuse_if_served(node.context().domain(), service, node.context().config().access());
-    responses = &node.publisher(service_response_channel(service), types.response);
+    responses = &*node.publisher(service_response_channel(service), types.response);
     requests = &node.subscribe_raw(
         service_request_channel(service), types.request,
         [this](std::span<const std::byte> request, const MessageInfo& info) { serve(request, info); });
