@@ -38,6 +38,7 @@ bool Subscriber::Impl::try_attach(bool force) noexcept {
 }
 
 void Subscriber::Impl::open(const std::optional<TypeInfo>& type, bool from_start) {
+  from_start = from_start || options.from_first;
   auto ch = context->state().channel(name, type ? &*type : nullptr);
   // The iceoryx port first: a subscriber whose port cannot be made is not
   // attached (try_attach tries again).
@@ -48,22 +49,24 @@ void Subscriber::Impl::open(const std::optional<TypeInfo>& type, bool from_start
     // after: as on the ring, we take them from its start (iceoryx's
     // history, up to 16 of them).
     const auto capacity = static_cast<std::uint32_t>(ch->capacity());
-    const std::uint32_t history = from_start || options.from_first ? capacity : options.history;
+    const std::uint32_t history = from_start ? capacity : options.history;
     port = std::make_unique<IceoryxSubscriberPort>(context->config().domain, name, capacity, history,
                                                    ch->live_endpoints(false) != 0);
   }
   entry_index = ch->register_subscriber(options.node.empty() ? context->node() : options.node, id);
   if (port) {
     // What each live publisher sent before we subscribed is not ours to
-    // lose. A publisher counts a message after iceoryx delivered it, so a
-    // message in flight now is counted at most once, by its arrival.
+    // lose, unless we start at the channel's first message: then what
+    // iceoryx's history no longer holds is. A publisher counts a message
+    // after iceoryx delivered it, so a message in flight now is counted at
+    // most once, by its arrival.
     // Publishers with a later id registered after this (relaxed: ids are
     // only compared, and the scan below is ordered by its own loads).
     id_floor = ch->header().next_endpoint_id.load(std::memory_order_relaxed);
     last_count.clear();
     for (std::uint32_t i = 0; i < kMaxPublishers; ++i) {
       Channel::PublisherCount c;
-      if (ch->publisher_count(i, c) && c.live) last_count.emplace_back(c.id, c.sent);
+      if (ch->publisher_count(i, c) && c.live) last_count.emplace_back(c.id, from_start ? 0 : c.sent);
     }
   }
   iox = std::move(port);
@@ -78,7 +81,7 @@ void Subscriber::Impl::open(const std::optional<TypeInfo>& type, bool from_start
   s.age_sample_every = settings.age_sample_every;
   const std::uint64_t cursor = s.channel->write_cursor();
   const std::uint64_t history = std::min<std::uint64_t>(options.history, s.channel->capacity());
-  s.next = cursor > history && !options.from_first ? cursor - history : 0;
+  s.next = cursor > history && !from_start ? cursor - history : 0;
   // overflow = block: publishers wait for us from their next look at the
   // cursors (they look again when they reach the room they last saw, at
   // most a ring's worth of messages later). Until then a publisher may

@@ -198,6 +198,21 @@ TEST(ShmtoolRecord, RecordThreeChannelsAndBagInfoCountsEqualWhatWasPublished) {
   std::filesystem::remove(file);
 }
 
+// A channel made while recording is read from its first message: a burst of
+// 300 into a 64-slot ring before the recorder finds the channel leaves the
+// recorder what the ring still holds, and the rest counted lost (before:
+// it started at the oldest message in the ring and counted nothing).
+TEST(ShmtoolRecord, AChannelMadeWhileRecordingIsRecordedOrCountedLostFromItsFirstMessage) {
+  DomainGuard d;
+  const std::string file = temp_path("shmtool_burst");
+  record_while(d.name, {"-o", file, "/burst"}, [&] { publish_strings(d.name, "/burst", 1'000'000, 300); });
+  const json b = bag_info(file);
+  ASSERT_EQ(b["channels"].size(), 1U) << b.dump();
+  const json& c = b["channels"][0];
+  EXPECT_EQ(c["messages"].get<std::uint64_t>() + c["lost"].get<std::uint64_t>(), 300U) << b.dump();
+  remove_all({file});
+}
+
 TEST(ShmtoolRecord, BagInfoRefusesWhatIsNotAnMcapFileWithOneLine) {
   const std::string file = "/tmp/shmtool_not_mcap_" + std::to_string(::getpid()) + ".mcap";
   std::ofstream(file) << std::string(200, 'x');
