@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -141,6 +142,18 @@ TEST(Shmtool, EchoStartedBeforeItsChannelShowsEveryMessageFromTheFirst) {
       if (::testing::Test::HasFailure()) return;
     }
   }
+}
+
+// A developer's exported SHMBUS_DOMAIN must not redirect the programs the
+// tests start: an entry the test gives replaces the inherited one (a
+// program reads the first of two).
+TEST(TestHarness, EnvironmentEntriesOfAChildReplaceInheritedOnes) {
+  ASSERT_EQ(::setenv("SHMBUS_DOMAIN", "a_developers_own", 1), 0);
+  ChildProcess child({"/bin/sh", "-c", "echo $SHMBUS_DOMAIN; env | grep -c '^SHMBUS_DOMAIN='"}, false,
+                     {"SHMBUS_DOMAIN=the_tests"});
+  EXPECT_TRUE(exited_zero(child.wait(10s)));
+  ::unsetenv("SHMBUS_DOMAIN");
+  EXPECT_EQ(child.output(), "the_tests\n1\n");
 }
 
 TEST(Shmtool, EchoDecodesWhatPubSent) {
