@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -22,6 +23,7 @@
 #include <vector>
 
 #include "multiprocess/child_process.hpp"
+#include "shmbus/clock.hpp"
 #include "shmbus/introspect.hpp"
 #include "support/test_domain.hpp"
 
@@ -132,6 +134,23 @@ inline void wait_for_stamps(const std::string& domain, const std::string& channe
 }
 
 inline bool exited_zero(int status) { return WIFEXITED(status) && WEXITSTATUS(status) == 0; }
+
+/// The rate the stamps of `channel`'s last `window` really give, f =
+/// (n-1)/(Tn-T1): what a rate a tool reported a moment ago is compared
+/// with (a busy machine may run a publisher late; its nominal rate is then
+/// not what happened).
+inline double stamped_rate(const std::string& domain, const std::string& channel,
+                           std::chrono::nanoseconds window = 1s) {
+  shmbus::introspect::TimeListSnapshot snap;
+  shmbus::introspect::ChannelReader(domain, channel).snapshot(snap);
+  const std::int64_t now = shmbus::mono_now_ns();
+  std::vector<std::int64_t> in;
+  for (const std::int64_t t : snap.stamps) {
+    if (t > now - window.count() && t <= now) in.push_back(t);
+  }
+  if (in.size() < 2) return 0;
+  return static_cast<double>(in.size() - 1) * 1e9 / static_cast<double>(in.back() - in.front());
+}
 
 /// A command shmtool must refuse: its exit code and what its one stderr
 /// line must name.
