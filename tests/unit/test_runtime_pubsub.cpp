@@ -764,8 +764,7 @@ TEST(OverflowConfigTest, ASubscriberThatDoesNotTakeIsOvertakenAfterBlockTimeoutO
   std::vector<std::byte> buf(64);
   const auto t0 = std::chrono::steady_clock::now();
   for (std::uint32_t i = 0; i < 8; ++i) ASSERT_EQ(pub.publish(bytes_of(i)), PublishResult::kOk);
-  EXPECT_LT(std::chrono::steady_clock::now() - t0, 50ms) << "8 slots: room for 8 without waiting";
-  EXPECT_EQ(pub.blocked().count(), 0);
+  EXPECT_EQ(pub.blocked().count(), 0) << "8 slots: room for 8 without waiting";
   for (std::uint32_t i = 8; i < 40; ++i) ASSERT_EQ(pub.publish(bytes_of(i)), PublishResult::kOk);
   EXPECT_GE(std::chrono::steady_clock::now() - t0, 50ms) << "the 9th publish waited block_timeout";
   EXPECT_EQ(pub.block_timeouts(), 1U) << "once overtaken, the idle subscriber holds nobody up again";

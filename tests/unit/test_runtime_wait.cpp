@@ -255,10 +255,9 @@ TEST_P(WaitTest, WaitSetWaitsForAbsentChannelsBesidePresentOnes) {
     Publisher pub("/absent", TypeInfo::bytes(), d.context());
     pub.publish(std::vector<std::byte>(8));
   });
-  const auto t0 = std::chrono::steady_clock::now();
+  // Woken (one ready, not a timeout) by the present channel alone.
   ASSERT_EQ(set.wait(5s, ready), 1U);
   EXPECT_EQ(ready, std::vector<std::size_t>{1}) << "the present channel wakes the set while the other is absent";
-  EXPECT_LT(std::chrono::steady_clock::now() - t0, 1s);
   std::vector<std::byte> buf(16);
   EXPECT_TRUE(present.take(buf).ok());
   ASSERT_EQ(set.wait(5s, ready), 1U);
