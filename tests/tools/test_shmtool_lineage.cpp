@@ -100,7 +100,8 @@ class ShmtoolLineage : public ::testing::Test {
     // What the replay tests compare with: a recording that lost nothing.
     const ToolRun info = shmtool({"bag", "info", recording_, "--json"});
     ASSERT_EQ(info.code, 0) << info.err;
-    for (const json& c : json::parse(info.out)["channels"]) {
+    const json recorded = json::parse(info.out);
+    for (const json& c : recorded["channels"]) {
       EXPECT_EQ(c["lost"], 0) << "the recorder lost messages of " << c["name"] << ": " << info.out;
     }
   }
