@@ -400,6 +400,12 @@ static int run_bench(int argc, char** argv) {
       std::fprintf(stderr, "shmbus-bench: %s was not built in (install libiceoryx-posh-dev)\n", name.c_str());
       continue;
     }
+    if (name.find("iceoryx") != std::string::npos) {
+      if (const std::string why = iceoryx_refusal(); !why.empty()) {  // before any row runs
+        std::fprintf(stderr, "shmbus-bench: %s\n", why.c_str());
+        return 1;
+      }
+    }
     transports.push_back(std::move(t));
   }
   // Rows in transport order (the table's). Each repeat runs every row once,

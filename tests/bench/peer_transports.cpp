@@ -392,14 +392,7 @@ class IceoryxServiceLink final : public Link {
 class BenchRoudi {
  public:
   explicit BenchRoudi(const std::string& dir) {
-    // iceoryx 2.0 allows one RouDi per machine, and a running one has
-    // pools sized for its own users, not for these rows.
-    if (shmbus::iceoryx::roudi_running()) {
-      throw std::runtime_error(
-          "an iceoryx RouDi already runs on this machine (/tmp/roudi answers); the iceoryx rows need the "
-          "benchmark's own, with pools for their message sizes: stop the running one (shmbusd --roudi or "
-          "iox-roudi), or leave the iceoryx rows out of --transports");
-    }
+    if (const std::string why = iceoryx_refusal(); !why.empty()) throw std::runtime_error(why);
     // Pools for 64 B and 4 KiB payloads, raw and with shmbus's chunk
     // header, enough chunks for 256-deep queues in both directions.
     std::vector<std::uint32_t> sizes{128, 4224, iceoryx::chunk_payload_size(64), iceoryx::chunk_payload_size(4096)};
@@ -693,6 +686,15 @@ class SpscTransport final : public Transport {
 };
 
 }  // namespace
+
+std::string iceoryx_refusal() {
+  // iceoryx 2.0 allows one RouDi per machine, and a running one has pools
+  // sized for its own users, not for these rows.
+  if (!shmbus::iceoryx::roudi_running()) return {};
+  return "an iceoryx RouDi already runs on this machine (/tmp/roudi answers); the iceoryx rows need the "
+         "benchmark's own, with pools for their message sizes: stop the running one (shmbusd --roudi or "
+         "iox-roudi), or leave the iceoryx rows out of --transports";
+}
 
 std::unique_ptr<Transport> make_shmbus(ShmbusVariant variant) {
   switch (variant) {

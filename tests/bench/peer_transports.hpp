@@ -72,6 +72,9 @@ std::unique_ptr<Transport> make_service();
 /// over raw iceoryx). nullptr when iceoryx was not built in.
 enum class IceoryxKind { kRaw, kService, kShmbus };
 std::unique_ptr<Transport> make_iceoryx(const std::string& roudi_config_dir, IceoryxKind kind);
+/// Why the iceoryx rows cannot run here (a RouDi that is not the
+/// benchmark's already runs), or empty.
+std::string iceoryx_refusal();
 std::unique_ptr<Transport> make_boost_mq();
 std::unique_ptr<Transport> make_uds();
 std::unique_ptr<Transport> make_floor();
