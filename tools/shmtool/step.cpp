@@ -207,6 +207,9 @@ class StepPlayer {
       } else if (index_.count(id_of(origin->inputs[0].channel, origin->inputs[0].sequence)) == 0) {
         why = fmt::format("its trigger {}#{} is not in the recording (lost while recording?)",
                           origin->inputs[0].channel, origin->inputs[0].sequence);
+      } else if (overridden_.count(origin->inputs[0].channel) != 0) {
+        why = fmt::format("its trigger {}#{} is in no frame either", origin->inputs[0].channel,
+                          origin->inputs[0].sequence);
       } else {
         why = fmt::format("its trigger {}#{} is no output of {}", origin->inputs[0].channel, origin->inputs[0].sequence,
                           root_);
