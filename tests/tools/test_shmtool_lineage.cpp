@@ -39,6 +39,22 @@ std::string temp_path(const std::string& name) {
   return (std::filesystem::temp_directory_path() / (name + "_" + std::to_string(::getpid()) + ".mcap")).string();
 }
 
+/// The configuration every process of these tests runs with (recorder,
+/// modules, player). A channel's stall_timeout is how long its readers let
+/// a writer stay mid-message before they count the message lost: at the
+/// default 2 ms, a module descheduled between claiming and committing
+/// (two CPU hogs on two cores do that) lost a trigger for its reader, and
+/// a frame then failed. The rings hold 10 s of frames, so a recorder
+/// descheduled on a busy machine catches up instead of losing one.
+const std::string& lineage_config() {
+  static const std::string path = [] {
+    std::string p = temp_path("lineage_config") + ".toml";
+    std::ofstream(p) << "[defaults]\nstall_timeout = \"1s\"\ncapacity = 1024\n";
+    return p;
+  }();
+  return path;
+}
+
 /// One recording of the live pipeline for the whole suite: the recorder
 /// starts first (every channel then appears while it records and is read
 /// from its first message), the modules subscribe, then the sensors send
@@ -62,16 +78,7 @@ class ShmtoolLineage : public ::testing::Test {
     const std::string& d = domain_->name;
     auto recorder = start_tool({"record", "--all", "-o", recording_}, d);
     ASSERT_TRUE(recorder->wait_for_output("recording", 20s)) << recorder->output();
-    // The pipeline's channels allow a writer 100 ms mid-message: on a
-    // loaded VM a vCPU paused for over 2 ms (the default stall_timeout)
-    // made the recorder count a live writer's message lost, and the
-    // recording then missed a frame's input.
-    // The replay tests need every frame: the rings hold 10 s of frames, so
-    // a recorder descheduled on a busy machine catches up instead of
-    // losing one (a lost c3 leaves its c5 in no frame).
-    config_ = temp_path("lineage_config") + ".toml";
-    std::ofstream(config_) << "[defaults]\nstall_timeout = \"1s\"\ncapacity = 1024\n";
-    const std::vector<std::string> env{"SHMBUS_DOMAIN=" + d, "SHMBUS_CONFIG=" + config_};
+    const std::vector<std::string> env{"SHMBUS_DOMAIN=" + d, "SHMBUS_CONFIG=" + lineage_config()};
     std::vector<std::unique_ptr<ChildProcess>> modules;
     for (const char* m : {"m1", "m2"}) {
       modules.push_back(std::make_unique<ChildProcess>(
@@ -107,19 +114,17 @@ class ShmtoolLineage : public ::testing::Test {
   }
   static void TearDownTestSuite() {
     std::filesystem::remove(recording_);
-    std::filesystem::remove(config_);
+    std::filesystem::remove(lineage_config());
     domain_.reset();
   }
 
   static std::unique_ptr<DomainGuard> domain_;
   static std::string recording_;
-  static std::string config_;
   static bool attempted_;
   static bool recorded_;
 };
 std::unique_ptr<DomainGuard> ShmtoolLineage::domain_;
 std::string ShmtoolLineage::recording_;
-std::string ShmtoolLineage::config_;
 bool ShmtoolLineage::attempted_ = false;
 bool ShmtoolLineage::recorded_ = false;
 
@@ -245,8 +250,8 @@ struct LiveModules {
     for (const auto& m : modules) {
       std::vector<std::string> args{kPipeline};
       args.insert(args.end(), m.begin(), m.end());
-      procs.push_back(
-          std::make_unique<ChildProcess>(args, true, std::vector<std::string>{"SHMBUS_DOMAIN=" + domain.name}));
+      procs.push_back(std::make_unique<ChildProcess>(
+          args, true, std::vector<std::string>{"SHMBUS_DOMAIN=" + domain.name, "SHMBUS_CONFIG=" + lineage_config()}));
     }
   }
   ~LiveModules() {
@@ -260,7 +265,8 @@ struct LiveModules {
 
 ToolRun step(const std::string& recording, const std::string& out, const std::string& domain,
              std::vector<std::string> extra = {}) {
-  std::vector<std::string> args{"play", recording, "--step", "--modules", "m1,m2", "-o", out, "--timeout", "10s"};
+  std::vector<std::string> args{"--config", lineage_config(), "play", recording, "--step", "--modules", "m1,m2", "-o",
+                                out,        "--timeout",      "10s"};
   args.insert(args.end(), extra.begin(), extra.end());
   return shmtool(tool_args(args, domain));
 }
