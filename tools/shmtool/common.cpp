@@ -36,6 +36,16 @@ introspect::ChannelReader open_channel(const Config& config, std::string_view ch
   }
 }
 
+namespace {
+
+/// The one line a command says while it waits for a channel.
+void say_waiting(const Config& config, std::string_view channel) {
+  std::fprintf(stderr, "waiting for %.*s to appear in domain \"%s\"\n", static_cast<int>(channel.size()),
+               channel.data(), config.domain.c_str());
+}
+
+}  // namespace
+
 std::optional<introspect::ChannelReader> await_channel(const Config& config, std::string_view channel, bool no_wait) {
   if (no_wait) return open_channel(config, channel);
   bool said = false;
@@ -46,8 +56,7 @@ std::optional<introspect::ChannelReader> await_channel(const Config& config, std
       if (e.code() != Errc::kNotFound) throw;
     }
     if (!said) {
-      std::fprintf(stderr, "waiting for %.*s to appear in domain \"%s\"\n", static_cast<int>(channel.size()),
-                   channel.data(), config.domain.c_str());
+      say_waiting(config, channel);
       said = true;
     }
     sleep_until(mono_now_ns() + 20'000'000);
@@ -65,7 +74,7 @@ Subscriber subscribe_reader(const Config& config, Context& context, std::string_
 bool await_attached(const Config& config, const std::vector<Subscriber*>& subscribers) {
   for (Subscriber* sub : subscribers) {
     if (sub->attach()) continue;
-    std::fprintf(stderr, "waiting for %s to appear in domain \"%s\"\n", sub->channel().c_str(), config.domain.c_str());
+    say_waiting(config, sub->channel());
     while (!sub->attach()) {
       if (stop_requested()) return false;
       sleep_until(mono_now_ns() + 10'000'000);
