@@ -16,8 +16,8 @@
 #include <regex>
 #include <thread>
 
-#include "http.hpp"
 #include "shmbus/cli.hpp"
+#include "shmbus/daemon/http.hpp"
 #include "shmbus/introspect.hpp"
 #include "shmbus/monitor/monitor.hpp"
 #include "shmbus/publisher.hpp"

@@ -23,8 +23,8 @@
 #include <thread>
 #include <vector>
 
-#include "http.hpp"
 #include "multiprocess/child_process.hpp"
+#include "shmbus/daemon/http.hpp"
 #include "shmbus/iceoryx.hpp"
 #include "shmbus/introspect.hpp"
 #include "shmbus/subscriber.hpp"

@@ -6,9 +6,9 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
-#include "daemon.hpp"
-#include "metrics.hpp"
-#include "outputs.hpp"
+#include "shmbus/daemon/daemon.hpp"
+#include "shmbus/daemon/metrics.hpp"
+#include "shmbus/daemon/outputs.hpp"
 #include "shmbus/error.hpp"
 #include "shmbus/introspect.hpp"
 #include "shmbus/monitor/config_report.hpp"

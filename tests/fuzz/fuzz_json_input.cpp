@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-#include "shmbus/json_input.hpp"
+#include "shmbus/schema/json_input.hpp"
 
 using namespace shmbus::schema;
 

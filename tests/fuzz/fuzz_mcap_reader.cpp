@@ -19,7 +19,7 @@
 
 #include "shmbus/error.hpp"
 #include "shmbus/lineage.hpp"
-#include "shmbus/mcap.hpp"
+#include "shmbus/record/mcap.hpp"
 
 using namespace shmbus;
 

@@ -19,9 +19,9 @@
 #include <thread>
 #include <tuple>
 
-#include "http.hpp"
 #include "multiprocess/child_process.hpp"
 #include "multiprocess/peer_protocol.hpp"
+#include "shmbus/daemon/http.hpp"
 #include "shmbus/introspect.hpp"
 #include "shmbus/publisher.hpp"
 #include "support/test_domain.hpp"

@@ -8,9 +8,9 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "shmbus/json_input.hpp"
 #include "shmbus/names.hpp"
 #include "shmbus/schema.hpp"
+#include "shmbus/schema/json_input.hpp"
 
 namespace {
 

@@ -19,8 +19,8 @@
 #include "format.hpp"
 #include "recording.hpp"
 #include "shmbus/error.hpp"
-#include "shmbus/mcap.hpp"
 #include "shmbus/publisher.hpp"
+#include "shmbus/record/mcap.hpp"
 #include "shmbus_msgs/Clock.hpp"
 
 namespace shmbus::tool {

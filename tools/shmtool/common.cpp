@@ -8,8 +8,8 @@
 #include <cstdlib>
 
 #include "shmbus/error.hpp"
-#include "shmbus/json_input.hpp"
 #include "shmbus/monitor/config_report.hpp"
+#include "shmbus/schema/json_input.hpp"
 
 namespace shmbus::tool {
 

@@ -11,7 +11,7 @@
 #include "recording.hpp"
 #include "shmbus/error.hpp"
 #include "shmbus/lineage.hpp"
-#include "shmbus/mcap.hpp"
+#include "shmbus/record/mcap.hpp"
 
 namespace shmbus::tool {
 

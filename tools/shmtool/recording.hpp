@@ -10,7 +10,7 @@
 #include <span>
 
 #include "shmbus/lineage.hpp"
-#include "shmbus/mcap.hpp"
+#include "shmbus/record/mcap.hpp"
 #include "shmbus/types.hpp"
 #include "shmbus_msgs/MessageProvenance.hpp"
 

@@ -39,10 +39,10 @@
 #include "shmbus/error.hpp"
 #include "shmbus/input_scope.hpp"
 #include "shmbus/introspect.hpp"
-#include "shmbus/json_input.hpp"
 #include "shmbus/lineage.hpp"
-#include "shmbus/mcap.hpp"
 #include "shmbus/publisher.hpp"
+#include "shmbus/record/mcap.hpp"
+#include "shmbus/schema/json_input.hpp"
 #include "shmbus/subscriber.hpp"
 #include "shmbus/wait_set.hpp"
 

@@ -7,7 +7,7 @@
 
 #include "server.hpp"
 #include "shmbus/clock.hpp"
-#include "shmbus/json_input.hpp"
+#include "shmbus/schema/json_input.hpp"
 
 namespace shmbus::bridge {
 

@@ -1,0 +1,318 @@
+#include "shmbus/daemon/daemon.hpp"
+
+#include <signal.h>
+#include <spdlog/spdlog.h>
+#include <systemd/sd-daemon.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+#include <CLI/CLI.hpp>
+#include <chrono>
+#include <cstdlib>
+#include <memory>
+#include <mutex>
+
+#include "shmbus/cli.hpp"
+#include "shmbus/clock.hpp"
+#include "shmbus/daemon/http.hpp"
+#include "shmbus/daemon/metrics.hpp"
+#include "shmbus/daemon/outputs.hpp"
+#include "shmbus/daemon/roudi.hpp"
+#include "shmbus/error.hpp"
+#include "shmbus/iceoryx.hpp"
+#include "shmbus/monitor/bus_channels.hpp"
+#include "shmbus/monitor/monitor.hpp"
+#include "shmbus/names.hpp"
+#include "shmbus/service_shell.hpp"
+
+namespace shmbus::daemon {
+
+using monitor::ChannelStatus;
+using monitor::Level;
+using monitor::Transition;
+
+namespace {
+
+constexpr std::int64_t kStatusPeriodNs = 1'000'000'000;
+
+void log_transition(const Transition& t) {
+  const auto level = t.new_level == Level::kNominal    ? spdlog::level::info
+                     : t.new_level == Level::kDegraded ? spdlog::level::warn
+                                                       : spdlog::level::err;
+  spdlog::log(level,
+              "channel {}: level {} ({}) -> {} ({}), frequency {:.3f} Hz over {}, thresholds f1={} f2={} f3={} Hz",
+              t.channel, static_cast<int>(t.old_level), to_string(t.old_level), static_cast<int>(t.new_level),
+              to_string(t.new_level), t.frequency_hz, format_duration(std::chrono::nanoseconds(t.window_ns)),
+              t.thresholds_hz[0], t.thresholds_hz[1], t.thresholds_hz[2]);
+}
+
+/// Sleeps until `deadline_ns` (CLOCK_MONOTONIC) or a signal of `set`.
+/// Returns the signal, or 0 at the deadline.
+int wait_for_signal(const sigset_t& set, std::int64_t deadline_ns) {
+  const std::int64_t left = std::max<std::int64_t>(0, deadline_ns - mono_now_ns());
+  const timespec timeout{static_cast<time_t>(left / 1'000'000'000), static_cast<long>(left % 1'000'000'000)};
+  const int sig = ::sigtimedwait(&set, nullptr, &timeout);
+  return sig > 0 ? sig : 0;
+}
+
+/// What one scan found, taken out of the lock to be emitted.
+struct ScanFindings {
+  std::vector<Transition> transitions;
+  std::vector<std::string> truncated;
+  std::vector<std::pair<std::string, std::string>> unreadable;  ///< channel, why
+  std::vector<ChannelStatus> statistics;                        ///< empty unless a statistics window closed
+};
+
+/// The daemon: set-up, then scan -> emit -> notify every scan period, and
+/// reload on SIGHUP. The monitor and the figures are shared with the
+/// /metrics thread under `mutex_`.
+class Daemon {
+ public:
+  explicit Daemon(const Options& options)
+      : options_(options),
+        config_(load_config(options)),
+        domain_(config_.domain),
+        listen_(config_.monitor.metrics_listen),
+        monitor_(config_),
+        roudi_(options.roudi ? std::make_unique<RoudiSupervisor>(config_, roudi_file()) : nullptr),
+        bus_context_(bus_config(config_)),
+        bus_(bus_context_) {
+    for (const std::string& w : monitor::config_warnings(config_)) spdlog::warn("{}", w);
+    if (!config_.monitor.webhook.empty()) {
+      webhook_ = std::make_unique<AlertmanagerWebhook>(config_.monitor.webhook, domain_);
+    }
+    if (listen_ != "off") serve_metrics();
+    watchdog_ = sd_watchdog_enabled(0, &watchdog_usec_) > 0;
+  }
+
+  int run() {
+    const sigset_t signals = cli::signal_set({SIGHUP, SIGTERM, SIGINT});
+    std::int64_t next_scan = mono_now_ns();
+    next_statistics_ = next_scan + config_.monitor.statistics_period.count();
+    spdlog::info("watching domain \"{}\": scan every {}, statistics every {}", domain_,
+                 format_duration(config_.monitor.scan_period), format_duration(config_.monitor.statistics_period));
+    for (;;) {
+      const std::int64_t now = mono_now_ns();
+      if (roudi_) roudi_->check(now);
+      emit(scan(now), now);
+      notify(now);
+      next_scan += config_.monitor.scan_period.count();
+      if (next_scan < mono_now_ns()) next_scan = mono_now_ns();  // overran: do not burst to catch up
+      for (;;) {
+        const int sig = wait_for_signal(signals, next_scan);
+        if (sig == 0) break;
+        if (sig == SIGHUP) {
+          reload();
+          continue;
+        }
+        spdlog::info("stopping on signal {}", sig);
+        sd_notify(0, "STOPPING=1");
+        return 0;
+      }
+    }
+  }
+
+ private:
+  /// Where --roudi writes RouDi's pools: systemd's RuntimeDirectory, else
+  /// the temporary directory.
+  static std::string roudi_file() {
+    const char* dir = std::getenv("RUNTIME_DIRECTORY");  // NOLINT(concurrency-mt-unsafe): read at set-up
+    return fmt::format("{}/shmbusd-roudi-{}.toml", dir != nullptr ? dir : "/tmp", ::getpid());
+  }
+
+  static Config bus_config(Config c) {
+    c.node = "shmbusd";
+    return c;
+  }
+
+  void serve_metrics() {
+    const std::int64_t stale_after = 3 * config_.monitor.scan_period.count();
+    http_ = std::make_unique<HttpServer>(listen_, [this, stale_after](const std::string& target) -> HttpResponse {
+      std::lock_guard lock(mutex_);
+      if (target == "/metrics") {
+        return {200, "text/plain; version=0.0.4; charset=utf-8",
+                render_metrics(domain_, monitor_.statuses(), figures_)};
+      }
+      if (target == "/healthz") {
+        const bool fresh = last_scan_ns_ != 0 && mono_now_ns() - last_scan_ns_ < stale_after;
+        return {fresh ? 200 : 503, "text/plain; charset=utf-8", fresh ? "ok\n" : "no recent scan\n"};
+      }
+      return {404, "text/plain; charset=utf-8", "try /metrics or /healthz\n"};
+    });
+    spdlog::info("serving /metrics and /healthz on {} (port {})", listen_, http_->port());
+  }
+
+  /// One scan, and the statistics window when it closes, under the lock.
+  ScanFindings scan(std::int64_t now) {
+    ScanFindings f;
+    std::lock_guard lock(mutex_);
+    f.transitions = monitor_.scan(now);
+    figures_.last_scan_seconds = static_cast<double>(mono_now_ns() - now) / 1e9;
+    figures_.scans++;
+    figures_.transitions += f.transitions.size();
+    if (webhook_) figures_.webhook_failures = webhook_->failures();
+    last_scan_ns_ = now;
+    f.truncated = monitor_.take_truncation_warnings();
+    for (const std::string& name : monitor_.take_unreadable_warnings()) {
+      f.unreadable.emplace_back(name, monitor_.unreadable().at(name));
+    }
+    if (now >= next_statistics_) {
+      monitor_.refresh_statistics();
+      f.statistics = monitor_.statuses();
+      next_statistics_ += config_.monitor.statistics_period.count();
+      if (next_statistics_ <= now) next_statistics_ = now + config_.monitor.statistics_period.count();
+    }
+    return f;
+  }
+
+  /// Logs, bus channels and the webhook, outside the lock.
+  void emit(const ScanFindings& f, std::int64_t now) {
+    for (const Transition& t : f.transitions) {
+      log_transition(t);
+      bus_.publish_alert(t);
+      if (webhook_) webhook_->notify(t);
+    }
+    for (const std::string& name : f.truncated) {
+      spdlog::warn(
+          "channel {}: the time list wrapped inside the {} window: it is too small for the channel's rate; "
+          "the frequency is computed from the stamps that are left (raise time_list_capacity)",
+          name, format_duration(config_.channel(name).window));
+    }
+    for (const auto& [name, why] : f.unreadable) spdlog::error("channel {} is not watched: {}", name, why);
+    for (const ChannelStatus& c : f.statistics) {
+      if (monitor::is_bus_channel(c.name)) continue;  // not statistics of our own statistics
+      bus_.publish_statistics(c, now - c.window_ns, now);
+    }
+    if (webhook_) webhook_->tick();
+  }
+
+  /// systemd: READY once, STATUS every second, the watchdog at half its period.
+  void notify(std::int64_t now) {
+    if (!ready_) {
+      sd_notify(0, "READY=1");
+      ready_ = true;
+    }
+    if (now >= next_status_) {
+      std::lock_guard lock(mutex_);
+      sd_notifyf(0, "STATUS=%zu channels in domain %s, %zu alerting", monitor_.channel_count(), domain_.c_str(),
+                 monitor_.alerting_count());
+      next_status_ = now + kStatusPeriodNs;
+    }
+    if (watchdog_ && now >= next_watchdog_) {
+      sd_notify(0, "WATCHDOG=1");
+      next_watchdog_ = now + static_cast<std::int64_t>(watchdog_usec_) * 1000 / 2;
+    }
+  }
+
+  /// SIGHUP: thresholds, windows and debounce from the file again; the
+  /// domain and the listen address stay until a restart.
+  void reload() {
+    sd_notify(0, "RELOADING=1");
+    try {
+      Config fresh = load_config(options_);
+      if (fresh.domain != domain_) {
+        spdlog::warn("reload: the domain changed to \"{}\"; keeping \"{}\" (restart to switch)", fresh.domain, domain_);
+        fresh.domain = domain_;
+      }
+      if (fresh.monitor.metrics_listen != listen_) {
+        spdlog::warn("reload: metrics_listen changed; it takes effect at restart");
+      }
+      for (const std::string& w : monitor::config_warnings(fresh)) spdlog::warn("{}", w);
+      {
+        std::lock_guard lock(mutex_);
+        monitor_.reload(fresh);
+      }
+      config_ = std::move(fresh);
+      spdlog::info("reloaded {}", config_.source);
+    } catch (const Error& e) {
+      spdlog::error("reload refused, keeping the running configuration: {}", e.what());
+    }
+    sd_notify(0, "READY=1");
+  }
+
+  Options options_;
+  Config config_;
+  const std::string domain_;
+  const std::string listen_;
+  std::mutex mutex_;  ///< monitor_, figures_ and last_scan_ns_, between the loop and /metrics
+  monitor::Monitor monitor_;
+  DaemonFigures figures_;
+  std::int64_t last_scan_ns_ = 0;
+  /// Before the bus outputs: their channels may be iceoryx channels.
+  std::unique_ptr<RoudiSupervisor> roudi_;
+  Context bus_context_;
+  BusOutputs bus_;
+  std::unique_ptr<AlertmanagerWebhook> webhook_;
+  std::unique_ptr<HttpServer> http_;
+  std::int64_t next_statistics_ = 0;
+  std::int64_t next_status_ = 0;
+  bool ready_ = false;
+  bool watchdog_ = false;
+  std::uint64_t watchdog_usec_ = 0;
+  std::int64_t next_watchdog_ = 0;
+};
+
+}  // namespace
+
+Config load_config(const Options& options) {
+  Config c = monitor::load_config(options.source);
+  if (options.metrics_listen) c.monitor.metrics_listen = *options.metrics_listen;
+  if (c.monitor.metrics_listen != "off") (void)parse_host_port(c.monitor.metrics_listen, "metrics_listen");
+  if (!c.monitor.webhook.empty()) (void)parse_http_url(c.monitor.webhook);
+  return c;
+}
+
+int run(const Options& options, bool to_journal) {
+  spdlog::set_default_logger(service_shell::make_logger("shmbusd", to_journal));
+  Daemon daemon(options);
+  return daemon.run();
+}
+
+int daemon_main(int argc, char** argv) {
+  CLI::App app{"shmbus monitoring daemon: frequencies, alerts and statistics of every channel", "shmbusd"};
+  Options options;
+  std::string check;
+  std::string domain;
+  std::string listen;
+  app.add_option("-c,--config", options.source.path, "configuration file (default: SHMBUS_CONFIG)");
+  app.add_option("--domain", domain, "domain to watch (overrides the file and SHMBUS_DOMAIN)");
+  app.add_option("--metrics-listen", listen, "ADDRESS:PORT for /metrics and /healthz, or off");
+  app.add_option("--check-config", check, "validate FILE, print the effective settings, exit 0 or 2");
+  app.add_flag("--foreground", options.foreground, "stay in the foreground (systemd runs it so anyway)");
+  app.add_flag("--roudi", options.roudi,
+               "run iceoryx's RouDi (iox-roudi) for the iceoryx channels, pools sized from the configuration");
+  bool print_roudi_config = false;
+  app.add_flag("--roudi-config", print_roudi_config,
+               "print the RouDi configuration (iox-roudi -c) derived from the configuration, exit");
+  if (auto rc = cli::parse(app, argc, argv)) return *rc;
+  if (!domain.empty()) options.source.domain = domain;
+  if (!listen.empty()) options.metrics_listen = listen;
+  return cli::guarded("shmbusd", [&] {
+    if (print_roudi_config) {
+      std::fputs(iceoryx::roudi_config(load_config(options)).c_str(), stdout);
+      return 0;
+    }
+    if (!check.empty()) {
+      Options o = options;
+      o.source.path = check;
+      const Config c = load_config(o);
+      std::fputs(monitor::describe_config(c).c_str(), stdout);
+      for (const std::string& w : monitor::config_warnings(c)) std::fprintf(stderr, "%s\n", w.c_str());
+      return 0;
+    }
+    // Signals are taken synchronously by the loop (sigtimedwait): block them
+    // before any thread starts, so every thread inherits the mask.
+    const sigset_t signals = cli::signal_set({SIGHUP, SIGTERM, SIGINT});
+    ::pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+    bool to_journal = service_shell::stderr_is_journal();
+    if (!options.foreground && !to_journal &&
+        std::getenv("NOTIFY_SOCKET") == nullptr) {  // NOLINT(concurrency-mt-unsafe)
+      // Classic daemon: detach from the terminal; logs go to the journal.
+      if (::daemon(0, 0) != 0) throw Error(Errc::kResource, "cannot detach into the background (daemon(3) failed)");
+      to_journal = true;
+    }
+    return run(options, to_journal);
+  });
+}
+
+}  // namespace shmbus::daemon

@@ -1,0 +1,118 @@
+#include "shmbus/names.hpp"
+
+#include <fmt/format.h>
+
+#include "shmbus/error.hpp"
+#include "shmbus/utf8.hpp"
+
+namespace shmbus {
+namespace {
+
+bool is_name_char(char c) noexcept {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-';
+}
+
+}  // namespace
+
+void validate_channel_name(std::string_view name) {
+  const auto bad = [&](const std::string& why) {
+    throw Error(Errc::kInvalidArgument, "channel name \"" + std::string{name} + "\" " + why +
+                                            "; use /segment[/segment...] with letters, digits, '_' and '-', at most " +
+                                            std::to_string(kMaxChannelName) + " bytes");
+  };
+  if (name.empty() || name.front() != '/') bad("must start with '/'");
+  if (name.size() > kMaxChannelName) bad("is " + std::to_string(name.size()) + " bytes long");
+  if (name.back() == '/') bad("must not end with '/'");
+  for (std::size_t i = 0; i < name.size(); ++i) {
+    const char c = name[i];
+    if (c == '/') {
+      if (i + 1 < name.size() && name[i + 1] == '/') bad("has an empty segment ('//')");
+    } else if (!is_name_char(c)) {
+      bad("has the character '" + std::string(1, c) + "' at position " + std::to_string(i));
+    }
+  }
+}
+
+void validate_domain_name(std::string_view domain) {
+  bool ok = !domain.empty() && domain.size() <= kMaxDomainName;
+  for (char c : domain) ok = ok && is_name_char(c);
+  if (!ok) {
+    throw Error(Errc::kInvalidArgument,
+                "domain \"" + std::string{domain} + "\" is not valid; use 1 to 32 letters, digits, '_' or '-'");
+  }
+}
+
+void validate_node_name(std::string_view node) {
+  bool ok = !node.empty() && node.size() <= kMaxNodeName;
+  for (char c : node) ok = ok && c > ' ' && c < 127;
+  if (!ok) {
+    throw Error(Errc::kInvalidArgument, "node name \"" + std::string{node} +
+                                            "\" is not valid; use 1 to 63 printable ASCII characters without spaces");
+  }
+}
+
+namespace {
+constexpr std::string_view kRequestSuffix = "/_request";
+constexpr std::string_view kResponseSuffix = "/_response";
+constexpr std::string_view kRequestTypeSuffix = "_Request";
+constexpr std::string_view kResponseTypeSuffix = "_Response";
+
+std::string concat(std::string_view a, std::string_view b) { return std::string{a}.append(b); }
+
+std::string strip_suffix(std::string_view s, std::string_view suffix) {
+  if (s.size() <= suffix.size() || s.substr(s.size() - suffix.size()) != suffix) return {};
+  return std::string{s.substr(0, s.size() - suffix.size())};
+}
+}  // namespace
+
+std::string service_request_channel(std::string_view service) { return concat(service, kRequestSuffix); }
+std::string service_response_channel(std::string_view service) { return concat(service, kResponseSuffix); }
+std::string service_request_type(std::string_view service_type) { return concat(service_type, kRequestTypeSuffix); }
+std::string service_response_type(std::string_view service_type) { return concat(service_type, kResponseTypeSuffix); }
+std::string service_of_request_channel(std::string_view channel) { return strip_suffix(channel, kRequestSuffix); }
+std::string service_type_of_request_type(std::string_view request_type) {
+  return strip_suffix(request_type, kRequestTypeSuffix);
+}
+
+std::string domain_object_prefix(std::string_view domain) { return "shmbus." + std::string{domain} + "."; }
+
+std::string registry_object_name(std::string_view domain) { return domain_object_prefix(domain) + "registry"; }
+
+std::string channel_object_name(std::string_view domain, std::string_view channel) {
+  // '/' cannot appear in a POSIX shm name; '.' cannot appear in a channel
+  // name, so the mapping is one-to-one.
+  std::string out = domain_object_prefix(domain) + "c";
+  for (char c : channel) out.push_back(c == '/' ? '.' : c);
+  return out;
+}
+
+std::string escape_name(std::string_view name) {
+  const auto plain = [&](std::size_t i, std::size_t n) {
+    if (n != 1)
+      return n != 0 && !(static_cast<unsigned char>(name[i]) == 0xC2 &&
+                         static_cast<unsigned char>(name[i + 1]) < 0xA0);  // not a C1 control
+    const auto c = static_cast<unsigned char>(name[i]);
+    return c >= 0x20 && c != 0x7F && c != '\\';
+  };
+  bool clean = true;
+  for (std::size_t i = 0; i < name.size() && clean;) {
+    const std::size_t n = utf8_sequence(name, i);
+    clean = plain(i, n);
+    i += n;
+  }
+  if (clean) return std::string{name};
+  std::string out;
+  for (std::size_t i = 0; i < name.size();) {
+    const std::size_t n = utf8_sequence(name, i);
+    if (plain(i, n)) {
+      out.append(name.substr(i, n));
+      i += n;
+    } else {
+      out += fmt::format("\\x{:02x}", static_cast<unsigned char>(name[i]));
+      ++i;
+    }
+  }
+  return out;
+}
+
+}  // namespace shmbus

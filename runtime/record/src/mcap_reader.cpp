@@ -1,0 +1,529 @@
+// The MCAP reader: maps the file, checks its frame (magic, footer, summary
+// CRC), reads the summary, and merges the chunks' messages into log-time
+// order, loading a chunk only when its first message is due.
+#include <fcntl.h>
+#include <lz4frame.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zstd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <map>
+#include <optional>
+#include <queue>
+#include <system_error>
+
+#include "shmbus/error.hpp"
+#include "shmbus/record/mcap.hpp"
+
+namespace shmbus::mcap {
+
+namespace {
+
+constexpr std::uint64_t kFooterRecord = 1 + 8 + 8 + 8 + 4;
+/// The most a zstd chunk can expand (an RLE block: 4 bytes for 128 KiB).
+constexpr std::uint64_t kMaxZstdRatio = 32768;
+/// The largest chunk read: the recorder's chunks are a few MiB, and a
+/// chunk holds at least one message (a camera frame of tens of MiB).
+constexpr std::uint64_t kMaxChunkBytes = std::uint64_t{1} << 30;
+
+/// One message of a loaded chunk: its log time and where its record starts.
+struct MessageRef {
+  std::uint64_t log_time = 0;
+  std::size_t at = 0;
+};
+
+struct LoadedChunk {
+  std::vector<std::byte> records;
+  std::vector<MessageRef> messages;  ///< sorted by log time (stable)
+};
+
+}  // namespace
+
+/// Reads fields from a span, naming the file offset of whatever is wrong.
+class Cursor {
+ public:
+  Cursor(std::span<const std::byte> bytes, std::uint64_t file_offset,
+         const std::function<void(std::uint64_t, const std::string&)>& bad)
+      : bytes_(bytes), base_(file_offset), bad_(bad) {}
+
+  std::uint8_t u8() { return get<std::uint8_t>(); }
+  std::uint16_t u16() { return get<std::uint16_t>(); }
+  std::uint32_t u32() { return get<std::uint32_t>(); }
+  std::uint64_t u64() { return get<std::uint64_t>(); }
+  std::span<const std::byte> take(std::uint64_t n) {
+    need(n);
+    auto s = bytes_.subspan(at_, static_cast<std::size_t>(n));
+    at_ += static_cast<std::size_t>(n);
+    return s;
+  }
+  std::string str() {
+    const auto s = take(u32());
+    return {reinterpret_cast<const char*>(s.data()), s.size()};
+  }
+  KeyValues key_values() {
+    Cursor in(take(u32()), offset(), bad_);
+    KeyValues kv;
+    while (!in.done()) {
+      std::string k = in.str();
+      kv.emplace_back(std::move(k), in.str());
+    }
+    return kv;
+  }
+  [[nodiscard]] bool done() const noexcept { return at_ >= bytes_.size(); }
+  [[nodiscard]] std::uint64_t offset() const noexcept { return base_ + at_; }
+  [[nodiscard]] std::size_t position() const noexcept { return at_; }
+
+ private:
+  void need(std::uint64_t n) {
+    if (n > bytes_.size() - at_) {
+      bad_(offset(), "a field runs past its record (" + std::to_string(n) + " bytes wanted, " +
+                         std::to_string(bytes_.size() - at_) + " left)");
+    }
+  }
+  template <typename T>
+  T get() {
+    need(sizeof(T));
+    T v;
+    std::memcpy(&v, bytes_.data() + at_, sizeof(T));
+    at_ += sizeof(T);
+    return v;
+  }
+  std::span<const std::byte> bytes_;
+  std::uint64_t base_;
+  std::size_t at_ = 0;
+  const std::function<void(std::uint64_t, const std::string&)>& bad_;
+};
+
+namespace {
+
+Schema read_schema(Cursor& c) {
+  Schema s;
+  s.id = c.u16();
+  s.name = c.str();
+  s.encoding = c.str();
+  s.data = c.str();
+  return s;
+}
+
+Channel read_channel(Cursor& c) {
+  Channel ch;
+  ch.id = c.u16();
+  ch.schema_id = c.u16();
+  ch.topic = c.str();
+  ch.message_encoding = c.str();
+  ch.metadata = c.key_values();
+  return ch;
+}
+
+Metadata read_metadata(Cursor& c) {
+  Metadata m;
+  m.name = c.str();
+  m.values = c.key_values();
+  return m;
+}
+
+}  // namespace
+
+const Channel* FileInfo::channel(std::uint16_t id) const noexcept {
+  for (const auto& c : channels) {
+    if (c.id == id) return &c;
+  }
+  return nullptr;
+}
+
+const Schema* FileInfo::schema(std::uint16_t id) const noexcept {
+  for (const auto& s : schemas) {
+    if (s.id == id) return &s;
+  }
+  return nullptr;
+}
+
+struct Reader::Impl {
+  FileInfo info;
+  int fd = -1;
+  const std::byte* base = nullptr;
+  std::size_t size = 0;
+  std::vector<ChunkIndex> chunks;
+  std::function<void(std::uint64_t, const std::string&)> bad = [this](std::uint64_t at, const std::string& what) {
+    throw Error(Errc::kConfig, info.path + ": not a valid MCAP file at byte " + std::to_string(at) + ": " + what);
+  };
+
+  ~Impl() {
+    if (base != nullptr) ::munmap(const_cast<std::byte*>(base), size);
+    if (fd >= 0) ::close(fd);
+  }
+
+  [[nodiscard]] std::span<const std::byte> bytes(std::uint64_t from, std::uint64_t n) const {
+    if (from > size || n > size - from) {
+      bad(from, "a record reaches past the end of the file (" + std::to_string(size) + " bytes)");
+    }
+    return {base + from, static_cast<std::size_t>(n)};
+  }
+
+  /// The record at `at`: its opcode and its content.
+  std::pair<Op, std::span<const std::byte>> record(std::uint64_t at) const {
+    Cursor c(bytes(at, 9), at, bad);
+    const auto op = static_cast<Op>(c.u8());
+    const std::uint64_t length = c.u64();
+    return {op, bytes(at + 9, length)};
+  }
+
+  /// Maps the file; `min_size`: fewer bytes cannot be what is asked for.
+  void open_file(std::size_t min_size = 8 + 9 + kFooterRecord + 8) {
+    fd = ::open(info.path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+      const int e = errno;
+      throw Error(e == ENOENT ? Errc::kNotFound : Errc::kResource,
+                  info.path + ": cannot open it: " + std::system_category().message(e));
+    }
+    struct stat st {};
+    if (::fstat(fd, &st) != 0) throw Error(Errc::kResource, info.path + ": cannot stat it");
+    size = static_cast<std::size_t>(st.st_size);
+    info.bytes = size;
+    if (size < min_size) bad(0, "too short to be an MCAP file (" + std::to_string(size) + " bytes)");
+    void* m = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (m == MAP_FAILED) throw Error(Errc::kResource, info.path + ": cannot map it");
+    base = static_cast<const std::byte*>(m);
+  }
+
+  void check_frame(std::uint64_t& summary_start, std::uint64_t& summary_offset_start) {
+    read_header();
+    if (std::memcmp(base + size - 8, kMagic, 8) != 0) {
+      bad(size - 8, "no MCAP magic at the end (an unfinished recording? shmtool bag recover rebuilds it)");
+    }
+    const std::uint64_t footer_at = size - 8 - kFooterRecord;
+    const auto [op, footer] = record(footer_at);
+    if (op != Op::kFooter || footer.size() != 20) bad(footer_at, "no footer record before the end magic");
+    Cursor f(footer, footer_at + 9, bad);
+    summary_start = f.u64();
+    summary_offset_start = f.u64();
+    const std::uint32_t summary_crc = f.u32();
+    if (summary_start == 0) bad(footer_at, "no summary section (shmtool bag recover rebuilds the index)");
+    if (summary_start > footer_at) bad(footer_at, "the footer points past itself for the summary");
+    if (summary_crc != 0) {
+      const std::uint32_t crc = crc32(bytes(summary_start, footer_at + 1 + 8 + 16 - summary_start));
+      if (crc != summary_crc)
+        bad(summary_start,
+            "summary CRC mismatch (file " + std::to_string(summary_crc) + ", computed " + std::to_string(crc) + ")");
+    }
+  }
+
+  /// The magic and the header record; returns where the next record starts.
+  std::uint64_t read_header() {
+    if (std::memcmp(base, kMagic, 8) != 0) bad(0, "no MCAP magic at the start");
+    const auto [op, header] = record(8);
+    if (op != Op::kHeader) bad(8, "the first record is not a header");
+    Cursor h(header, 17, bad);
+    info.profile = h.str();
+    info.library = h.str();
+    return 8 + 9 + header.size();
+  }
+
+  void read_summary(std::uint64_t start, std::uint64_t end) {
+    std::vector<std::uint64_t> metadata_at;
+    std::vector<std::string> compressions;
+    for (std::uint64_t at = start; at < end;) {
+      const auto [op, content] = record(at);
+      Cursor c(content, at + 9, bad);
+      switch (op) {
+        case Op::kSchema:
+          info.schemas.push_back(read_schema(c));
+          break;
+        case Op::kChannel:
+          info.channels.push_back(read_channel(c));
+          break;
+        case Op::kStatistics: {
+          Statistics& s = info.statistics;
+          s.message_count = c.u64();
+          s.schema_count = c.u16();
+          s.channel_count = c.u32();
+          s.attachment_count = c.u32();
+          s.metadata_count = c.u32();
+          s.chunk_count = c.u32();
+          s.message_start_time = c.u64();
+          s.message_end_time = c.u64();
+          Cursor m(c.take(c.u32()), c.offset(), bad);
+          while (!m.done()) {
+            const std::uint16_t id = m.u16();
+            s.channel_message_counts.emplace_back(id, m.u64());
+          }
+          break;
+        }
+        case Op::kChunkIndex: {
+          ChunkIndex r;
+          r.start_time = c.u64();
+          r.end_time = c.u64();
+          r.offset = c.u64();
+          r.length = c.u64();
+          const std::uint32_t offsets_length = c.u32();
+          const std::uint64_t offsets_at = c.offset();
+          Cursor offsets(c.take(offsets_length), offsets_at, bad);
+          while (!offsets.done()) {
+            const std::uint16_t id = offsets.u16();
+            r.message_index_offsets.emplace_back(id, offsets.u64());
+          }
+          r.message_index_length = c.u64();
+          r.compression = c.str();
+          r.compressed_size = c.u64();
+          r.uncompressed_size = c.u64();
+          compressions.push_back(r.compression);
+          chunks.push_back(std::move(r));
+          break;
+        }
+        case Op::kMetadataIndex:
+          metadata_at.push_back(c.u64());
+          break;
+        default:
+          break;  // records a later writer may add: skipped, as the specification asks
+      }
+      at += 9 + content.size();
+    }
+    std::sort(compressions.begin(), compressions.end());
+    compressions.erase(std::unique(compressions.begin(), compressions.end()), compressions.end());
+    info.compression = compressions.size() == 1 ? compressions[0] : compressions.empty() ? "" : "mixed";
+    for (const std::uint64_t at : metadata_at) {
+      const auto [op, content] = record(at);
+      if (op != Op::kMetadata) bad(at, "a metadata index points at another record");
+      Cursor c(content, at + 9, bad);
+      info.metadata.push_back(read_metadata(c));
+    }
+    std::stable_sort(chunks.begin(), chunks.end(), [](const ChunkIndex& a, const ChunkIndex& b) {
+      return a.start_time != b.start_time ? a.start_time < b.start_time : a.offset < b.offset;
+    });
+  }
+
+  /// Decompresses and checks one chunk; indexes its messages.
+  LoadedChunk load(const ChunkIndex& ref) const {
+    const auto [op, content] = record(ref.offset);
+    if (op != Op::kChunk) bad(ref.offset, "a chunk index points at another record");
+    Cursor c(content, ref.offset + 9, bad);
+    c.u64();
+    c.u64();
+    const std::uint64_t uncompressed_size = c.u64();
+    const std::uint32_t crc = c.u32();
+    const std::string compression = c.str();
+    const std::uint64_t body_at = c.offset() + 8;
+    const auto body = c.take(c.u64());
+    // What a chunk claims is bounded before anything is allocated: stored
+    // chunks hold what they claim; zstd gives at most 32768 bytes per byte
+    // (an RLE block: 4 bytes for 128 KiB), lz4 at most 255.
+    const std::uint64_t ratio = compression.empty() ? 1 : compression == "lz4" ? 255 : kMaxZstdRatio;
+    if (uncompressed_size > std::max<std::uint64_t>(body.size(), 64) * ratio || uncompressed_size > kMaxChunkBytes) {
+      bad(ref.offset, "a chunk claiming " + std::to_string(uncompressed_size) + " bytes from " +
+                          std::to_string(body.size()) + " (" + (compression.empty() ? "none" : compression) +
+                          "): more than it can hold; the file is damaged");
+    }
+    LoadedChunk out;
+    out.records.resize(static_cast<std::size_t>(uncompressed_size));
+    if (compression.empty()) {
+      if (body.size() != uncompressed_size) bad(body_at, "an uncompressed chunk of the wrong size");
+      if (!body.empty())
+        std::memcpy(out.records.data(), body.data(), body.size());  // an empty vector's data() may be null
+    } else if (compression == "zstd") {
+      const std::size_t n = ZSTD_decompress(out.records.data(), out.records.size(), body.data(), body.size());
+      if (ZSTD_isError(n) != 0U || n != uncompressed_size) bad(body_at, "a zstd chunk that does not decompress");
+    } else if (compression == "lz4") {
+      LZ4F_dctx* dctx = nullptr;
+      LZ4F_createDecompressionContext(&dctx, LZ4F_VERSION);
+      std::size_t produced = 0;
+      std::size_t consumed = 0;
+      std::size_t rc = 1;
+      while (rc != 0 && consumed < body.size() && produced < out.records.size()) {
+        std::size_t dst = out.records.size() - produced;
+        std::size_t src = body.size() - consumed;
+        rc = LZ4F_decompress(dctx, out.records.data() + produced, &dst, body.data() + consumed, &src, nullptr);
+        if (LZ4F_isError(rc) != 0U) break;
+        produced += dst;
+        consumed += src;
+      }
+      LZ4F_freeDecompressionContext(dctx);
+      if (LZ4F_isError(rc) != 0U || produced != uncompressed_size)
+        bad(body_at, "an lz4 chunk that does not decompress");
+    } else {
+      bad(body_at, "a chunk compressed with \"" + compression + "\" (zstd, lz4 or none are read)");
+    }
+    if (crc != 0 && crc32(out.records) != crc) bad(ref.offset, "chunk CRC mismatch");
+    Cursor r(out.records, 0, bad);
+    while (!r.done()) {
+      const std::size_t at = r.position();
+      const auto op_in = static_cast<Op>(r.u8());
+      const std::uint64_t length = r.u64();
+      const auto content_in = r.take(length);
+      if (op_in == Op::kMessage) {
+        Cursor m(content_in, 0, bad);
+        m.u16();
+        m.u32();
+        out.messages.push_back({m.u64(), at});
+      }
+    }
+    std::stable_sort(out.messages.begin(), out.messages.end(),
+                     [](const MessageRef& a, const MessageRef& b) { return a.log_time < b.log_time; });
+    return out;
+  }
+};
+
+Reader::Reader(const std::string& path) : impl_(std::make_unique<Impl>()) {
+  Impl& r = *impl_;
+  r.info.path = path;
+  r.open_file();
+  std::uint64_t summary_start = 0;
+  std::uint64_t summary_offset_start = 0;
+  r.check_frame(summary_start, summary_offset_start);
+  const std::uint64_t footer_at = r.size - 8 - kFooterRecord;
+  r.read_summary(summary_start, summary_offset_start != 0 ? summary_offset_start : footer_at);
+}
+
+Reader::~Reader() = default;
+
+const FileInfo& Reader::info() const noexcept { return impl_->info; }
+
+void Reader::read_messages(const std::function<bool(const MessageView&)>& f) {
+  Impl& r = *impl_;
+  struct Next {
+    std::uint64_t log_time;
+    std::size_t chunk;
+    std::size_t index;
+    bool operator>(const Next& o) const {
+      if (log_time != o.log_time) return log_time > o.log_time;
+      return chunk != o.chunk ? chunk > o.chunk : index > o.index;
+    }
+  };
+  std::priority_queue<Next, std::vector<Next>, std::greater<>> heap;
+  std::vector<LoadedChunk> loaded(r.chunks.size());
+  std::size_t next_chunk = 0;
+  for (;;) {
+    while (next_chunk < r.chunks.size() && (heap.empty() || r.chunks[next_chunk].start_time <= heap.top().log_time)) {
+      loaded[next_chunk] = r.load(r.chunks[next_chunk]);
+      if (!loaded[next_chunk].messages.empty()) {
+        heap.push({loaded[next_chunk].messages[0].log_time, next_chunk, 0});
+      }
+      ++next_chunk;
+    }
+    if (heap.empty()) return;
+    const Next n = heap.top();
+    heap.pop();
+    LoadedChunk& chunk = loaded[n.chunk];
+    Cursor c(std::span<const std::byte>(chunk.records).subspan(chunk.messages[n.index].at + 9), 0, r.bad);
+    MessageView v;
+    v.channel_id = c.u16();
+    v.sequence = c.u32();
+    v.log_time = c.u64();
+    v.publish_time = c.u64();
+    std::uint64_t length = 0;
+    std::memcpy(&length, chunk.records.data() + chunk.messages[n.index].at + 1, sizeof length);
+    v.data = c.take(length - 22);
+    if (!f(v)) return;
+    if (n.index + 1 < chunk.messages.size()) {
+      heap.push({chunk.messages[n.index + 1].log_time, n.chunk, n.index + 1});
+    } else {
+      chunk = LoadedChunk{};  // done with it: free its memory
+    }
+  }
+}
+
+RecoverReport recover(const std::string& in, const std::string& out) {
+  Reader::Impl r;
+  r.info.path = in;
+  r.open_file(8 + 9);
+  std::uint64_t at = r.read_header();
+  RecoverReport report;
+  // The chunks' compression is kept (the first chunk's; none before one).
+  std::optional<Writer> w;
+  std::map<std::uint16_t, std::uint16_t> schema_ids;   // in -> out
+  std::map<std::uint16_t, std::uint16_t> channel_ids;  // in -> out
+  std::vector<Metadata> early_metadata;                // before the writer exists
+  const auto writer = [&](const std::string& compression) -> Writer& {
+    if (!w) {
+      WriterOptions o;
+      o.profile = r.info.profile;
+      o.library = "shmtool bag recover";
+      o.compression = parse_compression(compression).value_or(Compression::kZstd);
+      w.emplace(out, o);
+      for (const auto& m : early_metadata) w->write_metadata(m);
+    }
+    return *w;
+  };
+  const auto add_schema = [&](const Schema& s) {
+    if (schema_ids.count(s.id) == 0) schema_ids[s.id] = writer("").add_schema(s.name, s.encoding, s.data);
+  };
+  const auto add_channel = [&](const Channel& c) {
+    if (channel_ids.count(c.id) != 0) return;
+    const auto schema = schema_ids.find(c.schema_id);
+    channel_ids[c.id] = writer("").add_channel(schema != schema_ids.end() ? schema->second : 0, c.topic,
+                                               c.message_encoding, c.metadata);
+  };
+  const auto stop = [&](const std::string& why) { report.stopped_because = why; };
+  while (report.stopped_because.empty()) {
+    if (r.size - at < 9) {
+      if (at != r.size) stop("a record header is cut short at byte " + std::to_string(at));
+      break;
+    }
+    Cursor head(r.bytes(at, 9), at, r.bad);
+    const auto op = static_cast<Op>(head.u8());
+    const std::uint64_t length = head.u64();
+    if (length > r.size - at - 9) {
+      stop("the record at byte " + std::to_string(at) + " is cut short (" + std::to_string(length) + " bytes, " +
+           std::to_string(r.size - at - 9) + " in the file)");
+      break;
+    }
+    if (op == Op::kDataEnd || op == Op::kFooter) break;  // the data section is whole
+    try {
+      Cursor c(r.bytes(at + 9, length), at + 9, r.bad);
+      if (op == Op::kSchema) add_schema(read_schema(c));
+      if (op == Op::kChannel) add_channel(read_channel(c));
+      if (op == Op::kMetadata) {
+        Metadata m = read_metadata(c);
+        if (w) {
+          w->write_metadata(m);
+        } else {
+          early_metadata.push_back(std::move(m));
+        }
+        ++report.metadata;
+      }
+      if (op == Op::kChunk) {
+        ChunkIndex ref;
+        ref.offset = at;
+        const LoadedChunk chunk = r.load(ref);
+        Cursor records(chunk.records, 0, r.bad);
+        c.u64();
+        c.u64();
+        c.u64();
+        c.u32();
+        Writer& out_file = writer(c.str());
+        while (!records.done()) {
+          const auto op_in = static_cast<Op>(records.u8());
+          const auto content = records.take(records.u64());
+          Cursor inner(content, 0, r.bad);
+          if (op_in == Op::kSchema) add_schema(read_schema(inner));
+          if (op_in == Op::kChannel) add_channel(read_channel(inner));
+          if (op_in != Op::kMessage) continue;
+          Message m;
+          const auto channel = channel_ids.find(inner.u16());
+          if (channel == channel_ids.end()) r.bad(at, "a message on a channel the file never declared");
+          m.channel_id = channel->second;
+          m.sequence = inner.u32();
+          m.log_time = inner.u64();
+          m.publish_time = inner.u64();
+          m.data = inner.take(content.size() - inner.position());
+          ++report.messages;
+          out_file.write(m);
+        }
+        ++report.chunks;
+      }
+    } catch (const Error& e) {
+      if (e.code() != Errc::kConfig) throw;
+      stop(e.what());
+      break;
+    }
+    at += 9 + length;
+  }
+  report.valid_bytes = at;
+  writer("").close();
+  return report;
+}
+
+}  // namespace shmbus::mcap

@@ -1,0 +1,439 @@
+// Bytes <-> JSON through a schema.
+
+#include <fmt/format.h>
+
+#include <bit>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "shmbus/schema.hpp"
+#include "shmbus/utf8.hpp"
+
+namespace shmbus::schema {
+
+static_assert(std::endian::native == std::endian::little, "the schema layout is little-endian; so is this codec");
+
+namespace {
+
+using json = Json;
+
+template <typename T>
+T load(const std::byte* p) {
+  T v;
+  std::memcpy(&v, p, sizeof(T));
+  return v;
+}
+
+template <typename T>
+void store(std::byte* p, T v) {
+  std::memcpy(p, &v, sizeof(T));
+}
+
+json float_to_json(double d) {
+  if (std::isnan(d)) return "NaN";
+  if (std::isinf(d)) return d > 0 ? "Infinity" : "-Infinity";
+  return d;
+}
+
+json decode_primitive(Primitive p, const std::byte* b) {
+  switch (p) {
+    case Primitive::kBool:
+      return load<std::uint8_t>(b) != 0;
+    case Primitive::kInt8:
+      return load<std::int8_t>(b);
+    case Primitive::kUint8:
+      return load<std::uint8_t>(b);
+    case Primitive::kInt16:
+      return load<std::int16_t>(b);
+    case Primitive::kUint16:
+      return load<std::uint16_t>(b);
+    case Primitive::kInt32:
+      return load<std::int32_t>(b);
+    case Primitive::kUint32:
+      return load<std::uint32_t>(b);
+    case Primitive::kInt64:
+      return load<std::int64_t>(b);
+    case Primitive::kUint64:
+      return load<std::uint64_t>(b);
+    case Primitive::kFloat32:
+      return float_to_json(load<float>(b));
+    case Primitive::kFloat64:
+      return float_to_json(load<double>(b));
+  }
+  return nullptr;
+}
+
+class Decoder {
+ public:
+  explicit Decoder(std::span<const std::byte> bytes) : bytes_(bytes) {}
+
+  json message(const MessageDef& m, std::size_t base) const {
+    json obj = json::object();
+    for (const Field& f : m.fields) {
+      if (f.unbounded) continue;  // the root decodes its tail
+      obj[f.name] = field(f, base + f.offset);
+    }
+    return obj;
+  }
+
+  json element(const Field& f, std::size_t at) const {
+    switch (f.kind) {
+      case FieldKind::kPrimitive:
+        return decode_primitive(f.primitive, bytes_.data() + at);
+      case FieldKind::kString: {
+        const auto* p = reinterpret_cast<const char*>(bytes_.data() + at);
+        const void* nul = std::memchr(p, 0, f.string_capacity);
+        const std::size_t n = nul ? static_cast<std::size_t>(static_cast<const char*>(nul) - p) : f.string_capacity;
+        return sanitize_utf8({p, n});
+      }
+      default:
+        return message(*f.message, at);
+    }
+  }
+
+  json field(const Field& f, std::size_t at) const {
+    if (f.array_length == 0) return element(f, at);
+    json arr = json::array();
+    for (std::uint32_t i = 0; i < f.array_length; ++i) arr.push_back(element(f, at + std::size_t{i} * f.element_size));
+    return arr;
+  }
+
+ private:
+  std::span<const std::byte> bytes_;
+};
+
+class Encoder {
+ public:
+  explicit Encoder(std::vector<std::byte>& out) : out_(out) {}
+
+  void message(const MessageDef& m, const json& v, std::size_t base, const std::string& path) {
+    if (!v.is_object()) fail(path.empty() ? m.name : path, "must be an object", v);
+    for (const auto& item : v.items()) {
+      const std::string& key = item.key();
+      const bool known = std::any_of(m.fields.begin(), m.fields.end(), [&](const Field& f) { return f.name == key; });
+      if (!known) {
+        throw CodecError(fmt::format("{}: unknown field '{}' (message {} has: {})", path.empty() ? m.name : path, key,
+                                     m.name, field_list(m)));
+      }
+    }
+    for (const Field& f : m.fields) {
+      const std::string p = path.empty() ? f.name : path + "." + f.name;
+      const auto it = v.find(f.name);
+      if (it == v.end()) throw CodecError(fmt::format("{}: missing (a {} field of {})", p, f.type(), m.name));
+      if (f.unbounded) continue;  // the root encodes its tail
+      field(f, *it, base + f.offset, p);
+    }
+  }
+
+  void field(const Field& f, const json& v, std::size_t at, const std::string& path) {
+    if (f.array_length == 0) {
+      element(f, v, at, path);
+      return;
+    }
+    if (!v.is_array() || v.size() != f.array_length) {
+      fail(path, fmt::format("must be an array of {} elements", f.array_length), v);
+    }
+    for (std::uint32_t i = 0; i < f.array_length; ++i) {
+      element(f, v[i], at + std::size_t{i} * f.element_size, fmt::format("{}[{}]", path, i));
+    }
+  }
+
+  void element(const Field& f, const json& v, std::size_t at, const std::string& path) {
+    switch (f.kind) {
+      case FieldKind::kPrimitive:
+        primitive(f.primitive, v, at, path);
+        return;
+      case FieldKind::kString: {
+        if (!v.is_string()) fail(path, "must be a string", v);
+        const auto& s = v.get_ref<const std::string&>();
+        if (s.size() > f.string_capacity) {
+          throw CodecError(
+              fmt::format("{}: string of {} bytes is out of range for string<{}>", path, s.size(), f.string_capacity));
+        }
+        std::memcpy(out_.data() + at, s.data(), s.size());
+        return;
+      }
+      default:
+        message(*f.message, v, at, path);
+    }
+  }
+
+  void primitive(Primitive p, const json& v, std::size_t at, const std::string& path) {
+    std::byte* b = out_.data() + at;
+    switch (p) {
+      case Primitive::kBool:
+        if (!v.is_boolean()) fail(path, "must be true or false", v);
+        store<std::uint8_t>(b, v.get<bool>() ? 1 : 0);
+        return;
+      case Primitive::kFloat32:
+        store<float>(b, static_cast<float>(floating(v, path, true)));
+        return;
+      case Primitive::kFloat64:
+        store<double>(b, floating(v, path, false));
+        return;
+      case Primitive::kInt8:
+        store<std::int8_t>(b, integer<std::int8_t>(v, path));
+        return;
+      case Primitive::kUint8:
+        store<std::uint8_t>(b, integer<std::uint8_t>(v, path));
+        return;
+      case Primitive::kInt16:
+        store<std::int16_t>(b, integer<std::int16_t>(v, path));
+        return;
+      case Primitive::kUint16:
+        store<std::uint16_t>(b, integer<std::uint16_t>(v, path));
+        return;
+      case Primitive::kInt32:
+        store<std::int32_t>(b, integer<std::int32_t>(v, path));
+        return;
+      case Primitive::kUint32:
+        store<std::uint32_t>(b, integer<std::uint32_t>(v, path));
+        return;
+      case Primitive::kInt64:
+        store<std::int64_t>(b, integer<std::int64_t>(v, path));
+        return;
+      case Primitive::kUint64:
+        store<std::uint64_t>(b, integer<std::uint64_t>(v, path));
+        return;
+    }
+  }
+
+  template <typename T>
+  static T integer(const json& v, const std::string& path) {
+    const auto out_of_range = [&] {
+      throw CodecError(fmt::format("{}: {} is out of range for {} ({} to {})", path, v.dump(), type_name<T>(),
+                                   +std::numeric_limits<T>::min(), +std::numeric_limits<T>::max()));
+    };
+    if (v.is_number_unsigned()) {
+      const auto u = v.get<std::uint64_t>();
+      if (u > static_cast<std::uint64_t>(std::numeric_limits<T>::max())) out_of_range();
+      return static_cast<T>(u);
+    }
+    if (v.is_number_integer()) {
+      const auto i = v.get<std::int64_t>();
+      if constexpr (std::is_unsigned_v<T>) {
+        if (i < 0) out_of_range();
+        if (static_cast<std::uint64_t>(i) > static_cast<std::uint64_t>(std::numeric_limits<T>::max())) out_of_range();
+      } else {
+        if (i < static_cast<std::int64_t>(std::numeric_limits<T>::min()) ||
+            i > static_cast<std::int64_t>(std::numeric_limits<T>::max())) {
+          out_of_range();
+        }
+      }
+      return static_cast<T>(i);
+    }
+    fail(path, fmt::format("must be an integer ({})", type_name<T>()), v);
+  }
+
+  static double floating(const json& v, const std::string& path, bool single) {
+    if (v.is_number()) {
+      const double d = v.get<double>();
+      if (single && std::isfinite(d) && std::abs(d) > std::numeric_limits<float>::max()) {
+        throw CodecError(fmt::format("{}: {} is out of range for float32", path, v.dump()));
+      }
+      return d;
+    }
+    if (v.is_string()) {
+      const auto& s = v.get_ref<const std::string&>();
+      if (s == "NaN") return std::numeric_limits<double>::quiet_NaN();
+      if (s == "Infinity") return std::numeric_limits<double>::infinity();
+      if (s == "-Infinity") return -std::numeric_limits<double>::infinity();
+    }
+    fail(path, "must be a number (or \"NaN\", \"Infinity\", \"-Infinity\")", v);
+  }
+
+  template <typename T>
+  static const char* type_name() {
+    if constexpr (std::is_same_v<T, std::int8_t>)
+      return "int8";
+    else if constexpr (std::is_same_v<T, std::uint8_t>)
+      return "uint8";
+    else if constexpr (std::is_same_v<T, std::int16_t>)
+      return "int16";
+    else if constexpr (std::is_same_v<T, std::uint16_t>)
+      return "uint16";
+    else if constexpr (std::is_same_v<T, std::int32_t>)
+      return "int32";
+    else if constexpr (std::is_same_v<T, std::uint32_t>)
+      return "uint32";
+    else if constexpr (std::is_same_v<T, std::int64_t>)
+      return "int64";
+    else
+      return "uint64";
+  }
+
+  [[noreturn]] static void fail(const std::string& path, const std::string& what, const json& got) {
+    throw CodecError(fmt::format("{}: {}, got {}", path, what, describe(got)));
+  }
+
+  static std::string describe(const json& v) {
+    std::string text = v.dump(-1, ' ', false, json::error_handler_t::replace);
+    if (text.size() > 40) text = text.substr(0, 37) + "...";
+    return fmt::format("{} {}", v.type_name(), text);
+  }
+
+  static std::string field_list(const MessageDef& m) {
+    std::string s;
+    for (const Field& f : m.fields) s += (s.empty() ? "" : ", ") + f.name;
+    return s;
+  }
+
+ private:
+  std::vector<std::byte>& out_;
+};
+
+}  // namespace
+
+Schema Schema::from_canonical(std::string_view canonical_text) {
+  auto set = std::make_shared<MessageSet>();
+  const std::string root = set->add_canonical(canonical_text, "<schema>");
+  set->resolve();
+  return from_set(std::move(set), root);
+}
+
+Schema Schema::from_set(std::shared_ptr<const MessageSet> set, std::string_view full_name) {
+  Schema s;
+  s.root_ = set->find(full_name);
+  if (s.root_ == nullptr) throw SchemaError(fmt::format("<schema>:1: no message {} in the set", full_name));
+  s.set_ = std::move(set);
+  s.text_ = MessageSet::canonical_text(*s.root_);
+  s.hash_ = hash_text(s.text_);
+  return s;
+}
+
+namespace {
+
+template <typename T>
+json integer_schema() {
+  return json{
+      {"type", "integer"}, {"minimum", std::numeric_limits<T>::min()}, {"maximum", std::numeric_limits<T>::max()}};
+}
+
+json primitive_schema(Primitive p) {
+  switch (p) {
+    case Primitive::kBool:
+      return json{{"type", "boolean"}};
+    case Primitive::kInt8:
+      return integer_schema<std::int8_t>();
+    case Primitive::kUint8:
+      return integer_schema<std::uint8_t>();
+    case Primitive::kInt16:
+      return integer_schema<std::int16_t>();
+    case Primitive::kUint16:
+      return integer_schema<std::uint16_t>();
+    case Primitive::kInt32:
+      return integer_schema<std::int32_t>();
+    case Primitive::kUint32:
+      return integer_schema<std::uint32_t>();
+    case Primitive::kInt64:
+      return integer_schema<std::int64_t>();
+    case Primitive::kUint64:
+      return integer_schema<std::uint64_t>();
+    case Primitive::kFloat32:
+    case Primitive::kFloat64:
+      // As decode() writes them: a number, or the text of a non-finite one.
+      return json{{"anyOf", json::array({json{{"type", "number"}},
+                                         json{{"enum", json::array({"NaN", "Infinity", "-Infinity"})}}})}};
+  }
+  return json::object();
+}
+
+json message_schema(const MessageDef& m);
+
+json element_schema(const Field& f) {
+  switch (f.kind) {
+    case FieldKind::kPrimitive:
+      return primitive_schema(f.primitive);
+    case FieldKind::kString:
+      // At most the capacity in bytes, so at most as many characters.
+      return json{{"type", "string"}, {"maxLength", f.string_capacity}};
+    default:
+      return message_schema(*f.message);
+  }
+}
+
+json field_schema(const Field& f) {
+  if (f.unbounded) return json{{"type", "array"}, {"items", element_schema(f)}};
+  if (f.array_length == 0) return element_schema(f);
+  return json{
+      {"type", "array"}, {"items", element_schema(f)}, {"minItems", f.array_length}, {"maxItems", f.array_length}};
+}
+
+json message_schema(const MessageDef& m) {
+  json properties = json::object();
+  json required = json::array();
+  for (const Field& f : m.fields) {
+    properties[f.name] = field_schema(f);
+    required.push_back(f.name);
+  }
+  return json{{"title", m.name},
+              {"type", "object"},
+              {"properties", std::move(properties)},
+              {"required", std::move(required)},
+              {"additionalProperties", false}};
+}
+
+}  // namespace
+
+json Schema::json_schema() const {
+  json s = message_schema(*root_);
+  s["$schema"] = "http://json-schema.org/draft-07/schema#";
+  return s;
+}
+
+json Schema::decode(std::span<const std::byte> bytes) const {
+  const MessageDef& m = *root_;
+  if (bytes.size() < m.size) {
+    throw CodecError(fmt::format("{}: buffer of {} bytes is shorter than the {} bytes the message needs", m.name,
+                                 bytes.size(), m.size));
+  }
+  const Decoder dec(bytes);
+  json obj = dec.message(m, 0);
+  if (const Field* t = m.tail()) {
+    const std::uint64_t count = load<std::uint32_t>(bytes.data() + t->offset);
+    const std::uint64_t available = (bytes.size() - m.size) / t->element_size;
+    if (count > available) {
+      throw CodecError(
+          fmt::format("{}.{}: declares {} elements but the buffer holds {} ({} bytes after the {}-byte "
+                      "fixed part)",
+                      m.name, t->name, count, available, bytes.size() - m.size, m.size));
+    }
+    json arr = json::array();
+    for (std::uint64_t i = 0; i < count; ++i) arr.push_back(dec.element(*t, m.size + i * t->element_size));
+    obj[t->name] = std::move(arr);
+  }
+  return obj;
+}
+
+json Schema::with_defaults(const json& partial) const {
+  if (!partial.is_object()) {
+    throw CodecError(
+        fmt::format("a {} message must be a JSON object of its fields, not {}", root_->name, partial.type_name()));
+  }
+  json message = decode(std::vector<std::byte>(root_->size));
+  message.merge_patch(partial);
+  return message;
+}
+
+std::vector<std::byte> Schema::encode(const json& value) const {
+  const MessageDef& m = *root_;
+  std::vector<std::byte> out(m.size);
+  Encoder enc(out);
+  enc.message(m, value, 0, "");
+  if (const Field* t = m.tail()) {
+    const json& arr = value.at(t->name);
+    if (!arr.is_array()) Encoder::fail(t->name, "must be an array", arr);
+    if (arr.size() > std::numeric_limits<std::uint32_t>::max()) {
+      throw CodecError(fmt::format("{}: {} elements do not fit a uint32 count", t->name, arr.size()));
+    }
+    store<std::uint32_t>(out.data() + t->offset, static_cast<std::uint32_t>(arr.size()));
+    out.resize(m.size + arr.size() * t->element_size);
+    for (std::size_t i = 0; i < arr.size(); ++i) {
+      enc.element(*t, arr[i], m.size + i * t->element_size, fmt::format("{}[{}]", t->name, i));
+    }
+  }
+  return out;
+}
+
+}  // namespace shmbus::schema
