@@ -20,7 +20,7 @@
 #include "shmbus/clock.hpp"
 #include "shmbus/error.hpp"
 #include "shmbus/introspect.hpp"
-#include "shmbus/monitor/bus_channels.hpp"
+#include "shmbus/bus_channels.hpp"
 #include "shmbus/monitor/frequency.hpp"
 #include "shmbus/monitor/levels.hpp"
 #include "shmbus/node.hpp"
@@ -181,7 +181,7 @@ int run(int argc, char** argv) {
   const pid_t shmbusd = start_daemon(config.domain, daemon_config);
   Context context{config};
   std::optional<TypedSubscriber<shmbus_msgs::Alert>> alerts;
-  alerts.emplace(monitor::kAlertsChannel, context);
+  alerts.emplace(kAlertsChannel, context);
   fmt::print(
       "shmbus demo in domain \"{}\": 2 publisher processes, 1 subscriber process (pids {} {} {}), "
       "shmbusd (pid {})\n",

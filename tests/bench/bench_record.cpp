@@ -35,7 +35,7 @@
 #include "shmbus/clock.hpp"
 #include "shmbus/introspect.hpp"
 #include "shmbus/publisher.hpp"
-#include "shmbus/record/mcap.hpp"
+#include "shmbus/mcap.hpp"
 #include "shmbus/subscriber.hpp"
 #include "support/test_domain.hpp"
 

@@ -19,7 +19,7 @@
 
 #include "shmbus/error.hpp"
 #include "shmbus/lineage.hpp"
-#include "shmbus/record/mcap.hpp"
+#include "shmbus/mcap.hpp"
 
 using namespace shmbus;
 

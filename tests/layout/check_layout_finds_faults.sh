@@ -17,19 +17,19 @@ check > "$tmp/clean.txt" || { echo "FAIL: the unchanged copy has faults:"; cat "
 
 # A library including a header of one it does not link, and a climb out of
 # its folder; a core library linking a daemon one; a wrong arrow drawn.
-sed -i '0,/^#include "shmbus\/node.hpp"/s//&\n#include "shmbus\/record\/mcap.hpp"\n#include "..\/..\/core\/src\/ring.hpp"/' \
+sed -i '0,/^#include "shmbus\/node.hpp"/s//&\n#include "shmbus\/mcap.hpp"\n#include "..\/..\/core\/src\/ring.hpp"/' \
   "$tmp/runtime/node/src/node.cpp"
 sed -i -E 's#^(shmbus_schema\|[^|]*\|[^|]*\|)#\1shmbus_monitor,#' "$tmp/build/layout-targets.txt"
-sed -i 's/^  record --> runtime$/  record --> node/' "$tmp/docs/architecture.md"
+sed -i 's/^  mcap --> runtime$/  mcap --> node/' "$tmp/docs/architecture.md"
 rc=0
 check > "$tmp/faults.txt" || rc=$?
 cat "$tmp/faults.txt"
 [ "$rc" = 1 ] || { echo "FAIL: exit $rc, want 1"; exit 1; }
-for want in "runtime/node/src/node.cpp: includes shmbus/record/mcap.hpp of shmbus_record, which shmbus_node does not link" \
+for want in "runtime/node/src/node.cpp: includes shmbus/mcap.hpp of shmbus_mcap, which shmbus_node does not link" \
             "runtime/node/src/node.cpp: includes ../../core/src/ring.hpp by a relative path out of its folder" \
             "shmbus_schema (runtime/) links shmbus_monitor of the higher folder daemon/" \
-            "docs/architecture.md: the drawing lacks record --> runtime" \
-            "docs/architecture.md: the drawing has record --> node"; do
+            "docs/architecture.md: the drawing lacks mcap --> runtime" \
+            "docs/architecture.md: the drawing has mcap --> node"; do
   grep -qF "$want" "$tmp/faults.txt" || { echo "FAIL: no line: $want"; exit 1; }
 done
 echo "PASS: every planted fault reported"

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "shmbus/error.hpp"
-#include "shmbus/record/mcap.hpp"
+#include "shmbus/mcap.hpp"
 
 using namespace shmbus;
 using json = nlohmann::json;

@@ -15,7 +15,7 @@
 #include "shmbus/iceoryx.hpp"
 #include "shmbus/introspect.hpp"
 #include "shmbus/publisher.hpp"
-#include "shmbus/record/mcap.hpp"
+#include "shmbus/mcap.hpp"
 #include "support/roudi.hpp"
 #include "tools/shmtool_harness.hpp"
 

@@ -21,7 +21,7 @@
 #include "multiprocess/child_process.hpp"
 #include "shmbus/error.hpp"
 #include "shmbus/lineage.hpp"
-#include "shmbus/record/mcap.hpp"
+#include "shmbus/mcap.hpp"
 #include "support/test_domain.hpp"
 #include "tools/shmtool_harness.hpp"
 

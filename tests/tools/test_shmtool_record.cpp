@@ -8,7 +8,7 @@
 
 #include "shmbus/introspect.hpp"
 #include "shmbus/publisher.hpp"
-#include "shmbus/record/mcap.hpp"
+#include "shmbus/mcap.hpp"
 #include "tools/shmtool_harness.hpp"
 
 using namespace std::chrono_literals;

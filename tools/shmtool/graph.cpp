@@ -8,12 +8,14 @@
 
 #include "commands.hpp"
 #include "format.hpp"
-#include "recording.hpp"
 #include "shmbus/error.hpp"
 #include "shmbus/lineage.hpp"
-#include "shmbus/record/mcap.hpp"
+#include "shmbus/mcap.hpp"
+#include "shmbus/record/recording.hpp"
 
 namespace shmbus::tool {
+
+using namespace record;  // NOLINT(google-build-using-namespace): the recording names
 
 int run_bag_graph(const Globals& g, const std::string& path, bool dot) {
   const lineage::Lineage lineage(path);

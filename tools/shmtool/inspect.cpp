@@ -19,8 +19,8 @@
 
 #include "commands.hpp"
 #include "format.hpp"
+#include "shmbus/bus_channels.hpp"
 #include "shmbus/error.hpp"
-#include "shmbus/monitor/bus_channels.hpp"
 #include "shmbus/monitor/config_report.hpp"
 #include "shmbus/monitor/frequency.hpp"
 #include "shmbus/monitor/monitor.hpp"
@@ -94,7 +94,7 @@ double age_mean_s(const introspect::EndpointView& e) {
 std::optional<std::int32_t> daemon_pid(const Config& config) {
   try {
     const introspect::ChannelView v =
-        introspect::ChannelReader(config.domain, monitor::kAlertsChannel, false, config.access()).view();
+        introspect::ChannelReader(config.domain, kAlertsChannel, false, config.access()).view();
     for (const auto& p : v.publishers) {
       if (p.alive) return p.pid;
     }

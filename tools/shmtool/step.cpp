@@ -35,18 +35,20 @@
 
 #include "commands.hpp"
 #include "format.hpp"
-#include "recording.hpp"
 #include "shmbus/error.hpp"
 #include "shmbus/input_scope.hpp"
 #include "shmbus/introspect.hpp"
 #include "shmbus/lineage.hpp"
+#include "shmbus/mcap.hpp"
 #include "shmbus/publisher.hpp"
-#include "shmbus/record/mcap.hpp"
+#include "shmbus/record/recording.hpp"
 #include "shmbus/schema/json_input.hpp"
 #include "shmbus/subscriber.hpp"
 #include "shmbus/wait_set.hpp"
 
 namespace shmbus::tool {
+
+using namespace record;  // NOLINT(google-build-using-namespace): the recording names
 
 namespace {
 

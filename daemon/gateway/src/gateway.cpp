@@ -28,6 +28,7 @@
 #include "shmbus/clock.hpp"
 #include "shmbus/context.hpp"
 #include "shmbus/introspect.hpp"
+#include "shmbus/names.hpp"
 #include "shmbus/publisher.hpp"
 #include "shmbus/subscriber.hpp"
 #include "shmbus/wait_set.hpp"
@@ -69,12 +70,6 @@ const GatewayRule* rule_for(const std::vector<GatewayRule>& rules, const std::st
     }
   }
   return nullptr;
-}
-
-std::string host_name() {
-  std::array<char, 256> name{};
-  if (::gethostname(name.data(), name.size() - 1) != 0) return "unknown";
-  return name.data();
 }
 
 std::uint64_t random_id() {

@@ -20,7 +20,7 @@
 #include "shmbus/daemon/roudi.hpp"
 #include "shmbus/error.hpp"
 #include "shmbus/iceoryx.hpp"
-#include "shmbus/monitor/bus_channels.hpp"
+#include "shmbus/bus_channels.hpp"
 #include "shmbus/monitor/monitor.hpp"
 #include "shmbus/names.hpp"
 #include "shmbus/service_shell.hpp"
@@ -180,7 +180,7 @@ class Daemon {
     }
     for (const auto& [name, why] : f.unreadable) spdlog::error("channel {} is not watched: {}", name, why);
     for (const ChannelStatus& c : f.statistics) {
-      if (monitor::is_bus_channel(c.name)) continue;  // not statistics of our own statistics
+      if (is_bus_channel(c.name)) continue;  // not statistics of our own statistics
       bus_.publish_statistics(c, now - c.window_ns, now);
     }
     if (webhook_) webhook_->tick();

@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "shmbus/clock.hpp"
-#include "shmbus/monitor/bus_channels.hpp"
+#include "shmbus/bus_channels.hpp"
 
 namespace shmbus::daemon {
 
@@ -42,7 +42,7 @@ std::string rfc3339_now() {
 }
 
 BusOutputs::BusOutputs(Context& context)
-    : alerts_(monitor::kAlertsChannel, context), statistics_(monitor::kStatisticsChannel, context) {}
+    : alerts_(kAlertsChannel, context), statistics_(kStatisticsChannel, context) {}
 
 void BusOutputs::publish_alert(const Transition& t) {
   shmbus_msgs::Alert a{};

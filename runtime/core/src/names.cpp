@@ -1,6 +1,9 @@
 #include "shmbus/names.hpp"
 
 #include <fmt/format.h>
+#include <unistd.h>
+
+#include <array>
 
 #include "shmbus/error.hpp"
 #include "shmbus/utf8.hpp"
@@ -113,6 +116,12 @@ std::string escape_name(std::string_view name) {
     }
   }
   return out;
+}
+
+std::string host_name() {
+  std::array<char, 256> name{};
+  if (::gethostname(name.data(), name.size() - 1) != 0) return "unknown";
+  return name.data();
 }
 
 }  // namespace shmbus

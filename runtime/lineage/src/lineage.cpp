@@ -8,7 +8,7 @@
 #include <set>
 
 #include "shmbus/error.hpp"
-#include "shmbus/record/mcap.hpp"
+#include "shmbus/mcap.hpp"
 #include "shmbus/schema/json_input.hpp"
 #include "shmbus_msgs/MessageProvenance.hpp"
 

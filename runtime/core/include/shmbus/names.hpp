@@ -54,4 +54,7 @@ std::string channel_object_name(std::string_view domain, std::string_view channe
 /// The prefix every object of a domain starts with (`shmbus.D.`).
 std::string domain_object_prefix(std::string_view domain);
 
+/// This machine's host name (gethostname), or "unknown".
+std::string host_name();
+
 }  // namespace shmbus

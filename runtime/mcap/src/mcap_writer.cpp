@@ -19,7 +19,7 @@
 #include <tuple>
 
 #include "shmbus/error.hpp"
-#include "shmbus/record/mcap.hpp"
+#include "shmbus/mcap.hpp"
 
 namespace shmbus::mcap {
 

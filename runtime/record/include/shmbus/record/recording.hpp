@@ -1,6 +1,8 @@
 #pragma once
-// What the recorder and the bag commands share: the names a recording
-// carries its extra facts under, and how channel globs select.
+/// @file recording.hpp
+/// What the recorder, the player and the bag commands share: the names a
+/// recording carries its extra facts under, how a recorded channel's type
+/// and provenance are written and read back, how channel globs select.
 
 #include <cstdint>
 #include <map>
@@ -10,11 +12,11 @@
 #include <span>
 
 #include "shmbus/lineage.hpp"
-#include "shmbus/record/mcap.hpp"
+#include "shmbus/mcap.hpp"
 #include "shmbus/types.hpp"
 #include "shmbus_msgs/MessageProvenance.hpp"
 
-namespace shmbus::tool {
+namespace shmbus::record {
 
 /// The node name the recorder's subscriptions register under.
 inline constexpr const char* kRecorderNode = "shmtool-record";
@@ -63,11 +65,9 @@ shmbus_msgs::MessageProvenance provenance_record(const ProvenanceFacts& f, std::
 
 /// Whether `name` matches one of the fnmatch(3) globs.
 bool matches_any(const std::vector<std::string>& globs, const std::string& name);
-/// This machine's host name.
-std::string host_name();
 /// The per-channel losses a recording's metadata holds, by channel name.
 std::map<std::string, std::uint64_t> recorded_losses(const mcap::FileInfo& info);
 /// `output` as the n-th file of a series: "run.mcap" -> "run_3.mcap".
 std::string numbered_path(const std::string& output, std::uint64_t n);
 
-}  // namespace shmbus::tool
+}  // namespace shmbus::record

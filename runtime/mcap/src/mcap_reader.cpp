@@ -17,7 +17,7 @@
 #include <system_error>
 
 #include "shmbus/error.hpp"
-#include "shmbus/record/mcap.hpp"
+#include "shmbus/mcap.hpp"
 
 namespace shmbus::mcap {
 

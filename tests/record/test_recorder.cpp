@@ -1,0 +1,236 @@
+// shmbus::record::Recorder as a library, in-process: a ring recorded into a
+// file and read back, a channel made while recording, a snapshot on a
+// trigger, options that select nothing. The rings hold every message the
+// tests publish (1024 slots), so nothing may be lost however the threads
+// are scheduled.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "shmbus/error.hpp"
+#include "shmbus/introspect.hpp"
+#include "shmbus/mcap.hpp"
+#include "shmbus/publisher.hpp"
+#include "shmbus/record/recorder.hpp"
+#include "shmbus/record/recording.hpp"
+#include "std_msgs/String.hpp"
+#include "support/test_domain.hpp"
+
+namespace shmbus::record {
+namespace {
+
+using namespace std::chrono_literals;
+
+Config ring_config() {
+  Config c;
+  c.defaults.capacity = 1024;
+  return c;
+}
+
+/// Each test's files, in a folder removed after it.
+class RecorderTest : public ::testing::Test {
+ protected:
+  RecorderTest()
+      : dir_(std::filesystem::temp_directory_path() /
+             ("shmbus_recorder_" + std::to_string(::getpid()) + "_" +
+              ::testing::UnitTest::GetInstance()->current_test_info()->name())) {
+    std::filesystem::create_directories(dir_);
+  }
+  ~RecorderTest() override { std::filesystem::remove_all(dir_); }
+  [[nodiscard]] std::string temp_path(const std::string& name) const { return (dir_ / name).string(); }
+
+ private:
+  std::filesystem::path dir_;
+};
+
+/// The messages the recorder's subscriber on `channel` has received, once
+/// it has `n` (false after 10 s).
+bool recorder_received(const Config& config, const std::string& channel, std::uint64_t n) {
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (std::chrono::steady_clock::now() < deadline) {
+    try {
+      const auto view = introspect::ChannelReader(config.domain, channel, false, config.access()).view();
+      for (const auto& s : view.subscribers) {
+        if (s.node == kRecorderNode && s.messages >= n) return true;
+      }
+    } catch (const Error&) {
+      // not there yet
+    }
+    std::this_thread::sleep_for(2ms);
+  }
+  return false;
+}
+
+std_msgs::String text(const std::string& s) {
+  std_msgs::String m{};
+  m.data.assign(s);
+  return m;
+}
+
+/// The texts recorded on `channel` in `path`, in log-time order, and the
+/// file's lost count for it.
+struct Read {
+  std::vector<std::string> texts;
+  std::vector<std::uint32_t> sequences;
+  std::string lost;
+  std::map<std::string, std::string> snapshot;
+};
+
+Read read_file(const std::string& path, const std::string& channel) {
+  mcap::Reader reader(path);
+  Read r;
+  std::uint16_t id = UINT16_MAX;
+  for (const auto& c : reader.info().channels) {
+    if (c.topic == channel) id = c.id;
+  }
+  for (const auto& m : reader.info().metadata) {
+    if (m.name == kLostMetadata) {
+      for (const auto& [k, v] : m.values) {
+        if (k == channel) r.lost = v;
+      }
+    }
+    if (m.name == kSnapshotMetadata) r.snapshot.insert(m.values.begin(), m.values.end());
+  }
+  reader.read_messages([&](const mcap::MessageView& m) {
+    if (m.channel_id != id) return true;
+    std_msgs::String s{};
+    EXPECT_EQ(m.data.size(), sizeof s);
+    std::memcpy(&s, m.data.data(), std::min(m.data.size(), sizeof s));
+    r.texts.emplace_back(s.data.view());
+    r.sequences.push_back(m.sequence);
+    return true;
+  });
+  return r;
+}
+
+TEST_F(RecorderTest, RecordsEveryMessageOfARingIntoAFileInProcess) {
+  test::TestDomain d(ring_config(), "rec");
+  Config config = ring_config();
+  config.domain = d.domain();
+  TypedPublisher<std_msgs::String> pub("/chat", d.context());
+  RecorderOptions o;
+  o.output = temp_path("ring.mcap");
+  o.patterns = {"/ch*"};
+  o.compression = mcap::Compression::kLz4;
+  Recorder recorder(config, o);
+  EXPECT_EQ(recorder.first_file(), o.output);
+  RecordSummary summary;
+  std::thread run([&] { summary = recorder.run(); });
+  ASSERT_TRUE(recorder_received(config, "/chat", 0));
+  for (int i = 0; i < 200; ++i) ASSERT_EQ(pub.publish(text("m" + std::to_string(i))), PublishResult::kOk);
+  ASSERT_TRUE(recorder_received(config, "/chat", 200));
+  recorder.stop();
+  run.join();
+
+  ASSERT_EQ(summary.channels.size(), 1U);
+  EXPECT_EQ(summary.channels[0].name, "/chat");
+  EXPECT_EQ(summary.messages(), 200U);
+  EXPECT_EQ(summary.lost(), 0U);
+  EXPECT_EQ(summary.files, std::vector<std::string>{o.output});
+  EXPECT_EQ(summary.bytes, std::filesystem::file_size(o.output));
+  const Read r = read_file(o.output, "/chat");
+  ASSERT_EQ(r.texts.size(), 200U);
+  for (std::size_t i = 0; i < r.texts.size(); ++i) {
+    EXPECT_EQ(r.texts[i], "m" + std::to_string(i));
+    if (i > 0) EXPECT_EQ(r.sequences[i], r.sequences[i - 1] + 1);
+  }
+  EXPECT_EQ(r.lost, "0");
+  EXPECT_EQ(mcap::Reader(o.output).info().compression, "lz4");
+}
+
+TEST_F(RecorderTest, AChannelMadeWhileRecordingIsRecordedFromItsFirstMessage) {
+  test::TestDomain d(ring_config(), "rec");
+  Config config = ring_config();
+  config.domain = d.domain();
+  RecorderOptions o;
+  o.output = temp_path("late.mcap");
+  o.all = true;
+  Recorder recorder(config, o);
+  RecordSummary summary;
+  std::thread run([&] { summary = recorder.run(); });
+  // Published at once, before the recorder can have found the channel.
+  TypedPublisher<std_msgs::String> pub("/late", d.context());
+  for (int i = 0; i < 50; ++i) ASSERT_EQ(pub.publish(text("l" + std::to_string(i))), PublishResult::kOk);
+  ASSERT_TRUE(recorder_received(config, "/late", 50));
+  recorder.stop();
+  run.join();
+  const Read r = read_file(o.output, "/late");
+  ASSERT_EQ(r.texts.size(), 50U);
+  EXPECT_EQ(r.texts.front(), "l0");
+  EXPECT_EQ(r.texts.back(), "l49");
+  EXPECT_EQ(summary.lost(), 0U);
+}
+
+TEST_F(RecorderTest, ATriggerWritesTheSnapshotWindowWithItsReason) {
+  test::TestDomain d(ring_config(), "rec");
+  Config config = ring_config();
+  config.domain = d.domain();
+  TypedPublisher<std_msgs::String> pub("/snap", d.context());
+  RecorderOptions o;
+  o.output = temp_path("snap.mcap");
+  o.patterns = {"/snap"};
+  o.snapshot_s = 60;
+  o.direct_trigger_reason = "a test's trigger";
+  std::mutex mutex;
+  std::vector<SnapshotWritten> written;
+  std::atomic<int> snapshots{0};
+  o.on_snapshot = [&](const SnapshotWritten& s) {
+    const std::lock_guard lock(mutex);
+    written.push_back(s);
+    ++snapshots;
+  };
+  Recorder recorder(config, o);
+  EXPECT_EQ(recorder.first_file(), numbered_path(o.output, 0));
+  EXPECT_FALSE(std::filesystem::exists(recorder.first_file())) << "snapshot mode writes nothing before a trigger";
+  RecordSummary summary;
+  std::thread run([&] { summary = recorder.run(); });
+  ASSERT_TRUE(recorder_received(config, "/snap", 0));
+  for (int i = 0; i < 30; ++i) ASSERT_EQ(pub.publish(text("s" + std::to_string(i))), PublishResult::kOk);
+  ASSERT_TRUE(recorder_received(config, "/snap", 30));
+  recorder.trigger_snapshot();
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (snapshots.load() == 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(5ms);
+  }
+  recorder.stop();
+  run.join();
+
+  ASSERT_EQ(written.size(), 1U);
+  EXPECT_EQ(written[0].path, numbered_path(o.output, 0));
+  EXPECT_EQ(written[0].messages, 30U);
+  EXPECT_EQ(written[0].reason, "a test's trigger");
+  EXPECT_EQ(summary.files, std::vector<std::string>{written[0].path});
+  const Read r = read_file(written[0].path, "/snap");
+  ASSERT_EQ(r.texts.size(), 30U);
+  EXPECT_EQ(r.texts.front(), "s0");
+  EXPECT_EQ(r.snapshot.at("reason"), "a test's trigger");
+}
+
+TEST_F(RecorderTest, OptionsThatSelectNothingOrWriteNowhereAreRefused) {
+  test::TestDomain d(ring_config(), "rec");
+  Config config = ring_config();
+  config.domain = d.domain();
+  RecorderOptions o;
+  o.output = temp_path("none.mcap");
+  try {
+    Recorder r(config, o);
+    FAIL() << "no channel selected, yet a recorder";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), Errc::kInvalidArgument);
+  }
+  o.all = true;
+  o.output = "/nonexistent-dir/x.mcap";
+  EXPECT_THROW(Recorder(config, o), Error);
+}
+
+}  // namespace
+}  // namespace shmbus::record
