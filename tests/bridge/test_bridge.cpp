@@ -371,7 +371,7 @@ TEST(BridgeConnectTest, TwoDomainsExchangeBothWaysRefuseAMismatchAndResumeAfterT
   ASSERT_TRUE(l.uplink->wait_for_output("import /b_out (std_msgs/String): flowing", 10s)) << l.uplink->output();
   // The mismatch refuses that topic only, naming both types.
   ASSERT_TRUE(l.uplink->wait_for_output("export /clash: refused: type mismatch", 10s)) << l.uplink->output();
-  EXPECT_NE(l.uplink->output().find("the remote side has std_msgs/Header, this side std_msgs/String"),
+  EXPECT_NE(l.uplink->output().find("the remote side says std_msgs/Header, the channel carries std_msgs/String"),
             std::string::npos);
   // Both ways, decoded equal.
   auto got = take_strings(*l.b_in, 5, 5s);

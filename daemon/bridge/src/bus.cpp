@@ -23,6 +23,13 @@ std::string normalize_type(std::string_view type) {
   return std::string{type};
 }
 
+std::optional<std::string> type_mismatch(std::string_view topic, std::string_view side, std::string_view claimed,
+                                         std::string_view carried, std::string_view consequence) {
+  if (claimed.empty() || normalize_type(claimed) == carried) return std::nullopt;
+  return fmt::format("type mismatch on {}: {} says {}, the channel carries {}; {}", topic, side, claimed, carried,
+                     consequence);
+}
+
 // ---------------------------------------------------------------- Catalog
 
 bool Catalog::refresh(std::vector<const ChannelEntry*>& added, std::vector<ChannelEntry>& removed) {

@@ -30,6 +30,13 @@ class Session;
 /// clients send); anything else unchanged.
 std::string normalize_type(std::string_view type);
 
+/// The one refusal of a type that is not the channel's, for every protocol:
+/// "type mismatch on TOPIC: SIDE says CLAIMED, the channel carries
+/// CARRIED; CONSEQUENCE". Nothing when `claimed` is empty (no claim) or,
+/// normalized, is `carried`.
+std::optional<std::string> type_mismatch(std::string_view topic, std::string_view side, std::string_view claimed,
+                                         std::string_view carried, std::string_view consequence);
+
 /// One channel of the domain, as clients see it.
 struct ChannelEntry {
   std::string name;

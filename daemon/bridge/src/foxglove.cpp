@@ -85,82 +85,26 @@ void Session::channels_changed(const std::vector<const ChannelEntry*>& added,
   fox_advertise(added);
 }
 
+void Session::fox_refuse(const std::string& message) {
+  hub_.counters.ops_refused.fetch_add(1, std::memory_order_relaxed);
+  fox_status(2, message);
+}
+
 void Session::fox_op(const Json& op) {
-  const auto refuse = [&](const std::string& message) {
-    hub_.counters.ops_refused.fetch_add(1, std::memory_order_relaxed);
-    fox_status(2, message);
-  };
   if (!op.is_object() || !op.contains("op") || !op["op"].is_string()) {
-    refuse(R"(not a Foxglove operation: send a JSON object with an "op" field)");
+    fox_refuse(R"(not a Foxglove operation: send a JSON object with an "op" field)");
     return;
   }
   const std::string name = op["op"].get<std::string>();
   try {
     if (name == "subscribe") {
-      for (const Json& s : op.at("subscriptions")) {
-        const auto id = schema::unsigned_value<std::uint32_t>(s.at("id"), "id");
-        const auto channel_id = schema::unsigned_value<std::uint32_t>(s.at("channelId"), "channelId");
-        const ChannelEntry* e = hub_.catalog.find_id(channel_id);
-        if (e == nullptr || !fox_advertised_.contains(channel_id)) {
-          refuse(fmt::format("subscribe: channel {} is not advertised", channel_id));
-          continue;
-        }
-        if (fox_subs_.contains(id)) {
-          refuse(fmt::format("subscribe: subscription id {} is already in use", id));
-          continue;
-        }
-        const std::uint64_t key = next_key_++;
-        fox_subs_[id] = channel_id;
-        fox_by_key_[key] = id;
-        hub_.reader->add(*e, Sink{weak_from_this(), this, key, Encoding::kFoxglove});
-      }
+      for (const Json& s : op.at("subscriptions")) fox_subscribe(s);
     } else if (name == "unsubscribe") {
       for (const Json& j : op.at("subscriptionIds")) {
-        const auto id = schema::unsigned_value<std::uint32_t>(j, "subscriptionIds[]");
-        for (auto it = fox_by_key_.begin(); it != fox_by_key_.end(); ++it) {
-          if (it->second != id) continue;
-          if (const ChannelEntry* e = hub_.catalog.find_id(fox_subs_[id]))
-            hub_.reader->remove(e->name, this, it->first);
-          fox_by_key_.erase(it);
-          break;
-        }
-        fox_subs_.erase(id);
+        fox_unsubscribe(schema::unsigned_value<std::uint32_t>(j, "subscriptionIds[]"));
       }
     } else if (name == "advertise") {
-      for (const Json& c : op.at("channels")) {
-        const auto id = schema::unsigned_value<std::uint32_t>(c.at("id"), "id");
-        const std::string topic = c.at("topic").get<std::string>();
-        const std::string encoding = c.value("encoding", std::string{});
-        const std::string type = c.value("schemaName", std::string{});
-        if (encoding != "json") {
-          refuse(fmt::format("advertise {}: encoding \"{}\" is not supported; use \"json\"", topic, encoding));
-          continue;
-        }
-        if (!hub_.allowed(topic)) {
-          refuse(fmt::format("advertise {}: not allowed by this bridge's allow/deny lists", topic));
-          continue;
-        }
-        hub_.refresh();
-        const ChannelEntry* e = hub_.catalog.find(topic);
-        if (e == nullptr || !e->schema) {
-          refuse(fmt::format("advertise {}: no typed channel {} in domain \"{}\"; a shmbus process makes it", topic,
-                             topic, hub_.catalog.domain()));
-          continue;
-        }
-        if (!type.empty() && normalize_type(type) != e->type.name) {
-          refuse(
-              fmt::format("type mismatch on {}: the client says {}, the channel carries {}; nothing will be "
-                          "published",
-                          topic, type, e->type.name));
-          continue;
-        }
-        if (fox_client_channels_.contains(id)) {
-          refuse(fmt::format("advertise: client channel id {} is already in use", id));
-          continue;
-        }
-        hub_.acquire_outlet(*e);
-        fox_client_channels_[id] = topic;
-      }
+      for (const Json& c : op.at("channels")) fox_client_advertise(c);
     } else if (name == "unadvertise") {
       for (const Json& j : op.at("channelIds")) {
         const auto it = fox_client_channels_.find(schema::unsigned_value<std::uint32_t>(j, "channelIds[]"));
@@ -169,25 +113,82 @@ void Session::fox_op(const Json& op) {
         fox_client_channels_.erase(it);
       }
     } else {
-      refuse(
+      fox_refuse(
           fmt::format("op \"{}\" is not supported by this bridge (it takes subscribe, unsubscribe, advertise, "
                       "unadvertise and message data)",
                       name));
     }
   } catch (const Json::exception& e) {
-    refuse(fmt::format("{}: {}", name, e.what()));
+    fox_refuse(fmt::format("{}: {}", name, e.what()));
   } catch (const schema::JsonInputError& e) {
-    refuse(fmt::format("{}: {}", name, e.what()));
+    fox_refuse(fmt::format("{}: {}", name, e.what()));
   } catch (const Error& e) {
-    refuse(fmt::format("{}: {}", name, e.what()));
+    fox_refuse(fmt::format("{}: {}", name, e.what()));
   }
 }
 
+void Session::fox_subscribe(const Json& s) {
+  const auto id = schema::unsigned_value<std::uint32_t>(s.at("id"), "id");
+  const auto channel_id = schema::unsigned_value<std::uint32_t>(s.at("channelId"), "channelId");
+  const ChannelEntry* e = hub_.catalog.find_id(channel_id);
+  if (e == nullptr || !fox_advertised_.contains(channel_id)) {
+    fox_refuse(fmt::format("subscribe: channel {} is not advertised", channel_id));
+    return;
+  }
+  if (fox_subs_.contains(id)) {
+    fox_refuse(fmt::format("subscribe: subscription id {} is already in use", id));
+    return;
+  }
+  const std::uint64_t key = next_key_++;
+  fox_subs_[id] = channel_id;
+  fox_by_key_[key] = id;
+  hub_.reader->add(*e, Sink{weak_from_this(), this, key, Encoding::kFoxglove});
+}
+
+void Session::fox_unsubscribe(std::uint32_t id) {
+  for (auto it = fox_by_key_.begin(); it != fox_by_key_.end(); ++it) {
+    if (it->second != id) continue;
+    if (const ChannelEntry* e = hub_.catalog.find_id(fox_subs_[id])) hub_.reader->remove(e->name, this, it->first);
+    fox_by_key_.erase(it);
+    break;
+  }
+  fox_subs_.erase(id);
+}
+
+void Session::fox_client_advertise(const Json& c) {
+  const auto id = schema::unsigned_value<std::uint32_t>(c.at("id"), "id");
+  const std::string topic = c.at("topic").get<std::string>();
+  const std::string encoding = c.value("encoding", std::string{});
+  const std::string type = c.value("schemaName", std::string{});
+  if (encoding != "json") {
+    fox_refuse(fmt::format("advertise {}: encoding \"{}\" is not supported; use \"json\"", topic, encoding));
+    return;
+  }
+  if (!hub_.allowed(topic)) {
+    fox_refuse(fmt::format("advertise {}: not allowed by this bridge's allow/deny lists", topic));
+    return;
+  }
+  hub_.refresh();
+  const ChannelEntry* e = hub_.catalog.find(topic);
+  if (e == nullptr || !e->schema) {
+    fox_refuse(fmt::format("advertise {}: no typed channel {} in domain \"{}\"; a shmbus process makes it", topic,
+                           topic, hub_.catalog.domain()));
+    return;
+  }
+  if (const auto refusal = type_mismatch(topic, "the client", type, e->type.name, "nothing will be published")) {
+    fox_refuse(*refusal);
+    return;
+  }
+  if (fox_client_channels_.contains(id)) {
+    fox_refuse(fmt::format("advertise: client channel id {} is already in use", id));
+    return;
+  }
+  hub_.acquire_outlet(*e);
+  fox_client_channels_[id] = topic;
+}
+
 void Session::fox_binary(std::string_view data) {
-  const auto refuse = [&](const std::string& message) {
-    hub_.counters.ops_refused.fetch_add(1, std::memory_order_relaxed);
-    fox_status(2, message);
-  };
+  const auto refuse = [this](const std::string& message) { fox_refuse(message); };
   if (data.size() < 5 || static_cast<std::uint8_t>(data[0]) != 1) {
     refuse("binary message: only client message data (opcode 1, channel id, payload) is supported");
     return;

@@ -222,15 +222,12 @@ void Session::ros_op(const Json& op) {
 }
 
 bool Session::ros_check_type(const std::string& topic, const ChannelEntry& channel, const Json& type, const Json& id) {
-  if (!type.is_string() || type.get<std::string>().empty()) return true;
-  const std::string wanted = normalize_type(type.get<std::string>());
-  if (wanted == channel.type.name) return true;
+  if (!type.is_string()) return true;
+  const auto refusal = type_mismatch(topic, "the client", type.get<std::string>(), channel.type.name,
+                                     "nothing was subscribed or published");
+  if (!refusal) return true;
   hub_.counters.ops_refused.fetch_add(1, std::memory_order_relaxed);
-  ros_status("error",
-             fmt::format("type mismatch on {}: the client says {}, the channel carries {}; nothing was subscribed or "
-                         "published",
-                         topic, type.get<std::string>(), channel.type.name),
-             id);
+  ros_status("error", *refusal, id);
   return false;
 }
 

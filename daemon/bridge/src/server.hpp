@@ -248,6 +248,10 @@ class Session : public std::enable_shared_from_this<Session> {
   // Foxglove WebSocket protocol.
   void fox_server_info();
   void fox_op(const schema::Json& op);
+  void fox_refuse(const std::string& message);  ///< status level 2, counted refused
+  void fox_subscribe(const schema::Json& subscription);
+  void fox_unsubscribe(std::uint32_t id);
+  void fox_client_advertise(const schema::Json& channel);
   void fox_binary(std::string_view data);
   void fox_status(int level, const std::string& message);
   void fox_advertise(const std::vector<const ChannelEntry*>& channels);

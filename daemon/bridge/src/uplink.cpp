@@ -227,11 +227,8 @@ struct Uplink::Impl {
                       topic, topic, hub.catalog.domain()));
       return;
     }
-    if (!remote.empty() && normalize_type(remote) != local->type.name) {
-      refuse(
-          fmt::format("export {}: refused: type mismatch: the remote side has {}, this side {}; nothing flows "
-                      "on it",
-                      topic, remote, local->type.name));
+    if (const auto refusal = type_mismatch(topic, "the remote side", remote, local->type.name, "nothing flows on it")) {
+      refuse(fmt::format("export {}: refused: {}", topic, *refusal));
       return;
     }
     if (const auto mark = marks.find(topic); mark != marks.end()) {
@@ -258,11 +255,10 @@ struct Uplink::Impl {
     }
     hub.refresh();
     const ChannelEntry* local = hub.catalog.find(topic);
-    if (local != nullptr && local->type.name != normalize_type(remote)) {
-      refuse(
-          fmt::format("import {}: refused: type mismatch: the remote side has {}, this side {}; nothing flows "
-                      "on it",
-                      topic, remote, local->type.name));
+    if (const auto refusal =
+            local != nullptr ? type_mismatch(topic, "the remote side", remote, local->type.name, "nothing flows on it")
+                             : std::nullopt) {
+      refuse(fmt::format("import {}: refused: {}", topic, *refusal));
       return;
     }
     // The local publisher first (it creates the channel when a local
