@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -526,4 +527,23 @@ TEST(ShmtoolLineageInput, FeedbackLoopsAreReportedAndKeptTogetherInTheOrder) {
   EXPECT_EQ(order, (std::vector<std::string>{"mapper", "controller", "planner", "logger"}));
   ASSERT_EQ(cycles.size(), 1U);
   EXPECT_EQ(cycles[0], (std::vector<std::string>{"controller", "planner"}));
+}
+
+TEST(ShmtoolLineageInput, AChainOfAMillionModulesIsOrderedWithoutOverflowingTheStack) {
+  // The module graph comes from a file: a chain this long overflowed the
+  // stack of a recursive component search (about 100 bytes a level).
+  using shmbus::lineage::ModuleNode;
+  constexpr std::size_t kModules = 1'000'000;
+  std::vector<ModuleNode> modules(kModules);
+  for (std::size_t i = 0; i < kModules; ++i) {
+    modules[i].name = fmt::format("m{:07}", i);
+    modules[i].reads = {i == 0 ? std::string("/loop") : fmt::format("/c{:07}", i - 1)};
+    modules[i].writes = {fmt::format("/c{:07}", i)};
+  }
+  modules.back().writes.push_back("/loop");  // the last feeds the first: one loop of them all
+  const auto [order, cycles] = shmbus::lineage::order_modules(modules);
+  ASSERT_EQ(order.size(), kModules);
+  EXPECT_EQ(order.front(), "m0000000");
+  ASSERT_EQ(cycles.size(), 1U);
+  EXPECT_EQ(cycles[0].size(), kModules);
 }

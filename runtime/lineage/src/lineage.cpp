@@ -30,55 +30,85 @@ std::string quoted(const std::string& s) {
 
 }  // namespace
 
-std::pair<std::vector<std::string>, std::vector<std::vector<std::string>>> order_modules(
-    const std::vector<ModuleNode>& modules) {
-  // Module graph: A -> B when A writes a channel B reads.
+namespace {
+
+using Edges = std::vector<std::set<std::size_t>>;
+
+/// Module graph: A -> B when A writes a channel B reads.
+Edges module_edges(const std::vector<ModuleNode>& modules) {
   const std::size_t n = modules.size();
   std::map<std::string, std::vector<std::size_t>> readers_of;
   for (std::size_t i = 0; i < n; ++i) {
     for (const auto& c : modules[i].reads) readers_of[c].push_back(i);
   }
-  std::vector<std::set<std::size_t>> next(n);
+  Edges next(n);
   for (std::size_t i = 0; i < n; ++i) {
     for (const auto& c : modules[i].writes) {
       if (auto it = readers_of.find(c); it != readers_of.end()) next[i].insert(it->second.begin(), it->second.end());
     }
   }
-  // Strongly connected components (Tarjan), iteratively deep enough for
-  // any module count a system has.
-  std::vector<int> index(n, -1);
-  std::vector<int> low(n, 0);
+  return next;
+}
+
+/// Strongly connected components (Tarjan) with an explicit stack of
+/// frames, not recursion: the graph comes from a file, and a chain of a
+/// million modules must not overflow the thread's stack. Returns each
+/// vertex's component and the number of components.
+std::pair<std::vector<std::size_t>, std::size_t> strongly_connected(const Edges& next) {
+  const std::size_t n = next.size();
+  std::vector<std::size_t> index(n, SIZE_MAX);
+  std::vector<std::size_t> low(n, 0);
   std::vector<bool> on_stack(n, false);
   std::vector<std::size_t> stack;
   std::vector<std::size_t> component(n, 0);
   std::size_t components = 0;
-  int counter = 0;
-  const std::function<void(std::size_t)> visit = [&](std::size_t v) {
+  std::size_t counter = 0;
+  std::vector<std::pair<std::size_t, std::set<std::size_t>::const_iterator>> frames;
+  const auto enter = [&](std::size_t v) {
     index[v] = low[v] = counter++;
     stack.push_back(v);
     on_stack[v] = true;
-    for (const std::size_t w : next[v]) {
-      if (index[w] < 0) {
-        visit(w);
-        low[v] = std::min(low[v], low[w]);
-      } else if (on_stack[w]) {
-        low[v] = std::min(low[v], index[w]);
-      }
-    }
-    if (low[v] == index[v]) {
-      std::size_t w = 0;
-      do {
-        w = stack.back();
-        stack.pop_back();
-        on_stack[w] = false;
-        component[w] = components;
-      } while (w != v);
-      ++components;
-    }
+    frames.emplace_back(v, next[v].begin());
   };
-  for (std::size_t v = 0; v < n; ++v) {
-    if (index[v] < 0) visit(v);
+  for (std::size_t root = 0; root < n; ++root) {
+    if (index[root] != SIZE_MAX) continue;
+    enter(root);
+    while (!frames.empty()) {
+      const std::size_t v = frames.back().first;
+      auto& it = frames.back().second;
+      if (it != next[v].end()) {
+        const std::size_t w = *it++;
+        if (index[w] == SIZE_MAX) {
+          enter(w);  // invalidates `it`; the loop takes the new top
+        } else if (on_stack[w]) {
+          low[v] = std::min(low[v], index[w]);
+        }
+        continue;
+      }
+      if (low[v] == index[v]) {
+        std::size_t w = 0;
+        do {
+          w = stack.back();
+          stack.pop_back();
+          on_stack[w] = false;
+          component[w] = components;
+        } while (w != v);
+        ++components;
+      }
+      frames.pop_back();
+      if (!frames.empty()) low[frames.back().first] = std::min(low[frames.back().first], low[v]);
+    }
   }
+  return {component, components};
+}
+
+}  // namespace
+
+std::pair<std::vector<std::string>, std::vector<std::vector<std::string>>> order_modules(
+    const std::vector<ModuleNode>& modules) {
+  const std::size_t n = modules.size();
+  const Edges next = module_edges(modules);
+  const auto [component, components] = strongly_connected(next);
   std::vector<std::vector<std::size_t>> members(components);
   for (std::size_t v = 0; v < n; ++v) members[component[v]].push_back(v);  // by name: modules are sorted
   std::vector<std::vector<std::string>> cycles;
