@@ -150,10 +150,16 @@ std::pair<std::vector<std::string>, std::vector<std::vector<std::string>>> order
 
 Lineage::Lineage(const std::string& path) {
   mcap::Reader reader(path);
-  const mcap::FileInfo& info = reader.info();
-  std::map<std::string, std::set<std::string>> reads;
-  std::map<std::string, std::set<std::string>> writes;
-  std::map<std::string, std::string> types;
+  Topology topology = read_metadata(reader.info(), path);
+  const std::map<std::string, std::uint64_t> counts = read_provenance(reader);
+  build_graph(topology, counts);
+}
+
+Lineage::Topology Lineage::read_metadata(const mcap::FileInfo& info, const std::string& path) {
+  Topology t;
+  auto& reads = t.reads;
+  auto& writes = t.writes;
+  auto& types = t.types;
   bool has_topology = false;
   for (const mcap::Metadata& m : info.metadata) {
     try {
@@ -192,7 +198,11 @@ Lineage::Lineage(const std::string& path) {
                                              "record, which writes it",
                                              path, kModulesMetadata));
   }
-  // The provenance records, and how many messages each channel has.
+  return t;
+}
+
+std::map<std::string, std::uint64_t> Lineage::read_provenance(mcap::Reader& reader) {
+  const mcap::FileInfo& info = reader.info();
   std::map<std::uint16_t, std::string> recorded;  // MCAP channel id -> name
   std::optional<std::uint16_t> provenance_id;
   for (const mcap::Channel& c : info.channels) {
@@ -230,6 +240,11 @@ Lineage::Lineage(const std::string& path) {
       return true;
     });
   }
+  return counts;
+}
+
+std::pair<Lineage::EdgeCounts, Lineage::EdgeCounts> Lineage::edge_counts(
+    const std::map<std::string, std::uint64_t>& counts) const {
   // Edges with their counts: a message's module is its record's publisher,
   // else the channel's first publisher.
   std::map<std::pair<std::string, std::string>, std::uint64_t> written;  // (module, channel)
@@ -246,8 +261,16 @@ Lineage::Lineage(const std::string& path) {
     for (const auto& c : cited_channels) ++cited[{c, node}];
   }
   for (const auto& [channel, first] : first_publisher_) {
-    written[{writer(channel, first), channel}] += counts[channel] - not_first[channel];
+    const auto n = counts.find(channel);
+    written[{writer(channel, first), channel}] += (n != counts.end() ? n->second : 0) - not_first[channel];
   }
+  return {written, cited};
+}
+
+void Lineage::build_graph(Topology& t, const std::map<std::string, std::uint64_t>& counts) {
+  auto& reads = t.reads;
+  auto& writes = t.writes;
+  auto [written, cited] = edge_counts(counts);
   // Writers seen in the traffic belong to the topology even when the
   // endpoint scans missed them (a module that lived less than a second).
   for (const auto& [key, n] : written) {
@@ -264,9 +287,10 @@ Lineage::Lineage(const std::string& path) {
     graph_.modules.push_back(std::move(mn));
   }
   for (const auto& [name, n] : counts) channels[name].messages = n;
+  for (const auto& [name, _] : first_publisher_) channels.try_emplace(name);  // written, none recorded: 0
   for (auto& [name, c] : channels) {
     c.name = name;
-    if (auto it = types.find(name); it != types.end()) c.type = it->second;
+    if (auto it = t.types.find(name); it != t.types.end()) c.type = it->second;
     graph_.channels.push_back(std::move(c));
   }
   for (const ModuleNode& m : graph_.modules) {

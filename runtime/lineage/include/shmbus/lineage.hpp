@@ -9,12 +9,18 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <tuple>
 #include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
+
+namespace shmbus::mcap {
+struct FileInfo;
+class Reader;
+}  // namespace shmbus::mcap
 
 namespace shmbus::lineage {
 
@@ -130,6 +136,20 @@ class Lineage {
     std::vector<std::pair<std::uint32_t, std::uint64_t>> inputs;                        ///< (channel index, sequence)
     std::vector<std::tuple<std::uint32_t, std::uint32_t, std::uint64_t>> second_level;  ///< (via, index, sequence)
   };
+  /// What the metadata records say besides what the members keep: each
+  /// module's reads and writes, each channel's type.
+  struct Topology {
+    std::map<std::string, std::set<std::string>> reads;
+    std::map<std::string, std::set<std::string>> writes;
+    std::map<std::string, std::string> types;
+  };
+  /// (module, channel) -> messages written, (channel, module) -> messages cited.
+  using EdgeCounts = std::map<std::pair<std::string, std::string>, std::uint64_t>;
+  Topology read_metadata(const mcap::FileInfo& info, const std::string& path);
+  /// Fills records_; returns each recorded channel's message count.
+  std::map<std::string, std::uint64_t> read_provenance(mcap::Reader& reader);
+  [[nodiscard]] std::pair<EdgeCounts, EdgeCounts> edge_counts(const std::map<std::string, std::uint64_t>& counts) const;
+  void build_graph(Topology& t, const std::map<std::string, std::uint64_t>& counts);
   [[nodiscard]] std::string channel_at(std::uint32_t index) const;
 
   Graph graph_;
