@@ -425,105 +425,141 @@ void Reader::read_messages(const std::function<bool(const MessageView&)>& f) {
   }
 }
 
+namespace {
+
+/// Copies what a damaged file's data section holds, record by record, into
+/// a new file. `File` is Reader::Impl, which only recover() may name.
+template <class File>
+class Recovery {
+ public:
+  Recovery(File& r, std::string out) : r_(r), out_(std::move(out)) {}
+
+  RecoverReport run() {
+    std::uint64_t at = r_.read_header();
+    while (report_.stopped_because.empty() && next(at)) {
+    }
+    report_.valid_bytes = at;
+    writer("").close();
+    return report_;
+  }
+
+ private:
+  /// Copies the record at `at` and moves past it; false at the end of the
+  /// data section or where it stops (report_.stopped_because says why).
+  bool next(std::uint64_t& at) {
+    if (r_.size - at < 9) {
+      if (at != r_.size) stop("a record header is cut short at byte " + std::to_string(at));
+      return false;
+    }
+    Cursor head(r_.bytes(at, 9), at, r_.bad);
+    const auto op = static_cast<Op>(head.u8());
+    const std::uint64_t length = head.u64();
+    if (length > r_.size - at - 9) {
+      stop("the record at byte " + std::to_string(at) + " is cut short (" + std::to_string(length) + " bytes, " +
+           std::to_string(r_.size - at - 9) + " in the file)");
+      return false;
+    }
+    if (op == Op::kDataEnd || op == Op::kFooter) return false;  // the data section is whole
+    try {
+      Cursor c(r_.bytes(at + 9, length), at + 9, r_.bad);
+      if (op == Op::kSchema) add_schema(read_schema(c));
+      if (op == Op::kChannel) add_channel(read_channel(c));
+      if (op == Op::kMetadata) add_metadata(read_metadata(c));
+      if (op == Op::kChunk) copy_chunk(at, c);
+    } catch (const Error& e) {
+      if (e.code() != Errc::kConfig) throw;
+      stop(e.what());
+      return false;
+    }
+    at += 9 + length;
+    return true;
+  }
+
+  /// The output, made at the first record that needs it; the chunks'
+  /// compression is kept (the first chunk's; none before one).
+  Writer& writer(const std::string& compression) {
+    if (!w_) {
+      WriterOptions o;
+      o.profile = r_.info.profile;
+      o.library = "shmtool bag recover";
+      o.compression = parse_compression(compression).value_or(Compression::kZstd);
+      w_.emplace(out_, o);
+      for (const auto& m : early_metadata_) w_->write_metadata(m);
+    }
+    return *w_;
+  }
+
+  void add_schema(const Schema& s) {
+    if (schema_ids_.count(s.id) == 0) schema_ids_[s.id] = writer("").add_schema(s.name, s.encoding, s.data);
+  }
+
+  void add_channel(const Channel& c) {
+    if (channel_ids_.count(c.id) != 0) return;
+    const auto schema = schema_ids_.find(c.schema_id);
+    channel_ids_[c.id] = writer("").add_channel(schema != schema_ids_.end() ? schema->second : 0, c.topic,
+                                                c.message_encoding, c.metadata);
+  }
+
+  void add_metadata(Metadata m) {
+    if (w_) {
+      w_->write_metadata(m);
+    } else {
+      early_metadata_.push_back(std::move(m));
+    }
+    ++report_.metadata;
+  }
+
+  /// The chunk at `at` (`c` at its content): its schemas, channels and
+  /// messages into the output.
+  void copy_chunk(std::uint64_t at, Cursor& c) {
+    ChunkIndex ref;
+    ref.offset = at;
+    const LoadedChunk chunk = r_.load(ref);
+    Cursor records(chunk.records, 0, r_.bad);
+    c.u64();
+    c.u64();
+    c.u64();
+    c.u32();
+    Writer& out_file = writer(c.str());
+    while (!records.done()) {
+      const auto op = static_cast<Op>(records.u8());
+      const auto content = records.take(records.u64());
+      Cursor inner(content, 0, r_.bad);
+      if (op == Op::kSchema) add_schema(read_schema(inner));
+      if (op == Op::kChannel) add_channel(read_channel(inner));
+      if (op != Op::kMessage) continue;
+      Message m;
+      const auto channel = channel_ids_.find(inner.u16());
+      if (channel == channel_ids_.end()) r_.bad(at, "a message on a channel the file never declared");
+      m.channel_id = channel->second;
+      m.sequence = inner.u32();
+      m.log_time = inner.u64();
+      m.publish_time = inner.u64();
+      m.data = inner.take(content.size() - inner.position());
+      ++report_.messages;
+      out_file.write(m);
+    }
+    ++report_.chunks;
+  }
+
+  void stop(const std::string& why) { report_.stopped_because = why; }
+
+  File& r_;
+  std::string out_;
+  RecoverReport report_;
+  std::optional<Writer> w_;
+  std::map<std::uint16_t, std::uint16_t> schema_ids_;   ///< in -> out
+  std::map<std::uint16_t, std::uint16_t> channel_ids_;  ///< in -> out
+  std::vector<Metadata> early_metadata_;                ///< before the writer exists
+};
+
+}  // namespace
+
 RecoverReport recover(const std::string& in, const std::string& out) {
   Reader::Impl r;
   r.info.path = in;
   r.open_file(8 + 9);
-  std::uint64_t at = r.read_header();
-  RecoverReport report;
-  // The chunks' compression is kept (the first chunk's; none before one).
-  std::optional<Writer> w;
-  std::map<std::uint16_t, std::uint16_t> schema_ids;   // in -> out
-  std::map<std::uint16_t, std::uint16_t> channel_ids;  // in -> out
-  std::vector<Metadata> early_metadata;                // before the writer exists
-  const auto writer = [&](const std::string& compression) -> Writer& {
-    if (!w) {
-      WriterOptions o;
-      o.profile = r.info.profile;
-      o.library = "shmtool bag recover";
-      o.compression = parse_compression(compression).value_or(Compression::kZstd);
-      w.emplace(out, o);
-      for (const auto& m : early_metadata) w->write_metadata(m);
-    }
-    return *w;
-  };
-  const auto add_schema = [&](const Schema& s) {
-    if (schema_ids.count(s.id) == 0) schema_ids[s.id] = writer("").add_schema(s.name, s.encoding, s.data);
-  };
-  const auto add_channel = [&](const Channel& c) {
-    if (channel_ids.count(c.id) != 0) return;
-    const auto schema = schema_ids.find(c.schema_id);
-    channel_ids[c.id] = writer("").add_channel(schema != schema_ids.end() ? schema->second : 0, c.topic,
-                                               c.message_encoding, c.metadata);
-  };
-  const auto stop = [&](const std::string& why) { report.stopped_because = why; };
-  while (report.stopped_because.empty()) {
-    if (r.size - at < 9) {
-      if (at != r.size) stop("a record header is cut short at byte " + std::to_string(at));
-      break;
-    }
-    Cursor head(r.bytes(at, 9), at, r.bad);
-    const auto op = static_cast<Op>(head.u8());
-    const std::uint64_t length = head.u64();
-    if (length > r.size - at - 9) {
-      stop("the record at byte " + std::to_string(at) + " is cut short (" + std::to_string(length) + " bytes, " +
-           std::to_string(r.size - at - 9) + " in the file)");
-      break;
-    }
-    if (op == Op::kDataEnd || op == Op::kFooter) break;  // the data section is whole
-    try {
-      Cursor c(r.bytes(at + 9, length), at + 9, r.bad);
-      if (op == Op::kSchema) add_schema(read_schema(c));
-      if (op == Op::kChannel) add_channel(read_channel(c));
-      if (op == Op::kMetadata) {
-        Metadata m = read_metadata(c);
-        if (w) {
-          w->write_metadata(m);
-        } else {
-          early_metadata.push_back(std::move(m));
-        }
-        ++report.metadata;
-      }
-      if (op == Op::kChunk) {
-        ChunkIndex ref;
-        ref.offset = at;
-        const LoadedChunk chunk = r.load(ref);
-        Cursor records(chunk.records, 0, r.bad);
-        c.u64();
-        c.u64();
-        c.u64();
-        c.u32();
-        Writer& out_file = writer(c.str());
-        while (!records.done()) {
-          const auto op_in = static_cast<Op>(records.u8());
-          const auto content = records.take(records.u64());
-          Cursor inner(content, 0, r.bad);
-          if (op_in == Op::kSchema) add_schema(read_schema(inner));
-          if (op_in == Op::kChannel) add_channel(read_channel(inner));
-          if (op_in != Op::kMessage) continue;
-          Message m;
-          const auto channel = channel_ids.find(inner.u16());
-          if (channel == channel_ids.end()) r.bad(at, "a message on a channel the file never declared");
-          m.channel_id = channel->second;
-          m.sequence = inner.u32();
-          m.log_time = inner.u64();
-          m.publish_time = inner.u64();
-          m.data = inner.take(content.size() - inner.position());
-          ++report.messages;
-          out_file.write(m);
-        }
-        ++report.chunks;
-      }
-    } catch (const Error& e) {
-      if (e.code() != Errc::kConfig) throw;
-      stop(e.what());
-      break;
-    }
-    at += 9 + length;
-  }
-  report.valid_bytes = at;
-  writer("").close();
-  return report;
+  return Recovery<Reader::Impl>(r, out).run();
 }
 
 }  // namespace shmbus::mcap
