@@ -343,6 +343,44 @@ struct Writer::Impl {
     b.u64(m.publish_time);
   }
 
+  void write_statistics() {
+    const std::size_t r = out.begin(Op::kStatistics);
+    out.u64(stats.message_count);
+    out.u16(stats.schema_count);
+    out.u32(stats.channel_count);
+    out.u32(stats.attachment_count);
+    out.u32(stats.metadata_count);
+    out.u32(stats.chunk_count);
+    out.u64(stats.message_start_time);
+    out.u64(stats.message_end_time);
+    const std::size_t m = out.open_length32();
+    for (const auto& [channel, count] : channel_counts) {
+      out.u16(channel);
+      out.u64(count);
+    }
+    out.close_length32(m);
+    out.end(r);
+  }
+
+  void write_chunk_index(const ChunkIndex& c) {
+    const std::size_t r = out.begin(Op::kChunkIndex);
+    out.u64(c.start_time);
+    out.u64(c.end_time);
+    out.u64(c.offset);
+    out.u64(c.length);
+    const std::size_t m = out.open_length32();
+    for (const auto& [channel, at] : c.message_index_offsets) {
+      out.u16(channel);
+      out.u64(at);
+    }
+    out.close_length32(m);
+    out.u64(c.message_index_length);
+    out.str(c.compression);
+    out.u64(c.compressed_size);
+    out.u64(c.uncompressed_size);
+    out.end(r);
+  }
+
   void write_summary() {
     flush_out(&data_crc);
     {
@@ -364,43 +402,9 @@ struct Writer::Impl {
     group(Op::kChannel, [&] {
       for (const auto& c : channels) write_channel(out, c);
     });
-    group(Op::kStatistics, [&] {
-      const std::size_t r = out.begin(Op::kStatistics);
-      out.u64(stats.message_count);
-      out.u16(stats.schema_count);
-      out.u32(stats.channel_count);
-      out.u32(stats.attachment_count);
-      out.u32(stats.metadata_count);
-      out.u32(stats.chunk_count);
-      out.u64(stats.message_start_time);
-      out.u64(stats.message_end_time);
-      const std::size_t m = out.open_length32();
-      for (const auto& [channel, count] : channel_counts) {
-        out.u16(channel);
-        out.u64(count);
-      }
-      out.close_length32(m);
-      out.end(r);
-    });
+    group(Op::kStatistics, [&] { write_statistics(); });
     group(Op::kChunkIndex, [&] {
-      for (const auto& c : chunk_indexes) {
-        const std::size_t r = out.begin(Op::kChunkIndex);
-        out.u64(c.start_time);
-        out.u64(c.end_time);
-        out.u64(c.offset);
-        out.u64(c.length);
-        const std::size_t m = out.open_length32();
-        for (const auto& [channel, at] : c.message_index_offsets) {
-          out.u16(channel);
-          out.u64(at);
-        }
-        out.close_length32(m);
-        out.u64(c.message_index_length);
-        out.str(c.compression);
-        out.u64(c.compressed_size);
-        out.u64(c.uncompressed_size);
-        out.end(r);
-      }
+      for (const auto& c : chunk_indexes) write_chunk_index(c);
     });
     group(Op::kMetadataIndex, [&] {
       for (const auto& m : metadata_indexes) {
