@@ -386,37 +386,31 @@ struct MessageSet::Impl {
     std::size_t depth = 0;
   };
 
+  /// A message being laid out: the walk's explicit stack holds one per
+  /// nesting level (no recursion on a definition's nesting).
+  struct Frame {
+    std::size_t def = 0;
+    std::size_t field = 0;  ///< the next field to place
+    std::uint64_t offset = 0;
+    std::uint32_t align = 1;
+    Extent extent;  ///< so far: the depth of the deepest nested message
+  };
+
+  static Frame frame_of(std::size_t def) {
+    Frame f;
+    f.def = def;
+    return f;
+  }
+
   void layout(std::size_t root, std::vector<int>& state, std::vector<Extent>& extents) {
     if (state[root] == 2) return;
-    struct Frame {
-      std::size_t def = 0;
-      std::size_t field = 0;  ///< the next field to place
-      std::uint64_t offset = 0;
-      std::uint32_t align = 1;
-      Extent extent;  ///< so far: the depth of the deepest nested message
-    };
-    const auto frame_of = [](std::size_t d) {
-      Frame f;
-      f.def = d;
-      return f;
-    };
     std::vector<Frame> stack{frame_of(root)};
     state[root] = 1;
     while (!stack.empty()) {
       Frame& top = stack.back();
       MessageDef& def = *defs[top.def];
       if (top.field == def.fields.size()) {
-        def.align = top.align;
-        def.size = static_cast<std::uint32_t>(align_up(top.offset, top.align));
-        // The depth counted through messages laid out before too (the
-        // stack alone sees only this walk's part of the nesting).
-        const std::size_t depth = top.extent.depth + 1;
-        if (depth > MessageSet::kMaxNesting) {
-          fail(def.source, 1,
-               fmt::format("{} nests messages more than {} deep; no real message does", def.name,
-                           MessageSet::kMaxNesting));
-        }
-        extents[top.def] = Extent{top.extent.leaves, depth};
+        finish(top, extents);
         state[top.def] = 2;
         stack.pop_back();
         continue;
@@ -443,39 +437,62 @@ struct MessageSet::Impl {
           fail(def.source, f.line,
                fmt::format("{} ends in an unbounded array and cannot be nested (field '{}')", f.message->name, f.name));
         }
-        f.element_size = f.message->size;
-        f.element_align = f.message->align;
         top.extent.leaves += extents[inner].leaves;
         top.extent.depth = std::max(top.extent.depth, extents[inner].depth);
-      } else if (f.kind == FieldKind::kString) {
-        f.element_size = f.string_capacity;
-        f.element_align = 1;
-      } else {
-        f.element_size = size_of(f.primitive);
-        f.element_align = f.element_size;
       }
-      if (f.unbounded) {
-        top.offset = align_up(top.offset, 4);
-        f.offset = static_cast<std::uint32_t>(top.offset);
-        top.offset += 4;
-        top.align = std::max({top.align, 4U, f.element_align});
-      } else {
-        top.offset = align_up(top.offset, f.element_align);
-        f.offset = static_cast<std::uint32_t>(top.offset);
-        top.offset += std::uint64_t{f.element_size} * (f.array_length == 0 ? 1 : f.array_length);
-        top.align = std::max(top.align, f.element_align);
-      }
-      if (f.kind != FieldKind::kMessage) ++top.extent.leaves;
-      if (top.extent.leaves > MessageSet::kMaxExpandedFields) {
-        fail(def.source, f.line,
-             fmt::format("{} has more than {} fields counted through its nested messages at field '{}'", def.name,
-                         MessageSet::kMaxExpandedFields, f.name));
-      }
-      if (top.offset > kMaxMessageSize) {
-        fail(def.source, f.line,
-             fmt::format("{} is larger than {} bytes at field '{}'", def.name, kMaxMessageSize, f.name));
-      }
+      place(top, def, f);
       ++top.field;
+    }
+  }
+
+  /// A message whose fields are all placed: its size, alignment and extent.
+  void finish(const Frame& top, std::vector<Extent>& extents) {
+    MessageDef& def = *defs[top.def];
+    def.align = top.align;
+    def.size = static_cast<std::uint32_t>(align_up(top.offset, top.align));
+    // The depth counted through messages laid out before too (the stack
+    // alone sees only this walk's part of the nesting).
+    const std::size_t depth = top.extent.depth + 1;
+    if (depth > MessageSet::kMaxNesting) {
+      fail(def.source, 1,
+           fmt::format("{} nests messages more than {} deep; no real message does", def.name, MessageSet::kMaxNesting));
+    }
+    extents[top.def] = Extent{top.extent.leaves, depth};
+  }
+
+  /// Field `f` of `def` at the end of what `top` has placed (a nested
+  /// message's layout is done).
+  static void place(Frame& top, const MessageDef& def, Field& f) {
+    if (f.kind == FieldKind::kMessage) {
+      f.element_size = f.message->size;
+      f.element_align = f.message->align;
+    } else if (f.kind == FieldKind::kString) {
+      f.element_size = f.string_capacity;
+      f.element_align = 1;
+    } else {
+      f.element_size = size_of(f.primitive);
+      f.element_align = f.element_size;
+    }
+    if (f.unbounded) {
+      top.offset = align_up(top.offset, 4);
+      f.offset = static_cast<std::uint32_t>(top.offset);
+      top.offset += 4;
+      top.align = std::max({top.align, 4U, f.element_align});
+    } else {
+      top.offset = align_up(top.offset, f.element_align);
+      f.offset = static_cast<std::uint32_t>(top.offset);
+      top.offset += std::uint64_t{f.element_size} * (f.array_length == 0 ? 1 : f.array_length);
+      top.align = std::max(top.align, f.element_align);
+    }
+    if (f.kind != FieldKind::kMessage) ++top.extent.leaves;
+    if (top.extent.leaves > MessageSet::kMaxExpandedFields) {
+      fail(def.source, f.line,
+           fmt::format("{} has more than {} fields counted through its nested messages at field '{}'", def.name,
+                       MessageSet::kMaxExpandedFields, f.name));
+    }
+    if (top.offset > kMaxMessageSize) {
+      fail(def.source, f.line,
+           fmt::format("{} is larger than {} bytes at field '{}'", def.name, kMaxMessageSize, f.name));
     }
   }
 };
