@@ -237,44 +237,49 @@ class Pacer {
 
 }  // namespace
 
-int run_play(const Globals& g, const PlayOptions& o) {
-  const Config config = load_config(g);
-  install_stop_handlers();
-  const auto remaps = parse_remaps(o.remap);
-  if (o.paused && ::isatty(STDIN_FILENO) != 1) {
-    throw Error(Errc::kInvalidArgument, "play: --paused needs a terminal on stdin (space resumes); run it from one");
-  }
-  Config c = config;
-  c.node = "shmtool-play";
-  Context ctx(std::move(c));
-  std::vector<PlayedFile> files;
-  for (const auto& path : o.files) files.push_back({std::make_unique<mcap::Reader>(path), {}});
-  std::sort(files.begin(), files.end(), [](const PlayedFile& a, const PlayedFile& b) {
-    return a.reader->info().statistics.message_start_time < b.reader->info().statistics.message_start_time;
-  });
+namespace {
+
+/// What part of the recording plays: [from, to] of its span [start, last]
+/// (start UINT64_MAX: no message).
+struct PlayWindow {
   std::uint64_t start = UINT64_MAX;
   std::uint64_t last = 0;
+  std::uint64_t from = 0;
+  std::uint64_t to = UINT64_MAX;
+  [[nodiscard]] double length_s() const {
+    return start == UINT64_MAX ? 0.0 : static_cast<double>(std::min(last, to) - from) / 1e9;
+  }
+};
+
+PlayWindow play_window(const std::vector<PlayedFile>& files, const PlayOptions& o) {
+  PlayWindow w;
   for (const PlayedFile& f : files) {
     const mcap::Statistics& s = f.reader->info().statistics;
     if (s.message_count == 0) continue;
-    start = std::min(start, s.message_start_time);
-    last = std::max(last, s.message_end_time);
+    w.start = std::min(w.start, s.message_start_time);
+    w.last = std::max(w.last, s.message_end_time);
   }
-  // What part of the recording plays: [from, to].
-  std::uint64_t from = start == UINT64_MAX ? 0 : start + static_cast<std::uint64_t>(o.start_offset_s * 1e9);
-  if (!o.begin.empty()) from = std::max(from, parse_wall_time("--begin", o.begin));
-  const std::uint64_t to = o.end.empty() ? UINT64_MAX : parse_wall_time("--end", o.end);
-  if (start != UINT64_MAX && (from > last || to < from)) {
+  w.from = w.start == UINT64_MAX ? 0 : w.start + static_cast<std::uint64_t>(o.start_offset_s * 1e9);
+  if (!o.begin.empty()) w.from = std::max(w.from, parse_wall_time("--begin", o.begin));
+  w.to = o.end.empty() ? UINT64_MAX : parse_wall_time("--end", o.end);
+  if (w.start != UINT64_MAX && (w.from > w.last || w.to < w.from)) {
     throw Error(
         Errc::kInvalidArgument,
         fmt::format("play: nothing to play between {} and {}; the recording spans {} to {}",
-                    wall_time_text(static_cast<std::int64_t>(from)),
-                    to == UINT64_MAX ? std::string("its end") : wall_time_text(static_cast<std::int64_t>(to)),
-                    wall_time_text(static_cast<std::int64_t>(start)), wall_time_text(static_cast<std::int64_t>(last))));
+                    wall_time_text(static_cast<std::int64_t>(w.from)),
+                    w.to == UINT64_MAX ? std::string("its end") : wall_time_text(static_cast<std::int64_t>(w.to)),
+                    wall_time_text(static_cast<std::int64_t>(w.start)),
+                    wall_time_text(static_cast<std::int64_t>(w.last))));
   }
-  // One publisher per played name; the recording's type and schema create a
-  // missing channel, and a channel that exists with another type is
-  // refused naming both (Error kTypeMismatch).
+  return w;
+}
+
+/// One publisher per played name; the recording's type and schema create a
+/// missing channel, and a channel that exists with another type is refused
+/// naming both (Error kTypeMismatch).
+std::map<std::string, std::unique_ptr<Publisher>> played_publishers(std::vector<PlayedFile>& files,
+                                                                    const PlayOptions& o, Context& ctx) {
+  const auto remaps = parse_remaps(o.remap);
   std::map<std::string, std::unique_ptr<Publisher>> publishers;
   for (PlayedFile& f : files) {
     const mcap::FileInfo& info = f.reader->info();
@@ -290,6 +295,58 @@ int run_play(const Globals& g, const PlayOptions& o) {
   if (publishers.empty()) {
     throw Error(Errc::kNotFound, "play: no recorded channel matches; see shmtool bag info " + o.files.front());
   }
+  return publishers;
+}
+
+/// Publishes the window's messages of every file once, paced; false when
+/// stopped (Ctrl-C, or q).
+bool play_files(std::vector<PlayedFile>& files, const PlayWindow& w, Pacer& pacer,
+                TypedPublisher<shmbus_msgs::Clock>* clock, std::uint64_t& played) {
+  std::uint64_t last_clock = 0;
+  bool stopped = false;
+  pacer.restart();
+  for (PlayedFile& f : files) {
+    if (stopped) break;
+    f.reader->read_messages([&](const mcap::MessageView& m) {
+      if (m.log_time > w.to) return false;
+      const auto it = f.publishers.find(m.channel_id);
+      if (m.log_time < w.from || it == f.publishers.end()) return true;
+      if (!pacer.wait(m.log_time, w.length_s(), played)) {
+        stopped = true;
+        return false;
+      }
+      if (clock != nullptr && (last_clock == 0 || m.log_time >= last_clock + 1'000'000 || m.log_time < last_clock)) {
+        shmbus_msgs::Clock t{};
+        t.clock_ns = m.log_time;
+        clock->publish(t);
+        last_clock = m.log_time;
+      }
+      it->second->publish(m.data);
+      ++played;
+      return true;
+    });
+  }
+  return !stopped;
+}
+
+}  // namespace
+
+int run_play(const Globals& g, const PlayOptions& o) {
+  const Config config = load_config(g);
+  install_stop_handlers();
+  if (o.paused && ::isatty(STDIN_FILENO) != 1) {
+    throw Error(Errc::kInvalidArgument, "play: --paused needs a terminal on stdin (space resumes); run it from one");
+  }
+  Config c = config;
+  c.node = "shmtool-play";
+  Context ctx(std::move(c));
+  std::vector<PlayedFile> files;
+  for (const auto& path : o.files) files.push_back({std::make_unique<mcap::Reader>(path), {}});
+  std::sort(files.begin(), files.end(), [](const PlayedFile& a, const PlayedFile& b) {
+    return a.reader->info().statistics.message_start_time < b.reader->info().statistics.message_start_time;
+  });
+  const PlayWindow window = play_window(files, o);
+  const auto publishers = played_publishers(files, o, ctx);
   std::unique_ptr<TypedPublisher<shmbus_msgs::Clock>> clock;
   if (o.clock) clock = std::make_unique<TypedPublisher<shmbus_msgs::Clock>>(kClockChannel, ctx);
   if (o.wait_for_subscribers) {
@@ -307,35 +364,10 @@ int run_play(const Globals& g, const PlayOptions& o) {
                     controls.active() ? "space pauses, s steps, +/- change the rate; " : ""));
   std::uint64_t played = 0;
   const std::int64_t started = mono_now_ns();
-  const double length_s = start == UINT64_MAX ? 0.0 : static_cast<double>(std::min(last, to) - from) / 1e9;
-  Pacer pacer(o.rate, from, controls);
-  pacer.set_first(from);
-  std::uint64_t last_clock = 0;
-  bool stopped = false;
-  do {
-    pacer.restart();
-    for (PlayedFile& f : files) {
-      if (stopped) break;
-      f.reader->read_messages([&](const mcap::MessageView& m) {
-        if (m.log_time > to) return false;
-        const auto it = f.publishers.find(m.channel_id);
-        if (m.log_time < from || it == f.publishers.end()) return true;
-        if (!pacer.wait(m.log_time, length_s, played)) {
-          stopped = true;
-          return false;
-        }
-        if (clock && (last_clock == 0 || m.log_time >= last_clock + 1'000'000 || m.log_time < last_clock)) {
-          shmbus_msgs::Clock t{};
-          t.clock_ns = m.log_time;
-          clock->publish(t);
-          last_clock = m.log_time;
-        }
-        it->second->publish(m.data);
-        ++played;
-        return true;
-      });
-    }
-  } while (o.loop && !stopped && !stop_requested());
+  Pacer pacer(o.rate, window.from, controls);
+  pacer.set_first(window.from);
+  while (play_files(files, window, pacer, clock.get(), played) && o.loop && !stop_requested()) {
+  }
   print(fmt::format("played {} messages in {:.3f} s\n", played, static_cast<double>(mono_now_ns() - started) / 1e9));
   return 0;
 }
