@@ -180,7 +180,7 @@ void add_sync_command(CLI::App& app, Commands& k) {
   k.run["sync"] = [&k] { return run_sync(k.g, k.sync); };
 }
 
-/// record, play, bag: recordings (MCAP).
+/// record CHANNELS -o FILE, record --trigger: the bus to MCAP.
 void add_record_commands(CLI::App& app, Commands& k) {
   CLI::App* record = app.add_subcommand("record", "Record channels to an MCAP file until Ctrl-C or --duration");
   CLI::Option* trigger = record->add_flag("--trigger", k.record.trigger,
@@ -211,7 +211,10 @@ void add_record_commands(CLI::App& app, Commands& k) {
       ->excludes(split_size)
       ->excludes(split_duration);
   k.run["record"] = [&k] { return run_record(k.g, k.record); };
+}
 
+/// play FILE...: a recording published again (--step: in module order).
+void add_play_command(CLI::App& app, Commands& k) {
   CLI::App* play = app.add_subcommand("play", "Publish a recording again, at its recorded spacing");
   play->add_option("FILES", k.play.files, "MCAP files (a split recording plays as one)")->required();
   play->add_option("--rate", k.play.rate, "Speed factor (default 1)")->check(CLI::Range(0.001, 1000.0));
@@ -239,7 +242,10 @@ void add_record_commands(CLI::App& app, Commands& k) {
       ->transform(kDuration)
       ->needs(step);
   k.run["play"] = [&k] { return k.play.step ? run_play_step(k.g, k.play) : run_play(k.g, k.play); };
+}
 
+/// bag info | recover | export | graph | diff: recordings as files.
+void add_bag_commands(CLI::App& app, Commands& k) {
   CLI::App* bag = app.add_subcommand("bag", "Inspect, repair and convert recordings");
   bag->require_subcommand(1);
   CLI::App* info = bag->add_subcommand("info", "What a recording holds: time span, channels, counts, rates, losses");
@@ -307,6 +313,8 @@ int run(int argc, char** argv) {
   add_traffic_commands(app, k);
   add_sync_command(app, k);
   add_record_commands(app, k);
+  add_play_command(app, k);
+  add_bag_commands(app, k);
   add_service_commands(app, k);
 
   if (const auto bad = unknown_command(app, argc, argv)) {
