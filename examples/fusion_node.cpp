@@ -8,7 +8,8 @@ struct Odom { static constexpr const char* kTypeName = "example/Odom"; static co
 struct Pose { static constexpr const char* kTypeName = "example/Pose"; static constexpr std::uint64_t kTypeHash = 3; double x, v; };
 // clang-format on
 
-int main() try {
+int main(int argc, char** argv) try {
+  if (auto rc = shmbus::module_arguments(argc, argv, "fusion-node", "fuses /imu and /odom into /pose")) return *rc;
   shmbus::Node node("fusion");  // the name shmtool and shmbusd show
   auto& out = node.publisher<Pose>("/pose");
   Pose pose{};

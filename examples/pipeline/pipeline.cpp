@@ -19,6 +19,7 @@
 #include <string>
 #include <string_view>
 
+#include <shmbus/cli.hpp>
 #include <shmbus/node.hpp>
 #include <shmbus/subscriber.hpp>
 
@@ -35,14 +36,6 @@ struct Options {
   double rate_hz = 50.0;
   std::uint64_t count = 0;  ///< sensors, m3: stop after this many c1 (c6) messages; 0: until Ctrl-C
 };
-
-int usage(const char* why) {
-  std::fprintf(stderr,
-               "shmbus-example-pipeline: %s; usage: shmbus-example-pipeline --module sensors|m1|m2|m3 [--gain G] "
-               "[--rate HZ] [--count N]\n",
-               why);
-  return 2;
-}
 
 /// Takes every message waiting on `sub`; the latest one stays in `latest`.
 void take_latest(shmbus::TypedSubscriber<Sample>& sub, Sample& latest) {
@@ -92,8 +85,6 @@ int run(const Options& o) {
       const Sample& s6 = latest->second;
       c5.publish(Sample{c3.seq, c3.value + s4.value + s6.value + static_cast<double>(c3.seq + s4.seq + s6.seq)});
     });
-  } else {
-    return usage(("unknown module '" + o.module + "'").c_str());
   }
   std::printf("%s running\n", o.module.c_str());
   std::fflush(stdout);
@@ -103,30 +94,15 @@ int run(const Options& o) {
 
 }  // namespace
 
-int main(int argc, char** argv) try {
+int main(int argc, char** argv) {
+  CLI::App app{"one module of the pipeline example (sensors, m1, m2, m3) per process", "shmbus-example-pipeline"};
   Options o;
-  for (int i = 1; i < argc; ++i) {
-    const std::string_view a = argv[i];
-    if (i + 1 >= argc) return usage(("option " + std::string(a) + " needs a value").c_str());
-    const char* v = argv[++i];
-    char* end = nullptr;
-    if (a == "--module") {
-      o.module = v;
-    } else if (a == "--gain") {
-      o.gain = std::strtod(v, &end);
-    } else if (a == "--rate") {
-      o.rate_hz = std::strtod(v, &end);
-      if (o.rate_hz <= 0) return usage("--rate must be positive");
-    } else if (a == "--count") {
-      o.count = std::strtoull(v, &end, 10);
-    } else {
-      return usage(("unknown option " + std::string(a)).c_str());
-    }
-    if (end != nullptr && *end != '\0') return usage(("bad number '" + std::string(v) + "'").c_str());
-  }
-  if (o.module.empty()) return usage("give the module with --module");
-  return run(o);
-} catch (const shmbus::Error& e) {
-  std::fprintf(stderr, "shmbus-example-pipeline: %s\n", e.what());
-  return e.exit_code();
+  app.add_option("--module", o.module, "the module to run")
+      ->required()
+      ->check(CLI::IsMember({"sensors", "m1", "m2", "m3"}));
+  app.add_option("--gain", o.gain, "m1: the factor of its output (default 1)");
+  app.add_option("--rate", o.rate_hz, "sensors, m3: messages per second (default 50)")->check(CLI::PositiveNumber);
+  app.add_option("--count", o.count, "sensors, m3: stop after this many messages (default: until Ctrl-C)");
+  if (auto rc = shmbus::cli::parse(app, argc, argv)) return *rc;
+  return shmbus::cli::guarded("shmbus-example-pipeline", [&] { return run(o); });
 }

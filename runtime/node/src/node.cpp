@@ -2,6 +2,7 @@
 
 #include <signal.h>
 
+#include <cstdio>
 #include <mutex>
 
 #include "shmbus/clock.hpp"
@@ -224,6 +225,27 @@ std::uint64_t Node::errors() const {
   for (const auto& s : subscriptions_) n += s->errors();
   for (const auto& t : timers_) n += t->errors();
   return n;
+}
+
+std::optional<int> module_arguments(int argc, char** argv, std::string_view program, std::string_view about) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view a = argv[i];
+    if (a == "--help" || a == "-h") {
+      std::printf(
+          "%.*s\nUsage: %.*s [OPTIONS]\n\nOptions:\n  -h,--help  Print this help message and exit\n"
+          "  --version  Display program version information and exit\n",
+          static_cast<int>(about.size()), about.data(), static_cast<int>(program.size()), program.data());
+      return 0;
+    }
+    if (a == "--version") {
+      std::printf("%s\n", SHMBUS_VERSION);
+      return 0;
+    }
+    std::fprintf(stderr, "%.*s: unknown argument '%s'; it takes --help and --version only\n",
+                 static_cast<int>(program.size()), program.data(), argv[i]);
+    return 2;
+  }
+  return std::nullopt;
 }
 
 }  // namespace shmbus

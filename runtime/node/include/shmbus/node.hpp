@@ -384,4 +384,11 @@ class Executor {
 /// True once SIGINT or SIGTERM reached a process whose nodes handle signals.
 [[nodiscard]] bool stop_signalled() noexcept;
 
+/// What a module's main answers with no parser of its own:
+/// `--help`/`-h` prints `program`'s usage and `about` (exit 0), `--version`
+/// the project's version (exit 0), anything else one line naming it (exit
+/// 2). Returns the exit code to leave with, or nullopt to run.
+[[nodiscard]] std::optional<int> module_arguments(int argc, char** argv, std::string_view program,
+                                                  std::string_view about);
+
 }  // namespace shmbus
