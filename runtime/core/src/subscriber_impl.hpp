@@ -391,33 +391,42 @@ struct Subscriber::Impl {
         }
         return;
       }
-      // An older lap. Whether `next` was claimed at all (a publisher between
-      // its cursor and its slot, or stopped there) is in the write cursor, a
-      // line every publisher writes. It is read only once we have been idle
-      // for kCursorCheckNs (the clock is read every 64th poll): reading it
-      // every 64th poll pulled the line away from the publisher's next claim
-      // on nearly every message of a busy poll loop.
-      if (stall_since == 0) {
-        if ((++idle_polls & 63U) != 0) return;
-        const std::int64_t now = mono_now_ns();
-        if (idle_since == 0) idle_since = now;
-        if (now - idle_since < kCursorCheckNs) return;
-      }
-      const std::uint64_t cursor = channel->write_cursor();
-      if (cursor <= next) {
-        stall_since = 0;
-        return;  // nothing published yet
-      }
-      if (cursor - next > capacity) {
-        skip_to(cursor - capacity);
-        continue;
-      }
-      if (give_up_stalled(st)) {
-        skip_to(next + 1);
-        continue;
-      }
-      return;  // being written; try again shortly
+      // An older lap: nothing new yet, or a publisher still on its way.
+      if (older_lap_moved_on(st, capacity)) continue;
+      return;
     }
+  }
+
+  /// take_slot_into's idle path: slot `next` holds an older lap (nothing
+  /// new yet, or a publisher between its claim and its slot). True when
+  /// the cursor moved on and the loop goes on.
+  bool older_lap_moved_on(std::uint64_t st, std::uint64_t capacity) noexcept {
+    // Whether `next` was claimed at all (a publisher between its cursor and
+    // its slot, or stopped there) is in the write cursor, a line every
+    // publisher writes. It is read only once we have been idle for
+    // kCursorCheckNs (the clock is read every 64th poll): reading it every
+    // 64th poll pulled the line away from the publisher's next claim on
+    // nearly every message of a busy poll loop.
+    if (stall_since == 0) {
+      if ((++idle_polls & 63U) != 0) return false;
+      const std::int64_t now = mono_now_ns();
+      if (idle_since == 0) idle_since = now;
+      if (now - idle_since < kCursorCheckNs) return false;
+    }
+    const std::uint64_t cursor = channel->write_cursor();
+    if (cursor <= next) {
+      stall_since = 0;
+      return false;  // nothing published yet
+    }
+    if (cursor - next > capacity) {
+      skip_to(cursor - capacity);
+      return true;
+    }
+    if (give_up_stalled(st)) {
+      skip_to(next + 1);
+      return true;
+    }
+    return false;  // being written; try again shortly
   }
 };
 
