@@ -9,7 +9,7 @@
 #include "shmbus/clock.hpp"
 #include "shmbus/input_scope.hpp"
 #include "shmbus/node.hpp"
-#include "signals.hpp"
+#include "shmbus/stop_signals.hpp"
 
 namespace shmbus {
 
@@ -99,7 +99,7 @@ bool Executor::refresh() {
     for (auto& t : n->timers_) timers_.push_back(t.get());
     signals_ |= n->options_.handle_signals;
   }
-  if (signals_) detail::install_stop_signals();
+  if (signals_) install_stop_signals();
   wait_set_.clear();
   wait_index_.clear();
   for (std::size_t i = 0; i < subscriptions_.size(); ++i) {
@@ -107,7 +107,7 @@ bool Executor::refresh() {
     wait_index_.push_back(i);
   }
   wait_set_.attach(stop_guard_);
-  if (signals_) wait_set_.attach(detail::stop_signal_guard());
+  if (signals_) wait_set_.attach(stop_signal_guard());
   for (Node* n : nodes_) wait_set_.attach(n->wake_);
   return true;
 }
@@ -321,7 +321,7 @@ void Executor::wait_for_work(std::vector<std::size_t>& ready) {
   }
   ws.attach(stop_guard_);
   ws.attach(work_done_);
-  if (signals_) ws.attach(detail::stop_signal_guard());
+  if (signals_) ws.attach(stop_signal_guard());
   for (Node* n : nodes_) ws.attach(n->wake_);
   const auto timeout = deadline == kNever
                            ? std::chrono::nanoseconds::max()

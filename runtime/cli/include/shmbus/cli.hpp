@@ -16,6 +16,7 @@
 #include <string>
 
 #include "shmbus/error.hpp"
+#include "shmbus/stop_signals.hpp"
 
 namespace shmbus::cli {
 
@@ -65,24 +66,11 @@ inline sigset_t signal_set(std::initializer_list<int> signals) {
   return set;
 }
 
-namespace detail {
-inline volatile std::sig_atomic_t stop_flag = 0;
-inline void on_stop_signal(int) { stop_flag = 1; }
-}  // namespace detail
-
 /// SIGINT and SIGTERM request a stop (stop_requested()) instead of ending
-/// the process, so a program leaves through its destructors and unregisters
-/// its endpoints. No SA_RESTART: a blocking call returns EINTR.
-inline void install_stop_handlers() {
-  struct sigaction sa {};
-  sa.sa_handler = detail::on_stop_signal;
-  ::sigemptyset(&sa.sa_mask);
-  sa.sa_flags = 0;
-  ::sigaction(SIGINT, &sa, nullptr);
-  ::sigaction(SIGTERM, &sa, nullptr);
-}
+/// the process (shmbus/stop_signals.hpp owns them, for nodes too).
+inline void install_stop_handlers() { install_stop_signals(); }
 
 /// True once SIGINT or SIGTERM arrived (after install_stop_handlers()).
-inline bool stop_requested() noexcept { return detail::stop_flag != 0; }
+inline bool stop_requested() noexcept { return stop_signalled(); }
 
 }  // namespace shmbus::cli

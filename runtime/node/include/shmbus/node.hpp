@@ -28,6 +28,7 @@
 #include "shmbus/context.hpp"
 #include "shmbus/error.hpp"
 #include "shmbus/publisher.hpp"
+#include "shmbus/stop_signals.hpp"
 #include "shmbus/subscriber.hpp"
 #include "shmbus/wait_set.hpp"
 
@@ -380,9 +381,6 @@ class Executor {
   std::exception_ptr fatal_;            ///< an exception under OnException::kStop
   std::atomic<bool> has_fatal_{false};  ///< fatal_ is set (checked without the lock)
 };
-
-/// True once SIGINT or SIGTERM reached a process whose nodes handle signals.
-[[nodiscard]] bool stop_signalled() noexcept;
 
 /// What a module's main answers with no parser of its own:
 /// `--help`/`-h` prints `program`'s usage and `about` (exit 0), `--version`
