@@ -15,16 +15,6 @@ namespace shmbus::tool {
 
 Config load_config(const Globals& g) { return monitor::load_config(monitor::ConfigSource{g.config_path, g.domain}); }
 
-bool sleep_until(std::int64_t deadline_ns) noexcept {
-  const timespec ts{static_cast<time_t>(deadline_ns / 1'000'000'000), static_cast<long>(deadline_ns % 1'000'000'000)};
-  while (!stop_requested()) {
-    const int rc = ::clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr);
-    if (rc == 0) return true;
-    if (rc != EINTR) return true;
-  }
-  return false;
-}
-
 introspect::ChannelReader open_channel(const Config& config, std::string_view channel) {
   try {
     return introspect::ChannelReader(config.domain, channel, false, config.access());

@@ -40,10 +40,6 @@ Config load_config(const Globals& g);
 using cli::install_stop_handlers;
 using cli::stop_requested;
 
-/// Sleeps until CLOCK_MONOTONIC `deadline_ns`; returns early (false) when a
-/// stop was requested.
-bool sleep_until(std::int64_t deadline_ns) noexcept;
-
 /// Opens `channel` for reading; a missing one is Error(kNotFound) that says
 /// where to look.
 introspect::ChannelReader open_channel(const Config& config, std::string_view channel);

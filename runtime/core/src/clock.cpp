@@ -4,10 +4,12 @@
 #include "shmbus/clock.hpp"
 
 #include <fcntl.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <string_view>
@@ -15,6 +17,8 @@
 #if defined(__x86_64__)
 #include <cpuid.h>
 #endif
+
+#include "shmbus/stop_signals.hpp"
 
 namespace shmbus {
 namespace detail {
@@ -182,5 +186,14 @@ std::int64_t stamp_now_slow() noexcept {
 }  // namespace detail
 
 bool stamp_clock_uses_tsc() noexcept { return detail::tsc_in_use(); }
+
+bool sleep_until(std::int64_t deadline_ns) noexcept {
+  const timespec ts{static_cast<time_t>(deadline_ns / 1'000'000'000), static_cast<long>(deadline_ns % 1'000'000'000)};
+  while (!stop_signalled()) {
+    const int rc = ::clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr);
+    if (rc != EINTR) return true;
+  }
+  return false;
+}
 
 }  // namespace shmbus

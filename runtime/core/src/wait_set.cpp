@@ -30,8 +30,9 @@ bool any_triggered(std::span<GuardCondition* const> guards) noexcept {
   return false;
 }
 
-/// Sleeps until the deadline, without futex words to sleep on.
-void sleep_until(std::int64_t deadline) noexcept {
+/// Sleeps until the deadline with no word to sleep on; a stop signal does
+/// not cut it short (the caller's guards and deadline decide).
+void nap_until(std::int64_t deadline) noexcept {
   std::this_thread::sleep_for(std::chrono::nanoseconds(std::max<std::int64_t>(0, deadline - mono_now_ns())));
 }
 
@@ -43,7 +44,7 @@ void sleep_on(std::span<const FutexWaitItem> items, std::int64_t deadline) noexc
   }
   if (futex_wait_any(items, deadline)) return;
   // No futex_waitv (Linux < 5.16) or too many words: poll every 1 ms.
-  sleep_until(std::min(deadline, mono_now_ns() + 1'000'000));
+  nap_until(std::min(deadline, mono_now_ns() + 1'000'000));
 }
 
 /// One sleep on every attached subscriber's channel and every guard:
@@ -68,7 +69,7 @@ void sleep_round(std::span<Subscriber::Impl* const> subs, std::span<GuardConditi
   for (auto* g : guards) items[n++] = {&g->word(), g->word().load(std::memory_order_acquire)};
   if (collect_pending(subs, nullptr) == 0 && !any_triggered(guards) && mono_now_ns() < until) {
     if (n == 0 || n > kMaxVector) {
-      sleep_until(n == 0 ? until : std::min(until, mono_now_ns() + 1'000'000));
+      nap_until(n == 0 ? until : std::min(until, mono_now_ns() + 1'000'000));
     } else {
       sleep_on(items.first(n), until);
     }

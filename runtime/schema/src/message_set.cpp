@@ -16,6 +16,7 @@
 
 #include "shmbus/names.hpp"
 #include "shmbus/schema.hpp"
+#include "shmbus/types.hpp"
 
 namespace shmbus::schema {
 
@@ -91,8 +92,6 @@ std::optional<std::uint64_t> parse_bound(std::string_view s) {
   if (v == 0 || v > kMaxBound) return std::nullopt;
   return v;
 }
-
-std::uint64_t align_up(std::uint64_t v, std::uint64_t a) { return (v + a - 1) / a * a; }
 
 /// One parsed line before type names are resolved.
 struct RawField {

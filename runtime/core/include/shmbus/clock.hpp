@@ -23,6 +23,12 @@ inline std::int64_t mono_now_ns() noexcept {
   return static_cast<std::int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
 }
 
+/// Sleeps until mono_now_ns() reaches `deadline_ns` (an absolute
+/// CLOCK_MONOTONIC sleep: no drift over many calls). False when SIGINT or
+/// SIGTERM (shmbus/stop_signals.hpp) cut it short; a deadline passed
+/// returns at once.
+bool sleep_until(std::int64_t deadline_ns) noexcept;
+
 namespace detail {
 
 __extension__ typedef unsigned __int128 Uint128;  // NOLINT(modernize-use-using): __extension__ needs a typedef

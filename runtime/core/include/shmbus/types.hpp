@@ -13,6 +13,10 @@
 
 namespace shmbus {
 
+/// `v` rounded up to a multiple of `a` (a > 0): layouts of messages and
+/// segments.
+constexpr std::uint64_t align_up(std::uint64_t v, std::uint64_t a) noexcept { return (v + a - 1) / a * a; }
+
 /// The identity of a channel's message type: a name such as `sensors/Imu`,
 /// a hash of its schema, and optionally the schema text itself.
 /// Two openers of a channel agree when name and hash are equal.

@@ -14,6 +14,8 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "shmbus/types.hpp"
+
 namespace shmbus::layout {
 
 inline constexpr std::size_t kCacheLine = 64;
@@ -87,7 +89,5 @@ constexpr std::uint32_t owner_pid(std::uint64_t word) noexcept {
   return static_cast<std::uint32_t>((word >> kOwnerPidShift) & kOwnerPidMask);
 }
 constexpr std::uint64_t owner_start_time(std::uint64_t word) noexcept { return word >> kOwnerStartShift; }
-
-constexpr std::uint64_t align_up(std::uint64_t v, std::uint64_t a) noexcept { return (v + a - 1) / a * a; }
 
 }  // namespace shmbus::layout
