@@ -128,8 +128,8 @@ bool colour_stdout() {
 }
 
 std::string coloured_level(monitor::Level level, bool colour) {
-  const char* text = monitor::to_string(level);
-  if (!colour) return text;
+  const std::string_view text = monitor::to_string(level);
+  if (!colour) return std::string(text);
   switch (level) {
     case monitor::Level::kNominal:
       return fmt::format("\033[32m{}\033[0m", text);
@@ -138,7 +138,7 @@ std::string coloured_level(monitor::Level level, bool colour) {
     case monitor::Level::kCritical:
       return fmt::format("\033[1;31m{}\033[0m", text);
     default:
-      return text;
+      return std::string(text);
   }
 }
 

@@ -8,7 +8,7 @@
 
 namespace shmbus::monitor {
 
-const char* to_string(Level l) noexcept {
+std::string_view to_string(Level l) noexcept {
   switch (l) {
     case Level::kNominal:
       return "nominal";

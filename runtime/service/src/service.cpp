@@ -18,7 +18,7 @@
 
 namespace shmbus {
 
-const char* to_string(CallStatus status) noexcept {
+std::string_view to_string(CallStatus status) noexcept {
   switch (status) {
     case CallStatus::kOk:
       return "ok";

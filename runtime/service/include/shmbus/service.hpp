@@ -83,7 +83,7 @@ enum class CallStatus {
 };
 
 /// One lowercase word per status (`timeout`, `no server`, ...).
-const char* to_string(CallStatus status) noexcept;
+std::string_view to_string(CallStatus status) noexcept;
 
 /// A call's status, the response's size and its header.
 struct CallResult {

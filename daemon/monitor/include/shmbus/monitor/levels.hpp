@@ -10,12 +10,13 @@
 #include <array>
 #include <cstdint>
 #include <optional>
+#include <string_view>
 
 namespace shmbus::monitor {
 
 enum class Level : std::uint8_t { kUnmonitored = 0, kNominal = 1, kDegraded = 2, kCritical = 3 };
 
-const char* to_string(Level l) noexcept;
+std::string_view to_string(Level l) noexcept;
 
 /// The level of frequency `f` against `thresholds` (f1 < f2 < f3).
 constexpr Level classify(double f, const std::optional<std::array<double, 3>>& thresholds) noexcept {
