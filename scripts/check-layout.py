@@ -22,8 +22,8 @@ import sys
 
 ROOT = os.environ.get("SHMBUS_LAYOUT_ROOT") or os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RANK = {"runtime": 0, "daemon": 1, "tools": 2, "examples": 3}
-# Generated, drawn as part of the target that owns it.
-HIDDEN = {"shmbus_gateway_envelope"}
+# Generated, or a test seam: drawn as part of the target that owns it.
+HIDDEN = {"shmbus_gateway_envelope", "shmbus_runtime_test_seams"}
 INCLUDE = re.compile(r'^\s*#\s*include\s*[<"]([^>"]+)[>"]', re.M)
 
 

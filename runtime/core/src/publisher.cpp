@@ -632,12 +632,14 @@ struct Publisher::Impl {
     notify(mono, false);
   }
 
-  /// Test hook: SHMBUS_TEST_PAUSE=taken|claimed|written|committed|stamp
-  /// makes the publisher stop itself (SIGSTOP) at that step, once per
+  /// Test seam, compiled only into the test peer (SHMBUS_TEST_SEAMS; the
+  /// library has none): SHMBUS_TEST_PAUSE=taken|claimed|written|committed|
+  /// stamp makes the publisher stop itself (SIGSTOP) at that step, once per
   /// process, so a test can kill, stall or resume it exactly there (taken:
-  /// the claim word is ours, the slot's state not yet written). Read once at
-  /// start.
+  /// the claim word is ours, the slot's state not yet written). Read once
+  /// at start.
   enum PausePoint { kPauseNone, kPauseTaken, kPauseClaimed, kPauseWritten, kPauseCommitted, kPauseStampClaimed };
+#ifdef SHMBUS_TEST_SEAMS
   PausePoint pause_at = kPauseNone;
   void test_pause(PausePoint p) noexcept {
     if (pause_at == p) [[unlikely]] {
@@ -645,6 +647,20 @@ struct Publisher::Impl {
       ::raise(SIGSTOP);
     }
   }
+  void read_test_pause() noexcept {
+    const char* p = std::getenv("SHMBUS_TEST_PAUSE");  // NOLINT(concurrency-mt-unsafe): read once at set-up
+    const std::string_view point{p == nullptr ? "" : p};
+    pause_at = point == "taken"       ? kPauseTaken
+               : point == "claimed"   ? kPauseClaimed
+               : point == "written"   ? kPauseWritten
+               : point == "committed" ? kPauseCommitted
+               : point == "stamp"     ? kPauseStampClaimed
+                                      : kPauseNone;
+  }
+#else
+  static void test_pause(PausePoint /*p*/) noexcept {}
+  static void read_test_pause() noexcept {}
+#endif
 
   /// On the shared path: asks for the solo grant every kSoloRetryEvery
   /// publishes (the other publishers may have gone).
@@ -685,15 +701,7 @@ Publisher::Publisher(std::string_view channel, const TypeInfo& type, Context& co
                                                         context.config().channel(channel).publisher_history,
                                                         impl_->channel->live_endpoints(true) != 0);
   }
-  if (const char* p = std::getenv("SHMBUS_TEST_PAUSE")) {  // NOLINT(concurrency-mt-unsafe): read once at set-up
-    const std::string_view point{p};
-    impl_->pause_at = point == "taken"       ? Impl::kPauseTaken
-                      : point == "claimed"   ? Impl::kPauseClaimed
-                      : point == "written"   ? Impl::kPauseWritten
-                      : point == "committed" ? Impl::kPauseCommitted
-                      : point == "stamp"     ? Impl::kPauseStampClaimed
-                                             : Impl::kPauseNone;
-  }
+  impl_->read_test_pause();
 }
 
 Publisher::~Publisher() = default;
