@@ -16,11 +16,11 @@
 #include <thread>
 #include <vector>
 
+#include "shmbus/bus_channels.hpp"
 #include "shmbus/cli.hpp"
 #include "shmbus/clock.hpp"
 #include "shmbus/error.hpp"
 #include "shmbus/introspect.hpp"
-#include "shmbus/bus_channels.hpp"
 #include "shmbus/monitor/frequency.hpp"
 #include "shmbus/monitor/levels.hpp"
 #include "shmbus/node.hpp"

@@ -34,8 +34,8 @@
 #include "shmbus/cli.hpp"
 #include "shmbus/clock.hpp"
 #include "shmbus/introspect.hpp"
-#include "shmbus/publisher.hpp"
 #include "shmbus/mcap.hpp"
+#include "shmbus/publisher.hpp"
 #include "shmbus/subscriber.hpp"
 #include "support/test_domain.hpp"
 

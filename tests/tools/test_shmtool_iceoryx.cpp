@@ -14,8 +14,8 @@
 #include "shmbus/context.hpp"
 #include "shmbus/iceoryx.hpp"
 #include "shmbus/introspect.hpp"
-#include "shmbus/publisher.hpp"
 #include "shmbus/mcap.hpp"
+#include "shmbus/publisher.hpp"
 #include "support/roudi.hpp"
 #include "tools/shmtool_harness.hpp"
 

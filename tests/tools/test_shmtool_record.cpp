@@ -7,8 +7,8 @@
 #include <fstream>
 
 #include "shmbus/introspect.hpp"
-#include "shmbus/publisher.hpp"
 #include "shmbus/mcap.hpp"
+#include "shmbus/publisher.hpp"
 #include "tools/shmtool_harness.hpp"
 
 using namespace std::chrono_literals;

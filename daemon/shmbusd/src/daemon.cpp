@@ -12,6 +12,7 @@
 #include <memory>
 #include <mutex>
 
+#include "shmbus/bus_channels.hpp"
 #include "shmbus/cli.hpp"
 #include "shmbus/clock.hpp"
 #include "shmbus/daemon/http.hpp"
@@ -20,7 +21,6 @@
 #include "shmbus/daemon/roudi.hpp"
 #include "shmbus/error.hpp"
 #include "shmbus/iceoryx.hpp"
-#include "shmbus/bus_channels.hpp"
 #include "shmbus/monitor/monitor.hpp"
 #include "shmbus/names.hpp"
 #include "shmbus/service_shell.hpp"

@@ -6,8 +6,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "shmbus/clock.hpp"
 #include "shmbus/bus_channels.hpp"
+#include "shmbus/clock.hpp"
 
 namespace shmbus::daemon {
 
@@ -41,8 +41,7 @@ std::string rfc3339_now() {
                      utc.tm_hour, utc.tm_min, utc.tm_sec, ts.tv_nsec / 1'000'000);
 }
 
-BusOutputs::BusOutputs(Context& context)
-    : alerts_(kAlertsChannel, context), statistics_(kStatisticsChannel, context) {}
+BusOutputs::BusOutputs(Context& context) : alerts_(kAlertsChannel, context), statistics_(kStatisticsChannel, context) {}
 
 void BusOutputs::publish_alert(const Transition& t) {
   shmbus_msgs::Alert a{};

@@ -317,7 +317,7 @@ class Recorder::Impl {
     c.defaults.wait_spin = std::chrono::nanoseconds(0);
     for (ChannelRule& rule : c.channels) rule.wait_spin.reset();
     context_ = std::make_unique<Context>(std::move(c));
-    if (o.snapshot_s > 0) {
+    if (o_.snapshot_s > 0) {
       trigger_sub_ = std::make_unique<TypedSubscriber<shmbus_msgs::RecordTrigger>>(
           kTriggerChannel, *context_, SubscriberOptions{.node = kRecorderNode});
       wait_set_.attach(trigger_sub_->untyped());
