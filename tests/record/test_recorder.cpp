@@ -70,6 +70,29 @@ bool recorder_received(const Config& config, const std::string& channel, std::ui
   return false;
 }
 
+/// Runs a recorder on a thread of its own; stops and joins it when it goes
+/// out of scope, also when a failed assertion leaves the test early.
+class Running {
+ public:
+  explicit Running(Recorder& r) : recorder_(r), thread_([this] { summary_ = recorder_.run(); }) {}
+  ~Running() { finish(); }
+  Running(const Running&) = delete;
+  Running& operator=(const Running&) = delete;
+  /// Stops the recorder and returns what it wrote.
+  const RecordSummary& finish() {
+    if (thread_.joinable()) {
+      recorder_.stop();
+      thread_.join();
+    }
+    return summary_;
+  }
+
+ private:
+  Recorder& recorder_;
+  RecordSummary summary_;
+  std::thread thread_;
+};
+
 std_msgs::String text(const std::string& s) {
   std_msgs::String m{};
   m.data.assign(s);
@@ -123,13 +146,11 @@ TEST_F(RecorderTest, RecordsEveryMessageOfARingIntoAFileInProcess) {
   o.compression = mcap::Compression::kLz4;
   Recorder recorder(config, o);
   EXPECT_EQ(recorder.first_file(), o.output);
-  RecordSummary summary;
-  std::thread run([&] { summary = recorder.run(); });
+  Running running(recorder);
   ASSERT_TRUE(recorder_received(config, "/chat", 0));
   for (int i = 0; i < 200; ++i) ASSERT_EQ(pub.publish(text("m" + std::to_string(i))), PublishResult::kOk);
   ASSERT_TRUE(recorder_received(config, "/chat", 200));
-  recorder.stop();
-  run.join();
+  const RecordSummary summary = running.finish();
 
   ASSERT_EQ(summary.channels.size(), 1U);
   EXPECT_EQ(summary.channels[0].name, "/chat");
@@ -154,15 +175,17 @@ TEST_F(RecorderTest, AChannelMadeWhileRecordingIsRecordedFromItsFirstMessage) {
   RecorderOptions o;
   o.output = temp_path("late.mcap");
   o.all = true;
+  // A channel there from the start: once the recorder reads it, its first
+  // look at the domain is done, and /late is new to it.
+  TypedPublisher<std_msgs::String> early("/early", d.context());
   Recorder recorder(config, o);
-  RecordSummary summary;
-  std::thread run([&] { summary = recorder.run(); });
+  Running running(recorder);
+  ASSERT_TRUE(recorder_received(config, "/early", 0));
   // Published at once, before the recorder can have found the channel.
   TypedPublisher<std_msgs::String> pub("/late", d.context());
   for (int i = 0; i < 50; ++i) ASSERT_EQ(pub.publish(text("l" + std::to_string(i))), PublishResult::kOk);
   ASSERT_TRUE(recorder_received(config, "/late", 50));
-  recorder.stop();
-  run.join();
+  const RecordSummary summary = running.finish();
   const Read r = read_file(o.output, "/late");
   ASSERT_EQ(r.texts.size(), 50U);
   EXPECT_EQ(r.texts.front(), "l0");
@@ -191,8 +214,7 @@ TEST_F(RecorderTest, ATriggerWritesTheSnapshotWindowWithItsReason) {
   Recorder recorder(config, o);
   EXPECT_EQ(recorder.first_file(), numbered_path(o.output, 0));
   EXPECT_FALSE(std::filesystem::exists(recorder.first_file())) << "snapshot mode writes nothing before a trigger";
-  RecordSummary summary;
-  std::thread run([&] { summary = recorder.run(); });
+  Running running(recorder);
   ASSERT_TRUE(recorder_received(config, "/snap", 0));
   for (int i = 0; i < 30; ++i) ASSERT_EQ(pub.publish(text("s" + std::to_string(i))), PublishResult::kOk);
   ASSERT_TRUE(recorder_received(config, "/snap", 30));
@@ -201,8 +223,7 @@ TEST_F(RecorderTest, ATriggerWritesTheSnapshotWindowWithItsReason) {
   while (snapshots.load() == 0 && std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(5ms);
   }
-  recorder.stop();
-  run.join();
+  const RecordSummary summary = running.finish();
 
   ASSERT_EQ(written.size(), 1U);
   EXPECT_EQ(written[0].path, numbered_path(o.output, 0));
