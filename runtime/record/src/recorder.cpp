@@ -763,7 +763,10 @@ class Recorder::Impl {
   std::vector<std::unique_ptr<RecordedChannel>> channels_;
   Batch batch_;                            ///< the reader thread's, being filled
   std::vector<std::size_t> slot_channel_;  ///< wait-set index -> channel index (SIZE_MAX: a trigger source)
-  WaitSet wait_set_;
+  /// trigger_snapshot() (snapshot mode): wakes the reader thread, which
+  /// turns it into a trigger. GuardCondition::trigger is async-signal-safe.
+  GuardCondition snapshot_guard_;
+  WaitSet wait_set_;  ///< after the guard it waits on, so it goes first
   std::unique_ptr<TypedSubscriber<shmbus_msgs::RecordTrigger>> trigger_sub_;
   std::unique_ptr<TypedSubscriber<shmbus_msgs::Alert>> alerts_sub_;
   /// Set by the reader thread after its last push_batch; the writer loads it
@@ -773,9 +776,6 @@ class Recorder::Impl {
   std::atomic<bool> write_failed_{false};
   std::atomic<bool> stop_{false};
   std::function<bool()> stop_requested_;
-  /// trigger_snapshot() (snapshot mode): wakes the reader thread, which
-  /// turns it into a trigger. GuardCondition::trigger is async-signal-safe.
-  GuardCondition snapshot_guard_;
   std::exception_ptr write_error_;  ///< set by the writer thread before write_failed_
   bool discovered_once_ = false;
   std::set<std::string> present_at_start_;  ///< channels that existed when recording began
