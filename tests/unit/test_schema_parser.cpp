@@ -4,7 +4,9 @@
 #include <filesystem>
 #include <fstream>
 
+#include "shmbus/error.hpp"
 #include "shmbus/schema.hpp"
+#include "shmbus/schema/type_catalog.hpp"
 
 using namespace shmbus::schema;
 
@@ -195,5 +197,38 @@ TEST(SchemaParserTest, ServiceFileGivesRequestAndResponseMessages) {
                                          "/NoSeparator.srv:2: a service definition needs a line '---' between the "
                                          "request and the response fields");
   }
+  std::filesystem::remove_all(dir);
+}
+
+TEST(TypeCatalogTest, ShippedTypesThenMsgPathThenTheEnvironment) {
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("shmbus_catalog_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir / "cli_msgs");
+  std::filesystem::create_directories(dir / "env" / "env_msgs");
+  std::ofstream(dir / "cli_msgs" / "Pose.msg") << "std_msgs/Header header\nfloat64 x\n";
+  std::ofstream(dir / "env" / "env_msgs" / "Tick.msg") << "uint64 n\n";
+  const std::string env_roots = "::" + (dir / "env").string() + ":";
+  ASSERT_EQ(::setenv("SHMBUS_MSG_PATH", env_roots.c_str(), 1), 0);
+
+  const TypeCatalog shipped_only({}, false);
+  EXPECT_TRUE(shipped_only.contains("sensor_msgs/Image"));
+  EXPECT_FALSE(shipped_only.contains("env_msgs/Tick"));
+  EXPECT_EQ(shipped_only.find("std_msgs/String").root().name, "std_msgs/String");
+
+  const TypeCatalog all({dir.string()});
+  EXPECT_EQ(all.roots(), (std::vector<std::string>{dir.string(), (dir / "env").string()}));
+  EXPECT_EQ(all.find("cli_msgs/Pose").root().fields.size(), 2U);  // its Header resolves to the shipped one
+  EXPECT_TRUE(all.contains("env_msgs/Tick"));
+  try {
+    (void)all.find("no_pkg/Nothing");
+    FAIL();
+  } catch (const shmbus::Error& e) {
+    EXPECT_EQ(e.code(), shmbus::Errc::kInvalidArgument);
+    const std::string what = e.what();
+    EXPECT_NE(what.find("unknown message type 'no_pkg/Nothing'"), std::string::npos) << what;
+    EXPECT_NE(what.find(dir.string()), std::string::npos) << what;
+    EXPECT_NE(what.find("cli_msgs/Pose"), std::string::npos) << what;
+  }
+  ::unsetenv("SHMBUS_MSG_PATH");
   std::filesystem::remove_all(dir);
 }

@@ -5,7 +5,6 @@
 #include <fmt/format.h>
 
 #include <cerrno>
-#include <cstdlib>
 
 #include "shmbus/error.hpp"
 #include "shmbus/monitor/config_report.hpp"
@@ -80,35 +79,6 @@ std::optional<schema::Schema> schema_of(const TypeInfo& type) {
 
 std::optional<schema::Schema> schema_of(const introspect::ChannelView& view) {
   return schema_of(TypeInfo{view.type_name, view.type_hash, view.schema});
-}
-
-TypeCatalog::TypeCatalog(const std::vector<std::string>& msg_paths) : set_(std::make_shared<schema::MessageSet>()) {
-  for (std::size_t i = 0; i < kShippedMessageCount; ++i) {
-    const ShippedMessage& m = kShippedMessages[i];
-    set_->add(m.package, m.name, m.text, fmt::format("<shipped>/{}/{}.msg", m.package, m.name));
-  }
-  std::vector<std::string> roots = msg_paths;
-  // NOLINTNEXTLINE(concurrency-mt-unsafe): shmtool reads its environment before any thread starts
-  if (const char* env = std::getenv("SHMBUS_MSG_PATH"); env != nullptr) {
-    std::string_view rest(env);
-    while (!rest.empty()) {
-      const auto colon = rest.find(':');
-      if (colon != 0) roots.emplace_back(rest.substr(0, colon));
-      rest = colon == std::string_view::npos ? std::string_view{} : rest.substr(colon + 1);
-    }
-  }
-  for (const std::string& r : roots) set_->add_directory(r);
-  set_->resolve();
-}
-
-schema::Schema TypeCatalog::find(std::string_view full_name) const {
-  if (set_->find(full_name) != nullptr) return schema::Schema::from_set(set_, full_name);
-  std::string known;
-  for (const schema::MessageDef* m : set_->messages()) known += (known.empty() ? "" : ", ") + m->name;
-  throw Error(Errc::kInvalidArgument,
-              fmt::format("unknown message type '{}'; known: {}; add definitions with --msg-path DIR or "
-                          "SHMBUS_MSG_PATH (DIR/<package>/<Name>.msg)",
-                          full_name, known));
 }
 
 ProvenanceNames::ProvenanceNames(const Config& config, std::string_view channel)

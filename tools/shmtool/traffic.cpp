@@ -20,6 +20,7 @@
 #include "shmbus/monitor/frequency.hpp"
 #include "shmbus/names.hpp"
 #include "shmbus/publisher.hpp"
+#include "shmbus/schema/type_catalog.hpp"
 #include "shmbus/subscriber.hpp"
 
 namespace shmbus::tool {
@@ -249,7 +250,7 @@ void resolve_pub_type(const Globals& g, const Config& config, const PubOptions& 
   const bool raw = o.raw_size.has_value() || (o.type.empty() && existing && !schema_of(*existing));
   if (!raw) {
     if (!o.type.empty()) {
-      out.schema = TypeCatalog(g.msg_paths).find(o.type);
+      out.schema = schema::TypeCatalog(g.msg_paths).find(o.type);
     } else if (existing) {
       out.schema = schema_of(*existing);
     } else {
