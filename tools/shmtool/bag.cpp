@@ -6,7 +6,6 @@
 #include <unistd.h>
 
 #include <poll.h>
-#include <sys/prctl.h>
 #include <termios.h>
 
 #include <cmath>
@@ -20,8 +19,8 @@
 #include "shmbus/error.hpp"
 #include "shmbus/mcap.hpp"
 #include "shmbus/publisher.hpp"
+#include "shmbus/record/player.hpp"
 #include "shmbus/record/recording.hpp"
-#include "shmbus_msgs/Clock.hpp"
 
 namespace shmbus::tool {
 
@@ -68,12 +67,6 @@ Json raw_json_schema() {
               {"additionalProperties", false}};
 }
 
-/// One file's channels as publishers in the domain (by MCAP channel id).
-struct PlayedFile {
-  std::unique_ptr<mcap::Reader> reader;
-  std::map<std::uint16_t, Publisher*> publishers;
-};
-
 /// A wall time for --begin/--end: nanoseconds since the epoch, or ISO 8601
 /// in UTC ("2026-11-23T10:00:00", fractions and a trailing Z allowed).
 std::uint64_t parse_wall_time(const std::string& option, const std::string& text) {
@@ -98,11 +91,9 @@ std::uint64_t parse_wall_time(const std::string& option, const std::string& text
 
 /// The keys on a terminal (space pauses and resumes, s steps one message
 /// while paused, + and - double and halve the rate) and the status line.
-/// Inactive, and silent, when stdin is not a terminal.
-class Controls {
+class TerminalControl final : public PlayControl {
  public:
-  explicit Controls(bool paused) : active_(::isatty(STDIN_FILENO) == 1), paused_(paused) {
-    if (!active_) return;
+  TerminalControl() {
     ::tcgetattr(STDIN_FILENO, &saved_);
     termios raw = saved_;
     raw.c_lflag &= ~static_cast<tcflag_t>(ICANON | ECHO);
@@ -110,265 +101,80 @@ class Controls {
     raw.c_cc[VTIME] = 0;
     ::tcsetattr(STDIN_FILENO, TCSANOW, &raw);
   }
-  ~Controls() {
-    if (!active_) return;
+  ~TerminalControl() override {
     ::tcsetattr(STDIN_FILENO, TCSANOW, &saved_);
     std::fputs("\n", stderr);
   }
-  Controls(const Controls&) = delete;
-  Controls& operator=(const Controls&) = delete;
+  TerminalControl(const TerminalControl&) = delete;
+  TerminalControl& operator=(const TerminalControl&) = delete;
+  TerminalControl(TerminalControl&&) = delete;
+  TerminalControl& operator=(TerminalControl&&) = delete;
 
-  [[nodiscard]] bool active() const noexcept { return active_; }
-  [[nodiscard]] bool paused() const noexcept { return paused_; }
-
-  /// Waits up to `ms` for a key; returns it (0: none).
-  char key(int ms) const {
-    if (!active_) return 0;
+  PlayCommand next(int timeout_ms) override {
     pollfd p{STDIN_FILENO, POLLIN, 0};
-    if (::poll(&p, 1, ms) <= 0) return 0;
     char c = 0;
-    return ::read(STDIN_FILENO, &c, 1) == 1 ? c : '\0';
+    if (::poll(&p, 1, timeout_ms) <= 0 || ::read(STDIN_FILENO, &c, 1) != 1) return PlayCommand::kNone;
+    switch (c) {
+      case ' ':
+        return PlayCommand::kTogglePause;
+      case 's':
+        return PlayCommand::kStep;
+      case '+':
+        return PlayCommand::kFaster;
+      case '-':
+        return PlayCommand::kSlower;
+      default:
+        return PlayCommand::kNone;
+    }
   }
-  void toggle_pause() noexcept { paused_ = !paused_; }
 
-  void status(double position_s, double length_s, double rate, std::uint64_t played) {
-    if (!active_ || mono_now_ns() < next_status_) return;
+  void status(const PlayStatus& s) override {
+    if (mono_now_ns() < next_status_) return;
     next_status_ = mono_now_ns() + 100'000'000;
-    std::fprintf(stderr, "\r[%s] %8.3f / %.3f s  x%g  %llu messages   ", paused_ ? "paused " : "playing", position_s,
-                 length_s, rate, static_cast<unsigned long long>(played));
+    std::fprintf(stderr, "\r[%s] %8.3f / %.3f s  x%g  %llu messages   ", s.paused ? "paused " : "playing", s.position_s,
+                 s.length_s, s.rate, static_cast<unsigned long long>(s.played));
   }
 
  private:
-  bool active_;
-  bool paused_;
   termios saved_{};
   std::int64_t next_status_ = 0;
 };
-
-/// How long before a message is due the player stops sleeping and spins.
-constexpr std::int64_t kSpinNs = 100'000;
-
-/// When each message is due: base_mono + (log_time - base_log) / rate,
-/// absolute deadlines on CLOCK_MONOTONIC (nothing drifts), re-based when
-/// the rate changes or a pause ends.
-class Pacer {
- public:
-  Pacer(double rate, std::uint64_t from_log, Controls& controls)
-      : rate_(rate), base_log_(from_log), base_mono_(mono_now_ns()), controls_(controls) {}
-
-  /// Starts over: the next message is due at once and fixes the schedule
-  /// (loading the first chunk is not counted against the spacing).
-  void restart() noexcept { anchored_ = false; }
-
-  /// Waits until `log_time` is due (handling the keys meanwhile); false
-  /// when a stop was requested.
-  bool wait(std::uint64_t log_time, double length_s, std::uint64_t played) {
-    if (!anchored_) {
-      anchored_ = true;
-      base_log_ = log_time;
-      base_mono_ = mono_now_ns();
-    }
-    for (;;) {
-      if (stop_requested()) return false;
-      const std::int64_t now = mono_now_ns();
-      controls_.status(static_cast<double>(position(now) - first_) / 1e9, length_s, rate_, played);
-      if (controls_.paused()) {
-        if (handle(controls_.key(20), log_time)) return true;  // a step
-        continue;
-      }
-      const std::int64_t due =
-          base_mono_ + static_cast<std::int64_t>(static_cast<double>(log_time - base_log_) / rate_);
-      if (now >= due) return true;
-      const std::int64_t left_ms = (due - now) / 1'000'000;
-      if (controls_.active() && left_ms > 2) {
-        handle(controls_.key(static_cast<int>(std::min<std::int64_t>(left_ms - 1, 50))), log_time);
-        continue;
-      }
-      // Sleep until shortly before, then spin: a wake-up is late by tens of
-      // microseconds, which would shift every message by as much.
-      if (due - now > kSpinNs && !sleep_until(due - kSpinNs)) return false;
-      while (mono_now_ns() < due) {
-      }
-      return true;
-    }
-  }
-  void set_first(std::uint64_t first) noexcept { first_ = first; }
-  [[nodiscard]] double rate() const noexcept { return rate_; }
-
- private:
-  /// The recording time now corresponds to.
-  [[nodiscard]] std::uint64_t position(std::int64_t now) const noexcept {
-    if (controls_.paused() || now <= base_mono_) return base_log_;
-    return base_log_ + static_cast<std::uint64_t>(static_cast<double>(now - base_mono_) * rate_);
-  }
-
-  /// One key; true when it releases the next message (a step).
-  bool handle(char key, std::uint64_t next_log) {
-    const std::int64_t now = mono_now_ns();
-    switch (key) {
-      case ' ':
-        // Pausing holds the position; resuming continues from it.
-        if (!controls_.paused()) base_log_ = position(now);
-        base_mono_ = now;
-        controls_.toggle_pause();
-        return false;
-      case 's':
-        if (!controls_.paused()) return false;
-        base_log_ = next_log;
-        return true;
-      case '+':
-      case '-':
-        base_log_ = position(now);
-        base_mono_ = now;
-        rate_ = std::clamp(key == '+' ? rate_ * 2 : rate_ / 2, 0.001, 1000.0);
-        return false;
-      default:
-        return false;
-    }
-  }
-
-  double rate_;
-  std::uint64_t base_log_;
-  std::int64_t base_mono_;
-  bool anchored_ = false;
-  std::uint64_t first_ = 0;
-  Controls& controls_;
-};
-
-}  // namespace
-
-namespace {
-
-/// What part of the recording plays: [from, to] of its span [start, last]
-/// (start UINT64_MAX: no message).
-struct PlayWindow {
-  std::uint64_t start = UINT64_MAX;
-  std::uint64_t last = 0;
-  std::uint64_t from = 0;
-  std::uint64_t to = UINT64_MAX;
-  [[nodiscard]] double length_s() const {
-    return start == UINT64_MAX ? 0.0 : static_cast<double>(std::min(last, to) - from) / 1e9;
-  }
-};
-
-PlayWindow play_window(const std::vector<PlayedFile>& files, const PlayOptions& o) {
-  PlayWindow w;
-  for (const PlayedFile& f : files) {
-    const mcap::Statistics& s = f.reader->info().statistics;
-    if (s.message_count == 0) continue;
-    w.start = std::min(w.start, s.message_start_time);
-    w.last = std::max(w.last, s.message_end_time);
-  }
-  w.from = w.start == UINT64_MAX ? 0 : w.start + static_cast<std::uint64_t>(o.start_offset_s * 1e9);
-  if (!o.begin.empty()) w.from = std::max(w.from, parse_wall_time("--begin", o.begin));
-  w.to = o.end.empty() ? UINT64_MAX : parse_wall_time("--end", o.end);
-  if (w.start != UINT64_MAX && (w.from > w.last || w.to < w.from)) {
-    throw Error(
-        Errc::kInvalidArgument,
-        fmt::format("play: nothing to play between {} and {}; the recording spans {} to {}",
-                    wall_time_text(static_cast<std::int64_t>(w.from)),
-                    w.to == UINT64_MAX ? std::string("its end") : wall_time_text(static_cast<std::int64_t>(w.to)),
-                    wall_time_text(static_cast<std::int64_t>(w.start)),
-                    wall_time_text(static_cast<std::int64_t>(w.last))));
-  }
-  return w;
-}
-
-/// One publisher per played name; the recording's type and schema create a
-/// missing channel, and a channel that exists with another type is refused
-/// naming both (Error kTypeMismatch).
-std::map<std::string, std::unique_ptr<Publisher>> played_publishers(std::vector<PlayedFile>& files,
-                                                                    const PlayOptions& o, Context& ctx) {
-  const auto remaps = parse_remaps(o.remap);
-  std::map<std::string, std::unique_ptr<Publisher>> publishers;
-  for (PlayedFile& f : files) {
-    const mcap::FileInfo& info = f.reader->info();
-    for (const auto& ch : info.channels) {
-      if ((!o.channels.empty() && !matches_any(o.channels, ch.topic)) || matches_any(o.exclude, ch.topic)) continue;
-      if (ch.topic == kProvenanceChannel) continue;  // facts about the recording, never traffic
-      const std::string name = remaps.count(ch.topic) != 0 ? remaps.at(ch.topic) : ch.topic;
-      auto& p = publishers[name];
-      if (!p) p = std::make_unique<Publisher>(name, recorded_type(info, ch), ctx);
-      f.publishers[ch.id] = p.get();
-    }
-  }
-  if (publishers.empty()) {
-    throw Error(Errc::kNotFound, "play: no recorded channel matches; see shmtool bag info " + o.files.front());
-  }
-  return publishers;
-}
-
-/// Publishes the window's messages of every file once, paced; false when
-/// stopped (Ctrl-C, or q).
-bool play_files(std::vector<PlayedFile>& files, const PlayWindow& w, Pacer& pacer,
-                TypedPublisher<shmbus_msgs::Clock>* clock, std::uint64_t& played) {
-  std::uint64_t last_clock = 0;
-  bool stopped = false;
-  pacer.restart();
-  for (PlayedFile& f : files) {
-    if (stopped) break;
-    f.reader->read_messages([&](const mcap::MessageView& m) {
-      if (m.log_time > w.to) return false;
-      const auto it = f.publishers.find(m.channel_id);
-      if (m.log_time < w.from || it == f.publishers.end()) return true;
-      if (!pacer.wait(m.log_time, w.length_s(), played)) {
-        stopped = true;
-        return false;
-      }
-      if (clock != nullptr && (last_clock == 0 || m.log_time >= last_clock + 1'000'000 || m.log_time < last_clock)) {
-        shmbus_msgs::Clock t{};
-        t.clock_ns = m.log_time;
-        clock->publish(t);
-        last_clock = m.log_time;
-      }
-      it->second->publish(m.data);
-      ++played;
-      return true;
-    });
-  }
-  return !stopped;
-}
 
 }  // namespace
 
 int run_play(const Globals& g, const PlayOptions& o) {
   const Config config = load_config(g);
   install_stop_handlers();
-  if (o.paused && ::isatty(STDIN_FILENO) != 1) {
+  const bool terminal = ::isatty(STDIN_FILENO) == 1;
+  if (o.paused && !terminal) {
     throw Error(Errc::kInvalidArgument, "play: --paused needs a terminal on stdin (space resumes); run it from one");
   }
-  Config c = config;
-  c.node = "shmtool-play";
-  Context ctx(std::move(c));
-  std::vector<PlayedFile> files;
-  for (const auto& path : o.files) files.push_back({std::make_unique<mcap::Reader>(path), {}});
-  std::sort(files.begin(), files.end(), [](const PlayedFile& a, const PlayedFile& b) {
-    return a.reader->info().statistics.message_start_time < b.reader->info().statistics.message_start_time;
-  });
-  const PlayWindow window = play_window(files, o);
-  const auto publishers = played_publishers(files, o, ctx);
-  std::unique_ptr<TypedPublisher<shmbus_msgs::Clock>> clock;
-  if (o.clock) clock = std::make_unique<TypedPublisher<shmbus_msgs::Clock>>(kClockChannel, ctx);
+  PlayerOptions options;
+  options.files = o.files;
+  options.rate = o.rate;
+  options.loop = o.loop;
+  options.channels = o.channels;
+  options.exclude = o.exclude;
+  options.remap = parse_remaps(o.remap);
+  options.start_offset_s = o.start_offset_s;
+  if (!o.begin.empty()) options.begin_ns = parse_wall_time("--begin", o.begin);
+  if (!o.end.empty()) options.end_ns = parse_wall_time("--end", o.end);
+  options.start_paused = o.paused;
+  options.clock = o.clock;
+  std::optional<TerminalControl> control;
+  if (terminal) control.emplace();
+  Player player(config, std::move(options), control ? &*control : nullptr);
+  const auto stop = [] { return stop_requested(); };
   if (o.wait_for_subscribers) {
-    print(fmt::format("waiting for a subscriber on each of the {} channels\n", publishers.size()));
-    for (const auto& [name, p] : publishers) {
-      while (!stop_requested() && introspect::ChannelReader(config.domain, name).view().subscribers.empty()) {
-        sleep_until(mono_now_ns() + 10'000'000);
-      }
-    }
+    print(fmt::format("waiting for a subscriber on each of the {} channels\n", player.channel_count()));
+    if (!player.wait_for_subscribers(stop)) return 0;
   }
-  Controls controls(o.paused);
-  ::prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);  // wake-ups as asked, not up to 50 us later
-  print(fmt::format("playing {} channels from {} file(s) at {}x{}{}; {}Ctrl-C stops\n", publishers.size(), files.size(),
-                    o.rate, o.loop ? ", looping" : "", o.clock ? fmt::format(", time on {}", kClockChannel) : "",
-                    controls.active() ? "space pauses, s steps, +/- change the rate; " : ""));
-  std::uint64_t played = 0;
-  const std::int64_t started = mono_now_ns();
-  Pacer pacer(o.rate, window.from, controls);
-  pacer.set_first(window.from);
-  while (play_files(files, window, pacer, clock.get(), played) && o.loop && !stop_requested()) {
-  }
-  print(fmt::format("played {} messages in {:.3f} s\n", played, static_cast<double>(mono_now_ns() - started) / 1e9));
+  print(fmt::format("playing {} channels from {} file(s) at {}x{}{}; {}Ctrl-C stops\n", player.channel_count(),
+                    player.file_count(), o.rate, o.loop ? ", looping" : "",
+                    o.clock ? fmt::format(", time on {}", kClockChannel) : "",
+                    control ? "space pauses, s steps, +/- change the rate; " : ""));
+  const PlaySummary summary = player.run(stop);
+  print(fmt::format("played {} messages in {:.3f} s\n", summary.played, summary.took_s));
   return 0;
 }
 

@@ -51,15 +51,6 @@ std::string human_bytes(std::uint64_t n) {
   return fmt::format("{:.{}f} {}", v, v < 10 ? 2 : v < 100 ? 1 : 0, units[u]);
 }
 
-std::string wall_time_text(std::int64_t ns) {
-  const std::time_t secs = static_cast<std::time_t>(ns / 1'000'000'000);
-  std::tm tm{};
-  ::gmtime_r(&secs, &tm);
-  char text[32];
-  std::strftime(text, sizeof text, "%Y-%m-%d %H:%M:%S", &tm);
-  return fmt::format("{}.{:03d} UTC", text, static_cast<int>((ns / 1'000'000) % 1000));
-}
-
 std::string human_seconds(double s) {
   if (std::isnan(s)) return "-";
   const double a = std::fabs(s);

@@ -7,6 +7,7 @@
 #include <string_view>
 #include <vector>
 
+#include "shmbus/clock.hpp"
 #include "shmbus/monitor/levels.hpp"
 #include "shmbus/schema.hpp"
 
@@ -26,8 +27,6 @@ std::string human_rate(double hz);
 std::string human_seconds(double s);
 /// "512 B", "12.3 KiB", "4.56 MiB", "7.89 GiB".
 std::string human_bytes(std::uint64_t n);
-/// CLOCK_REALTIME ns as "2026-11-22 23:31:02.123 UTC".
-std::string wall_time_text(std::int64_t ns);
 /// A JSON number, or null for NaN and infinities (JSON has neither).
 schema::Json json_number(double x);
 

@@ -4,6 +4,7 @@
 #include "shmbus/clock.hpp"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -12,6 +13,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <string_view>
 
 #if defined(__x86_64__)
@@ -194,6 +196,15 @@ bool sleep_until(std::int64_t deadline_ns) noexcept {
     if (rc != EINTR) return true;
   }
   return false;
+}
+
+std::string wall_time_text(std::int64_t ns) {
+  const std::time_t secs = static_cast<std::time_t>(ns / 1'000'000'000);
+  std::tm tm{};
+  ::gmtime_r(&secs, &tm);
+  char text[32];
+  std::strftime(text, sizeof text, "%Y-%m-%d %H:%M:%S", &tm);
+  return fmt::format("{}.{:03d} UTC", text, static_cast<int>((ns / 1'000'000) % 1000));
 }
 
 }  // namespace shmbus

@@ -12,6 +12,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <string>
 #include <string_view>
 
 namespace shmbus {
@@ -28,6 +29,9 @@ inline std::int64_t mono_now_ns() noexcept {
 /// SIGTERM (shmbus/stop_signals.hpp) cut it short; a deadline passed
 /// returns at once.
 bool sleep_until(std::int64_t deadline_ns) noexcept;
+
+/// A CLOCK_REALTIME time in ns as "2026-11-23 10:00:00.123 UTC".
+[[nodiscard]] std::string wall_time_text(std::int64_t ns);
 
 namespace detail {
 
