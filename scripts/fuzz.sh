@@ -4,7 +4,8 @@
 # (schema parser and decoder), a few patches of real segment images
 # (segment opener), the hostile frames the bridge must refuse (bridge
 # session, JSON/CBOR parsers) and small recordings of each compression
-# (MCAP reader, lineage and recover).
+# (MCAP reader, lineage and recover), and the configuration file with every
+# program's section.
 #   scripts/fuzz.sh [SECONDS_PER_TARGET]     default 60
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -14,13 +15,18 @@ bash scripts/install-deps.sh >&2
 dir=build-fuzz
 CC=clang CXX=clang++ cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSHMBUS_BUILD_FUZZERS=ON \
   -DSHMBUS_BUILD_TESTS=OFF -DSHMBUS_BUILD_BENCHMARKS=OFF -DSHMBUS_BUILD_TOOLS=OFF >&2
-targets=(schema_parser schema_decoder segment_open json_input bridge_session mcap_reader)
+targets=(schema_parser schema_decoder segment_open json_input bridge_session mcap_reader config)
 cmake --build "$dir" --target "${targets[@]/#/fuzz_}" >&2
 
 corpus="$dir/corpus"
 rm -rf "$corpus"
-mkdir -p "$corpus/parser" "$corpus/decoder" "$corpus/open" "$corpus/input" "$corpus/session" "$corpus/reader"
+mkdir -p "$corpus/parser" "$corpus/decoder" "$corpus/open" "$corpus/input" "$corpus/session" "$corpus/reader" "$corpus/config"
 cp runtime/msg/*/*.msg tests/msg/*/*.msg "$corpus/parser/"
+# Configuration seeds: the shipped example (every key) and each section.
+cp config/*.toml "$corpus/config/"
+printf '[[gateway]]\nexport = ["/a/*"]\nreliability = "best_effort"\n' > "$corpus/config/gateway.toml"
+printf '[[sync]]\nname = "s"\ninputs = ["/a", "/b"]\noutput = "/o"\nthreshold = "5ms"\n' > "$corpus/config/sync.toml"
+printf '[bridge]\nallow = ["/a"]\nmax_clients = 4\nidle_timeout = "1s"\n' > "$corpus/config/bridge.toml"
 # Decoder seeds: a selector byte, then the golden Imu bytes.
 printf '\x00' > "$corpus/decoder/imu.bin"
 xxd -r -p tests/golden/sensor_msgs_Imu.hex >> "$corpus/decoder/imu.bin"
@@ -60,7 +66,7 @@ cp tests/fuzz/regressions/session/* "$corpus/session/"
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 declare -A corpus_of=([schema_parser]=parser [schema_decoder]=decoder [segment_open]=open [json_input]=input
-  [bridge_session]=session [mcap_reader]=reader)
+  [bridge_session]=session [mcap_reader]=reader [config]=config)
 for target in "${targets[@]}"; do
   log="$dir/fuzz_$target.log"
   echo "fuzz_$target: ${seconds}s"

@@ -193,8 +193,8 @@ TEST(CheckConfigTest, WindowTheTimeListCanNeverCoverIsWarnedWithItsPosition) {
   EXPECT_EQ(warnings[0],
             "w.toml:5:1: warning: channel /cam: window 10s at f3 = 60 Hz needs 600 stamps but time_list_capacity is "
             "256: the time list can never cover the window; raise time_list_capacity to 1024 or shorten the window");
-  EXPECT_NE(describe_config(c).find("[[channel]] /cam -> transport=shm capacity=64 max_message_size=4096 "
-                                    "time_list_capacity=256 window=10s thresholds f1=25 f2=35 f3=60 Hz"),
+  EXPECT_NE(describe_config({c, {}}).find("[[channel]] /cam -> transport=shm capacity=64 max_message_size=4096 "
+                                          "time_list_capacity=256 window=10s thresholds f1=25 f2=35 f3=60 Hz"),
             std::string::npos);
 }
 

@@ -26,9 +26,10 @@ struct Bench {
     Config c;
     c.domain = "fuzz_bridge_" + std::to_string(::getpid());
     c.node = "fuzz";
-    c.bridge.service_timeout = std::chrono::milliseconds(1);
+    BridgeSettings b;
+    b.service_timeout = std::chrono::milliseconds(1);
     introspect::clean_domain(c.domain, false);
-    hub = std::make_unique<Hub>(c, io);
+    hub = std::make_unique<Hub>(c, b, io);
     hub->start_reader();
     // A channel the frames can subscribe to, advertise and publish on.
     publisher = std::make_unique<Publisher>("/chatter", type_info_of<std_msgs::String>(), hub->context);

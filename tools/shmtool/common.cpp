@@ -7,12 +7,15 @@
 #include <cerrno>
 
 #include "shmbus/error.hpp"
-#include "shmbus/monitor/config_report.hpp"
 #include "shmbus/schema/json_input.hpp"
 
 namespace shmbus::tool {
 
-Config load_config(const Globals& g) { return monitor::load_config(monitor::ConfigSource{g.config_path, g.domain}); }
+cli::ConfigSource config_source(const Globals& g) { return cli::ConfigSource{g.config_path, g.domain}; }
+
+Config load_config(const Globals& g) { return cli::ConfigFile::load(config_source(g)).config(); }
+
+monitor::MonitorConfig load_monitor_config(const Globals& g) { return monitor::load_monitor_config(config_source(g)); }
 
 introspect::ChannelReader open_channel(const Config& config, std::string_view channel) {
   try {

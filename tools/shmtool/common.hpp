@@ -13,10 +13,12 @@
 #include <vector>
 
 #include "shmbus/cli.hpp"
+#include "shmbus/cli/config_file.hpp"
 #include "shmbus/clock.hpp"
 #include "shmbus/config.hpp"
 #include "shmbus/context.hpp"
 #include "shmbus/introspect.hpp"
+#include "shmbus/monitor/settings.hpp"
 #include "shmbus/schema.hpp"
 #include "shmbus/subscriber.hpp"
 #include "shmbus/types.hpp"
@@ -31,9 +33,13 @@ struct Globals {
   bool json = false;                   ///< --json
 };
 
-/// The configuration the global options select (the monitor's loader, so
-/// shmtool and shmbusd read a file the same way). Throws Error(kConfig).
+/// Where the global options say the configuration is (--config, --domain).
+cli::ConfigSource config_source(const Globals& g);
+/// The configuration the global options select (cli::ConfigFile, so every
+/// program reads a file the same way). Throws Error(kConfig).
 Config load_config(const Globals& g);
+/// The same with shmbusd's [monitor] section, for the commands that measure.
+monitor::MonitorConfig load_monitor_config(const Globals& g);
 
 /// SIGINT and SIGTERM request a stop, so a command leaves through its
 /// destructors and unregisters its endpoints.

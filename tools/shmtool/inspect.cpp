@@ -31,6 +31,7 @@ namespace shmbus::tool {
 using monitor::ChannelStatus;
 using monitor::Level;
 using monitor::Monitor;
+using monitor::MonitorConfig;
 using schema::Json;
 
 namespace {
@@ -132,8 +133,9 @@ std::map<std::string, std::string> refused_schemas(const Config& config, const s
 }  // namespace
 
 int run_list(const Globals& g) {
-  const Config config = load_config(g);
-  Monitor monitor(config, Monitor::Role::kObserver);
+  const MonitorConfig loaded = load_monitor_config(g);
+  const Config& config = loaded.config;
+  Monitor monitor(config, loaded.monitor, Monitor::Role::kObserver);
   const std::vector<ChannelStatus> channels = observe(monitor);
   // Channels listed but unusable (corrupt, another user's) are rows too,
   // with the reason: hiding them would hide the problem. So is a stored
@@ -396,9 +398,10 @@ int run_info(const Globals& g, const std::string& channel) {
 }
 
 int run_stats(const Globals& g, const StatsOptions& o) {
-  const Config config = load_config(g);
+  const MonitorConfig loaded = load_monitor_config(g);
+  const Config& config = loaded.config;
   if (o.channel) (void)open_channel(config, *o.channel);  // exit 3 when missing
-  Monitor monitor(config, Monitor::Role::kObserver);
+  Monitor monitor(config, loaded.monitor, Monitor::Role::kObserver);
   std::vector<ChannelStatus> channels = observe(monitor);
   if (o.channel) {
     std::erase_if(channels, [&](const ChannelStatus& c) { return c.name != *o.channel; });
@@ -452,8 +455,9 @@ int run_stats(const Globals& g, const StatsOptions& o) {
 }
 
 int run_alerts(const Globals& g) {
-  const Config config = load_config(g);
-  Monitor monitor(config, Monitor::Role::kObserver);
+  const MonitorConfig loaded = load_monitor_config(g);
+  const Config& config = loaded.config;
+  Monitor monitor(config, loaded.monitor, Monitor::Role::kObserver);
   std::vector<ChannelStatus> channels = observe(monitor);
   std::erase_if(channels, [](const ChannelStatus& c) { return !c.thresholds_hz; });
   // Worst first, then by name.
@@ -537,14 +541,15 @@ void sort_for_top(std::vector<ChannelStatus>& channels, const std::string& key) 
 }  // namespace
 
 int run_top(const Globals& g, const TopOptions& o) {
-  const Config config = load_config(g);
+  const MonitorConfig loaded = load_monitor_config(g);
+  const Config& config = loaded.config;
   install_stop_handlers();
   const bool interactive = ::isatty(STDOUT_FILENO) == 1;
   const bool colour = colour_stdout();
   RawTerminal terminal;
-  Monitor monitor(config, Monitor::Role::kObserver);
+  Monitor monitor(config, loaded.monitor, Monitor::Role::kObserver);
   std::string sort = o.sort;
-  const auto scan_period = std::max<std::int64_t>(config.monitor.scan_period.count(), 1'000'000);
+  const auto scan_period = std::max<std::int64_t>(loaded.monitor.scan_period.count(), 1'000'000);
   const auto interval = static_cast<std::int64_t>(o.interval_s * 1e9);
   std::int64_t next_draw = mono_now_ns();
   std::int64_t next_scan = next_draw;

@@ -16,6 +16,7 @@
 #include "shmbus/names.hpp"
 #include "shmbus/publisher.hpp"
 #include "shmbus/sync.hpp"
+#include "shmbus/sync/stage_settings.hpp"
 #include "shmbus_msgs/SyncSet.hpp"
 
 namespace shmbus::tool {
@@ -37,14 +38,15 @@ std::string drops_text(const sync::Synchronizer& s) {
 }
 
 /// A [[sync]] entry of the configuration, with the command line on top.
-SyncOptions with_config_entry(const Config& config, const SyncOptions& given) {
+SyncOptions with_config_entry(const cli::ConfigFile& file, const SyncOptions& given) {
   SyncOptions o = given;
   if (given.name.empty()) return o;
-  const auto entry = std::find_if(config.sync_stages.begin(), config.sync_stages.end(),
-                                  [&](const SyncStageSettings& s) { return s.name == given.name; });
-  if (entry == config.sync_stages.end()) {
+  const std::vector<sync::StageSettings> stages = sync::read_stage_settings(file.reader(), file.section("sync"));
+  const auto entry =
+      std::find_if(stages.begin(), stages.end(), [&](const sync::StageSettings& s) { return s.name == given.name; });
+  if (entry == stages.end()) {
     throw Error(Errc::kConfig, fmt::format("no [[sync]] entry named {} in {}; add one or give --inputs and --output",
-                                           given.name, config.source));
+                                           given.name, file.config().source));
   }
   if (o.inputs.empty()) o.inputs = entry->inputs;
   if (o.output.empty()) o.output = entry->output;
@@ -121,8 +123,9 @@ shmbus_msgs::SyncSet to_message(const sync::AlignedSet& s, const std::string& po
 }  // namespace
 
 int run_sync(const Globals& g, const SyncOptions& given) {
-  const Config config = load_config(g);
-  SyncOptions o = with_config_entry(config, given);
+  const cli::ConfigFile file = cli::ConfigFile::load(config_source(g));
+  const Config& config = file.config();
+  SyncOptions o = with_config_entry(file, given);
   const sync::SynchronizerOptions options = stage_options(o);
 
   install_stop_handlers();

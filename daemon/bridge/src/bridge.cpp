@@ -15,8 +15,8 @@
 
 #include "server.hpp"
 #include "shmbus/cli.hpp"
+#include "shmbus/cli/config_file.hpp"
 #include "shmbus/clock.hpp"
-#include "shmbus/monitor/config_report.hpp"
 #include "shmbus/service_shell.hpp"
 
 namespace shmbus::bridge {
@@ -114,11 +114,12 @@ bool same_token(std::string_view a, std::string_view b) noexcept {
 
 // -------------------------------------------------------------------- Hub
 
-Hub::Hub(const Config& c, asio::io_context& context_io)
+Hub::Hub(const Config& c, BridgeSettings bridge_settings, asio::io_context& context_io)
     : config(with_node(c)),
+      settings(std::move(bridge_settings)),
       io(context_io),
       context(config),
-      token(read_token(config.bridge.token_file)),
+      token(read_token(settings.token_file)),
       catalog(config.domain, config.access()),
       services(std::make_unique<ServiceCaller>(context)) {}
 
@@ -170,7 +171,7 @@ BridgeStats Hub::stats() const noexcept {
 bool Hub::allowed(std::string_view name) const {
   const std::string n{name};
   const auto matches = [&](const std::string& glob) { return glob == n || ::fnmatch(glob.c_str(), n.c_str(), 0) == 0; };
-  const auto& b = config.bridge;
+  const auto& b = settings;
   if (!b.allow.empty() && std::none_of(b.allow.begin(), b.allow.end(), matches)) return false;
   return std::none_of(b.deny.begin(), b.deny.end(), matches);
 }
@@ -290,9 +291,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
 }  // namespace
 
 struct Bridge::Impl {
-  explicit Impl(const Config& config) : hub(config, io), tls(server_tls(hub.config.bridge)), acceptor(io), timer(io) {
+  Impl(const Config& config, BridgeSettings settings)
+      : hub(config, std::move(settings), io), tls(server_tls(hub.settings)), acceptor(io), timer(io) {
     hub.start_reader();
-    const auto [address, port] = parse_listen(hub.config.bridge.listen);
+    const auto [address, port] = parse_listen(hub.settings.listen);
     const tcp::endpoint endpoint(address, port);
     beast::error_code ec;
     acceptor.open(endpoint.protocol(), ec);
@@ -301,7 +303,7 @@ struct Bridge::Impl {
     if (!ec) acceptor.listen(asio::socket_base::max_listen_connections, ec);
     if (ec) {
       throw Error(Errc::kResource, fmt::format("cannot listen on {}: {}; choose another address (--listen)",
-                                               hub.config.bridge.listen, ec.message()));
+                                               hub.settings.listen, ec.message()));
     }
     accept();
     tick();
@@ -415,7 +417,7 @@ void Connection::on_request(beast::error_code ec) {
   if (websocket::is_upgrade(req)) {
     const std::string offered{req[http::field::sec_websocket_protocol]};
     const bool foxglove = offered.find(kFoxgloveSubprotocol) != std::string::npos;
-    if (const std::string origin{req[http::field::origin]}; !origin_allowed(origin, hub.config.bridge.allow_origins)) {
+    if (const std::string origin{req[http::field::origin]}; !origin_allowed(origin, hub.settings.allow_origins)) {
       // A page of another site in an operator's browser: refused.
       hub.counters.connections_refused.fetch_add(1, std::memory_order_relaxed);
       beast::error_code ignored;
@@ -426,14 +428,14 @@ void Connection::on_request(beast::error_code ec) {
       return;
     }
     const bool needs_auth = !hub.token.empty() && !same_token(token, hub.token);
-    if (needs_auth && !foxglove && hub.pending_auth >= hub.config.bridge.max_pending_auth) {
+    if (needs_auth && !foxglove && hub.pending_auth >= hub.settings.max_pending_auth) {
       hub.counters.connections_refused.fetch_add(1, std::memory_order_relaxed);
       answer(http::status::service_unavailable, "text/plain",
              fmt::format("shmbus-bridge: {} clients are waiting to authenticate (max_pending_auth); try later\n",
                          hub.pending_auth));
       return;
     }
-    if (hub.sessions.size() >= hub.config.bridge.max_clients) {
+    if (hub.sessions.size() >= hub.settings.max_clients) {
       hub.counters.connections_refused.fetch_add(1, std::memory_order_relaxed);
       answer(http::status::service_unavailable, "text/plain",
              fmt::format("shmbus-bridge: {} clients already (max_clients); try later\n", hub.sessions.size()));
@@ -479,7 +481,8 @@ void Connection::on_request(beast::error_code ec) {
 
 // ----------------------------------------------------------------- Bridge
 
-Bridge::Bridge(const Config& config) : impl_(std::make_unique<Impl>(config)) {}
+Bridge::Bridge(const Config& config, BridgeSettings settings)
+    : impl_(std::make_unique<Impl>(config, std::move(settings))) {}
 Bridge::~Bridge() = default;
 
 std::uint16_t Bridge::port() const noexcept {
@@ -496,7 +499,7 @@ namespace {
 
 /// What the command line may set of the [bridge] table.
 struct BridgeArgs {
-  monitor::ConfigSource source;
+  cli::ConfigSource source;
   std::string domain;
   std::optional<std::string> listen, token_file, tls_cert, tls_key;
   std::vector<std::string> allow, deny, allow_origins;
@@ -567,9 +570,8 @@ int run_uplink(const Config& config, const UplinkOptions& options) {
   return 0;
 }
 
-int run_server(const Config& config) {
-  const BridgeSettings& b = config.bridge;
-  Bridge bridge(config);
+int run_server(const Config& config, const BridgeSettings& b) {
+  Bridge bridge(config, b);
   spdlog::info("listening on {}://{}:{} for domain \"{}\" (rosbridge v2; foxglove.websocket.v1; /metrics)",
                b.tls_cert.empty() ? "ws" : "wss", b.listen.substr(0, b.listen.rfind(':')), bridge.port(),
                config.domain);
@@ -597,11 +599,13 @@ int bridge_main(int argc, char** argv) {
     return 2;
   }
   return cli::guarded("shmbus-bridge", [&] {
-    Config config = monitor::load_config(args.source);
-    apply_bridge_args(args, config.bridge);
+    const cli::ConfigFile file = cli::ConfigFile::load(args.source);
+    const Config& config = file.config();
+    BridgeSettings settings = read_bridge_settings(file);
+    apply_bridge_args(args, settings);
     spdlog::set_default_logger(service_shell::make_logger("shmbus-bridge", service_shell::stderr_is_journal()));
     cli::install_stop_handlers();
-    return connect->parsed() ? run_uplink(config, uplink_options) : run_server(config);
+    return connect->parsed() ? run_uplink(config, uplink_options) : run_server(config, settings);
   });
 }
 

@@ -310,7 +310,7 @@ void Session::ros_advertise(const Json& op) {
   if (channel == nullptr) {
     // A new channel: of a type some channel of the domain already carries,
     // whose schema the bridge can then write; within what a client may make.
-    const auto& limits = hub_.config.bridge;
+    const auto& limits = hub_.settings;
     if (created_.size() >= limits.max_created_channels) {
       throw Error(Errc::kResource,
                   fmt::format("cannot create {}: this client made {} channels already, the most this bridge allows "
@@ -504,7 +504,7 @@ void Session::ros_call_service(const Json& op) {
     fail(fmt::format("{}: the request does not fit {}: {}", service, requests->type.name, e.what()));
     return;
   }
-  std::chrono::nanoseconds timeout = hub_.config.bridge.service_timeout;
+  std::chrono::nanoseconds timeout = hub_.settings.service_timeout;
   if (const auto t = op.find("timeout"); t != op.end() && t->is_number() && t->get<double>() > 0) {
     timeout = std::chrono::nanoseconds(static_cast<std::int64_t>(std::min(t->get<double>(), 3600.0) * 1e9));
   }
@@ -573,7 +573,7 @@ void Session::ros_advertise_service(const Json& op) {
   };
   served_[service] =
       std::make_unique<ClientService>(hub_.context, service, types, std::move(request), std::move(response),
-                                      hub_.config.bridge.service_timeout, std::move(ask));
+                                      hub_.settings.service_timeout, std::move(ask));
   spdlog::info("client {} serves {} ({})", peer_, service, type);
 }
 
@@ -629,10 +629,10 @@ void Session::ros_fragment(const Json& op) {
   if (part.empty() && !data.empty()) ++f.received;
   f.bytes += data.size() - part.size();
   part = data;
-  if (f.bytes > hub_.config.bridge.max_frame_bytes) {
+  if (f.bytes > hub_.settings.max_frame_bytes) {
     fragments_.erase(id);
     throw Error(Errc::kInvalidArgument, fmt::format("fragment {}: the message is over max_frame_bytes ({}); dropped",
-                                                    id, hub_.config.bridge.max_frame_bytes));
+                                                    id, hub_.settings.max_frame_bytes));
   }
   if (f.received < f.parts.size()) return;
   std::string whole;

@@ -76,7 +76,7 @@ struct Outlet {
 /// Everything the sessions share. Network thread only, except `counters`,
 /// `reader` and `services` (thread-safe).
 struct Hub {
-  Hub(const Config& config, asio::io_context& io);
+  Hub(const Config& config, BridgeSettings settings, asio::io_context& io);
 
   /// Shuts every session down (Session::shutdown), the network thread
   /// stopped.
@@ -102,6 +102,7 @@ struct Hub {
   static constexpr std::size_t kMaxInFlightBytes = std::size_t{16} << 20;
 
   Config config;
+  BridgeSettings settings;  ///< [bridge], with the command line on top
   asio::io_context& io;
   Context context;
   std::string token;  ///< empty: no authentication

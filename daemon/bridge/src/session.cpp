@@ -33,7 +33,7 @@ Session::Session(Hub& hub, Stream stream, Protocol protocol)
   // Each message is one small write: without TCP_NODELAY, Nagle's algorithm
   // holds it back until the previous one is acknowledged (milliseconds).
   tcp_layer().socket().set_option(tcp::no_delay(true), ec);
-  tokens_ = hub_.config.bridge.max_ops_per_second;
+  tokens_ = hub_.settings.max_ops_per_second;
   tokens_at_ns_ = mono_now_ns();
   authenticated_ = hub_.token.empty();
 }
@@ -50,11 +50,11 @@ void Session::prepare(beast::role_type role, Decorator decorator) {
         // sent at half the time) for idle_timeout is gone: closed.
         auto timeout = websocket::stream_base::timeout::suggested(role);
         timeout.idle_timeout =
-            std::chrono::duration_cast<std::chrono::steady_clock::duration>(hub_.config.bridge.idle_timeout);
+            std::chrono::duration_cast<std::chrono::steady_clock::duration>(hub_.settings.idle_timeout);
         timeout.keep_alive_pings = true;
         ws.set_option(timeout);
         ws.set_option(websocket::stream_base::decorator(std::move(decorator)));
-        ws.read_message_max(hub_.config.bridge.max_frame_bytes);
+        ws.read_message_max(hub_.settings.max_frame_bytes);
       },
       ws_);
 }
@@ -84,7 +84,7 @@ void Session::start_auth_timer() {
   ++hub_.pending_auth;
   auth_timer_.emplace(hub_.io);
   auth_timer_->expires_after(
-      std::chrono::duration_cast<std::chrono::steady_clock::duration>(hub_.config.bridge.auth_timeout));
+      std::chrono::duration_cast<std::chrono::steady_clock::duration>(hub_.settings.auth_timeout));
   auth_timer_->async_wait([weak = weak_from_this()](beast::error_code ec) {
     const auto self = weak.lock();
     if (ec || !self || self->authenticated_ || self->closed_) return;
@@ -134,7 +134,7 @@ void Session::read() {
       if (ec == websocket::error::message_too_big) {
         self->hub_.counters.ops_refused.fetch_add(1, std::memory_order_relaxed);
         spdlog::warn("client {}: a message over max_frame_bytes ({}); closed with 1009", self->peer_,
-                     self->hub_.config.bridge.max_frame_bytes);
+                     self->hub_.settings.max_frame_bytes);
       }
       self->finish();
       return;
@@ -150,7 +150,7 @@ void Session::read() {
 
 bool Session::admit_op() {
   // A token bucket of max_ops_per_second, refilled continuously.
-  const double rate = hub_.config.bridge.max_ops_per_second;
+  const double rate = hub_.settings.max_ops_per_second;
   const std::int64_t now = mono_now_ns();
   tokens_ = std::min(rate, tokens_ + rate * static_cast<double>(now - tokens_at_ns_) * 1e-9);
   tokens_at_ns_ = now;
@@ -164,7 +164,7 @@ bool Session::admit_op() {
     last_rate_report_ns_ = now;
     const std::string text =
         fmt::format("rate limit: {} operations refused so far (this bridge takes at most {} per second per client)",
-                    over_rate_, hub_.config.bridge.max_ops_per_second);
+                    over_rate_, hub_.settings.max_ops_per_second);
     if (protocol_ == Protocol::kFoxglove) {
       fox_status(1, text);
     } else {
@@ -213,7 +213,7 @@ void Session::enqueue(Frame frame) {
   if (closed_) return;
   if (frame.subscription == 0) {
     // Replies pile up only when the client sends requests and never reads.
-    const auto& b = hub_.config.bridge;
+    const auto& b = hub_.settings;
     if (queue_.size() >= 2 * std::size_t{b.send_queue} + 64 || queued_bytes_ > 2 * std::size_t{b.max_client_bytes}) {
       close(websocket::close_code::policy_error, "client does not read its replies");
       return;
@@ -237,7 +237,7 @@ void Session::push(Frame frame) {
 }
 
 bool Session::make_room(std::size_t frames, std::size_t bytes) {
-  const auto& b = hub_.config.bridge;
+  const auto& b = hub_.settings;
   const auto over = [&] { return queue_.size() + frames > b.send_queue || queued_bytes_ + bytes > b.max_client_bytes; };
   const auto is_data = [](const Frame& f) { return f.subscription != 0; };
   while (over()) {
@@ -284,7 +284,7 @@ void Session::report_drops() {
   const std::string text = fmt::format(
       "dropped {} messages for this client ({} in all): its send queue ({} messages) was full; it reads slower "
       "than its topics publish (subscribe with throttle_rate or fewer topics)",
-      fresh, dropped_, hub_.config.bridge.send_queue);
+      fresh, dropped_, hub_.settings.send_queue);
   if (protocol_ == Protocol::kFoxglove) {
     fox_status(1, text);
   } else {

@@ -72,17 +72,18 @@ WsUrl parse_ws_url(const std::string& url) {
   return u;
 }
 
-Config for_link(Config c) {
+BridgeSettings for_link() {
   // The peer is one server sending every import: no per-client rate limit.
-  c.bridge.max_ops_per_second = 10'000'000;
-  return c;
+  BridgeSettings b;
+  b.max_ops_per_second = 10'000'000;
+  return b;
 }
 
 }  // namespace
 
 struct Uplink::Impl {
   Impl(const Config& config, UplinkOptions o)
-      : options(std::move(o)), url(parse_ws_url(options.url)), hub(for_link(config), io), retry(io), resolver(io) {
+      : options(std::move(o)), url(parse_ws_url(options.url)), hub(config, for_link(), io), retry(io), resolver(io) {
     if (url.tls) tls.emplace(client_tls(options.tls_ca));
     hub.start_reader();
     asio::post(io, [this] { connect(); });

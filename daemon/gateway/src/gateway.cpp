@@ -104,7 +104,7 @@ void fill_endpoint_qos(dds_qos_t* q, const GatewayRule& r) {
 struct Gateway::Impl {
   Impl(const Config& c, const GatewayOptions& o)
       : config(c), options(o), context(config), host(host_name()), self(random_id()) {
-    if (config.gateways.empty()) {
+    if (options.rules.empty()) {
       throw Error(Errc::kConfig,
                   "no [[gateway]] entries in the configuration: add one with export = [\"/glob\"] and/or "
                   "import = [\"/glob\"]");
@@ -120,7 +120,7 @@ struct Gateway::Impl {
           dds::Entity(dds_create_topic(participant.get(), &shmbus_gateway_Schema_desc, kSchemaTopic, q.get(), nullptr),
                       "schema topic");
     }
-    for (const GatewayRule& r : config.gateways) {
+    for (const GatewayRule& r : options.rules) {
       RuleEndpoints e;
       e.rule = &r;
       auto pq = dds::make_qos();
@@ -243,7 +243,7 @@ struct Gateway::Impl {
     generation = domain->generation();
     for (const std::string& name : domain->channel_names()) {
       if (exported.contains(name)) continue;
-      const GatewayRule* rule = rule_for(config.gateways, name, true);
+      const GatewayRule* rule = rule_for(options.rules, name, true);
       if (rule == nullptr) continue;
       exported.insert(name);
       try {
@@ -473,7 +473,7 @@ struct Gateway::Impl {
         if (p->type_name != kMessageTypeName || !topic.starts_with(kTopicPrefix)) continue;
         const std::string channel{topic.substr(kTopicPrefix.size())};
         if (!channel.starts_with('/') || imported.contains(channel)) continue;
-        const GatewayRule* rule = rule_for(config.gateways, channel, false);
+        const GatewayRule* rule = rule_for(options.rules, channel, false);
         if (rule == nullptr) continue;
         imported.insert(channel);
         start_import(channel, *rule);

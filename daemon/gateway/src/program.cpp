@@ -7,8 +7,8 @@
 #include <optional>
 
 #include "shmbus/cli.hpp"
+#include "shmbus/cli/config_file.hpp"
 #include "shmbus/gateway/gateway.hpp"
-#include "shmbus/monitor/config_report.hpp"
 #include "shmbus/service_shell.hpp"
 
 namespace shmbus::gateway {
@@ -18,7 +18,7 @@ int gateway_main(int argc, char** argv) {
       "shmbus gateway: carries channels between hosts over Cyclone DDS ([[gateway]] entries of the "
       "configuration)",
       "shmbus-gateway"};
-  monitor::ConfigSource source;
+  cli::ConfigSource source;
   std::string domain;
   GatewayOptions options;
   app.add_option("-c,--config", source.path, "configuration file (default: SHMBUS_CONFIG); its [[gateway]] entries");
@@ -28,13 +28,15 @@ int gateway_main(int argc, char** argv) {
   if (auto rc = cli::parse(app, argc, argv)) return *rc;
   if (!domain.empty()) source.domain = domain;
   return cli::guarded("shmbus-gateway", [&] {
-    Config config = monitor::load_config(source);
+    const cli::ConfigFile file = cli::ConfigFile::load(source);
+    Config config = file.config();
+    options.rules = read_gateway_rules(file);
     if (config.node.empty()) config.node = "shmbus-gateway";
     spdlog::set_default_logger(service_shell::make_logger("shmbus-gateway", service_shell::stderr_is_journal()));
     cli::install_stop_handlers();
     Gateway gateway(config, options);
     spdlog::info("carrying domain \"{}\" over DDS domain {} ({} [[gateway]] entries)", config.domain,
-                 options.dds_domain, config.gateways.size());
+                 options.dds_domain, options.rules.size());
     service_shell::run_until_stopped([&] {
       const GatewayStats s = gateway.stats();
       return fmt::format("{} channels exported, {} imported; {} messages sent, {} received, {} lost",

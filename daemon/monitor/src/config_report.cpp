@@ -27,29 +27,6 @@ std::string thresholds_text(const std::optional<std::array<double, 3>>& threshol
                     : std::string{"none (measured, not alerted)"};
 }
 
-Config load_config(const ConfigSource& source) {
-  Config c;
-  if (!source.path.empty()) {
-    c = Config::load_file(source.path);
-    // NOLINTNEXTLINE(concurrency-mt-unsafe): read at start-up, before any thread
-    if (const char* d = std::getenv("SHMBUS_DOMAIN"); d != nullptr && *d != '\0') {
-      validate_domain_name(d);
-      c.domain = d;
-    }
-  } else {
-    c = Config::from_environment();
-  }
-  if (source.domain) {
-    try {
-      validate_domain_name(*source.domain);
-    } catch (const Error& e) {
-      throw Error(Errc::kConfig, std::string{"--domain: "} + e.what());
-    }
-    c.domain = *source.domain;
-  }
-  return c;
-}
-
 std::vector<std::string> config_warnings(const Config& config) {
   std::vector<std::string> out;
   const auto check = [&](const ChannelSettings& s, const std::string& where, const std::string& what) {
@@ -69,14 +46,15 @@ std::vector<std::string> config_warnings(const Config& config) {
   return out;
 }
 
-std::string describe_config(const Config& config) {
+std::string describe_config(const MonitorConfig& configuration) {
+  const Config& config = configuration.config;
   std::string out =
       fmt::format("{}: valid\ndomain = {}\nnode = {}\n[defaults] {}\n", config.source, config.domain,
                   config.node.empty() ? "(the program's name)" : config.node, settings_text(config.defaults));
   for (const ChannelRule& r : config.channels) {
     out += fmt::format("[[channel]] {} -> {}\n", r.pattern, settings_text(config.channel(r.pattern)));
   }
-  const MonitorSettings& m = config.monitor;
+  const MonitorSettings& m = configuration.monitor;
   out += fmt::format("[monitor] scan_period={} debounce_scans={} metrics_listen={} statistics_period={} webhook={}\n",
                      format_duration(m.scan_period), m.debounce_scans, m.metrics_listen,
                      format_duration(m.statistics_period), m.webhook.empty() ? "none" : m.webhook);

@@ -75,17 +75,19 @@ Summary age_since(const introspect::EndpointView& e, AgeBase& base) {
 
 }  // namespace
 
-Monitor::Monitor(Config config, Role role) : config_(std::move(config)), role_(role) {}
+Monitor::Monitor(Config config, MonitorSettings settings, Role role)
+    : config_(std::move(config)), settings_(std::move(settings)), role_(role) {}
 Monitor::~Monitor() = default;
 
-void Monitor::reload(Config config) {
+void Monitor::reload(Config config, MonitorSettings settings) {
   config_ = std::move(config);
+  settings_ = std::move(settings);
   for (auto& [name, t] : channels_) {
     const ChannelSettings s = config_.channel(name);
     t->status.thresholds_hz = s.thresholds_hz;
     t->status.window_ns = s.window.count();
     t->debouncer =
-        Debouncer(config_.monitor.debounce_scans,
+        Debouncer(settings_.debounce_scans,
                   s.thresholds_hz ? (t->status.level == Level::kUnmonitored ? Level::kNominal : t->status.level)
                                   : Level::kUnmonitored);
     t->status.level = t->debouncer.believed();
@@ -136,7 +138,7 @@ void Monitor::discover() {
     t->status.type_name = v.type_name;
     t->status.transport = v.transport;
     t->status.time_list_capacity = v.time_list_capacity;
-    t->debouncer = Debouncer(config_.monitor.debounce_scans, s.thresholds_hz ? Level::kNominal : Level::kUnmonitored);
+    t->debouncer = Debouncer(settings_.debounce_scans, s.thresholds_hz ? Level::kNominal : Level::kUnmonitored);
     t->status.level = t->debouncer.believed();
     channels_.emplace(name, std::move(t));
   }

@@ -21,6 +21,7 @@
 #include "shmbus/daemon/roudi.hpp"
 #include "shmbus/error.hpp"
 #include "shmbus/iceoryx.hpp"
+#include "shmbus/monitor/config_report.hpp"
 #include "shmbus/monitor/monitor.hpp"
 #include "shmbus/names.hpp"
 #include "shmbus/service_shell.hpp"
@@ -71,13 +72,13 @@ class Daemon {
   explicit Daemon(const Options& options)
       : options_(options),
         config_(load_config(options)),
-        domain_(config_.domain),
+        domain_(config_.config.domain),
         listen_(config_.monitor.metrics_listen),
-        monitor_(config_),
-        roudi_(options.roudi ? std::make_unique<RoudiSupervisor>(config_, roudi_file()) : nullptr),
-        bus_context_(bus_config(config_)),
+        monitor_(config_.config, config_.monitor),
+        roudi_(options.roudi ? std::make_unique<RoudiSupervisor>(config_.config, roudi_file()) : nullptr),
+        bus_context_(bus_config(config_.config)),
         bus_(bus_context_) {
-    for (const std::string& w : monitor::config_warnings(config_)) spdlog::warn("{}", w);
+    for (const std::string& w : monitor::config_warnings(config_.config)) spdlog::warn("{}", w);
     if (!config_.monitor.webhook.empty()) {
       webhook_ = std::make_unique<AlertmanagerWebhook>(config_.monitor.webhook, domain_);
     }
@@ -176,7 +177,7 @@ class Daemon {
       spdlog::warn(
           "channel {}: the time list wrapped inside the {} window: it is too small for the channel's rate; "
           "the frequency is computed from the stamps that are left (raise time_list_capacity)",
-          name, format_duration(config_.channel(name).window));
+          name, format_duration(config_.config.channel(name).window));
     }
     for (const auto& [name, why] : f.unreadable) spdlog::error("channel {} is not watched: {}", name, why);
     for (const ChannelStatus& c : f.statistics) {
@@ -209,21 +210,22 @@ class Daemon {
   void reload() {
     sd_notify(0, "RELOADING=1");
     try {
-      Config fresh = load_config(options_);
-      if (fresh.domain != domain_) {
-        spdlog::warn("reload: the domain changed to \"{}\"; keeping \"{}\" (restart to switch)", fresh.domain, domain_);
-        fresh.domain = domain_;
+      monitor::MonitorConfig fresh = load_config(options_);
+      if (fresh.config.domain != domain_) {
+        spdlog::warn("reload: the domain changed to \"{}\"; keeping \"{}\" (restart to switch)", fresh.config.domain,
+                     domain_);
+        fresh.config.domain = domain_;
       }
       if (fresh.monitor.metrics_listen != listen_) {
         spdlog::warn("reload: metrics_listen changed; it takes effect at restart");
       }
-      for (const std::string& w : monitor::config_warnings(fresh)) spdlog::warn("{}", w);
+      for (const std::string& w : monitor::config_warnings(fresh.config)) spdlog::warn("{}", w);
       {
         std::lock_guard lock(mutex_);
-        monitor_.reload(fresh);
+        monitor_.reload(fresh.config, fresh.monitor);
       }
       config_ = std::move(fresh);
-      spdlog::info("reloaded {}", config_.source);
+      spdlog::info("reloaded {}", config_.config.source);
     } catch (const Error& e) {
       spdlog::error("reload refused, keeping the running configuration: {}", e.what());
     }
@@ -231,7 +233,7 @@ class Daemon {
   }
 
   Options options_;
-  Config config_;
+  monitor::MonitorConfig config_;
   const std::string domain_;
   const std::string listen_;
   std::mutex mutex_;  ///< monitor_, figures_ and last_scan_ns_, between the loop and /metrics
@@ -254,8 +256,8 @@ class Daemon {
 
 }  // namespace
 
-Config load_config(const Options& options) {
-  Config c = monitor::load_config(options.source);
+monitor::MonitorConfig load_config(const Options& options) {
+  monitor::MonitorConfig c = monitor::load_monitor_config(options.source);
   if (options.metrics_listen) c.monitor.metrics_listen = *options.metrics_listen;
   if (c.monitor.metrics_listen != "off") (void)parse_host_port(c.monitor.metrics_listen, "metrics_listen");
   if (!c.monitor.webhook.empty()) (void)parse_http_url(c.monitor.webhook);
@@ -289,15 +291,15 @@ int daemon_main(int argc, char** argv) {
   if (!listen.empty()) options.metrics_listen = listen;
   return cli::guarded("shmbusd", [&] {
     if (print_roudi_config) {
-      std::fputs(iceoryx::roudi_config(load_config(options)).c_str(), stdout);
+      std::fputs(iceoryx::roudi_config(load_config(options).config).c_str(), stdout);
       return 0;
     }
     if (!check.empty()) {
       Options o = options;
       o.source.path = check;
-      const Config c = load_config(o);
+      const monitor::MonitorConfig c = load_config(o);
       std::fputs(monitor::describe_config(c).c_str(), stdout);
-      for (const std::string& w : monitor::config_warnings(c)) std::fprintf(stderr, "%s\n", w.c_str());
+      for (const std::string& w : monitor::config_warnings(c.config)) std::fprintf(stderr, "%s\n", w.c_str());
       return 0;
     }
     // Signals are taken synchronously by the loop (sigtimedwait): block them

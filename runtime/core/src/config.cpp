@@ -1,8 +1,10 @@
 #include "shmbus/config.hpp"
+#include "shmbus/config_reader.hpp"
 
 #include <fnmatch.h>
 
 #include <toml++/toml.h>
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -60,51 +62,9 @@ namespace {
 
 /// Reads one TOML document into a Config, reporting every problem with the
 /// position of the offending node.
-class ConfigReader {
+class ConfigReader : public TomlReader {
  public:
-  explicit ConfigReader(std::string source) : source_(std::move(source)) {}
-
-  [[noreturn]] void fail(const toml::node& at, const std::string& what) const { fail(at.source(), what); }
-
-  [[noreturn]] void fail(const toml::source_region& region, const std::string& what) const {
-    const auto& where = region.begin;
-    throw Error(Errc::kConfig,
-                source_ + ":" + std::to_string(where.line) + ":" + std::to_string(where.column) + ": " + what);
-  }
-
-  std::string position(const toml::node& n) const {
-    return source_ + ":" + std::to_string(n.source().begin.line) + ":" + std::to_string(n.source().begin.column);
-  }
-
-  std::string string_of(const toml::node& n, std::string_view key) const {
-    if (const auto* s = n.as_string()) return s->get();
-    fail(n, std::string{key} + " must be a string");
-  }
-
-  std::int64_t integer_of(const toml::node& n, std::string_view key) const {
-    if (const auto* i = n.as_integer()) return i->get();
-    fail(n, std::string{key} + " must be an integer");
-  }
-
-  std::uint32_t power_of_two(const toml::node& n, std::string_view key, std::int64_t max) const {
-    const std::int64_t v = integer_of(n, key);
-    if (v < 2 || v > max || (v & (v - 1)) != 0) {
-      fail(n,
-           std::string{key} + " = " + std::to_string(v) + " must be a power of two from 2 to " + std::to_string(max));
-    }
-    return static_cast<std::uint32_t>(v);
-  }
-
-  std::chrono::nanoseconds duration_of(const toml::node& n, std::string_view key) const {
-    const std::string text = string_of(n, key);
-    const auto d = parse_duration(text);
-    if (!d || d->count() <= 0) {
-      fail(n, std::string{key} + " = \"" + text +
-                  "\" is not a positive duration; write a number and a unit (ns, us, ms, s, min), "
-                  "e.g. \"100ms\"");
-    }
-    return *d;
-  }
+  using TomlReader::TomlReader;
 
   std::array<double, 3> thresholds_of(const toml::node& n) const {
     const auto* arr = n.as_array();
@@ -179,175 +139,9 @@ class ConfigReader {
     return true;
   }
 
-  void read_sync(const toml::node& v, std::vector<SyncStageSettings>& out) const {
-    const auto* arr = v.as_array();
-    if (arr == nullptr) fail(v, "sync must be an array of tables ([[sync]])");
-    for (const auto& e : *arr) {
-      const auto* t = e.as_table();
-      if (t == nullptr) fail(e, "each sync entry must be a table ([[sync]])");
-      SyncStageSettings s;
-      s.where = position(e);
-      for (const auto& [k, val] : *t) {
-        const std::string_view key = k.str();
-        if (key == "name") {
-          s.name = string_of(val, "name");
-        } else if (key == "inputs") {
-          const auto* list = val.as_array();
-          if (list == nullptr) fail(val, "inputs must be an array of channel names");
-          for (const auto& i : *list) s.inputs.push_back(string_of(i, "inputs"));
-        } else if (key == "output") {
-          s.output = string_of(val, "output");
-        } else if (key == "policy") {
-          s.policy = string_of(val, "policy");
-          if (s.policy != "bounded" && s.policy != "exact" && s.policy != "approximate" && s.policy != "latest") {
-            fail(val, "policy = \"" + s.policy + "\" is unknown; use bounded, exact, approximate or latest");
-          }
-        } else if (key == "threshold") {
-          s.threshold = duration_of(val, "threshold");
-        } else if (key == "stamp_field") {
-          s.stamp_field = string_of(val, "stamp_field");
-        } else if (key == "queue_size") {
-          const std::int64_t n = integer_of(val, "queue_size");
-          if (n < 1 || n > 1'000'000) fail(val, "queue_size must be from 1 to 1000000");
-          s.queue_size = static_cast<std::uint32_t>(n);
-        } else if (key == "master") {
-          s.master = string_of(val, "master");
-        } else {
-          fail(k.source(), "unknown key sync." + std::string{key});
-        }
-      }
-      if (s.name.empty()) fail(e, "a [[sync]] entry needs name = \"...\" (shmtool sync NAME runs it)");
-      if (s.inputs.size() < 2) fail(e, "sync " + s.name + " needs inputs = [\"/a\", \"/b\", ...], at least 2");
-      if (s.output.empty()) fail(e, "sync " + s.name + " needs output = \"/channel\" for its sets");
-      for (const auto& other : out) {
-        if (other.name == s.name) fail(e, "sync " + s.name + " is defined twice (first at " + other.where + ")");
-      }
-      out.push_back(std::move(s));
-    }
-  }
-
-  void read_monitor(const toml::table& t, MonitorSettings& m) const {
-    for (const auto& [k, v] : t) {
-      const std::string_view key = k.str();
-      if (key == "scan_period")
-        m.scan_period = duration_of(v, key);
-      else if (key == "debounce_scans") {
-        const std::int64_t n = integer_of(v, key);
-        if (n < 1 || n > 1000) fail(v, "debounce_scans must be from 1 to 1000");
-        m.debounce_scans = static_cast<std::uint32_t>(n);
-      } else if (key == "metrics_listen")
-        m.metrics_listen = string_of(v, key);
-      else if (key == "statistics_period")
-        m.statistics_period = duration_of(v, key);
-      else if (key == "webhook")
-        m.webhook = string_of(v, key);
-      else
-        fail(k.source(), "unknown key monitor." + std::string{key});
-    }
-  }
-
-  std::vector<std::string> strings_of(const toml::node& n, std::string_view key) const {
-    const auto* list = n.as_array();
-    if (list == nullptr) fail(n, std::string{key} + " must be an array of strings");
-    std::vector<std::string> out;
-    for (const auto& e : *list) out.push_back(string_of(e, key));
-    return out;
-  }
-
-  std::uint32_t bounded(const toml::node& n, std::string_view key, std::int64_t lo, std::int64_t hi) const {
-    const std::int64_t v = integer_of(n, key);
-    if (v < lo || v > hi) {
-      fail(n, std::string{key} + " = " + std::to_string(v) + " must be from " + std::to_string(lo) + " to " +
-                  std::to_string(hi));
-    }
-    return static_cast<std::uint32_t>(v);
-  }
-
-  void read_bridge(const toml::table& t, BridgeSettings& b) const {
-    for (const auto& [k, v] : t) {
-      const std::string_view key = k.str();
-      if (key == "listen")
-        b.listen = string_of(v, key);
-      else if (key == "allow")
-        b.allow = strings_of(v, key);
-      else if (key == "deny")
-        b.deny = strings_of(v, key);
-      else if (key == "token_file")
-        b.token_file = string_of(v, key);
-      else if (key == "tls_cert")
-        b.tls_cert = string_of(v, key);
-      else if (key == "tls_key")
-        b.tls_key = string_of(v, key);
-      else if (key == "max_clients")
-        b.max_clients = bounded(v, key, 1, 100'000);
-      else if (key == "max_frame_bytes")
-        b.max_frame_bytes = bounded(v, key, 1024, 1 << 30);
-      else if (key == "send_queue")
-        b.send_queue = bounded(v, key, 1, 1'000'000);
-      else if (key == "max_ops_per_second")
-        b.max_ops_per_second = bounded(v, key, 1, 10'000'000);
-      else if (key == "service_timeout")
-        b.service_timeout = duration_of(v, key);
-      else if (key == "max_client_bytes")
-        b.max_client_bytes = bounded(v, key, 65536, 1 << 30);
-      else if (key == "max_created_channels")
-        b.max_created_channels = bounded(v, key, 0, 10'000);
-      else if (key == "max_created_channel_bytes")
-        b.max_created_channel_bytes = std::uint64_t{bounded(v, key, 1, 1 << 30)};
-      else if (key == "auth_timeout")
-        b.auth_timeout = duration_of(v, key);
-      else if (key == "max_pending_auth")
-        b.max_pending_auth = bounded(v, key, 1, 100'000);
-      else if (key == "idle_timeout")
-        b.idle_timeout = duration_of(v, key);
-      else if (key == "allow_origins")
-        b.allow_origins = strings_of(v, key);
-      else
-        fail(k.source(), "unknown key bridge." + std::string{key});
-    }
-  }
-
-  void read_gateways(const toml::node& v, std::vector<GatewayRule>& out) const {
-    const auto* arr = v.as_array();
-    if (arr == nullptr) fail(v, "gateway must be an array of tables ([[gateway]])");
-    for (const auto& e : *arr) {
-      const auto* t = e.as_table();
-      if (t == nullptr) fail(e, "each gateway entry must be a table ([[gateway]])");
-      GatewayRule r;
-      r.where = position(e);
-      for (const auto& [k, gv] : *t) {
-        const std::string_view key = k.str();
-        if (key == "export") {
-          r.exports = strings_of(gv, key);
-        } else if (key == "import") {
-          r.imports = strings_of(gv, key);
-        } else if (key == "reliability") {
-          const std::string text = string_of(gv, key);
-          if (text == "reliable") {
-            r.reliability = GatewayRule::Reliability::kReliable;
-          } else if (text == "best_effort") {
-            r.reliability = GatewayRule::Reliability::kBestEffort;
-          } else {
-            fail(gv, "reliability = \"" + text + "\" must be \"reliable\" or \"best_effort\"");
-          }
-        } else if (key == "history_depth") {
-          r.history_depth = bounded(gv, key, 1, 100'000);
-        } else if (key == "partition") {
-          r.partition = string_of(gv, key);
-        } else {
-          fail(k.source(), "unknown key gateway." + std::string{key});
-        }
-      }
-      if (r.exports.empty() && r.imports.empty()) {
-        fail(e, "a [[gateway]] entry carries nothing: give export = [\"/glob\"] and/or import = [\"/glob\"]");
-      }
-      out.push_back(std::move(r));
-    }
-  }
-
   Config read(const toml::table& root) const {
     Config c;
-    c.source = source_;
+    c.source = source();
     for (const auto& [k, v] : root) {
       const std::string_view key = k.str();
       if (key == "domain") {
@@ -405,18 +199,9 @@ class ConfigReader {
           if (r.pattern.empty()) fail(e, "a [[channel]] entry needs name = \"/exact/name\" or a glob");
           c.channels.push_back(std::move(r));
         }
-      } else if (key == "sync") {
-        read_sync(v, c.sync_stages);
-      } else if (key == "monitor") {
-        const auto* t = v.as_table();
-        if (t == nullptr) fail(v, "monitor must be a table ([monitor])");
-        read_monitor(*t, c.monitor);
-      } else if (key == "bridge") {
-        const auto* t = v.as_table();
-        if (t == nullptr) fail(v, "bridge must be a table ([bridge])");
-        read_bridge(*t, c.bridge);
-      } else if (key == "gateway") {
-        read_gateways(v, c.gateways);
+      } else if (std::find(Config::kProgramSections.begin(), Config::kProgramSections.end(), key) !=
+                 Config::kProgramSections.end()) {
+        // Read by the program that owns it (shmbus/cli/config_file.hpp).
       } else {
         fail(k.source(), "unknown key " + std::string{key});
       }
@@ -444,9 +229,6 @@ class ConfigReader {
     if (r.age_sample_every) s.age_sample_every = *r.age_sample_every;
     if (r.publisher_history) s.publisher_history = *r.publisher_history;
   }
-
- private:
-  std::string source_;
 };
 
 }  // namespace
@@ -463,7 +245,7 @@ Config Config::parse(std::string_view text, const std::string& source_name) {
   return ConfigReader{source_name}.read(root);
 }
 
-Config Config::load_file(const std::string& path) {
+std::string Config::read_file(const std::string& path) {
   // A directory opens as an empty stream, and a FIFO or device could be
   // read forever: only a regular file of bounded size is a configuration.
   std::error_code ec;
@@ -487,25 +269,35 @@ Config Config::load_file(const std::string& path) {
     throw Error(Errc::kConfig, path + ":1:1: larger than " + std::to_string(kMaxConfigBytes >> 20) +
                                    " MiB; a configuration is a few KiB: check that this is the right file");
   }
-  return parse(text, path);
+  return text;
 }
 
-Config Config::from_environment() {
+Config Config::load_file(const std::string& path) { return parse(read_file(path), path); }
+
+Config::Environment Config::environment() {
   // getenv is safe here: nothing in shmbus sets the environment.
-  Config c;
+  Environment e;
   if (const char* path = std::getenv("SHMBUS_CONFIG");  // NOLINT(concurrency-mt-unsafe)
-      path != nullptr && *path != '\0') {
-    c = load_file(path);
+      path != nullptr) {
+    e.config_path = path;
   }
   if (const char* domain = std::getenv("SHMBUS_DOMAIN");  // NOLINT(concurrency-mt-unsafe)
       domain != nullptr && *domain != '\0') {
     try {
       validate_domain_name(domain);
-    } catch (const Error& e) {
-      throw Error(Errc::kConfig, std::string{"SHMBUS_DOMAIN: "} + e.what());
+    } catch (const Error& err) {
+      throw Error(Errc::kConfig, std::string{"SHMBUS_DOMAIN: "} + err.what());
     }
-    c.domain = domain;
+    e.domain = domain;
   }
+  return e;
+}
+
+Config Config::from_environment() {
+  const Environment e = environment();
+  Config c;
+  if (!e.config_path.empty()) c = load_file(e.config_path);
+  if (e.domain) c.domain = *e.domain;
   return c;
 }
 

@@ -67,62 +67,6 @@ struct ChannelSettings {
   std::uint32_t publisher_history = 0;
 };
 
-/// Settings of shmbusd (stored here so every process parses one schema).
-struct MonitorSettings {
-  std::chrono::nanoseconds scan_period = std::chrono::milliseconds(100);
-  std::uint32_t debounce_scans = 3;
-  std::string metrics_listen = "127.0.0.1:9464";
-  std::chrono::nanoseconds statistics_period = std::chrono::seconds(1);
-  std::string webhook;  ///< empty: none
-};
-
-/// Settings of shmbus-bridge, the WebSocket bridge ([bridge]).
-struct BridgeSettings {
-  std::string listen = "127.0.0.1:9090";  ///< ADDRESS:PORT; loopback unless told otherwise
-  std::vector<std::string> allow;         ///< channel/service globs clients may use; empty: all
-  std::vector<std::string> deny;          ///< globs refused even when allowed
-  std::string token_file;                 ///< a file holding the token clients must present; empty: none
-  std::string tls_cert;                   ///< PEM certificate chain: serve wss:// and https://; empty: plain
-  std::string tls_key;                    ///< PEM private key of tls_cert
-  std::uint32_t max_clients = 64;
-  std::uint32_t max_frame_bytes = 1U << 20;  ///< largest incoming WebSocket message
-  std::uint32_t send_queue = 1024;           ///< messages queued per client before the oldest is dropped
-  std::uint32_t max_ops_per_second = 2000;   ///< per client; more are refused
-  std::chrono::nanoseconds service_timeout = std::chrono::seconds(5);  ///< call_service without a timeout
-  /// Bytes queued for one client (its send queue, fragments included)
-  /// before its oldest messages are dropped and counted.
-  std::uint32_t max_client_bytes = 4U << 20;
-  /// Channels one client may create (advertise of a channel no process
-  /// has), each of at most max_created_channel_bytes (capacity times
-  /// max_message_size, from the [[channel]] rules). A created channel with
-  /// no other endpoint left is removed when its client leaves.
-  std::uint32_t max_created_channels = 4;
-  std::uint64_t max_created_channel_bytes = std::uint64_t{16} << 20;
-  /// With a token: a rosbridge client that has not sent auth within this
-  /// time is closed, and at most max_pending_auth wait at once.
-  std::chrono::nanoseconds auth_timeout = std::chrono::seconds(5);
-  std::uint32_t max_pending_auth = 8;
-  /// A client from which nothing arrives for this long is closed; a ping
-  /// goes out at half of it, so a live idle client (which answers) stays.
-  std::chrono::nanoseconds idle_timeout = std::chrono::seconds(60);
-  /// Browser Origins (globs, e.g. "https://ops.example.com") allowed to
-  /// open a WebSocket; empty: loopback hosts only. Requests without an
-  /// Origin (not from a browser) are always allowed.
-  std::vector<std::string> allow_origins;
-};
-
-/// One [[gateway]] entry of shmbus-gateway: which channels cross to other
-/// hosts over DDS, and with which QoS.
-struct GatewayRule {
-  enum class Reliability : std::uint8_t { kBestEffort, kReliable };
-  std::vector<std::string> exports;  ///< local channel globs published to DDS
-  std::vector<std::string> imports;  ///< DDS topics (channel globs) published into the local domain
-  Reliability reliability = Reliability::kReliable;
-  std::uint32_t history_depth = 16;  ///< DDS KEEP_LAST depth of writers and readers
-  std::string partition;             ///< DDS partition; empty: the default partition
-  std::string where;                 ///< "file:line:column" of the entry, for messages
-};
-
 /// One [[channel]] entry: a name or glob and the keys it sets.
 struct ChannelRule {
   std::string pattern;
@@ -139,19 +83,6 @@ struct ChannelRule {
   std::optional<std::chrono::nanoseconds> wait_spin;
   std::optional<std::uint32_t> age_sample_every;
   std::optional<std::uint32_t> publisher_history;
-};
-
-/// One [[sync]] entry: a synchronizer stage (`shmtool sync NAME`).
-struct SyncStageSettings {
-  std::string name;
-  std::string where;  ///< "file:line:column" of the entry
-  std::vector<std::string> inputs;
-  std::string output;
-  std::string policy = "bounded";  ///< bounded, exact, approximate, latest
-  std::optional<std::chrono::nanoseconds> threshold;
-  std::string stamp_field;  ///< empty: the publish time
-  std::uint32_t queue_size = 64;
-  std::string master;  ///< latest: the triggering input
 };
 
 /// Whose shared-memory segments a process accepts. /dev/shm is
@@ -176,18 +107,30 @@ class Config {
   ChannelSettings defaults;
   std::string defaults_where;  ///< "file:line:column" of [defaults], if present
   std::vector<ChannelRule> channels;
-  MonitorSettings monitor;
-  BridgeSettings bridge;
-  std::vector<GatewayRule> gateways;  ///< [[gateway]] entries, in file order
-  std::vector<SyncStageSettings> sync_stages;
+
+  /// The top-level tables the transport leaves to the programs that own
+  /// them: each program's library reads its own (shmbus/cli/config_file.hpp);
+  /// any other unknown key is refused.
+  static constexpr std::array<std::string_view, 4> kProgramSections{"monitor", "bridge", "gateway", "sync"};
 
   /// Parses TOML text. Throws Error(kConfig) "source:line:column: what is wrong".
   static Config parse(std::string_view text, const std::string& source_name);
   /// The largest configuration file load_file() reads.
   static constexpr std::size_t kMaxConfigBytes = std::size_t{1} << 20;
-  /// Loads a file. Throws Error(kConfig) as parse(), or when it is
+  /// A configuration file's text. Throws Error(kConfig) when it is
   /// unreadable, not a regular file or over kMaxConfigBytes.
+  static std::string read_file(const std::string& path);
+  /// Loads a file: parse(read_file(path), path).
   static Config load_file(const std::string& path);
+
+  /// What the environment says: SHMBUS_CONFIG (a file; empty: none) and
+  /// SHMBUS_DOMAIN (validated; Error(kConfig) naming it when bad). The one
+  /// place either is read.
+  struct Environment {
+    std::string config_path;
+    std::optional<std::string> domain;
+  };
+  static Environment environment();
   /// The file named by SHMBUS_CONFIG, or the embedded default; then
   /// SHMBUS_DOMAIN, when set, overrides the domain.
   static Config from_environment();

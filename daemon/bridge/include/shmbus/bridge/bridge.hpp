@@ -13,14 +13,55 @@
 /// status message, shown in /metrics), never slowing publishers or other
 /// clients.
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "shmbus/cli/config_file.hpp"
 #include "shmbus/config.hpp"
 
 namespace shmbus::bridge {
+
+/// Settings of shmbus-bridge, the WebSocket bridge ([bridge]).
+struct BridgeSettings {
+  std::string listen = "127.0.0.1:9090";  ///< ADDRESS:PORT; loopback unless told otherwise
+  std::vector<std::string> allow;         ///< channel/service globs clients may use; empty: all
+  std::vector<std::string> deny;          ///< globs refused even when allowed
+  std::string token_file;                 ///< a file holding the token clients must present; empty: none
+  std::string tls_cert;                   ///< PEM certificate chain: serve wss:// and https://; empty: plain
+  std::string tls_key;                    ///< PEM private key of tls_cert
+  std::uint32_t max_clients = 64;
+  std::uint32_t max_frame_bytes = 1U << 20;  ///< largest incoming WebSocket message
+  std::uint32_t send_queue = 1024;           ///< messages queued per client before the oldest is dropped
+  std::uint32_t max_ops_per_second = 2000;   ///< per client; more are refused
+  std::chrono::nanoseconds service_timeout = std::chrono::seconds(5);  ///< call_service without a timeout
+  /// Bytes queued for one client (its send queue, fragments included)
+  /// before its oldest messages are dropped and counted.
+  std::uint32_t max_client_bytes = 4U << 20;
+  /// Channels one client may create (advertise of a channel no process
+  /// has), each of at most max_created_channel_bytes (capacity times
+  /// max_message_size, from the [[channel]] rules). A created channel with
+  /// no other endpoint left is removed when its client leaves.
+  std::uint32_t max_created_channels = 4;
+  std::uint64_t max_created_channel_bytes = std::uint64_t{16} << 20;
+  /// With a token: a rosbridge client that has not sent auth within this
+  /// time is closed, and at most max_pending_auth wait at once.
+  std::chrono::nanoseconds auth_timeout = std::chrono::seconds(5);
+  std::uint32_t max_pending_auth = 8;
+  /// A client from which nothing arrives for this long is closed; a ping
+  /// goes out at half of it, so a live idle client (which answers) stays.
+  std::chrono::nanoseconds idle_timeout = std::chrono::seconds(60);
+  /// Browser Origins (globs, e.g. "https://ops.example.com") allowed to
+  /// open a WebSocket; empty: loopback hosts only. Requests without an
+  /// Origin (not from a browser) are always allowed.
+  std::vector<std::string> allow_origins;
+};
+
+/// The [bridge] section of `file` (its defaults when it has none). Throws
+/// Error(kConfig) "file:line:column: what" for a bad or unknown key.
+BridgeSettings read_bridge_settings(const cli::ConfigFile& file);
 
 /// Totals since start (the /metrics counters).
 struct BridgeStats {
@@ -40,12 +81,12 @@ struct BridgeStats {
 /// construction to destruction.
 class Bridge {
  public:
-  /// Binds `config.bridge.listen` (port 0: any free port) and starts;
+  /// Binds `settings.listen` (port 0: any free port) and starts;
   /// with `tls_cert` and `tls_key`, serves wss:// and https:// only.
   /// Throws Error: kConfig for a bad address, an unreadable/empty token
   /// file or an unusable certificate or key, kResource when the address
   /// cannot be bound.
-  explicit Bridge(const Config& config);
+  Bridge(const Config& config, BridgeSettings settings);
   ~Bridge();
   Bridge(const Bridge&) = delete;
   Bridge& operator=(const Bridge&) = delete;

@@ -21,7 +21,9 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
+#include "shmbus/cli/config_file.hpp"
 #include "shmbus/config.hpp"
 
 namespace shmbus::gateway {
@@ -43,17 +45,34 @@ struct GatewayStats {
   std::int64_t latency_max_ns = 0;
 };
 
-/// Where the gateway speaks DDS.
+/// One [[gateway]] entry: which channels cross to other hosts over DDS,
+/// and with which QoS.
+struct GatewayRule {
+  enum class Reliability : std::uint8_t { kBestEffort, kReliable };
+  std::vector<std::string> exports;  ///< local channel globs published to DDS
+  std::vector<std::string> imports;  ///< DDS topics (channel globs) published into the local domain
+  Reliability reliability = Reliability::kReliable;
+  std::uint32_t history_depth = 16;  ///< DDS KEEP_LAST depth of writers and readers
+  std::string partition;             ///< DDS partition; empty: the default partition
+  std::string where;                 ///< "file:line:column" of the entry, for messages
+};
+
+/// The [[gateway]] entries of a configuration file, in file order. Throws
+/// Error(kConfig) "file:line:column: what".
+std::vector<GatewayRule> read_gateway_rules(const cli::ConfigFile& file);
+
+/// What the gateway carries and where it speaks DDS.
 struct GatewayOptions {
-  std::uint32_t dds_domain = 0;  ///< the DDS domain id (Cyclone's configuration: CYCLONEDDS_URI)
+  std::vector<GatewayRule> rules;  ///< the [[gateway]] entries
+  std::uint32_t dds_domain = 0;    ///< the DDS domain id (Cyclone's configuration: CYCLONEDDS_URI)
 };
 
 /// The gateway of one shmbus domain. Runs its own threads from
 /// construction to destruction.
 class Gateway {
  public:
-  /// Starts carrying what `config.gateways` names. Throws Error: kConfig
-  /// without [[gateway]] entries, kResource when DDS cannot start.
+  /// Starts carrying what `options.rules` names in `config.domain`.
+  /// Throws Error: kConfig without rules, kResource when DDS cannot start.
   Gateway(const Config& config, const GatewayOptions& options);
   ~Gateway();
   Gateway(const Gateway&) = delete;

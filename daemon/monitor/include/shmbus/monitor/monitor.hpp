@@ -16,6 +16,7 @@
 #include "shmbus/introspect.hpp"
 #include "shmbus/monitor/frequency.hpp"
 #include "shmbus/monitor/levels.hpp"
+#include "shmbus/monitor/settings.hpp"
 
 namespace shmbus::monitor {
 
@@ -78,13 +79,14 @@ class Monitor {
   /// and maps the channels read-only, so it never disturbs the daemon.
   enum class Role { kOwner, kObserver };
 
-  /// Watches `config.domain` with the thresholds and windows of `config`.
-  explicit Monitor(Config config, Role role = Role::kOwner);
+  /// Watches `config.domain` with the thresholds and windows of `config`,
+  /// a level believed after `settings.debounce_scans` scans agree.
+  explicit Monitor(Config config, MonitorSettings settings = {}, Role role = Role::kOwner);
   ~Monitor();
 
   /// Applies a new configuration (thresholds, windows, debounce) without
   /// losing measurements; pending level changes restart their debounce.
-  void reload(Config config);
+  void reload(Config config, MonitorSettings settings);
 
   /// One scan at CLOCK_MONOTONIC `now_ns`: discovers channels that appeared
   /// or went away, reads new stamps, measures, classifies. Returns the
@@ -115,6 +117,7 @@ class Monitor {
   struct Tracked;
   void discover();
   Config config_;
+  MonitorSettings settings_;
   Role role_;
   std::unique_ptr<introspect::DomainView> domain_;
   std::uint64_t generation_ = UINT64_MAX;

@@ -5,13 +5,13 @@
 #include <optional>
 #include <string>
 
-#include "shmbus/config.hpp"
-#include "shmbus/monitor/config_report.hpp"
+#include "shmbus/cli/config_file.hpp"
+#include "shmbus/monitor/settings.hpp"
 
 namespace shmbus::daemon {
 
 struct Options {
-  monitor::ConfigSource source;               ///< --config / --domain
+  cli::ConfigSource source;                   ///< --config / --domain
   std::optional<std::string> metrics_listen;  ///< --metrics-listen, overrides the file
   bool foreground = false;
   /// --roudi: run and supervise iceoryx's RouDi for the iceoryx channels.
@@ -21,7 +21,7 @@ struct Options {
 /// The configuration the options name, with the overrides applied and the
 /// daemon's own settings (metrics_listen, webhook) checked. Throws
 /// Error(kConfig).
-Config load_config(const Options& options);
+monitor::MonitorConfig load_config(const Options& options);
 
 /// Runs the monitor loop until SIGTERM/SIGINT (SIGHUP reloads). The caller
 /// must have blocked SIGHUP, SIGTERM and SIGINT in every thread. Logs to

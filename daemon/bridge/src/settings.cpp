@@ -1,0 +1,70 @@
+// The [bridge] section of the configuration file.
+#include <string>
+
+#include "shmbus/bridge/bridge.hpp"
+
+namespace shmbus::bridge {
+
+namespace {
+
+/// One key of [bridge]; false when it is not one.
+bool read_limit(const TomlReader& r, std::string_view key, const toml::node& v, BridgeSettings& b) {
+  if (key == "max_clients") {
+    b.max_clients = r.bounded(v, key, 1, 100'000);
+  } else if (key == "max_frame_bytes") {
+    b.max_frame_bytes = r.bounded(v, key, 1024, 1 << 30);
+  } else if (key == "send_queue") {
+    b.send_queue = r.bounded(v, key, 1, 1'000'000);
+  } else if (key == "max_ops_per_second") {
+    b.max_ops_per_second = r.bounded(v, key, 1, 10'000'000);
+  } else if (key == "service_timeout") {
+    b.service_timeout = r.duration_of(v, key);
+  } else if (key == "max_client_bytes") {
+    b.max_client_bytes = r.bounded(v, key, 65536, 1 << 30);
+  } else if (key == "max_created_channels") {
+    b.max_created_channels = r.bounded(v, key, 0, 10'000);
+  } else if (key == "max_created_channel_bytes") {
+    b.max_created_channel_bytes = std::uint64_t{r.bounded(v, key, 1, 1 << 30)};
+  } else if (key == "auth_timeout") {
+    b.auth_timeout = r.duration_of(v, key);
+  } else if (key == "max_pending_auth") {
+    b.max_pending_auth = r.bounded(v, key, 1, 100'000);
+  } else if (key == "idle_timeout") {
+    b.idle_timeout = r.duration_of(v, key);
+  } else {
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+BridgeSettings read_bridge_settings(const cli::ConfigFile& file) {
+  BridgeSettings b;
+  const toml::node* section = file.section("bridge");
+  if (section == nullptr) return b;
+  const TomlReader r = file.reader();
+  for (const auto& [k, v] : r.table_of(*section, "bridge")) {
+    const std::string_view key = k.str();
+    if (key == "listen") {
+      b.listen = r.string_of(v, key);
+    } else if (key == "allow") {
+      b.allow = r.strings_of(v, key);
+    } else if (key == "deny") {
+      b.deny = r.strings_of(v, key);
+    } else if (key == "token_file") {
+      b.token_file = r.string_of(v, key);
+    } else if (key == "tls_cert") {
+      b.tls_cert = r.string_of(v, key);
+    } else if (key == "tls_key") {
+      b.tls_key = r.string_of(v, key);
+    } else if (key == "allow_origins") {
+      b.allow_origins = r.strings_of(v, key);
+    } else if (!read_limit(r, key, v, b)) {
+      r.fail(k.source(), "unknown key bridge." + std::string{key});
+    }
+  }
+  return b;
+}
+
+}  // namespace shmbus::bridge

@@ -1,0 +1,34 @@
+#include "shmbus/monitor/settings.hpp"
+
+namespace shmbus::monitor {
+
+MonitorSettings read_monitor_settings(const cli::ConfigFile& file) {
+  MonitorSettings m;
+  const toml::node* section = file.section("monitor");
+  if (section == nullptr) return m;
+  const TomlReader r = file.reader();
+  for (const auto& [k, v] : r.table_of(*section, "monitor")) {
+    const std::string_view key = k.str();
+    if (key == "scan_period") {
+      m.scan_period = r.duration_of(v, key);
+    } else if (key == "debounce_scans") {
+      m.debounce_scans = r.bounded(v, key, 1, 1000);
+    } else if (key == "metrics_listen") {
+      m.metrics_listen = r.string_of(v, key);
+    } else if (key == "statistics_period") {
+      m.statistics_period = r.duration_of(v, key);
+    } else if (key == "webhook") {
+      m.webhook = r.string_of(v, key);
+    } else {
+      r.fail(k.source(), "unknown key monitor." + std::string{key});
+    }
+  }
+  return m;
+}
+
+MonitorConfig load_monitor_config(const cli::ConfigSource& source) {
+  const cli::ConfigFile file = cli::ConfigFile::load(source);
+  return {file.config(), read_monitor_settings(file)};
+}
+
+}  // namespace shmbus::monitor
