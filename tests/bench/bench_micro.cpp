@@ -122,7 +122,7 @@ void BM_TimeListStamp(benchmark::State& state) {
   BenchDomain d(64);
   {
     Publisher pub("/bench", TypeInfo::bytes(), *d.context);  // keeps the channel mapped
-    auto channel = d.context->state().channel("/bench", nullptr);
+    auto channel = d.context->state().channel(ChannelName("/bench"), d.context->config().channel("/bench"), nullptr);
     std::int64_t t = 1'000'000'000;
     for (auto _ : state) {
       channel->stamp(t);
@@ -193,6 +193,34 @@ void BM_EncodeImu(benchmark::State& state) {
   state.SetLabel("JSON object -> sensor_msgs/Imu bytes");
 }
 BENCHMARK(BM_EncodeImu);
+
+/// Making a publisher and a subscriber on a channel that exists (what a
+/// module does at start, and the bridge per client subscription), with
+/// `rules` [[channel]] globs in the configuration: the name checked and the
+/// channel's settings resolved for each endpoint.
+void BM_OpenEndpoints(benchmark::State& state) {
+  Config c;
+  c.domain = "bench_micro_" + std::to_string(::getpid());
+  for (std::int64_t i = 0; i < state.range(0); ++i) {
+    ChannelRule r;
+    r.pattern = "/robot/sensor" + std::to_string(i) + "/*";
+    r.capacity = 64;
+    c.channels.push_back(r);
+  }
+  {
+    Context context(c);
+    const Publisher keep("/robot/camera/front", TypeInfo::bytes(), context);  // the channel exists
+    for (auto _ : state) {
+      const Publisher pub("/robot/camera/front", TypeInfo::bytes(), context);
+      const Subscriber sub("/robot/camera/front", TypeInfo::bytes(), context);
+      benchmark::DoNotOptimize(&pub);
+      benchmark::DoNotOptimize(&sub);
+    }
+  }
+  introspect::clean_domain(c.domain, false);
+  state.SetLabel(std::to_string(state.range(0)) + " [[channel]] globs");
+}
+BENCHMARK(BM_OpenEndpoints)->ArgName("rules")->Arg(0)->Arg(32);
 
 }  // namespace
 

@@ -167,15 +167,14 @@ Channel::Channel(Segment s, std::string name) : segment_(std::move(s)), name_(st
   schema_.assign(reinterpret_cast<const char*>(base + h.schema_offset), h.schema_size);
 }
 
-std::shared_ptr<Channel> Channel::open_existing(const std::string& domain, std::string_view name, bool writable,
+std::shared_ptr<Channel> Channel::open_existing(const std::string& domain, const ChannelName& name, bool writable,
                                                 const SegmentAccess& access) {
-  validate_channel_name(name);
   try {
-    Segment s = Segment::open(channel_object_name(domain, name), kSpec, writable, access);
-    return std::shared_ptr<Channel>(new Channel(std::move(s), std::string{name}));
+    Segment s = Segment::open(channel_object_name(domain, name.view()), kSpec, writable, access);
+    return std::shared_ptr<Channel>(new Channel(std::move(s), name.str()));
   } catch (const Error& e) {
     if (e.code() == Errc::kNotFound) {
-      throw Error(Errc::kNotFound, fmt::format("channel {} does not exist in domain \"{}\"", name, domain));
+      throw Error(Errc::kNotFound, fmt::format("channel {} does not exist in domain \"{}\"", name.view(), domain));
     }
     throw;
   }
@@ -196,10 +195,9 @@ namespace {
 
 }  // namespace
 
-std::shared_ptr<Channel> Channel::create_or_open(const std::string& domain, std::string_view name, const TypeInfo* type,
-                                                 const ChannelSettings& settings, const SegmentAccess& access,
-                                                 Registry& registry) {
-  validate_channel_name(name);
+std::shared_ptr<Channel> Channel::create_or_open(const std::string& domain, const ChannelName& name,
+                                                 const TypeInfo* type, const ChannelSettings& settings,
+                                                 const SegmentAccess& access, Registry& registry) {
   if (type != nullptr && type->name.size() >= kTypeNameBytes) {
     throw Error(Errc::kInvalidArgument,
                 fmt::format("type name \"{}\" is longer than {} bytes", type->name, kTypeNameBytes - 1));
@@ -209,48 +207,51 @@ std::shared_ptr<Channel> Channel::create_or_open(const std::string& domain, std:
     ch = open_existing(domain, name, true, access);
   } else {
     const Geometry g = geometry(settings, type->schema.size());
-    Segment s = Segment::create_or_open(channel_object_name(domain, name), g.total, access, kSpec, [&](void* base) {
-      auto* h = static_cast<ChannelHeader*>(base);
-      copy_name(h->name, sizeof(h->name), name);
-      copy_name(h->type_name, sizeof(h->type_name), type->name);
-      h->type_hash = type->hash;
-      h->capacity = settings.capacity;
-      h->max_message_size = settings.max_message_size;
-      h->slot_stride = static_cast<std::uint32_t>(slot_stride_for(settings.max_message_size));  // <= 2^30 + 128
-      h->time_list_capacity = settings.time_list_capacity;
-      h->transport = static_cast<std::uint32_t>(settings.transport);
-      h->max_publishers = kMaxPublishers;
-      h->max_subscribers = kMaxSubscribers;
-      h->schema_size = static_cast<std::uint32_t>(type->schema.size());
-      h->publishers_offset = g.publishers;
-      h->subscribers_offset = g.subscribers;
-      h->time_list_offset = g.time_list;
-      h->claims_offset = g.claims;
-      h->slots_offset = g.slots;
-      h->schema_offset = g.schema;
-      h->stall_timeout_ns = settings.stall_timeout.count();
-      h->overflow = static_cast<std::uint32_t>(settings.overflow);
-      h->block_timeout_ns = settings.block_timeout.count();
-      h->window_ns = settings.window.count();
-      if (settings.thresholds_hz) {
-        h->has_thresholds = 1;
-        for (int i = 0; i < 3; ++i) h->thresholds_hz[i] = (*settings.thresholds_hz)[i];
-      }
-      std::memcpy(static_cast<std::byte*>(base) + g.schema, type->schema.data(), type->schema.size());
-    });
-    ch = std::shared_ptr<Channel>(new Channel(std::move(s), std::string{name}));
+    Segment s =
+        Segment::create_or_open(channel_object_name(domain, name.view()), g.total, access, kSpec, [&](void* base) {
+          auto* h = static_cast<ChannelHeader*>(base);
+          copy_name(h->name, sizeof(h->name), name.view());
+          copy_name(h->type_name, sizeof(h->type_name), type->name);
+          h->type_hash = type->hash;
+          h->capacity = settings.capacity;
+          h->max_message_size = settings.max_message_size;
+          h->slot_stride = static_cast<std::uint32_t>(slot_stride_for(settings.max_message_size));  // <= 2^30 + 128
+          h->time_list_capacity = settings.time_list_capacity;
+          h->transport = static_cast<std::uint32_t>(settings.transport);
+          h->max_publishers = kMaxPublishers;
+          h->max_subscribers = kMaxSubscribers;
+          h->schema_size = static_cast<std::uint32_t>(type->schema.size());
+          h->publishers_offset = g.publishers;
+          h->subscribers_offset = g.subscribers;
+          h->time_list_offset = g.time_list;
+          h->claims_offset = g.claims;
+          h->slots_offset = g.slots;
+          h->schema_offset = g.schema;
+          h->stall_timeout_ns = settings.stall_timeout.count();
+          h->overflow = static_cast<std::uint32_t>(settings.overflow);
+          h->block_timeout_ns = settings.block_timeout.count();
+          h->window_ns = settings.window.count();
+          if (settings.thresholds_hz) {
+            h->has_thresholds = 1;
+            for (int i = 0; i < 3; ++i) h->thresholds_hz[i] = (*settings.thresholds_hz)[i];
+          }
+          std::memcpy(static_cast<std::byte*>(base) + g.schema, type->schema.data(), type->schema.size());
+        });
+    ch = std::shared_ptr<Channel>(new Channel(std::move(s), name.str()));
   }
   const ChannelHeader& h = ch->header();
-  if (type != nullptr) check_type(name, ch->type(), *type);
+  if (type != nullptr) check_type(name.view(), ch->type(), *type);
   if (settings.transport_set && h.transport != static_cast<std::uint32_t>(settings.transport)) {
-    refuse_mismatch(name, "transport", to_string(static_cast<Transport>(h.transport)), to_string(settings.transport));
+    refuse_mismatch(name.view(), "transport", to_string(static_cast<Transport>(h.transport)),
+                    to_string(settings.transport));
   }
   if (settings.overflow_set && h.overflow != static_cast<std::uint32_t>(settings.overflow)) {
-    refuse_mismatch(name, "overflow", to_string(static_cast<Overflow>(h.overflow)), to_string(settings.overflow));
+    refuse_mismatch(name.view(), "overflow", to_string(static_cast<Overflow>(h.overflow)),
+                    to_string(settings.overflow));
   }
   // Every opener makes sure the channel is listed: a creator killed between
   // creating the segment and listing it is repaired by the next opener.
-  const std::uint32_t index = registry.ensure(name, ch->type_name_, ch->type_hash_, h.transport);
+  const std::uint32_t index = registry.ensure(name.view(), ch->type_name_, ch->type_hash_, h.transport);
   ch->header().registry_index.store(index, std::memory_order_relaxed);
   return ch;
 }
@@ -534,22 +535,22 @@ Registry& DomainState::registry() {
   return *registry_;
 }
 
-std::shared_ptr<Channel> DomainState::channel(std::string_view name, const TypeInfo* type) {
+std::shared_ptr<Channel> DomainState::channel(const ChannelName& name, const ChannelSettings& settings,
+                                              const TypeInfo* type) {
   std::lock_guard lock(mutex_);
-  if (auto it = channels_.find(name); it != channels_.end()) {
+  if (auto it = channels_.find(name.view()); it != channels_.end()) {
     auto ch = it->second.lock();
     if (ch && !ch->segment().replaced()) {
-      if (type != nullptr) check_type(name, ch->type(), *type);
+      if (type != nullptr) check_type(name.view(), ch->type(), *type);
       return ch;
     }
   }
-  const ChannelSettings settings = config_.channel(name);
   // Refused before anything exists (the RouDi check below included).
   if (type != nullptr && settings.overflow == Overflow::kBlock && settings.transport == Transport::kIceoryx) {
     throw Error(Errc::kConfig, fmt::format("channel {} is configured with overflow = \"block\" and transport = "
                                            "\"iceoryx\": blocking is for \"shm\" channels (iceoryx's blocking "
                                            "publisher has no bounded wait); configure one or the other",
-                                           name));
+                                           name.view()));
   }
   // A channel this process would create as an iceoryx one needs RouDi: find
   // out before its segment exists, so a missing RouDi leaves nothing
@@ -557,11 +558,11 @@ std::shared_ptr<Channel> DomainState::channel(std::string_view name, const TypeI
   // from ours is the error to report, and an iceoryx one checks for RouDi
   // when its port is made.
   if (settings.transport == Transport::kIceoryx && type != nullptr &&
-      !Segment::exists(channel_object_name(config_.domain, name))) {
-    ensure_iceoryx_runtime(name);
+      !Segment::exists(channel_object_name(config_.domain, name.view()))) {
+    ensure_iceoryx_runtime(name.view());
   }
   auto ch = Channel::create_or_open(config_.domain, name, type, settings, config_.access(), registry());
-  channels_[std::string{name}] = ch;
+  channels_[name.str()] = ch;
   return ch;
 }
 

@@ -17,6 +17,7 @@
 #include "segment.hpp"
 #include "shmbus/config.hpp"
 #include "shmbus/introspect.hpp"
+#include "shmbus/names.hpp"
 #include "shmbus/types.hpp"
 
 namespace shmbus::detail {
@@ -27,13 +28,13 @@ class Channel {
  public:
   /// Maps an existing channel segment without touching the registry
   /// (introspection). Error(kNotFound) when it does not exist.
-  static std::shared_ptr<Channel> open_existing(const std::string& domain, std::string_view name, bool writable,
+  static std::shared_ptr<Channel> open_existing(const std::string& domain, const ChannelName& name, bool writable,
                                                 const SegmentAccess& access);
   /// Creates the channel with `settings` and `type`, or opens it; checks the
   /// type (when `type` is given) and lists it in `registry`.
-  static std::shared_ptr<Channel> create_or_open(const std::string& domain, std::string_view name, const TypeInfo* type,
-                                                 const ChannelSettings& settings, const SegmentAccess& access,
-                                                 Registry& registry);
+  static std::shared_ptr<Channel> create_or_open(const std::string& domain, const ChannelName& name,
+                                                 const TypeInfo* type, const ChannelSettings& settings,
+                                                 const SegmentAccess& access, Registry& registry);
 
   [[nodiscard]] layout::ChannelHeader& header() const noexcept { return *header_; }
   [[nodiscard]] const std::string& name() const noexcept { return name_; }
@@ -210,9 +211,11 @@ class Channel {
 class DomainState {
  public:
   DomainState(const Config& config) : config_(config) {}
-  /// The channel, mapped once per process. A mapping whose object was
-  /// removed (`shmtool clean`) is replaced by the current one.
-  std::shared_ptr<Channel> channel(std::string_view name, const TypeInfo* type);
+  /// The channel, mapped once per process; `settings` are the caller's,
+  /// resolved once (config.channel(name)), and create it when it is new. A
+  /// mapping whose object was removed (`shmtool clean`) is replaced by the
+  /// current one.
+  std::shared_ptr<Channel> channel(const ChannelName& name, const ChannelSettings& settings, const TypeInfo* type);
   /// The registry; re-opened when its object was removed, so channels
   /// created later are listed where monitors look.
   Registry& registry();

@@ -678,8 +678,11 @@ struct Publisher::Impl {
 
 Publisher::Publisher(std::string_view channel, const TypeInfo& type, Context& context, const PublisherOptions& options)
     : impl_(std::make_unique<Impl>()) {
-  auto ch = context.state().channel(channel, &type);
-  if (ch->transport() == Transport::kIceoryx) ensure_iceoryx_runtime(channel);
+  // The name is checked and the channel's settings resolved once, here.
+  const ChannelName name(channel);
+  const ChannelSettings settings = context.config().channel(name.view());
+  auto ch = context.state().channel(name, settings, &type);
+  if (ch->transport() == Transport::kIceoryx) ensure_iceoryx_runtime(name.view());
   impl_->entry_index = ch->register_publisher(options.node.empty() ? context.node() : options.node, impl_->id);
   impl_->channel = std::move(ch);
   impl_->header = &impl_->channel->header();
@@ -690,15 +693,14 @@ Publisher::Publisher(std::string_view channel, const TypeInfo& type, Context& co
   impl_->notify_hook = options.notify_hook;
   impl_->blocking = impl_->channel->overflow() == Overflow::kBlock;
   impl_->block_timeout_ns = impl_->channel->block_timeout_ns();
-  impl_->wait_spin_ns = context.config().channel(channel).wait_spin.count();
+  impl_->wait_spin_ns = settings.wait_spin.count();
   // A solo publisher's publishes before our registration are done (or it
   // is fenced off) once end_solo returns; then we may hold the grant
   // ourselves if we are alone.
   impl_->channel->end_solo();
   impl_->solo_grant = impl_->channel->try_grant_solo(impl_->owner);
   if (impl_->channel->transport() == Transport::kIceoryx) {
-    impl_->iox = std::make_unique<IceoryxPublisherPort>(context.config().domain, std::string{channel},
-                                                        context.config().channel(channel).publisher_history,
+    impl_->iox = std::make_unique<IceoryxPublisherPort>(context.config().domain, name.str(), settings.publisher_history,
                                                         impl_->channel->live_endpoints(true) != 0);
   }
   impl_->read_test_pause();

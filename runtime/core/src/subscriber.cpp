@@ -8,15 +8,13 @@ namespace shmbus {
 
 Subscriber::Subscriber(std::string_view channel, const std::optional<TypeInfo>& type, Context& context,
                        const SubscriberOptions& options)
-    : impl_(std::make_unique<Impl>()) {
-  impl_->name = std::string{channel};
+    : impl_(std::make_unique<Impl>(ChannelName(channel), context.config().channel(channel))) {
   impl_->context = &context;
   impl_->options = options;
   try {
     impl_->open(type);
   } catch (const Error& e) {
     if (e.code() != Errc::kNotFound || type || !options.wait_for_channel) throw;
-    validate_channel_name(channel);
     impl_->next_attach_try = mono_now_ns() + kAttachRetryNs;
   }
 }
@@ -39,18 +37,18 @@ bool Subscriber::Impl::try_attach(bool force) noexcept {
 
 void Subscriber::Impl::open(const std::optional<TypeInfo>& type, bool from_start) {
   from_start = from_start || options.from_first;
-  auto ch = context->state().channel(name, type ? &*type : nullptr);
+  auto ch = context->state().channel(name, settings, type ? &*type : nullptr);
   // The iceoryx port first: a subscriber whose port cannot be made is not
   // attached (try_attach tries again).
   std::unique_ptr<IceoryxSubscriberPort> port;
   if (ch->transport() == Transport::kIceoryx) {
-    ensure_iceoryx_runtime(name);
+    ensure_iceoryx_runtime(name.view());
     // A channel that appeared after we subscribed holds only messages sent
     // after: as on the ring, we take them from its start (iceoryx's
     // history, up to 16 of them).
     const auto capacity = static_cast<std::uint32_t>(ch->capacity());
     const std::uint32_t history = from_start ? capacity : options.history;
-    port = std::make_unique<IceoryxSubscriberPort>(context->config().domain, name, capacity, history,
+    port = std::make_unique<IceoryxSubscriberPort>(context->config().domain, name.str(), capacity, history,
                                                    ch->live_endpoints(false) != 0);
   }
   entry_index = ch->register_subscriber(options.node.empty() ? context->node() : options.node, id);
@@ -76,7 +74,6 @@ void Subscriber::Impl::open(const std::optional<TypeInfo>& type, bool from_start
   s.entry = &s.channel->subscriber(s.entry_index);
   s.stall_timeout_ns = s.channel->stall_timeout_ns();
   s.max_size = s.channel->max_message_size();
-  const ChannelSettings settings = context->config().channel(name);
   s.wait_spin_ns = settings.wait_spin.count();
   s.age_sample_every = settings.age_sample_every;
   const std::uint64_t cursor = s.channel->write_cursor();
@@ -186,7 +183,7 @@ std::uint64_t Subscriber::errors() const noexcept {
   return impl_->entry ? impl_->entry->errors.load(std::memory_order_relaxed) : 0;
 }
 std::uint32_t Subscriber::id() const noexcept { return impl_->id; }
-const std::string& Subscriber::channel() const noexcept { return impl_->name; }
+const std::string& Subscriber::channel() const noexcept { return impl_->name.str(); }
 std::uint32_t Subscriber::channel_index() const noexcept {
   return impl_->header ? impl_->header->registry_index.load(std::memory_order_relaxed) : UINT32_MAX;
 }

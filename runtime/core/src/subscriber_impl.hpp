@@ -35,8 +35,17 @@ inline constexpr std::int64_t kCursorCheckNs = 20'000;
 inline constexpr std::int64_t kAttachRetryNs = 10'000'000;
 
 struct Subscriber::Impl {
+  /// The name checked and the channel's settings resolved once.
+  Impl(ChannelName checked_name, ChannelSettings resolved)
+      : name(std::move(checked_name)), settings(std::move(resolved)) {}
+  Impl(const Impl&) = delete;
+  Impl& operator=(const Impl&) = delete;
+  Impl(Impl&&) = delete;
+  Impl& operator=(Impl&&) = delete;
+
   std::shared_ptr<Channel> channel;  ///< null while waiting for the channel to appear
-  std::string name;
+  ChannelName name;
+  ChannelSettings settings;
   Context* context = nullptr;
   SubscriberOptions options;
   std::int64_t next_attach_try = 0;

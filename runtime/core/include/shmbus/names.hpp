@@ -18,6 +18,20 @@ inline constexpr std::size_t kMaxNodeName = 63;
 /// Throws Error(kInvalidArgument) unless `name` is `/seg[/seg...]`, each
 /// segment made of [A-Za-z0-9_-], at most kMaxChannelName bytes.
 void validate_channel_name(std::string_view name);
+/// A channel name that has passed validate_channel_name: the public entry
+/// points (Publisher, Subscriber, ChannelReader) make one, and what they
+/// call below takes it, so a name is checked once.
+class ChannelName {
+ public:
+  /// Throws Error(kInvalidArgument) as validate_channel_name.
+  explicit ChannelName(std::string_view name) : name_(name) { validate_channel_name(name_); }
+  [[nodiscard]] const std::string& str() const noexcept { return name_; }
+  [[nodiscard]] std::string_view view() const noexcept { return name_; }
+
+ private:
+  std::string name_;
+};
+
 /// Throws Error(kInvalidArgument) unless `domain` is 1..32 of [A-Za-z0-9_-].
 void validate_domain_name(std::string_view domain);
 /// Throws Error(kInvalidArgument) unless `node` is 1..63 printable ASCII
