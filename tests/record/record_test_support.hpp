@@ -7,6 +7,8 @@
 
 #include <chrono>
 #include <filesystem>
+#include <functional>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -88,6 +90,16 @@ inline std_msgs::String text(const std::string& s) {
   std_msgs::String m{};
   m.data.assign(s);
   return m;
+}
+
+/// The code of the Error `make` throws; nullopt when it throws none.
+inline std::optional<Errc> refusal(const std::function<void()>& make) {
+  try {
+    make();
+  } catch (const Error& e) {
+    return e.code();
+  }
+  return std::nullopt;
 }
 
 }  // namespace shmbus::record

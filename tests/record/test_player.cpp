@@ -162,15 +162,6 @@ TEST_F(PlayerTest, RemapsFiltersAndStopsWhenAsked) {
   EXPECT_EQ(stopped.played, 0U);
 }
 
-std::optional<Errc> refusal(const std::function<void()>& make) {
-  try {
-    make();
-  } catch (const Error& e) {
-    return e.code();
-  }
-  return std::nullopt;
-}
-
 TEST_F(PlayerTest, RefusesWhatCannotPlay) {
   const std::string file = record_chat(temp_path("chat.mcap"), 3, 1ms);
   Target target;

@@ -139,15 +139,6 @@ TEST_F(StepReplayTest, ALiveModuleAnswersEveryFrameAndItsAnswersReplaceTheRecord
   }
 }
 
-std::optional<Errc> refusal(const std::function<void()>& make) {
-  try {
-    make();
-  } catch (const Error& e) {
-    return e.code();
-  }
-  return std::nullopt;
-}
-
 TEST_F(StepReplayTest, RefusesAModuleNotRecordedOrNotRunningAndOptionsThatCannotReplay) {
   const std::string recording = record_module(temp_path("run.mcap"));
   test::TestDomain live(ring_config(), "step");
