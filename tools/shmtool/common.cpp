@@ -6,6 +6,7 @@
 
 #include <cerrno>
 
+#include "shmbus/cli/config_file.hpp"
 #include "shmbus/error.hpp"
 #include "shmbus/schema/json_input.hpp"
 

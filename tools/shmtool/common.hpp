@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "shmbus/cli.hpp"
-#include "shmbus/cli/config_file.hpp"
+#include "shmbus/cli/config_source.hpp"
 #include "shmbus/clock.hpp"
 #include "shmbus/config.hpp"
 #include "shmbus/context.hpp"

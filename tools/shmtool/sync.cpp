@@ -11,6 +11,7 @@
 
 #include "commands.hpp"
 #include "format.hpp"
+#include "shmbus/cli/config_file.hpp"
 #include "shmbus/context.hpp"
 #include "shmbus/error.hpp"
 #include "shmbus/names.hpp"

@@ -2,6 +2,7 @@
 #include <string>
 
 #include "shmbus/bridge/bridge.hpp"
+#include "shmbus/cli/config_file.hpp"
 
 namespace shmbus::bridge {
 

@@ -2,6 +2,7 @@
 #include <string>
 #include <vector>
 
+#include "shmbus/cli/config_file.hpp"
 #include "shmbus/gateway/gateway.hpp"
 
 namespace shmbus::gateway {

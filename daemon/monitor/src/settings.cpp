@@ -1,5 +1,7 @@
 #include "shmbus/monitor/settings.hpp"
 
+#include "shmbus/cli/config_file.hpp"
+
 namespace shmbus::monitor {
 
 MonitorSettings read_monitor_settings(const cli::ConfigFile& file) {

@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "shmbus/cli/config_file.hpp"
+#include "shmbus/cli/config_source.hpp"
 #include "shmbus/config.hpp"
 
 namespace shmbus::bridge {

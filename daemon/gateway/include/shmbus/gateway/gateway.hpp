@@ -23,7 +23,7 @@
 #include <string>
 #include <vector>
 
-#include "shmbus/cli/config_file.hpp"
+#include "shmbus/cli/config_source.hpp"
 #include "shmbus/config.hpp"
 
 namespace shmbus::gateway {

@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <string>
 
-#include "shmbus/cli/config_file.hpp"
+#include "shmbus/cli/config_source.hpp"
 #include "shmbus/config.hpp"
 
 namespace shmbus::monitor {

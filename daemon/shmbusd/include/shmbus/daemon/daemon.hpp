@@ -5,7 +5,7 @@
 #include <optional>
 #include <string>
 
-#include "shmbus/cli/config_file.hpp"
+#include "shmbus/cli/config_source.hpp"
 #include "shmbus/monitor/settings.hpp"
 
 namespace shmbus::daemon {

@@ -11,16 +11,11 @@
 #include <string>
 #include <string_view>
 
+#include "shmbus/cli/config_source.hpp"
 #include "shmbus/config.hpp"
 #include "shmbus/config_reader.hpp"
 
 namespace shmbus::cli {
-
-/// Where a program's configuration comes from.
-struct ConfigSource {
-  std::string path;                   ///< --config, else SHMBUS_CONFIG, else the embedded default
-  std::optional<std::string> domain;  ///< --domain: overrides the file and SHMBUS_DOMAIN
-};
 
 class ConfigFile {
  public:
