@@ -199,8 +199,8 @@ class Player::Impl {
     const std::int64_t started = mono_now_ns();
     Pacer pacer(o_.rate, o_.start_paused, window_.from, window_.length_s(), control_);
     do {
-      summary.stopped = !play_once(pacer, stop, summary.played);
-    } while (!summary.stopped && o_.loop && !asked_to_stop(stop));
+      summary.stopped = !play_once(pacer, stop, summary.played) || (o_.loop && asked_to_stop(stop));
+    } while (!summary.stopped && o_.loop);
     summary.took_s = static_cast<double>(mono_now_ns() - started) / 1e9;
     return summary;
   }
