@@ -9,8 +9,8 @@ namespace shmbus::cli {
 
 ConfigFile ConfigFile::parse(std::string_view text, const std::string& source) {
   ConfigFile f;
-  f.config_ = Config::parse(text, source);  // refuses what toml++ refuses, with its position
-  f.document_ = std::make_shared<const toml::table>(toml::parse(text, source));
+  f.document_ = std::make_shared<const toml::table>(parse_toml(text, source));  // parsed once, for every section
+  f.config_ = config_from_toml(*f.document_, source);
   return f;
 }
 

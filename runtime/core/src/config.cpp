@@ -233,16 +233,22 @@ class ConfigReader : public TomlReader {
 
 }  // namespace
 
-Config Config::parse(std::string_view text, const std::string& source_name) {
-  toml::table root;
+toml::table parse_toml(std::string_view text, const std::string& source_name) {
   try {
-    root = toml::parse(text, source_name);
+    return toml::parse(text, source_name);
   } catch (const toml::parse_error& e) {
     const auto& where = e.source().begin;
     throw Error(Errc::kConfig, source_name + ":" + std::to_string(where.line) + ":" + std::to_string(where.column) +
                                    ": " + std::string{e.description()});
   }
+}
+
+Config config_from_toml(const toml::table& root, const std::string& source_name) {
   return ConfigReader{source_name}.read(root);
+}
+
+Config Config::parse(std::string_view text, const std::string& source_name) {
+  return config_from_toml(parse_toml(text, source_name), source_name);
 }
 
 std::string Config::read_file(const std::string& path) {

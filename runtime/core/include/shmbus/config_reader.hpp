@@ -15,6 +15,16 @@
 
 namespace shmbus {
 
+class Config;
+
+/// Parses a configuration file's text. Throws Error(kConfig)
+/// "source:line:column: what toml++ found".
+[[nodiscard]] toml::table parse_toml(std::string_view text, const std::string& source_name);
+/// The transport's settings from a parsed file (what Config::parse does
+/// after parse_toml), for a caller that reads the programs' sections from
+/// the same tree. Throws Error(kConfig).
+[[nodiscard]] Config config_from_toml(const toml::table& root, const std::string& source_name);
+
 class TomlReader {
  public:
   /// `source`: the file's name, as messages show it.
