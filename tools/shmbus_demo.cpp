@@ -12,7 +12,9 @@
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <cstdio>
+#include <deque>
 #include <optional>
+#include <span>
 #include <thread>
 #include <vector>
 
@@ -55,19 +57,40 @@ int publisher_process(const Config& config, const std::string& channel, double h
   return 0;
 }
 
-/// A node with a callback on each channel; reports what it received.
+/// The span both sides of the demo's rate check measure: the last second
+/// of the fast channel, ending at its newest publish stamp.
+constexpr std::int64_t kCheckWindowNs = 1'000'000'000;
+
+/// f = (n-1)/(Tn-T1) over the `kCheckWindowNs` ending at the newest stamp.
+double last_window_hz(std::span<const std::int64_t> stamps) {
+  if (stamps.empty()) return 0.0;
+  return monitor::measure_window(stamps, stamps.back(), kCheckWindowNs, false).frequency_hz;
+}
+
+/// A node with a callback on each channel; reports what it received, and
+/// for the first channel the rate its messages' own publish stamps give.
 int subscriber_process(const Config& config, const std::vector<std::string>& channels) {
   Context ctx{config};
   Node node("imu_consumer", ctx);
   std::vector<Subscription*> subs;
   subs.reserve(channels.size());
-  for (const auto& c : channels) subs.push_back(&node.subscribe<Imu>(c, [](const Imu&, const MessageInfo&) {}));
+  std::deque<std::int64_t> stamps;  // the first channel's, the last two windows
+  subs.push_back(&node.subscribe<Imu>(channels.front(), [&](const Imu&, const MessageInfo& info) {
+    stamps.push_back(info.publish_time_ns);
+    while (stamps.back() - stamps.front() > 2 * kCheckWindowNs) stamps.pop_front();
+  }));
+  for (std::size_t i = 1; i < channels.size(); ++i) {
+    subs.push_back(&node.subscribe<Imu>(channels[i], [](const Imu&, const MessageInfo&) {}));
+  }
   node.spin();
   for (const Subscription* s : subs) {
     std::printf("subscriber (pid %d): %s received %llu, lost %llu\n", static_cast<int>(::getpid()),
                 s->channel().c_str(), static_cast<unsigned long long>(s->calls()),
                 static_cast<unsigned long long>(s->subscriber().lost()));
   }
+  const std::vector<std::int64_t> last(stamps.begin(), stamps.end());
+  std::printf("subscriber (pid %d): %s over its last second of publish stamps: %.3f Hz\n", static_cast<int>(::getpid()),
+              channels.front().c_str(), last_window_hz(last));
   return 0;
 }
 
@@ -157,6 +180,20 @@ void stop_process(pid_t pid) {
   ::waitpid(pid, nullptr, 0);
 }
 
+/// After its publisher stopped: waits (up to 2 s) until the subscribers
+/// have taken everything, then prints the rate over the channel's last
+/// second in the time list, which the subscriber's count must match.
+void print_final_rate(const Config& config, const std::string& name) {
+  introspect::ChannelReader reader(config.domain, name);
+  const auto deadline = steady_clock::now() + seconds(2);
+  for (auto v = reader.view(); v.received + v.lost < v.messages && steady_clock::now() < deadline; v = reader.view()) {
+    std::this_thread::sleep_for(milliseconds(10));
+  }
+  introspect::TimeListSnapshot snap;
+  reader.snapshot(snap);
+  fmt::print("{} over its last second in the time list: {:.3f} Hz\n", name, last_window_hz(snap.stamps));
+}
+
 int run(int argc, char** argv) {
   CLI::App app{"publishers and a subscriber in separate processes, watched through the time lists", "shmbus-demo"};
   double seconds = 4;
@@ -207,7 +244,10 @@ int run(int argc, char** argv) {
     std::fflush(stdout);
   }
   if (!slow_stopped) stop_process(slow);
-  for (const pid_t pid : {fast, subscriber, shmbusd}) stop_process(pid);
+  stop_process(fast);
+  print_final_rate(config, channels.front());
+  std::fflush(stdout);
+  for (const pid_t pid : {subscriber, shmbusd}) stop_process(pid);
   ::unlink(daemon_config.c_str());
   alerts.reset();  // our own subscription, so clean can remove everything
   const auto report = introspect::clean_domain(config.domain, false, config.access());
