@@ -447,8 +447,7 @@ void Connection::on_request(beast::error_code ec) {
              "shmbus-bridge: a token is required (Authorization: Bearer TOKEN, or ?token=TOKEN)\n");
       return;
     }
-    auto session =
-        std::make_shared<Session>(hub, std::move(stream_), foxglove ? Protocol::kFoxglove : Protocol::kRosbridge);
+    auto session = make_session(hub, std::move(stream_), foxglove ? Protocol::kFoxglove : Protocol::kRosbridge);
     if (!hub.token.empty() && !needs_auth) session->authenticate();
     session->on_close([&clients = bridge_.clients] { clients.fetch_sub(1, std::memory_order_relaxed); });
     bridge_.clients.fetch_add(1, std::memory_order_relaxed);

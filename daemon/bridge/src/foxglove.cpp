@@ -1,11 +1,8 @@
-// The Foxglove WebSocket protocol (foxglove.websocket.v1): the server
-// advertises channels with a JSON Schema, clients subscribe by channel id
-// and receive binary message-data frames; clients may advertise channels of
-// their own and publish into them.
+// The Foxglove WebSocket protocol (foxglove.hpp).
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
-#include "server.hpp"
+#include "foxglove.hpp"
 #include "shmbus/clock.hpp"
 #include "shmbus/schema/json_input.hpp"
 
@@ -27,11 +24,54 @@ std::uint32_t load_u32(std::string_view data, std::size_t at) {
 
 }  // namespace
 
-void Session::fox_status(int level, const std::string& message) {
+FoxgloveSession::~FoxgloveSession() = default;
+
+void FoxgloveSession::on_frame(const std::string& data, bool text) {
+  if (!text) {
+    on_binary(data);
+    return;
+  }
+  Json op;
+  try {
+    op = schema::parse_json(data);
+  } catch (const schema::JsonInputError& e) {
+    hub_.counters.ops_refused.fetch_add(1, std::memory_order_relaxed);
+    status(2, fmt::format("malformed JSON: {}", e.what()));
+    return;
+  }
+  on_op(op);
+}
+
+void FoxgloveSession::deliver(const OutMessage& message, std::uint64_t key, Encoding /*encoding*/) {
+  if (closed_) return;
+  const auto it = by_key_.find(key);
+  const auto& body = message.encoded[static_cast<std::size_t>(Encoding::kFoxglove)];
+  if (it == by_key_.end() || !body) return;
+  Frame f;
+  f.body = body;
+  f.binary = true;
+  f.subscription = key;
+  // Message data: opcode 1, subscription id (u32), receive time (u64 ns),
+  // little-endian.
+  f.head[0] = 1;
+  const std::uint32_t sub = it->second;
+  const auto stamp = static_cast<std::uint64_t>(message.receive_wall_ns);
+  for (std::size_t i = 0; i < 4; ++i) f.head[1 + i] = static_cast<char>((sub >> (8 * i)) & 0xff);
+  for (std::size_t i = 0; i < 8; ++i) f.head[5 + i] = static_cast<char>((stamp >> (8 * i)) & 0xff);
+  f.head_len = 13;
+  enqueue(std::move(f));
+}
+
+void FoxgloveSession::release() {
+  for (const auto& [id, channel] : client_channels_) hub_.release_outlet(channel);
+  client_channels_.clear();
+}
+
+void FoxgloveSession::status(int level, const std::string& message) {
   send_text(dump_json(Json{{"op", "status"}, {"level", level}, {"message", message}}));
 }
 
-Json Session::fox_channel(const ChannelEntry& e) const {
+Json FoxgloveSession::channel_json(const ChannelEntry& e) const {
   return Json{{"id", e.id},
               {"topic", e.name},
               {"encoding", "json"},
@@ -40,7 +80,7 @@ Json Session::fox_channel(const ChannelEntry& e) const {
               {"schemaEncoding", "jsonschema"}};
 }
 
-void Session::fox_server_info() {
+void FoxgloveSession::opened() {
   send_text(dump_json(Json{{"op", "serverInfo"},
                            {"name", "shmbus-bridge"},
                            {"capabilities", Json::array({"clientPublish"})},
@@ -50,152 +90,151 @@ void Session::fox_server_info() {
   hub_.refresh();
   std::vector<const ChannelEntry*> all;
   for (const auto& [name, e] : hub_.catalog.channels()) all.push_back(&e);
-  fox_advertise(all);
+  advertise(all);
 }
 
-void Session::fox_advertise(const std::vector<const ChannelEntry*>& channels) {
+void FoxgloveSession::advertise(const std::vector<const ChannelEntry*>& channels) {
   Json list = Json::array();
   for (const ChannelEntry* e : channels) {
-    if (!foxglove_visible(hub_, *e) || fox_advertised_.contains(e->id)) continue;
-    list.push_back(fox_channel(*e));
-    fox_advertised_.insert(e->id);
+    if (!foxglove_visible(hub_, *e) || advertised_.contains(e->id)) continue;
+    list.push_back(channel_json(*e));
+    advertised_.insert(e->id);
   }
   if (!list.empty()) send_text(dump_json(Json{{"op", "advertise"}, {"channels", std::move(list)}}));
 }
 
-void Session::channels_changed(const std::vector<const ChannelEntry*>& added,
-                               const std::vector<ChannelEntry>& removed) {
-  if (protocol_ != Protocol::kFoxglove || closed_) return;
+void FoxgloveSession::channels_changed(const std::vector<const ChannelEntry*>& added,
+                                       const std::vector<ChannelEntry>& removed) {
+  if (closed_) return;
   Json gone = Json::array();
   for (const ChannelEntry& e : removed) {
-    if (fox_advertised_.erase(e.id) == 0) continue;
+    if (advertised_.erase(e.id) == 0) continue;
     gone.push_back(e.id);
-    for (auto it = fox_by_key_.begin(); it != fox_by_key_.end();) {
-      const auto sub = fox_subs_.find(it->second);
-      if (sub != fox_subs_.end() && sub->second == e.id) {
+    for (auto it = by_key_.begin(); it != by_key_.end();) {
+      const auto sub = subs_.find(it->second);
+      if (sub != subs_.end() && sub->second == e.id) {
         hub_.reader->remove(e.name, this, it->first);
-        fox_subs_.erase(sub);
-        it = fox_by_key_.erase(it);
+        subs_.erase(sub);
+        it = by_key_.erase(it);
       } else {
         ++it;
       }
     }
   }
   if (!gone.empty()) send_text(dump_json(Json{{"op", "unadvertise"}, {"channelIds", std::move(gone)}}));
-  fox_advertise(added);
+  advertise(added);
 }
 
-void Session::fox_refuse(const std::string& message) {
+void FoxgloveSession::refuse(const std::string& message) {
   hub_.counters.ops_refused.fetch_add(1, std::memory_order_relaxed);
-  fox_status(2, message);
+  status(2, message);
 }
 
-void Session::fox_op(const Json& op) {
+void FoxgloveSession::on_op(const Json& op) {
   if (!op.is_object() || !op.contains("op") || !op["op"].is_string()) {
-    fox_refuse(R"(not a Foxglove operation: send a JSON object with an "op" field)");
+    refuse(R"(not a Foxglove operation: send a JSON object with an "op" field)");
     return;
   }
   const std::string name = op["op"].get<std::string>();
   try {
     if (name == "subscribe") {
-      for (const Json& s : op.at("subscriptions")) fox_subscribe(s);
+      for (const Json& s : op.at("subscriptions")) subscribe(s);
     } else if (name == "unsubscribe") {
       for (const Json& j : op.at("subscriptionIds")) {
-        fox_unsubscribe(schema::unsigned_value<std::uint32_t>(j, "subscriptionIds[]"));
+        unsubscribe(schema::unsigned_value<std::uint32_t>(j, "subscriptionIds[]"));
       }
     } else if (name == "advertise") {
-      for (const Json& c : op.at("channels")) fox_client_advertise(c);
+      for (const Json& c : op.at("channels")) client_advertise(c);
     } else if (name == "unadvertise") {
       for (const Json& j : op.at("channelIds")) {
-        const auto it = fox_client_channels_.find(schema::unsigned_value<std::uint32_t>(j, "channelIds[]"));
-        if (it == fox_client_channels_.end()) continue;
+        const auto it = client_channels_.find(schema::unsigned_value<std::uint32_t>(j, "channelIds[]"));
+        if (it == client_channels_.end()) continue;
         hub_.release_outlet(it->second);
-        fox_client_channels_.erase(it);
+        client_channels_.erase(it);
       }
     } else {
-      fox_refuse(
+      refuse(
           fmt::format("op \"{}\" is not supported by this bridge (it takes subscribe, unsubscribe, advertise, "
                       "unadvertise and message data)",
                       name));
     }
   } catch (const Json::exception& e) {
-    fox_refuse(fmt::format("{}: {}", name, e.what()));
+    refuse(fmt::format("{}: {}", name, e.what()));
   } catch (const schema::JsonInputError& e) {
-    fox_refuse(fmt::format("{}: {}", name, e.what()));
+    refuse(fmt::format("{}: {}", name, e.what()));
   } catch (const Error& e) {
-    fox_refuse(fmt::format("{}: {}", name, e.what()));
+    refuse(fmt::format("{}: {}", name, e.what()));
   }
 }
 
-void Session::fox_subscribe(const Json& s) {
+void FoxgloveSession::subscribe(const Json& s) {
   const auto id = schema::unsigned_value<std::uint32_t>(s.at("id"), "id");
   const auto channel_id = schema::unsigned_value<std::uint32_t>(s.at("channelId"), "channelId");
   const ChannelEntry* e = hub_.catalog.find_id(channel_id);
-  if (e == nullptr || !fox_advertised_.contains(channel_id)) {
-    fox_refuse(fmt::format("subscribe: channel {} is not advertised", channel_id));
+  if (e == nullptr || !advertised_.contains(channel_id)) {
+    refuse(fmt::format("subscribe: channel {} is not advertised", channel_id));
     return;
   }
-  if (fox_subs_.contains(id)) {
-    fox_refuse(fmt::format("subscribe: subscription id {} is already in use", id));
+  if (subs_.contains(id)) {
+    refuse(fmt::format("subscribe: subscription id {} is already in use", id));
     return;
   }
-  const std::uint64_t key = next_key_++;
-  fox_subs_[id] = channel_id;
-  fox_by_key_[key] = id;
+  const std::uint64_t key = next_key();
+  subs_[id] = channel_id;
+  by_key_[key] = id;
   hub_.reader->add(*e, Sink{weak_from_this(), this, key, Encoding::kFoxglove});
 }
 
-void Session::fox_unsubscribe(std::uint32_t id) {
-  for (auto it = fox_by_key_.begin(); it != fox_by_key_.end(); ++it) {
+void FoxgloveSession::unsubscribe(std::uint32_t id) {
+  for (auto it = by_key_.begin(); it != by_key_.end(); ++it) {
     if (it->second != id) continue;
-    if (const ChannelEntry* e = hub_.catalog.find_id(fox_subs_[id])) hub_.reader->remove(e->name, this, it->first);
-    fox_by_key_.erase(it);
+    if (const ChannelEntry* e = hub_.catalog.find_id(subs_[id])) hub_.reader->remove(e->name, this, it->first);
+    by_key_.erase(it);
     break;
   }
-  fox_subs_.erase(id);
+  subs_.erase(id);
 }
 
-void Session::fox_client_advertise(const Json& c) {
+void FoxgloveSession::client_advertise(const Json& c) {
   const auto id = schema::unsigned_value<std::uint32_t>(c.at("id"), "id");
   const std::string topic = c.at("topic").get<std::string>();
   const std::string encoding = c.value("encoding", std::string{});
   const std::string type = c.value("schemaName", std::string{});
   if (encoding != "json") {
-    fox_refuse(fmt::format("advertise {}: encoding \"{}\" is not supported; use \"json\"", topic, encoding));
+    refuse(fmt::format("advertise {}: encoding \"{}\" is not supported; use \"json\"", topic, encoding));
     return;
   }
   if (!hub_.allowed(topic)) {
-    fox_refuse(fmt::format("advertise {}: not allowed by this bridge's allow/deny lists", topic));
+    refuse(fmt::format("advertise {}: not allowed by this bridge's allow/deny lists", topic));
     return;
   }
   hub_.refresh();
   const ChannelEntry* e = hub_.catalog.find(topic);
   if (e == nullptr || !e->schema) {
-    fox_refuse(fmt::format("advertise {}: no typed channel {} in domain \"{}\"; a shmbus process makes it", topic,
-                           topic, hub_.catalog.domain()));
+    refuse(fmt::format("advertise {}: no typed channel {} in domain \"{}\"; a shmbus process makes it", topic, topic,
+                       hub_.catalog.domain()));
     return;
   }
   if (const auto refusal = type_mismatch(topic, "the client", type, e->type.name, "nothing will be published")) {
-    fox_refuse(*refusal);
+    refuse(*refusal);
     return;
   }
-  if (fox_client_channels_.contains(id)) {
-    fox_refuse(fmt::format("advertise: client channel id {} is already in use", id));
+  if (client_channels_.contains(id)) {
+    refuse(fmt::format("advertise: client channel id {} is already in use", id));
     return;
   }
   hub_.acquire_outlet(*e);
-  fox_client_channels_[id] = topic;
+  client_channels_[id] = topic;
 }
 
-void Session::fox_binary(std::string_view data) {
-  const auto refuse = [this](const std::string& message) { fox_refuse(message); };
+void FoxgloveSession::on_binary(std::string_view data) {
   if (data.size() < 5 || static_cast<std::uint8_t>(data[0]) != 1) {
     refuse("binary message: only client message data (opcode 1, channel id, payload) is supported");
     return;
   }
   const std::uint32_t id = load_u32(data, 1);
-  const auto it = fox_client_channels_.find(id);
-  if (it == fox_client_channels_.end()) {
+  const auto it = client_channels_.find(id);
+  if (it == client_channels_.end()) {
     refuse(fmt::format("message data for client channel {}, which was not advertised", id));
     return;
   }

@@ -1,5 +1,4 @@
-// The rosbridge v2 protocol: JSON operations with an "op" field; replies and
-// errors as "status" and "service_response" operations.
+// The rosbridge v2 protocol (rosbridge.hpp).
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
@@ -8,9 +7,10 @@
 #include <set>
 #include <vector>
 
-#include "server.hpp"
+#include "rosbridge.hpp"
 #include "shmbus/clock.hpp"
 #include "shmbus/names.hpp"
+#include "shmbus/schema/json_input.hpp"
 
 namespace shmbus::bridge {
 
@@ -127,7 +127,49 @@ std::vector<std::byte> bytes_of(const Json& msg) {
 
 }  // namespace
 
-void Session::ros_status(const std::string& level, const std::string& message, const Json& id) {
+RosbridgeSession::~RosbridgeSession() = default;
+
+void RosbridgeSession::on_frame(const std::string& data, bool text) {
+  Json op;
+  try {
+    // rosbridge clients send JSON text; a binary frame is taken as CBOR.
+    op = text ? schema::parse_json(data) : schema::parse_cbor(data);
+  } catch (const schema::JsonInputError& e) {
+    hub_.counters.ops_refused.fetch_add(1, std::memory_order_relaxed);
+    status("error", fmt::format("malformed {}: {}", text ? "JSON" : "CBOR", e.what()));
+    return;
+  }
+  on_op(op);
+}
+
+void RosbridgeSession::data_queued(std::uint64_t key) {
+  if (const auto it = by_key_.find(key); it != by_key_.end()) ++it->second->queued;
+}
+
+void RosbridgeSession::data_left(std::uint64_t key) {
+  if (const auto it = by_key_.find(key); it != by_key_.end() && it->second->queued > 0) --it->second->queued;
+}
+
+void RosbridgeSession::release() {
+  for (const auto& [topic, channel] : advertised_) hub_.release_outlet(channel);
+  advertised_.clear();
+  created_.clear();
+  // The services it served: their waiting callers fail at once, then the
+  // servers stop (their threads end within one spin).
+  fail_served_calls("", "its WebSocket client disconnected");
+  served_.clear();
+}
+
+void RosbridgeSession::send_op(Json op, std::function<void(const Json&)> reply) {
+  if (reply) {
+    const std::string id = fmt::format("shmbus-bridge:{}", next_call_++);
+    op["id"] = id;
+    pending_calls_[id] = std::move(reply);
+  }
+  send_text(dump_json(op));
+}
+
+void RosbridgeSession::status(const std::string& level, const std::string& message, const Json& id) {
   if (client_mode_) {
     // The peer is a server: what goes wrong here is for this side's log.
     spdlog::log(level == "error" ? spdlog::level::err : spdlog::level::warn, "remote link: {}", message);
@@ -139,10 +181,10 @@ void Session::ros_status(const std::string& level, const std::string& message, c
   send_text(dump_json(op));
 }
 
-void Session::ros_op(const Json& op) {
+void RosbridgeSession::on_op(const Json& op) {
   const auto refuse = [&](const std::string& message) {
     hub_.counters.ops_refused.fetch_add(1, std::memory_order_relaxed);
-    ros_status("error", message, op.is_object() && op.contains("id") ? op["id"] : Json());
+    status("error", message, op.is_object() && op.contains("id") ? op["id"] : Json());
   };
   if (!op.is_object() || !op.contains("op") || !op["op"].is_string()) {
     refuse(R"(not a rosbridge operation: send a JSON object with an "op" field, e.g. {"op": "subscribe", ...})");
@@ -178,19 +220,19 @@ void Session::ros_op(const Json& op) {
   }
   try {
     if (name == "subscribe") {
-      ros_subscribe(op);
+      subscribe(op);
     } else if (name == "unsubscribe") {
-      ros_unsubscribe(op);
+      unsubscribe(op);
     } else if (name == "advertise") {
-      ros_advertise(op);
+      advertise(op);
     } else if (name == "unadvertise") {
-      ros_unadvertise(op);
+      unadvertise(op);
     } else if (name == "publish") {
-      ros_publish(op);
+      publish(op);
     } else if (name == "call_service") {
-      ros_call_service(op);
+      call_service(op);
     } else if (name == "fragment") {
-      ros_fragment(op);
+      fragment(op);
     } else if (name == "set_level") {
       const int level = level_of(string_field(op, "level"));
       if (level < 0) {
@@ -202,11 +244,11 @@ void Session::ros_op(const Json& op) {
     } else if (name == "auth" || name == "status") {
       // Already authenticated; a client's status is informational.
     } else if (name == "advertise_service") {
-      ros_advertise_service(op);
+      advertise_service(op);
     } else if (name == "unadvertise_service") {
-      ros_unadvertise_service(absolute(string_field(op, "service")));
+      unadvertise_service(absolute(string_field(op, "service")));
     } else if (name == "service_response") {
-      ros_service_answer(op);
+      service_answer(op);
     } else {
       refuse(
           fmt::format("unknown op \"{}\"; this bridge speaks rosbridge v2: subscribe, unsubscribe, advertise, "
@@ -221,17 +263,18 @@ void Session::ros_op(const Json& op) {
   }
 }
 
-bool Session::ros_check_type(const std::string& topic, const ChannelEntry& channel, const Json& type, const Json& id) {
+bool RosbridgeSession::check_type(const std::string& topic, const ChannelEntry& channel, const Json& type,
+                                  const Json& id) {
   if (!type.is_string()) return true;
   const auto refusal = type_mismatch(topic, "the client", type.get<std::string>(), channel.type.name,
                                      "nothing was subscribed or published");
   if (!refusal) return true;
   hub_.counters.ops_refused.fetch_add(1, std::memory_order_relaxed);
-  ros_status("error", *refusal, id);
+  status("error", *refusal, id);
   return false;
 }
 
-void Session::ros_subscribe(const Json& op) {
+void RosbridgeSession::subscribe(const Json& op) {
   const std::string topic = string_field(op, "topic");
   const Json id = op.contains("id") ? op["id"] : Json();
   if (topic.empty()) throw Error(Errc::kInvalidArgument, "needs \"topic\"");
@@ -247,19 +290,19 @@ void Session::ros_subscribe(const Json& op) {
     throw Error(Errc::kNotFound, fmt::format("no channel {} in domain \"{}\" (/rosapi/topics lists them)", topic,
                                              hub_.catalog.domain()));
   }
-  if (!ros_check_type(topic, *channel, op.value("type", Json()), id)) return;
+  if (!check_type(topic, *channel, op.value("type", Json()), id)) return;
   const std::string compression = string_field(op, "compression");
   if (!compression.empty() && compression != "none" && compression != "cbor") {
-    ros_status("warning",
-               fmt::format("subscribe {}: compression \"{}\" is not supported; sending JSON", topic, compression), id);
+    status("warning",
+           fmt::format("subscribe {}: compression \"{}\" is not supported; sending JSON", topic, compression), id);
   }
-  if (const auto old = ros_subs_.find(topic); old != ros_subs_.end()) {
+  if (const auto old = subs_.find(topic); old != subs_.end()) {
     hub_.reader->remove(topic, this, old->second.key);
-    ros_by_key_.erase(old->second.key);
-    ros_subs_.erase(old);
+    by_key_.erase(old->second.key);
+    subs_.erase(old);
   }
-  RosSubscription sub;
-  sub.key = next_key_++;
+  TopicSubscription sub;
+  sub.key = next_key();
   sub.topic = topic;
   sub.id = string_field(op, "id");
   // ms -> ns; 9e12 ms (285 years: never again) is the most that fits.
@@ -267,40 +310,40 @@ void Session::ros_subscribe(const Json& op) {
   sub.queue_length = static_cast<std::size_t>(std::max<std::int64_t>(0, number_field(op, "queue_length")));
   const std::int64_t fragment_size = std::max<std::int64_t>(0, number_field(op, "fragment_size"));
   if (fragment_size != 0 && fragment_size < kMinFragmentSize) {
-    ros_status("warning",
-               fmt::format("subscribe {}: fragment_size {} is under this bridge's least, {}; fragments of {} bytes "
-                           "are sent",
-                           topic, fragment_size, kMinFragmentSize, kMinFragmentSize),
-               id);
+    status("warning",
+           fmt::format("subscribe {}: fragment_size {} is under this bridge's least, {}; fragments of {} bytes "
+                       "are sent",
+                       topic, fragment_size, kMinFragmentSize, kMinFragmentSize),
+           id);
   }
   sub.fragment_size = static_cast<std::size_t>(fragment_size == 0 ? 0 : std::max(fragment_size, kMinFragmentSize));
   sub.cbor = compression == "cbor";
-  auto [it, inserted] = ros_subs_.emplace(topic, std::move(sub));
-  ros_by_key_[it->second.key] = &it->second;
+  auto [it, inserted] = subs_.emplace(topic, std::move(sub));
+  by_key_[it->second.key] = &it->second;
   hub_.reader->add(*channel, Sink{weak_from_this(), this, it->second.key,
                                   it->second.cbor ? Encoding::kRosCbor : Encoding::kRosJson});
 }
 
-void Session::ros_unsubscribe(const Json& op) {
+void RosbridgeSession::unsubscribe(const Json& op) {
   const std::string topic = string_field(op, "topic");
-  const auto it = ros_subs_.find(topic);
-  if (it == ros_subs_.end()) {
-    ros_status("warning", fmt::format("unsubscribe {}: not subscribed", topic), op.value("id", Json()));
+  const auto it = subs_.find(topic);
+  if (it == subs_.end()) {
+    status("warning", fmt::format("unsubscribe {}: not subscribed", topic), op.value("id", Json()));
     return;
   }
   hub_.reader->remove(topic, this, it->second.key);
-  ros_by_key_.erase(it->second.key);
-  ros_subs_.erase(it);
+  by_key_.erase(it->second.key);
+  subs_.erase(it);
 }
 
-void Session::ros_advertise(const Json& op) {
+void RosbridgeSession::advertise(const Json& op) {
   const std::string topic = string_field(op, "topic");
   const std::string type = string_field(op, "type");
   if (topic.empty() || type.empty()) throw Error(Errc::kInvalidArgument, "needs \"topic\" and \"type\"");
   if (!hub_.allowed(topic)) {
     throw Error(Errc::kInvalidArgument, fmt::format("{} is not allowed by this bridge's allow/deny lists", topic));
   }
-  if (ros_advertised_.contains(topic)) return;
+  if (advertised_.contains(topic)) return;
   hub_.refresh();
   const ChannelEntry* channel = hub_.catalog.find(topic);
   if (const std::string why = hub_.catalog.refused(topic); !why.empty()) {
@@ -348,28 +391,28 @@ void Session::ros_advertise(const Json& op) {
     made.schema = std::move(schema);
     channel = &made;
   }
-  if (!ros_check_type(topic, *channel, op["type"], op.value("id", Json()))) return;
+  if (!check_type(topic, *channel, op["type"], op.value("id", Json()))) return;
   hub_.acquire_outlet(*channel);
-  ros_advertised_[topic] = topic;
+  advertised_[topic] = topic;
   if (channel == &made) {
     hub_.created.insert(topic);
     created_.insert(topic);
   }
 }
 
-void Session::ros_unadvertise(const Json& op) {
+void RosbridgeSession::unadvertise(const Json& op) {
   const std::string topic = string_field(op, "topic");
-  const auto it = ros_advertised_.find(topic);
-  if (it == ros_advertised_.end()) return;
+  const auto it = advertised_.find(topic);
+  if (it == advertised_.end()) return;
   created_.erase(it->second);
   hub_.release_outlet(it->second);
-  ros_advertised_.erase(it);
+  advertised_.erase(it);
 }
 
-void Session::ros_publish(const Json& op) {
+void RosbridgeSession::publish(const Json& op) {
   const std::string topic = string_field(op, "topic");
   if (topic.empty() || !op.contains("msg")) throw Error(Errc::kInvalidArgument, "needs \"topic\" and \"msg\"");
-  if (!ros_advertised_.contains(topic)) {
+  if (!advertised_.contains(topic)) {
     // rosbridge advertises on first publish; the type is the channel's.
     hub_.refresh();
     const ChannelEntry* channel = hub_.catalog.find(topic);
@@ -379,10 +422,9 @@ void Session::ros_publish(const Json& op) {
                               "\"{}\", \"type\": \"pkg/Type\"}})",
                               topic, topic));
     }
-    Json advertise{{"op", "advertise"}, {"topic", topic}, {"type", channel->type.name}};
-    ros_advertise(advertise);
+    advertise(Json{{"op", "advertise"}, {"topic", topic}, {"type", channel->type.name}});
   }
-  Outlet& out = hub_.outlets.at(ros_advertised_.at(topic));
+  Outlet& out = hub_.outlets.at(advertised_.at(topic));
   std::vector<std::byte> bytes;
   try {
     bytes = out.schema ? out.schema->encode(out.schema->with_defaults(op["msg"])) : bytes_of(op["msg"]);
@@ -399,19 +441,19 @@ void Session::ros_publish(const Json& op) {
       throw Error(Errc::kInvalidArgument, fmt::format("{}: {} bytes is over the channel's max_message_size {}", topic,
                                                       bytes.size(), out.publisher.max_message_size()));
     case PublishResult::kDropped:
-      ros_status("warning", fmt::format("{}: the message was dropped (a stuck writer held its slot)", topic));
+      status("warning", fmt::format("{}: the message was dropped (a stuck writer held its slot)", topic));
       break;
   }
 }
 
-void Session::ros_service_response(const Json& op, bool result, Json values) {
+void RosbridgeSession::service_response(const Json& op, bool result, Json values) {
   Json reply{{"op", "service_response"}, {"service", string_field(op, "service")}, {"result", result}};
   if (op.contains("id")) reply["id"] = op["id"];
   reply["values"] = std::move(values);
   send_text(dump_json(reply));
 }
 
-bool Session::ros_rosapi(const std::string& service, const Json& args, Json& values) {
+bool RosbridgeSession::rosapi(const std::string& service, const Json& args, Json& values) {
   hub_.refresh();
   const auto& channels = hub_.catalog.channels();
   const std::string api = service.substr(kRosapi.size());
@@ -471,20 +513,20 @@ bool Session::ros_rosapi(const std::string& service, const Json& args, Json& val
   return true;
 }
 
-void Session::ros_call_service(const Json& op) {
+void RosbridgeSession::call_service(const Json& op) {
   const std::string service = absolute(string_field(op, "service"));
   const Json args = op.contains("args") && !op["args"].is_null() ? op["args"] : Json::object();
   if (service == "/") throw Error(Errc::kInvalidArgument, "needs \"service\"");
   if (service.starts_with(kRosapi)) {
     Json values;
-    const bool ok = ros_rosapi(service, args, values);
-    ros_service_response(op, ok, std::move(values));
+    const bool ok = rosapi(service, args, values);
+    service_response(op, ok, std::move(values));
     return;
   }
   hub_.counters.service_calls.fetch_add(1, std::memory_order_relaxed);
   const auto fail = [&](const std::string& why) {
     hub_.counters.service_failures.fetch_add(1, std::memory_order_relaxed);
-    ros_service_response(op, false, why);
+    service_response(op, false, why);
   };
   if (!hub_.allowed(service)) {
     fail(fmt::format("{} is not allowed by this bridge's allow/deny lists", service));
@@ -512,9 +554,9 @@ void Session::ros_call_service(const Json& op) {
   auto done = [weak = weak_from_this(), &io = hub_.io, &counters = hub_.counters, op](ServiceCaller::Result r) {
     if (r.status != CallStatus::kOk) counters.service_failures.fetch_add(1, std::memory_order_relaxed);
     asio::post(io, [weak, op, r = std::move(r)]() mutable {
-      if (auto self = weak.lock()) {
+      if (const auto self = std::static_pointer_cast<RosbridgeSession>(weak.lock())) {
         const bool ok = r.status == CallStatus::kOk;
-        self->ros_service_response(op, ok, ok ? std::move(r.response) : Json(r.error));
+        self->service_response(op, ok, ok ? std::move(r.response) : Json(r.error));
       }
     });
   };
@@ -524,7 +566,7 @@ void Session::ros_call_service(const Json& op) {
   }
 }
 
-void Session::ros_advertise_service(const Json& op) {
+void RosbridgeSession::advertise_service(const Json& op) {
   const std::string service = absolute(string_field(op, "service"));
   const std::string type = normalize_type(string_field(op, "type"));
   if (service == "/" || type.empty()) throw Error(Errc::kInvalidArgument, "needs \"service\" and \"type\"");
@@ -560,7 +602,7 @@ void Session::ros_advertise_service(const Json& op) {
                            TypeInfo{response->root().name, response->hash(), response->text()}};
   auto ask = [weak = weak_from_this(), &io = hub_.io, service](Json args, ClientService::Answer answer) {
     asio::post(io, [weak, service, args = std::move(args), answer = std::move(answer)]() mutable {
-      const auto self = weak.lock();
+      const auto self = std::static_pointer_cast<RosbridgeSession>(weak.lock());
       if (!self || self->closed_) {
         answer(false, "its WebSocket client disconnected");
         return;
@@ -577,19 +619,19 @@ void Session::ros_advertise_service(const Json& op) {
   spdlog::info("client {} serves {} ({})", peer_, service, type);
 }
 
-void Session::ros_unadvertise_service(const std::string& service) {
+void RosbridgeSession::unadvertise_service(const std::string& service) {
   const auto it = served_.find(service);
   if (it == served_.end()) return;
   fail_served_calls(service + ":", "the service was unadvertised");
   served_.erase(it);
 }
 
-void Session::ros_service_answer(const Json& op) {
+void RosbridgeSession::service_answer(const Json& op) {
   const std::string id = string_field(op, "id");
   const auto it = served_calls_.find(id);
   if (it == served_calls_.end()) {
-    ros_status("warning",
-               fmt::format("service_response for id \"{}\", which no call is waiting for (late, or unknown)", id));
+    status("warning",
+           fmt::format("service_response for id \"{}\", which no call is waiting for (late, or unknown)", id));
     return;
   }
   auto answer = std::move(it->second);
@@ -597,7 +639,7 @@ void Session::ros_service_answer(const Json& op) {
   answer(op.value("result", true), op.contains("values") ? op["values"] : Json::object());
 }
 
-void Session::fail_served_calls(const std::string& prefix, const std::string& why) {
+void RosbridgeSession::fail_served_calls(const std::string& prefix, const std::string& why) {
   for (auto it = served_calls_.begin(); it != served_calls_.end();) {
     if (it->first.starts_with(prefix)) {
       it->second(false, why);
@@ -608,7 +650,7 @@ void Session::fail_served_calls(const std::string& prefix, const std::string& wh
   }
 }
 
-void Session::ros_fragment(const Json& op) {
+void RosbridgeSession::fragment(const Json& op) {
   const std::string id = string_field(op, "id");
   const std::string data = string_field(op, "data");
   const std::int64_t num = number_field(op, "num");
@@ -639,10 +681,10 @@ void Session::ros_fragment(const Json& op) {
   whole.reserve(f.bytes);
   for (const std::string& p : f.parts) whole += p;
   fragments_.erase(id);
-  on_message(whole, true);
+  on_frame(whole, true);
 }
 
-void Session::ros_send(const RosSubscription& sub, const OutMessage& message) {
+void RosbridgeSession::send(const TopicSubscription& sub, const OutMessage& message) {
   const auto& body = message.encoded[static_cast<std::size_t>(sub.cbor ? Encoding::kRosCbor : Encoding::kRosJson)];
   if (!body) return;
   if (sub.fragment_size != 0 && !sub.cbor && body->size() > sub.fragment_size) {
@@ -661,8 +703,8 @@ void Session::ros_send(const RosSubscription& sub, const OutMessage& message) {
     // The whole message's room first (the fragments' JSON adds about 80
     // bytes each, escapes up to 6 per byte): it is queued or dropped whole.
     if (closed_ || !make_room(total, body->size() + total * 80)) return;
-    const std::uint64_t group = next_group_++;
-    if (const auto it = ros_by_key_.find(sub.key); it != ros_by_key_.end()) ++it->second->queued;
+    const std::uint64_t group = next_group();
+    if (const auto it = by_key_.find(sub.key); it != by_key_.end()) ++it->second->queued;
     for (std::size_t i = 0; i < total; ++i) {
       const std::size_t start = i == 0 ? 0 : ends[i - 1];
       Frame f;
@@ -684,30 +726,11 @@ void Session::ros_send(const RosSubscription& sub, const OutMessage& message) {
   enqueue(std::move(f));
 }
 
-void Session::deliver(const OutMessage& message, std::uint64_t key, Encoding encoding) {
+void RosbridgeSession::deliver(const OutMessage& message, std::uint64_t key, Encoding /*encoding*/) {
   if (closed_) return;
-  if (encoding == Encoding::kFoxglove) {
-    const auto it = fox_by_key_.find(key);
-    const auto& body = message.encoded[static_cast<std::size_t>(Encoding::kFoxglove)];
-    if (it == fox_by_key_.end() || !body) return;
-    Frame f;
-    f.body = body;
-    f.binary = true;
-    f.subscription = key;
-    // Message data: opcode 1, subscription id (u32), receive time (u64 ns),
-    // little-endian.
-    f.head[0] = 1;
-    const std::uint32_t sub = it->second;
-    const auto stamp = static_cast<std::uint64_t>(message.receive_wall_ns);
-    for (std::size_t i = 0; i < 4; ++i) f.head[1 + i] = static_cast<char>((sub >> (8 * i)) & 0xff);
-    for (std::size_t i = 0; i < 8; ++i) f.head[5 + i] = static_cast<char>((stamp >> (8 * i)) & 0xff);
-    f.head_len = 13;
-    enqueue(std::move(f));
-    return;
-  }
-  const auto it = ros_by_key_.find(key);
-  if (it == ros_by_key_.end()) return;
-  RosSubscription& sub = *it->second;
+  const auto it = by_key_.find(key);
+  if (it == by_key_.end()) return;
+  TopicSubscription& sub = *it->second;
   if (sub.throttle_ns != 0) {
     const std::int64_t now = mono_now_ns();
     // The first message always goes (a throttle longer than the uptime
@@ -717,9 +740,9 @@ void Session::deliver(const OutMessage& message, std::uint64_t key, Encoding enc
   }
   if (sub.queue_length != 0 && sub.queued >= sub.queue_length) {
     // The subscription's own bound: its oldest queued message gives way.
-    drop_data(std::find_if(first_droppable(), queue_.end(), [&](const Frame& f) { return f.subscription == sub.key; }));
+    drop_oldest_of(sub.key);
   }
-  ros_send(sub, message);
+  send(sub, message);
 }
 
 }  // namespace shmbus::bridge

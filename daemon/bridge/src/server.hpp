@@ -1,6 +1,6 @@
 #pragma once
 // The bridge's state on its network thread (Hub) and one WebSocket client
-// (Session), with the two protocols as Session's handlers.
+// (Session), which each protocol derives from (rosbridge.hpp, foxglove.hpp).
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -130,38 +130,40 @@ struct Frame {
 
 enum class Protocol : std::uint8_t { kRosbridge, kFoxglove };
 
-/// One WebSocket client. Lives on the network thread.
+/// One WebSocket client, whatever its protocol: the connection, the bounded
+/// send queue that drops the oldest data first, the operation rate limit,
+/// authentication and the release of what the client held. A protocol
+/// (RosbridgeSession, FoxgloveSession) derives from it and handles the
+/// frames read, the bus messages delivered and the channels that change.
+/// Lives on the network thread.
 class Session : public std::enable_shared_from_this<Session> {
  public:
   /// A client on `stream` (connected; its TLS handshake, if any, done).
-  Session(Hub& hub, Stream stream, Protocol protocol);
-  ~Session();
+  Session(Hub& hub, Stream stream);
+  virtual ~Session();
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
 
   /// Completes the WebSocket handshake of `request` and starts reading.
   void start(const http::request<http::string_body>& request, const std::string& subprotocol);
   /// A bus message for subscription `key` (network thread).
-  void deliver(const OutMessage& message, std::uint64_t key, Encoding encoding);
-  /// Foxglove: channels appeared or went away.
-  void channels_changed(const std::vector<const ChannelEntry*>& added, const std::vector<ChannelEntry>& removed);
+  virtual void deliver(const OutMessage& message, std::uint64_t key, Encoding encoding) = 0;
+  /// Channels appeared or went away (the protocols that advertise them).
+  virtual void channels_changed(const std::vector<const ChannelEntry*>& added,
+                                const std::vector<ChannelEntry>& removed) {
+    (void)added;
+    (void)removed;
+  }
   /// Client mode (shmbus-bridge connect): the handshake as the client of a
-  /// remote rosbridge server at `host` (the Host header) and `target`;
-  /// `on_open` runs once it is done. The remote side is then this session's
-  /// peer: operations handled with handle() act on the local bus for it,
-  /// errors are logged instead of sent.
+  /// remote server at `host` (the Host header) and `target`; `on_open` runs
+  /// once it is done. The remote side is then this session's peer.
   void start_client(const std::string& host, const std::string& target, std::function<void()> on_open);
-  /// Sends `op` to the peer; with `reply`, the peer's service_response of
-  /// the same id is handed to it (network thread).
-  void send_op(schema::Json op, std::function<void(const schema::Json&)> reply = {});
-  /// Handles `op` as if the peer had sent it.
-  void handle(const schema::Json& op) { ros_op(op); }
   /// Handles one frame as if it had been read from the peer (the rate limit
   /// first): the read loop's work without a socket, for the fuzz target.
   void receive(const std::string& data, bool text) {
-    if (admit_op()) on_message(data, text);
+    if (admit_op()) on_frame(data, text);
   }
-  /// Takes the uplink's side (as start_client does), so receive() goes the
+  /// Takes the client side (as start_client does), so receive() goes the
   /// way a remote server's frames go.
   void as_uplink() noexcept { client_mode_ = true; }
   /// Releases what the session holds in the hub and the bus (its
@@ -175,19 +177,26 @@ class Session : public std::enable_shared_from_this<Session> {
   void start_auth_timer();
   /// Runs once when the session ends.
   void on_close(std::function<void()> f) { on_close_ = std::move(f); }
-  [[nodiscard]] Protocol protocol() const noexcept { return protocol_; }
+  [[nodiscard]] virtual Protocol protocol() const noexcept = 0;
   [[nodiscard]] std::uint64_t dropped() const noexcept { return dropped_; }
 
- private:
-  // Transport.
-  using Ws = std::variant<websocket::stream<PlainStream>, websocket::stream<TlsStream>>;
-  static Ws make_ws(Stream stream);
-  [[nodiscard]] beast::tcp_stream& tcp_layer();
-  /// The options both roles share, then the handshake's decorator.
-  template <typename Decorator>
-  void prepare(beast::role_type role, Decorator decorator);
-  void read();
-  void on_message(const std::string& data, bool text);
+ protected:
+  /// The protocol's name in the log ("rosbridge v2").
+  [[nodiscard]] virtual const char* protocol_name() const noexcept = 0;
+  /// The handshake is done: what the protocol says first.
+  virtual void opened() {}
+  /// One frame from the peer, admitted by the rate limit.
+  virtual void on_frame(const std::string& data, bool text) = 0;
+  /// Tells the client something went wrong for it (a warning, or an error
+  /// with `error`), in the protocol's status message.
+  virtual void tell(const std::string& message, bool error) = 0;
+  /// A data frame of subscription `key` joined the queue / left it (written
+  /// or dropped): for protocols with a queue bound per subscription.
+  virtual void data_queued(std::uint64_t key) { (void)key; }
+  virtual void data_left(std::uint64_t key) { (void)key; }
+  /// Releases the protocol's subscriptions, publishers and services (once).
+  virtual void release() = 0;
+
   void send_text(std::string text);
   void enqueue(Frame frame);
   /// Room for one data message of `frames` frames and `bytes` bytes: the
@@ -196,82 +205,52 @@ class Session : public std::enable_shared_from_this<Session> {
   /// dropped, counted) when nothing is left to give way and it still does
   /// not fit; a message alone in the queue always fits.
   bool make_room(std::size_t frames, std::size_t bytes);
+  /// Drops the oldest queued data message of subscription `key` (all its
+  /// fragments) unless it is being written; false when there was none.
+  bool drop_oldest_of(std::uint64_t key);
+  void push(Frame frame);
+  /// The auth op showed the token.
+  void authenticated();
+  void close(websocket::close_code code, const std::string& reason);
+  /// A number for the next subscription (unique in this session), and for
+  /// the next fragmented message's frames.
+  std::uint64_t next_key() noexcept { return next_key_++; }
+  std::uint64_t next_group() noexcept { return next_group_++; }
+
+  Hub& hub_;
+  std::string peer_;
+  bool closed_ = false;  ///< no more reads or writes
+  bool authenticated_ = false;
+  bool client_mode_ = false;
+
+ private:
+  using Ws = std::variant<websocket::stream<PlainStream>, websocket::stream<TlsStream>>;
+  static Ws make_ws(Stream stream);
+  [[nodiscard]] beast::tcp_stream& tcp_layer();
+  /// The options both roles share, then the handshake's decorator.
+  template <typename Decorator>
+  void prepare(beast::role_type role, Decorator decorator);
+  void read();
   /// Drops the queued data message at `it` (all its fragments) unless it is
   /// being written; false when there was none to drop.
   bool drop_data(const std::deque<Frame>::iterator& it);
-  void push(Frame frame);
   /// The queued frames that may still be dropped: all but the one being
   /// written.
   [[nodiscard]] std::deque<Frame>::iterator first_droppable() { return queue_.begin() + (writing_ ? 1 : 0); }
-  /// The auth op showed the token.
-  void authenticated();
   void write_next();
-  void close(websocket::close_code code, const std::string& reason);
   void finish();
   bool admit_op();
   void report_drops();
 
-  // rosbridge v2.
-  struct RosSubscription {
-    std::uint64_t key = 0;
-    std::string topic;
-    std::string id;
-    std::int64_t throttle_ns = 0;
-    std::int64_t last_sent_ns = 0;
-    std::size_t queue_length = 0;  ///< 0: the client's send queue only
-    std::size_t fragment_size = 0;
-    bool cbor = false;
-    std::size_t queued = 0;
-  };
-  void ros_op(const schema::Json& op);
-  void ros_status(const std::string& level, const std::string& message, const schema::Json& id = nullptr);
-  void ros_subscribe(const schema::Json& op);
-  void ros_unsubscribe(const schema::Json& op);
-  void ros_advertise(const schema::Json& op);
-  void ros_unadvertise(const schema::Json& op);
-  void ros_publish(const schema::Json& op);
-  void ros_call_service(const schema::Json& op);
-  void ros_service_response(const schema::Json& op, bool result, schema::Json values);
-  bool ros_rosapi(const std::string& service, const schema::Json& args, schema::Json& values);
-  void ros_fragment(const schema::Json& op);
-  void ros_advertise_service(const schema::Json& op);
-  void ros_unadvertise_service(const std::string& service);
-  void ros_service_answer(const schema::Json& op);
-  /// Fails the calls waiting for this client's answer whose id starts with
-  /// `prefix` (all with "").
-  void fail_served_calls(const std::string& prefix, const std::string& why);
-  void ros_send(const RosSubscription& sub, const OutMessage& message);
-  /// Checks a client's type against a channel's; false (and an error
-  /// status naming both) on a mismatch.
-  bool ros_check_type(const std::string& topic, const ChannelEntry& channel, const schema::Json& type,
-                      const schema::Json& id);
-
-  // Foxglove WebSocket protocol.
-  void fox_server_info();
-  void fox_op(const schema::Json& op);
-  void fox_refuse(const std::string& message);  ///< status level 2, counted refused
-  void fox_subscribe(const schema::Json& subscription);
-  void fox_unsubscribe(std::uint32_t id);
-  void fox_client_advertise(const schema::Json& channel);
-  void fox_binary(std::string_view data);
-  void fox_status(int level, const std::string& message);
-  void fox_advertise(const std::vector<const ChannelEntry*>& channels);
-  schema::Json fox_channel(const ChannelEntry& e) const;
-
-  Hub& hub_;
   std::function<void()> on_close_;
   Ws ws_;
-  Protocol protocol_;
-  std::string peer_;
   beast::flat_buffer buffer_;
   std::deque<Frame> queue_;
   std::size_t queued_bytes_ = 0;
   std::uint64_t next_group_ = 1;
   std::optional<asio::steady_timer> auth_timer_;
   bool counted_pending_auth_ = false;
-  std::set<std::string> created_;  ///< channels this client made (advertised, no process had them)
   bool writing_ = false;
-  bool closed_ = false;    ///< no more reads or writes
   bool finished_ = false;  ///< its subscriptions and publishers released
   std::uint64_t next_key_ = 1;
   std::uint64_t dropped_ = 0;
@@ -281,29 +260,9 @@ class Session : public std::enable_shared_from_this<Session> {
   std::int64_t tokens_at_ns_ = 0;
   std::uint64_t over_rate_ = 0;
   std::int64_t last_rate_report_ns_ = 0;
-  bool authenticated_ = false;
-  bool client_mode_ = false;
-  std::uint64_t next_call_ = 1;
-  std::map<std::string, std::function<void(const schema::Json&)>> pending_calls_;  ///< client mode, by id
-  int status_level_ = 1;  ///< rosbridge set_level: 0 none, 1 error, 2 warning, 3 info
-
-  std::map<std::string, RosSubscription, std::less<>> ros_subs_;  ///< by topic
-  std::map<std::uint64_t, RosSubscription*> ros_by_key_;
-  std::map<std::string, std::string, std::less<>> ros_advertised_;  ///< topic -> its channel
-  std::map<std::string, std::unique_ptr<ClientService>> served_;    ///< advertise_service: service -> server
-  std::map<std::string, ClientService::Answer> served_calls_;       ///< requests sent to the client, by id
-  std::uint64_t next_served_call_ = 1;
-  struct Fragments {
-    std::vector<std::string> parts;
-    std::size_t received = 0;
-    std::size_t bytes = 0;
-  };
-  std::map<std::string, Fragments> fragments_;
-
-  std::set<std::uint32_t> fox_advertised_;                    ///< channel ids told to the client
-  std::map<std::uint32_t, std::uint32_t> fox_subs_;           ///< subscription id -> channel id
-  std::map<std::uint64_t, std::uint32_t> fox_by_key_;         ///< reader key -> subscription id
-  std::map<std::uint32_t, std::string> fox_client_channels_;  ///< client channel id -> channel
 };
+
+/// A client speaking `protocol` on `stream`.
+std::shared_ptr<Session> make_session(Hub& hub, Stream stream, Protocol protocol);
 
 }  // namespace shmbus::bridge

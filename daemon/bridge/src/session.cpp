@@ -1,14 +1,16 @@
-// A client's WebSocket: reading operations (bounded in size and rate),
-// writing through a bounded queue that drops the oldest data first.
+// A client's WebSocket, whatever its protocol: reading frames (bounded in
+// size and rate), writing through a bounded queue that drops the oldest data
+// first; make_session picks the protocol.
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <utility>
 
+#include "foxglove.hpp"
+#include "rosbridge.hpp"
 #include "server.hpp"
 #include "shmbus/clock.hpp"
-#include "shmbus/schema/json_input.hpp"
 
 namespace shmbus::bridge {
 
@@ -25,8 +27,7 @@ beast::tcp_stream& Session::tcp_layer() {
   return std::visit([](auto& ws) -> beast::tcp_stream& { return beast::get_lowest_layer(ws); }, ws_);
 }
 
-Session::Session(Hub& hub, Stream stream, Protocol protocol)
-    : hub_(hub), ws_(make_ws(std::move(stream))), protocol_(protocol) {
+Session::Session(Hub& hub, Stream stream) : hub_(hub), ws_(make_ws(std::move(stream))) {
   beast::error_code ec;
   const auto remote = tcp_layer().socket().remote_endpoint(ec);
   peer_ = ec ? std::string{"?"} : fmt::format("{}:{}", remote.address().to_string(), remote.port());
@@ -39,6 +40,11 @@ Session::Session(Hub& hub, Stream stream, Protocol protocol)
 }
 
 Session::~Session() = default;
+
+std::shared_ptr<Session> make_session(Hub& hub, Stream stream, Protocol protocol) {
+  if (protocol == Protocol::kFoxglove) return std::make_shared<FoxgloveSession>(hub, std::move(stream));
+  return std::make_shared<RosbridgeSession>(hub, std::move(stream));
+}
 
 template <typename Decorator>
 void Session::prepare(beast::role_type role, Decorator decorator) {
@@ -69,10 +75,9 @@ void Session::start(const http::request<http::string_body>& request, const std::
       self->finish();
       return;
     }
-    spdlog::info("client {} connected ({}{})", self->peer_,
-                 self->protocol_ == Protocol::kFoxglove ? "foxglove.websocket.v1" : "rosbridge v2",
+    spdlog::info("client {} connected ({}{})", self->peer_, self->protocol_name(),
                  std::holds_alternative<websocket::stream<TlsStream>>(self->ws_) ? ", TLS" : "");
-    if (self->protocol_ == Protocol::kFoxglove) self->fox_server_info();
+    self->opened();
     self->read();
   };
   std::visit([&](auto& ws) { ws.async_accept(request, std::move(on_accept)); }, ws_);
@@ -89,7 +94,7 @@ void Session::start_auth_timer() {
     const auto self = weak.lock();
     if (ec || !self || self->authenticated_ || self->closed_) return;
     self->hub_.counters.connections_refused.fetch_add(1, std::memory_order_relaxed);
-    self->ros_status("error", "no auth within auth_timeout: closing");
+    self->tell("no auth within auth_timeout: closing", true);
     self->close(websocket::close_code::policy_error, "not authenticated in time");
   });
 }
@@ -119,15 +124,6 @@ void Session::start_client(const std::string& host, const std::string& target, s
   std::visit([&](auto& ws) { ws.async_handshake(host, target, std::move(on_handshake)); }, ws_);
 }
 
-void Session::send_op(schema::Json op, std::function<void(const schema::Json&)> reply) {
-  if (reply) {
-    const std::string id = fmt::format("shmbus-bridge:{}", next_call_++);
-    op["id"] = id;
-    pending_calls_[id] = std::move(reply);
-  }
-  send_text(dump_json(op));
-}
-
 void Session::read() {
   auto on_read = [self = shared_from_this()](beast::error_code ec, std::size_t) {
     if (ec) {
@@ -142,7 +138,7 @@ void Session::read() {
     std::string data = beast::buffers_to_string(self->buffer_.data());
     self->buffer_.consume(self->buffer_.size());
     const bool text = std::visit([](auto& ws) { return ws.got_text(); }, self->ws_);
-    if (self->admit_op()) self->on_message(data, text);
+    if (self->admit_op()) self->on_frame(data, text);
     if (!self->closed_) self->read();
   };
   std::visit([&](auto& ws) { ws.async_read(buffer_, std::move(on_read)); }, ws_);
@@ -165,42 +161,9 @@ bool Session::admit_op() {
     const std::string text =
         fmt::format("rate limit: {} operations refused so far (this bridge takes at most {} per second per client)",
                     over_rate_, hub_.settings.max_ops_per_second);
-    if (protocol_ == Protocol::kFoxglove) {
-      fox_status(1, text);
-    } else {
-      ros_status("warning", text);
-    }
+    tell(text, false);
   }
   return false;
-}
-
-void Session::on_message(const std::string& data, bool text) {
-  if (protocol_ == Protocol::kFoxglove) {
-    if (!text) {
-      fox_binary(data);
-      return;
-    }
-    schema::Json op;
-    try {
-      op = schema::parse_json(data);
-    } catch (const schema::JsonInputError& e) {
-      hub_.counters.ops_refused.fetch_add(1, std::memory_order_relaxed);
-      fox_status(2, fmt::format("malformed JSON: {}", e.what()));
-      return;
-    }
-    fox_op(op);
-    return;
-  }
-  schema::Json op;
-  try {
-    // rosbridge clients send JSON text; a binary frame is taken as CBOR.
-    op = text ? schema::parse_json(data) : schema::parse_cbor(data);
-  } catch (const schema::JsonInputError& e) {
-    hub_.counters.ops_refused.fetch_add(1, std::memory_order_relaxed);
-    ros_status("error", fmt::format("malformed {}: {}", text ? "JSON" : "CBOR", e.what()));
-    return;
-  }
-  ros_op(op);
 }
 
 void Session::send_text(std::string text) {
@@ -225,11 +188,7 @@ void Session::enqueue(Frame frame) {
 }
 
 void Session::push(Frame frame) {
-  if (frame.subscription != 0) {
-    if (const auto it = ros_by_key_.find(frame.subscription); it != ros_by_key_.end() && frame.group == 0) {
-      ++it->second->queued;
-    }
-  }
+  if (frame.subscription != 0 && frame.group == 0) data_queued(frame.subscription);
   queued_bytes_ += frame.bytes();
   queue_.push_back(std::move(frame));
   if (dropped_ != dropped_reported_) report_drops();
@@ -252,6 +211,11 @@ bool Session::make_room(std::size_t frames, std::size_t bytes) {
   return false;
 }
 
+bool Session::drop_oldest_of(std::uint64_t key) {
+  return drop_data(
+      std::find_if(first_droppable(), queue_.end(), [&](const Frame& f) { return f.subscription == key; }));
+}
+
 bool Session::drop_data(const std::deque<Frame>::iterator& it) {
   if (it == queue_.end() || (writing_ && it == queue_.begin())) return false;
   const std::uint64_t key = it->subscription;
@@ -269,7 +233,7 @@ bool Session::drop_data(const std::deque<Frame>::iterator& it) {
       f = f->group == group ? remove(f) : f + 1;
     }
   }
-  if (const auto s = ros_by_key_.find(key); s != ros_by_key_.end() && s->second->queued > 0) --s->second->queued;
+  data_left(key);
   ++dropped_;
   hub_.counters.messages_dropped.fetch_add(1, std::memory_order_relaxed);
   return true;
@@ -285,11 +249,7 @@ void Session::report_drops() {
       "dropped {} messages for this client ({} in all): its send queue ({} messages) was full; it reads slower "
       "than its topics publish (subscribe with throttle_rate or fewer topics)",
       fresh, dropped_, hub_.settings.send_queue);
-  if (protocol_ == Protocol::kFoxglove) {
-    fox_status(1, text);
-  } else {
-    ros_status("warning", text);
-  }
+  tell(text, false);
 }
 
 void Session::write_next() {
@@ -307,10 +267,7 @@ void Session::write_next() {
     const bool last_of_message = done.group == 0 || self->queue_.size() == 1 || self->queue_[1].group != done.group;
     if (done.subscription != 0 && last_of_message) {
       self->hub_.counters.messages_sent.fetch_add(1, std::memory_order_relaxed);
-      if (const auto it = self->ros_by_key_.find(done.subscription);
-          it != self->ros_by_key_.end() && it->second->queued > 0) {
-        --it->second->queued;
-      }
+      self->data_left(done.subscription);
     }
     self->queued_bytes_ -= done.bytes();
     self->queue_.pop_front();
@@ -349,15 +306,7 @@ void Session::finish() {
   closed_ = true;
   hub_.sessions.erase(this);
   hub_.reader->remove_all(this);
-  for (const auto& [topic, channel] : ros_advertised_) hub_.release_outlet(channel);
-  ros_advertised_.clear();
-  created_.clear();
-  for (const auto& [id, channel] : fox_client_channels_) hub_.release_outlet(channel);
-  fox_client_channels_.clear();
-  // The services it served: their waiting callers fail at once, then the
-  // servers stop (their threads end within one spin).
-  fail_served_calls("", "its WebSocket client disconnected");
-  served_.clear();
+  release();
   if (!writing_) {
     queue_.clear();
     queued_bytes_ = 0;

@@ -10,7 +10,7 @@
 #include <mutex>
 #include <thread>
 
-#include "server.hpp"
+#include "rosbridge.hpp"
 
 namespace shmbus::bridge {
 
@@ -146,7 +146,7 @@ struct Uplink::Impl {
   }
 
   void open(Stream stream) {
-    session = std::make_shared<Session>(hub, std::move(stream), Protocol::kRosbridge);
+    session = std::make_shared<RosbridgeSession>(hub, std::move(stream));
     session->on_close([this] { down(); });
     session->start_client(url.authority, url.target, [this] { up(); });
   }
@@ -196,7 +196,7 @@ struct Uplink::Impl {
   }
 
   void ask_type(const std::string& topic, bool is_export) {
-    std::weak_ptr<Session> weak = session;
+    std::weak_ptr<RosbridgeSession> weak = session;
     session->send_op(Json{{"op", "call_service"}, {"service", "/rosapi/topic_type"}, {"args", {{"topic", topic}}}},
                      [this, weak, topic, is_export](const Json& reply) {
                        const auto s = weak.lock();
@@ -276,7 +276,7 @@ struct Uplink::Impl {
   asio::steady_timer retry;
   tcp::resolver resolver;
   std::optional<ssl::context> tls;  ///< wss://
-  std::shared_ptr<Session> session;
+  std::shared_ptr<RosbridgeSession> session;
   std::int64_t backoff_ms = 250;
   bool stopping = false;  ///< set once the network thread has ended
   std::map<std::string, bool> exporting;

@@ -1,0 +1,53 @@
+#pragma once
+// The Foxglove WebSocket protocol (foxglove.websocket.v1) over a Session:
+// the server advertises channels with a JSON Schema, clients subscribe by
+// channel id and receive binary message-data frames; clients may advertise
+// channels of their own and publish into them.
+
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "server.hpp"
+
+namespace shmbus::bridge {
+
+class FoxgloveSession final : public Session {
+ public:
+  using Session::Session;
+  ~FoxgloveSession() override;
+  FoxgloveSession(const FoxgloveSession&) = delete;
+  FoxgloveSession& operator=(const FoxgloveSession&) = delete;
+
+  void deliver(const OutMessage& message, std::uint64_t key, Encoding encoding) override;
+  void channels_changed(const std::vector<const ChannelEntry*>& added,
+                        const std::vector<ChannelEntry>& removed) override;
+  [[nodiscard]] Protocol protocol() const noexcept override { return Protocol::kFoxglove; }
+
+ private:
+  [[nodiscard]] const char* protocol_name() const noexcept override { return "foxglove.websocket.v1"; }
+  void opened() override;
+  void on_frame(const std::string& data, bool text) override;
+  void tell(const std::string& message, bool error) override { status(error ? 2 : 1, message); }
+  void release() override;
+
+  void on_op(const schema::Json& op);
+  void refuse(const std::string& message);  ///< status level 2, counted refused
+  void subscribe(const schema::Json& subscription);
+  void unsubscribe(std::uint32_t id);
+  void client_advertise(const schema::Json& channel);
+  void on_binary(std::string_view data);
+  void status(int level, const std::string& message);
+  void advertise(const std::vector<const ChannelEntry*>& channels);
+  [[nodiscard]] schema::Json channel_json(const ChannelEntry& e) const;
+
+  std::set<std::uint32_t> advertised_;                    ///< channel ids told to the client
+  std::map<std::uint32_t, std::uint32_t> subs_;           ///< subscription id -> channel id
+  std::map<std::uint64_t, std::uint32_t> by_key_;         ///< reader key -> subscription id
+  std::map<std::uint32_t, std::string> client_channels_;  ///< client channel id -> channel
+};
+
+}  // namespace shmbus::bridge

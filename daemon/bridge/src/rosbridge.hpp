@@ -1,0 +1,96 @@
+#pragma once
+// The rosbridge v2 protocol over a Session: JSON (or CBOR) operations with
+// an "op" field; replies and errors as "status" and "service_response". The
+// same class is the uplink's side of a link to a remote rosbridge server
+// (client mode), where the peer's replies go to the operation that asked.
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "server.hpp"
+
+namespace shmbus::bridge {
+
+class RosbridgeSession final : public Session {
+ public:
+  using Session::Session;
+  ~RosbridgeSession() override;
+  RosbridgeSession(const RosbridgeSession&) = delete;
+  RosbridgeSession& operator=(const RosbridgeSession&) = delete;
+
+  void deliver(const OutMessage& message, std::uint64_t key, Encoding encoding) override;
+  [[nodiscard]] Protocol protocol() const noexcept override { return Protocol::kRosbridge; }
+
+  /// Client mode: sends `op` to the peer; with `reply`, the peer's
+  /// service_response or status of the same id is handed to it.
+  void send_op(schema::Json op, std::function<void(const schema::Json&)> reply = {});
+  /// Handles `op` as if the peer had sent it.
+  void handle(const schema::Json& op) { on_op(op); }
+
+ private:
+  struct TopicSubscription {
+    std::uint64_t key = 0;
+    std::string topic;
+    std::string id;
+    std::int64_t throttle_ns = 0;
+    std::int64_t last_sent_ns = 0;
+    std::size_t queue_length = 0;  ///< 0: the client's send queue only
+    std::size_t fragment_size = 0;
+    bool cbor = false;
+    std::size_t queued = 0;
+  };
+  struct Fragments {
+    std::vector<std::string> parts;
+    std::size_t received = 0;
+    std::size_t bytes = 0;
+  };
+
+  [[nodiscard]] const char* protocol_name() const noexcept override { return "rosbridge v2"; }
+  void on_frame(const std::string& data, bool text) override;
+  void tell(const std::string& message, bool error) override { status(error ? "error" : "warning", message); }
+  void data_queued(std::uint64_t key) override;
+  void data_left(std::uint64_t key) override;
+  void release() override;
+
+  void on_op(const schema::Json& op);
+  void status(const std::string& level, const std::string& message, const schema::Json& id = nullptr);
+  void subscribe(const schema::Json& op);
+  void unsubscribe(const schema::Json& op);
+  void advertise(const schema::Json& op);
+  void unadvertise(const schema::Json& op);
+  void publish(const schema::Json& op);
+  void call_service(const schema::Json& op);
+  void service_response(const schema::Json& op, bool result, schema::Json values);
+  bool rosapi(const std::string& service, const schema::Json& args, schema::Json& values);
+  void fragment(const schema::Json& op);
+  void advertise_service(const schema::Json& op);
+  void unadvertise_service(const std::string& service);
+  void service_answer(const schema::Json& op);
+  /// Fails the calls waiting for this client's answer whose id starts with
+  /// `prefix` (all with "").
+  void fail_served_calls(const std::string& prefix, const std::string& why);
+  void send(const TopicSubscription& sub, const OutMessage& message);
+  /// Checks a client's type against a channel's; false (and an error
+  /// status naming both) on a mismatch.
+  bool check_type(const std::string& topic, const ChannelEntry& channel, const schema::Json& type,
+                  const schema::Json& id);
+
+  int status_level_ = 1;  ///< set_level: 0 none, 1 error, 2 warning, 3 info
+  std::uint64_t next_call_ = 1;
+  std::map<std::string, std::function<void(const schema::Json&)>> pending_calls_;  ///< client mode, by id
+  std::set<std::string> created_;  ///< channels this client made (advertised, no process had them)
+  std::map<std::string, TopicSubscription, std::less<>> subs_;  ///< by topic
+  std::map<std::uint64_t, TopicSubscription*> by_key_;
+  std::map<std::string, std::string, std::less<>> advertised_;    ///< topic -> its channel
+  std::map<std::string, std::unique_ptr<ClientService>> served_;  ///< advertise_service: service -> server
+  std::map<std::string, ClientService::Answer> served_calls_;     ///< requests sent to the client, by id
+  std::uint64_t next_served_call_ = 1;
+  std::map<std::string, Fragments> fragments_;
+};
+
+}  // namespace shmbus::bridge
