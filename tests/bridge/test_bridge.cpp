@@ -24,6 +24,7 @@
 #include "example_srvs/AddTwoInts.hpp"
 #include "multiprocess/child_process.hpp"
 #include "shmbus/clock.hpp"
+#include "shmbus/introspect.hpp"
 #include "shmbus/publisher.hpp"
 #include "shmbus/service.hpp"
 #include "shmbus/subscriber.hpp"
@@ -146,6 +147,69 @@ TEST(BridgeTest, FoxgloveClientsAreToldWhenChannelsComeAndGo) {
   const auto gone = client.read_until("\"unadvertise\"");
   ASSERT_TRUE(gone);
   EXPECT_EQ((*gone)["channelIds"], json::array({id}));
+}
+
+/// Waits until `channel` exists in `domain` (a client made it), up to 10 s.
+bool channel_appears(const std::string& domain, const std::string& channel) {
+  const std::int64_t deadline = shmbus::mono_now_ns() + 10'000'000'000;
+  while (shmbus::mono_now_ns() < deadline) {
+    try {
+      shmbus::introspect::ChannelReader reader(domain, channel);
+      return true;
+    } catch (const shmbus::Error&) {
+    }
+    std::this_thread::sleep_for(5ms);
+  }
+  return false;
+}
+
+TEST(BridgeTest, ClientsCreateChannelsOfShippedAndMsgPathTypesNoProcessCarries) {
+  shmbus::test::TestDomain d;
+  const std::string domain = d.context().domain();
+  // A user package under --msg-path; nothing in the domain carries any type.
+  const auto root = std::filesystem::temp_directory_path() / ("bridge_msgs_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(root / "robot_msgs");
+  std::ofstream(root / "robot_msgs" / "Battery.msg") << "float32 voltage\nuint8 percent\n";
+  BridgeProcess bridge(domain, {"--msg-path", root.string()});
+  ASSERT_NE(bridge.port, 0);
+
+  // rosbridge: a shipped type, published 20 times, read by a shmbus process.
+  RawClient ros(bridge.port);
+  ros.send(R"({"op": "advertise", "topic": "/greeting", "type": "std_msgs/String", "id": "g"})");
+  ASSERT_TRUE(channel_appears(domain, "/greeting")) << bridge.process->poll_output();
+  shmbus::TypedSubscriber<std_msgs::String> greeting("/greeting", d.context());
+  std::vector<std::string> sent;
+  for (int i = 0; i < 20; ++i) {
+    sent.push_back("hello " + std::to_string(i));
+    ros.send(R"({"op": "publish", "topic": "/greeting", "msg": {"data": ")" + sent.back() + "\"}}");
+  }
+  EXPECT_EQ(take_strings(greeting, 20, 10s), sent);
+
+  // A type found under --msg-path; an unknown one refused, naming the type
+  // and where it was looked for.
+  ros.send(R"({"op": "advertise", "topic": "/battery", "type": "robot_msgs/Battery"})");
+  ros.send(R"({"op": "advertise", "topic": "/nope", "type": "nope_msgs/Nope", "id": "n"})");
+  const auto refused = ros.read_until("nope_msgs/Nope");
+  ASSERT_TRUE(refused);
+  EXPECT_EQ((*refused)["id"], "n");
+  const std::string why = (*refused)["msg"];
+  EXPECT_NE(why.find("cannot create /nope: unknown message type 'nope_msgs/Nope'"), std::string::npos) << why;
+  EXPECT_NE(why.find(root.string()), std::string::npos) << why;
+  ros.send(R"({"op": "call_service", "service": "/rosapi/topic_type", "args": {"topic": "/battery"}, "id": "t"})");
+  const auto type = ros.read_until("service_response");
+  ASSERT_TRUE(type);
+  EXPECT_EQ((*type)["values"]["type"], "robot_msgs/Battery") << type->dump();
+
+  // Foxglove: clientAdvertise of a new topic, then message data.
+  RawClient fox(bridge.port, "foxglove.websocket.v1");
+  ASSERT_TRUE(fox.read_until("serverInfo"));
+  fox.send(R"({"op": "advertise", "channels": [{"id": 3, "topic": "/fox/said", "encoding": "json",
+              "schemaName": "std_msgs/String"}]})");
+  ASSERT_TRUE(channel_appears(domain, "/fox/said")) << bridge.process->poll_output();
+  shmbus::TypedSubscriber<std_msgs::String> said("/fox/said", d.context());
+  fox.send_binary(std::string("\x01\x03\x00\x00\x00", 5) + R"({"data": "from foxglove"})");
+  EXPECT_EQ(take_strings(said, 1, 10s), std::vector<std::string>{"from foxglove"});
+  std::filesystem::remove_all(root);
 }
 
 TEST(BridgeTest, BadInputGetsItsAnswerAndTheBridgeServesOthers) {

@@ -121,6 +121,7 @@ Hub::Hub(const Config& c, BridgeSettings bridge_settings, asio::io_context& cont
       context(config),
       token(read_token(settings.token_file)),
       catalog(config.domain, config.access()),
+      types(settings.msg_path),
       services(std::make_unique<ServiceCaller>(context)) {}
 
 void Hub::start_reader() {
@@ -183,6 +184,53 @@ void Hub::refresh() {
   std::vector<std::shared_ptr<Session>> all;
   for (Session* s : sessions) all.push_back(s->shared_from_this());
   for (const auto& s : all) s->channels_changed(added, removed);
+}
+
+ChannelEntry Hub::plan_channel(const std::string& topic, const std::string& type, std::size_t client_made) const {
+  if (type.empty()) {
+    throw Error(Errc::kInvalidArgument, fmt::format("cannot create {}: name its type (package/Name)", topic));
+  }
+  if (client_made >= settings.max_created_channels) {
+    throw Error(Errc::kResource,
+                fmt::format("cannot create {}: this client made {} channels already, the most this bridge allows "
+                            "(max_created_channels); unadvertise one first",
+                            topic, client_made));
+  }
+  // All clients together make at most a quarter of the domain's registry,
+  // so the robot's own processes always find room.
+  if (const std::size_t most = config.registry_capacity / 4; created.size() >= most) {
+    throw Error(Errc::kResource,
+                fmt::format("cannot create {}: the bridge made {} channels for its clients, a quarter of the "
+                            "domain's registry ({} entries); clients must unadvertise some first",
+                            topic, created.size(), config.registry_capacity));
+  }
+  const ChannelSettings channel = config.channel(topic);
+  const std::uint64_t bytes = std::uint64_t{channel.capacity} * channel.max_message_size;
+  if (bytes > settings.max_created_channel_bytes) {
+    throw Error(
+        Errc::kResource,
+        fmt::format("cannot create {}: its configuration ({} slots of {} bytes) reserves {} bytes, over "
+                    "the {} a client may create (max_created_channel_bytes)",
+                    topic, channel.capacity, channel.max_message_size, bytes, settings.max_created_channel_bytes));
+  }
+  // The schema a process of the domain already uses for the type wins (the
+  // channel then agrees with it); else the type catalog's.
+  std::shared_ptr<const schema::Schema> schema;
+  if (const auto [owner, def] = catalog.find_type(type); def != nullptr) {
+    schema = std::make_shared<const schema::Schema>(
+        schema::Schema::from_canonical(schema::MessageSet::canonical_text(*def)));
+  } else {
+    try {
+      schema = std::make_shared<const schema::Schema>(types.find(normalize_type(type)));
+    } catch (const Error& e) {
+      throw Error(Errc::kNotFound, fmt::format("cannot create {}: {}", topic, e.what()));
+    }
+  }
+  ChannelEntry entry;
+  entry.name = topic;
+  entry.type = TypeInfo{schema->root().name, schema->hash(), schema->text()};
+  entry.schema = std::move(schema);
+  return entry;
 }
 
 Outlet& Hub::acquire_outlet(const ChannelEntry& entry) {
@@ -501,7 +549,7 @@ struct BridgeArgs {
   cli::ConfigSource source;
   std::string domain;
   std::optional<std::string> listen, token_file, tls_cert, tls_key;
-  std::vector<std::string> allow, deny, allow_origins;
+  std::vector<std::string> allow, deny, allow_origins, msg_path;
   std::optional<std::uint32_t> max_clients, max_frame_bytes, send_queue, max_ops, max_client_bytes;
 };
 
@@ -522,6 +570,9 @@ void add_bridge_options(CLI::App& app, BridgeArgs& a) {
                  "bytes queued per client before its oldest messages are dropped (default 4 MiB)");
   app.add_option("--allow-origin", a.allow_origins,
                  "browser Origins (globs) that may connect (default: loopback hosts; no Origin: always)");
+  app.add_option("--msg-path", a.msg_path,
+                 "root of <package>/<Name>.msg files for the types clients create channels of (repeatable; "
+                 "after the shipped types, before SHMBUS_MSG_PATH)");
 }
 
 CLI::App* add_connect_command(CLI::App& app, UplinkOptions& u) {
@@ -548,6 +599,7 @@ void apply_bridge_args(const BridgeArgs& a, BridgeSettings& b) {
   if (a.max_ops) b.max_ops_per_second = std::max<std::uint32_t>(1, *a.max_ops);
   if (a.max_client_bytes) b.max_client_bytes = std::max<std::uint32_t>(64 * 1024, *a.max_client_bytes);
   if (!a.allow_origins.empty()) b.allow_origins = a.allow_origins;
+  if (!a.msg_path.empty()) b.msg_path = a.msg_path;
 }
 
 int run_uplink(const Config& config, const UplinkOptions& options) {

@@ -149,6 +149,7 @@ void FoxgloveSession::on_op(const Json& op) {
       for (const Json& j : op.at("channelIds")) {
         const auto it = client_channels_.find(schema::unsigned_value<std::uint32_t>(j, "channelIds[]"));
         if (it == client_channels_.end()) continue;
+        created_.erase(it->second);
         hub_.release_outlet(it->second);
         client_channels_.erase(it);
       }
@@ -208,23 +209,32 @@ void FoxgloveSession::client_advertise(const Json& c) {
     refuse(fmt::format("advertise {}: not allowed by this bridge's allow/deny lists", topic));
     return;
   }
+  if (client_channels_.contains(id)) {
+    refuse(fmt::format("advertise: client channel id {} is already in use", id));
+    return;
+  }
   hub_.refresh();
   const ChannelEntry* e = hub_.catalog.find(topic);
-  if (e == nullptr || !e->schema) {
-    refuse(fmt::format("advertise {}: no typed channel {} in domain \"{}\"; a shmbus process makes it", topic, topic,
-                       hub_.catalog.domain()));
+  ChannelEntry made;
+  if (e == nullptr) {
+    // A new channel of a known type, within what a client may make.
+    made = hub_.plan_channel(topic, type, created_.size());
+    e = &made;
+  } else if (!e->schema) {
+    refuse(fmt::format("advertise {}: channel {} carries {} without a schema; only typed channels take JSON", topic,
+                       topic, e->type.name));
     return;
   }
   if (const auto refusal = type_mismatch(topic, "the client", type, e->type.name, "nothing will be published")) {
     refuse(*refusal);
     return;
   }
-  if (client_channels_.contains(id)) {
-    refuse(fmt::format("advertise: client channel id {} is already in use", id));
-    return;
-  }
   hub_.acquire_outlet(*e);
   client_channels_[id] = topic;
+  if (e == &made) {
+    hub_.created.insert(topic);
+    created_.insert(topic);
+  }
 }
 
 void FoxgloveSession::on_binary(std::string_view data) {

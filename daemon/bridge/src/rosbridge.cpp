@@ -153,7 +153,6 @@ void RosbridgeSession::data_left(std::uint64_t key) {
 void RosbridgeSession::release() {
   for (const auto& [topic, channel] : advertised_) hub_.release_outlet(channel);
   advertised_.clear();
-  created_.clear();
   // The services it served: their waiting callers fail at once, then the
   // servers stop (their threads end within one spin).
   fail_served_calls("", "its WebSocket client disconnected");
@@ -351,44 +350,8 @@ void RosbridgeSession::advertise(const Json& op) {
   }
   ChannelEntry made;
   if (channel == nullptr) {
-    // A new channel: of a type some channel of the domain already carries,
-    // whose schema the bridge can then write; within what a client may make.
-    const auto& limits = hub_.settings;
-    if (created_.size() >= limits.max_created_channels) {
-      throw Error(Errc::kResource,
-                  fmt::format("cannot create {}: this client made {} channels already, the most this bridge allows "
-                              "(max_created_channels); unadvertise one first",
-                              topic, created_.size()));
-    }
-    // All clients together make at most a quarter of the domain's registry,
-    // so the robot's own processes always find room.
-    if (const std::size_t most = hub_.config.registry_capacity / 4; hub_.created.size() >= most) {
-      throw Error(Errc::kResource,
-                  fmt::format("cannot create {}: the bridge made {} channels for its clients, a quarter of the "
-                              "domain's registry ({} entries); clients must unadvertise some first",
-                              topic, hub_.created.size(), hub_.config.registry_capacity));
-    }
-    const ChannelSettings settings = hub_.config.channel(topic);
-    const std::uint64_t bytes = std::uint64_t{settings.capacity} * settings.max_message_size;
-    if (bytes > limits.max_created_channel_bytes) {
-      throw Error(
-          Errc::kResource,
-          fmt::format("cannot create {}: its configuration ({} slots of {} bytes) reserves {} bytes, over "
-                      "the {} a client may create (max_created_channel_bytes)",
-                      topic, settings.capacity, settings.max_message_size, bytes, limits.max_created_channel_bytes));
-    }
-    const auto [owner, def] = hub_.catalog.find_type(type);
-    if (def == nullptr) {
-      throw Error(Errc::kNotFound,
-                  fmt::format("cannot create {}: no channel of domain \"{}\" carries {}, so the bridge has no schema "
-                              "for it; start a shmbus publisher or subscriber of {} first",
-                              topic, hub_.catalog.domain(), type, topic));
-    }
-    auto schema = std::make_shared<const schema::Schema>(
-        schema::Schema::from_canonical(schema::MessageSet::canonical_text(*def)));
-    made.name = topic;
-    made.type = TypeInfo{schema->root().name, schema->hash(), schema->text()};
-    made.schema = std::move(schema);
+    // A new channel, within what a client may make.
+    made = hub_.plan_channel(topic, type, created_.size());
     channel = &made;
   }
   if (!check_type(topic, *channel, op["type"], op.value("id", Json()))) return;

@@ -83,8 +83,7 @@ class RosbridgeSession final : public Session {
   int status_level_ = 1;  ///< set_level: 0 none, 1 error, 2 warning, 3 info
   std::uint64_t next_call_ = 1;
   std::map<std::string, std::function<void(const schema::Json&)>> pending_calls_;  ///< client mode, by id
-  std::set<std::string> created_;  ///< channels this client made (advertised, no process had them)
-  std::map<std::string, TopicSubscription, std::less<>> subs_;  ///< by topic
+  std::map<std::string, TopicSubscription, std::less<>> subs_;                     ///< by topic
   std::map<std::uint64_t, TopicSubscription*> by_key_;
   std::map<std::string, std::string, std::less<>> advertised_;    ///< topic -> its channel
   std::map<std::string, std::unique_ptr<ClientService>> served_;  ///< advertise_service: service -> server

@@ -28,6 +28,7 @@
 #include "services.hpp"
 #include "shmbus/bridge/bridge.hpp"
 #include "shmbus/publisher.hpp"
+#include "shmbus/schema/type_catalog.hpp"
 
 namespace shmbus::bridge {
 
@@ -92,8 +93,15 @@ struct Hub {
   /// Re-reads the domain's channels; tells Foxglove clients what changed.
   void refresh();
 
-  /// Takes a share of the publisher of `channel` (which exists, with
-  /// `entry`'s type). Throws Error.
+  /// A channel a client may create, `topic` of `type` (package/Name), when
+  /// that client made `client_made` already: within the limits of
+  /// [bridge] and the domain's registry, its schema that of a channel of
+  /// the domain carrying `type`, else resolved by `types`. Throws Error
+  /// naming what is over or the type and where it was looked for.
+  [[nodiscard]] ChannelEntry plan_channel(const std::string& topic, const std::string& type,
+                                          std::size_t client_made) const;
+  /// Takes a share of the publisher of `channel` (which exists, or is
+  /// created with `entry`'s type and schema). Throws Error.
   Outlet& acquire_outlet(const ChannelEntry& entry);
   void release_outlet(const std::string& channel);
 
@@ -107,6 +115,7 @@ struct Hub {
   Context context;
   std::string token;  ///< empty: no authentication
   Catalog catalog;
+  schema::TypeCatalog types;  ///< shipped types, settings.msg_path, SHMBUS_MSG_PATH
   Counters counters;
   std::atomic<std::size_t> in_flight_bytes{0};
   std::set<Session*> sessions;
@@ -219,7 +228,8 @@ class Session : public std::enable_shared_from_this<Session> {
 
   Hub& hub_;
   std::string peer_;
-  bool closed_ = false;  ///< no more reads or writes
+  std::set<std::string> created_;  ///< channels this client made (advertised, no process had them)
+  bool closed_ = false;            ///< no more reads or writes
   bool authenticated_ = false;
   bool client_mode_ = false;
 

@@ -307,6 +307,7 @@ void Session::finish() {
   hub_.sessions.erase(this);
   hub_.reader->remove_all(this);
   release();
+  created_.clear();
   if (!writing_) {
     queue_.clear();
     queued_bytes_ = 0;

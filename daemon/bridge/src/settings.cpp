@@ -61,6 +61,8 @@ BridgeSettings read_bridge_settings(const cli::ConfigFile& file) {
       b.tls_key = r.string_of(v, key);
     } else if (key == "allow_origins") {
       b.allow_origins = r.strings_of(v, key);
+    } else if (key == "msg_path") {
+      b.msg_path = r.strings_of(v, key);
     } else if (!read_limit(r, key, v, b)) {
       r.fail(k.source(), "unknown key bridge." + std::string{key});
     }

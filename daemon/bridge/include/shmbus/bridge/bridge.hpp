@@ -57,6 +57,10 @@ struct BridgeSettings {
   /// open a WebSocket; empty: loopback hosts only. Requests without an
   /// Origin (not from a browser) are always allowed.
   std::vector<std::string> allow_origins;
+  /// Roots of `<package>/<Name>.msg` files for the types clients name when
+  /// they create a channel, searched after the shipped definitions and
+  /// before SHMBUS_MSG_PATH (the order shmtool uses).
+  std::vector<std::string> msg_path;
 };
 
 /// The [bridge] section of `file` (its defaults when it has none). Throws
