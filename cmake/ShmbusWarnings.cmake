@@ -25,3 +25,21 @@ endfunction()
 function(shmbus_uses_beast_parser)
   shmbus_uses_regex(${ARGN})
 endfunction()
+
+# The hot paths (publish, take, wait, the executor, the schema codec, the
+# bridge's encoders): -O1 in the sanitizer builds, whose default is -O0
+# (CMakeLists.txt), so that tests driving them at kHz rates or floods run
+# as they do elsewhere.
+function(shmbus_hot_path target)
+  if(NOT SHMBUS_SANITIZE STREQUAL "")
+    target_compile_options(${target} PRIVATE -O1)
+  endif()
+endfunction()
+
+# Sources of a hot target that are costly to compile and cheap to run (a
+# source's options come after its target's, so -O0 wins there).
+function(shmbus_cold_sources)
+  if(NOT SHMBUS_SANITIZE STREQUAL "")
+    set_source_files_properties(${ARGN} DIRECTORY ${CMAKE_CURRENT_SOURCE_DIR} PROPERTIES COMPILE_OPTIONS -O0)
+  endif()
+endfunction()
