@@ -144,7 +144,7 @@ void Hub::start_reader() {
         asio::post(io, [this, bytes, message = std::move(message), sinks = std::move(sinks)] {
           in_flight_bytes.fetch_sub(bytes, std::memory_order_relaxed);
           for (const Sink& s : sinks) {
-            if (auto session = s.session.lock()) session->deliver(*message, s.key, s.encoding);
+            if (auto session = s.session.lock()) session->deliver(*message, s.key);
           }
         });
       });

@@ -42,7 +42,7 @@ void FoxgloveSession::on_frame(const std::string& data, bool text) {
   on_op(op);
 }
 
-void FoxgloveSession::deliver(const OutMessage& message, std::uint64_t key, Encoding /*encoding*/) {
+void FoxgloveSession::deliver(const OutMessage& message, std::uint64_t key) {
   if (closed_) return;
   const auto it = by_key_.find(key);
   const auto& body = message.encoded[static_cast<std::size_t>(Encoding::kFoxglove)];

@@ -22,10 +22,9 @@ class FoxgloveSession final : public Session {
   FoxgloveSession(const FoxgloveSession&) = delete;
   FoxgloveSession& operator=(const FoxgloveSession&) = delete;
 
-  void deliver(const OutMessage& message, std::uint64_t key, Encoding encoding) override;
+  void deliver(const OutMessage& message, std::uint64_t key) override;
   void channels_changed(const std::vector<const ChannelEntry*>& added,
                         const std::vector<ChannelEntry>& removed) override;
-  [[nodiscard]] Protocol protocol() const noexcept override { return Protocol::kFoxglove; }
 
  private:
   [[nodiscard]] const char* protocol_name() const noexcept override { return "foxglove.websocket.v1"; }

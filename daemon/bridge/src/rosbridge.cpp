@@ -689,7 +689,7 @@ void RosbridgeSession::send(const TopicSubscription& sub, const OutMessage& mess
   enqueue(std::move(f));
 }
 
-void RosbridgeSession::deliver(const OutMessage& message, std::uint64_t key, Encoding /*encoding*/) {
+void RosbridgeSession::deliver(const OutMessage& message, std::uint64_t key) {
   if (closed_) return;
   const auto it = by_key_.find(key);
   if (it == by_key_.end()) return;

@@ -23,8 +23,7 @@ class RosbridgeSession final : public Session {
   RosbridgeSession(const RosbridgeSession&) = delete;
   RosbridgeSession& operator=(const RosbridgeSession&) = delete;
 
-  void deliver(const OutMessage& message, std::uint64_t key, Encoding encoding) override;
-  [[nodiscard]] Protocol protocol() const noexcept override { return Protocol::kRosbridge; }
+  void deliver(const OutMessage& message, std::uint64_t key) override;
 
   /// Client mode: sends `op` to the peer; with `reply`, the peer's
   /// service_response or status of the same id is handed to it.

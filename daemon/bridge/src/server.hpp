@@ -155,8 +155,9 @@ class Session : public std::enable_shared_from_this<Session> {
 
   /// Completes the WebSocket handshake of `request` and starts reading.
   void start(const http::request<http::string_body>& request, const std::string& subprotocol);
-  /// A bus message for subscription `key` (network thread).
-  virtual void deliver(const OutMessage& message, std::uint64_t key, Encoding encoding) = 0;
+  /// A bus message for subscription `key`, in the form that subscription's
+  /// sink asked the reader for (network thread).
+  virtual void deliver(const OutMessage& message, std::uint64_t key) = 0;
   /// Channels appeared or went away (the protocols that advertise them).
   virtual void channels_changed(const std::vector<const ChannelEntry*>& added,
                                 const std::vector<ChannelEntry>& removed) {
@@ -186,7 +187,6 @@ class Session : public std::enable_shared_from_this<Session> {
   void start_auth_timer();
   /// Runs once when the session ends.
   void on_close(std::function<void()> f) { on_close_ = std::move(f); }
-  [[nodiscard]] virtual Protocol protocol() const noexcept = 0;
   [[nodiscard]] std::uint64_t dropped() const noexcept { return dropped_; }
 
  protected:
