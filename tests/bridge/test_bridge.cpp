@@ -163,6 +163,20 @@ bool channel_appears(const std::string& domain, const std::string& channel) {
   return false;
 }
 
+/// Waits until `channel` has `n` publishers, up to 10 s.
+bool publishers_become(const std::string& domain, const std::string& channel, std::size_t n) {
+  const std::int64_t deadline = shmbus::mono_now_ns() + 10'000'000'000;
+  while (shmbus::mono_now_ns() < deadline) {
+    try {
+      if (shmbus::introspect::ChannelReader(domain, channel).view().publishers.size() == n) return true;
+    } catch (const shmbus::Error&) {
+      if (n == 0) return true;  // the channel went with its last publisher
+    }
+    std::this_thread::sleep_for(5ms);
+  }
+  return false;
+}
+
 TEST(BridgeTest, ClientsCreateChannelsOfShippedAndMsgPathTypesNoProcessCarries) {
   shmbus::test::TestDomain d;
   const std::string domain = d.context().domain();
@@ -184,6 +198,21 @@ TEST(BridgeTest, ClientsCreateChannelsOfShippedAndMsgPathTypesNoProcessCarries) 
     ros.send(R"({"op": "publish", "topic": "/greeting", "msg": {"data": ")" + sent.back() + "\"}}");
   }
   EXPECT_EQ(take_strings(greeting, 20, 10s), sent);
+
+  // Each advertise id holds the topic: unadvertising "g" leaves "g2"'s; a
+  // third id with another type is refused; the last id releases it.
+  ros.send(R"({"op": "advertise", "topic": "/greeting", "type": "std_msgs/String", "id": "g2"})");
+  ros.send(R"({"op": "advertise", "topic": "/greeting", "type": "std_msgs/Header", "id": "wrong"})");
+  const auto mismatch = ros.read_until("\"wrong\"");
+  ASSERT_TRUE(mismatch);
+  EXPECT_NE((*mismatch)["msg"].get<std::string>().find("type mismatch on /greeting"), std::string::npos)
+      << mismatch->dump();
+  ros.send(R"({"op": "unadvertise", "topic": "/greeting", "id": "g"})");
+  ros.send(R"({"op": "call_service", "service": "/rosapi/topics", "id": "sync"})");
+  ASSERT_TRUE(ros.read_until("\"sync\""));
+  EXPECT_TRUE(publishers_become(domain, "/greeting", 1));
+  ros.send(R"({"op": "unadvertise", "topic": "/greeting", "id": "g2"})");
+  EXPECT_TRUE(publishers_become(domain, "/greeting", 0));
 
   // A type found under --msg-path; an unknown one refused, naming the type
   // and where it was looked for.
@@ -212,6 +241,131 @@ TEST(BridgeTest, ClientsCreateChannelsOfShippedAndMsgPathTypesNoProcessCarries) 
   std::filesystem::remove_all(root);
 }
 
+std_msgs::String text(const std::string& s) {
+  std_msgs::String m{};
+  m.data.assign(s);
+  return m;
+}
+
+/// The `data` of the next `publish` ops a client receives on `topic` (up
+/// to `n`, each within 10 s).
+std::vector<std::string> published_data(RawClient& c, const std::string& topic, std::size_t n) {
+  std::vector<std::string> got;
+  while (got.size() < n) {
+    const auto m = c.read();
+    if (!m) break;
+    const json op = json::parse(*m);
+    if (op.value("op", "") == "publish" && op.value("topic", "") == topic) got.push_back(op["msg"]["data"]);
+  }
+  return got;
+}
+
+TEST(BridgeTest, ASubscriptionMadeBeforeItsChannelWaitsAndDeliversFromTheFirstMessage) {
+  shmbus::test::TestDomain d;
+  const std::string domain = d.context().domain();
+  BridgeProcess bridge(domain);
+  ASSERT_NE(bridge.port, 0);
+  RawClient c(bridge.port);
+  c.send(R"({"op": "set_level", "level": "info"})");
+  c.send(R"({"op": "subscribe", "topic": "/later", "type": "std_msgs/String", "id": "s"})");
+  const auto waiting = c.read_until("waiting for it");
+  ASSERT_TRUE(waiting);
+  EXPECT_EQ((*waiting)["level"], "info");
+  EXPECT_EQ((*waiting)["id"], "s");
+  // Without a type it waits too, and takes the channel's; a type that
+  // turns out different is refused when the channel appears.
+  c.send(R"({"op": "subscribe", "topic": "/later/untyped"})");
+  c.send(R"({"op": "subscribe", "topic": "/later/header", "type": "std_msgs/Header", "id": "h"})");
+  ASSERT_TRUE(c.read_until("/later/header"));
+
+  // The channels appear with their first messages already published.
+  shmbus::TypedPublisher<std_msgs::String> later("/later", d.context());
+  shmbus::TypedPublisher<std_msgs::String> untyped("/later/untyped", d.context());
+  shmbus::TypedPublisher<std_msgs::String> header("/later/header", d.context());
+  std::vector<std::string> sent;
+  for (int i = 0; i < 50; ++i) {
+    sent.push_back("m" + std::to_string(i));
+    later.publish(text(sent.back()));
+  }
+  untyped.publish(text("untyped"));
+  header.publish(text("not a header"));
+  // Everything this client hears now, in whatever order the channels'
+  // messages and the refusal come.
+  std::vector<std::string> later_data;
+  bool refused = false;
+  bool untyped_seen = false;
+  while (later_data.size() < sent.size() || !refused || !untyped_seen) {
+    const auto m = c.read();
+    ASSERT_TRUE(m) << later_data.size() << " of /later, refused " << refused << ", untyped " << untyped_seen;
+    const json op = json::parse(*m);
+    const std::string kind = op.value("op", "");
+    const std::string topic = op.value("topic", "");
+    if (kind == "status" && op.value("id", "") == "h") {
+      EXPECT_NE(op["msg"].get<std::string>().find(
+                    "type mismatch on /later/header: the client says std_msgs/Header, the channel carries "
+                    "std_msgs/String"),
+                std::string::npos)
+          << *m;
+      refused = true;
+    } else if (kind == "publish" && topic == "/later") {
+      later_data.push_back(op["msg"]["data"]);
+    } else if (kind == "publish" && topic == "/later/untyped") {
+      EXPECT_EQ(op["msg"]["data"], "untyped");
+      untyped_seen = true;
+    }
+    EXPECT_FALSE(kind == "publish" && topic == "/later/header") << *m;
+  }
+  EXPECT_EQ(later_data, sent);
+}
+
+TEST(BridgeTest, EachSubscribeIdIsItsOwnSubscription) {
+  shmbus::test::TestDomain d;
+  const std::string domain = d.context().domain();
+  shmbus::TypedPublisher<std_msgs::String> pub("/two", d.context());
+  BridgeProcess bridge(domain);
+  ASSERT_NE(bridge.port, 0);
+  RawClient c(bridge.port);
+  // Two widgets on one topic: "a" wants every message, "b" one a second.
+  c.send(R"({"op": "subscribe", "topic": "/two", "id": "a"})");
+  c.send(R"({"op": "subscribe", "topic": "/two", "id": "b", "throttle_rate": 1000})");
+  c.send(R"({"op": "call_service", "service": "/rosapi/topics", "id": "sync"})");
+  ASSERT_TRUE(c.read_until("\"sync\""));
+  // The topic goes at the most demanding of the two: every message.
+  std::vector<std::string> sent;
+  for (int i = 0; i < 20; ++i) {
+    sent.push_back("all " + std::to_string(i));
+    pub.publish(text(sent.back()));
+  }
+  EXPECT_EQ(published_data(c, "/two", 20), sent);
+  // "a" goes; "b" keeps receiving, at its own throttle: of messages
+  // published over 2.5 s, what arrives is at most one a second (three).
+  c.send(R"({"op": "unsubscribe", "topic": "/two", "id": "a"})");
+  c.send(R"({"op": "call_service", "service": "/rosapi/topics", "id": "sync2"})");
+  ASSERT_TRUE(c.read_until("\"sync2\""));
+  const std::int64_t start = shmbus::mono_now_ns();
+  int n = 0;
+  while (shmbus::mono_now_ns() - start < 2'500'000'000) {
+    pub.publish(text("throttled " + std::to_string(n++)));
+    std::this_thread::sleep_for(10ms);
+  }
+  std::vector<std::string> got;
+  std::int64_t last_received = start;
+  for (;;) {
+    const auto m = c.read(1500ms);
+    if (!m) break;
+    const json op = json::parse(*m);
+    if (op.value("op", "") != "publish") continue;
+    got.push_back(op["msg"]["data"]);
+    last_received = shmbus::mono_now_ns();
+  }
+  ASSERT_FALSE(got.empty()) << "b stopped receiving when a unsubscribed";
+  // Every send fell between the first publish and the last receipt, at
+  // least a second apart.
+  const auto whole_seconds = static_cast<std::size_t>((last_received - start) / 1'000'000'000);
+  EXPECT_LE(got.size(), whole_seconds + 1) << n << " published";
+  EXPECT_GT(n, static_cast<int>(got.size()));
+}
+
 TEST(BridgeTest, BadInputGetsItsAnswerAndTheBridgeServesOthers) {
   shmbus::test::TestDomain d;
   const std::string domain = d.context().domain();
@@ -230,10 +384,14 @@ TEST(BridgeTest, BadInputGetsItsAnswerAndTheBridgeServesOthers) {
     EXPECT_NE((*s)["msg"].get<std::string>().find("\"dance\""), std::string::npos);
     c.send(R"({"no_op": 1})");
     EXPECT_TRUE(c.read_until("not a rosbridge operation"));
+    // A topic no process has: the subscription waits, and says so at info.
+    c.send(R"({"op": "set_level", "level": "info"})");
     c.send(R"({"op": "subscribe", "topic": "/nowhere", "id": "s1"})");
     s = c.read_until("/nowhere");
     ASSERT_TRUE(s);
     EXPECT_EQ((*s)["id"], "s1");
+    EXPECT_EQ((*s)["level"], "info");
+    EXPECT_NE((*s)["msg"].get<std::string>().find("waiting for it"), std::string::npos) << s->dump();
   }
   {
     // A frame over max_frame_bytes: the connection is closed with 1009.

@@ -143,8 +143,9 @@ std::optional<introspect::ChannelView> Catalog::view(std::string_view name) cons
 // -------------------------------------------------------------- BusReader
 
 struct BusReader::Topic {
-  Topic(std::string_view channel, Context& context)
-      : subscriber(channel, std::nullopt, context, SubscriberOptions{.node = "shmbus-bridge"}) {}
+  Topic(std::string_view channel, Context& context, bool from_first)
+      : subscriber(channel, std::nullopt, context,
+                   SubscriberOptions{.from_first = from_first, .node = "shmbus-bridge"}) {}
   Subscriber subscriber;
   std::shared_ptr<const schema::Schema> schema;
   std::vector<Sink> sinks;
@@ -165,10 +166,10 @@ BusReader::~BusReader() {
   thread_.join();
 }
 
-void BusReader::add(const ChannelEntry& channel, Sink sink) {
+void BusReader::add(const ChannelEntry& channel, Sink sink, bool from_first) {
   {
     const std::lock_guard lock(mutex_);
-    commands_.push_back(Command{Command::kAdd, channel.name, channel.schema, std::move(sink)});
+    commands_.push_back(Command{Command::kAdd, channel.name, channel.schema, std::move(sink), from_first});
   }
   wake_.trigger();
 }
@@ -195,7 +196,7 @@ void BusReader::apply(std::vector<Command>& commands) {
       auto it = topics_.find(c.channel);
       if (it == topics_.end()) {
         try {
-          auto topic = std::make_unique<Topic>(c.channel, context_);
+          auto topic = std::make_unique<Topic>(c.channel, context_, c.from_first);
           topic->name = c.channel;
           it = topics_.emplace(c.channel, std::move(topic)).first;
         } catch (const Error& e) {

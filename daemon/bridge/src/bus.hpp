@@ -124,7 +124,10 @@ class BusReader {
   BusReader(const BusReader&) = delete;
   BusReader& operator=(const BusReader&) = delete;
 
-  void add(const ChannelEntry& channel, Sink sink);
+  /// Hands `channel`'s messages to `sink`; with `from_first`, a channel the
+  /// reader does not follow yet is read from the oldest message its ring
+  /// still holds (a subscription that waited for the channel).
+  void add(const ChannelEntry& channel, Sink sink, bool from_first = false);
   void remove(const std::string& channel, const Session* owner, std::uint64_t key);
   void remove_all(const Session* owner);
 
@@ -138,6 +141,7 @@ class BusReader {
     std::string channel;
     std::shared_ptr<const schema::Schema> schema;
     Sink sink;
+    bool from_first = false;
   };
   void run();
   void apply(std::vector<Command>& commands);

@@ -151,7 +151,7 @@ void RosbridgeSession::data_left(std::uint64_t key) {
 }
 
 void RosbridgeSession::release() {
-  for (const auto& [topic, channel] : advertised_) hub_.release_outlet(channel);
+  for (const auto& [topic, ids] : advertised_) hub_.release_outlet(topic);
   advertised_.clear();
   // The services it served: their waiting callers fail at once, then the
   // servers stop (their threads end within one spin).
@@ -273,40 +273,12 @@ bool RosbridgeSession::check_type(const std::string& topic, const ChannelEntry& 
   return false;
 }
 
-void RosbridgeSession::subscribe(const Json& op) {
-  const std::string topic = string_field(op, "topic");
-  const Json id = op.contains("id") ? op["id"] : Json();
-  if (topic.empty()) throw Error(Errc::kInvalidArgument, "needs \"topic\"");
-  if (!hub_.allowed(topic)) {
-    throw Error(Errc::kInvalidArgument, fmt::format("{} is not allowed by this bridge's allow/deny lists", topic));
-  }
-  hub_.refresh();
-  const ChannelEntry* channel = hub_.catalog.find(topic);
-  if (channel == nullptr) {
-    if (const std::string why = hub_.catalog.refused(topic); !why.empty()) {
-      throw Error(Errc::kInvalidArgument, fmt::format("{} is not bridged: {}", topic, why));
-    }
-    throw Error(Errc::kNotFound, fmt::format("no channel {} in domain \"{}\" (/rosapi/topics lists them)", topic,
-                                             hub_.catalog.domain()));
-  }
-  if (!check_type(topic, *channel, op.value("type", Json()), id)) return;
-  const std::string compression = string_field(op, "compression");
-  if (!compression.empty() && compression != "none" && compression != "cbor") {
-    status("warning",
-           fmt::format("subscribe {}: compression \"{}\" is not supported; sending JSON", topic, compression), id);
-  }
-  if (const auto old = subs_.find(topic); old != subs_.end()) {
-    hub_.reader->remove(topic, this, old->second.key);
-    by_key_.erase(old->second.key);
-    subs_.erase(old);
-  }
-  TopicSubscription sub;
-  sub.key = next_key();
-  sub.topic = topic;
-  sub.id = string_field(op, "id");
+RosbridgeSession::Request RosbridgeSession::request_of(const Json& op, const std::string& topic) {
+  const Json id = op.value("id", Json());
+  Request r;
   // ms -> ns; 9e12 ms (285 years: never again) is the most that fits.
-  sub.throttle_ns = std::clamp<std::int64_t>(number_field(op, "throttle_rate"), 0, 9'000'000'000'000) * 1'000'000;
-  sub.queue_length = static_cast<std::size_t>(std::max<std::int64_t>(0, number_field(op, "queue_length")));
+  r.throttle_ns = std::clamp<std::int64_t>(number_field(op, "throttle_rate"), 0, 9'000'000'000'000) * 1'000'000;
+  r.queue_length = static_cast<std::size_t>(std::max<std::int64_t>(0, number_field(op, "queue_length")));
   const std::int64_t fragment_size = std::max<std::int64_t>(0, number_field(op, "fragment_size"));
   if (fragment_size != 0 && fragment_size < kMinFragmentSize) {
     status("warning",
@@ -315,12 +287,133 @@ void RosbridgeSession::subscribe(const Json& op) {
                        topic, fragment_size, kMinFragmentSize, kMinFragmentSize),
            id);
   }
-  sub.fragment_size = static_cast<std::size_t>(fragment_size == 0 ? 0 : std::max(fragment_size, kMinFragmentSize));
-  sub.cbor = compression == "cbor";
-  auto [it, inserted] = subs_.emplace(topic, std::move(sub));
-  by_key_[it->second.key] = &it->second;
-  hub_.reader->add(*channel, Sink{weak_from_this(), this, it->second.key,
-                                  it->second.cbor ? Encoding::kRosCbor : Encoding::kRosJson});
+  r.fragment_size = static_cast<std::size_t>(fragment_size == 0 ? 0 : std::max(fragment_size, kMinFragmentSize));
+  const std::string compression = string_field(op, "compression");
+  if (!compression.empty() && compression != "none" && compression != "cbor") {
+    status("warning",
+           fmt::format("subscribe {}: compression \"{}\" is not supported; sending JSON", topic, compression), id);
+  }
+  r.cbor = compression == "cbor";
+  return r;
+}
+
+namespace {
+
+/// The most demanding of a topic's requests (rosbridge's merge).
+template <typename Requests>
+auto merged_request(const Requests& requests) {
+  auto m = requests.begin()->second;
+  for (const auto& [id, r] : requests) {
+    m.throttle_ns = std::min(m.throttle_ns, r.throttle_ns);
+    m.queue_length = m.queue_length == 0 || r.queue_length == 0 ? 0 : std::max(m.queue_length, r.queue_length);
+    if (r.fragment_size != 0) {
+      m.fragment_size = m.fragment_size == 0 ? r.fragment_size : std::min(m.fragment_size, r.fragment_size);
+    }
+    m.cbor = m.cbor || r.cbor;
+  }
+  return m;
+}
+
+}  // namespace
+
+std::size_t RosbridgeSession::subscription_count() const noexcept {
+  std::size_t n = 0;
+  for (const auto& [topic, sub] : subs_) n += sub.requests.size();
+  for (const auto& [topic, ids] : advertised_) n += ids.size();
+  return n;
+}
+
+void RosbridgeSession::subscribe(const Json& op) {
+  const std::string topic = string_field(op, "topic");
+  const Json id = op.contains("id") ? op["id"] : Json();
+  const std::string key = string_field(op, "id");
+  if (topic.empty()) throw Error(Errc::kInvalidArgument, "needs \"topic\"");
+  if (!hub_.allowed(topic)) {
+    throw Error(Errc::kInvalidArgument, fmt::format("{} is not allowed by this bridge's allow/deny lists", topic));
+  }
+  auto it = subs_.find(topic);
+  const bool known = it != subs_.end() && it->second.requests.contains(key);
+  if (!known && subscription_count() >= hub_.settings.max_subscriptions) {
+    throw Error(Errc::kResource, fmt::format("this client holds {} subscriptions, the most this bridge allows "
+                                             "(max_subscriptions); unsubscribe some first",
+                                             subscription_count()));
+  }
+  hub_.refresh();
+  const ChannelEntry* channel = hub_.catalog.find(topic);
+  if (channel == nullptr) {
+    if (const std::string why = hub_.catalog.refused(topic); !why.empty()) {
+      throw Error(Errc::kInvalidArgument, fmt::format("{} is not bridged: {}", topic, why));
+    }
+  } else if (!check_type(topic, *channel, op.value("type", Json()), id)) {
+    return;
+  }
+  const std::string type = string_field(op, "type");
+  if (channel == nullptr && it != subs_.end() && !type.empty() && !it->second.type.empty() &&
+      normalize_type(type) != normalize_type(it->second.type)) {
+    // Waiting: the types asked for must agree with each other.
+    throw Error(Errc::kInvalidArgument,
+                fmt::format("type {} differs from {}, which an earlier subscribe of {} named; nothing was subscribed",
+                            type, it->second.type, topic));
+  }
+  const Request request = request_of(op, topic);
+  if (it == subs_.end()) {
+    it = subs_.emplace(topic, TopicSubscription{}).first;
+    it->second.topic = topic;
+  }
+  TopicSubscription& sub = it->second;
+  if (sub.type.empty()) sub.type = type;
+  sub.requests[key] = request;
+  const bool was_cbor = sub.merged.cbor;
+  sub.merged = merged_request(sub.requests);
+  if (channel == nullptr) {
+    if (sub.key == 0) {
+      status("info",
+             fmt::format("subscribe {}: no channel {} in domain \"{}\" yet; waiting for it", topic, topic,
+                         hub_.catalog.domain()),
+             id);
+    }
+    return;
+  }
+  if (sub.key != 0 && was_cbor != sub.merged.cbor) stop_delivery(sub);  // the encoding changes
+  if (sub.key == 0) start_delivery(sub, *channel, false);
+}
+
+void RosbridgeSession::start_delivery(TopicSubscription& sub, const ChannelEntry& channel, bool from_first) {
+  sub.key = next_key();
+  sub.queued = 0;
+  by_key_[sub.key] = &sub;
+  hub_.reader->add(channel,
+                   Sink{weak_from_this(), this, sub.key, sub.merged.cbor ? Encoding::kRosCbor : Encoding::kRosJson},
+                   from_first);
+}
+
+void RosbridgeSession::stop_delivery(TopicSubscription& sub) {
+  if (sub.key == 0) return;
+  hub_.reader->remove(sub.topic, this, sub.key);
+  by_key_.erase(sub.key);
+  sub.key = 0;
+}
+
+void RosbridgeSession::channels_changed(const std::vector<const ChannelEntry*>& added,
+                                        const std::vector<ChannelEntry>& removed) {
+  if (closed_) return;
+  for (const ChannelEntry& e : removed) {
+    if (const auto it = subs_.find(e.name); it != subs_.end()) stop_delivery(it->second);
+  }
+  for (const ChannelEntry* e : added) {
+    const auto it = subs_.find(e->name);
+    if (it == subs_.end() || it->second.key != 0) continue;
+    if (const auto refusal =
+            type_mismatch(e->name, "the client", it->second.type, e->type.name, "the subscription is dropped")) {
+      hub_.counters.ops_refused.fetch_add(1, std::memory_order_relaxed);
+      for (const auto& [id, request] : it->second.requests) {
+        status("error", *refusal, id.empty() ? Json() : Json(id));
+      }
+      subs_.erase(it);
+      continue;
+    }
+    start_delivery(it->second, *e, true);
+  }
 }
 
 void RosbridgeSession::unsubscribe(const Json& op) {
@@ -330,8 +423,26 @@ void RosbridgeSession::unsubscribe(const Json& op) {
     status("warning", fmt::format("unsubscribe {}: not subscribed", topic), op.value("id", Json()));
     return;
   }
-  hub_.reader->remove(topic, this, it->second.key);
-  by_key_.erase(it->second.key);
+  TopicSubscription& sub = it->second;
+  if (op.contains("id")) {
+    // One subscription of the topic: the others keep theirs.
+    const std::string id = string_field(op, "id");
+    if (sub.requests.erase(id) == 0) {
+      status("warning", fmt::format("unsubscribe {}: no subscription with id \"{}\"", topic, id), op["id"]);
+      return;
+    }
+    if (!sub.requests.empty()) {
+      const bool was_cbor = sub.merged.cbor;
+      sub.merged = merged_request(sub.requests);
+      if (sub.key != 0 && was_cbor != sub.merged.cbor) {
+        const ChannelEntry* channel = hub_.catalog.find(topic);
+        stop_delivery(sub);
+        if (channel != nullptr) start_delivery(sub, *channel, false);
+      }
+      return;
+    }
+  }
+  stop_delivery(sub);
   subs_.erase(it);
 }
 
@@ -342,7 +453,26 @@ void RosbridgeSession::advertise(const Json& op) {
   if (!hub_.allowed(topic)) {
     throw Error(Errc::kInvalidArgument, fmt::format("{} is not allowed by this bridge's allow/deny lists", topic));
   }
-  if (advertised_.contains(topic)) return;
+  const std::string id = string_field(op, "id");
+  const auto held = advertised_.find(topic);
+  if (held != advertised_.end() && held->second.contains(id)) return;
+  if (subscription_count() >= hub_.settings.max_subscriptions) {
+    throw Error(Errc::kResource, fmt::format("this client holds {} subscribe and advertise ids, the most this bridge "
+                                             "allows (max_subscriptions); unadvertise some first",
+                                             subscription_count()));
+  }
+  if (held != advertised_.end()) {
+    // Another id of a topic this client publishes: the type must agree.
+    const auto& out = hub_.outlets.at(topic);
+    const std::string carried = out.schema ? out.schema->root().name : std::string{"shmbus/Bytes"};
+    if (const auto refusal = type_mismatch(topic, "the client", type, carried, "nothing was advertised")) {
+      hub_.counters.ops_refused.fetch_add(1, std::memory_order_relaxed);
+      status("error", *refusal, op.value("id", Json()));
+      return;
+    }
+    held->second.insert(id);
+    return;
+  }
   hub_.refresh();
   const ChannelEntry* channel = hub_.catalog.find(topic);
   if (const std::string why = hub_.catalog.refused(topic); !why.empty()) {
@@ -356,7 +486,7 @@ void RosbridgeSession::advertise(const Json& op) {
   }
   if (!check_type(topic, *channel, op["type"], op.value("id", Json()))) return;
   hub_.acquire_outlet(*channel);
-  advertised_[topic] = topic;
+  advertised_[topic].insert(id);
   if (channel == &made) {
     hub_.created.insert(topic);
     created_.insert(topic);
@@ -367,8 +497,13 @@ void RosbridgeSession::unadvertise(const Json& op) {
   const std::string topic = string_field(op, "topic");
   const auto it = advertised_.find(topic);
   if (it == advertised_.end()) return;
-  created_.erase(it->second);
-  hub_.release_outlet(it->second);
+  // With an id, that advertisement only; without, every one of the topic.
+  if (op.contains("id")) {
+    it->second.erase(string_field(op, "id"));
+    if (!it->second.empty()) return;
+  }
+  created_.erase(topic);
+  hub_.release_outlet(topic);
   advertised_.erase(it);
 }
 
@@ -387,7 +522,7 @@ void RosbridgeSession::publish(const Json& op) {
     }
     advertise(Json{{"op", "advertise"}, {"topic", topic}, {"type", channel->type.name}});
   }
-  Outlet& out = hub_.outlets.at(advertised_.at(topic));
+  Outlet& out = hub_.outlets.at(topic);
   std::vector<std::byte> bytes;
   try {
     bytes = out.schema ? out.schema->encode(out.schema->with_defaults(op["msg"])) : bytes_of(op["msg"]);
@@ -648,15 +783,16 @@ void RosbridgeSession::fragment(const Json& op) {
 }
 
 void RosbridgeSession::send(const TopicSubscription& sub, const OutMessage& message) {
-  const auto& body = message.encoded[static_cast<std::size_t>(sub.cbor ? Encoding::kRosCbor : Encoding::kRosJson)];
+  const Request& r = sub.merged;
+  const auto& body = message.encoded[static_cast<std::size_t>(r.cbor ? Encoding::kRosCbor : Encoding::kRosJson)];
   if (!body) return;
-  if (sub.fragment_size != 0 && !sub.cbor && body->size() > sub.fragment_size) {
+  if (r.fragment_size != 0 && !r.cbor && body->size() > r.fragment_size) {
     // Pieces of at most fragment_size bytes, each ending on a character
     // boundary (a UTF-8 sequence cut in two is not text; rosbridge cuts
     // between characters too).
     std::vector<std::size_t> ends;
     for (std::size_t start = 0; start < body->size();) {
-      std::size_t end = std::min(start + sub.fragment_size, body->size());
+      std::size_t end = std::min(start + r.fragment_size, body->size());
       while (end < body->size() && end > start + 1 && (static_cast<unsigned char>((*body)[end]) & 0xC0) == 0x80) --end;
       ends.push_back(end);
       start = end;
@@ -684,7 +820,7 @@ void RosbridgeSession::send(const TopicSubscription& sub, const OutMessage& mess
   }
   Frame f;
   f.body = body;
-  f.binary = sub.cbor;
+  f.binary = r.cbor;
   f.subscription = sub.key;
   enqueue(std::move(f));
 }
@@ -694,14 +830,14 @@ void RosbridgeSession::deliver(const OutMessage& message, std::uint64_t key) {
   const auto it = by_key_.find(key);
   if (it == by_key_.end()) return;
   TopicSubscription& sub = *it->second;
-  if (sub.throttle_ns != 0) {
+  if (sub.merged.throttle_ns != 0) {
     const std::int64_t now = mono_now_ns();
     // The first message always goes (a throttle longer than the uptime
     // would hold it back otherwise).
-    if (sub.last_sent_ns != 0 && now - sub.last_sent_ns < sub.throttle_ns) return;  // asked for: not a loss
+    if (sub.last_sent_ns != 0 && now - sub.last_sent_ns < sub.merged.throttle_ns) return;  // asked for: not a loss
     sub.last_sent_ns = now;
   }
-  if (sub.queue_length != 0 && sub.queued >= sub.queue_length) {
+  if (sub.merged.queue_length != 0 && sub.queued >= sub.merged.queue_length) {
     // The subscription's own bound: its oldest queued message gives way.
     drop_oldest_of(sub.key);
   }

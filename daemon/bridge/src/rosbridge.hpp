@@ -24,6 +24,10 @@ class RosbridgeSession final : public Session {
   RosbridgeSession& operator=(const RosbridgeSession&) = delete;
 
   void deliver(const OutMessage& message, std::uint64_t key) override;
+  /// Subscriptions waiting for a channel that appeared start delivering
+  /// from its first message; those on a channel that went wait again.
+  void channels_changed(const std::vector<const ChannelEntry*>& added,
+                        const std::vector<ChannelEntry>& removed) override;
 
   /// Client mode: sends `op` to the peer; with `reply`, the peer's
   /// service_response or status of the same id is handed to it.
@@ -32,15 +36,24 @@ class RosbridgeSession final : public Session {
   void handle(const schema::Json& op) { on_op(op); }
 
  private:
-  struct TopicSubscription {
-    std::uint64_t key = 0;
-    std::string topic;
-    std::string id;
+  /// What one subscribe asked for (its id's settings).
+  struct Request {
     std::int64_t throttle_ns = 0;
-    std::int64_t last_sent_ns = 0;
-    std::size_t queue_length = 0;  ///< 0: the client's send queue only
-    std::size_t fragment_size = 0;
+    std::size_t queue_length = 0;   ///< 0: the client's send queue only
+    std::size_t fragment_size = 0;  ///< 0: whole messages
     bool cbor = false;
+  };
+  /// A topic this client subscribed to under one or more ids. It is sent
+  /// once, at the most demanding of their settings (as rosbridge merges
+  /// them): the least throttle, the longest queue, the smallest fragments,
+  /// CBOR when any asked for it.
+  struct TopicSubscription {
+    std::uint64_t key = 0;  ///< the reader's key; 0 while the channel does not exist
+    std::string topic;
+    std::string type;                                      ///< the type the client named ("": none)
+    std::map<std::string, Request, std::less<>> requests;  ///< by subscribe id ("" without one)
+    Request merged;
+    std::int64_t last_sent_ns = 0;
     std::size_t queued = 0;
   };
   struct Fragments {
@@ -59,6 +72,14 @@ class RosbridgeSession final : public Session {
   void on_op(const schema::Json& op);
   void status(const std::string& level, const std::string& message, const schema::Json& id = nullptr);
   void subscribe(const schema::Json& op);
+  /// The settings of one subscribe op (warnings for what is adjusted).
+  Request request_of(const schema::Json& op, const std::string& topic);
+  /// Hands the channel's messages to `sub` (from the ring's oldest with
+  /// `from_first`: the subscription waited for the channel).
+  void start_delivery(TopicSubscription& sub, const ChannelEntry& channel, bool from_first);
+  void stop_delivery(TopicSubscription& sub);
+  /// Subscribe and advertise ids held, waiting subscriptions included.
+  [[nodiscard]] std::size_t subscription_count() const noexcept;
   void unsubscribe(const schema::Json& op);
   void advertise(const schema::Json& op);
   void unadvertise(const schema::Json& op);
@@ -84,7 +105,9 @@ class RosbridgeSession final : public Session {
   std::map<std::string, std::function<void(const schema::Json&)>> pending_calls_;  ///< client mode, by id
   std::map<std::string, TopicSubscription, std::less<>> subs_;                     ///< by topic
   std::map<std::uint64_t, TopicSubscription*> by_key_;
-  std::map<std::string, std::string, std::less<>> advertised_;    ///< topic -> its channel
+  /// advertise: topic (its channel's name) -> the advertise ids that hold it
+  /// ("" without one); the outlet is released with the last.
+  std::map<std::string, std::set<std::string>, std::less<>> advertised_;
   std::map<std::string, std::unique_ptr<ClientService>> served_;  ///< advertise_service: service -> server
   std::map<std::string, ClientService::Answer> served_calls_;     ///< requests sent to the client, by id
   std::uint64_t next_served_call_ = 1;

@@ -16,6 +16,8 @@ bool read_limit(const TomlReader& r, std::string_view key, const toml::node& v, 
     b.max_frame_bytes = r.bounded(v, key, 1024, 1 << 30);
   } else if (key == "send_queue") {
     b.send_queue = r.bounded(v, key, 1, 1'000'000);
+  } else if (key == "max_subscriptions") {
+    b.max_subscriptions = r.bounded(v, key, 1, 100'000);
   } else if (key == "max_ops_per_second") {
     b.max_ops_per_second = r.bounded(v, key, 1, 10'000'000);
   } else if (key == "service_timeout") {

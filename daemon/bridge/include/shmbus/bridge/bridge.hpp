@@ -36,6 +36,9 @@ struct BridgeSettings {
   std::uint32_t max_frame_bytes = 1U << 20;  ///< largest incoming WebSocket message
   std::uint32_t send_queue = 1024;           ///< messages queued per client before the oldest is dropped
   std::uint32_t max_ops_per_second = 2000;   ///< per client; more are refused
+  /// rosbridge subscribe ids one client holds at once (those waiting for
+  /// their channel included); more are refused.
+  std::uint32_t max_subscriptions = 256;
   std::chrono::nanoseconds service_timeout = std::chrono::seconds(5);  ///< call_service without a timeout
   /// Bytes queued for one client (its send queue, fragments included)
   /// before its oldest messages are dropped and counted.
