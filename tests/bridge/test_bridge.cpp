@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <atomic>
 #include <boost/asio/connect.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/beast/core.hpp>
@@ -13,6 +14,8 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <limits>
+#include <map>
 #include <optional>
 #include <regex>
 #include <string>
@@ -96,12 +99,12 @@ TEST(BridgeTest, RoslibDiscoversSubscribesPublishesAndCallsAService) {
   for (std::size_t i = 0; i < got.size(); ++i) EXPECT_EQ(got[i], "from roslib " + std::to_string(i));
 }
 
-TEST(BridgeTest, FoxgloveClientGetsServerInfoChannelsWithJsonSchemaAndMessages) {
+TEST(BridgeTest, FoxgloveClientGetsServerInfoChannelsWithJsonSchemaAndMessagesInJsonMode) {
   shmbus::test::TestDomain d;
   const std::string domain = d.context().domain();
   auto publisher = start_publisher(domain, "/chatter");
   shmbus::TypedSubscriber<std_msgs::String> from_foxglove("/from_studio", d.context());
-  BridgeProcess bridge(domain);
+  BridgeProcess bridge(domain, {"--foxglove-encoding", "json"});
   ASSERT_NE(bridge.port, 0);
 
   const json r = run_node(
@@ -171,6 +174,22 @@ bool publishers_become(const std::string& domain, const std::string& channel, st
       if (shmbus::introspect::ChannelReader(domain, channel).view().publishers.size() == n) return true;
     } catch (const shmbus::Error&) {
       if (n == 0) return true;  // the channel went with its last publisher
+    }
+    std::this_thread::sleep_for(5ms);
+  }
+  return false;
+}
+
+/// Waits until the bridge's reader subscribes to `channel` (it attaches a
+/// client's subscription on its own thread, after answering), up to 10 s.
+bool bridge_reads(const std::string& domain, const std::string& channel) {
+  const std::int64_t deadline = shmbus::mono_now_ns() + 10'000'000'000;
+  while (shmbus::mono_now_ns() < deadline) {
+    try {
+      for (const auto& e : shmbus::introspect::ChannelReader(domain, channel).view().subscribers) {
+        if (e.node == "shmbus-bridge") return true;
+      }
+    } catch (const shmbus::Error&) {
     }
     std::this_thread::sleep_for(5ms);
   }
@@ -328,8 +347,7 @@ TEST(BridgeTest, EachSubscribeIdIsItsOwnSubscription) {
   // Two widgets on one topic: "a" wants every message, "b" one a second.
   c.send(R"({"op": "subscribe", "topic": "/two", "id": "a"})");
   c.send(R"({"op": "subscribe", "topic": "/two", "id": "b", "throttle_rate": 1000})");
-  c.send(R"({"op": "call_service", "service": "/rosapi/topics", "id": "sync"})");
-  ASSERT_TRUE(c.read_until("\"sync\""));
+  ASSERT_TRUE(bridge_reads(domain, "/two"));
   // The topic goes at the most demanding of the two: every message.
   std::vector<std::string> sent;
   for (int i = 0; i < 20; ++i) {
@@ -364,6 +382,106 @@ TEST(BridgeTest, EachSubscribeIdIsItsOwnSubscription) {
   const auto whole_seconds = static_cast<std::size_t>((last_received - start) / 1'000'000'000);
   EXPECT_LE(got.size(), whole_seconds + 1) << n << " published";
   EXPECT_GT(n, static_cast<int>(got.size()));
+}
+
+TEST(BridgeTest, SixtyFourBitIntegersGoAsStringsWhenAskedAndComeBackExact) {
+  shmbus::test::TestDomain d;
+  const std::string domain = d.context().domain();
+  shmbus::TypedPublisher<std_msgs::Header> stamps("/stamps", d.context());
+  shmbus::TypedPublisher<std_msgs::Header> numbers("/numbers", d.context());
+  BridgeProcess bridge(domain, {"--json-int64", "string"});
+  ASSERT_NE(bridge.port, 0);
+  RawClient c(bridge.port);
+  // The bridge's default (string), and a subscription that asks for numbers.
+  c.send(R"({"op": "subscribe", "topic": "/stamps"})");
+  c.send(R"({"op": "subscribe", "topic": "/numbers", "json_int64": "number"})");
+  c.send(R"({"op": "call_service", "service": "/rosapi/topics", "id": "sync"})");
+  ASSERT_TRUE(c.read_until("\"sync\""));
+  // Published until both arrive: the bridge's reader attaches each
+  // subscription on its own thread, after the answer above.
+  std_msgs::Header h{};
+  h.stamp_ns = (std::uint64_t{1} << 53) + 1;  // a JavaScript number would round it
+  std::atomic<bool> stop{false};
+  std::thread feeder([&] {
+    for (int i = 0; i < 1000 && !stop; ++i) {
+      stamps.publish(h);
+      numbers.publish(h);
+      std::this_thread::sleep_for(10ms);
+    }
+  });
+  std::map<std::string, json> got;  // by topic, in whichever order they come
+  while (got.size() < 2) {
+    const auto m = c.read();
+    if (!m) break;
+    const json op = json::parse(*m);
+    if (op.value("op", "") == "publish") got[op["topic"]] = op["msg"];
+  }
+  stop = true;
+  feeder.join();
+  ASSERT_EQ(got.size(), 2U);
+  EXPECT_EQ(got["/stamps"]["stamp_ns"], "9007199254740993");
+  EXPECT_EQ(got["/stamps"]["seq"], 0) << "only 64-bit integers become strings";
+  EXPECT_EQ(got["/numbers"]["stamp_ns"], std::uint64_t{9007199254740993ULL});
+  // A client publishes the string form back; the bus gets the exact value.
+  c.send(R"({"op": "advertise", "topic": "/back", "type": "std_msgs/Header"})");
+  ASSERT_TRUE(channel_appears(domain, "/back"));
+  shmbus::TypedSubscriber<std_msgs::Header> back("/back", d.context());
+  c.send(R"({"op": "publish", "topic": "/back", "msg": {"stamp_ns": "18446744073709551615"}})");
+  ASSERT_TRUE(back.wait(10s));
+  const auto header = back.take();
+  ASSERT_TRUE(header);
+  EXPECT_EQ(header->stamp_ns, std::numeric_limits<std::uint64_t>::max());
+}
+
+TEST(BridgeTest, RosapiNamesNodesWithWhatEachPublishesSubscribesAndServesAndGivesRawTypes) {
+  shmbus::test::TestDomain d;
+  const std::string domain = d.context().domain();
+  auto adder = std::make_unique<ChildProcess>(std::vector<std::string>{kAdder}, true,
+                                              std::vector<std::string>{"SHMBUS_DOMAIN=" + domain});
+  ASSERT_TRUE(adder->wait_for_output("serving /example/add", 10s)) << adder->output();
+  shmbus::TypedPublisher<std_msgs::Header> out("/graph/out", d.context());
+  shmbus::TypedSubscriber<std_msgs::String> in("/graph/in", d.context());
+  BridgeProcess bridge(domain);
+  ASSERT_NE(bridge.port, 0);
+  RawClient c(bridge.port);
+  const auto call = [&](const std::string& service, const json& args) {
+    c.send(json{{"op", "call_service"}, {"service", service}, {"args", args}, {"id", service}}.dump());
+    const auto r = c.read_until("\"service_response\"");
+    return r ? *r : json();
+  };
+  const std::string me = "/" + d.context().node();
+  const json nodes = call("/rosapi/nodes", json::object());
+  ASSERT_TRUE(nodes["result"].get<bool>()) << nodes.dump();
+  const json& names = nodes["values"]["nodes"];
+  EXPECT_NE(std::find(names.begin(), names.end(), me), names.end()) << names.dump();
+  const json mine = call("/rosapi/node_details", {{"node", me}});
+  ASSERT_TRUE(mine["result"].get<bool>()) << mine.dump();
+  EXPECT_EQ(mine["values"]["publishing"], json::array({"/graph/out"}));
+  EXPECT_EQ(mine["values"]["subscribing"], json::array({"/graph/in"}));
+  EXPECT_EQ(mine["values"]["pids"], json::array({::getpid()}));
+  // The adder serves /example/add: the node whose details say so is a
+  // process other than this one.
+  bool server_found = false;
+  for (const json& name : names) {
+    const json details = call("/rosapi/node_details", {{"node", name}});
+    const json& services = details["values"]["services"];
+    if (std::find(services.begin(), services.end(), "/example/add") == services.end()) continue;
+    server_found = true;
+    EXPECT_EQ(details["values"]["pids"], json::array({adder->pid()})) << details.dump();
+  }
+  EXPECT_TRUE(server_found) << names.dump();
+  const json unknown = call("/rosapi/node_details", {{"node", "/nobody"}});
+  EXPECT_FALSE(unknown["result"].get<bool>());
+  EXPECT_NE(unknown["values"].get<std::string>().find("no node /nobody"), std::string::npos) << unknown.dump();
+
+  const json raw = call("/rosapi/topics_and_raw_types", json::object());
+  ASSERT_TRUE(raw["result"].get<bool>()) << raw.dump();
+  const json& topics = raw["values"]["topics"];
+  const auto at = std::find(topics.begin(), topics.end(), "/graph/out");
+  ASSERT_NE(at, topics.end());
+  const auto i = static_cast<std::size_t>(at - topics.begin());
+  EXPECT_EQ(raw["values"]["types"][i], "std_msgs/Header");
+  EXPECT_EQ(raw["values"]["typedefs_full_text"][i], "uint64 stamp_ns\nuint32 seq\nstring<=52 frame_id\n");
 }
 
 TEST(BridgeTest, BadInputGetsItsAnswerAndTheBridgeServesOthers) {

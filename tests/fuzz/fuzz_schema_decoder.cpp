@@ -1,10 +1,13 @@
 // libFuzzer target: decoding arbitrary bytes through the shipped schemas and
 // a schema with every field kind. A short or lying buffer must be a
 // CodecError, never a read past its end (AddressSanitizer watches); what
-// decodes must print and encode back to the same bytes for its fixed part.
+// decodes must print and encode back to the same bytes for its fixed part,
+// and must also encode as CDR (what a Foxglove client gets) and as JSON
+// with 64-bit integers as strings; what does not decode is refused alike.
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "sensor_msgs/Image.hpp"
@@ -26,13 +29,33 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   // Copy to an exactly sized heap buffer so any over-read is caught.
   std::vector<std::byte> bytes(size - 1);
   if (!bytes.empty()) std::memcpy(bytes.data(), data + 1, bytes.size());
+  bool decodes = true;
   try {
     const Json j = s.decode(bytes);
     (void)j.dump();
+    (void)s.decode(bytes, true).dump();
     // Floats may not round-trip bit for bit (NaN payloads), strings lose
     // what follows a NUL, bools normalise: only re-encoding must succeed.
     (void)s.encode(j);
   } catch (const CodecError&) {
+    decodes = false;
   }
+  // The CDR encoder takes exactly the buffers decode() takes.
+  bool cdr_encodes = true;
+  try {
+    std::string cdr;
+    s.to_cdr(bytes, cdr);
+  } catch (const CodecError&) {
+    cdr_encodes = false;
+  }
+  if (cdr_encodes && !decodes) {
+    // decode() failed later, in encode(): it must still decode.
+    try {
+      (void)s.decode(bytes);
+    } catch (const CodecError&) {
+      __builtin_trap();
+    }
+  }
+  if (!cdr_encodes && decodes) __builtin_trap();
   return 0;
 }

@@ -130,6 +130,59 @@ TEST(SchemaCodecTest, TrailingArrayRoundTripsWithItsCount) {
   EXPECT_EQ(std::memcmp(encoded.data(), buf, sizeof(buf)), 0);
 }
 
+TEST(SchemaCodecTest, SixtyFourBitIntegersAsStringsRoundTripExactly) {
+  const Schema s = schema_of(test_msgs::AllKinds::kSchema);
+  test_msgs::AllKinds m{};
+  m.i64 = std::numeric_limits<std::int64_t>::min();
+  m.u64 = (std::uint64_t{1} << 53) + 1;
+  m.header.stamp_ns = std::numeric_limits<std::uint64_t>::max();
+  const json j = s.decode(bytes_of(m), true);
+  EXPECT_EQ(j["i64"], "-9223372036854775808");
+  EXPECT_EQ(j["u64"], "9007199254740993");
+  EXPECT_EQ(j["header"]["stamp_ns"], "18446744073709551615");
+  EXPECT_EQ(j["i32"], 0) << "only 64-bit integers become strings";
+  const std::vector<std::byte> back = s.encode(j);
+  EXPECT_EQ(std::memcmp(back.data(), &m, sizeof(m)), 0);
+  json bad = j;
+  bad["u64"] = "18446744073709551616";
+  EXPECT_THROW((void)s.encode(bad), CodecError);
+  bad["u64"] = "12abc";
+  EXPECT_THROW((void)s.encode(bad), CodecError);
+  bad["u64"] = 5;
+  bad["i32"] = "5";
+  EXPECT_THROW((void)s.encode(bad), CodecError) << "a 32-bit integer is a number";
+}
+
+TEST(SchemaCodecTest, CdrIsWhatRos2WritesAndItsSchemaTheRos2MsgText) {
+  const Schema s = schema_of(std_msgs::Header::kSchema);
+  std_msgs::Header h{};
+  h.stamp_ns = 0x0102030405060708ULL;
+  h.seq = 9;
+  h.frame_id.assign("map");
+  std::string cdr;
+  s.to_cdr(bytes_of(h), cdr);
+  // Encapsulation CDR_LE; uint64 at 0; uint32 at 8; the string's length
+  // with its NUL at 12, then its bytes and the NUL.
+  const std::string want(
+      "\x00\x01\x00\x00"
+      "\x08\x07\x06\x05\x04\x03\x02\x01"
+      "\x09\x00\x00\x00"
+      "\x04\x00\x00\x00map\x00",
+      24);
+  EXPECT_EQ(cdr, want);
+  EXPECT_EQ(ros2msg_text(s.root()), "uint64 stamp_ns\nuint32 seq\nstring<=52 frame_id\n");
+  const Schema img = schema_of(sensor_msgs::Image::kSchema);
+  EXPECT_EQ(ros2msg_text(img.root()),
+            "std_msgs/Header header\nuint32 height\nuint32 width\nstring<=16 encoding\nuint8 is_bigendian\n"
+            "uint32 step\nuint8[] data\n" +
+                std::string(80, '=') + "\nMSG: std_msgs/Header\nuint64 stamp_ns\nuint32 seq\nstring<=52 frame_id\n");
+  // A buffer that lies about its trailing array is refused as decode() refuses it.
+  std::vector<std::byte> lying(sizeof(sensor_msgs::Image) + 2);
+  const std::uint32_t count = 3;
+  std::memcpy(lying.data() + offsetof(sensor_msgs::Image, data_count), &count, 4);
+  EXPECT_THROW(img.to_cdr(lying, cdr), CodecError);
+}
+
 TEST(SchemaCodecTest, ShortBufferIsAnErrorNeverAnOverread) {
   const Schema s = schema_of(sensor_msgs::Imu::kSchema);
   // Exactly as long as claimed, on the heap, so ASan sees any read past it.

@@ -548,7 +548,7 @@ namespace {
 struct BridgeArgs {
   cli::ConfigSource source;
   std::string domain;
-  std::optional<std::string> listen, token_file, tls_cert, tls_key;
+  std::optional<std::string> listen, token_file, tls_cert, tls_key, foxglove_encoding, json_int64;
   std::vector<std::string> allow, deny, allow_origins, msg_path;
   std::optional<std::uint32_t> max_clients, max_frame_bytes, send_queue, max_ops, max_client_bytes;
 };
@@ -573,6 +573,12 @@ void add_bridge_options(CLI::App& app, BridgeArgs& a) {
   app.add_option("--msg-path", a.msg_path,
                  "root of <package>/<Name>.msg files for the types clients create channels of (repeatable; "
                  "after the shipped types, before SHMBUS_MSG_PATH)");
+  app.add_option("--foxglove-encoding", a.foxglove_encoding,
+                 "how Foxglove clients get typed channels: cdr (default), json, or both (each channel twice)")
+      ->check(CLI::IsMember({"cdr", "json", "both"}));
+  app.add_option("--json-int64", a.json_int64,
+                 "how rosbridge JSON carries 64-bit integers: number (default, as rosbridge) or string (exact)")
+      ->check(CLI::IsMember({"number", "string"}));
 }
 
 CLI::App* add_connect_command(CLI::App& app, UplinkOptions& u) {
@@ -600,6 +606,8 @@ void apply_bridge_args(const BridgeArgs& a, BridgeSettings& b) {
   if (a.max_client_bytes) b.max_client_bytes = std::max<std::uint32_t>(64 * 1024, *a.max_client_bytes);
   if (!a.allow_origins.empty()) b.allow_origins = a.allow_origins;
   if (!a.msg_path.empty()) b.msg_path = a.msg_path;
+  if (a.foxglove_encoding) b.foxglove_encoding = *foxglove_encoding_of(*a.foxglove_encoding);
+  if (a.json_int64) b.json_int64 = *json_int64_of(*a.json_int64);
 }
 
 int run_uplink(const Config& config, const UplinkOptions& options) {

@@ -140,6 +140,46 @@ std::optional<introspect::ChannelView> Catalog::view(std::string_view name) cons
   }
 }
 
+BusGraph bus_graph(const Catalog& catalog, const std::function<bool(std::string_view)>& allowed) {
+  BusGraph g;
+  for (const auto& [name, entry] : catalog.channels()) {
+    const auto v = catalog.view(name);
+    if (!v) continue;
+    const std::string served = service_of_request_channel(name);
+    if (entry.service_channel) {
+      // A service is its request channel: the server subscribes to it, a
+      // client publishes into it (the response channel says nothing more).
+      if (served.empty() || !allowed(served)) continue;
+      for (const auto& e : v->subscribers) {
+        if (!e.alive) continue;
+        g.providers[served].insert(e.node);
+        g.nodes[e.node].serving.insert(served);
+        g.nodes[e.node].pids.insert(e.pid);
+      }
+      for (const auto& e : v->publishers) {
+        if (!e.alive) continue;
+        g.nodes[e.node].calling.insert(served);
+        g.nodes[e.node].pids.insert(e.pid);
+      }
+      continue;
+    }
+    if (!allowed(name)) continue;
+    for (const auto& e : v->publishers) {
+      if (!e.alive) continue;
+      g.publishers[name].insert(e.node);
+      g.nodes[e.node].publishing.insert(name);
+      g.nodes[e.node].pids.insert(e.pid);
+    }
+    for (const auto& e : v->subscribers) {
+      if (!e.alive) continue;
+      g.subscribers[name].insert(e.node);
+      g.nodes[e.node].subscribing.insert(name);
+      g.nodes[e.node].pids.insert(e.pid);
+    }
+  }
+  return g;
+}
+
 // -------------------------------------------------------------- BusReader
 
 struct BusReader::Topic {
@@ -220,6 +260,55 @@ void BusReader::apply(std::vector<Command>& commands) {
   }
 }
 
+namespace {
+
+/// A message as JSON (raw bytes: as rosbridge sends a uint8[], an array of
+/// numbers).
+schema::Json json_of(const schema::Schema* schema, std::span<const std::byte> payload, bool int64_as_string) {
+  if (schema != nullptr) return schema->decode(payload, int64_as_string);
+  schema::Json data = schema::Json::array();
+  for (const std::byte b : payload) data.push_back(static_cast<unsigned>(b));
+  return schema::Json{{"data", std::move(data)}};
+}
+
+std::shared_ptr<const std::string> shared_text(std::string text) {
+  return std::make_shared<const std::string>(std::move(text));
+}
+
+}  // namespace
+
+void BusReader::encode(const Topic& t, std::span<const std::byte> payload, const std::array<bool, kEncodings>& wanted,
+                       OutMessage& out) {
+  const auto want = [&](Encoding e) { return wanted[static_cast<std::size_t>(e)]; };
+  const auto put = [&](Encoding e, std::shared_ptr<const std::string> text) {
+    out.encoded[static_cast<std::size_t>(e)] = std::move(text);
+  };
+  const schema::Schema* schema = t.schema.get();
+  if (want(Encoding::kFoxgloveCdr)) {
+    std::string cdr;
+    if (schema != nullptr) {
+      schema->to_cdr(payload, cdr);
+    } else {
+      schema::bytes_to_cdr(payload, cdr);
+    }
+    put(Encoding::kFoxgloveCdr, shared_text(std::move(cdr)));
+  }
+  if (want(Encoding::kRosJsonExact)) {
+    const schema::Json op{{"op", "publish"}, {"topic", t.name}, {"msg", json_of(schema, payload, true)}};
+    put(Encoding::kRosJsonExact, shared_text(dump_json(op)));
+  }
+  if (!want(Encoding::kFoxglove) && !want(Encoding::kRosJson) && !want(Encoding::kRosCbor)) return;
+  schema::Json msg = json_of(schema, payload, false);
+  if (want(Encoding::kFoxglove)) put(Encoding::kFoxglove, shared_text(dump_json(msg)));
+  if (!want(Encoding::kRosJson) && !want(Encoding::kRosCbor)) return;
+  const schema::Json op{{"op", "publish"}, {"topic", t.name}, {"msg", std::move(msg)}};
+  if (want(Encoding::kRosJson)) put(Encoding::kRosJson, shared_text(dump_json(op)));
+  if (want(Encoding::kRosCbor)) {
+    const std::vector<std::uint8_t> cbor = schema::Json::to_cbor(op);
+    put(Encoding::kRosCbor, shared_text(std::string(cbor.begin(), cbor.end())));
+  }
+}
+
 void BusReader::drain(Topic& t) {
   // At most one ring's worth per round, so one busy channel cannot starve
   // the others.
@@ -241,35 +330,13 @@ void BusReader::drain(Topic& t) {
     out->receive_wall_ns = wall_now_ns();
     std::array<bool, kEncodings> wanted{};
     for (const Sink& s : t.sinks) wanted[static_cast<std::size_t>(s.encoding)] = true;
-    schema::Json msg;
     try {
-      if (t.schema) {
-        msg = t.schema->decode(payload);
-      } else {
-        // Raw bytes: as rosbridge sends a uint8[] (an array of numbers).
-        schema::Json data = schema::Json::array();
-        for (const std::byte b : payload) data.push_back(static_cast<unsigned>(b));
-        msg = schema::Json{{"data", std::move(data)}};
-      }
+      encode(t, payload, wanted, *out);
     } catch (const schema::CodecError& e) {
       t.subscriber.count_error();
       spdlog::warn("{} #{}: does not decode with the channel's schema ({}); not bridged", t.name, r.info.sequence,
                    e.what());
       continue;
-    }
-    if (wanted[static_cast<std::size_t>(Encoding::kFoxglove)]) {
-      out->encoded[static_cast<std::size_t>(Encoding::kFoxglove)] = std::make_shared<const std::string>(dump_json(msg));
-    }
-    if (wanted[static_cast<std::size_t>(Encoding::kRosJson)] || wanted[static_cast<std::size_t>(Encoding::kRosCbor)]) {
-      schema::Json op{{"op", "publish"}, {"topic", t.name}, {"msg", std::move(msg)}};
-      if (wanted[static_cast<std::size_t>(Encoding::kRosJson)]) {
-        out->encoded[static_cast<std::size_t>(Encoding::kRosJson)] = std::make_shared<const std::string>(dump_json(op));
-      }
-      if (wanted[static_cast<std::size_t>(Encoding::kRosCbor)]) {
-        const std::vector<std::uint8_t> cbor = schema::Json::to_cbor(op);
-        out->encoded[static_cast<std::size_t>(Encoding::kRosCbor)] =
-            std::make_shared<const std::string>(cbor.begin(), cbor.end());
-      }
     }
     dispatch_(std::move(out), t.sinks);
   }

@@ -12,6 +12,8 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
+#include <span>
 #include <string>
 #include <thread>
 #include <vector>
@@ -82,13 +84,33 @@ class Catalog {
   std::map<std::string, std::string, std::less<>> refused_;                 ///< channel -> why (never bridged)
 };
 
+/// Who publishes, subscribes and serves what, read live from the
+/// endpoints of the catalog's channels (node names as each process gave
+/// them). rosapi's nodes and Foxglove's connection graph are this.
+struct BusGraph {
+  struct Node {
+    std::set<std::string> publishing, subscribing;  ///< topics
+    std::set<std::string> serving, calling;         ///< services
+    std::set<std::int32_t> pids;
+  };
+  std::map<std::string, Node> nodes;                         ///< by node name
+  std::map<std::string, std::set<std::string>> publishers;   ///< topic -> nodes
+  std::map<std::string, std::set<std::string>> subscribers;  ///< topic -> nodes
+  std::map<std::string, std::set<std::string>> providers;    ///< service -> nodes serving it
+};
+/// The graph of the channels `allowed` lets through (services by their
+/// service name); endpoints of processes that are gone are left out.
+BusGraph bus_graph(const Catalog& catalog, const std::function<bool(std::string_view)>& allowed);
+
 /// How a client wants a channel's messages.
 enum class Encoding : std::uint8_t {
-  kRosJson,   ///< rosbridge `publish` op as a JSON text frame
-  kRosCbor,   ///< the same op as CBOR in a binary frame
-  kFoxglove,  ///< the message as JSON, the payload of a Foxglove message-data frame
+  kRosJson,       ///< rosbridge `publish` op as a JSON text frame
+  kRosJsonExact,  ///< the same with 64-bit integers as decimal strings
+  kRosCbor,       ///< the same op as CBOR in a binary frame
+  kFoxglove,      ///< the message as JSON, the payload of a Foxglove message-data frame
+  kFoxgloveCdr,   ///< the message as ROS 2 CDR, idem
 };
-inline constexpr std::size_t kEncodings = 3;
+inline constexpr std::size_t kEncodings = 5;
 
 /// Where a channel's messages go: one subscription of one session.
 struct Sink {
@@ -146,6 +168,10 @@ class BusReader {
   void run();
   void apply(std::vector<Command>& commands);
   void drain(Topic& topic);
+  /// Fills `out.encoded` with the encodings `wanted`; throws
+  /// schema::CodecError for a message its schema does not decode.
+  static void encode(const Topic& t, std::span<const std::byte> payload, const std::array<bool, kEncodings>& wanted,
+                     OutMessage& out);
 
   Context& context_;
   Dispatch dispatch_;

@@ -12,8 +12,19 @@ using schema::Json;
 
 namespace {
 
-bool foxglove_visible(const Hub& hub, const ChannelEntry& e) {
-  return !e.service_channel && e.schema != nullptr && hub.allowed(e.name);
+bool foxglove_visible(const Hub& hub, const ChannelEntry& e) { return !e.service_channel && hub.allowed(e.name); }
+
+/// With both encodings, a channel's CDR form has this bit in its id.
+constexpr std::uint32_t kCdrBit = 0x8000'0000U;
+
+/// What a channel without a schema is offered as: its bytes.
+constexpr const char* kBytesType = "shmbus/Bytes";
+
+/// `pkg/Type` -> `pkg/msg/Type`, the name ROS 2 tools give a CDR schema.
+std::string ros2_name(const std::string& type) {
+  const auto slash = type.find('/');
+  if (slash == std::string::npos || type.find('/', slash + 1) != std::string::npos) return type;
+  return type.substr(0, slash) + "/msg" + type.substr(slash);
 }
 
 std::uint32_t load_u32(std::string_view data, std::size_t at) {
@@ -45,8 +56,12 @@ void FoxgloveSession::on_frame(const std::string& data, bool text) {
 void FoxgloveSession::deliver(const OutMessage& message, std::uint64_t key) {
   if (closed_) return;
   const auto it = by_key_.find(key);
-  const auto& body = message.encoded[static_cast<std::size_t>(Encoding::kFoxglove)];
-  if (it == by_key_.end() || !body) return;
+  if (it == by_key_.end()) return;
+  const auto channel = subs_.find(it->second);
+  if (channel == subs_.end()) return;
+  const Encoding form = is_cdr(channel->second) ? Encoding::kFoxgloveCdr : Encoding::kFoxglove;
+  const auto& body = message.encoded[static_cast<std::size_t>(form)];
+  if (!body) return;
   Frame f;
   f.body = body;
   f.binary = true;
@@ -71,12 +86,48 @@ void FoxgloveSession::status(int level, const std::string& message) {
   send_text(dump_json(Json{{"op", "status"}, {"level", level}, {"message", message}}));
 }
 
-Json FoxgloveSession::channel_json(const ChannelEntry& e) const {
-  return Json{{"id", e.id},
+std::vector<std::uint32_t> FoxgloveSession::channel_ids(const ChannelEntry& e) const {
+  switch (hub_.settings.foxglove_encoding) {
+    case FoxgloveEncoding::kCdr:
+    case FoxgloveEncoding::kJson:
+      return {e.id};
+    case FoxgloveEncoding::kBoth:
+      return {e.id, e.id | kCdrBit};
+  }
+  return {};
+}
+
+bool FoxgloveSession::is_cdr(std::uint32_t channel_id) const noexcept {
+  const FoxgloveEncoding mode = hub_.settings.foxglove_encoding;
+  return mode == FoxgloveEncoding::kCdr || (mode == FoxgloveEncoding::kBoth && (channel_id & kCdrBit) != 0);
+}
+
+const ChannelEntry* FoxgloveSession::entry_of(std::uint32_t channel_id) const {
+  return hub_.catalog.find_id(hub_.settings.foxglove_encoding == FoxgloveEncoding::kBoth ? channel_id & ~kCdrBit
+                                                                                         : channel_id);
+}
+
+Json FoxgloveSession::channel_json(const ChannelEntry& e, std::uint32_t channel_id) const {
+  if (is_cdr(channel_id)) {
+    // ROS 2 CDR with its .msg text, as foxglove_bridge offers ROS 2 topics;
+    // bytes without a schema as a message of one uint8[].
+    return Json{{"id", channel_id},
+                {"topic", e.name},
+                {"encoding", "cdr"},
+                {"schemaName", ros2_name(e.schema ? e.type.name : kBytesType)},
+                {"schema", e.schema ? schema::ros2msg_text(e.schema->root()) : std::string{"uint8[] data\n"}},
+                {"schemaEncoding", "ros2msg"}};
+  }
+  const Json bytes_schema{
+      {"type", "object"},
+      {"properties",
+       {{"data", {{"type", "array"}, {"items", {{"type", "integer"}, {"minimum", 0}, {"maximum", 255}}}}}}},
+      {"required", Json::array({"data"})}};
+  return Json{{"id", channel_id},
               {"topic", e.name},
               {"encoding", "json"},
-              {"schemaName", e.type.name},
-              {"schema", dump_json(e.schema->json_schema())},
+              {"schemaName", e.schema ? e.type.name : kBytesType},
+              {"schema", dump_json(e.schema ? e.schema->json_schema() : bytes_schema)},
               {"schemaEncoding", "jsonschema"}};
 }
 
@@ -96,9 +147,11 @@ void FoxgloveSession::opened() {
 void FoxgloveSession::advertise(const std::vector<const ChannelEntry*>& channels) {
   Json list = Json::array();
   for (const ChannelEntry* e : channels) {
-    if (!foxglove_visible(hub_, *e) || advertised_.contains(e->id)) continue;
-    list.push_back(channel_json(*e));
-    advertised_.insert(e->id);
+    if (!foxglove_visible(hub_, *e)) continue;
+    for (const std::uint32_t id : channel_ids(*e)) {
+      if (!advertised_.insert(id).second) continue;
+      list.push_back(channel_json(*e, id));
+    }
   }
   if (!list.empty()) send_text(dump_json(Json{{"op", "advertise"}, {"channels", std::move(list)}}));
 }
@@ -108,16 +161,18 @@ void FoxgloveSession::channels_changed(const std::vector<const ChannelEntry*>& a
   if (closed_) return;
   Json gone = Json::array();
   for (const ChannelEntry& e : removed) {
-    if (advertised_.erase(e.id) == 0) continue;
-    gone.push_back(e.id);
-    for (auto it = by_key_.begin(); it != by_key_.end();) {
-      const auto sub = subs_.find(it->second);
-      if (sub != subs_.end() && sub->second == e.id) {
-        hub_.reader->remove(e.name, this, it->first);
-        subs_.erase(sub);
-        it = by_key_.erase(it);
-      } else {
-        ++it;
+    for (const std::uint32_t id : channel_ids(e)) {
+      if (advertised_.erase(id) == 0) continue;
+      gone.push_back(id);
+      for (auto it = by_key_.begin(); it != by_key_.end();) {
+        const auto sub = subs_.find(it->second);
+        if (sub != subs_.end() && sub->second == id) {
+          hub_.reader->remove(e.name, this, it->first);
+          subs_.erase(sub);
+          it = by_key_.erase(it);
+        } else {
+          ++it;
+        }
       }
     }
   }
@@ -171,7 +226,7 @@ void FoxgloveSession::on_op(const Json& op) {
 void FoxgloveSession::subscribe(const Json& s) {
   const auto id = schema::unsigned_value<std::uint32_t>(s.at("id"), "id");
   const auto channel_id = schema::unsigned_value<std::uint32_t>(s.at("channelId"), "channelId");
-  const ChannelEntry* e = hub_.catalog.find_id(channel_id);
+  const ChannelEntry* e = entry_of(channel_id);
   if (e == nullptr || !advertised_.contains(channel_id)) {
     refuse(fmt::format("subscribe: channel {} is not advertised", channel_id));
     return;
@@ -183,13 +238,14 @@ void FoxgloveSession::subscribe(const Json& s) {
   const std::uint64_t key = next_key();
   subs_[id] = channel_id;
   by_key_[key] = id;
-  hub_.reader->add(*e, Sink{weak_from_this(), this, key, Encoding::kFoxglove});
+  hub_.reader->add(
+      *e, Sink{weak_from_this(), this, key, is_cdr(channel_id) ? Encoding::kFoxgloveCdr : Encoding::kFoxglove});
 }
 
 void FoxgloveSession::unsubscribe(std::uint32_t id) {
   for (auto it = by_key_.begin(); it != by_key_.end(); ++it) {
     if (it->second != id) continue;
-    if (const ChannelEntry* e = hub_.catalog.find_id(subs_[id])) hub_.reader->remove(e->name, this, it->first);
+    if (const ChannelEntry* e = entry_of(subs_[id])) hub_.reader->remove(e->name, this, it->first);
     by_key_.erase(it);
     break;
   }
@@ -221,8 +277,10 @@ void FoxgloveSession::client_advertise(const Json& c) {
     made = hub_.plan_channel(topic, type, created_.size());
     e = &made;
   } else if (!e->schema) {
-    refuse(fmt::format("advertise {}: channel {} carries {} without a schema; only typed channels take JSON", topic,
-                       topic, e->type.name));
+    refuse(
+        fmt::format("advertise {}: channel {} carries {} without a schema; a client publishes JSON into typed "
+                    "channels only",
+                    topic, topic, e->type.name.empty() ? kBytesType : e->type.name));
     return;
   }
   if (const auto refusal = type_mismatch(topic, "the client", type, e->type.name, "nothing will be published")) {

@@ -41,7 +41,11 @@ class FoxgloveSession final : public Session {
   void on_binary(std::string_view data);
   void status(int level, const std::string& message);
   void advertise(const std::vector<const ChannelEntry*>& channels);
-  [[nodiscard]] schema::Json channel_json(const ChannelEntry& e) const;
+  /// The Foxglove channels of a bus channel: one per encoding offered.
+  [[nodiscard]] std::vector<std::uint32_t> channel_ids(const ChannelEntry& e) const;
+  [[nodiscard]] bool is_cdr(std::uint32_t channel_id) const noexcept;
+  [[nodiscard]] const ChannelEntry* entry_of(std::uint32_t channel_id) const;
+  [[nodiscard]] schema::Json channel_json(const ChannelEntry& e, std::uint32_t channel_id) const;
 
   std::set<std::uint32_t> advertised_;                    ///< channel ids told to the client
   std::map<std::uint32_t, std::uint32_t> subs_;           ///< subscription id -> channel id

@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <set>
 #include <vector>
@@ -19,6 +20,10 @@ using schema::Json;
 namespace {
 
 constexpr std::string_view kRosapi = "/rosapi/";
+/// The rosapi services this bridge answers itself.
+constexpr std::array<const char*, 9> kRosapiServices = {
+    "topics",       "topic_type",      "topics_for_type", "topics_and_raw_types", "services",
+    "service_type", "message_details", "nodes",           "node_details"};
 
 /// "rosapi/topics" (roslib's spelling) -> "/rosapi/topics".
 std::string absolute(const std::string& name) { return name.starts_with('/') ? name : "/" + name; }
@@ -294,6 +299,19 @@ RosbridgeSession::Request RosbridgeSession::request_of(const Json& op, const std
            fmt::format("subscribe {}: compression \"{}\" is not supported; sending JSON", topic, compression), id);
   }
   r.cbor = compression == "cbor";
+  // 64-bit integers as numbers (rosbridge's form) or decimal strings.
+  r.int64_string = hub_.settings.json_int64 == JsonInt64::kString;
+  if (const auto field = op.find("json_int64"); field != op.end()) {
+    const auto form = field->is_string() ? json_int64_of(field->get<std::string>()) : std::nullopt;
+    if (form) {
+      r.int64_string = *form == JsonInt64::kString;
+    } else {
+      status("warning",
+             fmt::format("subscribe {}: json_int64 {} is not \"number\" or \"string\"; using {}", topic,
+                         dump_json(*field), r.int64_string ? "string" : "number"),
+             id);
+    }
+  }
   return r;
 }
 
@@ -310,6 +328,7 @@ auto merged_request(const Requests& requests) {
       m.fragment_size = m.fragment_size == 0 ? r.fragment_size : std::min(m.fragment_size, r.fragment_size);
     }
     m.cbor = m.cbor || r.cbor;
+    m.int64_string = m.int64_string || r.int64_string;
   }
   return m;
 }
@@ -363,7 +382,7 @@ void RosbridgeSession::subscribe(const Json& op) {
   TopicSubscription& sub = it->second;
   if (sub.type.empty()) sub.type = type;
   sub.requests[key] = request;
-  const bool was_cbor = sub.merged.cbor;
+  const Encoding was = encoding_of(sub.merged);
   sub.merged = merged_request(sub.requests);
   if (channel == nullptr) {
     if (sub.key == 0) {
@@ -374,7 +393,7 @@ void RosbridgeSession::subscribe(const Json& op) {
     }
     return;
   }
-  if (sub.key != 0 && was_cbor != sub.merged.cbor) stop_delivery(sub);  // the encoding changes
+  if (sub.key != 0 && was != encoding_of(sub.merged)) stop_delivery(sub);  // the encoding changes
   if (sub.key == 0) start_delivery(sub, *channel, false);
 }
 
@@ -382,9 +401,7 @@ void RosbridgeSession::start_delivery(TopicSubscription& sub, const ChannelEntry
   sub.key = next_key();
   sub.queued = 0;
   by_key_[sub.key] = &sub;
-  hub_.reader->add(channel,
-                   Sink{weak_from_this(), this, sub.key, sub.merged.cbor ? Encoding::kRosCbor : Encoding::kRosJson},
-                   from_first);
+  hub_.reader->add(channel, Sink{weak_from_this(), this, sub.key, encoding_of(sub.merged)}, from_first);
 }
 
 void RosbridgeSession::stop_delivery(TopicSubscription& sub) {
@@ -432,9 +449,9 @@ void RosbridgeSession::unsubscribe(const Json& op) {
       return;
     }
     if (!sub.requests.empty()) {
-      const bool was_cbor = sub.merged.cbor;
+      const Encoding was = encoding_of(sub.merged);
       sub.merged = merged_request(sub.requests);
-      if (sub.key != 0 && was_cbor != sub.merged.cbor) {
+      if (sub.key != 0 && was != encoding_of(sub.merged)) {
         const ChannelEntry* channel = hub_.catalog.find(topic);
         stop_delivery(sub);
         if (channel != nullptr) start_delivery(sub, *channel, false);
@@ -576,7 +593,7 @@ bool RosbridgeSession::rosapi(const std::string& service, const Json& args, Json
     values = Json{{"topics", std::move(topics)}};
   } else if (api == "services") {
     Json services = Json::array();
-    for (const char* own : {"topics", "topic_type", "topics_for_type", "services", "service_type", "message_details"}) {
+    for (const char* own : kRosapiServices) {
       services.push_back(std::string{kRosapi} + own);
     }
     for (const auto& [name, e] : channels) {
@@ -601,14 +618,44 @@ bool RosbridgeSession::rosapi(const std::string& service, const Json& args, Json
       return false;
     }
     values = Json{{"typedefs", typedefs_of(*def)}};
+  } else if (api == "topics_and_raw_types") {
+    Json topics = Json::array(), types = Json::array(), texts = Json::array();
+    for (const auto& [name, e] : channels) {
+      if (e.service_channel || !hub_.allowed(name)) continue;
+      topics.push_back(name);
+      types.push_back(e.type.name);
+      texts.push_back(e.schema ? schema::ros2msg_text(e.schema->root()) : std::string{});
+    }
+    values = Json{{"topics", std::move(topics)}, {"types", std::move(types)}, {"typedefs_full_text", std::move(texts)}};
+  } else if (api == "nodes" || api == "node_details") {
+    return rosapi_nodes(api, args, values);
   } else {
-    values = fmt::format(
-        "{} is not a rosapi service of this bridge (it has topics, topic_type, topics_for_type, "
-        "services, service_type, message_details)",
-        service);
+    values =
+        fmt::format("{} is not a rosapi service of this bridge (it has {})", service, fmt::join(kRosapiServices, ", "));
     return false;
   }
   return true;
+}
+
+bool RosbridgeSession::rosapi_nodes(const std::string& api, const Json& args, Json& values) {
+  const BusGraph graph = bus_graph(hub_.catalog, [this](std::string_view name) { return hub_.allowed(name); });
+  // ROS names nodes from the root: "/camera"; shmbus's "camera" is the same node.
+  const auto ros_name = [](const std::string& node) { return node.starts_with('/') ? node : "/" + node; };
+  if (api == "nodes") {
+    Json nodes = Json::array();
+    for (const auto& [node, n] : graph.nodes) nodes.push_back(ros_name(node));
+    values = Json{{"nodes", std::move(nodes)}};
+    return true;
+  }
+  const std::string wanted = string_field(args, "node");
+  for (const auto& [node, n] : graph.nodes) {
+    if (ros_name(node) != ros_name(wanted)) continue;
+    values =
+        Json{{"subscribing", n.subscribing}, {"publishing", n.publishing}, {"services", n.serving}, {"pids", n.pids}};
+    return true;
+  }
+  values = fmt::format("no node {} in domain \"{}\" (/rosapi/nodes lists them)", wanted, hub_.catalog.domain());
+  return false;
 }
 
 void RosbridgeSession::call_service(const Json& op) {
@@ -784,7 +831,7 @@ void RosbridgeSession::fragment(const Json& op) {
 
 void RosbridgeSession::send(const TopicSubscription& sub, const OutMessage& message) {
   const Request& r = sub.merged;
-  const auto& body = message.encoded[static_cast<std::size_t>(r.cbor ? Encoding::kRosCbor : Encoding::kRosJson)];
+  const auto& body = message.encoded[static_cast<std::size_t>(encoding_of(r))];
   if (!body) return;
   if (r.fragment_size != 0 && !r.cbor && body->size() > r.fragment_size) {
     // Pieces of at most fragment_size bytes, each ending on a character

@@ -42,7 +42,14 @@ class RosbridgeSession final : public Session {
     std::size_t queue_length = 0;   ///< 0: the client's send queue only
     std::size_t fragment_size = 0;  ///< 0: whole messages
     bool cbor = false;
+    bool int64_string = false;  ///< JSON with 64-bit integers as decimal strings
   };
+  /// How a subscription's messages are sent: CBOR (numbers exact), else
+  /// JSON with 64-bit integers as numbers or as strings.
+  static Encoding encoding_of(const Request& r) noexcept {
+    if (r.cbor) return Encoding::kRosCbor;
+    return r.int64_string ? Encoding::kRosJsonExact : Encoding::kRosJson;
+  }
   /// A topic this client subscribed to under one or more ids. It is sent
   /// once, at the most demanding of their settings (as rosbridge merges
   /// them): the least throttle, the longest queue, the smallest fragments,
@@ -87,6 +94,8 @@ class RosbridgeSession final : public Session {
   void call_service(const schema::Json& op);
   void service_response(const schema::Json& op, bool result, schema::Json values);
   bool rosapi(const std::string& service, const schema::Json& args, schema::Json& values);
+  /// rosapi's nodes and node_details, from the bus graph.
+  bool rosapi_nodes(const std::string& api, const schema::Json& args, schema::Json& values);
   void fragment(const schema::Json& op);
   void advertise_service(const schema::Json& op);
   void unadvertise_service(const std::string& service);

@@ -42,6 +42,19 @@ bool read_limit(const TomlReader& r, std::string_view key, const toml::node& v, 
 
 }  // namespace
 
+std::optional<FoxgloveEncoding> foxglove_encoding_of(std::string_view text) {
+  if (text == "cdr") return FoxgloveEncoding::kCdr;
+  if (text == "json") return FoxgloveEncoding::kJson;
+  if (text == "both") return FoxgloveEncoding::kBoth;
+  return std::nullopt;
+}
+
+std::optional<JsonInt64> json_int64_of(std::string_view text) {
+  if (text == "number") return JsonInt64::kNumber;
+  if (text == "string") return JsonInt64::kString;
+  return std::nullopt;
+}
+
 BridgeSettings read_bridge_settings(const cli::ConfigFile& file) {
   BridgeSettings b;
   const toml::node* section = file.section("bridge");
@@ -65,6 +78,14 @@ BridgeSettings read_bridge_settings(const cli::ConfigFile& file) {
       b.allow_origins = r.strings_of(v, key);
     } else if (key == "msg_path") {
       b.msg_path = r.strings_of(v, key);
+    } else if (key == "foxglove_encoding") {
+      const auto e = foxglove_encoding_of(r.string_of(v, key));
+      if (!e) r.fail(v, "bridge.foxglove_encoding is unknown; use \"cdr\", \"json\" or \"both\"");
+      b.foxglove_encoding = *e;
+    } else if (key == "json_int64") {
+      const auto e = json_int64_of(r.string_of(v, key));
+      if (!e) r.fail(v, "bridge.json_int64 is unknown; use \"number\" or \"string\"");
+      b.json_int64 = *e;
     } else if (!read_limit(r, key, v, b)) {
       r.fail(k.source(), "unknown key bridge." + std::string{key});
     }

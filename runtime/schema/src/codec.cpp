@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <bit>
+#include <charconv>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -36,7 +37,7 @@ json float_to_json(double d) {
   return d;
 }
 
-json decode_primitive(Primitive p, const std::byte* b) {
+json decode_primitive(Primitive p, const std::byte* b, bool int64_as_string) {
   switch (p) {
     case Primitive::kBool:
       return load<std::uint8_t>(b) != 0;
@@ -53,8 +54,10 @@ json decode_primitive(Primitive p, const std::byte* b) {
     case Primitive::kUint32:
       return load<std::uint32_t>(b);
     case Primitive::kInt64:
+      if (int64_as_string) return std::to_string(load<std::int64_t>(b));
       return load<std::int64_t>(b);
     case Primitive::kUint64:
+      if (int64_as_string) return std::to_string(load<std::uint64_t>(b));
       return load<std::uint64_t>(b);
     case Primitive::kFloat32:
       return float_to_json(load<float>(b));
@@ -66,7 +69,7 @@ json decode_primitive(Primitive p, const std::byte* b) {
 
 class Decoder {
  public:
-  explicit Decoder(std::span<const std::byte> bytes) : bytes_(bytes) {}
+  Decoder(std::span<const std::byte> bytes, bool int64_as_string) : bytes_(bytes), int64_as_string_(int64_as_string) {}
 
   json message(const MessageDef& m, std::size_t base) const {
     json obj = json::object();
@@ -80,7 +83,7 @@ class Decoder {
   json element(const Field& f, std::size_t at) const {
     switch (f.kind) {
       case FieldKind::kPrimitive:
-        return decode_primitive(f.primitive, bytes_.data() + at);
+        return decode_primitive(f.primitive, bytes_.data() + at, int64_as_string_);
       case FieldKind::kString: {
         const auto* p = reinterpret_cast<const char*>(bytes_.data() + at);
         const void* nul = std::memchr(p, 0, f.string_capacity);
@@ -101,6 +104,7 @@ class Decoder {
 
  private:
   std::span<const std::byte> bytes_;
+  bool int64_as_string_ = false;
 };
 
 class Encoder {
@@ -222,6 +226,17 @@ class Encoder {
         }
       }
       return static_cast<T>(i);
+    }
+    if constexpr (sizeof(T) == 8) {
+      // 64-bit values also as decimal strings (exact where a JSON number
+      // would not be: past 2^53 in JavaScript).
+      if (v.is_string()) {
+        const auto& s = v.get_ref<const std::string&>();
+        T parsed{};
+        const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), parsed);
+        if (ec == std::errc::result_out_of_range) out_of_range();
+        if (ec == std::errc{} && end == s.data() + s.size() && !s.empty()) return parsed;
+      }
     }
     fail(path, fmt::format("must be an integer ({})", type_name<T>()), v);
   }
@@ -382,13 +397,13 @@ json Schema::json_schema() const {
   return s;
 }
 
-json Schema::decode(std::span<const std::byte> bytes) const {
+json Schema::decode(std::span<const std::byte> bytes, bool int64_as_string) const {
   const MessageDef& m = *root_;
   if (bytes.size() < m.size) {
     throw CodecError(fmt::format("{}: buffer of {} bytes is shorter than the {} bytes the message needs", m.name,
                                  bytes.size(), m.size));
   }
-  const Decoder dec(bytes);
+  const Decoder dec(bytes, int64_as_string);
   json obj = dec.message(m, 0);
   if (const Field* t = m.tail()) {
     const std::uint64_t count = load<std::uint32_t>(bytes.data() + t->offset);

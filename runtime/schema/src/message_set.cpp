@@ -626,18 +626,57 @@ std::vector<const MessageDef*> MessageSet::messages() const {
   return out;
 }
 
-std::string MessageSet::canonical_text(const MessageDef& m) {
-  std::string out;
+namespace {
+
+/// `m` and every message it uses, depth first, each once.
+std::vector<const MessageDef*> with_dependencies(const MessageDef& m) {
   std::vector<const MessageDef*> order{&m};
   std::set<const MessageDef*> seen{&m};
   for (std::size_t i = 0; i < order.size(); ++i) {
-    const MessageDef& d = *order[i];
-    out += "MSG: " + d.name + "\n";
-    for (const Constant& c : d.constants) out += fmt::format("{} {}={}\n", to_string(c.primitive), c.name, c.value);
-    for (const Field& f : d.fields) {
-      out += f.type() + " " + f.name + "\n";
+    for (const Field& f : order[i]->fields) {
       if (f.kind == FieldKind::kMessage && seen.insert(f.message).second) order.push_back(f.message);
     }
+  }
+  return order;
+}
+
+/// A field's type in ROS 2 `.msg` syntax: `string<=N`, `pkg/Type`, `[N]`, `[]`.
+std::string ros2_type(const Field& f) {
+  std::string t;
+  switch (f.kind) {
+    case FieldKind::kPrimitive:
+      t = to_string(f.primitive);
+      break;
+    case FieldKind::kString:
+      t = fmt::format("string<={}", f.string_capacity);
+      break;
+    case FieldKind::kMessage:
+      t = f.message->name;
+      break;
+  }
+  if (f.unbounded) return t + "[]";
+  if (f.array_length != 0) return fmt::format("{}[{}]", t, f.array_length);
+  return t;
+}
+
+}  // namespace
+
+std::string MessageSet::canonical_text(const MessageDef& m) {
+  std::string out;
+  for (const MessageDef* d : with_dependencies(m)) {
+    out += "MSG: " + d->name + "\n";
+    for (const Constant& c : d->constants) out += fmt::format("{} {}={}\n", to_string(c.primitive), c.name, c.value);
+    for (const Field& f : d->fields) out += f.type() + " " + f.name + "\n";
+  }
+  return out;
+}
+
+std::string ros2msg_text(const MessageDef& m) {
+  std::string out;
+  for (const MessageDef* d : with_dependencies(m)) {
+    if (d != &m) out += std::string(80, '=') + "\nMSG: " + d->name + "\n";
+    for (const Constant& c : d->constants) out += fmt::format("{} {}={}\n", to_string(c.primitive), c.name, c.value);
+    for (const Field& f : d->fields) out += ros2_type(f) + " " + f.name + "\n";
   }
   return out;
 }

@@ -183,6 +183,16 @@ class MessageSet {
   std::unique_ptr<Impl> impl_;
 };
 
+/// `m` in ROS 2 `.msg` syntax, as a `ros2msg` schema carries it (MCAP,
+/// Foxglove, rosbag2): `m`'s constants and fields, then for each message
+/// it uses a line of 80 '=', "MSG: pkg/Type" and its definition.
+/// `string<N>` is written `string<=N` (N bytes at most, as here).
+std::string ros2msg_text(const MessageDef& m);
+
+/// Raw bytes as the CDR of a message `uint8[] data` (what a channel without
+/// a schema is offered as), appended to `out`.
+void bytes_to_cdr(std::span<const std::byte> bytes, std::string& out);
+
 /// One message type, self-contained, ready to decode and encode.
 /// Thread-safety: immutable; share freely.
 class Schema {
@@ -198,9 +208,18 @@ class Schema {
 
   /// Bytes -> JSON. A buffer shorter than the message needs is a
   /// CodecError, never a read past its end. Extra bytes are ignored.
-  [[nodiscard]] Json decode(std::span<const std::byte> bytes) const;
+  /// With `int64_as_string`, int64 and uint64 values are decimal strings
+  /// (exact in JavaScript, where numbers past 2^53 round).
+  [[nodiscard]] Json decode(std::span<const std::byte> bytes, bool int64_as_string = false) const;
+  /// Bytes -> CDR (little-endian, after its 4-byte encapsulation header),
+  /// appended to `out`: the message as ROS 2 serializes the type that
+  /// ros2msg_text(root()) describes, so Foxglove and rosbag2 readers
+  /// decode it, 64-bit integers exact. Buffers are checked as decode()
+  /// checks them (CodecError).
+  void to_cdr(std::span<const std::byte> bytes, std::string& out) const;
   /// JSON -> bytes. Every field must be present with the right JSON type
-  /// and in range; unknown keys are refused. Throws CodecError.
+  /// and in range (a 64-bit integer may also be a decimal string); unknown
+  /// keys are refused. Throws CodecError.
   [[nodiscard]] std::vector<std::byte> encode(const Json& value) const;
   /// `partial` (a JSON object, possibly empty) merged (RFC 7386) onto an
   /// all-zero message, so the fields it leaves out are zero: what encode()

@@ -16,13 +16,28 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "shmbus/cli/config_source.hpp"
 #include "shmbus/config.hpp"
 
 namespace shmbus::bridge {
+
+/// How Foxglove clients are offered each typed channel.
+enum class FoxgloveEncoding : std::uint8_t {
+  kCdr,   ///< ROS 2 CDR with a ros2msg schema: binary, 64-bit values exact (foxglove_bridge's form)
+  kJson,  ///< JSON with a JSON Schema
+  kBoth,  ///< each channel twice, once per encoding (Foxglove's app flags a topic advertised twice)
+};
+
+/// How rosbridge JSON carries 64-bit integers.
+enum class JsonInt64 : std::uint8_t {
+  kNumber,  ///< numbers, as rosbridge sends them (JavaScript rounds those past 2^53)
+  kString,  ///< decimal strings: exact, but a client must parse them
+};
 
 /// Settings of shmbus-bridge, the WebSocket bridge ([bridge]).
 struct BridgeSettings {
@@ -64,7 +79,15 @@ struct BridgeSettings {
   /// they create a channel, searched after the shipped definitions and
   /// before SHMBUS_MSG_PATH (the order shmtool uses).
   std::vector<std::string> msg_path;
+  FoxgloveEncoding foxglove_encoding = FoxgloveEncoding::kCdr;
+  /// The default of every rosbridge subscription (a subscribe's own
+  /// "json_int64" field overrides it).
+  JsonInt64 json_int64 = JsonInt64::kNumber;
 };
+
+/// "cdr", "json", "both" / "number", "string"; nullopt for anything else.
+std::optional<FoxgloveEncoding> foxglove_encoding_of(std::string_view text);
+std::optional<JsonInt64> json_int64_of(std::string_view text);
 
 /// The [bridge] section of `file` (its defaults when it has none). Throws
 /// Error(kConfig) "file:line:column: what" for a bad or unknown key.

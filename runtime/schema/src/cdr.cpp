@@ -1,0 +1,140 @@
+// Bytes -> CDR through a schema: the message as ROS 2 serializes the type
+// ros2msg_text() describes.
+
+#include <fmt/format.h>
+
+#include <cstring>
+
+#include "shmbus/schema.hpp"
+
+namespace shmbus::schema {
+
+namespace {
+
+/// Little-endian CDR (XCDR1, as ROS 2's rmw implementations write it):
+/// each primitive aligned to its size, counted from after the 4-byte
+/// encapsulation header.
+class CdrWriter {
+ public:
+  explicit CdrWriter(std::string& out) : out_(out) {
+    out_.append("\x00\x01\x00\x00", 4);  // CDR_LE, no options
+    origin_ = out_.size();
+  }
+
+  void align(std::size_t n) {
+    const std::size_t misalign = (out_.size() - origin_) % n;
+    if (misalign != 0) out_.append(n - misalign, '\0');
+  }
+  void u32(std::uint32_t v) {
+    align(4);
+    raw(&v, 4);
+  }
+  void raw(const void* p, std::size_t n) { out_.append(static_cast<const char*>(p), n); }
+
+ private:
+  std::string& out_;
+  std::size_t origin_ = 0;
+};
+
+class CdrEncoder {
+ public:
+  CdrEncoder(std::span<const std::byte> bytes, const MessageDef& root, std::string& out)
+      : bytes_(bytes), root_(root), w_(out) {}
+
+  void message(const MessageDef& m, std::size_t base) {
+    // ROS 2 gives a message without fields one uint8 member.
+    if (m.fields.empty()) w_.raw("", 1);
+    for (const Field& f : m.fields) {
+      if (f.unbounded) {
+        // Only the root has one: its count in the fixed part, its
+        // elements after it (checked against the buffer by to_cdr).
+        std::uint32_t count = 0;
+        std::memcpy(&count, bytes_.data() + base + f.offset, 4);
+        w_.u32(count);
+        elements(f, root_.size, count);
+      } else if (f.array_length != 0) {
+        elements(f, base + f.offset, f.array_length);  // a fixed array has no count
+      } else {
+        element(f, base + f.offset);
+      }
+    }
+  }
+
+ private:
+  void elements(const Field& f, std::size_t at, std::size_t n) {
+    if (f.kind == FieldKind::kPrimitive && f.primitive != Primitive::kBool) {
+      // Back to back here as in CDR, both little-endian: one copy.
+      w_.align(size_of(f.primitive));
+      w_.raw(bytes_.data() + at, n * f.element_size);
+      return;
+    }
+    for (std::size_t i = 0; i < n; ++i) element(f, at + i * f.element_size);
+  }
+
+  void element(const Field& f, std::size_t at) {
+    const std::byte* p = bytes_.data() + at;
+    switch (f.kind) {
+      case FieldKind::kPrimitive: {
+        const std::uint32_t size = size_of(f.primitive);
+        w_.align(size);
+        if (f.primitive == Primitive::kBool) {
+          const char b = *p != std::byte{0} ? 1 : 0;
+          w_.raw(&b, 1);
+        } else {
+          w_.raw(p, size);
+        }
+        return;
+      }
+      case FieldKind::kString: {
+        // Length with the terminating NUL, the bytes, the NUL.
+        const void* nul = std::memchr(p, 0, f.string_capacity);
+        const auto n = nul != nullptr ? static_cast<std::size_t>(static_cast<const std::byte*>(nul) - p)
+                                      : std::size_t{f.string_capacity};
+        w_.u32(static_cast<std::uint32_t>(n + 1));
+        w_.raw(p, n);
+        w_.raw("", 1);
+        return;
+      }
+      case FieldKind::kMessage:
+        message(*f.message, at);
+        return;
+    }
+  }
+
+  std::span<const std::byte> bytes_;
+  const MessageDef& root_;
+  CdrWriter w_;
+};
+
+}  // namespace
+
+void Schema::to_cdr(std::span<const std::byte> bytes, std::string& out) const {
+  const MessageDef& m = *root_;
+  if (bytes.size() < m.size) {
+    throw CodecError(fmt::format("{}: buffer of {} bytes is shorter than the {} bytes the message needs", m.name,
+                                 bytes.size(), m.size));
+  }
+  if (const Field* t = m.tail()) {
+    std::uint32_t count = 0;
+    std::memcpy(&count, bytes.data() + t->offset, 4);
+    const std::uint64_t available = (bytes.size() - m.size) / t->element_size;
+    if (count > available) {
+      throw CodecError(
+          fmt::format("{}.{}: declares {} elements but the buffer holds {}", m.name, t->name, count, available));
+    }
+    out.reserve(out.size() + 64 + bytes.size() + std::size_t{count} * 4);
+  } else {
+    out.reserve(out.size() + 64 + bytes.size());
+  }
+  CdrEncoder(bytes, m, out).message(m, 0);
+}
+
+void bytes_to_cdr(std::span<const std::byte> bytes, std::string& out) {
+  if (bytes.size() > UINT32_MAX) throw CodecError(fmt::format("{} bytes do not fit a CDR uint8[]", bytes.size()));
+  out.reserve(out.size() + 8 + bytes.size());
+  CdrWriter w(out);
+  w.u32(static_cast<std::uint32_t>(bytes.size()));
+  w.raw(bytes.data(), bytes.size());
+}
+
+}  // namespace shmbus::schema
