@@ -20,6 +20,8 @@
 #include "sensor_msgs/Image.hpp"
 #include "shmbus/publisher.hpp"
 #include "shmbus/schema.hpp"
+#include "shmbus_msgs/Clock.hpp"
+#include "std_msgs/Header.hpp"
 #include "support/test_domain.hpp"
 #include "test_msgs/AllKinds.hpp"
 #include "test_msgs/WithTail.hpp"
@@ -245,6 +247,57 @@ TEST(BridgeFoxgloveTest, BothEncodingsOfferEachChannelTwiceAndJsonAloneKeepsTheJ
     }
     EXPECT_EQ(got, encodings) << mode;
     EXPECT_EQ(ids.size(), encodings.size()) << mode << ": channel ids are unique";
+  }
+}
+
+TEST(BridgeFoxgloveTest, ClientsCallServicesFollowTheGraphAndTheReplaysClock) {
+  shmbus::test::TestDomain d;
+  const std::string domain = d.context().domain();
+  auto adder = std::make_unique<ChildProcess>(std::vector<std::string>{kAdder}, true,
+                                              std::vector<std::string>{"SHMBUS_DOMAIN=" + domain});
+  ASSERT_TRUE(adder->wait_for_output("serving /example/add", 10s)) << adder->output();
+  shmbus::Publisher topic("/graph/topic", type_of<std_msgs::Header>(), d.context());
+  // A replay's clock, as `shmtool play --clock` publishes it.
+  shmbus::Publisher clock_pub("/shmbus/clock", type_of<shmbus_msgs::Clock>(), d.context());
+  constexpr std::uint64_t kStart = 1'700'000'000'000'000'007ULL;
+  Feeder clock(clock_pub, [](std::uint32_t i) {
+    shmbus_msgs::Clock c{};
+    c.clock_ns = kStart + std::uint64_t{i} * 1'000'000;
+    std::vector<std::byte> b(sizeof(c));
+    std::memcpy(b.data(), &c, sizeof(c));
+    return b;
+  });
+  BridgeProcess bridge(domain);
+  ASSERT_NE(bridge.port, 0);
+  const json r = run_node({kJs + "/bridge_foxglove_cdr.mjs", "ws://127.0.0.1:" + std::to_string(bridge.port), "0",
+                           R"(--call=/example/add={"a": 2, "b": 40})", "--graph=/graph/topic", "--time=3"});
+  clock.stop();
+  ASSERT_TRUE(r.is_object());
+  EXPECT_EQ(r["errors"], json::array()) << r.dump();
+  const json& caps = r["serverInfo"]["capabilities"];
+  for (const char* cap : {"clientPublish", "services", "connectionGraph", "time"}) {
+    EXPECT_NE(std::find(caps.begin(), caps.end(), cap), caps.end()) << cap << " in " << caps.dump();
+  }
+  // The shmbus adder, called from Foxglove with a JSON request.
+  ASSERT_EQ(r["services"].size(), 1U) << r["services"].dump();
+  EXPECT_EQ(r["services"][0]["name"], "/example/add");
+  EXPECT_EQ(r["services"][0]["type"], "example_srvs/AddTwoInts");
+  EXPECT_EQ(r["services"][0]["request"]["schemaEncoding"], "jsonschema");
+  EXPECT_EQ(r["response"]["callId"], 7);
+  EXPECT_EQ(r["response"]["encoding"], "json");
+  EXPECT_EQ(r["response"]["data"]["sum"], 42);
+  // The graph names this process's node as the topic's publisher, and a
+  // provider of the service.
+  EXPECT_EQ(r["graph"]["published"]["/graph/topic"], json::array({d.context().node()})) << r["graph"].dump();
+  EXPECT_EQ(r["graph"]["services"]["/example/add"].size(), 1U) << r["graph"].dump();
+  // Time: clock values that were published, in order.
+  ASSERT_EQ(r["times"].size(), 3U);
+  std::uint64_t last = 0;
+  for (const json& t : r["times"]) {
+    const std::uint64_t ns = std::stoull(t.get<std::string>());
+    EXPECT_EQ((ns - kStart) % 1'000'000, 0U) << ns;
+    EXPECT_GT(ns, last);
+    last = ns;
   }
 }
 

@@ -4,9 +4,12 @@
 // channel the bridge advertises, and COUNT messages of each TOPIC, printed
 // exactly (64-bit integers as decimal strings, typed arrays as arrays,
 // non-finite floats as "NaN"/"Infinity"/"-Infinity", as shmbus's JSON
-// writes them). Prints one JSON report on stdout.
+// writes them). With options it also calls a service with a JSON request,
+// follows the connection graph until it names a topic, and takes time
+// messages. Prints one JSON report on stdout.
 //
-// usage: node bridge_foxglove_cdr.mjs ws://127.0.0.1:PORT COUNT TOPIC...
+// usage: node bridge_foxglove_cdr.mjs ws://127.0.0.1:PORT COUNT [TOPIC...]
+//          [--call=SERVICE=JSON] [--graph=TOPIC] [--time=N]
 import { startReport } from './report.mjs';
 import foxglove from '@foxglove/ws-protocol';
 import { parse } from '@foxglove/rosmsg';
@@ -14,9 +17,14 @@ import { MessageReader } from '@foxglove/rosmsg2-serialization';
 import { WebSocket } from 'ws';
 
 const { FoxgloveClient } = foxglove;
-const [url, countText, ...topics] = process.argv.slice(2);
+const [url, countText, ...rest] = process.argv.slice(2);
 const count = Number(countText);
-const { report, finish } = startReport({ statuses: [], channels: [], messages: {} });
+const option = (name) => rest.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
+const topics = rest.filter((a) => !a.startsWith('--'));
+const call = option('call');
+const graphTopic = option('graph');
+const timeCount = Number(option('time') ?? '0');
+const { report, finish } = startReport({ statuses: [], channels: [], messages: {}, services: [], times: [] });
 
 /// A decoded value as shmbus's exact JSON writes it.
 function exact(v) {
@@ -39,8 +47,64 @@ client.on('status', (s) => report.statuses.push(s));
 client.on('serverInfo', (info) => { report.serverInfo = info; });
 
 const readers = new Map();  // subscription id -> { topic, reader }
-let pending = topics.length;
+// What is still awaited: each topic's messages, the call, the graph, the time.
+let pending = topics.length + (call ? 1 : 0) + (graphTopic ? 1 : 0) + (timeCount > 0 ? 1 : 0);
+function done() {
+  pending -= 1;
+  if (pending === 0) {
+    client.close();
+    finish();
+  }
+}
 if (pending === 0) setTimeout(() => finish(), 500);
+
+if (call) {
+  const [service, request] = [call.slice(0, call.indexOf('=')), call.slice(call.indexOf('=') + 1)];
+  client.on('advertiseServices', (list) => {
+    for (const s of list) {
+      report.services.push(s);
+      if (s.name !== service) continue;
+      client.sendServiceCallRequest({ serviceId: s.id, callId: 7, encoding: 'json',
+        data: new TextEncoder().encode(request) });
+    }
+  });
+  client.on('serviceCallResponse', (r) => {
+    report.response = { serviceId: r.serviceId, callId: r.callId, encoding: r.encoding,
+      data: JSON.parse(new TextDecoder().decode(r.data)) };
+    done();
+  });
+  client.on('serviceCallFailure', (f) => {
+    report.errors.push(`service call failed: ${f.message}`);
+    done();
+  });
+}
+if (graphTopic) {
+  // The graph as the updates build it: topic -> publisher ids.
+  report.graph = { published: {}, subscribed: {}, services: {} };
+  client.on('open', () => client.subscribeConnectionGraph());
+  let seen = false;
+  client.on('connectionGraphUpdate', (u) => {
+    for (const t of u.publishedTopics) report.graph.published[t.name] = t.publisherIds;
+    for (const t of u.subscribedTopics) report.graph.subscribed[t.name] = t.subscriberIds;
+    for (const s of u.advertisedServices) report.graph.services[s.name] = s.providerIds;
+    for (const name of u.removedTopics) {
+      delete report.graph.published[name];
+      delete report.graph.subscribed[name];
+    }
+    for (const name of u.removedServices) delete report.graph.services[name];
+    if (!seen && report.graph.published[graphTopic]) {
+      seen = true;
+      done();
+    }
+  });
+}
+if (timeCount > 0) {
+  client.on('time', ({ timestamp }) => {
+    if (report.times.length >= timeCount) return;
+    report.times.push(timestamp.toString());
+    if (report.times.length === timeCount) done();
+  });
+}
 client.on('advertise', (list) => {
   for (const c of list) {
     report.channels.push({ id: c.id, topic: c.topic, encoding: c.encoding, schemaName: c.schemaName,
@@ -67,10 +131,6 @@ client.on('message', ({ subscriptionId, data }) => {
   }
   if (got.length === count) {
     client.unsubscribe(subscriptionId);
-    pending -= 1;
-    if (pending === 0) {
-      client.close();
-      finish();
-    }
+    done();
   }
 });

@@ -1,6 +1,7 @@
 // The listening socket (WebSocket upgrades, /metrics and /healthz on one
 // port), the hub the sessions share, and the program.
 #include "shmbus/bridge/bridge.hpp"
+#include "shmbus/names.hpp"
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -184,6 +185,48 @@ void Hub::refresh() {
   std::vector<std::shared_ptr<Session>> all;
   for (Session* s : sessions) all.push_back(s->shared_from_this());
   for (const auto& s : all) s->channels_changed(added, removed);
+}
+
+void Hub::graph_tick() {
+  std::vector<std::shared_ptr<Session>> watchers;
+  for (Session* s : sessions) {
+    if (s->wants_graph()) watchers.push_back(s->shared_from_this());
+  }
+  if (watchers.empty()) return;
+  const BusGraph graph = bus_graph(catalog, [this](std::string_view name) { return allowed(name); });
+  for (const auto& s : watchers) s->graph_now(graph);
+}
+
+std::optional<std::string> Hub::call_service(const std::string& service, const schema::Json& args,
+                                             std::chrono::nanoseconds timeout, ServiceCaller::Done done) {
+  counters.service_calls.fetch_add(1, std::memory_order_relaxed);
+  const auto fail = [&](std::string why) {
+    counters.service_failures.fetch_add(1, std::memory_order_relaxed);
+    return std::optional<std::string>(std::move(why));
+  };
+  if (!allowed(service)) return fail(fmt::format("{} is not allowed by this bridge's allow/deny lists", service));
+  refresh();
+  const ChannelEntry* requests = catalog.find(service_request_channel(service));
+  const ChannelEntry* responses = catalog.find(service_response_channel(service));
+  if (requests == nullptr || responses == nullptr || !requests->schema || !responses->schema) {
+    return fail(fmt::format("no service {} in domain \"{}\" (/rosapi/services lists them)", service, catalog.domain()));
+  }
+  std::vector<std::byte> request;
+  try {
+    request = requests->schema->encode(requests->schema->with_defaults(args));
+  } catch (const schema::CodecError& e) {
+    return fail(fmt::format("{}: the request does not fit {}: {}", service, requests->type.name, e.what()));
+  }
+  const ServiceTypes service_types{service_type_of_request_type(requests->type.name), requests->type, responses->type};
+  auto counted = [&counters = counters, done = std::move(done)](ServiceCaller::Result r) {
+    if (r.status != CallStatus::kOk) counters.service_failures.fetch_add(1, std::memory_order_relaxed);
+    done(std::move(r));
+  };
+  if (!services->call(service, service_types, std::move(request), responses->schema, timeout, std::move(counted))) {
+    return fail(fmt::format("{}: {} calls are already waiting for this service; try again later", service,
+                            ServiceCaller::kMaxQueued));
+  }
+  return std::nullopt;
 }
 
 ChannelEntry Hub::plan_channel(const std::string& topic, const std::string& type, std::size_t client_made) const {
@@ -384,12 +427,16 @@ struct Bridge::Impl {
   }
 
   /// Channels come and go: Foxglove clients hear of it within 200 ms.
+  std::uint64_t ticks = 0;
   void tick() {
     timer.expires_after(std::chrono::milliseconds(200));
     timer.async_wait([this](beast::error_code ec) {
       if (ec) return;
       try {
         hub.refresh();
+        // Who publishes what changes without the registry changing: the
+        // graph is read again once a second for the clients that follow it.
+        if (++ticks % 5 == 0) hub.graph_tick();
       } catch (const std::exception& e) {
         spdlog::warn("reading domain \"{}\": {}", hub.config.domain, e.what());
       }

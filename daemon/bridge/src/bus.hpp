@@ -92,11 +92,13 @@ struct BusGraph {
     std::set<std::string> publishing, subscribing;  ///< topics
     std::set<std::string> serving, calling;         ///< services
     std::set<std::int32_t> pids;
+    bool operator==(const Node&) const = default;
   };
   std::map<std::string, Node> nodes;                         ///< by node name
   std::map<std::string, std::set<std::string>> publishers;   ///< topic -> nodes
   std::map<std::string, std::set<std::string>> subscribers;  ///< topic -> nodes
   std::map<std::string, std::set<std::string>> providers;    ///< service -> nodes serving it
+  bool operator==(const BusGraph&) const = default;
 };
 /// The graph of the channels `allowed` lets through (services by their
 /// service name); endpoints of processes that are gone are left out.

@@ -2,8 +2,11 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <cstring>
+
 #include "foxglove.hpp"
 #include "shmbus/clock.hpp"
+#include "shmbus/names.hpp"
 #include "shmbus/schema/json_input.hpp"
 
 namespace shmbus::bridge {
@@ -13,6 +16,11 @@ using schema::Json;
 namespace {
 
 bool foxglove_visible(const Hub& hub, const ChannelEntry& e) { return !e.service_channel && hub.allowed(e.name); }
+
+/// Where a replay publishes the time it plays (`shmtool play --clock`;
+/// record::kClockChannel), and its type: the time capability follows it.
+constexpr const char* kClockChannel = "/shmbus/clock";
+constexpr const char* kClockType = "shmbus_msgs/Clock";
 
 /// With both encodings, a channel's CDR form has this bit in its id.
 constexpr std::uint32_t kCdrBit = 0x8000'0000U;
@@ -55,6 +63,10 @@ void FoxgloveSession::on_frame(const std::string& data, bool text) {
 
 void FoxgloveSession::deliver(const OutMessage& message, std::uint64_t key) {
   if (closed_) return;
+  if (key == clock_key_) {
+    send_time(message, key);
+    return;
+  }
   const auto it = by_key_.find(key);
   if (it == by_key_.end()) return;
   const auto channel = subs_.find(it->second);
@@ -74,6 +86,21 @@ void FoxgloveSession::deliver(const OutMessage& message, std::uint64_t key) {
   for (std::size_t i = 0; i < 4; ++i) f.head[1 + i] = static_cast<char>((sub >> (8 * i)) & 0xff);
   for (std::size_t i = 0; i < 8; ++i) f.head[5 + i] = static_cast<char>((stamp >> (8 * i)) & 0xff);
   f.head_len = 13;
+  enqueue(std::move(f));
+}
+
+void FoxgloveSession::send_time(const OutMessage& message, std::uint64_t key) {
+  // The clock message's CDR: the 4-byte header, then clock_ns.
+  const auto& body = message.encoded[static_cast<std::size_t>(Encoding::kFoxgloveCdr)];
+  if (!body || body->size() < 12) return;
+  static const auto kNothing = std::make_shared<const std::string>();
+  Frame f;
+  f.body = kNothing;
+  f.binary = true;
+  f.subscription = key;
+  f.head[0] = 2;  // time: u64 ns
+  std::memcpy(f.head.data() + 1, body->data() + 4, 8);
+  f.head_len = 9;
   enqueue(std::move(f));
 }
 
@@ -132,16 +159,105 @@ Json FoxgloveSession::channel_json(const ChannelEntry& e, std::uint32_t channel_
 }
 
 void FoxgloveSession::opened() {
+  hub_.refresh();
+  // Time is announced when a replay publishes its clock as the client
+  // connects (a capability cannot be added later in this protocol).
+  const ChannelEntry* clock = hub_.catalog.find(kClockChannel);
+  time_ = clock != nullptr && clock->type.name == kClockType && hub_.allowed(kClockChannel);
+  Json capabilities = Json::array({"clientPublish", "services", "connectionGraph"});
+  if (time_) capabilities.push_back("time");
   send_text(dump_json(Json{{"op", "serverInfo"},
                            {"name", "shmbus-bridge"},
-                           {"capabilities", Json::array({"clientPublish"})},
+                           {"capabilities", std::move(capabilities)},
                            {"supportedEncodings", Json::array({"json"})},
                            {"metadata", Json{{"domain", hub_.catalog.domain()}}},
                            {"sessionId", std::to_string(wall_now_ns())}}));
-  hub_.refresh();
   std::vector<const ChannelEntry*> all;
   for (const auto& [name, e] : hub_.catalog.channels()) all.push_back(&e);
   advertise(all);
+  update_services();
+  if (time_) follow_clock(*clock);
+}
+
+void FoxgloveSession::follow_clock(const ChannelEntry& e) {
+  clock_key_ = next_key();
+  hub_.reader->add(e, Sink{weak_from_this(), this, clock_key_, Encoding::kFoxgloveCdr});
+}
+
+void FoxgloveSession::update_services() {
+  std::map<std::uint32_t, std::string> now;  // by the request channel's id
+  for (const auto& [name, e] : hub_.catalog.channels()) {
+    const std::string service = service_of_request_channel(name);
+    if (service.empty() || !e.schema || !hub_.allowed(service)) continue;
+    const ChannelEntry* response = hub_.catalog.find(service_response_channel(service));
+    if (response != nullptr && response->schema) now[e.id] = service;
+  }
+  Json gone = Json::array();
+  for (const auto& [id, service] : services_) {
+    if (!now.contains(id)) gone.push_back(id);
+  }
+  const auto definition = [](const ChannelEntry& e) {
+    return Json{{"encoding", "json"},
+                {"schemaName", e.type.name},
+                {"schemaEncoding", "jsonschema"},
+                {"schema", dump_json(e.schema->json_schema())}};
+  };
+  Json added = Json::array();
+  for (const auto& [id, service] : now) {
+    if (services_.contains(id)) continue;
+    const ChannelEntry& request = *hub_.catalog.find(service_request_channel(service));
+    const ChannelEntry& response = *hub_.catalog.find(service_response_channel(service));
+    added.push_back(Json{{"id", id},
+                         {"name", service},
+                         {"type", service_type_of_request_type(request.type.name)},
+                         {"request", definition(request)},
+                         {"response", definition(response)}});
+  }
+  services_ = std::move(now);
+  if (!gone.empty()) send_text(dump_json(Json{{"op", "unadvertiseServices"}, {"serviceIds", std::move(gone)}}));
+  if (!added.empty()) send_text(dump_json(Json{{"op", "advertiseServices"}, {"services", std::move(added)}}));
+}
+
+void FoxgloveSession::graph_now(const BusGraph& graph) {
+  using Ids = std::map<std::string, std::set<std::string>>;
+  const auto changed = [](const Ids& now, const Ids* before, const char* ids_key) {
+    Json out = Json::array();
+    for (const auto& [name, ids] : now) {
+      if (before != nullptr) {
+        const auto it = before->find(name);
+        if (it != before->end() && it->second == ids) continue;
+      }
+      out.push_back(Json{{"name", name}, {ids_key, ids}});
+    }
+    return out;
+  };
+  const BusGraph* before = graph_sent_ ? &*graph_sent_ : nullptr;
+  Json removed_topics = Json::array();
+  Json removed_services = Json::array();
+  if (before != nullptr) {
+    std::set<std::string> gone;
+    for (const Ids* m : {&before->publishers, &before->subscribers}) {
+      for (const auto& [topic, ids] : *m) {
+        if (!graph.publishers.contains(topic) && !graph.subscribers.contains(topic)) gone.insert(topic);
+      }
+    }
+    removed_topics = gone;
+    for (const auto& [service, ids] : before->providers) {
+      if (!graph.providers.contains(service)) removed_services.push_back(service);
+    }
+  }
+  Json update{
+      {"op", "connectionGraphUpdate"},
+      {"publishedTopics", changed(graph.publishers, before ? &before->publishers : nullptr, "publisherIds")},
+      {"subscribedTopics", changed(graph.subscribers, before ? &before->subscribers : nullptr, "subscriberIds")},
+      {"advertisedServices", changed(graph.providers, before ? &before->providers : nullptr, "providerIds")},
+      {"removedTopics", std::move(removed_topics)},
+      {"removedServices", std::move(removed_services)}};
+  const bool nothing = before != nullptr && update["publishedTopics"].empty() && update["subscribedTopics"].empty() &&
+                       update["advertisedServices"].empty() && update["removedTopics"].empty() &&
+                       update["removedServices"].empty();
+  graph_sent_ = graph;
+  if (!nothing) send_text(dump_json(update));
 }
 
 void FoxgloveSession::advertise(const std::vector<const ChannelEntry*>& channels) {
@@ -178,6 +294,17 @@ void FoxgloveSession::channels_changed(const std::vector<const ChannelEntry*>& a
   }
   if (!gone.empty()) send_text(dump_json(Json{{"op", "unadvertise"}, {"channelIds", std::move(gone)}}));
   advertise(added);
+  update_services();
+  if (!time_) return;
+  for (const ChannelEntry& e : removed) {
+    if (e.name == kClockChannel && clock_key_ != 0) {
+      hub_.reader->remove(e.name, this, clock_key_);
+      clock_key_ = 0;
+    }
+  }
+  for (const ChannelEntry* e : added) {
+    if (e->name == kClockChannel && e->type.name == kClockType && clock_key_ == 0) follow_clock(*e);
+  }
 }
 
 void FoxgloveSession::refuse(const std::string& message) {
@@ -200,6 +327,13 @@ void FoxgloveSession::on_op(const Json& op) {
       }
     } else if (name == "advertise") {
       for (const Json& c : op.at("channels")) client_advertise(c);
+    } else if (name == "subscribeConnectionGraph") {
+      graph_subscribed_ = true;
+      graph_sent_.reset();
+      graph_now(bus_graph(hub_.catalog, [this](std::string_view n) { return hub_.allowed(n); }));
+    } else if (name == "unsubscribeConnectionGraph") {
+      graph_subscribed_ = false;
+      graph_sent_.reset();
     } else if (name == "unadvertise") {
       for (const Json& j : op.at("channelIds")) {
         const auto it = client_channels_.find(schema::unsigned_value<std::uint32_t>(j, "channelIds[]"));
@@ -211,7 +345,8 @@ void FoxgloveSession::on_op(const Json& op) {
     } else {
       refuse(
           fmt::format("op \"{}\" is not supported by this bridge (it takes subscribe, unsubscribe, advertise, "
-                      "unadvertise and message data)",
+                      "unadvertise, subscribeConnectionGraph, unsubscribeConnectionGraph, message data and service "
+                      "call requests)",
                       name));
     }
   } catch (const Json::exception& e) {
@@ -296,8 +431,14 @@ void FoxgloveSession::client_advertise(const Json& c) {
 }
 
 void FoxgloveSession::on_binary(std::string_view data) {
+  if (!data.empty() && static_cast<std::uint8_t>(data[0]) == 2) {
+    call_service(data);
+    return;
+  }
   if (data.size() < 5 || static_cast<std::uint8_t>(data[0]) != 1) {
-    refuse("binary message: only client message data (opcode 1, channel id, payload) is supported");
+    refuse(
+        "binary message: client message data (opcode 1, channel id, payload) or a service call request (opcode 2) "
+        "is expected");
     return;
   }
   const std::uint32_t id = load_u32(data, 1);
@@ -323,6 +464,72 @@ void FoxgloveSession::on_binary(std::string_view data) {
   } catch (const schema::CodecError& e) {
     refuse(fmt::format("{}: the message does not fit {}: {}; nothing was published", it->second,
                        out.schema->root().name, e.what()));
+  }
+}
+
+void FoxgloveSession::service_failure(std::uint32_t service_id, std::uint32_t call_id, const std::string& why) {
+  send_text(
+      dump_json(Json{{"op", "serviceCallFailure"}, {"serviceId", service_id}, {"callId", call_id}, {"message", why}}));
+}
+
+void FoxgloveSession::call_service(std::string_view data) {
+  // Opcode 2, service id, call id, encoding length (u32 each), encoding,
+  // request.
+  if (data.size() < 13) {
+    refuse(fmt::format("service call request of {} bytes: shorter than its 13-byte header", data.size()));
+    return;
+  }
+  const std::uint32_t service_id = load_u32(data, 1);
+  const std::uint32_t call_id = load_u32(data, 5);
+  const std::uint32_t encoding_length = load_u32(data, 9);
+  if (encoding_length > data.size() - 13) {
+    refuse(fmt::format("service call request: encoding length {} runs past the {}-byte frame", encoding_length,
+                       data.size()));
+    return;
+  }
+  const std::string_view encoding = data.substr(13, encoding_length);
+  const auto it = services_.find(service_id);
+  if (it == services_.end()) {
+    service_failure(service_id, call_id, fmt::format("service id {} is not advertised", service_id));
+    return;
+  }
+  if (encoding != "json") {
+    service_failure(service_id, call_id,
+                    fmt::format("{}: request encoding \"{}\" is not supported; use \"json\"", it->second, encoding));
+    return;
+  }
+  Json args;
+  try {
+    args = schema::parse_json(data.substr(13 + encoding_length));
+  } catch (const schema::JsonInputError& e) {
+    service_failure(service_id, call_id, fmt::format("{}: the request is not JSON: {}", it->second, e.what()));
+    return;
+  }
+  auto done = [weak = weak_from_this(), &io = hub_.io, service_id, call_id](ServiceCaller::Result r) {
+    asio::post(io, [weak, service_id, call_id, r = std::move(r)] {
+      const auto self = std::static_pointer_cast<FoxgloveSession>(weak.lock());
+      if (!self || self->closed_) return;
+      if (r.status != CallStatus::kOk) {
+        self->service_failure(service_id, call_id, r.error);
+        return;
+      }
+      // Opcode 3, service id, call id, encoding length, "json", response.
+      std::string body(13, '\0');
+      body[0] = 3;
+      for (std::size_t i = 0; i < 4; ++i) {
+        body[1 + i] = static_cast<char>((service_id >> (8 * i)) & 0xff);
+        body[5 + i] = static_cast<char>((call_id >> (8 * i)) & 0xff);
+      }
+      body[9] = 4;
+      body += "json" + dump_json(r.response);
+      Frame f;
+      f.body = std::make_shared<const std::string>(std::move(body));
+      f.binary = true;
+      self->enqueue(std::move(f));
+    });
+  };
+  if (const auto refused = hub_.call_service(it->second, args, hub_.settings.service_timeout, std::move(done))) {
+    service_failure(service_id, call_id, *refused);
   }
 }
 

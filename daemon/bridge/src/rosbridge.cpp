@@ -668,36 +668,11 @@ void RosbridgeSession::call_service(const Json& op) {
     service_response(op, ok, std::move(values));
     return;
   }
-  hub_.counters.service_calls.fetch_add(1, std::memory_order_relaxed);
-  const auto fail = [&](const std::string& why) {
-    hub_.counters.service_failures.fetch_add(1, std::memory_order_relaxed);
-    service_response(op, false, why);
-  };
-  if (!hub_.allowed(service)) {
-    fail(fmt::format("{} is not allowed by this bridge's allow/deny lists", service));
-    return;
-  }
-  hub_.refresh();
-  const ChannelEntry* requests = hub_.catalog.find(service_request_channel(service));
-  const ChannelEntry* responses = hub_.catalog.find(service_response_channel(service));
-  if (requests == nullptr || responses == nullptr || !requests->schema || !responses->schema) {
-    fail(fmt::format("no service {} in domain \"{}\" (/rosapi/services lists them)", service, hub_.catalog.domain()));
-    return;
-  }
-  std::vector<std::byte> request;
-  try {
-    request = requests->schema->encode(requests->schema->with_defaults(args));
-  } catch (const schema::CodecError& e) {
-    fail(fmt::format("{}: the request does not fit {}: {}", service, requests->type.name, e.what()));
-    return;
-  }
   std::chrono::nanoseconds timeout = hub_.settings.service_timeout;
   if (const auto t = op.find("timeout"); t != op.end() && t->is_number() && t->get<double>() > 0) {
     timeout = std::chrono::nanoseconds(static_cast<std::int64_t>(std::min(t->get<double>(), 3600.0) * 1e9));
   }
-  const ServiceTypes types{service_type_of_request_type(requests->type.name), requests->type, responses->type};
-  auto done = [weak = weak_from_this(), &io = hub_.io, &counters = hub_.counters, op](ServiceCaller::Result r) {
-    if (r.status != CallStatus::kOk) counters.service_failures.fetch_add(1, std::memory_order_relaxed);
+  auto done = [weak = weak_from_this(), &io = hub_.io, op](ServiceCaller::Result r) {
     asio::post(io, [weak, op, r = std::move(r)]() mutable {
       if (const auto self = std::static_pointer_cast<RosbridgeSession>(weak.lock())) {
         const bool ok = r.status == CallStatus::kOk;
@@ -705,9 +680,8 @@ void RosbridgeSession::call_service(const Json& op) {
       }
     });
   };
-  if (!hub_.services->call(service, types, std::move(request), responses->schema, timeout, std::move(done))) {
-    fail(fmt::format("{}: {} calls are already waiting for this service; try again later", service,
-                     ServiceCaller::kMaxQueued));
+  if (const auto refused = hub_.call_service(service, args, timeout, std::move(done))) {
+    service_response(op, false, *refused);
   }
 }
 

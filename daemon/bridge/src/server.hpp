@@ -92,6 +92,8 @@ struct Hub {
   [[nodiscard]] bool allowed(std::string_view name) const;
   /// Re-reads the domain's channels; tells Foxglove clients what changed.
   void refresh();
+  /// The bus graph to the sessions that follow it (computed once for all).
+  void graph_tick();
 
   /// A channel a client may create, `topic` of `type` (package/Name), when
   /// that client made `client_made` already: within the limits of
@@ -100,6 +102,13 @@ struct Hub {
   /// naming what is over or the type and where it was looked for.
   [[nodiscard]] ChannelEntry plan_channel(const std::string& topic, const std::string& type,
                                           std::size_t client_made) const;
+  /// Calls shmbus service `service` with the JSON `args` (fields left out
+  /// are zero), for any protocol: `done` runs on the service's worker
+  /// thread. Returns why the call could not start (not allowed, no such
+  /// service, a request that does not fit, too many waiting), counted as a
+  /// failure, or nothing. Counts the call.
+  std::optional<std::string> call_service(const std::string& service, const schema::Json& args,
+                                          std::chrono::nanoseconds timeout, ServiceCaller::Done done);
   /// Takes a share of the publisher of `channel` (which exists, or is
   /// created with `entry`'s type and schema). Throws Error.
   Outlet& acquire_outlet(const ChannelEntry& entry);
@@ -164,6 +173,10 @@ class Session : public std::enable_shared_from_this<Session> {
     (void)added;
     (void)removed;
   }
+  /// Whether the client follows the bus graph (graph_now is then called
+  /// about once a second with the current one).
+  [[nodiscard]] virtual bool wants_graph() const noexcept { return false; }
+  virtual void graph_now(const BusGraph& graph) { (void)graph; }
   /// Client mode (shmbus-bridge connect): the handshake as the client of a
   /// remote server at `host` (the Host header) and `target`; `on_open` runs
   /// once it is done. The remote side is then this session's peer.
