@@ -589,6 +589,53 @@ TEST(BridgeTest, AClientThatNeverReadsLosesMessagesCountedAndOthersAreServed) {
   EXPECT_EQ(fresh, 20);
 }
 
+TEST(BridgeTest, RoslibInAHeadlessBrowserSubscribesBeforeThePublisherCreatesAChannelAndCallsTheAdder) {
+  if (!std::filesystem::exists("/usr/bin/chromium"))
+    GTEST_FAIL() << "no /usr/bin/chromium: run scripts/install-deps.sh";
+  shmbus::test::TestDomain d;
+  const std::string domain = d.context().domain();
+  auto adder = std::make_unique<ChildProcess>(std::vector<std::string>{kAdder}, true,
+                                              std::vector<std::string>{"SHMBUS_DOMAIN=" + domain});
+  ASSERT_TRUE(adder->wait_for_output("serving /example/add", 10s)) << adder->output();
+  BridgeProcess bridge(domain);
+  ASSERT_NE(bridge.port, 0);
+  const std::string screenshot = std::string(SHMBUS_TEST_LOG_DIR) + "/roslib_browser.png";
+  std::filesystem::create_directories(SHMBUS_TEST_LOG_DIR);
+  std::filesystem::remove(screenshot);
+  constexpr int kCount = 20;
+  ChildProcess browser(
+      {"/usr/bin/env", "node", kJs + "/bridge_roslib_browser.mjs", "ws://127.0.0.1:" + std::to_string(bridge.port),
+       "/browser/in", "/browser/out", "/example/add", std::to_string(kCount), screenshot},
+      false);
+  // The page subscribed to /browser/in, which nothing carries yet: the
+  // publisher starts now and the page must get every message from the first.
+  ASSERT_TRUE(browser.wait_for_output("browser ready", 60s)) << browser.output();
+  shmbus::TypedPublisher<std_msgs::String> in("/browser/in", d.context());
+  std::vector<std::string> sent;
+  for (int i = 0; i < kCount; ++i) {
+    sent.push_back("to the browser " + std::to_string(i));
+    in.publish(text(sent.back()));
+  }
+  // What the page published made /browser/out; read from its first message.
+  ASSERT_TRUE(channel_appears(domain, "/browser/out")) << bridge.process->poll_output();
+  shmbus::TypedSubscriber<std_msgs::String> out("/browser/out", d.context(),
+                                                shmbus::SubscriberOptions{.from_first = true});
+  std::vector<std::string> expected_out;
+  for (int i = 0; i < kCount; ++i) expected_out.push_back("from the browser " + std::to_string(i));
+  EXPECT_EQ(take_strings(out, kCount, 10s), expected_out);
+
+  const int status = browser.wait(60s);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << browser.output();
+  const std::string& output = browser.output();
+  const auto last = output.rfind('{');
+  ASSERT_NE(last, std::string::npos) << output;
+  const json r = json::parse(output.substr(output.rfind("\n{") + 1));
+  EXPECT_EQ(r["errors"], json::array()) << output;
+  EXPECT_EQ(r["received"], json(sent));
+  EXPECT_EQ(r["sum"], 42);
+  EXPECT_TRUE(std::filesystem::file_size(screenshot) > 1000) << screenshot;
+}
+
 TEST(BridgeTest, ARoslibClientServesAServiceThatShmbusProcessesCall) {
   shmbus::test::TestDomain d;
   const std::string domain = d.context().domain();
