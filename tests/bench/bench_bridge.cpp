@@ -1,13 +1,15 @@
 // shmbus-bench-bridge: sensor_msgs/Imu published at a fixed rate into shared
 // memory, received by N WebSocket clients through shmbus-bridge (a separate
-// process), as rosbridge JSON and as CBOR; latency = receive wall time minus
-// the stamp the publisher wrote into header.stamp_ns (same host, same
-// clock). The floor: a plain Boost.Beast WebSocket server (this program, in
+// process), as rosbridge JSON and as CBOR, and by Foxglove clients as JSON
+// and as CDR, with a 640x480 rgb8 sensor_msgs/Image at 30 Hz as well;
+// latency = receive wall time minus the stamp the publisher wrote into
+// header.stamp_ns (same host, same clock). The floor: a plain Boost.Beast WebSocket server (this program, in
 // another process) broadcasting a message of the same size, with the stamp
 // in it, at the same rate to the same clients: what WebSocket alone costs.
 // CPU per message: the server process's utime+stime from /proc.
 //
-//   shmbus-bench-bridge [--clients 1,10,50] [--rate 1000] [--seconds 3] [--smoke] [--json]
+//   shmbus-bench-bridge [--clients 1,10,50] [--foxglove-clients 1,10] [--rate 1000] [--seconds 3]
+//                       [--smoke] [--json]
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <sys/wait.h>
@@ -22,6 +24,7 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/websocket.hpp>
 #include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -33,12 +36,14 @@
 #include <thread>
 #include <vector>
 
+#include "sensor_msgs/Image.hpp"
 #include "sensor_msgs/Imu.hpp"
 #include "shmbus/cli.hpp"
 #include "shmbus/clock.hpp"
 #include "shmbus/context.hpp"
 #include "shmbus/introspect.hpp"
 #include "shmbus/publisher.hpp"
+#include "std_msgs/Header.hpp"
 
 extern char** environ;
 
@@ -50,9 +55,25 @@ namespace websocket = beast::websocket;
 using tcp = asio::ip::tcp;
 using nlohmann::json;
 
-/// The stamp after `"stamp_ns":` (JSON) or after the CBOR text "stamp_ns".
-std::uint64_t stamp_of(std::string_view m, bool cbor) {
-  if (!cbor) {
+/// What a benchmark client subscribes to, and how.
+struct Subscription {
+  bool foxglove = false;
+  std::string encoding;  ///< rosbridge: json, cbor; Foxglove: json, cdr
+  std::string topic;
+  std::string type;
+};
+
+/// The stamp after `"stamp_ns":` (JSON), after the CBOR text "stamp_ns", or
+/// (Foxglove CDR) the message's first field: header.stamp_ns right after
+/// the 13-byte message-data header and the 4-byte CDR header.
+std::uint64_t stamp_of(std::string_view m, const std::string& encoding) {
+  if (encoding == "cdr") {
+    if (m.size() < 25) return 0;
+    std::uint64_t v = 0;
+    std::memcpy(&v, m.data() + 17, 8);
+    return v;
+  }
+  if (encoding != "cbor") {
     const auto at = m.find("\"stamp_ns\":");
     return at == std::string_view::npos ? 0 : std::strtoull(m.data() + at + 11, nullptr, 10);
   }
@@ -102,15 +123,20 @@ double cpu_seconds(pid_t pid) {
 /// N WebSocket clients on one thread, recording every message's latency.
 class Clients {
  public:
-  Clients(int port, int n, const std::string& subscribe, bool cbor) : cbor_(cbor) {
+  Clients(int port, int n, const Subscription& sub) : encoding_(sub.encoding) {
     tcp::resolver resolver(io_);
     const auto endpoints = resolver.resolve("127.0.0.1", std::to_string(port));
     for (int i = 0; i < n; ++i) {
       auto ws = std::make_unique<websocket::stream<tcp::socket>>(io_);
       asio::connect(ws->next_layer(), endpoints);
       ws->next_layer().set_option(tcp::no_delay(true));
+      if (sub.foxglove) {
+        ws->set_option(websocket::stream_base::decorator([](websocket::request_type& req) {
+          req.set(beast::http::field::sec_websocket_protocol, "foxglove.websocket.v1");
+        }));
+      }
       ws->handshake("127.0.0.1", "/");
-      if (!subscribe.empty()) ws->write(asio::buffer(subscribe));
+      subscribe(*ws, sub);
       streams_.push_back(std::move(ws));
       buffers_.emplace_back();
     }
@@ -134,12 +160,40 @@ class Clients {
   }
 
  private:
+  /// rosbridge: a subscribe op. Foxglove: the channel of the topic in the
+  /// wanted encoding, from the advertisements, then a subscribe op.
+  static void subscribe(websocket::stream<tcp::socket>& ws, const Subscription& sub) {
+    if (sub.topic.empty()) return;  // the floor sends without asking
+    if (!sub.foxglove) {
+      ws.write(asio::buffer(json{{"op", "subscribe"},
+                                 {"topic", sub.topic},
+                                 {"type", sub.type},
+                                 {"compression", sub.encoding == "cbor" ? "cbor" : "none"}}
+                                .dump()));
+      return;
+    }
+    for (int frames = 0; frames < 100; ++frames) {
+      beast::flat_buffer b;
+      ws.read(b);
+      const json m = json::parse(beast::buffers_to_string(b.data()), nullptr, false);
+      if (!m.is_object() || m.value("op", "") != "advertise") continue;
+      for (const json& c : m["channels"]) {
+        if (c["topic"] != sub.topic || c["encoding"] != sub.encoding) continue;
+        ws.write(asio::buffer(
+            json{{"op", "subscribe"}, {"subscriptions", json::array({{{"id", 1}, {"channelId", c["id"]}}})}}.dump()));
+        return;
+      }
+    }
+    throw std::runtime_error(fmt::format("the bridge advertised no {} channel {}", sub.encoding, sub.topic));
+  }
+
+ private:
   void read(std::size_t i) {
     streams_[i]->async_read(buffers_[i], [this, i](beast::error_code ec, std::size_t) {
       if (ec) return;
       const auto data = buffers_[i].data();
       const std::string_view m(static_cast<const char*>(data.data()), data.size());
-      const std::uint64_t stamp = stamp_of(m, cbor_);
+      const std::uint64_t stamp = stamp_of(m, encoding_);
       if (stamp != 0 && counting_.load(std::memory_order_relaxed)) {
         latencies_.push_back(shmbus::wall_now_ns() - static_cast<std::int64_t>(stamp));
       }
@@ -148,7 +202,7 @@ class Clients {
     });
   }
   asio::io_context io_;
-  bool cbor_;
+  std::string encoding_;
   std::atomic<bool> counting_{false};
   std::vector<std::unique_ptr<websocket::stream<tcp::socket>>> streams_;
   std::vector<beast::flat_buffer> buffers_;
@@ -204,6 +258,7 @@ int floor_server(int port_out_fd, std::size_t size, double rate) {
 
 struct Row {
   std::string server;
+  std::string message;
   std::string encoding;
   int clients = 0;
   std::size_t received = 0;
@@ -221,16 +276,16 @@ double percentile(std::vector<std::int64_t>& v, double p) {
   return static_cast<double>(v[k]) / 1000.0;
 }
 
-Row measure(const std::string& server, const std::string& encoding, int port, pid_t pid, int n, double seconds,
-            double rate, const std::function<void()>& publish_for) {
-  const bool cbor = encoding == "cbor";
-  const std::string subscribe = server == "floor" ? std::string{}
-                                                  : json{{"op", "subscribe"},
-                                                         {"topic", "/imu"},
-                                                         {"type", "sensor_msgs/Imu"},
-                                                         {"compression", cbor ? "cbor" : "none"}}
-                                                        .dump();
-  Clients clients(port, n, subscribe, cbor);
+Row measure(const std::string& server, const Subscription& sub, int port, pid_t pid, int n, double seconds, double rate,
+            const std::function<void()>& publish_for) {
+  // What the previous row left queued (its clients' last images) is gone
+  // first: the server's CPU time stops growing.
+  for (int i = 0; i < 50; ++i) {
+    const double before = cpu_seconds(pid);
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    if (cpu_seconds(pid) - before < 0.005) break;
+  }
+  Clients clients(port, n, sub);
   std::this_thread::sleep_for(std::chrono::milliseconds(300));  // subscriptions settle
   clients.start();
   const double cpu0 = cpu_seconds(pid);
@@ -243,7 +298,8 @@ Row measure(const std::string& server, const std::string& encoding, int port, pi
   clients.stop();
   Row r;
   r.server = server;
-  r.encoding = encoding;
+  r.message = sub.type.empty() ? "sensor_msgs/Imu" : sub.type;  // the floor sends Imu-sized messages
+  r.encoding = sub.encoding;
   r.clients = n;
   r.cpu_s = cpu_seconds(pid) - cpu0;
   r.seconds = elapsed;
@@ -255,17 +311,76 @@ Row measure(const std::string& server, const std::string& encoding, int port, pi
   return r;
 }
 
+/// Publishes `make(seq)` at `rate` for `seconds`, each stamped (its
+/// header.stamp_ns, the message's first field) just before it goes.
+void publish_at(shmbus::Publisher& pub, std::vector<std::byte>& message, double rate, double seconds) {
+  const auto period = std::chrono::nanoseconds(static_cast<std::int64_t>(1e9 / rate));
+  auto next = std::chrono::steady_clock::now();
+  const auto end = next + std::chrono::nanoseconds(static_cast<std::int64_t>(seconds * 1e9));
+  std::uint32_t seq = 0;
+  while (next < end) {
+    std::this_thread::sleep_until(next);
+    auto* header = reinterpret_cast<std_msgs::Header*>(message.data());
+    header->seq = seq++;
+    header->stamp_ns = static_cast<std::uint64_t>(shmbus::wall_now_ns());
+    pub.publish(message);
+    next += period;
+  }
+}
+
+template <typename T>
+shmbus::TypeInfo type_of() {
+  return shmbus::TypeInfo{T::kTypeName, T::kTypeHash, T::kSchema};
+}
+
+void print_rows(const std::vector<Row>& rows, double seconds, bool as_json) {
+  json out = json::array();
+  if (!as_json) {
+    fmt::print("{:.1f} s per row; latency = publish (shm) -> WebSocket receive\n", seconds);
+    fmt::print("{:<22} {:<16} {:<5} {:>7} {:>9} {:>8} {:>9} {:>9} {:>12} {:>10}\n", "server", "message", "enc",
+               "clients", "received", "of", "p50 us", "p99 us", "msgs/s/core", "vs floor");
+  }
+  for (const Row& r : rows) {
+    const auto floor_row = std::find_if(rows.begin(), rows.end(), [&](const Row& f) {
+      return f.server == "floor" && f.clients == r.clients && f.message == r.message;
+    });
+    const double ratio = floor_row != rows.end() && floor_row->p50_us > 0 ? r.p50_us / floor_row->p50_us : 0;
+    out.push_back(json{{"server", r.server},
+                       {"message", r.message},
+                       {"encoding", r.encoding},
+                       {"clients", r.clients},
+                       {"received", r.received},
+                       {"expected", r.expected},
+                       {"p50_us", r.p50_us},
+                       {"p99_us", r.p99_us},
+                       {"messages_per_core_second", r.per_core()},
+                       {"p50_vs_floor", ratio}});
+    if (!as_json) {
+      fmt::print("{:<22} {:<16} {:<5} {:>7} {:>9} {:>8.0f} {:>9.1f} {:>9.1f} {:>12.0f} {:>9.2f}x\n", r.server,
+                 r.message, r.encoding, r.clients, r.received, r.expected, r.p50_us, r.p99_us, r.per_core(), ratio);
+    }
+    if (r.received == 0) {
+      throw shmbus::Error(shmbus::Errc::kResource, fmt::format("{} {} {} with {} clients received nothing", r.server,
+                                                               r.message, r.encoding, r.clients));
+    }
+  }
+  if (as_json) fmt::print("{}\n", out.dump());
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"shmbus-bridge throughput and latency against a plain WebSocket server", "shmbus-bench-bridge"};
   std::vector<int> counts{1, 10, 50};
+  std::vector<int> foxglove_counts{1, 10};
   double rate = 1000;
+  double image_rate = 30;
   double seconds = 3;
   bool smoke = false, as_json = false;
   int floor_fd = -1;
-  app.add_option("--clients", counts, "client counts")->delimiter(',');
-  app.add_option("--rate", rate, "messages per second");
+  app.add_option("--clients", counts, "rosbridge client counts")->delimiter(',');
+  app.add_option("--foxglove-clients", foxglove_counts, "Foxglove client counts")->delimiter(',');
+  app.add_option("--rate", rate, "Imu messages per second");
   app.add_option("--seconds", seconds, "seconds per row");
   app.add_flag("--smoke", smoke, "tiny run: 1 and 2 clients, 0.5 s (CI)");
   app.add_flag("--json", as_json, "one JSON object");
@@ -275,33 +390,46 @@ int main(int argc, char** argv) {
   if (floor_fd >= 0) return floor_server(floor_fd, imu_json_size, rate);
   if (smoke) {
     counts = {1, 2};
+    foxglove_counts = {1, 2};
     seconds = 0.5;
   }
   return shmbus::cli::guarded("shmbus-bench-bridge", [&] {
     shmbus::Config config;
     config.domain = fmt::format("benchbridge{}", ::getpid());
     config.node = "bench";
+    // Room for a 640x480 rgb8 image on its channel.
+    constexpr std::uint32_t kPixels = 640 * 480 * 3;
+    shmbus::ChannelRule camera;
+    camera.pattern = "/camera/image";
+    camera.capacity = 16;
+    camera.max_message_size = static_cast<std::uint32_t>(sensor_msgs::Image::wire_size(kPixels));
+    config.channels.push_back(camera);
     shmbus::Context context(config);
-    shmbus::TypedPublisher<sensor_msgs::Imu> pub("/imu", context);
-    const auto publish_for = [&] {
+    shmbus::Publisher imu_pub("/imu", type_of<sensor_msgs::Imu>(), context);
+    shmbus::Publisher image_pub("/camera/image", type_of<sensor_msgs::Image>(), context);
+    std::vector<std::byte> imu(sizeof(sensor_msgs::Imu));
+    {
       sensor_msgs::Imu m{};
       m.orientation = {0.1, 0.2, 0.3, 0.9};
       m.angular_velocity = {0.01, -0.02, 0.03};
       m.linear_acceleration = {0.1, 0.2, 9.81};
-      const auto period = std::chrono::nanoseconds(static_cast<std::int64_t>(1e9 / rate));
-      auto next = std::chrono::steady_clock::now();
-      const auto end = next + std::chrono::nanoseconds(static_cast<std::int64_t>(seconds * 1e9));
-      std::uint32_t seq = 0;
-      while (next < end) {
-        std::this_thread::sleep_until(next);
-        m.header.seq = seq++;
-        m.header.stamp_ns = static_cast<std::uint64_t>(shmbus::wall_now_ns());
-        pub.publish(m);
-        next += period;
-      }
-    };
+      std::memcpy(imu.data(), &m, sizeof(m));
+    }
+    std::vector<std::byte> image(sensor_msgs::Image::wire_size(kPixels));
+    {
+      auto* m = reinterpret_cast<sensor_msgs::Image*>(image.data());
+      m->height = 480;
+      m->width = 640;
+      m->encoding.assign("rgb8");
+      m->step = 640 * 3;
+      m->data_count = kPixels;
+      for (std::uint32_t k = 0; k < kPixels; ++k) m->data()[k] = static_cast<std::uint8_t>(k * 7);
+    }
+    const auto publish_imu = [&] { publish_at(imu_pub, imu, rate, seconds); };
+    const auto publish_image = [&] { publish_at(image_pub, image, image_rate, seconds); };
     std::vector<Row> rows;
-    // The bridge, as installed users run it.
+    // The bridge, as installed users run it; each typed channel offered to
+    // Foxglove clients in both encodings, so one bridge serves every row.
     const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
     const std::string bridge_path = SHMBUS_BRIDGE_PATH;
     int fds[2];
@@ -312,12 +440,23 @@ int main(int argc, char** argv) {
       tcp::acceptor probe(io, tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0));
       return std::to_string(probe.local_endpoint().port());
     }();
-    const pid_t bridge = spawn({bridge_path, "--listen", "127.0.0.1:" + listen_port, "--domain", config.domain});
+    const pid_t bridge = spawn({bridge_path, "--listen", "127.0.0.1:" + listen_port, "--domain", config.domain,
+                                "--foxglove-encoding", "both"});
     std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    const int port = std::stoi(listen_port);
     for (const char* encoding : {"json", "cbor"}) {
       for (const int n : counts) {
-        rows.push_back(
-            measure("shmbus-bridge", encoding, std::stoi(listen_port), bridge, n, seconds, rate, publish_for));
+        rows.push_back(measure("shmbus-bridge", Subscription{false, encoding, "/imu", "sensor_msgs/Imu"}, port, bridge,
+                               n, seconds, rate, publish_imu));
+      }
+    }
+    for (const char* encoding : {"json", "cdr"}) {
+      for (const int n : foxglove_counts) {
+        rows.push_back(measure("shmbus-bridge foxglove", Subscription{true, encoding, "/imu", "sensor_msgs/Imu"}, port,
+                               bridge, n, seconds, rate, publish_imu));
+        rows.push_back(measure("shmbus-bridge foxglove",
+                               Subscription{true, encoding, "/camera/image", "sensor_msgs/Image"}, port, bridge, n,
+                               seconds, image_rate, publish_image));
       }
     }
     ::kill(bridge, SIGTERM);
@@ -328,44 +467,14 @@ int main(int argc, char** argv) {
     const ssize_t got = ::read(fds[0], buf, sizeof buf - 1);
     const int floor_port = got > 0 ? std::atoi(buf) : 0;
     for (const int n : counts) {
-      rows.push_back(measure("floor", "json", floor_port, floor, n, seconds, rate, [&] {
+      rows.push_back(measure("floor", Subscription{false, "json", "", ""}, floor_port, floor, n, seconds, rate, [&] {
         std::this_thread::sleep_for(std::chrono::nanoseconds(static_cast<std::int64_t>(seconds * 1e9)));
       }));
     }
     ::kill(floor, SIGTERM);
     ::waitpid(floor, nullptr, 0);
     shmbus::introspect::clean_domain(config.domain, false);
-
-    json out = json::array();
-    if (!as_json) {
-      fmt::print("sensor_msgs/Imu at {:.0f} Hz, {:.1f} s per row; latency = publish (shm) -> WebSocket receive\n", rate,
-                 seconds);
-      fmt::print("{:<14} {:<5} {:>7} {:>9} {:>8} {:>9} {:>9} {:>12} {:>10}\n", "server", "enc", "clients", "received",
-                 "of", "p50 us", "p99 us", "msgs/s/core", "vs floor");
-    }
-    for (const Row& r : rows) {
-      const auto floor_row = std::find_if(rows.begin(), rows.end(),
-                                          [&](const Row& f) { return f.server == "floor" && f.clients == r.clients; });
-      const double ratio = floor_row != rows.end() && floor_row->p50_us > 0 ? r.p50_us / floor_row->p50_us : 0;
-      out.push_back(json{{"server", r.server},
-                         {"encoding", r.encoding},
-                         {"clients", r.clients},
-                         {"received", r.received},
-                         {"expected", r.expected},
-                         {"p50_us", r.p50_us},
-                         {"p99_us", r.p99_us},
-                         {"messages_per_core_second", r.per_core()},
-                         {"p50_vs_floor", ratio}});
-      if (!as_json) {
-        fmt::print("{:<14} {:<5} {:>7} {:>9} {:>8.0f} {:>9.1f} {:>9.1f} {:>12.0f} {:>9.2f}x\n", r.server, r.encoding,
-                   r.clients, r.received, r.expected, r.p50_us, r.p99_us, r.per_core(), ratio);
-      }
-      if (r.received == 0) {
-        throw shmbus::Error(shmbus::Errc::kResource,
-                            fmt::format("{} {} with {} clients received nothing", r.server, r.encoding, r.clients));
-      }
-    }
-    if (as_json) fmt::print("{}\n", out.dump());
+    print_rows(rows, seconds, as_json);
     return 0;
   });
 }
