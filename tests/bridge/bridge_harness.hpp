@@ -62,6 +62,18 @@ struct BridgeProcess {
   int port = 0;
 };
 
+/// The example adder (/example/add, example_srvs/AddTwoInts) serving in
+/// `domain`; nullptr (and a failure) when it does not start serving.
+inline std::unique_ptr<ChildProcess> start_adder(const std::string& domain) {
+  auto adder = std::make_unique<ChildProcess>(std::vector<std::string>{kAdder}, true,
+                                              std::vector<std::string>{"SHMBUS_DOMAIN=" + domain});
+  if (!adder->wait_for_output("serving /example/add", 10s)) {
+    ADD_FAILURE() << adder->output();
+    return nullptr;
+  }
+  return adder;
+}
+
 /// A node script of tests/js (with `env` added); its stdout as JSON.
 inline json run_node(const std::vector<std::string>& args, const std::vector<std::string>& env = {}) {
   if (!std::filesystem::exists(kJs + "/node_modules/roslib")) {

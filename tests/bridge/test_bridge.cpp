@@ -55,9 +55,8 @@ TEST(BridgeTest, RoslibDiscoversSubscribesPublishesAndCallsAService) {
   shmbus::test::TestDomain d;
   const std::string domain = d.context().domain();
   auto publisher = start_publisher(domain, "/chatter");
-  auto adder = std::make_unique<ChildProcess>(std::vector<std::string>{kAdder}, true,
-                                              std::vector<std::string>{"SHMBUS_DOMAIN=" + domain});
-  ASSERT_TRUE(adder->wait_for_output("serving /example/add", 10s)) << adder->output();
+  const auto adder = start_adder(domain);
+  ASSERT_TRUE(adder);
   // The shmbus side of what roslib publishes: a subscriber that made /to_bus.
   shmbus::TypedSubscriber<std_msgs::String> from_roslib("/to_bus", d.context());
   BridgeProcess bridge(domain);
@@ -436,9 +435,8 @@ TEST(BridgeTest, SixtyFourBitIntegersGoAsStringsWhenAskedAndComeBackExact) {
 TEST(BridgeTest, RosapiNamesNodesWithWhatEachPublishesSubscribesAndServesAndGivesRawTypes) {
   shmbus::test::TestDomain d;
   const std::string domain = d.context().domain();
-  auto adder = std::make_unique<ChildProcess>(std::vector<std::string>{kAdder}, true,
-                                              std::vector<std::string>{"SHMBUS_DOMAIN=" + domain});
-  ASSERT_TRUE(adder->wait_for_output("serving /example/add", 10s)) << adder->output();
+  const auto adder = start_adder(domain);
+  ASSERT_TRUE(adder);
   shmbus::TypedPublisher<std_msgs::Header> out("/graph/out", d.context());
   shmbus::TypedSubscriber<std_msgs::String> in("/graph/in", d.context());
   BridgeProcess bridge(domain);
@@ -594,9 +592,8 @@ TEST(BridgeTest, RoslibInAHeadlessBrowserSubscribesBeforeThePublisherCreatesACha
     GTEST_FAIL() << "no /usr/bin/chromium: run scripts/install-deps.sh";
   shmbus::test::TestDomain d;
   const std::string domain = d.context().domain();
-  auto adder = std::make_unique<ChildProcess>(std::vector<std::string>{kAdder}, true,
-                                              std::vector<std::string>{"SHMBUS_DOMAIN=" + domain});
-  ASSERT_TRUE(adder->wait_for_output("serving /example/add", 10s)) << adder->output();
+  const auto adder = start_adder(domain);
+  ASSERT_TRUE(adder);
   BridgeProcess bridge(domain);
   ASSERT_NE(bridge.port, 0);
   const std::string screenshot = std::string(SHMBUS_TEST_LOG_DIR) + "/roslib_browser.png";
@@ -640,9 +637,8 @@ TEST(BridgeTest, ARoslibClientServesAServiceThatShmbusProcessesCall) {
   shmbus::test::TestDomain d;
   const std::string domain = d.context().domain();
   // The adder makes example_srvs/AddTwoInts known in the domain.
-  auto adder = std::make_unique<ChildProcess>(std::vector<std::string>{kAdder}, true,
-                                              std::vector<std::string>{"SHMBUS_DOMAIN=" + domain});
-  ASSERT_TRUE(adder->wait_for_output("serving /example/add", 10s)) << adder->output();
+  const auto adder = start_adder(domain);
+  ASSERT_TRUE(adder);
   BridgeProcess bridge(domain);
   ASSERT_NE(bridge.port, 0);
   ASSERT_TRUE(std::filesystem::exists(kJs + "/node_modules/roslib")) << "run scripts/install-deps.sh";

@@ -253,9 +253,8 @@ TEST(BridgeFoxgloveTest, BothEncodingsOfferEachChannelTwiceAndJsonAloneKeepsTheJ
 TEST(BridgeFoxgloveTest, ClientsCallServicesFollowTheGraphAndTheReplaysClock) {
   shmbus::test::TestDomain d;
   const std::string domain = d.context().domain();
-  auto adder = std::make_unique<ChildProcess>(std::vector<std::string>{kAdder}, true,
-                                              std::vector<std::string>{"SHMBUS_DOMAIN=" + domain});
-  ASSERT_TRUE(adder->wait_for_output("serving /example/add", 10s)) << adder->output();
+  const auto adder = start_adder(domain);
+  ASSERT_TRUE(adder);
   shmbus::Publisher topic("/graph/topic", type_of<std_msgs::Header>(), d.context());
   // A replay's clock, as `shmtool play --clock` publishes it.
   shmbus::Publisher clock_pub("/shmbus/clock", type_of<shmbus_msgs::Clock>(), d.context());

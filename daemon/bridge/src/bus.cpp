@@ -142,39 +142,32 @@ std::optional<introspect::ChannelView> Catalog::view(std::string_view name) cons
 
 BusGraph bus_graph(const Catalog& catalog, const std::function<bool(std::string_view)>& allowed) {
   BusGraph g;
+  // Each live endpoint: its node gets `name` in `what` (and `index[name]`
+  // the node).
+  using Index = std::map<std::string, std::set<std::string>>;
+  const auto add = [&g](const std::vector<introspect::EndpointView>& endpoints, const std::string& name,
+                        std::set<std::string> BusGraph::Node::*what, Index* index) {
+    for (const auto& e : endpoints) {
+      if (!e.alive) continue;
+      if (index != nullptr) (*index)[name].insert(e.node);
+      BusGraph::Node& n = g.nodes[e.node];
+      (n.*what).insert(name);
+      n.pids.insert(e.pid);
+    }
+  };
   for (const auto& [name, entry] : catalog.channels()) {
     const auto v = catalog.view(name);
     if (!v) continue;
-    const std::string served = service_of_request_channel(name);
     if (entry.service_channel) {
       // A service is its request channel: the server subscribes to it, a
       // client publishes into it (the response channel says nothing more).
+      const std::string served = service_of_request_channel(name);
       if (served.empty() || !allowed(served)) continue;
-      for (const auto& e : v->subscribers) {
-        if (!e.alive) continue;
-        g.providers[served].insert(e.node);
-        g.nodes[e.node].serving.insert(served);
-        g.nodes[e.node].pids.insert(e.pid);
-      }
-      for (const auto& e : v->publishers) {
-        if (!e.alive) continue;
-        g.nodes[e.node].calling.insert(served);
-        g.nodes[e.node].pids.insert(e.pid);
-      }
-      continue;
-    }
-    if (!allowed(name)) continue;
-    for (const auto& e : v->publishers) {
-      if (!e.alive) continue;
-      g.publishers[name].insert(e.node);
-      g.nodes[e.node].publishing.insert(name);
-      g.nodes[e.node].pids.insert(e.pid);
-    }
-    for (const auto& e : v->subscribers) {
-      if (!e.alive) continue;
-      g.subscribers[name].insert(e.node);
-      g.nodes[e.node].subscribing.insert(name);
-      g.nodes[e.node].pids.insert(e.pid);
+      add(v->subscribers, served, &BusGraph::Node::serving, &g.providers);
+      add(v->publishers, served, &BusGraph::Node::calling, nullptr);
+    } else if (allowed(name)) {
+      add(v->publishers, name, &BusGraph::Node::publishing, &g.publishers);
+      add(v->subscribers, name, &BusGraph::Node::subscribing, &g.subscribers);
     }
   }
   return g;
