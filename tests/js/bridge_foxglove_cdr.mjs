@@ -11,6 +11,7 @@
 // usage: node bridge_foxglove_cdr.mjs ws://127.0.0.1:PORT COUNT [TOPIC...]
 //          [--call=SERVICE=JSON] [--graph=TOPIC] [--time=N]
 import { startReport } from './report.mjs';
+import { exact } from './exact.mjs';
 import foxglove from '@foxglove/ws-protocol';
 import { parse } from '@foxglove/rosmsg';
 import { MessageReader } from '@foxglove/rosmsg2-serialization';
@@ -25,21 +26,6 @@ const call = option('call');
 const graphTopic = option('graph');
 const timeCount = Number(option('time') ?? '0');
 const { report, finish } = startReport({ statuses: [], channels: [], messages: {}, services: [], times: [] });
-
-/// A decoded value as shmbus's exact JSON writes it.
-function exact(v) {
-  if (typeof v === 'bigint') return v.toString();
-  if (typeof v === 'number') {
-    if (Number.isNaN(v)) return 'NaN';
-    if (!Number.isFinite(v)) return v > 0 ? 'Infinity' : '-Infinity';
-    return v;
-  }
-  if (ArrayBuffer.isView(v) || Array.isArray(v)) return Array.from(v, exact);
-  if (v !== null && typeof v === 'object') {
-    return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, exact(x)]));
-  }
-  return v;
-}
 
 const client = new FoxgloveClient({ ws: new WebSocket(url, [FoxgloveClient.SUPPORTED_SUBPROTOCOL]) });
 client.on('error', (e) => report.errors.push(`connection: ${e?.message ?? e}`));

@@ -5,10 +5,13 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <optional>
 
 #include "shmbus/introspect.hpp"
 #include "shmbus/mcap.hpp"
 #include "shmbus/publisher.hpp"
+#include "shmbus/schema.hpp"
 #include "tools/shmtool_harness.hpp"
 
 using namespace std::chrono_literals;
@@ -518,6 +521,65 @@ TEST(ShmtoolRecord, ExportJsonValidatesAgainstItsJsonSchemas) {
   EXPECT_EQ(j["first"]["/e/c"]["data"], "AQIAAAAAAAA=");  // base64 of 01 02 00 .. 00
   const ToolRun wrong = shmtool({"bag", "export", file, "-o", out, "--encoding", "cbor"});
   EXPECT_EQ(wrong.code, 2) << wrong.err;
+  remove_all({file, out});
+}
+
+// bag export --encoding cdr: the ros2 profile with ros2msg schemas and CDR
+// messages, which Foxglove's own reader (@foxglove/rosmsg2-serialization)
+// decodes field for field as shmbus's schema decodes the recorded bytes,
+// 64-bit integers exact.
+TEST(ShmtoolRecord, ExportCdrDecodesWithFoxglovesReaderExactly) {
+  DomainGuard d;
+  const std::string file = temp_path("shmtool_export_cdr_in");
+  const std::string out = temp_path("shmtool_export_cdr_out");
+  record_while(d.name, {"-o", file, "/x/*"}, [&] {
+    std::vector<std::unique_ptr<shmbus::test::ChildProcess>> pubs;
+    pubs.push_back(start_tool({"pub", "/x/header", "--type", "std_msgs/Header", "--rate", "200", "--count", "30",
+                               R"({"stamp_ns": 18446744073709551615, "seq": 7, "frame_id": "map"})"},
+                              d.name));
+    pubs.push_back(start_tool({"pub", "/x/imu", "--type", "sensor_msgs/Imu", "--rate", "100", "--count", "20",
+                               R"({"header": {"stamp_ns": 9007199254740993}, "linear_acceleration": [0, 0, 9.81]})"},
+                              d.name));
+    pubs.push_back(start_tool({"pub", "/x/raw", "--raw-size", "8", "--rate", "100", "--count", "10", "0102"}, d.name));
+    for (auto& p : pubs) ASSERT_TRUE(exited_zero(p->wait(20s))) << p->output();
+  });
+  const ToolRun r = shmtool({"bag", "export", file, "-o", out, "--encoding", "cdr"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("exported 60 messages on 3 channels"), std::string::npos) << r.out;
+  const json j = run_node("mcap_cdr_read.mjs", out);
+  EXPECT_EQ(j["profile"], "ros2");
+  EXPECT_EQ(j["channels"]["/x/imu"],
+            json({{"messageEncoding", "cdr"}, {"schemaEncoding", "ros2msg"}, {"schemaName", "sensor_msgs/msg/Imu"}}));
+  EXPECT_EQ(j["channels"]["/x/raw"]["schemaName"], "shmbus/msg/Bytes");
+
+  // What the recording holds, decoded by shmbus with 64-bit integers as
+  // strings, topic by topic in log-time order.
+  shmbus::mcap::Reader recorded(file);
+  std::map<std::uint16_t, std::optional<shmbus::schema::Schema>> schemas;
+  for (const auto& ch : recorded.info().channels) {
+    const auto* sc = recorded.info().schema(ch.schema_id);
+    if (sc != nullptr && !sc->data.empty()) schemas[ch.id] = shmbus::schema::Schema::from_canonical(sc->data);
+  }
+  std::map<std::string, json> want;
+  recorded.read_messages([&](const shmbus::mcap::MessageView& m) {
+    const std::string topic = recorded.info().channel(m.channel_id)->topic;
+    const auto& schema = schemas[m.channel_id];
+    json value;
+    if (schema) {
+      value = schema->decode(m.data, true);
+    } else {
+      value = json{{"data", json::array()}};
+      for (const std::byte b : m.data) value["data"].push_back(static_cast<unsigned>(b));
+    }
+    want[topic].push_back(std::move(value));
+    return true;
+  });
+  for (const char* topic : {"/x/header", "/x/imu", "/x/raw"}) {
+    ASSERT_FALSE(want[topic].empty()) << topic;
+    EXPECT_EQ(j["messages"][topic], want[topic]) << topic;
+  }
+  EXPECT_EQ(j["messages"]["/x/header"][0]["stamp_ns"], "18446744073709551615");
+  EXPECT_EQ(j["messages"]["/x/imu"][0]["header"]["stamp_ns"], "9007199254740993");
   remove_all({file, out});
 }
 

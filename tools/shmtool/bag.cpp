@@ -193,47 +193,70 @@ int run_bag_recover(const Globals& /*g*/, const std::string& in, const std::stri
 }
 
 int run_bag_export(const Globals& /*g*/, const std::string& in, const std::string& out, const std::string& encoding) {
-  if (encoding != "json") {
-    throw Error(Errc::kInvalidArgument, "bag export: unknown --encoding '" + encoding + "'; use json");
+  const bool cdr = encoding == "cdr";
+  if (encoding != "json" && !cdr) {
+    throw Error(Errc::kInvalidArgument, "bag export: unknown --encoding '" + encoding + "'; use json or cdr");
   }
   if (in == out) throw Error(Errc::kInvalidArgument, "bag export: -o must name another file than " + in);
   mcap::Reader reader(in);
   const mcap::FileInfo& info = reader.info();
   mcap::WriterOptions w;
-  w.profile = info.profile;
+  // CDR with ros2msg schemas is the ros2 profile: what rosbag2 writes and
+  // Foxglove reads as ROS 2.
+  w.profile = cdr ? "ros2" : info.profile;
   w.library = "shmtool bag export";
   w.compression = mcap::parse_compression(info.compression).value_or(mcap::Compression::kZstd);
   mcap::Writer writer(out, w);
-  // Per recorded channel: its decoder and its id in the copy. A raw
-  // channel (no schema) becomes {"data": base64}.
+  // Per recorded channel: its schema and its id in the copy. A raw channel
+  // (no schema) becomes {"data": base64} in JSON, uint8[] data in CDR.
   struct Exported {
     std::optional<schema::Schema> schema;
     std::uint16_t id = 0;
   };
   std::map<std::uint16_t, Exported> channels;
-  std::map<std::string, std::uint16_t> schema_ids;  // jsonschema text -> id
+  std::map<std::string, std::uint16_t> schema_ids;  // schema text -> id
   for (const auto& ch : info.channels) {
     Exported e;
     const TypeInfo type = recorded_type(info, ch);
     e.schema = schema_of(type);
-    const std::string js = e.schema ? e.schema->json_schema().dump() : raw_json_schema().dump();
-    auto it = schema_ids.find(js);
-    if (it == schema_ids.end()) it = schema_ids.emplace(js, writer.add_schema(type.name, "jsonschema", js)).first;
-    e.id = writer.add_channel(it->second, ch.topic, "json", ch.metadata);
+    std::string text;
+    if (cdr) {
+      text = e.schema ? schema::ros2msg_text(e.schema->root()) : std::string{schema::kBytesRos2msgText};
+    } else {
+      text = e.schema ? e.schema->json_schema().dump() : raw_json_schema().dump();
+    }
+    auto it = schema_ids.find(text);
+    if (it == schema_ids.end()) {
+      const std::uint16_t id =
+          cdr ? writer.add_schema(schema::ros2_type_name(e.schema ? type.name : "shmbus/Bytes"), "ros2msg", text)
+              : writer.add_schema(type.name, "jsonschema", text);
+      it = schema_ids.emplace(text, id).first;
+    }
+    e.id = writer.add_channel(it->second, ch.topic, cdr ? "cdr" : "json", ch.metadata);
     channels[ch.id] = std::move(e);
   }
   for (const auto& m : info.metadata) writer.write_metadata(m);
   std::uint64_t n = 0;
+  std::string text;
   reader.read_messages([&](const mcap::MessageView& m) {
     const Exported& e = channels.at(m.channel_id);
-    const std::string text = e.schema ? e.schema->decode(m.data).dump() : Json{{"data", base64(m.data)}}.dump();
+    text.clear();
+    if (cdr) {
+      if (e.schema) {
+        e.schema->to_cdr(m.data, text);
+      } else {
+        schema::bytes_to_cdr(m.data, text);
+      }
+    } else {
+      text = e.schema ? e.schema->decode(m.data).dump() : Json{{"data", base64(m.data)}}.dump();
+    }
     writer.write({e.id, m.sequence, m.log_time, m.publish_time, std::as_bytes(std::span{text})});
     ++n;
     return true;
   });
   writer.close();
-  print(fmt::format("exported {} messages on {} channels from {} into {} (json, {})\n", n, channels.size(), in, out,
-                    human_bytes(writer.bytes())));
+  print(fmt::format("exported {} messages on {} channels from {} into {} ({}, {})\n", n, channels.size(), in, out,
+                    encoding, human_bytes(writer.bytes())));
   return 0;
 }
 

@@ -254,10 +254,13 @@ void add_bag_commands(CLI::App& app, Commands& k) {
   CLI::App* recover = bag->add_subcommand("recover", "Rebuild an indexed file from one whose recorder was killed");
   recover->add_option("FILE", k.bag_file, "The unfinished MCAP file")->required();
   recover->add_option("-o,--output", k.bag_output, "The file to write")->required();
-  CLI::App* exp = bag->add_subcommand("export", "Rewrite a recording with JSON messages and a jsonschema per type");
+  CLI::App* exp = bag->add_subcommand(
+      "export", "Rewrite a recording for other tools: JSON messages with a jsonschema per type, or ROS 2 CDR");
   exp->add_option("FILE", k.bag_file, "An MCAP file")->required();
   exp->add_option("-o,--output", k.bag_output, "The file to write")->required();
-  exp->add_option("--encoding", k.encoding, "Message encoding of the copy: json")->check(CLI::IsMember({"json"}));
+  exp->add_option("--encoding", k.encoding,
+                  "Message encoding of the copy: json (jsonschema) or cdr (ros2 profile, ros2msg schemas)")
+      ->check(CLI::IsMember({"json", "cdr"}));
   CLI::App* graph = bag->add_subcommand(
       "graph",
       "The modules and channels of a recording as a graph (module -> channel -> module), in topological order");

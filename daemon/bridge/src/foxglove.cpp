@@ -28,13 +28,6 @@ constexpr std::uint32_t kCdrBit = 0x8000'0000U;
 /// What a channel without a schema is offered as: its bytes.
 constexpr const char* kBytesType = "shmbus/Bytes";
 
-/// `pkg/Type` -> `pkg/msg/Type`, the name ROS 2 tools give a CDR schema.
-std::string ros2_name(const std::string& type) {
-  const auto slash = type.find('/');
-  if (slash == std::string::npos || type.find('/', slash + 1) != std::string::npos) return type;
-  return type.substr(0, slash) + "/msg" + type.substr(slash);
-}
-
 std::uint32_t load_u32(std::string_view data, std::size_t at) {
   std::uint32_t v = 0;
   for (int i = 3; i >= 0; --i) v = (v << 8) | static_cast<std::uint8_t>(data[at + static_cast<std::size_t>(i)]);
@@ -141,8 +134,8 @@ Json FoxgloveSession::channel_json(const ChannelEntry& e, std::uint32_t channel_
     return Json{{"id", channel_id},
                 {"topic", e.name},
                 {"encoding", "cdr"},
-                {"schemaName", ros2_name(e.schema ? e.type.name : kBytesType)},
-                {"schema", e.schema ? schema::ros2msg_text(e.schema->root()) : std::string{"uint8[] data\n"}},
+                {"schemaName", schema::ros2_type_name(e.schema ? e.type.name : kBytesType)},
+                {"schema", e.schema ? schema::ros2msg_text(e.schema->root()) : std::string{schema::kBytesRos2msgText}},
                 {"schemaEncoding", "ros2msg"}};
   }
   const Json bytes_schema{

@@ -671,6 +671,12 @@ std::string MessageSet::canonical_text(const MessageDef& m) {
   return out;
 }
 
+std::string ros2_type_name(std::string_view type) {
+  const auto slash = type.find('/');
+  if (slash == std::string_view::npos || type.find('/', slash + 1) != std::string_view::npos) return std::string{type};
+  return fmt::format("{}/msg{}", type.substr(0, slash), type.substr(slash));
+}
+
 std::string ros2msg_text(const MessageDef& m) {
   std::string out;
   for (const MessageDef* d : with_dependencies(m)) {

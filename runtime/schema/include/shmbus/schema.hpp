@@ -189,6 +189,12 @@ class MessageSet {
 /// `string<N>` is written `string<=N` (N bytes at most, as here).
 std::string ros2msg_text(const MessageDef& m);
 
+/// `pkg/Type` -> `pkg/msg/Type`, the name ROS 2 tools give a message type
+/// (a ros2msg schema's name); other names unchanged.
+std::string ros2_type_name(std::string_view type);
+/// The ros2msg text of what raw bytes are offered as (bytes_to_cdr).
+inline constexpr std::string_view kBytesRos2msgText = "uint8[] data\n";
+
 /// Raw bytes as the CDR of a message `uint8[] data` (what a channel without
 /// a schema is offered as), appended to `out`.
 void bytes_to_cdr(std::span<const std::byte> bytes, std::string& out);
