@@ -21,7 +21,13 @@ int main(int argc, char** argv) {
     return 2;
   }
   try {
-    Context ctx{test::peer_config(argv[1], "node_peer")};
+    // The channels are made here (the subscriptions come first), with a
+    // stall bound no preemption reaches: the test counts every message, and
+    // a publisher descheduled between claim and commit past the default
+    // 2 ms would have its message rightly counted lost.
+    Config config = test::peer_config(argv[1], "node_peer");
+    config.defaults.stall_timeout = std::chrono::seconds(2);
+    Context ctx{config};
     Node alpha("alpha", ctx);
     Node beta("beta", ctx);
     std::uint64_t alpha_calls = 0;

@@ -118,6 +118,8 @@ TEST_F(MultiProcessTest, SigintEndsEveryNodeOfAProcessCleanly) {
   ASSERT_TRUE(WIFEXITED(status)) << peer.output();
   EXPECT_EQ(WEXITSTATUS(status), 0);
   const auto f = peer.fields();
+  EXPECT_EQ(introspect::ChannelReader(domain_, "/beta_in").view().stall_timeout_ns, 2'000'000'000)
+      << "the peer made the channels, with its stall bound";
   EXPECT_EQ(f.at("alpha_calls"), 5);
   EXPECT_EQ(f.at("beta_calls"), 7);
   EXPECT_GE(f.at("alpha_timer"), 1);

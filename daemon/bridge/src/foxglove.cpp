@@ -5,9 +5,11 @@
 #include <cstring>
 
 #include "foxglove.hpp"
+#include "shmbus/bus_channels.hpp"
 #include "shmbus/clock.hpp"
 #include "shmbus/names.hpp"
 #include "shmbus/schema/json_input.hpp"
+#include "shmbus_msgs/Clock.hpp"
 
 namespace shmbus::bridge {
 
@@ -17,10 +19,9 @@ namespace {
 
 bool foxglove_visible(const Hub& hub, const ChannelEntry& e) { return !e.service_channel && hub.allowed(e.name); }
 
-/// Where a replay publishes the time it plays (`shmtool play --clock`;
-/// record::kClockChannel), and its type: the time capability follows it.
-constexpr const char* kClockChannel = "/shmbus/clock";
-constexpr const char* kClockType = "shmbus_msgs/Clock";
+/// The type a replay publishes its time in on kClockChannel (`shmtool
+/// play --clock`): the time capability follows that channel.
+constexpr const char* kClockType = shmbus_msgs::Clock::kTypeName;
 
 /// With both encodings, a channel's CDR form has this bit in its id.
 constexpr std::uint32_t kCdrBit = 0x8000'0000U;
@@ -32,6 +33,13 @@ std::uint32_t load_u32(std::string_view data, std::size_t at) {
   std::uint32_t v = 0;
   for (int i = 3; i >= 0; --i) v = (v << 8) | static_cast<std::uint8_t>(data[at + static_cast<std::size_t>(i)]);
   return v;
+}
+
+/// Writes `v` little-endian into out[0, sizeof v): the binary frames'
+/// integers.
+template <typename T>
+void store_le(char* out, T v) {
+  for (std::size_t i = 0; i < sizeof v; ++i) out[i] = static_cast<char>((v >> (8 * i)) & 0xff);
 }
 
 }  // namespace
@@ -74,10 +82,8 @@ void FoxgloveSession::deliver(const OutMessage& message, std::uint64_t key) {
   // Message data: opcode 1, subscription id (u32), receive time (u64 ns),
   // little-endian.
   f.head[0] = 1;
-  const std::uint32_t sub = it->second;
-  const auto stamp = static_cast<std::uint64_t>(message.receive_wall_ns);
-  for (std::size_t i = 0; i < 4; ++i) f.head[1 + i] = static_cast<char>((sub >> (8 * i)) & 0xff);
-  for (std::size_t i = 0; i < 8; ++i) f.head[5 + i] = static_cast<char>((stamp >> (8 * i)) & 0xff);
+  store_le(f.head.data() + 1, it->second);
+  store_le(f.head.data() + 5, static_cast<std::uint64_t>(message.receive_wall_ns));
   f.head_len = 13;
   enqueue(std::move(f));
 }
@@ -138,16 +144,16 @@ Json FoxgloveSession::channel_json(const ChannelEntry& e, std::uint32_t channel_
                 {"schema", e.schema ? schema::ros2msg_text(e.schema->root()) : std::string{schema::kBytesRos2msgText}},
                 {"schemaEncoding", "ros2msg"}};
   }
-  const Json bytes_schema{
-      {"type", "object"},
-      {"properties",
-       {{"data", {{"type", "array"}, {"items", {{"type", "integer"}, {"minimum", 0}, {"maximum", 255}}}}}}},
-      {"required", Json::array({"data"})}};
+  static const std::string kBytesSchema = dump_json(
+      Json{{"type", "object"},
+           {"properties",
+            {{"data", {{"type", "array"}, {"items", {{"type", "integer"}, {"minimum", 0}, {"maximum", 255}}}}}}},
+           {"required", Json::array({"data"})}});
   return Json{{"id", channel_id},
               {"topic", e.name},
               {"encoding", "json"},
               {"schemaName", e.schema ? e.type.name : kBytesType},
-              {"schema", dump_json(e.schema ? e.schema->json_schema() : bytes_schema)},
+              {"schema", e.schema ? dump_json(e.schema->json_schema()) : kBytesSchema},
               {"schemaEncoding", "jsonschema"}};
 }
 
@@ -509,10 +515,8 @@ void FoxgloveSession::call_service(std::string_view data) {
       // Opcode 3, service id, call id, encoding length, "json", response.
       std::string body(13, '\0');
       body[0] = 3;
-      for (std::size_t i = 0; i < 4; ++i) {
-        body[1 + i] = static_cast<char>((service_id >> (8 * i)) & 0xff);
-        body[5 + i] = static_cast<char>((call_id >> (8 * i)) & 0xff);
-      }
+      store_le(body.data() + 1, service_id);
+      store_le(body.data() + 5, call_id);
       body[9] = 4;
       body += "json" + dump_json(r.response);
       Frame f;

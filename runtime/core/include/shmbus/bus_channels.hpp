@@ -3,7 +3,9 @@
 /// The channels shmbus's own programs publish on, in the domain they serve:
 /// everything under /shmbus/. shmbusd publishes its findings (typed
 /// shmbus_msgs/Alert and shmbus_msgs/Statistics); the recorder in snapshot
-/// mode listens to the alerts.
+/// mode listens to the alerts; `shmtool play --clock` publishes the
+/// recording's time (shmbus_msgs/Clock), which the bridge offers Foxglove
+/// as its time.
 
 #include <string_view>
 
@@ -11,6 +13,7 @@ namespace shmbus {
 
 inline constexpr const char* kAlertsChannel = "/shmbus/alerts";
 inline constexpr const char* kStatisticsChannel = "/shmbus/statistics";
+inline constexpr const char* kClockChannel = "/shmbus/clock";
 
 /// The programs' own channels (and any other under /shmbus/).
 constexpr bool is_bus_channel(std::string_view name) noexcept { return name.starts_with("/shmbus/"); }

@@ -11,6 +11,7 @@
 
 #include <span>
 
+#include "shmbus/bus_channels.hpp"
 #include "shmbus/lineage.hpp"
 #include "shmbus/mcap.hpp"
 #include "shmbus/types.hpp"
@@ -41,7 +42,7 @@ using lineage::kWritersMetadata;
 inline constexpr const char* kReplayMetadata = "shmbus.replay";
 
 /// The channel `shmtool play --clock` publishes the recording's time on.
-inline constexpr const char* kClockChannel = "/shmbus/clock";
+using shmbus::kClockChannel;
 
 /// The type a recorded channel had, from its metadata and schema.
 TypeInfo recorded_type(const mcap::FileInfo& info, const mcap::Channel& c);
