@@ -5,6 +5,7 @@
 #include <unistd.h>
 #include <nlohmann/json.hpp>
 
+#include <atomic>
 #include <boost/asio/connect.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/beast/core.hpp>
@@ -13,6 +14,8 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <mutex>
 #include <optional>
 #include <regex>
 #include <string>
@@ -22,6 +25,7 @@
 #include "multiprocess/child_process.hpp"
 #include "shmbus/clock.hpp"
 #include "shmbus/introspect.hpp"
+#include "shmbus/publisher.hpp"
 
 namespace shmbus::test::bridge {
 
@@ -213,5 +217,44 @@ inline std::unique_ptr<ChildProcess> start_publisher(const std::string& domain, 
   }
   return p;
 }
+
+/// Publishes into one channel every 10 ms until stopped (at most 3000
+/// times), keeping each message's bytes by the number it carries.
+class Feeder {
+ public:
+  using Fill = std::function<std::vector<std::byte>(std::uint32_t i)>;
+  Feeder(shmbus::Publisher& pub, Fill fill) : pub_(pub), fill_(std::move(fill)) {
+    thread_ = std::thread([this] {
+      for (std::uint32_t i = 0; i < 3000 && !stop_; ++i) {
+        std::vector<std::byte> bytes = fill_(i);
+        pub_.publish(bytes);
+        {
+          const std::lock_guard lock(mutex_);
+          sent_.push_back(std::move(bytes));
+        }
+        std::this_thread::sleep_for(10ms);
+      }
+    });
+  }
+  ~Feeder() { stop(); }
+  Feeder(const Feeder&) = delete;
+  Feeder& operator=(const Feeder&) = delete;
+  void stop() {
+    stop_ = true;
+    if (thread_.joinable()) thread_.join();
+  }
+  [[nodiscard]] std::vector<std::byte> sent(std::size_t i) {
+    const std::lock_guard lock(mutex_);
+    return i < sent_.size() ? sent_[i] : std::vector<std::byte>{};
+  }
+
+ private:
+  shmbus::Publisher& pub_;
+  Fill fill_;
+  std::atomic<bool> stop_{false};
+  std::mutex mutex_;
+  std::vector<std::vector<std::byte>> sent_;
+  std::thread thread_;
+};
 
 }  // namespace shmbus::test::bridge

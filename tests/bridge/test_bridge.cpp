@@ -400,14 +400,12 @@ TEST(BridgeTest, SixtyFourBitIntegersGoAsStringsWhenAskedAndComeBackExact) {
   // subscription on its own thread, after the answer above.
   std_msgs::Header h{};
   h.stamp_ns = (std::uint64_t{1} << 53) + 1;  // a JavaScript number would round it
-  std::atomic<bool> stop{false};
-  std::thread feeder([&] {
-    for (int i = 0; i < 1000 && !stop; ++i) {
-      stamps.publish(h);
-      numbers.publish(h);
-      std::this_thread::sleep_for(10ms);
-    }
-  });
+  auto bytes_of_h = [&h](std::uint32_t) {
+    const auto* p = reinterpret_cast<const std::byte*>(&h);
+    return std::vector<std::byte>(p, p + sizeof h);
+  };
+  Feeder stamps_feeder(stamps.untyped(), bytes_of_h);
+  Feeder numbers_feeder(numbers.untyped(), bytes_of_h);
   std::map<std::string, json> got;  // by topic, in whichever order they come
   while (got.size() < 2) {
     const auto m = c.read();
@@ -415,8 +413,8 @@ TEST(BridgeTest, SixtyFourBitIntegersGoAsStringsWhenAskedAndComeBackExact) {
     const json op = json::parse(*m);
     if (op.value("op", "") == "publish") got[op["topic"]] = op["msg"];
   }
-  stop = true;
-  feeder.join();
+  stamps_feeder.stop();
+  numbers_feeder.stop();
   ASSERT_EQ(got.size(), 2U);
   EXPECT_EQ(got["/stamps"]["stamp_ns"], "9007199254740993");
   EXPECT_EQ(got["/stamps"]["seq"], 0) << "only 64-bit integers become strings";

@@ -33,45 +33,6 @@ using nlohmann::json;
 using namespace shmbus::test::bridge;
 using shmbus::test::ChildProcess;
 
-/// Publishes into one channel every 10 ms until stopped, keeping each
-/// message's bytes by the number it carries.
-class Feeder {
- public:
-  using Fill = std::function<std::vector<std::byte>(std::uint32_t i)>;
-  Feeder(shmbus::Publisher& pub, Fill fill) : pub_(pub), fill_(std::move(fill)) {
-    thread_ = std::thread([this] {
-      for (std::uint32_t i = 0; !stop_; ++i) {
-        std::vector<std::byte> bytes = fill_(i);
-        pub_.publish(bytes);
-        {
-          const std::lock_guard lock(mutex_);
-          sent_.push_back(std::move(bytes));
-        }
-        std::this_thread::sleep_for(10ms);
-      }
-    });
-  }
-  ~Feeder() { stop(); }
-  Feeder(const Feeder&) = delete;
-  Feeder& operator=(const Feeder&) = delete;
-  void stop() {
-    stop_ = true;
-    if (thread_.joinable()) thread_.join();
-  }
-  [[nodiscard]] std::vector<std::byte> sent(std::size_t i) {
-    const std::lock_guard lock(mutex_);
-    return i < sent_.size() ? sent_[i] : std::vector<std::byte>{};
-  }
-
- private:
-  shmbus::Publisher& pub_;
-  Fill fill_;
-  std::atomic<bool> stop_{false};
-  std::mutex mutex_;
-  std::vector<std::vector<std::byte>> sent_;
-  std::thread thread_;
-};
-
 template <typename T>
 shmbus::TypeInfo type_of() {
   return shmbus::TypeInfo{T::kTypeName, T::kTypeHash, T::kSchema};
