@@ -77,6 +77,16 @@ console.log(
     library: reader.header.library,
     chunks: reader.chunkIndexes.length,
     compression: [...new Set(reader.chunkIndexes.map((c) => c.compression))],
+    chunk_compression: reader.chunkIndexes.reduce((by, c) => {
+      const f = (by[c.compression || "none"] ??= { chunks: 0, compressed_bytes: 0, uncompressed_bytes: 0 });
+      f.chunks += 1;
+      f.compressed_bytes += Number(c.compressedSize);
+      f.uncompressed_bytes += Number(c.uncompressedSize);
+      return by;
+    }, {}),
+    attachments: reader.attachmentIndexes.length,
+    metadata_records: reader.metadataIndexes.length,
+    bytes: bytes.length,
     channels,
     metadata,
     statistics: stats && {

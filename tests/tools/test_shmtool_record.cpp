@@ -197,6 +197,18 @@ TEST(ShmtoolRecord, RecordThreeChannelsAndBagInfoCountsEqualWhatWasPublished) {
   EXPECT_EQ(j["indexed"]["counts"]["/r/a"], 100);
   EXPECT_EQ(j["indexed"]["counts"]["/r/b"], 50);
   EXPECT_EQ(j["stream"]["counts"]["/r/c"], 25);
+  // What `mcap info` shows, as bag info shows it.
+  EXPECT_EQ(b["library"], j["library"]);
+  EXPECT_EQ(b["bytes"], j["bytes"]);
+  EXPECT_EQ(b["chunks"], j["chunks"]);
+  EXPECT_EQ(b["chunk_compression"], j["chunk_compression"]);
+  EXPECT_EQ(b["attachments"], j["attachments"]);
+  EXPECT_EQ(b["metadata"], j["metadata_records"]);
+  for (const json& c : j["channels"]) {
+    EXPECT_EQ(channels[c["topic"]]["schema_encoding"], c["schema_encoding"]) << c.dump();
+    EXPECT_EQ(channels[c["topic"]]["message_encoding"], c["message_encoding"]) << c.dump();
+  }
+  EXPECT_NE(text.out.find("lz4: "), std::string::npos) << text.out;
   EXPECT_EQ(j["indexed"]["last_sequence"]["/r/a"], 99) << "the channel sequence, from the first message on";
   std::filesystem::remove(file);
 }
@@ -309,14 +321,29 @@ TEST(ShmtoolRecord, SplitSizeWritesSeveralFilesThatPlayAsOne) {
   ASSERT_GE(files.size(), 3U);
   EXPECT_FALSE(fs::exists(file)) << "a split recording is only the numbered files";
   std::uint64_t total = 0;
+  std::uint64_t bytes = 0;
+  std::uint64_t chunks = 0;
   for (const auto& f : files) {
-    const json info = bag_info(f);
+    const ToolRun one = shmtool({"bag", "info", f, "--json", "--one-file"});
+    ASSERT_EQ(one.code, 0) << one.err;
+    const json info = json::parse(one.out);
+    bytes += info["bytes"].get<std::uint64_t>();
+    chunks += info["chunks"].get<std::uint64_t>();
     // The split comes at the chunk boundary past the size: at most a chunk
     // (1 KiB of records, a little more framed) and the summary beyond it.
     EXPECT_LT(info["bytes"].get<std::uint64_t>(), 4096U + 4096U) << f;
     total += count_of(info, "/sp/a");
   }
   EXPECT_EQ(total, 300U);
+  // The first file names the series: its figures merged.
+  const json set = bag_info(files.front());
+  EXPECT_EQ(set["files"], json(files));
+  EXPECT_EQ(set["messages"], 300);
+  EXPECT_EQ(count_of(set, "/sp/a"), 300U);
+  EXPECT_EQ(set["bytes"], bytes);
+  EXPECT_EQ(set["chunks"], chunks);
+  EXPECT_EQ(set["chunk_compression"]["none"]["chunks"], chunks);
+  EXPECT_EQ(bag_info(files[1])["files"].size(), 1U) << "only the first file names the series";
 
   DomainGuard replay;
   auto echo = start_tool({"echo", "/sp/a", "-n", "300", "--json"}, replay.name);
@@ -386,8 +413,14 @@ TEST(ShmtoolRecord, SplitDurationStartsAFileEveryPeriod) {
   ASSERT_GE(files.size(), 4U);
   ASSERT_LE(files.size(), 5U);
   std::uint64_t total = 0;
+  std::uint64_t bytes = 0;
+  std::uint64_t chunks = 0;
   for (const auto& f : files) {
-    const json info = bag_info(f);
+    const ToolRun one = shmtool({"bag", "info", f, "--json", "--one-file"});
+    ASSERT_EQ(one.code, 0) << one.err;
+    const json info = json::parse(one.out);
+    bytes += info["bytes"].get<std::uint64_t>();
+    chunks += info["chunks"].get<std::uint64_t>();
     EXPECT_LT(info["duration_s"].get<double>(), 0.25) << f;
     total += count_of(info, "/sd/a");
   }

@@ -112,7 +112,7 @@ int run_play(const Globals& g, const PlayOptions& o);
 /// play FILE --step --modules M -o OUT: replay in module-dependency order.
 int run_play_step(const Globals& g, const PlayOptions& o);
 /// bag info FILE: what a recording holds.
-int run_bag_info(const Globals& g, const std::string& path);
+int run_bag_info(const Globals& g, const std::vector<std::string>& paths, bool series);
 /// bag graph FILE [--json|--dot]: the recording's modules and channels.
 int run_bag_graph(const Globals& g, const std::string& path, bool dot);
 /// bag diff A B --channel C: two recordings of C compared frame by frame.

@@ -85,13 +85,15 @@ struct Commands {
   bool dry_run = false;  ///< clean
   RecordOptions record;
   PlayOptions play;
-  std::string bag_file;           ///< bag info, recover, export
-  std::string bag_output;         ///< bag recover, export
-  std::string encoding = "json";  ///< bag export
-  bool dot = false;               ///< bag graph
-  std::string bag_other;          ///< bag diff
-  std::string bag_channel;        ///< bag diff
-  std::string service;            ///< service info
+  std::string bag_file;                ///< bag recover, export
+  std::vector<std::string> bag_files;  ///< bag info
+  bool one_file = false;               ///< bag info
+  std::string bag_output;              ///< bag recover, export
+  std::string encoding = "json";       ///< bag export
+  bool dot = false;                    ///< bag graph
+  std::string bag_other;               ///< bag diff
+  std::string bag_channel;             ///< bag diff
+  std::string service;                 ///< service info
   ServiceCallOptions call;
   std::map<std::string, std::function<int()>> run;
 };
@@ -248,8 +250,13 @@ void add_play_command(CLI::App& app, Commands& k) {
 void add_bag_commands(CLI::App& app, Commands& k) {
   CLI::App* bag = app.add_subcommand("bag", "Inspect, repair and convert recordings");
   bag->require_subcommand(1);
-  CLI::App* info = bag->add_subcommand("info", "What a recording holds: time span, channels, counts, rates, losses");
-  info->add_option("FILE", k.bag_file, "An MCAP file")->required();
+  CLI::App* info = bag->add_subcommand(
+      "info",
+      "What a recording holds: library, profile, chunks and compression, time span, channels, encodings, "
+      "counts, rates, losses");
+  info->add_option("FILE", k.bag_files, "MCAP files, merged; a split series' first file (FILE_0.mcap) names the series")
+      ->required();
+  info->add_flag("--one-file", k.one_file, "FILE_0.mcap alone, not the split series it begins");
   json_flag(info, k);
   CLI::App* recover = bag->add_subcommand("recover", "Rebuild an indexed file from one whose recorder was killed");
   recover->add_option("FILE", k.bag_file, "The unfinished MCAP file")->required();
@@ -274,7 +281,7 @@ void add_bag_commands(CLI::App& app, Commands& k) {
   diff->add_option("--channel", k.bag_channel, "The channel to compare")->required();
   json_flag(diff, k);
   k.run["bag"] = [&k, info, recover, graph, diff] {
-    if (info->parsed()) return run_bag_info(k.g, k.bag_file);
+    if (info->parsed()) return run_bag_info(k.g, k.bag_files, !k.one_file);
     if (diff->parsed()) return run_bag_diff(k.g, k.bag_file, k.bag_other, k.bag_channel);
     if (graph->parsed()) return run_bag_graph(k.g, k.bag_file, k.dot);
     if (recover->parsed()) return run_bag_recover(k.g, k.bag_file, k.bag_output);

@@ -147,7 +147,7 @@ struct Reader::Impl {
   int fd = -1;
   const std::byte* base = nullptr;
   std::size_t size = 0;
-  std::vector<ChunkIndex> chunks;
+  std::vector<ChunkIndex>& chunks = info.chunks;
   std::function<void(std::uint64_t, const std::string&)> bad = [this](std::uint64_t at, const std::string& what) {
     throw Error(Errc::kConfig, info.path + ": not a valid MCAP file at byte " + std::to_string(at) + ": " + what);
   };
@@ -162,6 +162,17 @@ struct Reader::Impl {
       bad(from, "a record reaches past the end of the file (" + std::to_string(size) + " bytes)");
     }
     return {base + from, static_cast<std::size_t>(n)};
+  }
+
+  /// Drops the mapping's pages of [from, from + n) that were read (whole
+  /// pages inside the range): a file read once through is not kept in the
+  /// process's memory, only in the page cache. The bytes read back as
+  /// before if asked again.
+  void release(std::uint64_t from, std::uint64_t n) const noexcept {
+    const auto page = static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
+    const std::uint64_t begin = (from + page - 1) / page * page;
+    const std::uint64_t end = std::min<std::uint64_t>(from + n, size) / page * page;
+    if (end > begin) ::madvise(const_cast<std::byte*>(base) + begin, end - begin, MADV_DONTNEED);
   }
 
   /// The record at `at`: its opcode and its content.
@@ -347,6 +358,7 @@ struct Reader::Impl {
       bad(body_at, "a chunk compressed with \"" + compression + "\" (zstd, lz4 or none are read)");
     }
     if (crc != 0 && crc32(out.records) != crc) bad(ref.offset, "chunk CRC mismatch");
+    release(ref.offset, ref.length);
     Cursor r(out.records, 0, bad);
     while (!r.done()) {
       const std::size_t at = r.position();

@@ -4,6 +4,7 @@
 #include <fnmatch.h>
 
 #include <algorithm>
+#include <filesystem>
 
 #include "shmbus/publisher.hpp"
 
@@ -30,6 +31,19 @@ std::string numbered_path(const std::string& output, std::uint64_t n) {
   const bool has_ext = output.size() > ext.size() && output.ends_with(ext);
   const std::string stem = has_ext ? output.substr(0, output.size() - ext.size()) : output;
   return fmt::format("{}_{}.mcap", stem, n);
+}
+
+std::vector<std::string> recording_files(const std::string& path) {
+  std::vector<std::string> files{path};
+  constexpr std::string_view kFirst = "_0.mcap";
+  if (!path.ends_with(kFirst)) return files;
+  const std::string output = path.substr(0, path.size() - kFirst.size()) + ".mcap";
+  for (std::uint64_t n = 1;; ++n) {
+    std::string next = numbered_path(output, n);
+    std::error_code ec;
+    if (!std::filesystem::exists(next, ec)) return files;
+    files.push_back(std::move(next));
+  }
 }
 
 TypeInfo recorded_type(const mcap::FileInfo& info, const mcap::Channel& c) {

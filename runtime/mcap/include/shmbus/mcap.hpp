@@ -196,6 +196,9 @@ struct FileInfo {
   std::vector<Metadata> metadata;
   /// The chunks' compression ("" for none); "mixed" when they differ.
   std::string compression;
+  /// The chunk indexes, in start-time order (the file's own order for
+  /// equal starts): what `bag info` counts per compression.
+  std::vector<ChunkIndex> chunks;
   [[nodiscard]] const Channel* channel(std::uint16_t id) const noexcept;
   [[nodiscard]] const Schema* schema(std::uint16_t id) const noexcept;
 };

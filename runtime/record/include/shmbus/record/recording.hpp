@@ -71,4 +71,9 @@ std::map<std::string, std::uint64_t> recorded_losses(const mcap::FileInfo& info)
 /// `output` as the n-th file of a series: "run.mcap" -> "run_3.mcap".
 std::string numbered_path(const std::string& output, std::uint64_t n);
 
+/// The files a path names: a split series' first file (FILE_0.mcap) names
+/// the series, FILE_0.mcap, FILE_1.mcap, ... as far as they exist without
+/// a gap; any other path names itself.
+std::vector<std::string> recording_files(const std::string& path);
+
 }  // namespace shmbus::record
