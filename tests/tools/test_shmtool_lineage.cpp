@@ -16,6 +16,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,7 @@
 #include "shmbus/error.hpp"
 #include "shmbus/lineage.hpp"
 #include "shmbus/mcap.hpp"
+#include "shmbus_msgs/MessageProvenance.hpp"
 #include "support/test_domain.hpp"
 #include "tools/shmtool_harness.hpp"
 
@@ -546,4 +548,87 @@ TEST(ShmtoolLineageInput, AChainOfAMillionModulesIsOrderedWithoutOverflowingTheS
   EXPECT_EQ(order.front(), "m0000000");
   ASSERT_EQ(cycles.size(), 1U);
   EXPECT_EQ(cycles[0].size(), kModules);
+}
+
+namespace {
+
+/// A copy of `in` as another run of the same pipeline could have recorded
+/// it: /pipeline/c1 and /pipeline/c3 hold each other's registry index (in
+/// the metadata and in every provenance record), as when the processes
+/// created the channels in another order.
+void write_as_another_run(const std::string& in, const std::string& out) {
+  shmbus::mcap::Reader reader(in);
+  const auto& info = reader.info();
+  std::map<std::string, std::uint32_t> index;
+  for (const auto& m : info.metadata) {
+    if (m.name != shmbus::lineage::kChannelIndexesMetadata) continue;
+    for (const auto& [name, i] : m.values) index[name] = static_cast<std::uint32_t>(std::stoul(i));
+  }
+  const std::uint32_t c1 = index.at("/pipeline/c1");
+  const std::uint32_t c3 = index.at("/pipeline/c3");
+  auto swap = [&](std::uint32_t i) { return i == c1 ? c3 : i == c3 ? c1 : i; };
+  shmbus::mcap::Writer writer(out);
+  std::map<std::uint16_t, std::uint16_t> ids;
+  std::uint16_t provenance = 0;
+  for (const auto& c : info.channels) {
+    const auto* s = info.schema(c.schema_id);
+    ids[c.id] = writer.add_channel(s != nullptr ? writer.add_schema(s->name, s->encoding, s->data) : 0, c.topic,
+                                   c.message_encoding, c.metadata);
+    if (c.topic == shmbus::lineage::kProvenanceChannel) provenance = c.id;
+  }
+  for (auto m : info.metadata) {
+    if (m.name == shmbus::lineage::kChannelIndexesMetadata) {
+      for (auto& [name, i] : m.values) i = std::to_string(swap(static_cast<std::uint32_t>(std::stoul(i))));
+    }
+    writer.write_metadata(m);
+  }
+  reader.read_messages([&](const shmbus::mcap::MessageView& m) {
+    shmbus_msgs::MessageProvenance p{};
+    std::span<const std::byte> data = m.data;
+    if (m.channel_id == provenance && data.size() == sizeof p) {
+      std::memcpy(&p, data.data(), sizeof p);
+      p.channel_index = swap(p.channel_index);
+      for (std::size_t k = 0; k < p.entry_count && k < p.entries.size(); ++k) {
+        p.entries[k].channel_index = swap(p.entries[k].channel_index);
+      }
+      data = std::as_bytes(std::span{&p, 1});
+    }
+    writer.write({ids.at(m.channel_id), m.sequence, m.log_time, m.publish_time, data});
+    return true;
+  });
+  writer.close();
+}
+
+}  // namespace
+
+// bag merge of two runs of the pipeline whose registries numbered the
+// channels differently: the second run's indexes are renumbered to the
+// first's, in the metadata and in its provenance, so the merged graph is
+// the pipeline's, not edges between the wrong channels. Module -> channel
+// edges count both runs' messages; channel -> module edges count the cited
+// messages by identity (channel, sequence), which the two runs share.
+TEST_F(ShmtoolLineage, MergeOfTwoRunsKeepsThePipelinesGraph) {
+  const std::string other = temp_path("lineage_other");
+  const std::string merged = temp_path("lineage_merged");
+  write_as_another_run(recording_, other);
+  const ToolRun r = shmtool({"bag", "merge", recording_, other, "-o", merged});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("2 channels got a new registry index"), std::string::npos) << r.out;
+  const json one = json::parse(shmtool({"bag", "graph", recording_, "--json"}).out);
+  const json both = json::parse(shmtool({"bag", "graph", merged, "--json"}).out);
+  EXPECT_EQ(both["modules"], one["modules"]);
+  EXPECT_EQ(both["order"], one["order"]);
+  ASSERT_EQ(both["edges"].size(), one["edges"].size()) << both.dump();
+  for (std::size_t i = 0; i < one["edges"].size(); ++i) {
+    const json& e = one["edges"][i];
+    const bool written = e["from"].get<std::string>().front() != '/';
+    const std::uint64_t n = e["messages"].get<std::uint64_t>();
+    EXPECT_EQ(both["edges"][i], json({{"from", e["from"]}, {"to", e["to"]}, {"messages", written ? 2 * n : n}}))
+        << e.dump();
+  }
+  const json info_one = json::parse(shmtool({"bag", "info", recording_, "--json"}).out);
+  const json info_both = json::parse(shmtool({"bag", "info", merged, "--json"}).out);
+  EXPECT_EQ(info_both["messages"], 2 * info_one["messages"].get<std::uint64_t>());
+  std::filesystem::remove(other);
+  std::filesystem::remove(merged);
 }

@@ -772,3 +772,100 @@ TEST(ShmtoolRecordTiming, ReplayKeepsTheRecordedRateWithinOnePercent) {
   EXPECT_NEAR(rate_b, rate_a, 0.01 * rate_a);
   remove_all({file, again});
 }
+
+// bag filter, compress, decompress and cat on a recording of two channels,
+// each result read by @mcap/core's indexed and stream readers: the kept
+// channels' messages byte for byte (their CRCs equal the original's), the
+// time range cut where asked, the chunks compressed as asked; cat prints
+// one line per message, decoded.
+TEST(ShmtoolRecord, BagFilterCompressDecompressAndCatAgreeWithTheReferenceReader) {
+  DomainGuard d;
+  const std::string file = temp_path("shmtool_ops");
+  record_while(d.name, {"-o", file, "/ops/*", "--chunk-size", "2048"}, [&] {
+    auto a = start_tool(
+        {"pub", "/ops/a", "--type", "std_msgs/String", "--rate", "200", "--count", "100", R"({"data": "a"})"}, d.name);
+    publish_strings(d.name, "/ops/b", 200, 60);
+    ASSERT_TRUE(exited_zero(a->wait(20s))) << a->output();
+  });
+  const json original = run_node("mcap_read.mjs", file);
+  ASSERT_EQ(original["indexed"]["counts"]["/ops/a"], 100);
+  ASSERT_EQ(original["indexed"]["counts"]["/ops/b"], 60);
+
+  // filter by channel: /ops/a alone, byte for byte.
+  const std::string only_a = temp_path("shmtool_ops_a");
+  const ToolRun f = shmtool({"bag", "filter", file, "-o", only_a, "--channels", "/ops/a"});
+  ASSERT_EQ(f.code, 0) << f.err;
+  EXPECT_EQ(f.err, "") << "no progress line when stderr is not a terminal";
+  const json a = run_node("mcap_read.mjs", only_a);
+  EXPECT_EQ(a["indexed"]["counts"], json({{"/ops/a", 100}}));
+  EXPECT_EQ(a["stream"]["counts"], json({{"/ops/a", 100}}));
+  EXPECT_EQ(a["indexed"]["crc"]["/ops/a"], original["indexed"]["crc"]["/ops/a"]);
+  EXPECT_EQ(a["indexed"]["in_order"], true);
+  EXPECT_EQ(a["metadata"].size(), original["metadata"].size()) << "the recording's facts go along";
+
+  // filter by time: the messages logged in [begin, end), as the reader
+  // counts them in the original.
+  std::vector<std::uint64_t> times;
+  shmbus::mcap::Reader(file).read_messages([&](const shmbus::mcap::MessageView& m) {
+    times.push_back(m.log_time);
+    return true;
+  });
+  ASSERT_EQ(times.size(), 160U);
+  const std::uint64_t begin = times[40];
+  const std::uint64_t end = times[120];
+  const auto in_range = static_cast<std::uint64_t>(
+      std::count_if(times.begin(), times.end(), [&](std::uint64_t t) { return t >= begin && t < end; }));
+  const std::string middle = temp_path("shmtool_ops_mid");
+  ASSERT_EQ(shmtool({"bag", "filter", file, "-o", middle, "--begin", std::to_string(begin), "--end",
+                     std::to_string(end), "--exclude", "/nothing"})
+                .code,
+            0);
+  EXPECT_EQ(bag_info(middle)["messages"], in_range);
+
+  // compress (lz4), then decompress: the same messages, the chunks as asked.
+  const std::string lz4 = temp_path("shmtool_ops_lz4");
+  const std::string plain = temp_path("shmtool_ops_plain");
+  ASSERT_EQ(shmtool({"bag", "compress", file, "-o", lz4, "--compression", "lz4"}).code, 0);
+  ASSERT_EQ(shmtool({"bag", "decompress", lz4, "-o", plain, "--chunk-size", "4096"}).code, 0);
+  for (const auto& [path, compression] : {std::pair{lz4, "lz4"}, std::pair{plain, ""}}) {
+    const json j = run_node("mcap_read.mjs", path);
+    EXPECT_EQ(j["compression"], json::array({compression})) << path;
+    EXPECT_EQ(j["indexed"]["crc"], original["indexed"]["crc"]) << path;
+    EXPECT_EQ(j["stream"]["counts"], original["indexed"]["counts"]) << path;
+  }
+  EXPECT_GT(run_node("mcap_read.mjs", plain)["chunks"].get<int>(), 1) << "4 KiB chunks";
+
+  // cat: one line per message in log-time order, decoded.
+  const ToolRun cat = shmtool({"bag", "cat", file, "--channels", "/ops/b", "--json"});
+  ASSERT_EQ(cat.code, 0) << cat.err;
+  const auto lines = json_lines(cat.out);
+  ASSERT_EQ(lines.size(), 60U);
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    EXPECT_EQ(lines[i]["topic"], "/ops/b");
+    EXPECT_EQ(lines[i]["data"], json({{"data", "x"}}));
+    if (i > 0) EXPECT_GE(lines[i]["log_time"].get<std::uint64_t>(), lines[i - 1]["log_time"].get<std::uint64_t>());
+  }
+  const ToolRun text = shmtool({"bag", "cat", file, "--channels", "/ops/a"});
+  EXPECT_EQ(std::count(text.out.begin(), text.out.end(), '\n'), 100) << text.out;
+  EXPECT_NE(text.out.find(" /ops/a [std_msgs/String] {\"data\":\"a\"}\n"), std::string::npos) << text.out;
+
+  // On a terminal (script(1) gives it one), a progress line on stderr,
+  // erased before the summary; none with --quiet.
+  const std::string pty_out = temp_path("shmtool_ops_pty");
+  auto on_pty = [&](bool quiet) {
+    std::vector<std::string> args{"bag", "filter", file, "-o", pty_out};
+    if (quiet) args.emplace_back("--quiet");
+    ToolOnPty t(args, d.name);
+    EXPECT_TRUE(exited_zero(t.wait(20s))) << t.screen;
+    return t.screen;
+  };
+  const std::string shown = on_pty(false);
+  EXPECT_NE(shown.find("filter: 160/160 messages (100%)"), std::string::npos) << shown;
+  EXPECT_NE(shown.find("\r\033[Kfilter: wrote 160 messages"), std::string::npos) << "erased before the summary";
+  const std::string quiet = on_pty(true);
+  EXPECT_EQ(quiet.find("160/160"), std::string::npos) << quiet;
+  EXPECT_NE(quiet.find("filter: wrote 160 messages"), std::string::npos) << quiet;
+  const ToolRun same = shmtool({"bag", "filter", file, "-o", file});
+  EXPECT_EQ(same.code, 2) << "the output may not be an input";
+  remove_all({file, only_a, middle, lz4, plain, pty_out});
+}

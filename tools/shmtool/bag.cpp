@@ -45,20 +45,6 @@ std::map<std::string, std::string> parse_remaps(const std::vector<std::string>& 
   return out;
 }
 
-/// RFC 4648 base64, for raw payloads in JSON (as Foxglove shows bytes).
-std::string base64(std::span<const std::byte> data) {
-  static constexpr char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  std::string out;
-  out.reserve((data.size() + 2) / 3 * 4);
-  for (std::size_t i = 0; i < data.size(); i += 3) {
-    const std::size_t n = std::min<std::size_t>(3, data.size() - i);
-    std::uint32_t v = 0;
-    for (std::size_t k = 0; k < 3; ++k) v = (v << 8) | (k < n ? std::to_integer<std::uint32_t>(data[i + k]) : 0U);
-    for (std::size_t k = 0; k < 4; ++k) out += k <= n ? kAlphabet[(v >> (18 - 6 * k)) & 63U] : '=';
-  }
-  return out;
-}
-
 /// The jsonschema of a raw channel's exported messages.
 Json raw_json_schema() {
   return Json{{"$schema", "http://json-schema.org/draft-07/schema#"},
@@ -67,28 +53,6 @@ Json raw_json_schema() {
               {"properties", {{"data", {{"type", "string"}, {"contentEncoding", "base64"}}}}},
               {"required", {"data"}},
               {"additionalProperties", false}};
-}
-
-/// A wall time for --begin/--end: nanoseconds since the epoch, or ISO 8601
-/// in UTC ("2026-11-23T10:00:00", fractions and a trailing Z allowed).
-std::uint64_t parse_wall_time(const std::string& option, const std::string& text) {
-  if (!text.empty() && text.find_first_not_of("0123456789") == std::string::npos) return std::stoull(text);
-  std::tm tm{};
-  const char* rest = ::strptime(text.c_str(), "%Y-%m-%dT%H:%M:%S", &tm);
-  double fraction = 0;
-  if (rest != nullptr && *rest == '.') {
-    char* after = nullptr;
-    fraction = std::strtod(rest, &after);
-    rest = after;
-  }
-  if (rest != nullptr && *rest == 'Z') ++rest;
-  if (rest == nullptr || *rest != '\0') {
-    throw Error(Errc::kInvalidArgument, "play: " + option + " '" + text +
-                                            "' is not a wall time; use UTC like 2026-11-23T10:00:00.5Z or "
-                                            "nanoseconds since the epoch (see shmtool bag info for the span)");
-  }
-  return static_cast<std::uint64_t>(::timegm(&tm)) * 1'000'000'000ULL +
-         static_cast<std::uint64_t>(std::llround(fraction * 1e9));
 }
 
 /// The keys on a terminal (space pauses and resumes, s steps one message
@@ -159,8 +123,8 @@ int run_play(const Globals& g, const PlayOptions& o) {
   options.exclude = o.exclude;
   options.remap = parse_remaps(o.remap);
   options.start_offset_s = o.start_offset_s;
-  if (!o.begin.empty()) options.begin_ns = parse_wall_time("--begin", o.begin);
-  if (!o.end.empty()) options.end_ns = parse_wall_time("--end", o.end);
+  if (!o.begin.empty()) options.begin_ns = parse_wall_time("play", "--begin", o.begin);
+  if (!o.end.empty()) options.end_ns = parse_wall_time("play", "--end", o.end);
   options.start_paused = o.paused;
   options.clock = o.clock;
   std::optional<TerminalControl> control;
@@ -194,7 +158,8 @@ int run_bag_recover(const Globals& /*g*/, const std::string& in, const std::stri
   return 0;
 }
 
-int run_bag_export(const Globals& /*g*/, const std::string& in, const std::string& out, const std::string& encoding) {
+int run_bag_export(const Globals& /*g*/, const std::string& in, const std::string& out, const std::string& encoding,
+                   bool quiet) {
   const bool cdr = encoding == "cdr";
   if (encoding != "json" && !cdr) {
     throw Error(Errc::kInvalidArgument, "bag export: unknown --encoding '" + encoding + "'; use json or cdr");
@@ -240,7 +205,9 @@ int run_bag_export(const Globals& /*g*/, const std::string& in, const std::strin
   for (const auto& m : info.metadata) writer.write_metadata(m);
   std::uint64_t n = 0;
   std::string text;
+  ProgressLine progress("export", quiet);
   reader.read_messages([&](const mcap::MessageView& m) {
+    if (n % 4096 == 0) progress.update(n, info.statistics.message_count, writer.bytes());
     const Exported& e = channels.at(m.channel_id);
     text.clear();
     if (cdr) {
@@ -257,6 +224,7 @@ int run_bag_export(const Globals& /*g*/, const std::string& in, const std::strin
     return true;
   });
   writer.close();
+  progress.clear();
   print(fmt::format("exported {} messages on {} channels from {} into {} ({}, {})\n", n, channels.size(), in, out,
                     encoding, human_bytes(writer.bytes())));
   return 0;

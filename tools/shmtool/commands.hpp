@@ -119,8 +119,32 @@ int run_bag_graph(const Globals& g, const std::string& path, bool dot);
 int run_bag_diff(const Globals& g, const std::string& a, const std::string& b, const std::string& channel);
 /// bag recover IN -o OUT: an indexed file from one whose recorder died.
 int run_bag_recover(const Globals& g, const std::string& in, const std::string& out);
+/// bag filter | merge | compress | decompress: a new recording from recorded ones.
+struct BagRewriteOptions {
+  std::string verb;                 ///< for messages and progress
+  std::vector<std::string> inputs;  ///< one, or several for merge
+  std::string output;
+  std::vector<std::string> channels;  ///< globs to keep
+  std::vector<std::string> exclude;   ///< globs to drop
+  std::string begin;                  ///< wall time (ISO 8601 or ns)
+  std::string end;
+  std::string compression;  ///< none | lz4 | zstd; "" keeps the input's
+  std::uint64_t chunk_size = std::uint64_t{1} << 20;
+  bool quiet = false;  ///< no progress line
+};
+int run_bag_rewrite(const Globals& g, const BagRewriteOptions& o);
+/// bag cat FILE: the messages as lines (decoded; --json for scripts).
+struct BagCatOptions {
+  std::string file;
+  std::vector<std::string> channels;
+  std::vector<std::string> exclude;
+  std::string begin;
+  std::string end;
+};
+int run_bag_cat(const Globals& g, const BagCatOptions& o);
 /// bag export IN -o OUT --encoding json: the recording with JSON messages.
-int run_bag_export(const Globals& g, const std::string& in, const std::string& out, const std::string& encoding);
+int run_bag_export(const Globals& g, const std::string& in, const std::string& out, const std::string& encoding,
+                   bool quiet);
 
 /// service list: the domain's services, their servers and counters.
 int run_service_list(const Globals& g);

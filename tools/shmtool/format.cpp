@@ -11,6 +11,8 @@
 #include <ctime>
 #include <iterator>
 
+#include "shmbus/error.hpp"
+
 namespace shmbus::tool {
 
 void print(std::string_view text) {
@@ -184,6 +186,64 @@ std::string Table::render(std::size_t indent) const {
   };
   line(header_);
   for (const auto& r : rows_) line(r);
+  return out;
+}
+
+std::uint64_t parse_wall_time(const std::string& command, const std::string& option, const std::string& text) {
+  if (!text.empty() && text.find_first_not_of("0123456789") == std::string::npos) return std::stoull(text);
+  std::tm tm{};
+  const char* rest = ::strptime(text.c_str(), "%Y-%m-%dT%H:%M:%S", &tm);
+  double fraction = 0;
+  if (rest != nullptr && *rest == '.') {
+    char* after = nullptr;
+    fraction = std::strtod(rest, &after);
+    rest = after;
+  }
+  if (rest != nullptr && *rest == 'Z') ++rest;
+  if (rest == nullptr || *rest != '\0') {
+    throw Error(Errc::kInvalidArgument, command + ": " + option + " '" + text +
+                                            "' is not a wall time; use UTC like 2026-11-23T10:00:00.5Z or "
+                                            "nanoseconds since the epoch (see shmtool bag info for the span)");
+  }
+  return static_cast<std::uint64_t>(::timegm(&tm)) * 1'000'000'000ULL +
+         static_cast<std::uint64_t>(std::llround(fraction * 1e9));
+}
+
+ProgressLine::ProgressLine(std::string verb, bool quiet)
+    : verb_(std::move(verb)), on_(!quiet && ::isatty(STDERR_FILENO) == 1), start_ns_(mono_now_ns()) {}
+
+ProgressLine::~ProgressLine() { clear(); }
+
+void ProgressLine::clear() {
+  if (drawn_) std::fputs("\r\033[K", stderr);
+  drawn_ = false;
+}
+
+void ProgressLine::update(std::uint64_t done, std::uint64_t total, std::uint64_t bytes_written) {
+  const std::int64_t now = mono_now_ns();
+  if (!on_ || now < next_ns_) return;
+  next_ns_ = now + 100'000'000;  // at most 10 lines a second
+  const double elapsed_s = static_cast<double>(now - start_ns_) / 1e9;
+  const double rate = elapsed_s > 0 ? static_cast<double>(done) / elapsed_s : 0.0;
+  const double left_s = rate > 0 && total > done ? static_cast<double>(total - done) / rate : 0.0;
+  std::fprintf(stderr, "\r\033[K%s: %llu/%llu messages (%.0f%%), %s written, %s msg/s, %.0f s left", verb_.c_str(),
+               static_cast<unsigned long long>(done), static_cast<unsigned long long>(total),
+               total > 0 ? 100.0 * static_cast<double>(done) / static_cast<double>(total) : 100.0,
+               human_bytes(bytes_written).c_str(), human_count(static_cast<std::uint64_t>(rate)).c_str(), left_s);
+  std::fflush(stderr);
+  drawn_ = true;
+}
+
+std::string base64(std::span<const std::byte> data) {
+  static constexpr char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  out.reserve((data.size() + 2) / 3 * 4);
+  for (std::size_t i = 0; i < data.size(); i += 3) {
+    const std::size_t n = std::min<std::size_t>(3, data.size() - i);
+    std::uint32_t v = 0;
+    for (std::size_t k = 0; k < 3; ++k) v = (v << 8) | (k < n ? std::to_integer<std::uint32_t>(data[i + k]) : 0U);
+    for (std::size_t k = 0; k < 4; ++k) out += k <= n ? kAlphabet[(v >> (18 - 6 * k)) & 63U] : '=';
+  }
   return out;
 }
 

@@ -2,7 +2,9 @@
 // Terminal output for shmtool: aligned tables, human numbers with units, and
 // colour only when stdout is a terminal (and NO_COLOR is unset).
 
+#include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -27,6 +29,35 @@ std::string human_rate(double hz);
 std::string human_seconds(double s);
 /// "512 B", "12.3 KiB", "4.56 MiB", "7.89 GiB".
 std::string human_bytes(std::uint64_t n);
+/// A wall time for --begin/--end: nanoseconds since the epoch, or ISO 8601
+/// in UTC ("2026-11-23T10:00:00", fractions and a trailing Z allowed).
+/// Throws Error(kInvalidArgument) naming `command` and `option`.
+std::uint64_t parse_wall_time(const std::string& command, const std::string& option, const std::string& text);
+
+/// One progress line on stderr for long work (bag export, recover, filter,
+/// merge, compress): updated at most 10 times a second, and only when
+/// stderr is a terminal and not `quiet`; cleared when done.
+class ProgressLine {
+ public:
+  ProgressLine(std::string verb, bool quiet);
+  ~ProgressLine();
+  ProgressLine(const ProgressLine&) = delete;
+  ProgressLine& operator=(const ProgressLine&) = delete;
+  /// Messages done of `total`, bytes written so far.
+  void update(std::uint64_t done, std::uint64_t total, std::uint64_t bytes_written);
+  /// Erases the line (before the summary is printed).
+  void clear();
+
+ private:
+  std::string verb_;
+  bool on_;
+  std::int64_t start_ns_;
+  std::int64_t next_ns_ = 0;
+  bool drawn_ = false;
+};
+
+/// RFC 4648 base64, for raw payloads in JSON (as Foxglove shows bytes).
+std::string base64(std::span<const std::byte> data);
 /// A JSON number, or null for NaN and infinities (JSON has neither).
 schema::Json json_number(double x);
 

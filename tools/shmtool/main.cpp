@@ -1,7 +1,8 @@
 // shmtool: inspect and drive a shmbus domain from a terminal.
 //
 //   shmtool list | info CH | echo CH | hz CH | pub CH | stats [CH] | alerts | top | clean | sync
-//           record -o FILE [CH...] | play FILE... [--step] | bag info|recover|export|graph|diff FILE
+//           record -o FILE [CH...] | play FILE... [--step]
+//           bag info|recover|export|graph|diff|filter|merge|compress|decompress|cat FILE...
 //           service list | info NAME | call NAME JSON
 //
 // Exit codes: 0 ok, 1 runtime failure, 2 bad usage or configuration,
@@ -87,6 +88,8 @@ struct Commands {
   PlayOptions play;
   std::string bag_file;                ///< bag recover, export
   std::vector<std::string> bag_files;  ///< bag info
+  BagRewriteOptions rewrite;           ///< bag filter, merge, compress, decompress
+  BagCatOptions cat;                   ///< bag cat
   bool one_file = false;               ///< bag info
   std::string bag_output;              ///< bag recover, export
   std::string encoding = "json";       ///< bag export
@@ -247,6 +250,59 @@ void add_play_command(CLI::App& app, Commands& k) {
 }
 
 /// bag info | recover | export | graph | diff: recordings as files.
+/// The options filter, merge, compress and decompress share.
+void rewrite_options(CLI::App* c, BagRewriteOptions& o, bool select, bool compression) {
+  c->add_option("-o,--output", o.output, "The file to write (not one of the inputs)")->required();
+  if (select) {
+    c->add_option("--channels", o.channels, "Keep the channels matching these globs (default: all)");
+    c->add_option("--exclude", o.exclude, "Drop the channels matching these globs");
+    c->add_option("--begin", o.begin, "Keep messages from this wall time (UTC ISO 8601 or ns since the epoch)");
+    c->add_option("--end", o.end, "Keep messages before this wall time");
+  }
+  if (compression) {
+    c->add_option("--compression", o.compression, "Chunk compression: zstd, lz4 or none (default: the input's)")
+        ->check(CLI::IsMember({"zstd", "lz4", "none"}));
+  }
+  c->add_option("--chunk-size", o.chunk_size, "Uncompressed bytes per chunk (default 1 MiB)");
+  c->add_flag("-q,--quiet", o.quiet, "No progress line on a terminal");
+}
+
+/// bag filter | merge | compress | decompress | cat: recordings as files.
+/// Returns what runs the one given, if any was.
+std::function<std::optional<int>()> add_bag_file_commands(CLI::App* bag, Commands& k) {
+  CLI::App* filter = bag->add_subcommand("filter", "Copy a recording keeping some channels and a time range");
+  filter->add_option("FILE", k.rewrite.inputs, "An MCAP file")->required()->expected(1);
+  rewrite_options(filter, k.rewrite, true, true);
+  CLI::App* merge = bag->add_subcommand(
+      "merge", "Merge recordings into one in log-time order, their module topology and provenance merged too");
+  merge->add_option("FILES", k.rewrite.inputs, "MCAP files")->required();
+  rewrite_options(merge, k.rewrite, false, true);
+  CLI::App* compress = bag->add_subcommand("compress", "Rewrite a recording's chunks compressed (zstd by default)");
+  compress->add_option("FILE", k.rewrite.inputs, "An MCAP file")->required()->expected(1);
+  rewrite_options(compress, k.rewrite, false, true);
+  CLI::App* decompress = bag->add_subcommand("decompress", "Rewrite a recording's chunks uncompressed");
+  decompress->add_option("FILE", k.rewrite.inputs, "An MCAP file")->required()->expected(1);
+  rewrite_options(decompress, k.rewrite, false, false);
+  CLI::App* cat = bag->add_subcommand("cat", "Print a recording's messages, one line each, in log-time order");
+  cat->add_option("FILE", k.cat.file, "An MCAP file")->required();
+  cat->add_option("--channels", k.cat.channels, "Only the channels matching these globs");
+  cat->add_option("--exclude", k.cat.exclude, "Not the channels matching these globs");
+  cat->add_option("--begin", k.cat.begin, "From this wall time (UTC ISO 8601 or ns since the epoch)");
+  cat->add_option("--end", k.cat.end, "Before this wall time");
+  json_flag(cat, k);
+  return [&k, filter, merge, compress, decompress, cat]() -> std::optional<int> {
+    if (cat->parsed()) return run_bag_cat(k.g, k.cat);
+    for (CLI::App* c : {filter, merge, compress, decompress}) {
+      if (!c->parsed()) continue;
+      k.rewrite.verb = c->get_name();
+      if (c == compress && k.rewrite.compression.empty()) k.rewrite.compression = "zstd";
+      if (c == decompress) k.rewrite.compression = "none";
+      return run_bag_rewrite(k.g, k.rewrite);
+    }
+    return std::nullopt;
+  };
+}
+
 void add_bag_commands(CLI::App& app, Commands& k) {
   CLI::App* bag = app.add_subcommand("bag", "Inspect, repair and convert recordings");
   bag->require_subcommand(1);
@@ -268,6 +324,7 @@ void add_bag_commands(CLI::App& app, Commands& k) {
   exp->add_option("--encoding", k.encoding,
                   "Message encoding of the copy: json (jsonschema) or cdr (ros2 profile, ros2msg schemas)")
       ->check(CLI::IsMember({"json", "cdr"}));
+  exp->add_flag("-q,--quiet", k.rewrite.quiet, "No progress line on a terminal");
   CLI::App* graph = bag->add_subcommand(
       "graph",
       "The modules and channels of a recording as a graph (module -> channel -> module), in topological order");
@@ -280,12 +337,14 @@ void add_bag_commands(CLI::App& app, Commands& k) {
   diff->add_option("B", k.bag_other, "The recording compared with it")->required();
   diff->add_option("--channel", k.bag_channel, "The channel to compare")->required();
   json_flag(diff, k);
-  k.run["bag"] = [&k, info, recover, graph, diff] {
+  auto files = add_bag_file_commands(bag, k);
+  k.run["bag"] = [&k, info, recover, graph, diff, files] {
+    if (const auto rc = files()) return *rc;
     if (info->parsed()) return run_bag_info(k.g, k.bag_files, !k.one_file);
     if (diff->parsed()) return run_bag_diff(k.g, k.bag_file, k.bag_other, k.bag_channel);
     if (graph->parsed()) return run_bag_graph(k.g, k.bag_file, k.dot);
     if (recover->parsed()) return run_bag_recover(k.g, k.bag_file, k.bag_output);
-    return run_bag_export(k.g, k.bag_file, k.bag_output, k.encoding);
+    return run_bag_export(k.g, k.bag_file, k.bag_output, k.encoding, k.rewrite.quiet);
   };
 }
 

@@ -148,6 +148,24 @@ struct Reader::Impl {
   const std::byte* base = nullptr;
   std::size_t size = 0;
   std::vector<ChunkIndex>& chunks = info.chunks;
+  /// Where next_message() is: the chunks merged by log time through a heap
+  /// of each loaded chunk's next message; a chunk is loaded once the heap's
+  /// earliest message is not before the chunk's start, and freed once read.
+  struct Next {
+    std::uint64_t log_time;
+    std::size_t chunk;
+    std::size_t index;
+    bool operator>(const Next& o) const {
+      if (log_time != o.log_time) return log_time > o.log_time;
+      return chunk != o.chunk ? chunk > o.chunk : index > o.index;
+    }
+  };
+  struct Stream {
+    std::priority_queue<Next, std::vector<Next>, std::greater<>> heap;
+    std::vector<LoadedChunk> loaded;
+    std::size_t next_chunk = 0;
+    std::optional<std::size_t> drained;  ///< a chunk whose last message was handed out
+  } stream;
   std::function<void(std::uint64_t, const std::string&)> bad = [this](std::uint64_t at, const std::string& what) {
     throw Error(Errc::kConfig, info.path + ": not a valid MCAP file at byte " + std::to_string(at) + ": " + what);
   };
@@ -394,47 +412,48 @@ Reader::~Reader() = default;
 const FileInfo& Reader::info() const noexcept { return impl_->info; }
 
 void Reader::read_messages(const std::function<bool(const MessageView&)>& f) {
-  Impl& r = *impl_;
-  struct Next {
-    std::uint64_t log_time;
-    std::size_t chunk;
-    std::size_t index;
-    bool operator>(const Next& o) const {
-      if (log_time != o.log_time) return log_time > o.log_time;
-      return chunk != o.chunk ? chunk > o.chunk : index > o.index;
-    }
-  };
-  std::priority_queue<Next, std::vector<Next>, std::greater<>> heap;
-  std::vector<LoadedChunk> loaded(r.chunks.size());
-  std::size_t next_chunk = 0;
-  for (;;) {
-    while (next_chunk < r.chunks.size() && (heap.empty() || r.chunks[next_chunk].start_time <= heap.top().log_time)) {
-      loaded[next_chunk] = r.load(r.chunks[next_chunk]);
-      if (!loaded[next_chunk].messages.empty()) {
-        heap.push({loaded[next_chunk].messages[0].log_time, next_chunk, 0});
-      }
-      ++next_chunk;
-    }
-    if (heap.empty()) return;
-    const Next n = heap.top();
-    heap.pop();
-    LoadedChunk& chunk = loaded[n.chunk];
-    Cursor c(std::span<const std::byte>(chunk.records).subspan(chunk.messages[n.index].at + 9), 0, r.bad);
-    MessageView v;
-    v.channel_id = c.u16();
-    v.sequence = c.u32();
-    v.log_time = c.u64();
-    v.publish_time = c.u64();
-    std::uint64_t length = 0;
-    std::memcpy(&length, chunk.records.data() + chunk.messages[n.index].at + 1, sizeof length);
-    v.data = c.take(length - 22);
-    if (!f(v)) return;
-    if (n.index + 1 < chunk.messages.size()) {
-      heap.push({chunk.messages[n.index + 1].log_time, n.chunk, n.index + 1});
-    } else {
-      chunk = LoadedChunk{};  // done with it: free its memory
-    }
+  impl_->stream = {};
+  MessageView v;
+  while (next_message(v)) {
+    if (!f(v)) break;
   }
+  impl_->stream = {};
+}
+
+bool Reader::next_message(MessageView& v) {
+  Impl& r = *impl_;
+  Impl::Stream& st = r.stream;
+  if (st.loaded.empty()) st.loaded.resize(r.chunks.size());
+  if (st.drained) {
+    st.loaded[*st.drained] = LoadedChunk{};  // the last view into it is gone: free its memory
+    st.drained.reset();
+  }
+  while (st.next_chunk < r.chunks.size() &&
+         (st.heap.empty() || r.chunks[st.next_chunk].start_time <= st.heap.top().log_time)) {
+    st.loaded[st.next_chunk] = r.load(r.chunks[st.next_chunk]);
+    if (!st.loaded[st.next_chunk].messages.empty()) {
+      st.heap.push({st.loaded[st.next_chunk].messages[0].log_time, st.next_chunk, 0});
+    }
+    ++st.next_chunk;
+  }
+  if (st.heap.empty()) return false;
+  const Impl::Next n = st.heap.top();
+  st.heap.pop();
+  const LoadedChunk& chunk = st.loaded[n.chunk];
+  Cursor c(std::span<const std::byte>(chunk.records).subspan(chunk.messages[n.index].at + 9), 0, r.bad);
+  v.channel_id = c.u16();
+  v.sequence = c.u32();
+  v.log_time = c.u64();
+  v.publish_time = c.u64();
+  std::uint64_t length = 0;
+  std::memcpy(&length, chunk.records.data() + chunk.messages[n.index].at + 1, sizeof length);
+  v.data = c.take(length - 22);
+  if (n.index + 1 < chunk.messages.size()) {
+    st.heap.push({chunk.messages[n.index + 1].log_time, n.chunk, n.index + 1});
+  } else {
+    st.drained = n.chunk;
+  }
+  return true;
 }
 
 namespace {

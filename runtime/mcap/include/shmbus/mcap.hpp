@@ -230,6 +230,10 @@ class Reader {
   /// Calls `f` for every message in log-time order (chunks merged by their
   /// index); `f` returns false to stop.
   void read_messages(const std::function<bool(const MessageView&)>& f);
+  /// The same, pulled one at a time (to merge files): the next message in
+  /// log-time order, false after the last. `v.data` is valid until the next
+  /// call. read_messages() starts over.
+  bool next_message(MessageView& v);
 
  private:
   friend RecoverReport recover(const std::string& in, const std::string& out);

@@ -1,0 +1,131 @@
+// shmtool bag filter, merge, compress, decompress and cat: recordings as
+// files, streamed chunk by chunk (the record library's rewrite()), and the
+// messages of one as lines.
+#include <fmt/format.h>
+
+#include <map>
+#include <optional>
+
+#include "commands.hpp"
+#include "common.hpp"
+#include "format.hpp"
+#include "shmbus/error.hpp"
+#include "shmbus/mcap.hpp"
+#include "shmbus/record/recording.hpp"
+#include "shmbus/record/rewrite.hpp"
+#include "shmbus/schema/json_input.hpp"
+
+namespace shmbus::tool {
+
+namespace {
+
+using Json = schema::Json;
+
+/// How one channel's messages are shown: decoded by its shmbus schema,
+/// parsed as JSON, or as bytes.
+struct Shown {
+  std::string type;
+  std::optional<schema::Schema> schema;
+  bool json = false;
+};
+
+std::map<std::uint16_t, Shown> shown_channels(const mcap::FileInfo& info) {
+  std::map<std::uint16_t, Shown> out;
+  for (const auto& ch : info.channels) {
+    Shown s;
+    const mcap::Schema* sc = info.schema(ch.schema_id);
+    s.type = sc != nullptr ? sc->name : "";
+    if (ch.message_encoding == "shmbus") s.schema = schema_of(record::recorded_type(info, ch));
+    s.json = ch.message_encoding == "json";
+    out[ch.id] = std::move(s);
+  }
+  return out;
+}
+
+/// A message's content as JSON: its fields, or {"data": base64}.
+Json content(const Shown& s, std::span<const std::byte> data) {
+  if (s.schema) return s.schema->decode(data);
+  if (s.json) {
+    try {
+      return schema::parse_json<Json>(std::string_view{reinterpret_cast<const char*>(data.data()), data.size()});
+    } catch (const std::exception&) {
+      // not JSON after all: shown as bytes
+    }
+  }
+  return Json{{"data", base64(data)}};
+}
+
+}  // namespace
+
+int run_bag_rewrite(const Globals& /*g*/, const BagRewriteOptions& o) {
+  record::RewriteOptions r;
+  r.channels = o.channels;
+  r.exclude = o.exclude;
+  if (!o.begin.empty()) r.begin_ns = parse_wall_time("bag " + o.verb, "--begin", o.begin);
+  if (!o.end.empty()) r.end_ns = parse_wall_time("bag " + o.verb, "--end", o.end);
+  if (!o.compression.empty()) {
+    r.compression = mcap::parse_compression(o.compression);
+    if (!r.compression) {
+      throw Error(Errc::kInvalidArgument,
+                  "bag " + o.verb + ": unknown --compression '" + o.compression + "'; use zstd, lz4 or none");
+    }
+  }
+  if (o.chunk_size < 1024) {
+    throw Error(Errc::kInvalidArgument, "bag " + o.verb + ": --chunk-size " + std::to_string(o.chunk_size) +
+                                            " is too small; use 1024 bytes or more (default 1 MiB)");
+  }
+  r.chunk_size = o.chunk_size;
+  r.library = "shmtool bag " + o.verb;
+  ProgressLine progress(o.verb, o.quiet);
+  r.progress = [&progress](const record::RewriteProgress& p) {
+    progress.update(p.messages, p.total_messages, p.bytes_written);
+  };
+  const record::RewriteReport report = record::rewrite(o.inputs, o.output, r);
+  progress.clear();
+  std::string renumbered;
+  if (report.renumbered > 0) {
+    renumbered = fmt::format("; {} channels got a new registry index (their provenance follows)", report.renumbered);
+  }
+  print(fmt::format("{}: wrote {} messages on {} channels from {} file(s) into {} ({}){}\n", o.verb, report.messages,
+                    report.channels, o.inputs.size(), o.output, human_bytes(report.bytes), renumbered));
+  return 0;
+}
+
+int run_bag_cat(const Globals& g, const BagCatOptions& o) {
+  const std::uint64_t begin = o.begin.empty() ? 0 : parse_wall_time("bag cat", "--begin", o.begin);
+  const std::uint64_t end = o.end.empty() ? UINT64_MAX : parse_wall_time("bag cat", "--end", o.end);
+  mcap::Reader reader(o.file);
+  const mcap::FileInfo& info = reader.info();
+  const std::map<std::uint16_t, Shown> shown = shown_channels(info);
+  std::map<std::uint16_t, bool> selected;
+  for (const auto& ch : info.channels) {
+    selected[ch.id] =
+        (o.channels.empty() || record::matches_any(o.channels, ch.topic)) && !record::matches_any(o.exclude, ch.topic);
+  }
+  std::string out;
+  reader.read_messages([&](const mcap::MessageView& m) {
+    if (!selected[m.channel_id] || m.log_time < begin || m.log_time >= end) return true;
+    const Shown& s = shown.at(m.channel_id);
+    const std::string& topic = info.channel(m.channel_id)->topic;
+    if (g.json) {
+      out += Json{{"topic", topic},
+                  {"sequence", m.sequence},
+                  {"log_time", m.log_time},
+                  {"publish_time", m.publish_time},
+                  {"data", content(s, m.data)}}
+                 .dump();
+    } else {
+      out += fmt::format("{} {} [{}] {}", m.log_time, topic, s.type, content(s, m.data).dump());
+    }
+    out += '\n';
+    if (out.size() >= 1 << 16) {
+      print(out);
+      out.clear();
+    }
+    return true;
+  });
+  print(out);
+  return 0;
+}
+
+}  // namespace shmbus::tool
