@@ -1,7 +1,8 @@
-// libFuzzer target: a file given to shmtool bag info/play/export/graph and
-// bag recover. The reader opens it (summary, indexes, CRCs), reads every
-// message (chunks decompressed, bounded by what they can hold), and the
-// lineage reads its metadata; recover() rebuilds it into a second file.
+// libFuzzer target: a file given to shmtool bag info/play/export/graph,
+// bag recover and bag doctor. The reader opens it (summary, indexes, CRCs),
+// reads every message (chunks decompressed, bounded by what they can hold),
+// and the lineage reads its metadata; recover() rebuilds it into a second
+// file; doctor() walks every record and lists the faults.
 // Anything may be refused with an Error; nothing may crash, hang or
 // allocate what the file cannot hold.
 //
@@ -77,6 +78,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
   try {
     (void)lineage::Lineage(in);
+  } catch (const Error&) {
+  }
+  try {
+    (void)mcap::doctor(in);
   } catch (const Error&) {
   }
   try {

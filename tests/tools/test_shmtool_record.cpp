@@ -7,6 +7,7 @@
 #include <fstream>
 #include <map>
 #include <optional>
+#include <sstream>
 
 #include "shmbus/introspect.hpp"
 #include "shmbus/mcap.hpp"
@@ -868,4 +869,144 @@ TEST(ShmtoolRecord, BagFilterCompressDecompressAndCatAgreeWithTheReferenceReader
   const ToolRun same = shmtool({"bag", "filter", file, "-o", file});
   EXPECT_EQ(same.code, 2) << "the output may not be an input";
   remove_all({file, only_a, middle, lz4, plain, pty_out});
+}
+
+namespace {
+
+template <typename T>
+T load_at(const std::string& bytes, std::uint64_t at) {
+  T v{};
+  std::memcpy(&v, bytes.data() + at, sizeof v);
+  return v;
+}
+template <typename T>
+void store_at(std::string& bytes, std::uint64_t at, T v) {
+  std::memcpy(bytes.data() + at, &v, sizeof v);
+}
+
+/// The offsets of the records of `op` in [from, to).
+std::vector<std::uint64_t> records_of(const std::string& bytes, std::uint64_t from, std::uint64_t to, std::uint8_t op) {
+  std::vector<std::uint64_t> out;
+  for (std::uint64_t at = from; at + 9 <= to;) {
+    if (static_cast<std::uint8_t>(bytes[at]) == op) out.push_back(at);
+    at += 9 + load_at<std::uint64_t>(bytes, at + 1);
+  }
+  return out;
+}
+
+}  // namespace
+
+// bag doctor passes a sound recording and finds each of 20 corruptions
+// made to copies of it (truncations, flipped bytes under a CRC, wrong
+// index offsets and counts with the CRC over them zeroed, as a writer that
+// computes none leaves it): exit 1 and a line naming the record at fault,
+// at its byte offset where the corruption has one.
+TEST(ShmtoolRecord, BagDoctorFindsEachOfTwentyCorruptions) {
+  DomainGuard d;
+  const std::string file = temp_path("shmtool_doctor");
+  record_while(d.name, {"-o", file, "/doc/*", "--chunk-size", "2048"}, [&] {
+    auto a = start_tool({"pub", "/doc/a", "--type", "std_msgs/String", "--rate", "500", "--count", "300",
+                         R"({"data": "some text to fill the chunks"})"},
+                        d.name);
+    publish_strings(d.name, "/doc/b", 500, 200);
+    ASSERT_TRUE(exited_zero(a->wait(20s))) << a->output();
+  });
+  const ToolRun clean = shmtool({"bag", "doctor", file});
+  ASSERT_EQ(clean.code, 0) << clean.out << clean.err;
+
+  std::string bytes;
+  {
+    std::ifstream in(file, std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  const std::vector<shmbus::mcap::ChunkIndex> chunks = shmbus::mcap::Reader(file).info().chunks;
+  ASSERT_GE(chunks.size(), 4U) << "2 KiB chunks";
+  const std::uint64_t size = bytes.size();
+  const std::uint64_t footer = size - 8 - 29;
+  const auto summary = load_at<std::uint64_t>(bytes, footer + 9);
+  const auto summary_crc_at = footer + 9 + 16;
+  const auto data_end = records_of(bytes, 8, summary, 0x0F);
+  ASSERT_EQ(data_end.size(), 1U);
+  const auto chunk_indexes = records_of(bytes, summary, footer, 0x08);
+  const auto statistics = records_of(bytes, summary, footer, 0x0B);
+  ASSERT_GE(chunk_indexes.size(), 3U);
+  ASSERT_EQ(statistics.size(), 1U);
+
+  struct Corruption {
+    std::string name;
+    std::string text;                   // the corrupted file
+    std::string record;                 // the record a line must name
+    std::optional<std::uint64_t> byte;  // and the offset, where known
+  };
+  std::vector<Corruption> cases;
+  auto truncated = [&](std::uint64_t n) { return bytes.substr(0, n); };
+  auto flipped = [&](std::uint64_t at) {
+    std::string b = bytes;
+    b[at] = static_cast<char>(b[at] ^ 0x5a);
+    return b;
+  };
+  // Truncations: the end magic, the footer, the summary, a chunk, the header.
+  for (const std::uint64_t n : {size - 1, size - 8, size - 20, summary + 3}) {
+    cases.push_back({"truncated to " + std::to_string(n), truncated(n), "footer", std::nullopt});
+  }
+  cases.push_back({"truncated in a chunk", truncated(chunks[1].offset + 40), "chunk", chunks[1].offset});
+  cases.push_back({"truncated in the header", truncated(30), "header", 8});
+  // A byte flipped in four chunks' compressed bodies, in the summary, and
+  // in the data section's CRC.
+  for (std::size_t i = 0; i < 4; ++i) {
+    cases.push_back({"chunk " + std::to_string(i) + " flipped", flipped(chunks[i].offset + chunks[i].length - 3),
+                     "chunk", chunks[i].offset});
+  }
+  cases.push_back({"summary flipped", flipped(summary + 12), "footer", std::nullopt});
+  cases.push_back({"data CRC flipped", flipped(data_end[0] + 9), "data end", data_end[0]});
+  // Index offsets wrong, the summary CRC zeroed: a chunk index naming no
+  // chunk (3), a chunk index naming no message index (2).
+  for (std::size_t i = 0; i < 3; ++i) {
+    std::string b = bytes;
+    const std::uint64_t field = chunk_indexes[i] + 9 + 16;  // start, end, then the chunk's offset
+    store_at(b, field, load_at<std::uint64_t>(b, field) + 1);
+    store_at<std::uint32_t>(b, summary_crc_at, 0);
+    cases.push_back({"chunk index " + std::to_string(i) + " offset", b, "chunk index", std::nullopt});
+  }
+  for (std::size_t i = 0; i < 2; ++i) {
+    std::string b = bytes;
+    const std::uint64_t field = chunk_indexes[i] + 9 + 36 + 2;  // the first message index offset
+    store_at(b, field, load_at<std::uint64_t>(b, field) + 1);
+    store_at<std::uint32_t>(b, summary_crc_at, 0);
+    cases.push_back({"chunk index " + std::to_string(i) + " message index offset", b, "chunk index", std::nullopt});
+  }
+  // A message index entry naming no message (the data CRC zeroed), twice.
+  for (std::size_t i = 0; i < 2; ++i) {
+    std::string b = bytes;
+    const std::uint64_t index = chunks[i].message_index_offsets.at(0).second;
+    const std::uint64_t entry = index + 9 + 2 + 4;
+    store_at(b, entry + 8, load_at<std::uint64_t>(b, entry + 8) + 1);
+    store_at<std::uint32_t>(b, data_end[0] + 9, 0);
+    cases.push_back({"message index " + std::to_string(i) + " offset", b, "message index", entry});
+  }
+  // The statistics' message count off by one (summary CRC zeroed).
+  {
+    std::string b = bytes;
+    store_at(b, statistics[0] + 9, load_at<std::uint64_t>(b, statistics[0] + 9) + 1);
+    store_at<std::uint32_t>(b, summary_crc_at, 0);
+    cases.push_back({"statistics count", b, "statistics", std::nullopt});
+  }
+  ASSERT_EQ(cases.size(), 20U);
+
+  const std::string copy = temp_path("shmtool_doctor_copy");
+  for (const Corruption& c : cases) {
+    SCOPED_TRACE(c.name);
+    {
+      std::ofstream out(copy, std::ios::binary | std::ios::trunc);
+      out.write(c.text.data(), static_cast<std::streamsize>(c.text.size()));
+    }
+    const ToolRun r = shmtool({"bag", "doctor", copy});
+    EXPECT_EQ(r.code, 1) << r.out << r.err;
+    const std::string want =
+        c.byte ? ": byte " + std::to_string(*c.byte) + ": " + c.record + ": " : ": " + c.record + ": ";
+    EXPECT_NE(r.out.find(want), std::string::npos) << "wanted '" << want << "' in:\n" << r.out;
+    std::istringstream lines(r.out);
+    for (std::string line; std::getline(lines, line);) EXPECT_EQ(line.rfind(copy + ": byte ", 0), 0U) << line;
+  }
+  remove_all({file, copy});
 }

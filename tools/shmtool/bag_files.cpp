@@ -128,4 +128,19 @@ int run_bag_cat(const Globals& g, const BagCatOptions& o) {
   return 0;
 }
 
+int run_bag_doctor(const Globals& g, const std::string& file) {
+  const std::vector<mcap::Fault> faults = mcap::doctor(file);
+  if (g.json) {
+    Json list = Json::array();
+    for (const auto& f : faults) list.push_back({{"offset", f.offset}, {"record", f.record}, {"what", f.what}});
+    print(Json{{"path", file}, {"faults", list}}.dump(2) + "\n");
+    return faults.empty() ? 0 : 1;
+  }
+  std::string out;
+  for (const auto& f : faults) out += fmt::format("{}: byte {}: {}: {}\n", file, f.offset, f.record, f.what);
+  if (faults.empty()) out = file + ": no faults: every record, CRC and index checks out\n";
+  print(out);
+  return faults.empty() ? 0 : 1;
+}
+
 }  // namespace shmbus::tool

@@ -2,7 +2,7 @@
 //
 //   shmtool list | info CH | echo CH | hz CH | pub CH | stats [CH] | alerts | top | clean | sync
 //           record -o FILE [CH...] | play FILE... [--step]
-//           bag info|recover|export|graph|diff|filter|merge|compress|decompress|cat FILE...
+//           bag info|recover|export|graph|diff|filter|merge|compress|decompress|cat|doctor FILE...
 //           service list | info NAME | call NAME JSON
 //
 // Exit codes: 0 ok, 1 runtime failure, 2 bad usage or configuration,
@@ -290,8 +290,13 @@ std::function<std::optional<int>()> add_bag_file_commands(CLI::App* bag, Command
   cat->add_option("--begin", k.cat.begin, "From this wall time (UTC ISO 8601 or ns since the epoch)");
   cat->add_option("--end", k.cat.end, "Before this wall time");
   json_flag(cat, k);
-  return [&k, filter, merge, compress, decompress, cat]() -> std::optional<int> {
+  CLI::App* doctor = bag->add_subcommand(
+      "doctor", "Check every record, CRC and index of a file; one line per fault (exit 1), none (exit 0)");
+  doctor->add_option("FILE", k.bag_file, "An MCAP file")->required();
+  json_flag(doctor, k);
+  return [&k, filter, merge, compress, decompress, cat, doctor]() -> std::optional<int> {
     if (cat->parsed()) return run_bag_cat(k.g, k.cat);
+    if (doctor->parsed()) return run_bag_doctor(k.g, k.bag_file);
     for (CLI::App* c : {filter, merge, compress, decompress}) {
       if (!c->parsed()) continue;
       k.rewrite.verb = c->get_name();

@@ -8,13 +8,18 @@
 #include <unistd.h>
 #include <zstd.h>
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <limits>
 #include <map>
 #include <optional>
 #include <queue>
+#include <set>
 #include <system_error>
+#include <tuple>
 
 #include "shmbus/error.hpp"
 #include "shmbus/mcap.hpp"
@@ -591,6 +596,323 @@ RecoverReport recover(const std::string& in, const std::string& out) {
   r.info.path = in;
   r.open_file(8 + 9);
   return Recovery<Reader::Impl>(r, out).run();
+}
+
+namespace {
+
+/// A fault as Impl::bad raises it while the doctor walks.
+struct Thrown {
+  std::uint64_t offset;
+  std::string what;
+};
+
+std::string record_name(Op op) {
+  switch (op) {
+    case Op::kHeader:
+      return "header";
+    case Op::kFooter:
+      return "footer";
+    case Op::kSchema:
+      return "schema";
+    case Op::kChannel:
+      return "channel";
+    case Op::kMessage:
+      return "message";
+    case Op::kChunk:
+      return "chunk";
+    case Op::kMessageIndex:
+      return "message index";
+    case Op::kChunkIndex:
+      return "chunk index";
+    case Op::kAttachment:
+      return "attachment";
+    case Op::kAttachmentIndex:
+      return "attachment index";
+    case Op::kStatistics:
+      return "statistics";
+    case Op::kMetadata:
+      return "metadata";
+    case Op::kMetadataIndex:
+      return "metadata index";
+    case Op::kSummaryOffset:
+      return "summary offset";
+    case Op::kDataEnd:
+      return "data end";
+  }
+  return "record";
+}
+
+/// A chunk as the data-section walk found it.
+struct SeenChunk {
+  std::uint64_t length = 0;  ///< of the record
+  std::uint64_t start_time = 0;
+  std::uint64_t end_time = 0;
+  std::uint64_t compressed = 0;
+  std::uint64_t uncompressed = 0;
+  std::string compression;
+};
+
+/// The walk of `doctor()` (a template for the access doctor(), a friend,
+/// grants to Reader::Impl).
+template <typename Impl>
+class Doctor {
+ public:
+  explicit Doctor(Impl& r) : r_(r) {
+    r_.bad = [](std::uint64_t at, const std::string& what) { throw Thrown{at, what}; };
+  }
+
+  std::vector<Fault> run() {
+    std::uint64_t at = 0;
+    if (attempt("file", [&] { r_.open_file(8 + 9); }) && attempt(
+                                                             "header", [&] { at = r_.read_header(); }, 8)) {
+      walk_data(at);
+      check_summary();
+    }
+    return std::move(faults_);
+  }
+
+ private:
+  void fault(std::uint64_t at, std::string record, std::string what) {
+    faults_.push_back({at, std::move(record), std::move(what)});
+  }
+  /// Runs `f`; a fault it raises is listed. `record_at`: the record it
+  /// checks, the offset the fault is listed at (the field's offset, when
+  /// another, is added to what is wrong); without it, the field's offset.
+  template <typename F>
+  bool attempt(const std::string& record, F f, std::optional<std::uint64_t> record_at = std::nullopt) {
+    try {
+      f();
+      return true;
+    } catch (const Thrown& t) {
+      if (record_at && *record_at != t.offset) {
+        fault(*record_at, record, fmt::format("{} (at byte {})", t.what, t.offset));
+      } else {
+        fault(t.offset, record, t.what);
+      }
+      return false;
+    }
+  }
+
+  void walk_data(std::uint64_t at) {
+    while (at < r_.size) {
+      Op op{};
+      std::span<const std::byte> content;
+      const std::string name = r_.size - at >= 1 ? record_name(static_cast<Op>(r_.base[at])) : "record";
+      if (!attempt(
+              name, [&] { std::tie(op, content) = r_.record(at); }, at))
+        return;  // cut short: the rest is unframed
+      switch (op) {
+        case Op::kChunk:
+          check_chunk(at, content);
+          break;
+        case Op::kMessageIndex:
+          check_message_index(at, content);
+          break;
+        case Op::kDataEnd:
+          attempt(
+              "data end",
+              [&] {
+                Cursor c(content, at + 9, r_.bad);
+                const std::uint32_t crc = c.u32();
+                const std::uint32_t computed = crc32(r_.bytes(0, at));
+                if (crc != 0 && crc != computed) {
+                  r_.bad(at, fmt::format("data section CRC mismatch (file {:08x}, computed {:08x})", crc, computed));
+                }
+              },
+              at);
+          return;
+        case Op::kFooter:
+          fault(at, "footer", "a footer before any data end record");
+          return;
+        case Op::kHeader:
+          fault(at, "header", "a second header record");
+          break;
+        case Op::kSchema:
+          attempt(
+              "schema",
+              [&] {
+                Cursor c(content, at + 9, r_.bad);
+                read_schema(c);
+              },
+              at);
+          break;
+        case Op::kChannel:
+          attempt(
+              "channel",
+              [&] {
+                Cursor c(content, at + 9, r_.bad);
+                read_channel(c);
+              },
+              at);
+          break;
+        default:
+          break;
+      }
+      at += 9 + content.size();
+    }
+    fault(r_.size, "data end",
+          "the data section has no data end record (an unfinished recording? shmtool bag recover rebuilds it)");
+  }
+
+  void check_chunk(std::uint64_t at, std::span<const std::byte> content) {
+    SeenChunk seen;
+    seen.length = 9 + content.size();
+    last_chunk_ = at;
+    last_ = LoadedChunk{};
+    positions_.clear();
+    const bool sound = attempt(
+        "chunk",
+        [&] {
+          Cursor c(content, at + 9, r_.bad);
+          seen.start_time = c.u64();
+          seen.end_time = c.u64();
+          seen.uncompressed = c.u64();
+          c.u32();
+          seen.compression = c.str();
+          seen.compressed = c.u64();
+          ChunkIndex ref;
+          ref.offset = at;
+          ref.length = seen.length;
+          last_ = r_.load(ref);
+        },
+        at);
+    chunks_[at] = seen;
+    if (!sound) {
+      ++unsound_;
+      return;
+    }
+    bool outside = false;
+    for (std::size_t i = 0; i < last_.messages.size(); ++i) {
+      const MessageRef& m = last_.messages[i];
+      std::uint16_t channel = 0;
+      std::memcpy(&channel, last_.records.data() + m.at + 9, sizeof channel);
+      positions_[m.at] = {m.log_time, channel};
+      ++per_channel_[channel];
+      ++messages_;
+      start_ = std::min(start_, m.log_time);
+      end_ = std::max(end_, m.log_time);
+      outside |= m.log_time < seen.start_time || m.log_time > seen.end_time;
+    }
+    if (outside) fault(at, "chunk", "a message's log time lies outside the chunk's start and end times");
+  }
+
+  void check_message_index(std::uint64_t at, std::span<const std::byte> content) {
+    attempt(
+        "message index",
+        [&] {
+          Cursor c(content, at + 9, r_.bad);
+          const std::uint16_t channel = c.u16();
+          message_indexes_[at] = channel;
+          const std::uint32_t length = c.u32();
+          Cursor entries(c.take(length), c.offset(), r_.bad);
+          while (!entries.done()) {
+            const std::uint64_t entry_at = entries.offset();
+            const std::uint64_t log_time = entries.u64();
+            const std::uint64_t offset = entries.u64();
+            if (last_.records.empty()) continue;  // the chunk's own fault was reported
+            const auto it = positions_.find(offset);
+            if (it == positions_.end()) {
+              fault(entry_at, "message index",
+                    fmt::format("offset {} names no message in the chunk at {}", offset, last_chunk_));
+            } else if (it->second != std::pair{log_time, channel}) {
+              fault(entry_at, "message index",
+                    fmt::format("offset {} names a message of channel {} at {}, not channel {} at {}", offset,
+                                it->second.second, it->second.first, channel, log_time));
+            }
+          }
+        },
+        at);
+  }
+
+  void check_summary() {
+    std::uint64_t summary_start = 0;
+    std::uint64_t summary_offset_start = 0;
+    if (!attempt("footer", [&] { r_.check_frame(summary_start, summary_offset_start); })) return;
+    const std::uint64_t footer_at = r_.size - 8 - kFooterRecord;
+    const std::uint64_t end = summary_offset_start != 0 ? summary_offset_start : footer_at;
+    if (!attempt("summary", [&] { r_.read_summary(summary_start, end); })) return;
+    std::set<std::uint64_t> indexed;
+    for (const ChunkIndex& ci : r_.info.chunks) check_chunk_index(ci, indexed);
+    for (const auto& [at, seen] : chunks_) {
+      if (!indexed.contains(at)) fault(at, "chunk", "no chunk index names this chunk");
+    }
+    check_statistics(summary_start);
+  }
+
+  void check_chunk_index(const ChunkIndex& ci, std::set<std::uint64_t>& indexed) {
+    const auto it = chunks_.find(ci.offset);
+    if (it == chunks_.end()) {
+      fault(ci.offset, "chunk index", fmt::format("names a chunk at {}, where none starts", ci.offset));
+      return;
+    }
+    indexed.insert(ci.offset);
+    const SeenChunk& c = it->second;
+    auto differs = [&](const char* field, std::uint64_t index, std::uint64_t chunk) {
+      if (index != chunk) {
+        fault(ci.offset, "chunk index", fmt::format("{} {} differs from the chunk's {}", field, index, chunk));
+      }
+    };
+    differs("length", ci.length, c.length);
+    differs("start time", ci.start_time, c.start_time);
+    differs("end time", ci.end_time, c.end_time);
+    differs("compressed size", ci.compressed_size, c.compressed);
+    differs("uncompressed size", ci.uncompressed_size, c.uncompressed);
+    if (ci.compression != c.compression) {
+      fault(ci.offset, "chunk index",
+            fmt::format("compression \"{}\" differs from the chunk's \"{}\"", ci.compression, c.compression));
+    }
+    for (const auto& [channel, offset] : ci.message_index_offsets) {
+      const auto m = message_indexes_.find(offset);
+      if (m == message_indexes_.end() || m->second != channel) {
+        fault(ci.offset, "chunk index", fmt::format("channel {}'s message index at {} is not there", channel, offset));
+      }
+    }
+  }
+
+  void check_statistics(std::uint64_t summary_start) {
+    const Statistics& st = r_.info.statistics;
+    // Without a statistics record there is nothing to compare; with a
+    // chunk at fault its messages are not counted (its fault says so).
+    if ((st.chunk_count == 0 && st.message_count == 0 && messages_ != 0) || unsound_ > 0) return;
+    auto differs = [&](const char* field, std::uint64_t recorded, std::uint64_t counted) {
+      if (recorded != counted) {
+        fault(summary_start, "statistics",
+              fmt::format("{} {} differs from the {} counted in the chunks", field, recorded, counted));
+      }
+    };
+    differs("message count", st.message_count, messages_);
+    differs("chunk count", st.chunk_count, chunks_.size());
+    for (const auto& [channel, n] : st.channel_message_counts) {
+      const auto it = per_channel_.find(channel);
+      differs(fmt::format("channel {}'s message count", channel).c_str(), n, it != per_channel_.end() ? it->second : 0);
+    }
+    if (messages_ > 0) {
+      differs("message start time", st.message_start_time, start_);
+      differs("message end time", st.message_end_time, end_);
+    }
+  }
+
+  Impl& r_;
+  std::vector<Fault> faults_;
+  std::map<std::uint64_t, SeenChunk> chunks_;               ///< by offset
+  std::map<std::uint64_t, std::uint16_t> message_indexes_;  ///< offset -> channel
+  std::uint64_t last_chunk_ = 0;                            ///< the chunk before the message indexes
+  LoadedChunk last_;                                        ///< its records (empty when it was at fault)
+  std::map<std::size_t, std::pair<std::uint64_t, std::uint16_t>>
+      positions_;  ///< its messages: at -> (log time, channel)
+  std::uint64_t messages_ = 0;
+  std::uint64_t unsound_ = 0;  ///< chunks at fault
+  std::map<std::uint16_t, std::uint64_t> per_channel_;
+  std::uint64_t start_ = std::numeric_limits<std::uint64_t>::max();
+  std::uint64_t end_ = 0;
+};
+
+}  // namespace
+
+std::vector<Fault> doctor(const std::string& path) {
+  Reader::Impl r;
+  r.info.path = path;
+  return Doctor<Reader::Impl>(r).run();
 }
 
 }  // namespace shmbus::mcap

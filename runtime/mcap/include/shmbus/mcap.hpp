@@ -214,6 +214,13 @@ struct RecoverReport {
   std::string stopped_because;
 };
 
+/// One thing wrong in a file: where, in which record, what.
+struct Fault {
+  std::uint64_t offset = 0;  ///< of the record (or field) at fault
+  std::string record;        ///< "header", "chunk", "message index", "summary", "footer", ...
+  std::string what;
+};
+
 /// Reads an indexed MCAP file (as Writer writes them): the structure is
 /// checked when opened (magic at both ends, footer, summary CRC, summary
 /// records), chunk CRCs when messages are read. Anything wrong is
@@ -237,6 +244,7 @@ class Reader {
 
  private:
   friend RecoverReport recover(const std::string& in, const std::string& out);
+  friend std::vector<Fault> doctor(const std::string& path);
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
@@ -250,6 +258,19 @@ class Reader {
 /// file is copied whole. Throws Error(kConfig) naming `in` when it does not
 /// begin as an MCAP file, Error(kNotFound) when it does not exist.
 RecoverReport recover(const std::string& in, const std::string& out);
+
+/// Checks every record of a file, as `mcap doctor` does, and lists what is
+/// wrong instead of stopping at the first fault: the magic at both ends,
+/// the header, each data-section record's framing, each chunk (its
+/// compression, size, CRC, the records inside it, its start and end
+/// times), each message index (every offset names a message of its
+/// channel and log time in the chunk before it), the data section's CRC,
+/// the footer and summary (CRC, records), every chunk index against the
+/// chunk it names, the metadata indexes and the statistics against the
+/// counted messages. A record cut short ends the walk of its section.
+/// Empty: a sound file. Throws Error(kNotFound) when `path` does not
+/// exist. Memory is bounded by the largest chunk.
+std::vector<Fault> doctor(const std::string& path);
 
 /// CRC-32 (IEEE, as MCAP uses), continuing from `crc`.
 std::uint32_t crc32(std::span<const std::byte> data, std::uint32_t crc = 0) noexcept;
