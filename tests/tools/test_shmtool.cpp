@@ -195,6 +195,48 @@ TEST(Shmtool, EchoDecodesWhatPubSent) {
   EXPECT_TRUE(exited_zero(pub->wait(10s)));
 }
 
+// bw reads messages in place and reports their sizes and bytes per second;
+// find lists the channels of a type, in either spelling.
+TEST(Shmtool, BwMeasuresMessageSizesAndFindListsChannelsOfAType) {
+  DomainGuard d;
+  auto imu = start_tool({"pub", "/imu", "--type", "sensor_msgs/Imu", "--rate", "100", "{}"}, d.name);
+  auto text = start_tool({"pub", "/text", "--type", "std_msgs/String", "--rate", "10", R"({"data": "x"})"}, d.name);
+  wait_for_stamps(d.name, "/imu", 1);
+  wait_for_stamps(d.name, "/text", 1);
+  const ToolRun bw =
+      shmtool(tool_args({"bw", "/imu", "--json", "-n", "2", "--window", "20", "--interval", "0.5"}, d.name));
+  ASSERT_EQ(bw.code, 0) << bw.err;
+  const std::vector<json> reports = json_lines(bw.out);
+  ASSERT_EQ(reports.size(), 2U) << bw.out;
+  const json& r = reports.back();
+  EXPECT_EQ(r["channel"], "/imu");
+  ASSERT_GE(r["messages"].get<int>(), 2) << r.dump();
+  EXPECT_LE(r["messages"].get<int>(), 20) << "the window";
+  EXPECT_EQ(r["min_bytes"], 360);
+  EXPECT_EQ(r["max_bytes"], 360);
+  EXPECT_EQ(r["mean_bytes"], 360.0);
+  EXPECT_GT(r["bytes_per_s"].get<double>(), 0.0);
+  EXPECT_EQ(r["lost"], 0);
+  const ToolRun none = shmtool(tool_args({"bw", "/nothing", "--no-wait"}, d.name));
+  EXPECT_EQ(none.code, 3) << none.err;
+
+  auto found = [&](const std::string& type) {
+    const ToolRun f = shmtool(tool_args({"find", type, "--json"}, d.name));
+    EXPECT_EQ(f.code, 0) << f.err;
+    return f.code == 0 ? json::parse(f.out) : json();
+  };
+  EXPECT_EQ(found("sensor_msgs/Imu"), json::array({"/imu"}));
+  EXPECT_EQ(found("sensor_msgs/msg/Imu"), json::array({"/imu"}));
+  EXPECT_EQ(found("std_msgs/String"), json::array({"/text"}));
+  EXPECT_EQ(found("nothing/Here"), json::array());
+  const ToolRun plain = shmtool(tool_args({"find", "std_msgs/String"}, d.name));
+  EXPECT_EQ(plain.out, "/text\n");
+  for (auto* p : {imu.get(), text.get()}) {
+    p->signal(SIGTERM);
+    EXPECT_TRUE(exited_zero(p->wait(10s)));
+  }
+}
+
 TEST(Shmtool, EchoPrintsRawChannelsInHex) {
   DomainGuard d;
   const ToolRun pub = shmtool(tool_args({"pub", "/raw", "--raw-size", "6", "--once", "c0ffee"}, d.name));

@@ -49,6 +49,18 @@ struct HzOptions {
 };
 int run_hz(const Globals& g, const HzOptions& o);
 
+/// bw CHANNEL: bytes per second and message sizes over the last messages.
+struct BwOptions {
+  std::string channel;
+  std::size_t window = 100;  ///< messages the figures cover
+  double interval_s = 1.0;
+  std::uint64_t reports = 0;  ///< 0: until Ctrl-C
+  bool no_wait = false;       ///< exit 3 when the channel does not exist (default: wait for it)
+};
+int run_bw(const Globals& g, const BwOptions& o);
+/// find TYPE: the channels of a type.
+int run_find(const Globals& g, const std::string& type);
+
 struct PubOptions {
   std::string channel;
   std::string type;                       ///< empty: the existing channel's

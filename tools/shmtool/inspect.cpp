@@ -620,4 +620,27 @@ int run_clean(const Globals& g, bool dry_run) {
   return 0;
 }
 
+int run_find(const Globals& g, const std::string& type) {
+  const Config config = load_config(g);
+  // ROS 2 spells a type pkg/msg/Type; either spelling finds it.
+  const std::string wanted = schema::ros2_type_name(type);
+  Json found = Json::array();
+  for (const std::string& name : introspect::DomainView(config.domain, config.access()).channel_names()) {
+    try {
+      const introspect::ChannelView v = introspect::ChannelReader(config.domain, name, false, config.access()).view();
+      if (schema::ros2_type_name(v.type_name) == wanted) found.push_back(name);
+    } catch (const Error&) {
+      // removed while listing, or unreadable (shmtool list names why)
+    }
+  }
+  if (g.json) {
+    print_json(found);
+    return 0;
+  }
+  std::string out;
+  for (const auto& name : found) out += name.get<std::string>() + "\n";
+  print(out);
+  return 0;
+}
+
 }  // namespace shmbus::tool

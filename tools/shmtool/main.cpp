@@ -1,6 +1,7 @@
 // shmtool: inspect and drive a shmbus domain from a terminal.
 //
-//   shmtool list | info CH | echo CH | hz CH | pub CH | stats [CH] | alerts | top | clean | sync
+//   shmtool list | info CH | echo CH | hz CH | bw CH | find TYPE | pub CH | stats [CH] | alerts | top | clean
+//           sync
 //           record -o FILE [CH...] | play FILE... [--step]
 //           bag info|recover|export|graph|diff|filter|merge|compress|decompress|cat|doctor FILE...
 //           service list | info NAME | call NAME JSON
@@ -78,6 +79,8 @@ struct Commands {
   std::string channel;  ///< info
   EchoOptions echo;
   HzOptions hz;
+  BwOptions bw;
+  std::string find_type;  ///< find
   PubOptions pub;
   bool once = false;  ///< pub --once
   StatsOptions stats;
@@ -148,6 +151,17 @@ void add_traffic_commands(CLI::App& app, Commands& k) {
   hz->add_flag("--no-wait", k.hz.no_wait, "Exit 3 if the channel does not exist (default: wait for it)");
   json_flag(hz, k);
 
+  CLI::App* bw = app.add_subcommand("bw", "Bytes per second and message sizes, read in place (payloads not copied)");
+  bw->add_option("CHANNEL", k.bw.channel, "Channel name")->required();
+  bw->add_option("-w,--window", k.bw.window, "Messages the figures cover (default 100)")->check(CLI::Range(2, 100000));
+  bw->add_option("--interval", k.bw.interval_s, "Seconds between reports")->check(kPositiveSeconds);
+  bw->add_option("-n,--reports", k.bw.reports, "Stop after N reports (default: until Ctrl-C)");
+  bw->add_flag("--no-wait", k.bw.no_wait, "Exit 3 if the channel does not exist (default: wait for it)");
+  json_flag(bw, k);
+  CLI::App* find = app.add_subcommand("find", "The channels of a type (package/Name or package/msg/Name)");
+  find->add_option("TYPE", k.find_type, "Message type, e.g. sensor_msgs/Imu")->required();
+  json_flag(find, k);
+
   CLI::App* pub = app.add_subcommand("pub", "Publish JSON through a schema (or raw bytes) at an exact rate");
   pub->add_option("CHANNEL", k.pub.channel, "Channel name")->required();
   pub->add_option("DATA", k.pub.data,
@@ -162,6 +176,8 @@ void add_traffic_commands(CLI::App& app, Commands& k) {
   pub->add_flag("--stamp", k.pub.stamp, "Set header.stamp_ns (wall clock) and header.seq in every message");
   k.run["echo"] = [&k] { return run_echo(k.g, k.echo); };
   k.run["hz"] = [&k] { return run_hz(k.g, k.hz); };
+  k.run["bw"] = [&k] { return run_bw(k.g, k.bw); };
+  k.run["find"] = [&k] { return run_find(k.g, k.find_type); };
   k.run["pub"] = [&k] {
     if (k.once) k.pub.count = 1;
     return run_pub(k.g, k.pub);

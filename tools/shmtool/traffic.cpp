@@ -9,6 +9,8 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <deque>
+#include <limits>
 #include <span>
 #include <string>
 #include <vector>
@@ -225,6 +227,88 @@ int run_hz(const Globals& g, const HzOptions& o) {
                           format_duration(std::chrono::nanoseconds(window_ns)));
     }
     print(line + "\n");
+  }
+  return 0;
+}
+
+namespace {
+
+/// The last `window` messages' publish stamps and sizes, and what they make.
+class SizeWindow {
+ public:
+  explicit SizeWindow(std::size_t window) : window_(std::max<std::size_t>(window, 2)) {}
+  void add(std::int64_t stamp_ns, std::uint32_t size) {
+    if (seen_.size() == window_) seen_.pop_front();
+    seen_.emplace_back(stamp_ns, size);
+  }
+  /// Bytes per second as f = (n-1)/(Tn-T1) counts messages: the bytes
+  /// after the first over the time from the first stamp to the last.
+  [[nodiscard]] Json figures() const {
+    std::uint64_t total = 0;
+    std::uint64_t after_first = 0;
+    std::uint32_t min = std::numeric_limits<std::uint32_t>::max();
+    std::uint32_t max = 0;
+    for (std::size_t i = 0; i < seen_.size(); ++i) {
+      const std::uint32_t size = seen_[i].second;
+      total += size;
+      after_first += i == 0 ? 0 : size;
+      min = std::min(min, size);
+      max = std::max(max, size);
+    }
+    const std::int64_t span = seen_.size() < 2 ? 0 : seen_.back().first - seen_.front().first;
+    return Json{{"messages", seen_.size()},
+                {"bytes_per_s", span > 0 ? static_cast<double>(after_first) * 1e9 / static_cast<double>(span) : 0.0},
+                {"mean_bytes", seen_.empty() ? 0.0 : static_cast<double>(total) / static_cast<double>(seen_.size())},
+                {"min_bytes", seen_.empty() ? 0 : min},
+                {"max_bytes", max}};
+  }
+
+ private:
+  std::size_t window_;
+  std::deque<std::pair<std::int64_t, std::uint32_t>> seen_;
+};
+
+}  // namespace
+
+int run_bw(const Globals& g, const BwOptions& o) {
+  const Config config = load_config(g);
+  install_stop_handlers();
+  Context ctx = make_context(config);
+  Subscriber sub = subscribe_reader(config, ctx, o.channel, o.no_wait, SubscriberOptions{});
+  if (!await_attached(config, {&sub})) return 0;  // Ctrl-C while waiting
+  SizeWindow window(o.window);
+  std::uint64_t lost = 0;
+  const auto interval = static_cast<std::int64_t>(o.interval_s * 1e9);
+  std::int64_t next = mono_now_ns() + interval;
+  for (std::uint64_t reports = 0; !stop_requested() && (o.reports == 0 || reports < o.reports);) {
+    // In place: the size is in the slot's header; the payload is not read.
+    std::uint32_t size = 0;
+    const TakeResult r = sub.read([&size](std::span<const std::byte> payload, const MessageInfo&) {
+      size = static_cast<std::uint32_t>(payload.size());
+    });
+    if (r.ok()) {
+      window.add(r.info.publish_time_ns, size);
+      lost += r.info.lost_before;
+    } else {
+      (void)sub.wait(std::chrono::nanoseconds(std::max<std::int64_t>(next - mono_now_ns(), 0)));
+    }
+    if (mono_now_ns() < next) continue;
+    next += interval;
+    ++reports;
+    Json f = window.figures();
+    f["channel"] = o.channel;
+    f["lost"] = lost;
+    if (g.json) {
+      print(f.dump() + "\n");
+    } else if (f["messages"].get<std::size_t>() < 2) {
+      print(fmt::format("{}: fewer than 2 messages so far\n", o.channel));
+    } else {
+      print(fmt::format(
+          "{}: {}/s from {} messages  mean {}  min {}  max {}  lost {}\n", o.channel,
+          human_bytes(static_cast<std::uint64_t>(f["bytes_per_s"].get<double>())), f["messages"].get<std::size_t>(),
+          human_bytes(static_cast<std::uint64_t>(f["mean_bytes"].get<double>())),
+          human_bytes(f["min_bytes"].get<std::uint64_t>()), human_bytes(f["max_bytes"].get<std::uint64_t>()), lost));
+    }
   }
   return 0;
 }
