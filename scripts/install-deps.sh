@@ -28,6 +28,7 @@ packages=(
   libzstd-dev liblz4-dev zlib1g-dev # MCAP chunk compression and CRC combining (shmbus::record)
   libisal-dev                       # MCAP CRC-32 at memory speed (ISA-L, shmbus::record)
   graphviz                          # dot: the module graphs of shmtool bag graph --dot (tests, README)
+  help2man                          # the man pages, generated from the programs' --help at build time
   chromium                          # the browser tests (headless, driven by puppeteer-core from tests/js)
 )
 
