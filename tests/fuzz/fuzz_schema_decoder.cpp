@@ -2,11 +2,14 @@
 // a schema with every field kind. A short or lying buffer must be a
 // CodecError, never a read past its end (AddressSanitizer watches); what
 // decodes must print and encode back to the same bytes for its fixed part,
-// and must also encode as CDR (what a Foxglove client gets) and as JSON
-// with 64-bit integers as strings; what does not decode is refused alike.
+// and must also encode as CDR (what a Foxglove client gets), which decodes
+// back to bytes giving the same CDR, and as JSON with 64-bit integers as
+// strings; what does not decode is refused alike. The input is also read
+// as CDR from a foreign file (bag import).
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -45,8 +48,21 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   try {
     std::string cdr;
     s.to_cdr(bytes, cdr);
+    // What was written decodes back (bag import), and writes the same CDR.
+    const std::vector<std::byte> back = s.from_cdr(std::as_bytes(std::span{cdr}));
+    std::string again;
+    s.to_cdr(back, again);
+    if (again != cdr) __builtin_trap();
   } catch (const CodecError&) {
     cdr_encodes = false;
+  }
+  // The same bytes read as foreign CDR (a ROS 2 recording): a CodecError
+  // or a message, never a read past the buffer or an allocation it cannot
+  // back.
+  try {
+    (void)s.from_cdr(bytes);
+    (void)bytes_from_cdr(bytes);
+  } catch (const CodecError&) {
   }
   if (cdr_encodes && !decodes) {
     // decode() failed later, in encode(): it must still decode.

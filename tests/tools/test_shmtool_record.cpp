@@ -614,7 +614,58 @@ TEST(ShmtoolRecord, ExportCdrDecodesWithFoxglovesReaderExactly) {
   }
   EXPECT_EQ(j["messages"]["/x/header"][0]["stamp_ns"], "18446744073709551615");
   EXPECT_EQ(j["messages"]["/x/imu"][0]["header"]["stamp_ns"], "9007199254740993");
-  remove_all({file, out});
+
+  // bag import takes the ROS 2 file back: every message byte for byte as
+  // recorded (bag cat of both the same), and play replays it.
+  const std::string back = temp_path("shmtool_import_back");
+  const ToolRun imported = shmtool({"bag", "import", out, "-o", back});
+  ASSERT_EQ(imported.code, 0) << imported.err;
+  EXPECT_NE(imported.out.find("wrote 60 messages on 3 channels"), std::string::npos) << imported.out;
+  const ToolRun cat_recorded = shmtool({"bag", "cat", file, "--json"});
+  const ToolRun cat_back = shmtool({"bag", "cat", back, "--json"});
+  ASSERT_EQ(cat_back.code, 0) << cat_back.err;
+  EXPECT_EQ(cat_back.out, cat_recorded.out);
+  std::map<std::uint64_t, std::vector<std::byte>> recorded_bytes;
+  shmbus::mcap::Reader(file).read_messages([&](const shmbus::mcap::MessageView& m) {
+    recorded_bytes[m.log_time].assign(m.data.begin(), m.data.end());
+    return true;
+  });
+  std::size_t same = 0;
+  shmbus::mcap::Reader(back).read_messages([&](const shmbus::mcap::MessageView& m) {
+    same += recorded_bytes[m.log_time] == std::vector<std::byte>(m.data.begin(), m.data.end()) ? 1 : 0;
+    return true;
+  });
+  EXPECT_EQ(same, 60U) << "byte for byte";
+  DomainGuard replay;
+  const ToolRun played = shmtool(tool_args({"play", back, "--rate", "10"}, replay.name));
+  EXPECT_EQ(played.code, 0) << played.err;
+  EXPECT_NE(played.out.find("played 60 messages"), std::string::npos) << played.out;
+
+  // ROS 2's own std_msgs/Header (a builtin_interfaces/Time stamp) is not
+  // shmbus's: refused naming the channel and the type, nothing written.
+  const std::string ros2 = temp_path("shmtool_import_ros2");
+  {
+    shmbus::mcap::WriterOptions w;
+    w.profile = "ros2";
+    shmbus::mcap::Writer writer(ros2, w);
+    const auto sid =
+        writer.add_schema("std_msgs/msg/Header", "ros2msg",
+                          "builtin_interfaces/Time stamp\nstring frame_id\n"
+                          "================================================================================\n"
+                          "MSG: builtin_interfaces/Time\nint32 sec\nuint32 nanosec\n");
+    writer.add_channel(sid, "/ros/header", "cdr", {});
+    writer.close();
+  }
+  const std::string refused_out = temp_path("shmtool_import_refused");
+  const ToolRun refused = shmtool({"bag", "import", ros2, "-o", refused_out});
+  EXPECT_EQ(refused.code, 2) << refused.err;
+  EXPECT_NE(
+      refused.err.find("channel /ros/header: the file's std_msgs/msg/Header differs from shmbus's std_msgs/Header"),
+      std::string::npos)
+      << refused.err;
+  EXPECT_EQ(refused.err_lines(), 1U) << refused.err;
+  EXPECT_FALSE(std::filesystem::exists(refused_out));
+  remove_all({file, out, back, ros2});
 }
 
 // --start-offset, --begin/--end (ns and ISO 8601), --loop and --clock.

@@ -183,6 +183,67 @@ TEST(SchemaCodecTest, CdrIsWhatRos2WritesAndItsSchemaTheRos2MsgText) {
   EXPECT_THROW(img.to_cdr(lying, cdr), CodecError);
 }
 
+namespace {
+std::string refused_by(const Schema& s, const std::string& cdr) {
+  try {
+    (void)s.from_cdr(std::as_bytes(std::span{cdr}));
+  } catch (const CodecError& e) {
+    return e.what();
+  }
+  return "accepted";
+}
+}  // namespace
+
+// from_cdr, the reverse (bag import): what to_cdr wrote comes back byte for
+// byte; foreign CDR that cannot be held is refused naming the field.
+TEST(SchemaCodecTest, CdrDecodesBackAndForeignCdrIsCheckedFieldByField) {
+  const Schema s = schema_of(std_msgs::Header::kSchema);
+  std_msgs::Header h{};
+  h.stamp_ns = 0xfffffffffffffffeULL;
+  h.seq = 7;
+  h.frame_id.assign("base_link");
+  std::string cdr;
+  s.to_cdr(bytes_of(h), cdr);
+  const std::vector<std::byte> back = s.from_cdr(std::as_bytes(std::span{cdr}));
+  ASSERT_EQ(back.size(), sizeof h);
+  EXPECT_EQ(std::memcmp(back.data(), &h, sizeof h), 0);
+  auto refused = [&](std::string bad) {
+    try {
+      (void)s.from_cdr(std::as_bytes(std::span{bad}));
+    } catch (const CodecError& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  EXPECT_NE(refused(cdr.substr(0, 10)).find("std_msgs/Header.stamp_ns: CDR cut short"), std::string::npos);
+  std::string big_endian = cdr;
+  big_endian[1] = '\x00';
+  EXPECT_NE(refused(big_endian).find("not little-endian"), std::string::npos);
+  std::string long_name(4, '\0');
+  long_name += std::string(8, 'x') + std::string(4, 'x');  // stamp_ns, seq
+  const std::uint32_t n = 60;                              // 59 bytes and the NUL: more than string<52>
+  long_name.append(reinterpret_cast<const char*>(&n), 4);
+  long_name += std::string(59, 'y') + '\0';
+  long_name[1] = '\x01';
+  EXPECT_NE(refused(long_name).find("std_msgs/Header.frame_id: a string of 59 bytes does not fit string<52>"),
+            std::string::npos)
+      << refused(long_name);
+  // A trailing array's count beyond the bytes left: refused before any allocation.
+  const Schema img = schema_of(sensor_msgs::Image::kSchema);
+  sensor_msgs::Image i{};
+  std::string image_cdr;
+  img.to_cdr(bytes_of(i), image_cdr);
+  const std::uint32_t huge = 0xffffffffU;
+  std::memcpy(image_cdr.data() + image_cdr.size() - 4, &huge, 4);
+  EXPECT_NE(refused_by(img, image_cdr).find("sensor_msgs/Image.data: 4294967295 elements in 0 bytes"),
+            std::string::npos);
+  const std::string raw(
+      "\x00\x01\x00\x00\x02\x00\x00\x00"
+      "ab",
+      10);
+  EXPECT_EQ(bytes_from_cdr(std::as_bytes(std::span{raw})), (std::vector<std::byte>{std::byte{'a'}, std::byte{'b'}}));
+}
+
 TEST(SchemaCodecTest, ShortBufferIsAnErrorNeverAnOverread) {
   const Schema s = schema_of(sensor_msgs::Imu::kSchema);
   // Exactly as long as claimed, on the heap, so ASan sees any read past it.

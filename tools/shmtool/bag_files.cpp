@@ -11,6 +11,7 @@
 #include "format.hpp"
 #include "shmbus/error.hpp"
 #include "shmbus/mcap.hpp"
+#include "shmbus/record/import.hpp"
 #include "shmbus/record/recording.hpp"
 #include "shmbus/record/rewrite.hpp"
 #include "shmbus/schema/json_input.hpp"
@@ -141,6 +142,20 @@ int run_bag_doctor(const Globals& g, const std::string& file) {
   if (faults.empty()) out = file + ": no faults: every record, CRC and index checks out\n";
   print(out);
   return faults.empty() ? 0 : 1;
+}
+
+int run_bag_import(const Globals& g, const std::string& in, const std::string& out, bool quiet) {
+  record::ImportOptions o;
+  o.msg_paths = g.msg_paths;
+  ProgressLine progress("import", quiet);
+  o.progress = [&progress](const record::RewriteProgress& p) {
+    progress.update(p.messages, p.total_messages, p.bytes_written);
+  };
+  const record::ImportReport r = record::import_ros2(in, out, o);
+  progress.clear();
+  print(fmt::format("import: wrote {} messages on {} channels from {} into {} ({})\n", r.messages, r.channels, in, out,
+                    human_bytes(r.bytes)));
+  return 0;
 }
 
 }  // namespace shmbus::tool

@@ -157,6 +157,8 @@ int run_bag_cat(const Globals& g, const BagCatOptions& o);
 /// bag doctor FILE: every fault of the file, one line each (exit 1), or
 /// none (exit 0).
 int run_bag_doctor(const Globals& g, const std::string& file);
+/// bag import IN -o OUT: a ROS 2 recording (cdr, ros2msg) as a shmbus one.
+int run_bag_import(const Globals& g, const std::string& in, const std::string& out, bool quiet);
 /// bag export IN -o OUT --encoding json: the recording with JSON messages.
 int run_bag_export(const Globals& g, const std::string& in, const std::string& out, const std::string& encoding,
                    bool quiet);

@@ -3,7 +3,7 @@
 //   shmtool list | info CH | echo CH | hz CH | bw CH | find TYPE | pub CH | stats [CH] | alerts | top | clean
 //           sync
 //           record -o FILE [CH...] | play FILE... [--step]
-//           bag info|recover|export|graph|diff|filter|merge|compress|decompress|cat|doctor FILE...
+//           bag info|recover|export|import|graph|diff|filter|merge|compress|decompress|cat|doctor FILE...
 //           service list | info NAME | call NAME JSON
 //
 // Exit codes: 0 ok, 1 runtime failure, 2 bad usage or configuration,
@@ -310,9 +310,15 @@ std::function<std::optional<int>()> add_bag_file_commands(CLI::App* bag, Command
       "doctor", "Check every record, CRC and index of a file; one line per fault (exit 1), none (exit 0)");
   doctor->add_option("FILE", k.bag_file, "An MCAP file")->required();
   json_flag(doctor, k);
-  return [&k, filter, merge, compress, decompress, cat, doctor]() -> std::optional<int> {
+  CLI::App* import = bag->add_subcommand(
+      "import", "A ROS 2 recording (cdr messages, ros2msg schemas; rosbag2's MCAP) as a shmbus recording");
+  import->add_option("FILE", k.bag_file, "A ROS 2 MCAP file")->required();
+  import->add_option("-o,--output", k.bag_output, "The file to write")->required();
+  import->add_flag("-q,--quiet", k.rewrite.quiet, "No progress line on a terminal");
+  return [&k, filter, merge, compress, decompress, cat, doctor, import]() -> std::optional<int> {
     if (cat->parsed()) return run_bag_cat(k.g, k.cat);
     if (doctor->parsed()) return run_bag_doctor(k.g, k.bag_file);
+    if (import->parsed()) return run_bag_import(k.g, k.bag_file, k.bag_output, k.rewrite.quiet);
     for (CLI::App* c : {filter, merge, compress, decompress}) {
       if (!c->parsed()) continue;
       k.rewrite.verb = c->get_name();

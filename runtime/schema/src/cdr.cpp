@@ -137,4 +137,128 @@ void bytes_to_cdr(std::span<const std::byte> bytes, std::string& out) {
   w.raw(bytes.data(), bytes.size());
 }
 
+namespace {
+
+/// Reads little-endian CDR (XCDR1) after its encapsulation header, every
+/// read checked against what is left.
+class CdrReader {
+ public:
+  explicit CdrReader(std::span<const std::byte> cdr) : in_(cdr) {
+    if (cdr.size() < 4) throw CodecError(fmt::format("CDR of {} bytes has no encapsulation header", cdr.size()));
+    if (cdr[0] != std::byte{0} || (cdr[1] != std::byte{1} && cdr[1] != std::byte{3})) {
+      throw CodecError("CDR that is not little-endian (encapsulation " + std::to_string(std::to_integer<int>(cdr[1])) +
+                       "); only CDR_LE is read");
+    }
+    at_ = 4;
+  }
+  void align(std::size_t n) {
+    const std::size_t misalign = (at_ - 4) % n;
+    if (misalign != 0) skip(n - misalign);
+  }
+  const std::byte* take(std::size_t n, const std::string& what) {
+    if (n > in_.size() - at_) {
+      throw CodecError(fmt::format("{}: CDR cut short ({} bytes wanted, {} left)", what, n, in_.size() - at_));
+    }
+    const std::byte* p = in_.data() + at_;
+    at_ += n;
+    return p;
+  }
+  std::uint32_t u32(const std::string& what) {
+    align(4);
+    std::uint32_t v = 0;
+    std::memcpy(&v, take(4, what), 4);
+    return v;
+  }
+  [[nodiscard]] std::size_t left() const noexcept { return in_.size() - at_; }
+
+ private:
+  void skip(std::size_t n) { (void)take(n, "padding"); }
+  std::span<const std::byte> in_;
+  std::size_t at_ = 0;
+};
+
+class CdrDecoder {
+ public:
+  CdrDecoder(std::span<const std::byte> cdr, std::vector<std::byte>& out) : r_(cdr), out_(out) {}
+
+  void message(const MessageDef& m, std::size_t base, const MessageDef& root) {
+    if (m.fields.empty()) (void)r_.take(1, m.name);
+    for (const Field& f : m.fields) {
+      const std::string what = m.name + "." + f.name;
+      if (f.unbounded) {
+        const std::uint32_t count = r_.u32(what);
+        // Each element takes at least one byte of CDR: a count beyond what
+        // is left is refused before anything is allocated.
+        if (count > r_.left()) {
+          throw CodecError(fmt::format("{}: {} elements in {} bytes of CDR", what, count, r_.left()));
+        }
+        std::memcpy(out_.data() + base + f.offset, &count, 4);
+        out_.resize(root.size + std::size_t{count} * f.element_size);
+        elements(f, root.size, count, what);
+      } else if (f.array_length != 0) {
+        elements(f, base + f.offset, f.array_length, what);
+      } else {
+        element(f, base + f.offset, what);
+      }
+    }
+  }
+
+ private:
+  void elements(const Field& f, std::size_t at, std::size_t n, const std::string& what) {
+    if (f.kind == FieldKind::kPrimitive && f.primitive != Primitive::kBool) {
+      r_.align(size_of(f.primitive));
+      std::memcpy(out_.data() + at, r_.take(n * f.element_size, what), n * f.element_size);
+      return;
+    }
+    for (std::size_t i = 0; i < n; ++i) element(f, at + i * f.element_size, what);
+  }
+
+  void element(const Field& f, std::size_t at, const std::string& what) {
+    switch (f.kind) {
+      case FieldKind::kPrimitive: {
+        const std::uint32_t size = size_of(f.primitive);
+        r_.align(size);
+        const std::byte* p = r_.take(size, what);
+        if (f.primitive == Primitive::kBool && std::to_integer<int>(*p) > 1) {
+          throw CodecError(fmt::format("{}: bool {} is neither 0 nor 1", what, std::to_integer<int>(*p)));
+        }
+        std::memcpy(out_.data() + at, p, size);
+        return;
+      }
+      case FieldKind::kString: {
+        const std::uint32_t n = r_.u32(what);  // with the terminating NUL
+        const std::byte* p = r_.take(n, what);
+        const std::uint32_t length = n == 0 ? 0 : n - 1;
+        if (length > f.string_capacity) {
+          throw CodecError(
+              fmt::format("{}: a string of {} bytes does not fit string<{}>", what, length, f.string_capacity));
+        }
+        std::memcpy(out_.data() + at, p, length);
+        return;
+      }
+      case FieldKind::kMessage:
+        message(*f.message, at, *f.message);
+        return;
+    }
+  }
+
+  CdrReader r_;
+  std::vector<std::byte>& out_;
+};
+
+}  // namespace
+
+std::vector<std::byte> Schema::from_cdr(std::span<const std::byte> cdr) const {
+  std::vector<std::byte> out(root_->size);
+  CdrDecoder(cdr, out).message(*root_, 0, *root_);
+  return out;
+}
+
+std::vector<std::byte> bytes_from_cdr(std::span<const std::byte> cdr) {
+  CdrReader r(cdr);
+  const std::uint32_t n = r.u32("shmbus/msg/Bytes.data");
+  const std::byte* p = r.take(n, "shmbus/msg/Bytes.data");
+  return {p, p + n};
+}
+
 }  // namespace shmbus::schema

@@ -198,6 +198,9 @@ inline constexpr std::string_view kBytesRos2msgText = "uint8[] data\n";
 /// Raw bytes as the CDR of a message `uint8[] data` (what a channel without
 /// a schema is offered as), appended to `out`.
 void bytes_to_cdr(std::span<const std::byte> bytes, std::string& out);
+/// The reverse: the bytes of a CDR `uint8[] data` message. Throws
+/// CodecError for CDR that is cut short or not little-endian.
+std::vector<std::byte> bytes_from_cdr(std::span<const std::byte> cdr);
 
 /// One message type, self-contained, ready to decode and encode.
 /// Thread-safety: immutable; share freely.
@@ -223,6 +226,12 @@ class Schema {
   /// decode it, 64-bit integers exact. Buffers are checked as decode()
   /// checks them (CodecError).
   void to_cdr(std::span<const std::byte> bytes, std::string& out) const;
+  /// CDR -> bytes, the reverse of to_cdr(): a ROS 2 message of the type
+  /// ros2msg_text(root()) describes. Foreign input: every length is checked
+  /// against what is left before anything is allocated; a string longer
+  /// than its capacity, a bool not 0 or 1, CDR cut short or big-endian is a
+  /// CodecError naming the field. No recursion deeper than the schema's.
+  [[nodiscard]] std::vector<std::byte> from_cdr(std::span<const std::byte> cdr) const;
   /// JSON -> bytes. Every field must be present with the right JSON type
   /// and in range (a 64-bit integer may also be a decimal string); unknown
   /// keys are refused. Throws CodecError.

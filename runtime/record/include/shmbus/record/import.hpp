@@ -1,0 +1,43 @@
+#pragma once
+/// @file import.hpp
+/// A ROS 2 recording as a shmbus one: what rosbag2 writes to MCAP and
+/// `shmtool bag export --encoding cdr` writes (profile ros2, `ros2msg`
+/// schemas, `cdr` messages), for the types shmbus can hold.
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "shmbus/record/rewrite.hpp"
+
+namespace shmbus::record {
+
+struct ImportOptions {
+  /// Roots of `<package>/<Name>.msg` files searched after the shipped
+  /// definitions (and before SHMBUS_MSG_PATH), as shmtool's --msg-path.
+  std::vector<std::string> msg_paths;
+  /// Called every 4096 messages and at the end.
+  std::function<void(const RewriteProgress&)> progress;
+};
+
+struct ImportReport {
+  std::uint64_t messages = 0;
+  std::uint64_t channels = 0;
+  std::uint64_t bytes = 0;  ///< of the output
+};
+
+/// Writes `output`, a shmbus recording (profile shmbus, `shmbus.msg`
+/// schemas, messages as published) that `shmtool play` replays, from the
+/// ROS 2 recording `input`. Each channel's type is its schema's name with
+/// `/msg/` dropped (`sensor_msgs/msg/Imu` is `sensor_msgs/Imu`), resolved
+/// as shmtool resolves types, and must describe the same message as the
+/// file's `ros2msg` text (compared without comments and blank lines, each
+/// definition by name); `shmbus/msg/Bytes` channels become raw channels.
+/// Throws Error(kInvalidArgument) naming the channel and type for a type
+/// that is not found, differs, or is not ros2msg/cdr (nothing is written
+/// then), Error(kConfig) for a message whose CDR does not decode (naming
+/// it), and what mcap::Reader and Writer throw.
+ImportReport import_ros2(const std::string& input, const std::string& output, const ImportOptions& o);
+
+}  // namespace shmbus::record
