@@ -4,7 +4,8 @@
 # a Unix socket, floor and spsc; and the Node API's dispatch), the Node
 # executor's timers and idle CPU, the monitor's scale, the synchronizer
 # policies on simulated sensor streams, the recorder and player, and step
-# replay against timed replay (tests/bench/bench_replay.sh), and the
+# replay against timed replay (tests/bench/bench_replay.sh), the bag file
+# operations on a 1 GiB recording (tests/bench/bench_bag.sh), and the
 # WebSocket bridge against a plain WebSocket server, and the DDS gateway
 # between two network namespaces against ddsperf (root; skipped otherwise),
 # then small messages in the slot header's line (shmbus_source, 16 and 24 B),
@@ -44,6 +45,7 @@ if [[ $json == 0 ]]; then
   "$dir/tests/bench/shmbus-bench-node" "${node_args[@]}"
   "$dir/tests/bench/shmbus-bench-record" "${record_args[@]}"
   bash tests/bench/bench_replay.sh "$dir" "${record_args[@]}"
+  bash tests/bench/bench_bag.sh "$dir" "${record_args[@]}"
   "$dir/tests/bench/shmbus-bench-bridge" "${bridge_args[@]}"
   "$dir/tests/bench/shmbus-bench-gateway" "${gateway_args[@]}"
 fi
