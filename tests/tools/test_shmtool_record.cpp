@@ -1061,3 +1061,27 @@ TEST(ShmtoolRecord, BagDoctorFindsEachOfTwentyCorruptions) {
   }
   remove_all({file, copy});
 }
+
+// record on a terminal: a live status line (messages, bytes, lost, rate),
+// Enter prints each channel's figures, Ctrl-C ends it with the summary; in
+// a pipe (the other tests) there is no status line.
+TEST(ShmtoolRecord, RecordShowsALiveStatusLineOnATerminal) {
+  DomainGuard d;
+  const std::string file = temp_path("shmtool_record_status");
+  auto pub = start_tool({"pub", "/st/a", "--type", "std_msgs/String", "--rate", "200", R"({"data": "s"})"}, d.name);
+  wait_for_stamps(d.name, "/st/a", 1);
+  ToolOnPty rec({"record", "-o", file, "/st/*"}, d.name);
+  ASSERT_TRUE(rec.read_until("recording: ")) << rec.screen;
+  ASSERT_TRUE(rec.read_until(" messages, ")) << rec.screen;
+  ASSERT_TRUE(rec.read_until("msg/s  (Enter: per channel)")) << rec.screen;
+  ASSERT_TRUE(rec.key("\n"));
+  ASSERT_TRUE(rec.read_until("CHANNEL")) << rec.screen;
+  ASSERT_TRUE(rec.read_until("/st/a")) << rec.screen;
+  ASSERT_TRUE(rec.key("\x03"));  // Ctrl-C
+  EXPECT_TRUE(exited_zero(rec.wait(20s))) << rec.screen;
+  EXPECT_NE(rec.screen.find("\r\033[K  /st/a: "), std::string::npos) << "the status line erased before the summary";
+  EXPECT_NE(rec.screen.find("recorded "), std::string::npos) << rec.screen;
+  pub->signal(SIGTERM);
+  EXPECT_TRUE(exited_zero(pub->wait(10s)));
+  remove_all({file});
+}

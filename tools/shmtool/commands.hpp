@@ -100,6 +100,7 @@ struct RecordOptions {
   double snapshot_s = 0;                   ///< keep the last DUR in memory; write it when triggered
   bool trigger = false;                    ///< send a trigger to the snapshot recorders and exit
   std::string reason;                      ///< the trigger's reason
+  bool quiet = false;                      ///< no status line on a terminal
 };
 int run_record(const Globals& g, const RecordOptions& o);
 struct PlayOptions {

@@ -210,6 +210,8 @@ void add_record_commands(CLI::App& app, Commands& k) {
   record->add_option("-o,--output", k.record.output, "The file to write (FILE.mcap)")->excludes(trigger);
   record->add_option("CHANNELS", k.record.patterns, "Channel names or globs (e.g. /camera/*)");
   record->add_flag("--all", k.record.all, "Record every channel, also those that appear later");
+  record->add_flag("-q,--quiet", k.record.quiet,
+                   "No live status line on a terminal (it shows messages, MiB, lost, rate; Enter: per channel)");
   record->add_option("--exclude", k.record.exclude, "Globs of channels never recorded (repeatable)");
   record->add_option("--compression", k.record.compression, "Chunk compression: zstd (default), lz4 or none")
       ->check(CLI::IsMember({"zstd", "lz4", "none"}));

@@ -279,8 +279,10 @@ struct RecordedChannel {
   /// message overwritten anyway is caught by its RingCheck.
   std::atomic<std::uint32_t> unwritten{0};
   std::atomic<std::uint64_t> overwritten{0};  ///< left in the ring and overwritten before they were written
+  /// Written by the writer thread alone; read by status() (relaxed: a
+  /// count for a status line, no ordering partner).
+  std::atomic<std::uint64_t> written{0};
   // The writer thread's own:
-  std::uint64_t written = 0;
   std::uint64_t lost_in_earlier_files = 0;
   [[nodiscard]] std::uint64_t lost_on_ring() const noexcept { return ring_lost.load() + overwritten.load(); }
   [[nodiscard]] std::uint64_t lost() const noexcept { return lost_on_ring() + queue_dropped.load(); }
@@ -688,7 +690,8 @@ class Recorder::Impl {
       file_.writer->write(message(data));
     }
     if (file_.first_log_time == 0) file_.first_log_time = t.log_time;
-    ++rc.written;
+    rc.written.store(rc.written.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    bytes_now_.store(bytes_in_closed_files_ + file_.writer->bytes(), std::memory_order_relaxed);
     write_provenance(t, provenance);
     if (o_.split_bytes > 0 && file_.writer->bytes() >= o_.split_bytes) {
       close_file();
@@ -745,13 +748,27 @@ class Recorder::Impl {
     if (file_.writer) close_file();
     RecordSummary s;
     for (const auto& rc : channels_) {
-      s.channels.push_back({rc->name, rc->written, rc->lost_on_ring(), rc->queue_dropped.load()});
+      s.channels.push_back({rc->name, rc->written.load(), rc->lost_on_ring(), rc->queue_dropped.load()});
     }
     s.files = files_;
     s.bytes = bytes_in_closed_files_;
     return s;
   }
 
+ public:
+  /// The counts so far, from any thread (files not listed).
+  RecordSummary status() {
+    RecordSummary s;
+    const std::lock_guard lock(channels_mutex_);
+    for (const auto& rc : channels_) {
+      s.channels.push_back({rc->name, rc->written.load(std::memory_order_relaxed), rc->lost_on_ring(),
+                            rc->queue_dropped.load(std::memory_order_relaxed)});
+    }
+    s.bytes = bytes_now_.load(std::memory_order_relaxed);
+    return s;
+  }
+
+ private:
   RecorderOptions o_;
   Config config_;
   std::string host_ = host_name();
@@ -786,6 +803,8 @@ class Recorder::Impl {
   OpenFile file_;
   std::vector<std::string> files_;
   std::uint64_t bytes_in_closed_files_ = 0;
+  /// Bytes written so far (the open chunk not counted), for status().
+  std::atomic<std::uint64_t> bytes_now_{0};
   std::vector<RecordedChannel*> known_;  ///< channels_ as the writer thread last saw it
   std::deque<Batch> kept_;
   std::uint64_t kept_bytes_ = 0;
@@ -796,6 +815,7 @@ Recorder::Recorder(const Config& config, RecorderOptions options)
 Recorder::~Recorder() = default;
 std::string Recorder::first_file() const { return impl_->first_file(); }
 RecordSummary Recorder::run(const std::function<bool()>& stop_requested) { return impl_->run(stop_requested); }
+RecordSummary Recorder::status() const { return impl_->status(); }
 void Recorder::stop() noexcept { impl_->stop(); }
 void Recorder::trigger_snapshot() noexcept { impl_->trigger_snapshot(); }
 

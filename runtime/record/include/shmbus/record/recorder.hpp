@@ -97,6 +97,10 @@ class Recorder {
   RecordSummary run(const std::function<bool()>& stop_requested = {});
   /// Ends run() within 20 ms; from any thread.
   void stop() noexcept;
+  /// The counts so far (messages written and lost per channel, bytes
+  /// written), from any thread (run()'s stop predicate, for a status line);
+  /// `files` is left empty.
+  [[nodiscard]] RecordSummary status() const;
   /// Snapshot mode: writes the last options.snapshot_s seconds. Async-
   /// signal-safe (a SIGUSR1 handler may call it).
   void trigger_snapshot() noexcept;
