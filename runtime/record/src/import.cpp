@@ -6,6 +6,7 @@
 #include <optional>
 #include <sstream>
 
+#include "progress.hpp"
 #include "shmbus/error.hpp"
 #include "shmbus/mcap.hpp"
 #include "shmbus/record/recording.hpp"
@@ -123,8 +124,7 @@ ImportReport import_ros2(const std::string& input, const std::string& output, co
   }
   for (const mcap::Metadata& m : info.metadata) writer.write_metadata(m);
   ImportReport report;
-  RewriteProgress progress;
-  progress.total_messages = info.statistics.message_count;
+  ProgressReporter progress(o.progress, info.statistics.message_count);
   reader.read_messages([&](const mcap::MessageView& m) {
     const Imported& im = channels.at(m.channel_id);
     std::vector<std::byte> bytes;
@@ -137,19 +137,13 @@ ImportReport import_ros2(const std::string& input, const std::string& output, co
     }
     writer.write({im.id, m.sequence, m.log_time, m.publish_time, bytes});
     ++report.messages;
-    if (++progress.messages % 4096 == 0 && o.progress) {
-      progress.bytes_written = writer.bytes();
-      o.progress(progress);
-    }
+    progress.read_one(writer);
     return true;
   });
   writer.close();
   report.channels = channels.size();
   report.bytes = writer.bytes();
-  if (o.progress) {
-    progress.bytes_written = report.bytes;
-    o.progress(progress);
-  }
+  progress.done(report.bytes);
   return report;
 }
 

@@ -11,6 +11,7 @@
 #include <set>
 #include <tuple>
 
+#include "progress.hpp"
 #include "shmbus/error.hpp"
 #include "shmbus/record/recording.hpp"
 #include "shmbus/schema/json_input.hpp"
@@ -202,11 +203,12 @@ void refuse_same_file(const std::vector<std::string>& inputs, const std::string&
 RewriteReport rewrite(const std::vector<std::string>& inputs, const std::string& output, const RewriteOptions& o) {
   refuse_same_file(inputs, output);
   std::vector<Input> in(inputs.size());
-  RewriteProgress progress;
+  std::uint64_t total = 0;
   for (std::size_t i = 0; i < inputs.size(); ++i) {
     in[i].reader = std::make_unique<mcap::Reader>(inputs[i]);
-    progress.total_messages += in[i].reader->info().statistics.message_count;
+    total += in[i].reader->info().statistics.message_count;
   }
+  ProgressReporter progress(o.progress, total);
   const mcap::FileInfo& first = in.front().reader->info();
   mcap::WriterOptions w;
   w.profile = first.profile;
@@ -241,20 +243,14 @@ RewriteReport rewrite(const std::vector<std::string>& inputs, const std::string&
       writer.write({out->second, m.sequence, m.log_time, m.publish_time, data});
       ++report.messages;
     }
-    if (++progress.messages % 4096 == 0 && o.progress) {
-      progress.bytes_written = writer.bytes();
-      o.progress(progress);
-    }
+    progress.read_one(writer);
     next->advance();
   }
   writer.close();
   report.channels = channels.size();
   report.bytes = writer.bytes();
   report.renumbered = topology.renumbered();
-  if (o.progress) {
-    progress.bytes_written = report.bytes;
-    o.progress(progress);
-  }
+  progress.done(report.bytes);
   return report;
 }
 
