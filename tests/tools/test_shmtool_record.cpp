@@ -453,6 +453,15 @@ TEST(ShmtoolRecord, BagRecoverRebuildsAKilledRecording) {
   const ToolRun r = shmtool({"bag", "recover", file, "-o", fixed});
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("recovered 200 messages"), std::string::npos) << r.out;
+  EXPECT_EQ(r.err, "") << "no progress line in a pipe";
+  {
+    // On a terminal: bytes read of the file's size, erased before the summary.
+    ToolOnPty t({"bag", "recover", file, "-o", fixed}, d.name);
+    EXPECT_TRUE(exited_zero(t.wait(20s))) << t.screen;
+    EXPECT_NE(t.screen.find("recover: "), std::string::npos) << t.screen;
+    EXPECT_NE(t.screen.find(" read ("), std::string::npos) << t.screen;
+    EXPECT_NE(t.screen.find("\r\033[Krecovered 200 messages"), std::string::npos) << t.screen;
+  }
   EXPECT_EQ(count_of(bag_info(fixed), "/k/a"), 200U);
   const json j = run_node("mcap_read.mjs", fixed);
   EXPECT_EQ(j["indexed"]["counts"]["/k/a"], 200);

@@ -144,11 +144,14 @@ int run_play(const Globals& g, const PlayOptions& o) {
   return 0;
 }
 
-int run_bag_recover(const Globals& /*g*/, const std::string& in, const std::string& out) {
+int run_bag_recover(const Globals& /*g*/, const std::string& in, const std::string& out, bool quiet) {
   if (in == out) {
     throw Error(Errc::kInvalidArgument, "bag recover: -o must name another file than " + in + " (it is read whole)");
   }
-  const mcap::RecoverReport r = mcap::recover(in, out);
+  ProgressLine progress("recover", quiet);
+  const mcap::RecoverReport r = mcap::recover(
+      in, out, [&progress](std::uint64_t read, std::uint64_t size) { progress.update_bytes(read, size); });
+  progress.clear();
   const mcap::Reader check(out);  // what was written reads back as a complete file
   print(fmt::format("recovered {} messages in {} chunks ({} metadata records) from {} into {} ({})\n", r.messages,
                     r.chunks, r.metadata, in, out, human_bytes(check.info().bytes)));

@@ -131,7 +131,7 @@ int run_bag_graph(const Globals& g, const std::string& path, bool dot);
 /// bag diff A B --channel C: two recordings of C compared frame by frame.
 int run_bag_diff(const Globals& g, const std::string& a, const std::string& b, const std::string& channel);
 /// bag recover IN -o OUT: an indexed file from one whose recorder died.
-int run_bag_recover(const Globals& g, const std::string& in, const std::string& out);
+int run_bag_recover(const Globals& g, const std::string& in, const std::string& out, bool quiet);
 /// bag filter | merge | compress | decompress: a new recording from recorded ones.
 struct BagRewriteOptions {
   std::string verb;                 ///< for messages and progress

@@ -219,19 +219,40 @@ void ProgressLine::clear() {
   drawn_ = false;
 }
 
-void ProgressLine::update(std::uint64_t done, std::uint64_t total, std::uint64_t bytes_written) {
+bool ProgressLine::due() {
   const std::int64_t now = mono_now_ns();
-  if (!on_ || now < next_ns_) return;
+  if (!on_ || now < next_ns_) return false;
   next_ns_ = now + 100'000'000;  // at most 10 lines a second
-  const double elapsed_s = static_cast<double>(now - start_ns_) / 1e9;
+  return true;
+}
+
+/// Done of total per second so far, and the seconds left at that rate.
+std::pair<double, double> ProgressLine::pace(std::uint64_t done, std::uint64_t total) const {
+  const double elapsed_s = static_cast<double>(mono_now_ns() - start_ns_) / 1e9;
   const double rate = elapsed_s > 0 ? static_cast<double>(done) / elapsed_s : 0.0;
-  const double left_s = rate > 0 && total > done ? static_cast<double>(total - done) / rate : 0.0;
-  std::fprintf(stderr, "\r\033[K%s: %llu/%llu messages (%.0f%%), %s written, %s msg/s, %.0f s left", verb_.c_str(),
-               static_cast<unsigned long long>(done), static_cast<unsigned long long>(total),
-               total > 0 ? 100.0 * static_cast<double>(done) / static_cast<double>(total) : 100.0,
-               human_bytes(bytes_written).c_str(), human_count(static_cast<std::uint64_t>(rate)).c_str(), left_s);
+  return {rate, rate > 0 && total > done ? static_cast<double>(total - done) / rate : 0.0};
+}
+
+void ProgressLine::draw(const std::string& text) {
+  std::fprintf(stderr, "\r\033[K%s: %s", verb_.c_str(), text.c_str());
   std::fflush(stderr);
   drawn_ = true;
+}
+
+void ProgressLine::update(std::uint64_t done, std::uint64_t total, std::uint64_t bytes_written) {
+  if (!due()) return;
+  const auto [rate, left_s] = pace(done, total);
+  draw(fmt::format("{}/{} messages ({:.0f}%), {} written, {} msg/s, {:.0f} s left", done, total,
+                   total > 0 ? 100.0 * static_cast<double>(done) / static_cast<double>(total) : 100.0,
+                   human_bytes(bytes_written), human_count(static_cast<std::uint64_t>(rate)), left_s));
+}
+
+void ProgressLine::update_bytes(std::uint64_t read, std::uint64_t total) {
+  if (!due()) return;
+  const auto [rate, left_s] = pace(read, total);
+  draw(fmt::format("{} of {} read ({:.0f}%), {}/s, {:.0f} s left", human_bytes(read), human_bytes(total),
+                   total > 0 ? 100.0 * static_cast<double>(read) / static_cast<double>(total) : 100.0,
+                   human_bytes(static_cast<std::uint64_t>(rate)), left_s));
 }
 
 std::string base64(std::span<const std::byte> data) {

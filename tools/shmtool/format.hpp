@@ -7,6 +7,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "shmbus/clock.hpp"
@@ -45,10 +46,17 @@ class ProgressLine {
   ProgressLine& operator=(const ProgressLine&) = delete;
   /// Messages done of `total`, bytes written so far.
   void update(std::uint64_t done, std::uint64_t total, std::uint64_t bytes_written);
+  /// Bytes of the input read of `total` (when the message count is not
+  /// known: a file without its summary).
+  void update_bytes(std::uint64_t read, std::uint64_t total);
   /// Erases the line (before the summary is printed).
   void clear();
 
  private:
+  bool due();
+  [[nodiscard]] std::pair<double, double> pace(std::uint64_t done, std::uint64_t total) const;
+  void draw(const std::string& text);
+
   std::string verb_;
   bool on_;
   std::int64_t start_ns_;

@@ -346,6 +346,7 @@ void add_bag_commands(CLI::App& app, Commands& k) {
   CLI::App* recover = bag->add_subcommand("recover", "Rebuild an indexed file from one whose recorder was killed");
   recover->add_option("FILE", k.bag_file, "The unfinished MCAP file")->required();
   recover->add_option("-o,--output", k.bag_output, "The file to write")->required();
+  recover->add_flag("-q,--quiet", k.rewrite.quiet, "No progress line on a terminal");
   CLI::App* exp = bag->add_subcommand(
       "export", "Rewrite a recording for other tools: JSON messages with a jsonschema per type, or ROS 2 CDR");
   exp->add_option("FILE", k.bag_file, "An MCAP file")->required();
@@ -372,7 +373,7 @@ void add_bag_commands(CLI::App& app, Commands& k) {
     if (info->parsed()) return run_bag_info(k.g, k.bag_files, !k.one_file);
     if (diff->parsed()) return run_bag_diff(k.g, k.bag_file, k.bag_other, k.bag_channel);
     if (graph->parsed()) return run_bag_graph(k.g, k.bag_file, k.dot);
-    if (recover->parsed()) return run_bag_recover(k.g, k.bag_file, k.bag_output);
+    if (recover->parsed()) return run_bag_recover(k.g, k.bag_file, k.bag_output, k.rewrite.quiet);
     return run_bag_export(k.g, k.bag_file, k.bag_output, k.encoding, k.rewrite.quiet);
   };
 }

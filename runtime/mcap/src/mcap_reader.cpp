@@ -468,11 +468,13 @@ namespace {
 template <class File>
 class Recovery {
  public:
-  Recovery(File& r, std::string out) : r_(r), out_(std::move(out)) {}
+  Recovery(File& r, std::string out, const RecoverProgress& progress)
+      : r_(r), out_(std::move(out)), progress_(progress) {}
 
   RecoverReport run() {
     std::uint64_t at = r_.read_header();
     while (report_.stopped_because.empty() && next(at)) {
+      if (progress_) progress_(at, r_.size);
     }
     report_.valid_bytes = at;
     writer("").close();
@@ -582,6 +584,7 @@ class Recovery {
 
   File& r_;
   std::string out_;
+  const RecoverProgress& progress_;
   RecoverReport report_;
   std::optional<Writer> w_;
   std::map<std::uint16_t, std::uint16_t> schema_ids_;   ///< in -> out
@@ -591,11 +594,11 @@ class Recovery {
 
 }  // namespace
 
-RecoverReport recover(const std::string& in, const std::string& out) {
+RecoverReport recover(const std::string& in, const std::string& out, const RecoverProgress& progress) {
   Reader::Impl r;
   r.info.path = in;
   r.open_file(8 + 9);
-  return Recovery<Reader::Impl>(r, out).run();
+  return Recovery<Reader::Impl>(r, out, progress).run();
 }
 
 namespace {

@@ -214,6 +214,10 @@ struct RecoverReport {
   std::string stopped_because;
 };
 
+/// How far recover() is: bytes of the input read, of its size (called
+/// after each record).
+using RecoverProgress = std::function<void(std::uint64_t read, std::uint64_t size)>;
+
 /// One thing wrong in a file: where, in which record, what.
 struct Fault {
   std::uint64_t offset = 0;  ///< of the record (or field) at fault
@@ -243,7 +247,7 @@ class Reader {
   bool next_message(MessageView& v);
 
  private:
-  friend RecoverReport recover(const std::string& in, const std::string& out);
+  friend RecoverReport recover(const std::string& in, const std::string& out, const RecoverProgress& progress);
   friend std::vector<Fault> doctor(const std::string& path);
   struct Impl;
   std::unique_ptr<Impl> impl_;
@@ -257,7 +261,7 @@ class Reader {
 /// statistics) with `in`'s profile. `in` need not be damaged: a complete
 /// file is copied whole. Throws Error(kConfig) naming `in` when it does not
 /// begin as an MCAP file, Error(kNotFound) when it does not exist.
-RecoverReport recover(const std::string& in, const std::string& out);
+RecoverReport recover(const std::string& in, const std::string& out, const RecoverProgress& progress = {});
 
 /// Checks every record of a file, as `mcap doctor` does, and lists what is
 /// wrong instead of stopping at the first fault: the magic at both ends,
