@@ -201,6 +201,7 @@ void refuse_same_file(const std::vector<std::string>& inputs, const std::string&
 }  // namespace
 
 RewriteReport rewrite(const std::vector<std::string>& inputs, const std::string& output, const RewriteOptions& o) {
+  if (inputs.empty()) throw Error(Errc::kInvalidArgument, "no input recording to write " + output + " from");
   refuse_same_file(inputs, output);
   std::vector<Input> in(inputs.size());
   std::uint64_t total = 0;

@@ -49,7 +49,8 @@ struct RewriteReport {
 };
 
 /// Writes `output` from `inputs` (one file, or several merged). Throws
-/// Error(kInvalidArgument) when the output is one of the inputs, and what
+/// Error(kInvalidArgument) when there is no input or the output is one of
+/// the inputs, and what
 /// mcap::Reader and mcap::Writer throw for unreadable inputs and an
 /// unwritable output; Error(kLayoutMismatch) for topology metadata that
 /// does not parse.
