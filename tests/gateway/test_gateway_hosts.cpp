@@ -6,6 +6,7 @@
 #include <unistd.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -13,6 +14,7 @@
 #include <string>
 #include <thread>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "gateway/exactly_once.hpp"
@@ -90,6 +92,32 @@ const std::string kHostBConfig =
     "[monitor]\nscan_period = \"50ms\"\ndebounce_scans = 2\nmetrics_listen = \"off\"\nstatistics_period = "
     "\"500ms\"\n\n";
 
+namespace {
+
+/// The slowest and fastest rate, f = (n-1)/(Tn-T1), over the full 1 s
+/// windows ending at each stamp of `channel`'s time list: what the
+/// channel's stamps really show.
+std::pair<double, double> window_rates(const std::string& domain, const std::string& channel) {
+  shmbus::introspect::TimeListSnapshot snap;
+  shmbus::introspect::ChannelReader(domain, channel).snapshot(snap);
+  const auto& t = snap.stamps;
+  double slowest = 1e300;
+  double fastest = 0;
+  std::size_t first = 0;
+  for (std::size_t last = 0; last < t.size(); ++last) {
+    if (t[last] - t.front() < 1'000'000'000) continue;  // not a full window yet
+    while (t[last] - t[first] >= 1'000'000'000) ++first;
+    if (last > first && t[last] > t[first]) {
+      const double f = static_cast<double>(last - first) * 1e9 / static_cast<double>(t[last] - t[first]);
+      slowest = std::min(slowest, f);
+      fastest = std::max(fastest, f);
+    }
+  }
+  return {slowest, fastest};
+}
+
+}  // namespace
+
 TEST_F(TwoHosts, ChannelsCrossBothWaysDecodedEqualAndShmbusdOnBAlertsWhenAsPublisherStops) {
   shmbus::test::TestDomain a, b;
   auto pub_a = publisher(a.domain(), "/gw/rate", "from host A");
@@ -116,8 +144,8 @@ TEST_F(TwoHosts, ChannelsCrossBothWaysDecodedEqualAndShmbusdOnBAlertsWhenAsPubli
   shmbus::TypedSubscriber<shmbus_msgs::Statistics> statistics("/shmbus/statistics", b.context());
   ChildProcess shmbusd({kShmbusd, "--foreground", "--config", config.string()}, true);
   ASSERT_TRUE(shmbusd.wait_for_output("watching domain", 10s)) << shmbusd.output();
-  // Two windows at 200 Hz as received: nominal, nothing raised; the
-  // statistics carry the cross-host transit of the channel.
+  // Two windows at 200 Hz as sent; the statistics carry the cross-host
+  // transit of the channel.
   std::this_thread::sleep_for(2s);
   bool transit = false;
   while (auto st = statistics.take()) {
@@ -128,9 +156,16 @@ TEST_F(TwoHosts, ChannelsCrossBothWaysDecodedEqualAndShmbusdOnBAlertsWhenAsPubli
     EXPECT_EQ(st->upstream_lost, 0U);
   }
   EXPECT_TRUE(transit) << "no statistics of /gw/rate with transit samples: " << shmbusd.poll_output();
+  // Nothing raised while A published, unless B's own stamps left the
+  // band: a loaded machine may deliver a backlog in a burst, and then the
+  // rate B's bus really had is what shmbusd must report.
+  const auto [slowest, fastest] = window_rates(b.domain(), "/gw/rate");
+  const bool left_band = slowest < 180.0 * 1.02 || fastest > 220.0 * 0.98;
   while (auto alert = alerts.take()) {
-    EXPECT_FALSE(alert->channel.view() == "/gw/rate" && alert->new_level >= shmbus_msgs::Alert::LEVEL_DEGRADED)
-        << "raised while A published: " << shmbusd.poll_output();
+    EXPECT_FALSE(alert->channel.view() == "/gw/rate" && alert->new_level >= shmbus_msgs::Alert::LEVEL_DEGRADED &&
+                 !left_band)
+        << "raised while A published, B's 1 s windows at " << slowest << " to " << fastest
+        << " Hz: " << shmbusd.poll_output();
   }
   pub_a->signal(SIGTERM);
   pub_a->wait(5s);
