@@ -22,7 +22,7 @@ cd "$(dirname "$0")/.."
 peers_args=()
 repeat=5
 micro_args=(--benchmark_min_time=0.2)
-scale_args=()
+scale_args=(--browsers 0,1,10)
 sync_args=()
 node_args=()
 record_args=()

@@ -4,8 +4,8 @@
 # (schema parser and decoder), a few patches of real segment images
 # (segment opener), the hostile frames the bridge must refuse (bridge
 # session, JSON/CBOR parsers) and small recordings of each compression
-# (MCAP reader, lineage and recover), and the configuration file with every
-# program's section.
+# (MCAP reader, lineage and recover), the configuration file with every
+# program's section, and requests to shmbusd's HTTP listener.
 #   scripts/fuzz.sh [SECONDS_PER_TARGET]     default 60
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -15,12 +15,13 @@ bash scripts/install-deps.sh >&2
 dir=build-fuzz
 CC=clang CXX=clang++ cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSHMBUS_BUILD_FUZZERS=ON \
   -DSHMBUS_BUILD_TESTS=OFF -DSHMBUS_BUILD_BENCHMARKS=OFF -DSHMBUS_BUILD_TOOLS=OFF >&2
-targets=(schema_parser schema_decoder segment_open json_input bridge_session mcap_reader config)
+targets=(schema_parser schema_decoder segment_open json_input bridge_session mcap_reader config daemon_http)
 cmake --build "$dir" --target "${targets[@]/#/fuzz_}" >&2
 
 corpus="$dir/corpus"
 rm -rf "$corpus"
-mkdir -p "$corpus/parser" "$corpus/decoder" "$corpus/open" "$corpus/input" "$corpus/session" "$corpus/reader" "$corpus/config"
+mkdir -p "$corpus/parser" "$corpus/decoder" "$corpus/open" "$corpus/input" "$corpus/session" "$corpus/reader" "$corpus/config" \
+  "$corpus/http"
 cp runtime/msg/*/*.msg tests/msg/*/*.msg "$corpus/parser/"
 # Configuration seeds: the shipped example (every key) and each section.
 cp config/*.toml "$corpus/config/"
@@ -58,6 +59,11 @@ printf '\x02%s' '{"op":"advertise","channels":[{"id":7,"topic":"/chatter","encod
   > "$corpus/session/fox_advertise"
 printf '\x03\x01\x07\x00\x00\x00%s' '{"data":"x"}' > "$corpus/session/fox_publish"
 printf '\x04%s' '{"op":"publish","topic":"/chatter","msg":{"data":"from afar"}}' > "$corpus/session/uplink_publish"
+# Requests to shmbusd: the page with a token in the query, the API with a
+# Bearer header, a stream.
+printf 'GET /?a=1&token=s3cr%%25t HTTP/1.1\r\nHost: x\r\n\r\n' > "$corpus/http/page"
+printf 'GET /api/channels HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer s3cr%%t\r\n\r\n' > "$corpus/http/bearer"
+printf 'GET /api/events?token=%%7 HTTP/1.1\r\nHost: x\r\n\r\n' > "$corpus/http/events"
 SHMBUS_FUZZ_WRITE_SEEDS="$corpus/reader" "$dir/tests/fuzz/fuzz_mcap_reader"
 # What the fuzzers once crashed on: run again first, every time.
 cp tests/fuzz/regressions/reader/* "$corpus/reader/"
@@ -66,7 +72,7 @@ cp tests/fuzz/regressions/session/* "$corpus/session/"
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 declare -A corpus_of=([schema_parser]=parser [schema_decoder]=decoder [segment_open]=open [json_input]=input
-  [bridge_session]=session [mcap_reader]=reader [config]=config)
+  [bridge_session]=session [mcap_reader]=reader [config]=config [daemon_http]=http)
 for target in "${targets[@]}"; do
   log="$dir/fuzz_$target.log"
   echo "fuzz_$target: ${seconds}s"

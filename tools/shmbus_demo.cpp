@@ -23,6 +23,7 @@
 #include "shmbus/clock.hpp"
 #include "shmbus/error.hpp"
 #include "shmbus/introspect.hpp"
+#include "shmbus/monitor/daemon_info.hpp"
 #include "shmbus/monitor/frequency.hpp"
 #include "shmbus/monitor/levels.hpp"
 #include "shmbus/node.hpp"
@@ -116,7 +117,8 @@ thresholds_hz = [90.0, 110.0, 200.0]
 [monitor]
 scan_period = "100ms"
 debounce_scans = 2
-metrics_listen = "off"
+# Its page and /metrics on a free loopback port (printed at the start).
+metrics_listen = "127.0.0.1:0"
 )";
 
 /// Starts shmbusd on the demo's domain with the demo's configuration file.
@@ -130,6 +132,17 @@ pid_t start_daemon(const std::string& domain, const std::string& config_path) {
     ::_exit(127);
   }
   return pid;
+}
+
+/// The address of shmbusd's live page, once it serves it (up to 3 s).
+void print_page_address(const Config& config) {
+  for (int i = 0; i < 60; ++i) {
+    if (const auto d = monitor::find_daemon(config); d && !d->web.empty()) {
+      fmt::print("shmbusd's live page of this bus: {} (open it while the demo runs)\n", d->web);
+      return;
+    }
+    std::this_thread::sleep_for(milliseconds(50));
+  }
 }
 
 pid_t spawn(const std::function<int()>& body) {
@@ -223,6 +236,7 @@ int run(int argc, char** argv) {
       "shmbus demo in domain \"{}\": 2 publisher processes, 1 subscriber process (pids {} {} {}), "
       "shmbusd (pid {})\n",
       config.domain, fast, slow, subscriber, shmbusd);
+  print_page_address(config);
   fmt::print("{:<18} {:<22} {:>4} {:>4} {:>9} {:>6} {:>11} {:>10}\n", "channel", "type", "pubs", "subs", "messages",
              "lost", "time list", "rate (Hz)");
   std::fflush(stdout);

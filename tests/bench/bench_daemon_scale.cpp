@@ -1,8 +1,10 @@
 // shmbus-bench-scale: what one monitor scan costs per channel with 1,000 and
 // 10,000 channels of full 1,000-stamp time lists, and the resident memory of
-// a real shmbusd watching them.
+// a real shmbusd watching them; with --browsers, the daemon's CPU while its
+// web page is open in 0, 1, 10 tabs of a headless chromium
+// (tests/js/daemon_page_load.mjs), at the first channel count.
 //
-//   shmbus_bench_scale [--channels 1000,10000] [--json]
+//   shmbus_bench_scale [--channels 1000,10000] [--browsers 0,1,10] [--cpu-seconds 20] [--json]
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -11,9 +13,13 @@
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <array>
 #include <chrono>
+#include <cstdio>
 #include <fstream>
 #include <regex>
+#include <sstream>
+#include <string_view>
 #include <thread>
 
 #include "shmbus/cli.hpp"
@@ -39,7 +45,14 @@ long status_kib(pid_t pid, const std::string& key) {
   return -1;
 }
 
+/// shmbusd's CPU with its page open in `tabs` tabs.
+struct PageLoad {
+  int tabs = 0;
+  double cpu_percent = -1;  ///< of one core, over the measured interval
+};
+
 struct Row {
+  std::vector<PageLoad> pages;
   std::size_t channels;
   double first_ns, idle_ns, steady_ns;
   double daemon_scan_ns;
@@ -48,13 +61,60 @@ struct Row {
   long daemon_shmem_kib;  ///< mapped shared-memory pages (the channels)
 };
 
-/// A real shmbusd on the domain: its scan duration (from /metrics) and RSS.
+/// A process's CPU time so far (utime + stime of /proc/PID/stat), seconds.
+double cpu_seconds(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  // Fields after the command (which may hold spaces): state is field 3,
+  // utime 14, stime 15.
+  std::istringstream rest(stat.substr(stat.rfind(')') + 2));
+  std::string field;
+  double ticks = 0;
+  for (int i = 3; i <= 15 && rest >> field; ++i) {
+    if (i >= 14) ticks += std::stod(field);
+  }
+  return ticks / static_cast<double>(::sysconf(_SC_CLK_TCK));
+}
+
+/// shmbusd's CPU over `seconds` while `tabs` tabs show its page (0: none).
+PageLoad page_load(pid_t daemon, std::uint16_t port, int tabs, double seconds) {
+  PageLoad p{tabs, -1};
+  FILE* browser = nullptr;
+  if (tabs > 0) {
+    const std::string command = fmt::format("node {}/tests/js/daemon_page_load.mjs http://127.0.0.1:{}/ {} {:.0f}",
+                                            SHMBUS_SOURCE_DIR, port, tabs, seconds + 5);
+    browser = ::popen(command.c_str(), "r");
+    std::array<char, 4096> line{};
+    bool open = false;
+    while (browser != nullptr && !open && std::fgets(line.data(), line.size(), browser) != nullptr) {
+      open = std::string_view{line.data()}.starts_with("pages open");
+    }
+    if (!open) {
+      if (browser != nullptr) ::pclose(browser);
+      std::fprintf(stderr, "shmbus_bench_scale: the page did not open in %d tabs (is chromium installed?)\n", tabs);
+      return p;
+    }
+    std::this_thread::sleep_for(milliseconds(500));
+  }
+  const double c0 = cpu_seconds(daemon);
+  const auto t0 = steady_clock::now();
+  std::this_thread::sleep_for(duration<double>(seconds));
+  const double c1 = cpu_seconds(daemon);
+  p.cpu_percent = 100.0 * (c1 - c0) / duration<double>(steady_clock::now() - t0).count();
+  if (browser != nullptr) ::pclose(browser);
+  return p;
+}
+
+/// A real shmbusd on the domain: its scan duration (from /metrics), RSS,
+/// and its CPU with its page open in each of `tabs` tab counts.
 struct DaemonMeasure {
   double scan_ns = -1;
   long rss = -1, anon = -1, shmem = -1;
+  std::vector<PageLoad> pages;
 };
 
-DaemonMeasure measure_daemon(const std::string& domain, std::size_t channels) {
+DaemonMeasure measure_daemon(const std::string& domain, std::size_t channels, const std::vector<int>& tabs,
+                             double cpu_seconds_each) {
   // The daemon logs to a file: a pipe nobody drains would stop it when full.
   const std::string log_path = "/tmp/shmbus_bench_scale_" + std::to_string(::getpid()) + ".log";
   const pid_t pid = ::fork();
@@ -93,7 +153,8 @@ DaemonMeasure measure_daemon(const std::string& domain, std::size_t channels) {
     } catch (const std::exception&) {
     }
   }
-  const DaemonMeasure d{scan_ns, status_kib(pid, "VmRSS"), status_kib(pid, "RssAnon"), status_kib(pid, "RssShmem")};
+  DaemonMeasure d{scan_ns, status_kib(pid, "VmRSS"), status_kib(pid, "RssAnon"), status_kib(pid, "RssShmem"), {}};
+  for (const int n : tabs) d.pages.push_back(page_load(pid, port, n, cpu_seconds_each));
   ::kill(pid, SIGTERM);
   int status = 0;
   ::waitpid(pid, &status, 0);
@@ -101,7 +162,7 @@ DaemonMeasure measure_daemon(const std::string& domain, std::size_t channels) {
   return d;
 }
 
-Row run(std::size_t n) {
+Row run(std::size_t n, const std::vector<int>& tabs, double cpu_seconds_each) {
   Config c;
   c.domain = "bench_scale_" + std::to_string(::getpid()) + "_" + std::to_string(n);
   c.registry_capacity = 16384;
@@ -109,7 +170,7 @@ Row run(std::size_t n) {
   c.defaults.max_message_size = 8;
   c.defaults.time_list_capacity = 1024;
   c.defaults.thresholds_hz = std::array<double, 3>{1.0, 200.0, 1000.0};
-  Row row{n, 0, 0, 0, -1, -1, -1, -1};
+  Row row{{}, n, 0, 0, 0, -1, -1, -1, -1};
   {
     Context ctx(c);
     std::vector<std::unique_ptr<Publisher>> pubs;
@@ -141,7 +202,8 @@ Row run(std::size_t n) {
       spent += mono() - t0;
     }
     row.steady_ns = static_cast<double>(spent) / kScans / static_cast<double>(n);
-    const DaemonMeasure d = measure_daemon(c.domain, n);
+    const DaemonMeasure d = measure_daemon(c.domain, n, tabs, cpu_seconds_each);
+    row.pages = d.pages;
     row.daemon_scan_ns = d.scan_ns > 0 ? d.scan_ns / static_cast<double>(n) : -1;
     row.daemon_rss_kib = d.rss;
     row.daemon_anon_kib = d.anon;
@@ -151,17 +213,33 @@ Row run(std::size_t n) {
   return row;
 }
 
+std::string page_json(const std::vector<PageLoad>& pages) {
+  std::string s;
+  for (const PageLoad& p : pages) {
+    s += fmt::format("{}{{\"tabs\":{},\"cpu_percent\":{:.3f}}}", s.empty() ? "" : ",", p.tabs, p.cpu_percent);
+  }
+  return s;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"monitor scan cost per channel at scale", "shmbus_bench_scale"};
   std::vector<std::size_t> counts{1000, 10000};
   bool json = false;
+  std::vector<int> tabs;
+  double cpu_seconds_each = 20;
   app.add_option("--channels", counts, "channel counts")->delimiter(',');
+  app.add_option("--browsers", tabs,
+                 "shmbusd's CPU with its page open in these many tabs (0: none), at the first count")
+      ->delimiter(',');
+  app.add_option("--cpu-seconds", cpu_seconds_each, "how long each CPU figure is measured")->check(CLI::Range(1, 600));
   app.add_flag("--json", json, "one JSON object");
   if (auto rc = shmbus::cli::parse(app, argc, argv)) return *rc;
   std::vector<Row> rows;
-  for (std::size_t n : counts) rows.push_back(run(n));
+  for (std::size_t i = 0; i < counts.size(); ++i) {
+    rows.push_back(run(counts[i], i == 0 ? tabs : std::vector<int>{}, cpu_seconds_each));
+  }
   if (json) {
     std::string s = "{\"results\":[";
     for (std::size_t i = 0; i < rows.size(); ++i) {
@@ -169,9 +247,9 @@ int main(int argc, char** argv) {
       s += fmt::format(
           "{}{{\"channels\":{},\"first_scan_ns_per_channel\":{:.1f},\"idle_scan_ns_per_channel\":{:.1f},"
           "\"steady_scan_ns_per_channel\":{:.1f},\"shmbusd_scan_ns_per_channel\":{:.1f},"
-          "\"shmbusd_rss_kib\":{},\"shmbusd_rss_anon_kib\":{},\"shmbusd_rss_shmem_kib\":{}}}",
+          "\"shmbusd_rss_kib\":{},\"shmbusd_rss_anon_kib\":{},\"shmbusd_rss_shmem_kib\":{},\"page_cpu\":[{}]}}",
           i ? "," : "", r.channels, r.first_ns, r.idle_ns, r.steady_ns, r.daemon_scan_ns, r.daemon_rss_kib,
-          r.daemon_anon_kib, r.daemon_shmem_kib);
+          r.daemon_anon_kib, r.daemon_shmem_kib, page_json(r.pages));
     }
     std::printf("%s]}\n", s.c_str());
     return 0;
@@ -184,6 +262,19 @@ int main(int argc, char** argv) {
                r.channels, r.first_ns, r.idle_ns, r.steady_ns, r.daemon_scan_ns,
                static_cast<double>(r.daemon_rss_kib) / 1024.0, static_cast<double>(r.daemon_anon_kib) / 1024.0,
                static_cast<double>(r.daemon_shmem_kib) / 1024.0);
+  }
+  for (const Row& r : rows) {
+    if (r.pages.empty()) continue;
+    fmt::print("shmbusd's CPU at {} channels with its web page open (one headless chromium, tabs updating):\n",
+               r.channels);
+    const double none = r.pages.front().tabs == 0 ? r.pages.front().cpu_percent : 0;
+    for (const PageLoad& p : r.pages) {
+      fmt::print("  {:>2} tabs: {:6.2f}% of a core", p.tabs, p.cpu_percent);
+      if (p.tabs > 0 && r.pages.front().tabs == 0) {
+        fmt::print("  (+{:.2f}% per tab over none)", (p.cpu_percent - none) / p.tabs);
+      }
+      fmt::print("\n");
+    }
   }
   return 0;
 }

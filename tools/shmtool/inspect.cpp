@@ -22,16 +22,20 @@
 #include "shmbus/bus_channels.hpp"
 #include "shmbus/error.hpp"
 #include "shmbus/monitor/config_report.hpp"
+#include "shmbus/monitor/daemon_info.hpp"
 #include "shmbus/monitor/frequency.hpp"
+#include "shmbus/monitor/json.hpp"
 #include "shmbus/monitor/monitor.hpp"
 #include "shmbus/names.hpp"
 
 namespace shmbus::tool {
 
+using monitor::channel_json;
 using monitor::ChannelStatus;
 using monitor::Level;
 using monitor::Monitor;
 using monitor::MonitorConfig;
+using monitor::thresholds_json;
 using schema::Json;
 
 namespace {
@@ -43,22 +47,6 @@ std::vector<ChannelStatus> observe(Monitor& monitor) {
   (void)monitor.scan(mono_now_ns());
   monitor.refresh_statistics();
   return monitor.statuses();
-}
-
-/// The level this scan measured (`observed`): a one-shot tool has no
-/// history to debounce. `top` shows the debounced level, like the daemon.
-Json channel_json(const ChannelStatus& c, Level level) {
-  Json j;
-  j["name"] = c.name;
-  j["type"] = c.type_name;
-  j["transport"] = std::string{to_string(c.transport)};
-  j["publishers"] = c.publishers;
-  j["subscribers"] = c.subscribers;
-  j["rate_hz"] = c.measure.frequency_hz;
-  j["level"] = monitor::to_string(level);
-  j["messages"] = c.messages;
-  j["lost"] = c.lost;
-  return j;
 }
 
 Table channel_table(const std::vector<ChannelStatus>& channels, bool debounced, bool colour) {
@@ -73,10 +61,6 @@ Table channel_table(const std::vector<ChannelStatus>& channels, bool debounced, 
   return t;
 }
 
-Json thresholds_json(const std::optional<std::array<double, 3>>& t) {
-  return t ? Json::array({(*t)[0], (*t)[1], (*t)[2]}) : Json(nullptr);
-}
-
 Json summary_json(const monitor::Summary& s) {
   return Json{{"mean_s", json_number(s.mean)},
               {"min_s", json_number(s.min)},
@@ -88,21 +72,6 @@ Json summary_json(const monitor::Summary& s) {
 /// A subscriber's mean message age since it started, NaN before a sample.
 double age_mean_s(const introspect::EndpointView& e) {
   return e.age_samples ? static_cast<double>(e.age_sum_ns) / static_cast<double>(e.age_samples) / 1e9 : std::nan("");
-}
-
-/// Whether shmbusd publishes alerts in this domain: a live publisher of its
-/// alerts channel, and its pid.
-std::optional<std::int32_t> daemon_pid(const Config& config) {
-  try {
-    const introspect::ChannelView v =
-        introspect::ChannelReader(config.domain, kAlertsChannel, false, config.access()).view();
-    for (const auto& p : v.publishers) {
-      if (p.alive) return p.pid;
-    }
-  } catch (const Error&) {
-    // no alerts channel: the daemon never ran in this domain
-  }
-  return std::nullopt;
 }
 
 /// Why each channel's stored schema is refused (beyond the schema limits,
@@ -145,6 +114,8 @@ int run_list(const Globals& g) {
   if (g.json) {
     Json out = Json::array();
     for (const ChannelStatus& c : channels) {
+      // The level this scan measured: a one-shot tool has no history to
+      // debounce (`top` and the daemon show the debounced one).
       out.push_back(channel_json(c, c.observed));
       if (const auto r = refused.find(c.name); r != refused.end()) out.back()["schema_error"] = r->second;
     }
@@ -162,6 +133,9 @@ int run_list(const Globals& g) {
   for (const auto& [name, why] : unreadable) print(fmt::format("warning: {}: {}\n", name, why));
   for (const auto& [name, why] : refused)
     print(fmt::format("warning: {}: its stored schema is refused: {}\n", name, why));
+  if (const auto daemon = monitor::find_daemon(config); daemon && !daemon->web.empty()) {
+    print(fmt::format("live in a browser: {} (shmbusd, pid {})\n", daemon->web, daemon->pid));
+  }
   return 0;
 }
 
@@ -490,10 +464,11 @@ int run_alerts(const Globals& g) {
     }
     out = t.render();
   }
-  const auto pid = daemon_pid(config);
-  out += pid ? fmt::format("shmbusd is running (pid {}); levels above are measured now, before its debounce\n", *pid)
-             : fmt::format("shmbusd is not running in domain \"{}\": levels measured here, thresholds from {}\n",
-                           config.domain, config.source);
+  const auto daemon = monitor::find_daemon(config);
+  out += daemon ? fmt::format("shmbusd is running (pid {}); levels above are measured now, before its debounce{}\n",
+                              daemon->pid, daemon->web.empty() ? "" : "; its history: " + daemon->web)
+                : fmt::format("shmbusd is not running in domain \"{}\": levels measured here, thresholds from {}\n",
+                              config.domain, config.source);
   print(out);
   return 0;
 }

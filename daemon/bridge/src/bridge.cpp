@@ -10,7 +10,6 @@
 
 #include <algorithm>
 #include <cctype>
-#include <fstream>
 #include <optional>
 #include <thread>
 
@@ -29,18 +28,6 @@ constexpr std::string_view kFoxgloveSubprotocol = "foxglove.websocket.v1";
 Config with_node(Config c) {
   if (c.node.empty()) c.node = "shmbus-bridge";
   return c;
-}
-
-std::string read_token(const std::string& path) {
-  if (path.empty()) return {};
-  std::ifstream in(path);
-  if (!in) {
-    throw Error(Errc::kConfig, fmt::format("token file {} cannot be read; give a readable file (--token-file)", path));
-  }
-  std::string token((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  while (!token.empty() && std::isspace(static_cast<unsigned char>(token.back()))) token.pop_back();
-  if (token.empty()) throw Error(Errc::kConfig, fmt::format("token file {} is empty; put the token in it", path));
-  return token;
 }
 
 std::pair<asio::ip::address, std::uint16_t> parse_listen(const std::string& text) {
@@ -106,13 +93,6 @@ bool origin_allowed(const std::string& origin, const std::vector<std::string>& a
 
 }  // namespace
 
-bool same_token(std::string_view a, std::string_view b) noexcept {
-  // Every byte is compared, so the time taken does not tell how much matched.
-  unsigned diff = a.size() != b.size() ? 1U : 0U;
-  for (std::size_t i = 0; i < std::min(a.size(), b.size()); ++i) diff |= static_cast<unsigned>(a[i] ^ b[i]);
-  return diff == 0;
-}
-
 // -------------------------------------------------------------------- Hub
 
 Hub::Hub(const Config& c, BridgeSettings bridge_settings, asio::io_context& context_io)
@@ -120,7 +100,7 @@ Hub::Hub(const Config& c, BridgeSettings bridge_settings, asio::io_context& cont
       settings(std::move(bridge_settings)),
       io(context_io),
       context(config),
-      token(read_token(settings.token_file)),
+      token(service_shell::read_token(settings.token_file)),
       catalog(config.domain, config.access()),
       types(settings.msg_path),
       services(std::make_unique<ServiceCaller>(context)) {}
@@ -522,7 +502,7 @@ void Connection::on_request(beast::error_code ec) {
              "shmbus-bridge: this Origin may not connect; the bridge's --allow-origin lists those that may\n");
       return;
     }
-    const bool needs_auth = !hub.token.empty() && !same_token(token, hub.token);
+    const bool needs_auth = !hub.token.empty() && !service_shell::same_token(token, hub.token);
     if (needs_auth && !foxglove && hub.pending_auth >= hub.settings.max_pending_auth) {
       hub.counters.connections_refused.fetch_add(1, std::memory_order_relaxed);
       answer(http::status::service_unavailable, "text/plain",
@@ -556,7 +536,7 @@ void Connection::on_request(beast::error_code ec) {
   } else if (target == "/metrics") {
     // With a token, the counters are the token's too (Prometheus sends it
     // as authorization.credentials); /healthz stays open for probes.
-    if (!hub.token.empty() && !same_token(token, hub.token)) {
+    if (!hub.token.empty() && !service_shell::same_token(token, hub.token)) {
       hub.counters.connections_refused.fetch_add(1, std::memory_order_relaxed);
       answer(http::status::unauthorized, "text/plain",
              "shmbus-bridge: /metrics needs the token (Authorization: Bearer TOKEN)\n");

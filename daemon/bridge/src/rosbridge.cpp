@@ -12,6 +12,7 @@
 #include "shmbus/clock.hpp"
 #include "shmbus/names.hpp"
 #include "shmbus/schema/json_input.hpp"
+#include "shmbus/service_shell.hpp"
 
 namespace shmbus::bridge {
 
@@ -201,7 +202,7 @@ void RosbridgeSession::on_op(const Json& op) {
       close(websocket::close_code::policy_error, "not authenticated");
       return;
     }
-    if (!same_token(string_field(op, "mac"), hub_.token)) {
+    if (!service_shell::same_token(string_field(op, "mac"), hub_.token)) {
       hub_.counters.connections_refused.fetch_add(1, std::memory_order_relaxed);
       refuse("auth: wrong token");
       close(websocket::close_code::policy_error, "wrong token");

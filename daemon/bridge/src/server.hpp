@@ -53,9 +53,6 @@ ssl::context client_tls(const std::string& ca_file);
 /// A TLS failure as OpenSSL words it (e.g. "certificate verify failed").
 std::string tls_failure(const boost::system::error_code& ec);
 
-/// Whether a client's token is the configured one (in constant time).
-bool same_token(std::string_view a, std::string_view b) noexcept;
-
 /// Counters shared by every thread (relaxed: totals for /metrics).
 struct Counters {
   std::atomic<std::uint64_t> connections_refused{0};

@@ -154,6 +154,7 @@ std::vector<Transition> Monitor::scan(std::int64_t now_ns) {
     // Several publishers stamp after their commits: a new stamp may be a
     // little older than the newest one kept; insert it in order.
     for (std::int64_t s : scratch_) {
+      t.status.last_stamp_ns = std::max(t.status.last_stamp_ns, s);
       if (t.in_window.empty() || s >= t.in_window.back()) {
         t.in_window.push_back(s);
       } else {
@@ -216,6 +217,9 @@ void Monitor::refresh_statistics() {
       st.pid = s.pid;
       st.received = s.messages;
       st.lost = s.lost;
+      if (v.overflow == Overflow::kBlock && s.read_cursor != UINT64_MAX) {
+        st.unread = s.read_cursor < v.messages ? v.messages - s.read_cursor : 0;
+      }
       AgeBase base = t.age_base[s.id];
       st.age = age_since(s, base);
       next_base[s.id] = base;

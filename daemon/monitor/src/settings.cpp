@@ -21,6 +21,8 @@ MonitorSettings read_monitor_settings(const cli::ConfigFile& file) {
       m.statistics_period = r.duration_of(v, key);
     } else if (key == "webhook") {
       m.webhook = r.string_of(v, key);
+    } else if (key == "token_file") {
+      m.token_file = r.string_of(v, key);
     } else {
       r.fail(k.source(), "unknown key monitor." + std::string{key});
     }

@@ -4,12 +4,19 @@
 #include <spdlog/sinks/systemd_sink.h>
 #include <systemd/sd-daemon.h>
 
+#include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cstdlib>
+#include <fstream>
+#include <iterator>
 #include <thread>
+
+#include <fmt/format.h>
 
 #include "shmbus/cli.hpp"
 #include "shmbus/clock.hpp"
+#include "shmbus/error.hpp"
 
 namespace shmbus::service_shell {
 
@@ -46,6 +53,24 @@ void run_until_stopped(const std::function<std::string()>& status) {
     }
   }
   sd_notify(0, "STOPPING=1");
+}
+
+std::string read_token(const std::string& path, std::string_view option) {
+  if (path.empty()) return {};
+  std::ifstream in(path);
+  if (!in) {
+    throw Error(Errc::kConfig, fmt::format("token file {} cannot be read; give a readable file ({})", path, option));
+  }
+  std::string token((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  while (!token.empty() && std::isspace(static_cast<unsigned char>(token.back()))) token.pop_back();
+  if (token.empty()) throw Error(Errc::kConfig, fmt::format("token file {} is empty; put the token in it", path));
+  return token;
+}
+
+bool same_token(std::string_view a, std::string_view b) noexcept {
+  unsigned diff = a.size() != b.size() ? 1U : 0U;
+  for (std::size_t i = 0; i < std::min(a.size(), b.size()); ++i) diff |= static_cast<unsigned>(a[i] ^ b[i]);
+  return diff == 0;
 }
 
 }  // namespace shmbus::service_shell

@@ -7,10 +7,13 @@
 
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
+#include <array>
 #include <chrono>
 #include <cstdlib>
+#include <ctime>
 #include <memory>
 #include <mutex>
+#include <string_view>
 
 #include "shmbus/bus_channels.hpp"
 #include "shmbus/cli.hpp"
@@ -25,6 +28,7 @@
 #include "shmbus/monitor/monitor.hpp"
 #include "shmbus/names.hpp"
 #include "shmbus/service_shell.hpp"
+#include "web.hpp"
 
 namespace shmbus::daemon {
 
@@ -35,6 +39,35 @@ using monitor::Transition;
 namespace {
 
 constexpr std::int64_t kStatusPeriodNs = 1'000'000'000;
+/// How often the open web pages get the channels (at most: a scan period
+/// longer than this sends one per scan).
+constexpr std::int64_t kEventPeriodNs = 400'000'000;
+
+std::int64_t unix_now_ns() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_REALTIME, &ts);
+  return static_cast<std::int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
+/// JSON as the page gets it: names from shared memory are escaped already;
+/// anything else that is not UTF-8 is replaced, never thrown on.
+template <typename Json>
+std::string dump(const Json& j) {
+  return j.dump(-1, ' ', false, Json::error_handler_t::replace);
+}
+
+/// The address a browser reaches `listen` at (the host's name for a
+/// wildcard bind).
+std::string page_address(const std::string& listen, std::uint16_t port) {
+  auto [host, unused] = parse_host_port(listen, "metrics_listen");
+  if (host == "0.0.0.0" || host == "::") {
+    std::array<char, 256> name{};
+    host = ::gethostname(name.data(), name.size() - 1) == 0 ? name.data() : "localhost";
+  } else if (host.find(':') != std::string::npos) {
+    host = "[" + host + "]";
+  }
+  return fmt::format("http://{}:{}/", host, port);
+}
 
 void log_transition(const Transition& t) {
   const auto level = t.new_level == Level::kNominal    ? spdlog::level::info
@@ -74,6 +107,7 @@ class Daemon {
         config_(load_config(options)),
         domain_(config_.config.domain),
         listen_(config_.monitor.metrics_listen),
+        token_(service_shell::read_token(config_.monitor.token_file, "token_file in [monitor], or --token-file")),
         monitor_(config_.config, config_.monitor),
         roudi_(options.roudi ? std::make_unique<RoudiSupervisor>(config_.config, roudi_file()) : nullptr),
         bus_context_(bus_config(config_.config)),
@@ -97,6 +131,7 @@ class Daemon {
       if (roudi_) roudi_->check(now);
       emit(scan(now), now);
       notify(now);
+      send_events(now);
       next_scan += config_.monitor.scan_period.count();
       if (next_scan < mono_now_ns()) next_scan = mono_now_ns();  // overran: do not burst to catch up
       for (;;) {
@@ -127,20 +162,59 @@ class Daemon {
   }
 
   void serve_metrics() {
-    const std::int64_t stale_after = 3 * config_.monitor.scan_period.count();
-    http_ = std::make_unique<HttpServer>(listen_, [this, stale_after](const std::string& target) -> HttpResponse {
+    http_ = std::make_unique<HttpServer>(listen_, [this](const HttpRequest& request) { return answer(request); });
+    const std::string address = page_address(listen_, http_->port());
+    spdlog::info("serving /metrics, /healthz and the web page {} on {} (port {})", address, listen_, http_->port());
+    bus_.publish_web_address(address);
+  }
+
+  /// An HTTP GET, on the server's thread. With a token, everything but
+  /// /healthz asks for it.
+  HttpResponse answer(const HttpRequest& request) {
+    const std::string target = request.target.substr(0, request.target.find('?'));
+    if (!token_.empty() && target != "/healthz" && !carries_token(request, token_)) {
+      return {401, "text/plain; charset=utf-8",
+              "this shmbusd asks for its token: send \"Authorization: Bearer TOKEN\", or open the page as "
+              "/?token=TOKEN\n"};
+    }
+    constexpr const char* kJson = "application/json";
+    if (target == "/" || target == "/index.html") return {200, "text/html; charset=utf-8", std::string{web_page()}};
+    std::lock_guard lock(mutex_);
+    if (target == "/metrics") {
+      return {200, "text/plain; version=0.0.4; charset=utf-8", render_metrics(domain_, monitor_.statuses(), figures_)};
+    }
+    if (target == "/healthz") {
+      const bool fresh = last_scan_ns_ != 0 && mono_now_ns() - last_scan_ns_ < 3 * config_.monitor.scan_period.count();
+      return {fresh ? 200 : 503, "text/plain; charset=utf-8", fresh ? "ok\n" : "no recent scan\n"};
+    }
+    if (target == "/api/channels") return {200, kJson, dump(channels_json())};
+    if (target == "/api/alerts") return {200, kJson, dump(web_.alerts())};
+    if (target == "/api/history") return {200, kJson, dump(web_.history())};
+    if (target == "/api/graph") return {200, kJson, dump(WebState::graph(monitor_.statuses()))};
+    if (target == "/api/events") {
+      return {200, "text/event-stream", "retry: 2000\ndata: " + dump(channels_json()) + "\n\n", true};
+    }
+    return {404, "text/plain; charset=utf-8",
+            "not found: try / (the page), /metrics, /healthz or /api/channels, /api/alerts, /api/history, "
+            "/api/graph, /api/events\n"};
+  }
+
+  /// What /api/channels answers; under the lock.
+  [[nodiscard]] nlohmann::ordered_json channels_json() const {
+    return web_.channels(domain_, monitor_.statuses(), mono_now_ns(), unix_now_ns());
+  }
+
+  /// The open pages' update: the channels as /api/channels gives them, as
+  /// one Server-Sent Event, built once for all of them.
+  void send_events(std::int64_t now) {
+    if (!http_ || http_->streams() == 0 || now < next_event_ns_) return;
+    next_event_ns_ = now + kEventPeriodNs;
+    std::string event;
+    {
       std::lock_guard lock(mutex_);
-      if (target == "/metrics") {
-        return {200, "text/plain; version=0.0.4; charset=utf-8",
-                render_metrics(domain_, monitor_.statuses(), figures_)};
-      }
-      if (target == "/healthz") {
-        const bool fresh = last_scan_ns_ != 0 && mono_now_ns() - last_scan_ns_ < stale_after;
-        return {fresh ? 200 : 503, "text/plain; charset=utf-8", fresh ? "ok\n" : "no recent scan\n"};
-      }
-      return {404, "text/plain; charset=utf-8", "try /metrics or /healthz\n"};
-    });
-    spdlog::info("serving /metrics and /healthz on {} (port {})", listen_, http_->port());
+      event = "data: " + dump(channels_json()) + "\n\n";
+    }
+    http_->publish_event(std::move(event));
   }
 
   /// One scan, and the statistics window when it closes, under the lock.
@@ -148,10 +222,15 @@ class Daemon {
     ScanFindings f;
     std::lock_guard lock(mutex_);
     f.transitions = monitor_.scan(now);
+    web_.add_alerts(f.transitions, unix_now_ns());
     figures_.last_scan_seconds = static_cast<double>(mono_now_ns() - now) / 1e9;
     figures_.scans++;
     figures_.transitions += f.transitions.size();
     if (webhook_) figures_.webhook_failures = webhook_->failures();
+    if (http_) {
+      figures_.web_streams = static_cast<std::uint64_t>(http_->streams());
+      figures_.web_events_skipped = http_->skipped_events();
+    }
     last_scan_ns_ = now;
     f.truncated = monitor_.take_truncation_warnings();
     for (const std::string& name : monitor_.take_unreadable_warnings()) {
@@ -163,6 +242,7 @@ class Daemon {
       next_statistics_ += config_.monitor.statistics_period.count();
       if (next_statistics_ <= now) next_statistics_ = now + config_.monitor.statistics_period.count();
     }
+    if (web_.sample_due(now)) web_.sample(f.statistics.empty() ? monitor_.statuses() : f.statistics, now);
     return f;
   }
 
@@ -236,8 +316,10 @@ class Daemon {
   monitor::MonitorConfig config_;
   const std::string domain_;
   const std::string listen_;
-  std::mutex mutex_;  ///< monitor_, figures_ and last_scan_ns_, between the loop and /metrics
+  const std::string token_;  ///< "" : none
+  std::mutex mutex_;         ///< monitor_, figures_, web_ and last_scan_ns_, between the loop and the HTTP thread
   monitor::Monitor monitor_;
+  WebState web_;
   DaemonFigures figures_;
   std::int64_t last_scan_ns_ = 0;
   /// Before the bus outputs: their channels may be iceoryx channels.
@@ -248,6 +330,7 @@ class Daemon {
   std::unique_ptr<HttpServer> http_;
   std::int64_t next_statistics_ = 0;
   std::int64_t next_status_ = 0;
+  std::int64_t next_event_ns_ = 0;
   bool ready_ = false;
   bool watchdog_ = false;
   std::uint64_t watchdog_usec_ = 0;
@@ -259,6 +342,8 @@ class Daemon {
 monitor::MonitorConfig load_config(const Options& options) {
   monitor::MonitorConfig c = monitor::load_monitor_config(options.source);
   if (options.metrics_listen) c.monitor.metrics_listen = *options.metrics_listen;
+  if (options.token_file) c.monitor.token_file = *options.token_file;
+  (void)service_shell::read_token(c.monitor.token_file, "token_file in [monitor], or --token-file");
   if (c.monitor.metrics_listen != "off") (void)parse_host_port(c.monitor.metrics_listen, "metrics_listen");
   if (!c.monitor.webhook.empty()) (void)parse_http_url(c.monitor.webhook);
   return c;
@@ -278,7 +363,10 @@ int daemon_main(int argc, char** argv) {
   std::string listen;
   app.add_option("-c,--config", options.source.path, "configuration file (default: SHMBUS_CONFIG)");
   app.add_option("--domain", domain, "domain to watch (overrides the file and SHMBUS_DOMAIN)");
-  app.add_option("--metrics-listen", listen, "ADDRESS:PORT for /metrics and /healthz, or off");
+  app.add_option("--metrics-listen", listen, "ADDRESS:PORT for /metrics, /healthz and the web page, or off");
+  std::string token_file;
+  app.add_option("--token-file", token_file,
+                 "file holding the token HTTP clients must present (Bearer, or ?token= in the page's address)");
   app.add_option("--check-config", check, "validate FILE, print the effective settings, exit 0 or 2");
   app.add_flag("--foreground", options.foreground, "stay in the foreground (systemd runs it so anyway)");
   app.add_flag("--roudi", options.roudi,
@@ -289,6 +377,7 @@ int daemon_main(int argc, char** argv) {
   if (auto rc = cli::parse(app, argc, argv)) return *rc;
   if (!domain.empty()) options.source.domain = domain;
   if (!listen.empty()) options.metrics_listen = listen;
+  if (!token_file.empty()) options.token_file = token_file;
   return cli::guarded("shmbusd", [&] {
     if (print_roudi_config) {
       std::fputs(iceoryx::roudi_config(load_config(options).config).c_str(), stdout);

@@ -5,10 +5,16 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 
+#include <array>
 #include <atomic>
+#include <cctype>
+#include <memory>
+#include <string_view>
 #include <thread>
+#include <vector>
 
 #include "shmbus/error.hpp"
+#include "shmbus/service_shell.hpp"
 
 namespace shmbus::daemon {
 
@@ -57,17 +63,71 @@ HttpUrl parse_http_url(const std::string& url) {
 
 namespace {
 
-/// Connections served at once; more are closed on accept (a scraper needs
-/// one, a person's browser a few).
+/// `%XX` decoded (a token in a query string).
+std::string percent_decoded(std::string_view text) {
+  std::string out;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '%' && i + 2 < text.size() && std::isxdigit(static_cast<unsigned char>(text[i + 1])) != 0 &&
+        std::isxdigit(static_cast<unsigned char>(text[i + 2])) != 0) {
+      out.push_back(static_cast<char>(std::stoi(std::string{text.substr(i + 1, 2)}, nullptr, 16)));
+      i += 2;
+    } else {
+      out.push_back(text[i] == '+' ? ' ' : text[i]);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+bool carries_token(const HttpRequest& request, std::string_view token) {
+  constexpr std::string_view kBearer = "Bearer ";
+  if (request.authorization.starts_with(kBearer) &&
+      service_shell::same_token(std::string_view{request.authorization}.substr(kBearer.size()), token)) {
+    return true;
+  }
+  const auto query = request.target.find('?');
+  if (query == std::string::npos) return false;
+  std::string_view rest = std::string_view{request.target}.substr(query + 1);
+  while (!rest.empty()) {
+    const auto amp = rest.find('&');
+    const std::string_view pair = rest.substr(0, amp);
+    if (pair.starts_with("token=") && service_shell::same_token(percent_decoded(pair.substr(6)), token)) return true;
+    rest = amp == std::string_view::npos ? std::string_view{} : rest.substr(amp + 1);
+  }
+  return false;
+}
+
+namespace {
+
+/// Connections served at once, event streams included; more are closed on
+/// accept (a scraper needs one, a person's browser a few).
 constexpr int kMaxConnections = 64;
+/// A request head must arrive, and each response or event be written,
+/// within this.
+constexpr auto kIoTimeout = std::chrono::seconds(10);
+
+class Session;
+
+/// What the sessions share with the server. Declared before the
+/// io_context, so it outlives the handlers the context destroys.
+struct Shared {
+  HttpServer::Handler handler;
+  std::atomic<int> open{0};
+  std::atomic<int> streams{0};
+  std::atomic<std::uint64_t> skipped{0};
+  std::vector<std::shared_ptr<Session>> event_streams;  ///< the server thread's
+};
 
 class Session : public std::enable_shared_from_this<Session> {
  public:
-  Session(tcp::socket socket, const HttpServer::Handler& handler, std::atomic<int>& open)
-      : stream_(std::move(socket)), handler_(handler), open_(open) {
-    open_.fetch_add(1, std::memory_order_relaxed);
+  Session(tcp::socket socket, Shared& shared) : stream_(std::move(socket)), shared_(shared) {
+    shared_.open.fetch_add(1, std::memory_order_relaxed);
   }
-  ~Session() { open_.fetch_sub(1, std::memory_order_relaxed); }
+  ~Session() {
+    shared_.open.fetch_sub(1, std::memory_order_relaxed);
+    if (streaming_) shared_.streams.fetch_sub(1, std::memory_order_relaxed);
+  }
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
 
@@ -75,9 +135,29 @@ class Session : public std::enable_shared_from_this<Session> {
     // A GET has no body; the head is bounded by Beast (8 KiB), the whole
     // exchange by the timeout.
     parser_.body_limit(1024);
-    stream_.expires_after(std::chrono::seconds(10));
+    stream_.expires_after(kIoTimeout);
     http::async_read(stream_, buffer_, parser_,
                      [self = shared_from_this()](beast::error_code ec, std::size_t) { self->on_read(ec); });
+  }
+
+  /// An event for an open stream: written unless the previous one still is.
+  void send_event(const std::shared_ptr<const std::string>& event) {
+    if (closed_) return;
+    if (writing_) {
+      shared_.skipped.fetch_add(1, std::memory_order_relaxed);
+      return;
+    }
+    writing_ = true;
+    stream_.expires_after(kIoTimeout);
+    asio::async_write(stream_, asio::buffer(*event),
+                      [self = shared_from_this(), event](beast::error_code ec, std::size_t) {
+                        self->writing_ = false;
+                        if (ec) {
+                          self->close();
+                        } else {
+                          self->stream_.expires_never();
+                        }
+                      });
   }
 
  private:
@@ -88,14 +168,22 @@ class Session : public std::enable_shared_from_this<Session> {
     if (request.method() != http::verb::get && request.method() != http::verb::head) {
       r = {405, "text/plain; charset=utf-8", "only GET\n"};
     } else {
-      r = handler_(std::string{request.target()});
+      r = shared_.handler(HttpRequest{std::string{request.target()}, std::string{request[http::field::authorization]}});
     }
     response_.version(request.version());
     response_.result(static_cast<unsigned>(r.status));
     response_.set(http::field::server, "shmbusd");
     response_.set(http::field::content_type, r.content_type);
+    response_.set(http::field::cache_control, "no-store");
     response_.keep_alive(false);
     response_.body() = std::move(r.body);
+    if (r.event_stream && r.status == 200 && request.method() == http::verb::get) {
+      // No length: the body is the events, until either side closes.
+      http::async_write(stream_, response_, [self = shared_from_this()](beast::error_code e, std::size_t) {
+        if (!e) self->stream();
+      });
+      return;
+    }
     response_.prepare_payload();
     http::async_write(stream_, response_, [self = shared_from_this()](beast::error_code, std::size_t) {
       beast::error_code ignored;
@@ -103,28 +191,65 @@ class Session : public std::enable_shared_from_this<Session> {
     });
   }
 
+  /// The head and the first event are out: from now on this connection
+  /// gets the published events, until the client goes (a read ends).
+  void stream() {
+    streaming_ = true;
+    shared_.streams.fetch_add(1, std::memory_order_relaxed);
+    shared_.event_streams.push_back(shared_from_this());
+    stream_.expires_never();
+    watch();
+  }
+
+  /// Reads and discards what the client sends (nothing, normally) on the
+  /// socket itself, without the stream's write timer; EOF or an error ends
+  /// the stream.
+  void watch() {
+    stream_.socket().async_read_some(asio::buffer(sink_),
+                                     [self = shared_from_this()](beast::error_code ec, std::size_t) {
+                                       if (ec) {
+                                         self->close();
+                                       } else {
+                                         self->watch();
+                                       }
+                                     });
+  }
+
+  /// Called from completion handlers only (they hold a reference, so
+  /// leaving the list does not end this object under our feet).
+  void close() {
+    if (closed_) return;
+    closed_ = true;
+    beast::error_code ignored;
+    stream_.socket().shutdown(tcp::socket::shutdown_both, ignored);
+    stream_.socket().close(ignored);
+    if (streaming_) std::erase(shared_.event_streams, shared_from_this());
+  }
+
   beast::tcp_stream stream_;
-  const HttpServer::Handler& handler_;
-  std::atomic<int>& open_;
+  Shared& shared_;
   beast::flat_buffer buffer_;
   http::request_parser<http::string_body> parser_;
   http::response<http::string_body> response_;
+  std::array<char, 512> sink_{};
+  bool streaming_ = false;
+  bool writing_ = false;
+  bool closed_ = false;
 };
 
 }  // namespace
 
 struct HttpServer::Impl {
+  Shared shared;
   asio::io_context io{1};
   tcp::acceptor acceptor{io};
-  Handler handler;
-  std::atomic<int> open{0};
   std::thread thread;
 
   void accept() {
     acceptor.async_accept([this](beast::error_code ec, tcp::socket socket) {
       if (ec) return;  // closed
-      if (open.load(std::memory_order_relaxed) < kMaxConnections) {
-        std::make_shared<Session>(std::move(socket), handler, open)->start();
+      if (shared.open.load(std::memory_order_relaxed) < kMaxConnections) {
+        std::make_shared<Session>(std::move(socket), shared)->start();
       }  // else: the socket closes here; the client retries
       accept();
     });
@@ -140,7 +265,7 @@ HttpServer::HttpServer(const std::string& listen, Handler handler) : impl_(std::
         Errc::kConfig,
         fmt::format("metrics_listen \"{}\": \"{}\" is not an IP address (use e.g. 127.0.0.1 or ::1)", listen, host));
   }
-  impl_->handler = std::move(handler);
+  impl_->shared.handler = std::move(handler);
   const tcp::endpoint endpoint(address, port);
   auto& a = impl_->acceptor;
   a.open(endpoint.protocol(), ec);
@@ -163,9 +288,25 @@ HttpServer::~HttpServer() {
   });
   impl_->io.stop();
   if (impl_->thread.joinable()) impl_->thread.join();
+  impl_->shared.event_streams.clear();
 }
 
 std::uint16_t HttpServer::port() const noexcept { return impl_->acceptor.local_endpoint().port(); }
+
+void HttpServer::publish_event(std::string event) {
+  auto shared_event = std::make_shared<const std::string>(std::move(event));
+  asio::post(impl_->io, [this, shared_event] {
+    // A copy: a stream may leave the list while we go through it.
+    const std::vector<std::shared_ptr<Session>> list = impl_->shared.event_streams;
+    for (const auto& s : list) s->send_event(shared_event);
+  });
+}
+
+int HttpServer::streams() const noexcept { return impl_->shared.streams.load(std::memory_order_relaxed); }
+
+std::uint64_t HttpServer::skipped_events() const noexcept {
+  return impl_->shared.skipped.load(std::memory_order_relaxed);
+}
 
 std::pair<int, std::string> http_request(const HttpUrl& url, const std::string& method, const std::string& body,
                                          const std::string& content_type, int timeout_ms) {

@@ -197,6 +197,11 @@ void daemon_metrics(Writer& w, std::size_t channels, const DaemonFigures& daemon
        static_cast<double>(daemon.transitions)},
       {{"shmbus_daemon_webhook_failures_total", "counter", "Webhook deliveries that failed."},
        static_cast<double>(daemon.webhook_failures)},
+      {{"shmbus_daemon_web_streams", "gauge", "Web pages (event streams) open now."},
+       static_cast<double>(daemon.web_streams)},
+      {{"shmbus_daemon_web_events_skipped_total", "counter",
+        "Page updates not sent to a page still receiving the previous one (a slow client)."},
+       static_cast<double>(daemon.web_events_skipped)},
   };
   for (const auto& [family, value] : figures) {
     w.family(family[0], family[1], family[2]);

@@ -41,7 +41,15 @@ std::string rfc3339_now() {
                      utc.tm_hour, utc.tm_min, utc.tm_sec, ts.tv_nsec / 1'000'000);
 }
 
-BusOutputs::BusOutputs(Context& context) : alerts_(kAlertsChannel, context), statistics_(kStatisticsChannel, context) {}
+BusOutputs::BusOutputs(Context& context)
+    : context_(context), alerts_(kAlertsChannel, context), statistics_(kStatisticsChannel, context) {}
+
+void BusOutputs::publish_web_address(const std::string& address) {
+  if (!web_) web_.emplace(kWebChannel, context_);
+  std_msgs::String m{};
+  m.data.assign(address);
+  web_->publish(m);
+}
 
 void BusOutputs::publish_alert(const Transition& t) {
   shmbus_msgs::Alert a{};

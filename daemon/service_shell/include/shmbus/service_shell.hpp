@@ -2,13 +2,15 @@
 /// @file service_shell.hpp
 /// What every long-running shmbus program shares: its log (the journal
 /// under systemd, stderr otherwise) and its life under systemd (READY,
-/// STATUS, the watchdog, STOPPING) until SIGINT or SIGTERM.
+/// STATUS, the watchdog, STOPPING) until SIGINT or SIGTERM; and the token
+/// their HTTP listeners ask for.
 
 #include <spdlog/logger.h>
 
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 
 namespace shmbus::service_shell {
 
@@ -24,5 +26,14 @@ bool stderr_is_journal();
 /// the watchdog at half its period, until a stop signal
 /// (cli::install_stop_handlers); then STOPPING.
 void run_until_stopped(const std::function<std::string()>& status);
+
+/// The token in the file at `path` (trailing white space dropped); "" for
+/// an empty path (no token). Throws Error(kConfig) naming the file and
+/// `option` when it cannot be read or is empty.
+std::string read_token(const std::string& path, std::string_view option = "--token-file");
+
+/// Whether a client's token is the configured one, in constant time (the
+/// time taken does not tell how much matched).
+bool same_token(std::string_view a, std::string_view b) noexcept;
 
 }  // namespace shmbus::service_shell

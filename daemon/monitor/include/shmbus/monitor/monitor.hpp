@@ -36,6 +36,9 @@ struct SubscriberStatus {
   std::int32_t pid = 0;
   std::uint64_t received = 0;
   std::uint64_t lost = 0;
+  /// overflow = block channels: messages published that it has not taken
+  /// yet (nullopt on overwrite channels, where nobody holds a publisher up).
+  std::optional<std::uint64_t> unread;
   Summary age;  ///< seconds
 };
 
@@ -63,6 +66,9 @@ struct ChannelStatus {
   std::optional<std::array<double, 3>> thresholds_hz;
   std::int64_t window_ns = 0;
   std::uint32_t time_list_capacity = 0;
+  /// The newest time-list stamp read (CLOCK_MONOTONIC ns; 0: none yet),
+  /// inside the window or not: the age of the channel's last message.
+  std::int64_t last_stamp_ns = 0;
   std::uint64_t messages = 0;
   std::uint64_t lost = 0;
   std::uint32_t publishers = 0;

@@ -19,7 +19,8 @@ struct MonitorSettings {
   std::uint32_t debounce_scans = 3;
   std::string metrics_listen = "127.0.0.1:9464";
   std::chrono::nanoseconds statistics_period = std::chrono::seconds(1);
-  std::string webhook;  ///< empty: none
+  std::string webhook;     ///< empty: none
+  std::string token_file;  ///< a file holding the token HTTP clients must present; empty: none
 };
 
 /// The [monitor] section of `file` (its defaults when it has none). Throws

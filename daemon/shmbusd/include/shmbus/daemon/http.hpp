@@ -1,26 +1,45 @@
 #pragma once
-// A small HTTP/1.1 server for /metrics and /healthz, and a client for the
-// webhook, both on Boost.Beast.
+// A small HTTP/1.1 server for /metrics, /healthz, the web page and its
+// event stream, and a client for the webhook, both on Boost.Beast.
 
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 
 namespace shmbus::daemon {
+
+/// What a handler is asked.
+struct HttpRequest {
+  std::string target;         ///< path and query, as sent
+  std::string authorization;  ///< the Authorization header ("" when none)
+};
+
+/// Whether `request` carries `token`: "Authorization: Bearer TOKEN", or
+/// token=TOKEN (percent-encoded) in the query string (a browser's address,
+/// an EventSource). Compared in constant time.
+bool carries_token(const HttpRequest& request, std::string_view token);
 
 /// What a handler answers.
 struct HttpResponse {
   int status = 200;
   std::string content_type = "text/plain; charset=utf-8";
   std::string body;
+  /// Server-Sent Events: the connection stays open after `body` (the first
+  /// event) and gets every event of HttpServer::publish_event.
+  bool event_stream = false;
 };
 
 /// Serves GET requests on its own thread; answers each with the handler's
-/// response and closes. Thread-safety: the handler runs on the server thread.
+/// response and closes, or keeps an event stream open. At most 64
+/// connections at once, streams included; a request head over 8 KiB or
+/// not complete within 10 s is dropped.
+/// Thread-safety: the handler runs on the server thread; publish_event and
+/// streams() may be called from any thread.
 class HttpServer {
  public:
-  using Handler = std::function<HttpResponse(const std::string& target)>;
+  using Handler = std::function<HttpResponse(const HttpRequest& request)>;
   /// Listens on "ADDRESS:PORT" (PORT 0: any free port). Throws Error:
   /// kConfig for an address that does not parse, kResource when it cannot
   /// bind (with the address and the reason).
@@ -30,6 +49,15 @@ class HttpServer {
   HttpServer& operator=(const HttpServer&) = delete;
   /// The port actually bound.
   [[nodiscard]] std::uint16_t port() const noexcept;
+  /// Sends `event` (one SSE event: "data: ...\n\n") to every open event
+  /// stream. A stream still writing an earlier event skips this one (a slow
+  /// client gets fewer updates, never a growing queue; counted in
+  /// skipped_events()); one whose write has not finished in 10 s is closed.
+  void publish_event(std::string event);
+  /// Event streams open now.
+  [[nodiscard]] int streams() const noexcept;
+  /// Events not sent to a stream because its previous write was pending.
+  [[nodiscard]] std::uint64_t skipped_events() const noexcept;
 
  private:
   struct Impl;

@@ -17,6 +17,8 @@ struct DaemonFigures {
   std::uint64_t scans = 0;
   std::uint64_t transitions = 0;
   std::uint64_t webhook_failures = 0;
+  std::uint64_t web_streams = 0;         ///< event streams (open pages)
+  std::uint64_t web_events_skipped = 0;  ///< updates a slow page did not get
 };
 
 /// Renders every metric of every channel, labelled with domain and channel.

@@ -9,6 +9,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -18,6 +19,7 @@
 #include "shmbus/publisher.hpp"
 #include "shmbus_msgs/Alert.hpp"
 #include "shmbus_msgs/Statistics.hpp"
+#include "std_msgs/String.hpp"
 
 namespace shmbus::daemon {
 
@@ -30,10 +32,14 @@ class BusOutputs {
   explicit BusOutputs(Context& context);
   void publish_alert(const Transition& t);
   void publish_statistics(const ChannelStatus& c, std::int64_t window_start_ns, std::int64_t window_stop_ns);
+  /// The web page's address on /shmbus/web, for `shmtool list` to print.
+  void publish_web_address(const std::string& address);
 
  private:
+  Context& context_;
   TypedPublisher<shmbus_msgs::Alert> alerts_;
   TypedPublisher<shmbus_msgs::Statistics> statistics_;
+  std::optional<TypedPublisher<std_msgs::String>> web_;
   std::uint32_t alert_seq_ = 0;
   std::uint32_t statistics_seq_ = 0;
 };

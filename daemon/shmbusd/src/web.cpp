@@ -1,0 +1,177 @@
+#include "web.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <set>
+
+#include "shmbus/bus_channels.hpp"
+#include "shmbus/lineage.hpp"
+#include "shmbus/monitor/json.hpp"
+
+namespace shmbus::daemon {
+
+using monitor::ChannelStatus;
+using json = nlohmann::ordered_json;
+
+namespace {
+
+double seconds(std::int64_t ns) { return static_cast<double>(ns) / 1e9; }
+
+/// The service a channel is half of ("" for a plain channel).
+std::string service_of(const std::string& channel) {
+  for (const std::string_view suffix : {"/_request", "/_response"}) {
+    if (channel.size() > suffix.size() && channel.ends_with(suffix)) {
+      return channel.substr(0, channel.size() - suffix.size());
+    }
+  }
+  return {};
+}
+
+json endpoints_json(const ChannelStatus& c, std::optional<std::uint64_t>& slowest_unread) {
+  json pubs = json::array();
+  for (const monitor::PublisherStatus& p : c.publisher_stats) {
+    pubs.push_back({{"node", p.node}, {"pid", p.pid}, {"published", p.published}});
+  }
+  json subs = json::array();
+  for (const monitor::SubscriberStatus& s : c.subscriber_stats) {
+    subs.push_back({{"node", s.node},
+                    {"pid", s.pid},
+                    {"received", s.received},
+                    {"lost", s.lost},
+                    {"unread", s.unread ? json(*s.unread) : json(nullptr)}});
+    if (s.unread) slowest_unread = std::max(slowest_unread.value_or(0), *s.unread);
+  }
+  return {{"publishers", std::move(pubs)}, {"subscribers", std::move(subs)}};
+}
+
+}  // namespace
+
+void WebState::add_alerts(const std::vector<monitor::Transition>& transitions, std::int64_t unix_ns) {
+  for (const monitor::Transition& t : transitions) {
+    alerts_.push_front(Alert{unix_ns, t});
+    ++alerts_total_;
+    if (alerts_.size() > kMaxAlerts) alerts_.pop_back();
+  }
+}
+
+void WebState::sample(const std::vector<ChannelStatus>& statuses, std::int64_t now_ns) {
+  std::map<std::string, History, std::less<>> next;
+  for (const ChannelStatus& c : statuses) {
+    auto it = history_.find(c.name);
+    History h = it != history_.end() ? std::move(it->second) : History{};
+    const auto rate = static_cast<float>(
+        std::isfinite(c.measure.frequency_hz) ? c.measure.frequency_hz : std::numeric_limits<float>::quiet_NaN());
+    if (h.samples.size() < kHistorySamples) {
+      h.samples.push_back(rate);
+    } else {
+      h.samples[h.next] = rate;
+      h.next = (h.next + 1) % kHistorySamples;
+    }
+    next.emplace(c.name, std::move(h));
+  }
+  history_ = std::move(next);
+  ++samples_taken_;
+  next_sample_ns_ = now_ns + kHistoryPeriodNs;
+}
+
+json WebState::channels(const std::string& domain, const std::vector<ChannelStatus>& statuses, std::int64_t now_ns,
+                        std::int64_t unix_ns) const {
+  json rows = json::array();
+  std::size_t alerting = 0;
+  std::size_t critical = 0;
+  for (const ChannelStatus& c : statuses) {
+    json j = monitor::channel_json(c, c.level);
+    j["thresholds_hz"] = monitor::thresholds_json(c.thresholds_hz);
+    j["window_s"] = seconds(c.window_ns);
+    std::optional<std::uint64_t> unread;
+    j["endpoints"] = endpoints_json(c, unread);
+    j["unread"] = unread ? json(*unread) : json(nullptr);
+    j["last_age_s"] =
+        c.last_stamp_ns != 0 ? json(seconds(std::max<std::int64_t>(0, now_ns - c.last_stamp_ns))) : json(nullptr);
+    const std::string service = service_of(c.name);
+    j["service"] = service.empty() ? json(nullptr) : json(service);
+    const auto h = history_.find(c.name);
+    j["rate_sample"] =
+        h != history_.end() && !h->second.samples.empty()
+            ? monitor::json_number(
+                  h->second.samples[(h->second.next + h->second.samples.size() - 1) % h->second.samples.size()])
+            : json(nullptr);
+    if (c.level == monitor::Level::kDegraded || c.level == monitor::Level::kCritical) ++alerting;
+    if (c.level == monitor::Level::kCritical) ++critical;
+    rows.push_back(std::move(j));
+  }
+  return {{"domain", domain},
+          {"time_unix_s", seconds(unix_ns)},
+          {"channels", std::move(rows)},
+          {"alerting", alerting},
+          {"critical", critical},
+          {"alerts_total", alerts_total_},
+          {"history_seq", samples_taken_},
+          {"history_period_s", seconds(kHistoryPeriodNs)}};
+}
+
+json WebState::alerts() const {
+  json out = json::array();
+  for (const Alert& a : alerts_) {
+    const monitor::Transition& t = a.transition;
+    out.push_back({{"time_unix_s", seconds(a.unix_ns)},
+                   {"channel", t.channel},
+                   {"old_level", monitor::to_string(t.old_level)},
+                   {"new_level", monitor::to_string(t.new_level)},
+                   {"rate_hz", monitor::json_number(t.frequency_hz)},
+                   {"thresholds_hz", monitor::thresholds_json(t.thresholds_hz)},
+                   {"window_s", seconds(t.window_ns)}});
+  }
+  return {{"alerts", std::move(out)}, {"total", alerts_total_}, {"kept", kMaxAlerts}};
+}
+
+json WebState::history() const {
+  json channels = json::object();
+  for (const auto& [name, h] : history_) {
+    json samples = json::array();
+    const std::size_t n = h.samples.size();
+    const std::size_t first = n < kHistorySamples ? 0 : h.next;
+    for (std::size_t i = 0; i < n; ++i) samples.push_back(monitor::json_number(h.samples[(first + i) % n]));
+    channels[name] = std::move(samples);
+  }
+  return {{"period_s", seconds(kHistoryPeriodNs)}, {"seq", samples_taken_}, {"channels", std::move(channels)}};
+}
+
+nlohmann::json WebState::graph(const std::vector<ChannelStatus>& statuses) {
+  lineage::Graph g;
+  std::map<std::string, std::pair<std::set<std::string>, std::set<std::string>>> modules;  // reads, writes
+  std::map<std::pair<std::string, std::string>, std::uint64_t> written;                    // (module, channel)
+  std::map<std::pair<std::string, std::string>, std::uint64_t> read;                       // (channel, module)
+  for (const ChannelStatus& c : statuses) {
+    if (is_bus_channel(c.name)) continue;
+    lineage::ChannelNode node{c.name, c.type_name, {}, {}, c.messages};
+    std::set<std::string> writers;
+    std::set<std::string> readers;
+    for (const monitor::PublisherStatus& p : c.publisher_stats) {
+      if (p.node.empty()) continue;
+      writers.insert(p.node);
+      modules[p.node].second.insert(c.name);
+      written[{p.node, c.name}] += p.published;
+    }
+    for (const monitor::SubscriberStatus& s : c.subscriber_stats) {
+      if (s.node.empty()) continue;
+      readers.insert(s.node);
+      modules[s.node].first.insert(c.name);
+      read[{c.name, s.node}] += s.received;
+    }
+    node.writers.assign(writers.begin(), writers.end());
+    node.readers.assign(readers.begin(), readers.end());
+    g.channels.push_back(std::move(node));
+  }
+  for (auto& [name, rw] : modules) {
+    g.modules.push_back({name, {rw.first.begin(), rw.first.end()}, {rw.second.begin(), rw.second.end()}});
+  }
+  for (const auto& [key, n] : written) g.edges.push_back({key.first, key.second, true, n});
+  for (const auto& [key, n] : read) g.edges.push_back({key.first, key.second, false, n});
+  std::tie(g.order, g.cycles) = lineage::order_modules(g.modules);
+  return g.json();
+}
+
+}  // namespace shmbus::daemon

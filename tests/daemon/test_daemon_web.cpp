@@ -1,0 +1,452 @@
+// shmbusd's web page and /api/*, with the real daemon, real publisher
+// processes and the example pipeline: the answers against what
+// `shmtool list --json` measures and what /shmbus/alerts says; the event
+// stream and its connection bound; the page in a real browser (Debian's
+// chromium driven by puppeteer-core) through a stop and 200 channels of
+// churn.
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+#include <array>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <regex>
+#include <set>
+#include <thread>
+#include <vector>
+
+#include "multiprocess/child_process.hpp"
+#include "shmbus/daemon/http.hpp"
+#include "shmbus/introspect.hpp"
+#include "shmbus/publisher.hpp"
+#include "shmbus/subscriber.hpp"
+#include "shmbus_msgs/Alert.hpp"
+#include "support/test_domain.hpp"
+
+using namespace shmbus;
+using namespace std::chrono_literals;
+using nlohmann::json;
+using shmbus::test::ChildProcess;
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::string kDaemon = SHMBUSD_PATH;
+const std::string kPeer = SHMBUS_TEST_PEER;
+const std::string kShmtool = SHMTOOL_PATH;
+const std::string kPipeline = SHMBUS_EXAMPLE_PIPELINE;
+const std::string kJs = std::string(SHMBUS_SOURCE_DIR) + "/tests/js";
+
+/// A domain with shmbusd serving its page on a free loopback port, a
+/// ~200 Hz publisher on /web/fast and a ~20 Hz one on /web/slow (pacing
+/// by sleeps: the rates are whatever the machine gives, and every check
+/// compares with a measure of the same time lists).
+class WebBus {
+ public:
+  /// With `token`, shmbusd asks for it (token_file in [monitor]).
+  explicit WebBus(const std::string& token = "") : domain_(shmbus::test::unique_domain("web")), cleanup_{domain_} {
+    config_ = (fs::temp_directory_path() / ("shmbusd_web_" + std::to_string(::getpid()) + ".toml")).string();
+    token_file_ = config_ + ".token";
+    std::ofstream(token_file_) << token << "\n";
+    std::ofstream(config_) << "[defaults]\nstall_timeout = \"1s\"\ncapacity = 256\n\n"
+                              "[[channel]]\nname = \"/web/fast\"\nthresholds_hz = [100.0, 400.0, 800.0]\n\n"
+                              "[[channel]]\nname = \"/web/slow\"\nthresholds_hz = [10.0, 40.0, 80.0]\n\n"
+                              "[monitor]\nscan_period = \"50ms\"\ndebounce_scans = 2\nstatistics_period = \"500ms\"\n"
+                              "metrics_listen = \"127.0.0.1:0\"\n"
+                           << (token.empty() ? "" : "token_file = \"" + token_file_ + "\"\n");
+    fast_ = publisher("/web/fast", "5000");
+    slow_ = publisher("/web/slow", "50000");
+    daemon_ = std::make_unique<ChildProcess>(
+        std::vector<std::string>{kDaemon, "--foreground", "--config", config_, "--domain", domain_}, true);
+    if (daemon_->wait_for_output("(port ", 20s)) {
+      std::smatch m;
+      const std::string out = daemon_->poll_output();
+      if (std::regex_search(out, m, std::regex(R"(\(port (\d+)\))")))
+        port_ = static_cast<std::uint16_t>(std::stoi(m[1]));
+    }
+  }
+  ~WebBus() {
+    daemon_->signal(SIGTERM);
+    daemon_->wait(20s);
+    fs::remove(config_);
+    fs::remove(token_file_);
+  }
+  WebBus(const WebBus&) = delete;
+  WebBus& operator=(const WebBus&) = delete;
+
+  [[nodiscard]] std::uint16_t port() const { return port_; }
+  [[nodiscard]] const std::string& domain() const { return domain_; }
+  [[nodiscard]] std::vector<std::string> env() const {
+    return {"SHMBUS_DOMAIN=" + domain_, "SHMBUS_CONFIG=" + config_};
+  }
+  ChildProcess& daemon() { return *daemon_; }
+  void stop_fast() { fast_.reset(); }
+  void stop_slow() { slow_.reset(); }
+
+  json get_json(const std::string& target) const {
+    const auto [status, body] = daemon::http_request({"127.0.0.1", port_, target}, "GET", "", "");
+    EXPECT_EQ(status, 200) << target << ": " << body;
+    return json::parse(body);
+  }
+  /// `shmtool ARGS` in this domain and configuration; its standard output.
+  std::string shmtool(const std::vector<std::string>& args) const {
+    std::vector<std::string> command{kShmtool};
+    command.insert(command.end(), args.begin(), args.end());
+    ChildProcess tool(command, false, env());
+    tool.wait(30s);
+    return tool.output();
+  }
+
+ private:
+  std::unique_ptr<ChildProcess> publisher(const std::string& channel, const std::string& pace_us) {
+    return std::make_unique<ChildProcess>(
+        std::vector<std::string>{kPeer, "pub", domain_, channel, "1", "0", "64", pace_us}, false, env());
+  }
+
+  std::string domain_;
+  shmbus::test::DomainCleanup cleanup_;
+  std::string config_;
+  std::string token_file_;
+  std::unique_ptr<ChildProcess> fast_;
+  std::unique_ptr<ChildProcess> slow_;
+  std::unique_ptr<ChildProcess> daemon_;
+  std::uint16_t port_ = 0;
+};
+
+/// The example pipeline's four modules, running until destroyed.
+class Pipeline {
+ public:
+  explicit Pipeline(const std::vector<std::string>& env) {
+    for (const char* m : {"m1", "m2", "m3", "sensors"}) {
+      modules_.push_back(std::make_unique<ChildProcess>(
+          std::vector<std::string>{kPipeline, "--module", m, "--rate", "20"}, true, env));
+    }
+  }
+  ~Pipeline() {
+    for (auto& m : modules_) m->signal(SIGTERM);
+    for (auto& m : modules_) m->wait(10s);
+  }
+  Pipeline(const Pipeline&) = delete;
+  Pipeline& operator=(const Pipeline&) = delete;
+
+ private:
+  std::vector<std::unique_ptr<ChildProcess>> modules_;
+};
+
+json by_name(const json& channels) {
+  json out = json::object();
+  for (const json& c : channels) out[c["name"].get<std::string>()] = c;
+  return out;
+}
+
+/// A raw connection to 127.0.0.1:port sending `request` (with a receive
+/// buffer of `rcvbuf` bytes when not 0); -1 on failure.
+int connect_and_send(std::uint16_t port, const std::string& request, int rcvbuf = 0) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (rcvbuf != 0) ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof rcvbuf);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(port);
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  (void)::send(fd, request.data(), request.size(), MSG_NOSIGNAL);
+  timeval wait{5, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &wait, sizeof wait);
+  return fd;
+}
+
+/// What arrives on `fd` until `text` is in it, EOF, or 5 s of silence.
+std::string read_until(int fd, const std::string& text) {
+  std::string got;
+  std::array<char, 4096> buf{};
+  while (got.find(text) == std::string::npos) {
+    const ssize_t n = ::recv(fd, buf.data(), buf.size(), 0);
+    if (n <= 0) break;
+    got.append(buf.data(), static_cast<std::size_t>(n));
+  }
+  return got;
+}
+
+}  // namespace
+
+// /api/channels says what `shmtool list --json` says of every channel (the
+// rate within 2% of shmtool's measure a moment later), with the endpoints'
+// nodes; /api/alerts has the transition /shmbus/alerts carried; /api/graph
+// is the pipeline's module graph; `shmtool list` names the page.
+TEST(DaemonWeb, ApiAnswersAgreeWithShmtoolListTheAlertsChannelAndThePipeline) {
+  WebBus bus;
+  ASSERT_NE(bus.port(), 0) << bus.daemon().poll_output();
+  const Pipeline pipeline(bus.env());
+  Config config;
+  config.domain = bus.domain();
+  Context context(config);
+  TypedSubscriber<shmbus_msgs::Alert> alerts("/shmbus/alerts", context);
+
+  // Every channel of shmtool's list, with the same figures.
+  bool agreed = false;
+  json last;
+  for (int look = 0; look < 40 && !agreed; ++look) {
+    std::this_thread::sleep_for(250ms);
+    const json api = bus.get_json("/api/channels");
+    const json list = json::parse(bus.shmtool({"list", "--json"}));
+    const json mine = by_name(api["channels"]);
+    agreed = list.size() >= 9;  // the two publishers, the pipeline's six, the daemon's own
+    for (const json& c : list) {
+      const std::string name = c["name"];
+      if (name.starts_with("/shmbus/")) continue;  // shmtool's own look at /shmbus/web comes and goes
+      if (!mine.contains(name)) {
+        agreed = false;
+        continue;
+      }
+      const json& m = mine[name];
+      for (const char* key : {"type", "transport", "publishers", "subscribers"}) agreed = agreed && m[key] == c[key];
+      agreed = agreed && m["messages"].get<std::uint64_t>() <= c["messages"].get<std::uint64_t>();
+      if (name.starts_with("/web/")) {
+        const double page = m["rate_hz"];
+        const double tool = c["rate_hz"];
+        agreed = agreed && tool > 0 && std::abs(page / tool - 1) <= 0.02;
+      }
+    }
+    last = json{{"api", api}, {"list", list}};
+  }
+  ASSERT_TRUE(agreed) << last.dump(1);
+  const json fast = by_name(last["api"]["channels"])["/web/fast"];
+  EXPECT_EQ(fast["level"], "nominal");
+  EXPECT_EQ(fast["thresholds_hz"], json::array({100.0, 400.0, 800.0}));
+  ASSERT_EQ(fast["endpoints"]["publishers"].size(), 1U);
+  EXPECT_GT(fast["endpoints"]["publishers"][0]["pid"].get<int>(), 0);
+  EXPECT_TRUE(fast["last_age_s"].is_number());
+  EXPECT_LT(fast["last_age_s"].get<double>(), 1.0);
+  const json c3 = by_name(last["api"]["channels"])["/pipeline/c3"];
+  ASSERT_EQ(c3["endpoints"]["publishers"].size(), 1U);
+  EXPECT_EQ(c3["endpoints"]["publishers"][0]["node"], "m1");
+
+  // /web/slow stops: the alert in /api/alerts is the one on /shmbus/alerts.
+  const double before = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  bus.stop_slow();
+  std::optional<shmbus_msgs::Alert> critical;
+  for (auto end = std::chrono::steady_clock::now() + 15s; !critical && std::chrono::steady_clock::now() < end;) {
+    if (!alerts.wait(100ms)) continue;
+    while (auto a = alerts.take()) {
+      if (a->channel.view() == "/web/slow" && a->new_level == shmbus_msgs::Alert::LEVEL_CRITICAL) critical = *a;
+    }
+  }
+  ASSERT_TRUE(critical) << bus.daemon().poll_output();
+  const json api_alerts = bus.get_json("/api/alerts");
+  ASSERT_FALSE(api_alerts["alerts"].empty()) << api_alerts.dump(1);
+  const json& newest = api_alerts["alerts"][0];
+  EXPECT_EQ(newest["channel"], "/web/slow");
+  EXPECT_EQ(newest["old_level"], "nominal");
+  EXPECT_EQ(newest["new_level"], "critical");
+  EXPECT_EQ(newest["rate_hz"].get<double>(), critical->frequency_hz);
+  EXPECT_GE(newest["time_unix_s"].get<double>(), before);
+  EXPECT_EQ(by_name(bus.get_json("/api/channels")["channels"])["/web/slow"]["level"], "critical");
+
+  // The pipeline's modules and what each reads and writes.
+  const json graph = bus.get_json("/api/graph");
+  std::map<std::string, std::pair<json, json>> modules;
+  for (const json& m : graph["modules"]) modules[m["name"]] = {m["reads"], m["writes"]};
+  const auto rw = [](std::vector<std::string> reads, std::vector<std::string> writes) {
+    return std::pair<json, json>{json(reads), json(writes)};
+  };
+  EXPECT_EQ(modules["sensors"], rw({}, {"/pipeline/c1", "/pipeline/c2", "/pipeline/c4"})) << graph.dump(1);
+  EXPECT_EQ(modules["m1"], rw({"/pipeline/c1", "/pipeline/c2"}, {"/pipeline/c3"}));
+  EXPECT_EQ(modules["m2"], rw({"/pipeline/c3", "/pipeline/c4", "/pipeline/c6"}, {"/pipeline/c5"}));
+  EXPECT_EQ(modules["m3"], rw({}, {"/pipeline/c6"}));
+  const std::vector<std::string> order = graph["order"];
+  const auto at = [&](const std::string& m) { return std::find(order.begin(), order.end(), m) - order.begin(); };
+  EXPECT_LT(at("sensors"), at("m1"));
+  EXPECT_LT(at("m1"), at("m2"));
+  EXPECT_LT(at("m3"), at("m2"));
+  for (const json& c : graph["channels"]) EXPECT_FALSE(c["name"].get<std::string>().starts_with("/shmbus/"));
+
+  // The history holds a sample per channel; the page is one HTML page.
+  const json history = bus.get_json("/api/history");
+  EXPECT_EQ(history["period_s"], 2.0);
+  EXPECT_TRUE(history["channels"].contains("/web/fast"));
+  const auto [page_status, page] = daemon::http_request({"127.0.0.1", bus.port(), "/"}, "GET", "", "");
+  EXPECT_EQ(page_status, 200);
+  EXPECT_NE(page.find("new EventSource(api('/api/events'))"), std::string::npos);
+  int missing = 0;
+  const auto [missing_status, missing_body] =
+      daemon::http_request({"127.0.0.1", bus.port(), "/api/nope"}, "GET", "", "");
+  missing = missing_status;
+  EXPECT_EQ(missing, 404) << missing_body;
+
+  // shmtool points a person at the page.
+  const std::string address = "http://127.0.0.1:" + std::to_string(bus.port()) + "/";
+  EXPECT_NE(bus.shmtool({"list"}).find(address), std::string::npos) << bus.shmtool({"list"});
+}
+
+// /api/events is a Server-Sent Events stream of the channels; streams
+// count in the 64 connections, one past them is closed, and the listener
+// serves again once they go. A stream that never reads is not queued for.
+TEST(DaemonWeb, EventStreamsSendTheChannelsAndAreBoundedLikeEveryConnection) {
+  WebBus bus;
+  ASSERT_NE(bus.port(), 0) << bus.daemon().poll_output();
+  const std::string request = "GET /api/events HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
+  const int first = connect_and_send(bus.port(), request);
+  const std::string head = read_until(first, "\n\n");
+  EXPECT_NE(head.find("HTTP/1.1 200"), std::string::npos) << head;
+  EXPECT_NE(head.find("Content-Type: text/event-stream"), std::string::npos) << head;
+  // Two more events after the first, each the whole channel list.
+  std::string events = head;
+  std::array<char, 65536> buf{};
+  const auto events_in = [&] {
+    std::size_t n = 0;
+    for (std::size_t at = events.find("\n\ndata: "); at != std::string::npos; at = events.find("\n\ndata: ", at + 1))
+      ++n;
+    return n;
+  };
+  for (int i = 0; i < 200 && events_in() < 3; ++i) {
+    const ssize_t n = ::recv(first, buf.data(), buf.size(), 0);
+    if (n <= 0) break;
+    events.append(buf.data(), static_cast<std::size_t>(n));
+  }
+  std::vector<json> parsed;
+  for (std::size_t at = events.find("data: "); at != std::string::npos; at = events.find("data: ", at + 1)) {
+    const std::size_t end = events.find("\n\n", at);
+    if (end == std::string::npos) break;
+    parsed.push_back(json::parse(events.substr(at + 6, end - at - 6)));
+  }
+  ASSERT_GE(parsed.size(), 3U) << events.substr(0, 2000);
+  EXPECT_EQ(parsed.back()["domain"], bus.domain());
+  EXPECT_TRUE(by_name(parsed.back()["channels"]).contains("/web/fast"));
+
+  // 63 more streams fill the 64.
+  std::vector<int> streams{first};
+  for (int i = 0; i < 63; ++i) streams.push_back(connect_and_send(bus.port(), request));
+  for (const int fd : streams) EXPECT_NE(read_until(fd, "data: ").find("data: "), std::string::npos);
+  // 300 connections in all: the 236 past the bound are closed unanswered.
+  std::vector<int> extra;
+  for (int i = 0; i < 236; ++i) extra.push_back(connect_and_send(bus.port(), request));
+  int closed = 0;
+  for (const int fd : extra) {
+    closed += read_until(fd, "data: ").empty() ? 1 : 0;
+    ::close(fd);
+  }
+  EXPECT_EQ(closed, 236) << "connections past the 64 are closed unanswered";
+  EXPECT_THROW(daemon::http_request({"127.0.0.1", bus.port(), "/metrics"}, "GET", "", ""), Error)
+      << "no room for a scrape while 64 streams are open";
+  for (const int fd : streams) ::close(fd);
+  std::string text;
+  const std::regex none_open(R"(shmbus_daemon_web_streams\{[^}]*\} 0\n)");
+  for (int i = 0; i < 50 && !std::regex_search(text, none_open); ++i) {
+    std::this_thread::sleep_for(100ms);
+    try {
+      text = daemon::http_request({"127.0.0.1", bus.port(), "/metrics"}, "GET", "", "").second;
+    } catch (const Error&) {
+    }
+  }
+  EXPECT_TRUE(std::regex_search(text, none_open)) << text.substr(0, 3000);
+  EXPECT_NE(text.find("shmbus_daemon_web_events_skipped_total{"), std::string::npos);
+}
+
+// A page that stops reading gets fewer updates, never a queue: while its
+// write is pending every later event skips it (counted), and once it goes
+// the stream is released.
+TEST(DaemonWeb, AStreamThatDoesNotReadSkipsEventsAndIsReleasedWhenItCloses) {
+  daemon::HttpServer server("127.0.0.1:0", [](const daemon::HttpRequest&) {
+    return daemon::HttpResponse{200, "text/event-stream", "data: {}\n\n", true};
+  });
+  const int client = connect_and_send(server.port(), "GET /api/events HTTP/1.1\r\nHost: x\r\n\r\n", 4096);
+  ASSERT_NE(read_until(client, "data: {}").find("data: {}"), std::string::npos);
+  for (int i = 0; i < 50 && server.streams() == 0; ++i) std::this_thread::sleep_for(10ms);
+  ASSERT_EQ(server.streams(), 1);
+  // 64 MiB offered in 1 MiB events to a client that reads nothing: the
+  // kernel's buffers take a few, the rest are skipped while one is pending.
+  const std::string event = "data: " + std::string(1 << 20, 'x') + "\n\n";
+  for (int i = 0; i < 64; ++i) {
+    server.publish_event(event);
+    std::this_thread::sleep_for(5ms);
+  }
+  for (int i = 0; i < 100 && server.skipped_events() < 32; ++i) std::this_thread::sleep_for(20ms);
+  EXPECT_GE(server.skipped_events(), 32U);
+  ::close(client);
+  // Gone: the next event finds the write failing, or the read ends first.
+  for (int i = 0; i < 200 && server.streams() != 0; ++i) {
+    server.publish_event("data: {}\n\n");
+    std::this_thread::sleep_for(20ms);
+  }
+  EXPECT_EQ(server.streams(), 0);
+}
+
+// With token_file, every path but /healthz asks for the token, as a
+// Bearer header or ?token= (the page's own requests carry it so).
+TEST(DaemonWeb, ATokenGuardsThePageTheApiAndMetricsButNotHealthz) {
+  WebBus bus("s3cr%t&x");
+  ASSERT_NE(bus.port(), 0) << bus.daemon().poll_output();
+  const auto status_of = [&](const std::string& target) {
+    return daemon::http_request({"127.0.0.1", bus.port(), target}, "GET", "", "").first;
+  };
+  for (const char* path : {"/", "/api/channels", "/api/alerts", "/api/graph", "/api/events", "/metrics"}) {
+    EXPECT_EQ(status_of(path), 401) << path;
+    EXPECT_EQ(status_of(std::string(path) + "?token=wrong"), 401) << path;
+  }
+  EXPECT_EQ(status_of("/api/channels?token=s3cr%25t%26x"), 200);
+  EXPECT_EQ(status_of("/?a=1&token=s3cr%25t%26x"), 200);
+  EXPECT_EQ(status_of("/healthz"), 200);
+  const int fd =
+      connect_and_send(bus.port(), "GET /api/channels HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer s3cr%t&x\r\n\r\n");
+  EXPECT_NE(read_until(fd, "\r\n").find("200 OK"), std::string::npos);
+  ::close(fd);
+}
+
+// The page in headless Chromium: see tests/js/daemon_page_browser.mjs.
+TEST(DaemonWeb, ThePageInABrowserFollowsRatesAStopAndChurnWithoutAReload) {
+  if (!fs::exists("/usr/bin/chromium")) GTEST_FAIL() << "no /usr/bin/chromium: run scripts/install-deps.sh";
+  ASSERT_TRUE(fs::exists(kJs + "/node_modules/puppeteer-core")) << "run scripts/install-deps.sh";
+  WebBus bus("page-token");  // the page's own requests carry the token of its address
+  ASSERT_NE(bus.port(), 0) << bus.daemon().poll_output();
+  const Pipeline pipeline(bus.env());
+  const std::string screenshot = std::string(SHMBUS_TEST_LOG_DIR) + "/shmbusd_page.png";
+  fs::create_directories(SHMBUS_TEST_LOG_DIR);
+  fs::remove(screenshot);
+  ChildProcess browser({"/usr/bin/env", "node", kJs + "/daemon_page_browser.mjs",
+                        "http://127.0.0.1:" + std::to_string(bus.port()) + "/?token=page-token", kShmtool, "/web/fast",
+                        "/web/slow", "sensors,m1,m2,m3", screenshot},
+                       false, bus.env());
+  ASSERT_TRUE(browser.wait_for_output("stop fast", 120s)) << browser.output();
+  bus.stop_fast();
+  ASSERT_TRUE(browser.wait_for_output("\nchurn\n", 30s)) << browser.output();
+  {
+    Config config;
+    config.domain = bus.domain();
+    Context context(config);
+    std::vector<std::unique_ptr<Publisher>> churn;
+    const std::vector<std::byte> one(8);
+    for (int i = 0; i < 200; ++i) {
+      churn.push_back(std::make_unique<Publisher>(fmt::format("/churn/c{:03}", i), TypeInfo::bytes(), context));
+      churn.back()->publish(one);
+    }
+    EXPECT_TRUE(browser.wait_for_output("churn seen", 60s)) << browser.output();
+  }
+  int removed = 0;
+  for (int i = 0; i < 200; ++i) {
+    removed += introspect::remove_unused_channel(bus.domain(), fmt::format("/churn/c{:03}", i)) ? 1 : 0;
+  }
+  EXPECT_EQ(removed, 200);
+  const int status = browser.wait(90s);
+  const std::string& output = browser.output();
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << output;
+  const auto last = output.rfind("\n{");
+  ASSERT_NE(last, std::string::npos) << output;
+  const json r = json::parse(output.substr(last + 1));
+  EXPECT_EQ(r["errors"], json::array()) << output;
+  EXPECT_LE(r["steps"]["alert_after_ms"].get<int>(), 3000) << output;
+  EXPECT_EQ(r["steps"]["churn_appeared"], 200);
+  EXPECT_EQ(r["steps"]["churn_left"], 0);
+  EXPECT_TRUE(fs::exists(screenshot) && fs::file_size(screenshot) > 10000) << screenshot;
+}

@@ -1,0 +1,39 @@
+// Opens shmbusd's page in N tabs of one headless chromium (Debian's, driven
+// by puppeteer-core) and keeps them open and live for SECONDS: the load
+// whose cost to shmbusd the daemon-scale benchmark measures. Prints
+// "pages open" once every tab has had an update, then one JSON line
+// (updates per tab) when it closes them.
+//
+// usage: node daemon_page_load.mjs URL N SECONDS
+import puppeteer from 'puppeteer-core';
+
+const [url, countText, secondsText] = process.argv.slice(2);
+const count = Number(countText);
+const seconds = Number(secondsText);
+const report = { tabs: count, errors: [] };
+const browser = await puppeteer.launch({
+  executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium',
+  headless: true,
+  args: ['--no-sandbox', '--disable-gpu', '--no-first-run'],
+});
+let code = 0;
+try {
+  const tabs = [];
+  for (let i = 0; i < count; i += 1) {
+    const tab = await browser.newPage();
+    tab.on('pageerror', (e) => report.errors.push(`page: ${e.message}`));
+    await tab.goto(url);
+    tabs.push(tab);
+  }
+  await Promise.all(tabs.map((t) => t.waitForFunction('window.shmbusPage.updates > 0', { timeout: 60000 })));
+  process.stdout.write('pages open\n');
+  await new Promise((resolve) => setTimeout(resolve, seconds * 1000));
+  report.updates = await Promise.all(tabs.map((t) => t.evaluate(() => window.shmbusPage.updates)));
+} catch (e) {
+  report.errors.push(e.message);
+  code = 1;
+} finally {
+  await browser.close();
+}
+process.stdout.write(`${JSON.stringify(report)}\n`);
+process.exit(code);
