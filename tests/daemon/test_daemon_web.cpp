@@ -44,6 +44,7 @@ const std::string kDaemon = SHMBUSD_PATH;
 const std::string kPeer = SHMBUS_TEST_PEER;
 const std::string kShmtool = SHMTOOL_PATH;
 const std::string kPipeline = SHMBUS_EXAMPLE_PIPELINE;
+const std::string kAdder = SHMBUS_EXAMPLE_ADDER;
 const std::string kJs = std::string(SHMBUS_SOURCE_DIR) + "/tests/js";
 
 /// A domain with shmbusd serving its page on a free loopback port, a
@@ -411,12 +412,14 @@ TEST(DaemonWeb, ThePageInABrowserFollowsRatesAStopAndChurnWithoutAReload) {
   WebBus bus("page-token");  // the page's own requests carry the token of its address
   ASSERT_NE(bus.port(), 0) << bus.daemon().poll_output();
   const Pipeline pipeline(bus.env());
+  ChildProcess adder({kAdder}, true, bus.env());
+  ASSERT_TRUE(adder.wait_for_output("serving /example/add", 10s)) << adder.output();
   const std::string screenshot = std::string(SHMBUS_TEST_LOG_DIR) + "/shmbusd_page.png";
   fs::create_directories(SHMBUS_TEST_LOG_DIR);
   fs::remove(screenshot);
   ChildProcess browser({"/usr/bin/env", "node", kJs + "/daemon_page_browser.mjs",
                         "http://127.0.0.1:" + std::to_string(bus.port()) + "/?token=page-token", kShmtool, "/web/fast",
-                        "/web/slow", "sensors,m1,m2,m3", screenshot},
+                        "/web/slow", "sensors,m1,m2,m3", "/example/add", screenshot},
                        false, bus.env());
   ASSERT_TRUE(browser.wait_for_output("stop fast", 120s)) << browser.output();
   bus.stop_fast();

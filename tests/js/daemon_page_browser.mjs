@@ -13,12 +13,14 @@
 // JavaScript error on the console. Saves a screenshot; prints one JSON
 // report last.
 //
-// usage: node daemon_page_browser.mjs URL SHMTOOL FAST SLOW MODULES SCREENSHOT.png
+// SERVICE (the example adder's) must be one row, not its two channels.
+//
+// usage: node daemon_page_browser.mjs URL SHMTOOL FAST SLOW MODULES SERVICE SCREENSHOT.png
 // (SHMBUS_DOMAIN and SHMBUS_CONFIG in the environment, for shmtool)
 import { execFileSync } from 'node:child_process';
 import puppeteer from 'puppeteer-core';
 
-const [url, shmtool, fast, slow, modulesText, screenshot] = process.argv.slice(2);
+const [url, shmtool, fast, slow, modulesText, service, screenshot] = process.argv.slice(2);
 const modules = modulesText.split(',').filter((m) => m !== '');
 const report = { errors: [], steps: {} };
 const finish = (code) => {
@@ -87,6 +89,21 @@ try {
   report.steps.rate_looks = tries.length;
   const rateOk = tries[tries.length - 1].every((x) => Math.abs(x.page / x.shmtool - 1) <= 0.02);
   if (!rateOk) report.errors.push(`rates never within 2% of shmtool's: ${JSON.stringify(tries.slice(-3))}`);
+
+  // A service is one row; endpoints on hover; a heading sorts.
+  const shape = await tab.evaluate((svc, n) => ({
+    service: document.querySelector(`#channels tr[data-name="${svc}"] .tag`)?.textContent ?? null,
+    halves: document.querySelectorAll(`#channels tr[data-name^="${svc}/_"]`).length,
+    hover: document.querySelector(`#channels tr[data-name="${n}"] td.name`).title,
+  }), service, fast);
+  report.steps.shape = shape;
+  if (shape.service !== 'service' || shape.halves !== 0) report.errors.push(`${service} is not one service row`);
+  if (!/publisher peer \(pid \d+\)/.test(shape.hover)) report.errors.push(`no endpoints on hover: ${shape.hover}`);
+  await tab.click('#channels th[data-key="name"]');  // sorted by name already: now descending
+  const names = await tab.evaluate(() => [...document.querySelectorAll('#channels tbody tr')].map((t) => t.dataset.name));
+  const descending = [...names].sort((a, b) => b.localeCompare(a));
+  if (JSON.stringify(names) !== JSON.stringify(descending)) report.errors.push(`not sorted descending: ${names}`);
+  await tab.click('#channels th[data-key="name"]');
 
   // The filter box: a glob hides the other row; a plain word is a substring.
   await tab.type('#filter', slow);
