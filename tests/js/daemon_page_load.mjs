@@ -14,7 +14,9 @@ const report = { tabs: count, errors: [] };
 const browser = await puppeteer.launch({
   executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium',
   headless: true,
-  args: ['--no-sandbox', '--disable-gpu', '--no-first-run'],
+  // Every tab live, as a person's open windows are (no background throttling).
+  args: ['--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-timer-throttling',
+         '--disable-renderer-backgrounding', '--disable-backgrounding-occluded-windows'],
 });
 let code = 0;
 try {
@@ -22,10 +24,10 @@ try {
   for (let i = 0; i < count; i += 1) {
     const tab = await browser.newPage();
     tab.on('pageerror', (e) => report.errors.push(`page: ${e.message}`));
-    await tab.goto(url);
+    await tab.goto(url, { waitUntil: 'domcontentloaded', timeout: 120000 });
     tabs.push(tab);
   }
-  await Promise.all(tabs.map((t) => t.waitForFunction('window.shmbusPage.updates > 0', { timeout: 60000 })));
+  await Promise.all(tabs.map((t) => t.waitForFunction('window.shmbusPage.updates > 0', { timeout: 180000 })));
   process.stdout.write('pages open\n');
   await new Promise((resolve) => setTimeout(resolve, seconds * 1000));
   report.updates = await Promise.all(tabs.map((t) => t.evaluate(() => window.shmbusPage.updates)));

@@ -187,12 +187,12 @@ class Daemon {
       const bool fresh = last_scan_ns_ != 0 && mono_now_ns() - last_scan_ns_ < 3 * config_.monitor.scan_period.count();
       return {fresh ? 200 : 503, "text/plain; charset=utf-8", fresh ? "ok\n" : "no recent scan\n"};
     }
-    if (target == "/api/channels") return {200, kJson, dump(channels_json())};
+    if (target == "/api/channels") return {200, kJson, channels_json()};
     if (target == "/api/alerts") return {200, kJson, dump(web_.alerts())};
     if (target == "/api/history") return {200, kJson, dump(web_.history())};
     if (target == "/api/graph") return {200, kJson, dump(WebState::graph(monitor_.statuses()))};
     if (target == "/api/events") {
-      return {200, "text/event-stream", "retry: 2000\ndata: " + dump(channels_json()) + "\n\n", true};
+      return {200, "application/json", channels_json(), true};
     }
     return {404, "text/plain; charset=utf-8",
             "not found: try / (the page), /metrics, /healthz or /api/channels, /api/alerts, /api/history, "
@@ -200,19 +200,19 @@ class Daemon {
   }
 
   /// What /api/channels answers; under the lock.
-  [[nodiscard]] nlohmann::ordered_json channels_json() const {
+  [[nodiscard]] std::string channels_json() const {
     return web_.channels(domain_, monitor_.statuses(), mono_now_ns(), unix_now_ns());
   }
 
-  /// The open pages' update: the channels as /api/channels gives them, as
-  /// one Server-Sent Event, built once for all of them.
+  /// The open pages' update: the channels as /api/channels gives them, one
+  /// WebSocket message built once for all of them.
   void send_events(std::int64_t now) {
     if (!http_ || http_->streams() == 0 || now < next_event_ns_) return;
     next_event_ns_ = now + kEventPeriodNs;
     std::string event;
     {
       std::lock_guard lock(mutex_);
-      event = "data: " + dump(channels_json()) + "\n\n";
+      event = channels_json();
     }
     http_->publish_event(std::move(event));
   }

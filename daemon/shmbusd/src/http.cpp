@@ -4,11 +4,13 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <boost/beast/websocket.hpp>
 
 #include <array>
 #include <atomic>
 #include <cctype>
 #include <memory>
+#include <optional>
 #include <string_view>
 #include <thread>
 #include <vector>
@@ -21,6 +23,7 @@ namespace shmbus::daemon {
 namespace asio = boost::asio;
 namespace beast = boost::beast;
 namespace http = beast::http;
+namespace websocket = beast::websocket;
 using tcp = asio::ip::tcp;
 
 std::pair<std::string, std::uint16_t> parse_host_port(const std::string& text, const std::string& what) {
@@ -103,8 +106,10 @@ namespace {
 /// Connections served at once, event streams included; more are closed on
 /// accept (a scraper needs one, a person's browser a few).
 constexpr int kMaxConnections = 64;
-/// A request head must arrive, and each response or event be written,
-/// within this.
+/// Event streams (open pages) at once: the rest of the connections stay
+/// for scrapes and the API. More are answered 503.
+constexpr int kMaxStreams = 48;
+/// A request head must arrive, and each response be written, within this.
 constexpr auto kIoTimeout = std::chrono::seconds(10);
 
 class Session;
@@ -142,22 +147,16 @@ class Session : public std::enable_shared_from_this<Session> {
 
   /// An event for an open stream: written unless the previous one still is.
   void send_event(const std::shared_ptr<const std::string>& event) {
-    if (closed_) return;
+    if (closed_ || !ws_) return;
     if (writing_) {
       shared_.skipped.fetch_add(1, std::memory_order_relaxed);
       return;
     }
     writing_ = true;
-    stream_.expires_after(kIoTimeout);
-    asio::async_write(stream_, asio::buffer(*event),
-                      [self = shared_from_this(), event](beast::error_code ec, std::size_t) {
-                        self->writing_ = false;
-                        if (ec) {
-                          self->close();
-                        } else {
-                          self->stream_.expires_never();
-                        }
-                      });
+    ws_->async_write(asio::buffer(*event), [self = shared_from_this(), event](beast::error_code ec, std::size_t) {
+      self->writing_ = false;
+      if (ec) self->close();
+    });
   }
 
  private:
@@ -170,6 +169,17 @@ class Session : public std::enable_shared_from_this<Session> {
     } else {
       r = shared_.handler(HttpRequest{std::string{request.target()}, std::string{request[http::field::authorization]}});
     }
+    if (r.event_stream && r.status == 200) {
+      if (!websocket::is_upgrade(request)) {
+        r = {426, "text/plain; charset=utf-8",
+             "this is a WebSocket of the page's updates; a script polls the same JSON at /api/channels\n"};
+      } else if (shared_.streams.load(std::memory_order_relaxed) >= kMaxStreams) {
+        r = {503, "text/plain; charset=utf-8", "too many pages open at once; close one\n"};
+      } else {
+        upgrade(std::move(r.body));
+        return;
+      }
+    }
     response_.version(request.version());
     response_.result(static_cast<unsigned>(r.status));
     response_.set(http::field::server, "shmbusd");
@@ -177,13 +187,6 @@ class Session : public std::enable_shared_from_this<Session> {
     response_.set(http::field::cache_control, "no-store");
     response_.keep_alive(false);
     response_.body() = std::move(r.body);
-    if (r.event_stream && r.status == 200 && request.method() == http::verb::get) {
-      // No length: the body is the events, until either side closes.
-      http::async_write(stream_, response_, [self = shared_from_this()](beast::error_code e, std::size_t) {
-        if (!e) self->stream();
-      });
-      return;
-    }
     response_.prepare_payload();
     http::async_write(stream_, response_, [self = shared_from_this()](beast::error_code, std::size_t) {
       beast::error_code ignored;
@@ -191,28 +194,41 @@ class Session : public std::enable_shared_from_this<Session> {
     });
   }
 
-  /// The head and the first event are out: from now on this connection
-  /// gets the published events, until the client goes (a read ends).
-  void stream() {
-    streaming_ = true;
-    shared_.streams.fetch_add(1, std::memory_order_relaxed);
-    shared_.event_streams.push_back(shared_from_this());
+  /// The request asked for the event stream: a WebSocket whose first
+  /// message is `first`, then every published event.
+  void upgrade(std::string first) {
     stream_.expires_never();
-    watch();
+    ws_.emplace(std::move(stream_));
+    websocket::stream_base::timeout t{};
+    t.handshake_timeout = kIoTimeout;
+    t.idle_timeout = std::chrono::seconds(30);  // pinged after 15 s of silence; a page answers
+    t.keep_alive_pings = true;
+    ws_->set_option(t);
+    ws_->set_option(websocket::stream_base::decorator(
+        [](websocket::response_type& res) { res.set(http::field::server, "shmbusd"); }));
+    ws_->read_message_max(4096);
+    ws_->text(true);
+    ws_->async_accept(parser_.get(), [self = shared_from_this(), first = std::move(first)](beast::error_code ec) {
+      if (ec) return;
+      self->streaming_ = true;
+      self->shared_.streams.fetch_add(1, std::memory_order_relaxed);
+      self->shared_.event_streams.push_back(self);
+      self->send_event(std::make_shared<const std::string>(first));
+      self->watch();
+    });
   }
 
-  /// Reads and discards what the client sends (nothing, normally) on the
-  /// socket itself, without the stream's write timer; EOF or an error ends
-  /// the stream.
+  /// Reads and discards what the page sends (nothing, normally); a close
+  /// or an error ends the stream.
   void watch() {
-    stream_.socket().async_read_some(asio::buffer(sink_),
-                                     [self = shared_from_this()](beast::error_code ec, std::size_t) {
-                                       if (ec) {
-                                         self->close();
-                                       } else {
-                                         self->watch();
-                                       }
-                                     });
+    buffer_.clear();
+    ws_->async_read(buffer_, [self = shared_from_this()](beast::error_code ec, std::size_t) {
+      if (ec) {
+        self->close();
+      } else {
+        self->watch();
+      }
+    });
   }
 
   /// Called from completion handlers only (they hold a reference, so
@@ -221,17 +237,18 @@ class Session : public std::enable_shared_from_this<Session> {
     if (closed_) return;
     closed_ = true;
     beast::error_code ignored;
-    stream_.socket().shutdown(tcp::socket::shutdown_both, ignored);
-    stream_.socket().close(ignored);
+    auto& socket = ws_ ? beast::get_lowest_layer(*ws_).socket() : stream_.socket();
+    socket.shutdown(tcp::socket::shutdown_both, ignored);
+    socket.close(ignored);
     if (streaming_) std::erase(shared_.event_streams, shared_from_this());
   }
 
   beast::tcp_stream stream_;
+  std::optional<websocket::stream<beast::tcp_stream>> ws_;
   Shared& shared_;
   beast::flat_buffer buffer_;
   http::request_parser<http::string_body> parser_;
   http::response<http::string_body> response_;
-  std::array<char, 512> sink_{};
   bool streaming_ = false;
   bool writing_ = false;
   bool closed_ = false;

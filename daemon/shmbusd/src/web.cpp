@@ -1,7 +1,10 @@
 #include "web.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <limits>
 #include <map>
 #include <set>
@@ -29,21 +32,49 @@ std::string service_of(const std::string& channel) {
   return {};
 }
 
-json endpoints_json(const ChannelStatus& c, std::optional<std::uint64_t>& slowest_unread) {
-  json pubs = json::array();
-  for (const monitor::PublisherStatus& p : c.publisher_stats) {
-    pubs.push_back({{"node", p.node}, {"pid", p.pid}, {"published", p.published}});
+void write_optional(std::string& out, const std::optional<std::uint64_t>& v) {
+  if (v) {
+    fmt::format_to(std::back_inserter(out), "{}", *v);
+  } else {
+    out += "null";
   }
-  json subs = json::array();
-  for (const monitor::SubscriberStatus& s : c.subscriber_stats) {
-    subs.push_back({{"node", s.node},
-                    {"pid", s.pid},
-                    {"received", s.received},
-                    {"lost", s.lost},
-                    {"unread", s.unread ? json(*s.unread) : json(nullptr)}});
-    if (s.unread) slowest_unread = std::max(slowest_unread.value_or(0), *s.unread);
+}
+
+/// "endpoints": {...}; returns the slowest subscriber's unread count.
+std::optional<std::uint64_t> write_endpoints(std::string& out, const ChannelStatus& c) {
+  out += ",\"endpoints\":{\"publishers\":[";
+  for (std::size_t i = 0; i < c.publisher_stats.size(); ++i) {
+    const monitor::PublisherStatus& p = c.publisher_stats[i];
+    out += i == 0 ? "{\"node\":" : ",{\"node\":";
+    monitor::write_json_string(out, p.node);
+    fmt::format_to(std::back_inserter(out), ",\"pid\":{},\"published\":{}}}", p.pid, p.published);
   }
-  return {{"publishers", std::move(pubs)}, {"subscribers", std::move(subs)}};
+  out += "],\"subscribers\":[";
+  std::optional<std::uint64_t> slowest;
+  for (std::size_t i = 0; i < c.subscriber_stats.size(); ++i) {
+    const monitor::SubscriberStatus& s = c.subscriber_stats[i];
+    out += i == 0 ? "{\"node\":" : ",{\"node\":";
+    monitor::write_json_string(out, s.node);
+    fmt::format_to(std::back_inserter(out), ",\"pid\":{},\"received\":{},\"lost\":{},\"unread\":", s.pid, s.received,
+                   s.lost);
+    write_optional(out, s.unread);
+    out += "}";
+    if (s.unread) slowest = std::max(slowest.value_or(0), *s.unread);
+  }
+  out += "]}";
+  return slowest;
+}
+
+void write_thresholds(std::string& out, const std::optional<std::array<double, 3>>& t) {
+  if (t) {
+    for (std::size_t i = 0; i < 3; ++i) {
+      out += i == 0 ? "[" : ",";
+      monitor::write_json_number(out, (*t)[i]);
+    }
+    out += "]";
+  } else {
+    out += "null";
+  }
 }
 
 }  // namespace
@@ -76,40 +107,54 @@ void WebState::sample(const std::vector<ChannelStatus>& statuses, std::int64_t n
   next_sample_ns_ = now_ns + kHistoryPeriodNs;
 }
 
-json WebState::channels(const std::string& domain, const std::vector<ChannelStatus>& statuses, std::int64_t now_ns,
-                        std::int64_t unix_ns) const {
-  json rows = json::array();
+std::string WebState::channels(const std::string& domain, const std::vector<ChannelStatus>& statuses,
+                               std::int64_t now_ns, std::int64_t unix_ns) const {
+  std::string out;
+  out.reserve(512 * statuses.size() + 256);
+  out += "{\"domain\":";
+  monitor::write_json_string(out, domain);
+  out += ",\"time_unix_s\":";
+  monitor::write_json_number(out, seconds(unix_ns));
+  out += ",\"channels\":[";
   std::size_t alerting = 0;
   std::size_t critical = 0;
-  for (const ChannelStatus& c : statuses) {
-    json j = monitor::channel_json(c, c.level);
-    j["thresholds_hz"] = monitor::thresholds_json(c.thresholds_hz);
-    j["window_s"] = seconds(c.window_ns);
-    std::optional<std::uint64_t> unread;
-    j["endpoints"] = endpoints_json(c, unread);
-    j["unread"] = unread ? json(*unread) : json(nullptr);
-    j["last_age_s"] =
-        c.last_stamp_ns != 0 ? json(seconds(std::max<std::int64_t>(0, now_ns - c.last_stamp_ns))) : json(nullptr);
+  for (std::size_t i = 0; i < statuses.size(); ++i) {
+    const ChannelStatus& c = statuses[i];
+    out += i == 0 ? "{" : ",{";
+    monitor::write_channel_members(out, c, c.level);
+    out += ",\"thresholds_hz\":";
+    write_thresholds(out, c.thresholds_hz);
+    out += ",\"window_s\":";
+    monitor::write_json_number(out, seconds(c.window_ns));
+    const std::optional<std::uint64_t> unread = write_endpoints(out, c);
+    out += ",\"unread\":";
+    write_optional(out, unread);
+    out += ",\"last_age_s\":";
+    monitor::write_json_number(out, c.last_stamp_ns != 0 ? seconds(std::max<std::int64_t>(0, now_ns - c.last_stamp_ns))
+                                                         : std::numeric_limits<double>::quiet_NaN());
+    out += ",\"service\":";
     const std::string service = service_of(c.name);
-    j["service"] = service.empty() ? json(nullptr) : json(service);
+    if (service.empty()) {
+      out += "null";
+    } else {
+      monitor::write_json_string(out, service);
+    }
+    out += ",\"rate_sample\":";
     const auto h = history_.find(c.name);
-    j["rate_sample"] =
-        h != history_.end() && !h->second.samples.empty()
-            ? monitor::json_number(
-                  h->second.samples[(h->second.next + h->second.samples.size() - 1) % h->second.samples.size()])
-            : json(nullptr);
+    const bool sampled = h != history_.end() && !h->second.samples.empty();
+    monitor::write_json_number(
+        out, sampled ? h->second.samples[(h->second.next + h->second.samples.size() - 1) % h->second.samples.size()]
+                     : std::numeric_limits<double>::quiet_NaN());
+    out += "}";
     if (c.level == monitor::Level::kDegraded || c.level == monitor::Level::kCritical) ++alerting;
     if (c.level == monitor::Level::kCritical) ++critical;
-    rows.push_back(std::move(j));
   }
-  return {{"domain", domain},
-          {"time_unix_s", seconds(unix_ns)},
-          {"channels", std::move(rows)},
-          {"alerting", alerting},
-          {"critical", critical},
-          {"alerts_total", alerts_total_},
-          {"history_seq", samples_taken_},
-          {"history_period_s", seconds(kHistoryPeriodNs)}};
+  fmt::format_to(std::back_inserter(out),
+                 "],\"alerting\":{},\"critical\":{},\"alerts_total\":{},\"history_seq\":{},\"history_period_s\":",
+                 alerting, critical, alerts_total_, samples_taken_);
+  monitor::write_json_number(out, seconds(kHistoryPeriodNs));
+  out += "}";
+  return out;
 }
 
 json WebState::alerts() const {

@@ -41,10 +41,10 @@ class WebState {
   /// /api/channels (and each event of /api/events): every channel as
   /// `shmtool list --json` shows it, with the debounced level, and what the
   /// page adds (thresholds, endpoints, unread, age of the last message,
-  /// service, the latest history sample).
-  [[nodiscard]] nlohmann::ordered_json channels(const std::string& domain,
-                                                const std::vector<monitor::ChannelStatus>& statuses,
-                                                std::int64_t now_ns, std::int64_t unix_ns) const;
+  /// service, the latest history sample). Written as text: a daemon with a
+  /// page open writes it several times a second.
+  [[nodiscard]] std::string channels(const std::string& domain, const std::vector<monitor::ChannelStatus>& statuses,
+                                     std::int64_t now_ns, std::int64_t unix_ns) const;
   /// /api/alerts: newest first.
   [[nodiscard]] nlohmann::ordered_json alerts() const;
   /// /api/history: each channel's samples, oldest first.

@@ -1,6 +1,7 @@
 #pragma once
 // A small HTTP/1.1 server for /metrics, /healthz, the web page and its
-// event stream, and a client for the webhook, both on Boost.Beast.
+// event stream (a WebSocket), and a client for the webhook, both on
+// Boost.Beast.
 
 #include <cstdint>
 #include <functional>
@@ -26,15 +27,17 @@ struct HttpResponse {
   int status = 200;
   std::string content_type = "text/plain; charset=utf-8";
   std::string body;
-  /// Server-Sent Events: the connection stays open after `body` (the first
-  /// event) and gets every event of HttpServer::publish_event.
+  /// An event stream: a WebSocket upgrade of the request, whose first
+  /// message is `body`, then every event of HttpServer::publish_event
+  /// (426 to a request that is not an upgrade).
   bool event_stream = false;
 };
 
 /// Serves GET requests on its own thread; answers each with the handler's
 /// response and closes, or keeps an event stream open. At most 64
-/// connections at once, streams included; a request head over 8 KiB or
-/// not complete within 10 s is dropped.
+/// connections at once, of which at most 48 event streams (more: 503); a
+/// request head over 8 KiB or not complete within 10 s is dropped; a
+/// stream's client that answers no ping for 30 s is closed.
 /// Thread-safety: the handler runs on the server thread; publish_event and
 /// streams() may be called from any thread.
 class HttpServer {
@@ -49,10 +52,9 @@ class HttpServer {
   HttpServer& operator=(const HttpServer&) = delete;
   /// The port actually bound.
   [[nodiscard]] std::uint16_t port() const noexcept;
-  /// Sends `event` (one SSE event: "data: ...\n\n") to every open event
-  /// stream. A stream still writing an earlier event skips this one (a slow
-  /// client gets fewer updates, never a growing queue; counted in
-  /// skipped_events()); one whose write has not finished in 10 s is closed.
+  /// Sends `event` (one text message) to every open event stream. A stream
+  /// still writing an earlier event skips this one (a slow client gets
+  /// fewer updates, never a growing queue; counted in skipped_events()).
   void publish_event(std::string event);
   /// Event streams open now.
   [[nodiscard]] int streams() const noexcept;
