@@ -32,6 +32,23 @@ std::string service_of(const std::string& channel) {
   return {};
 }
 
+/// What the module graph is made of (channels, types, endpoints' nodes),
+/// hashed (FNV-1a): the page fetches /api/graph again only when it changes.
+struct GraphKey {
+  std::uint64_t value = 14695981039346656037ULL;
+  void add(std::string_view s) {
+    for (const char ch : s) value = (value ^ static_cast<unsigned char>(ch)) * 1099511628211ULL;
+    value = (value ^ 0xffU) * 1099511628211ULL;  // a separator: "ab","c" is not "a","bc"
+  }
+  void add(const ChannelStatus& c) {
+    add(c.name);
+    add(c.type_name);
+    for (const monitor::PublisherStatus& p : c.publisher_stats) add(p.node);
+    add("|");
+    for (const monitor::SubscriberStatus& s : c.subscriber_stats) add(s.node);
+  }
+};
+
 void write_optional(std::string& out, const std::optional<std::uint64_t>& v) {
   if (v) {
     fmt::format_to(std::back_inserter(out), "{}", *v);
@@ -118,8 +135,10 @@ std::string WebState::channels(const std::string& domain, const std::vector<Chan
   out += ",\"channels\":[";
   std::size_t alerting = 0;
   std::size_t critical = 0;
+  GraphKey graph;
   for (std::size_t i = 0; i < statuses.size(); ++i) {
     const ChannelStatus& c = statuses[i];
+    graph.add(c);
     out += i == 0 ? "{" : ",{";
     monitor::write_channel_members(out, c, c.level);
     out += ",\"thresholds_hz\":";
@@ -150,8 +169,9 @@ std::string WebState::channels(const std::string& domain, const std::vector<Chan
     if (c.level == monitor::Level::kCritical) ++critical;
   }
   fmt::format_to(std::back_inserter(out),
-                 "],\"alerting\":{},\"critical\":{},\"alerts_total\":{},\"history_seq\":{},\"history_period_s\":",
-                 alerting, critical, alerts_total_, samples_taken_);
+                 "],\"alerting\":{},\"critical\":{},\"alerts_total\":{},\"history_seq\":{},\"graph_key\":\"{:016x}\","
+                 "\"history_period_s\":",
+                 alerting, critical, alerts_total_, samples_taken_, graph.value);
   monitor::write_json_number(out, seconds(kHistoryPeriodNs));
   out += "}";
   return out;
