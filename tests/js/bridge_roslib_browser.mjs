@@ -12,20 +12,13 @@ import http from 'node:http';
 import { fileURLToPath } from 'node:url';
 import path from 'node:path';
 import * as esbuild from 'esbuild';
-import puppeteer from 'puppeteer-core';
+import { launchChromium } from './chromium.mjs';
+import { startReport } from './report.mjs';
 
 const [url, subTopic, pubTopic, service, countText, screenshot] = process.argv.slice(2);
 const count = Number(countText);
 const here = path.dirname(fileURLToPath(import.meta.url));
-const report = { errors: [] };
-const finish = (code) => {
-  process.stdout.write(`${JSON.stringify(report)}\n`);
-  process.exit(code);
-};
-const deadline = setTimeout(() => {
-  report.errors.push('timed out after 60 s');
-  finish(1);
-}, 60000);
+const { report, finish } = startReport({}, 60000);
 
 const bundle = await esbuild.build({
   stdin: { contents: "export { Ros, Topic, Service } from 'roslib';", resolveDir: here },
@@ -90,13 +83,7 @@ const server = http.createServer((req, res) => {
 await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
 const pageUrl = `http://127.0.0.1:${server.address().port}/`;
 
-const browser = await puppeteer.launch({
-  executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium',
-  headless: true,
-  // A test machine's container has no user namespaces for the sandbox.
-  args: ['--no-sandbox', '--disable-gpu', '--no-first-run'],
-});
-let code = 0;
+const browser = await launchChromium();
 try {
   const tab = await browser.newPage();
   tab.on('pageerror', (e) => report.errors.push(`page: ${e.message}`));
@@ -113,11 +100,8 @@ try {
   report.screenshot = screenshot;
 } catch (e) {
   report.errors.push(`browser: ${e.message}`);
-  code = 1;
 } finally {
-  clearTimeout(deadline);
   await browser.close();
   server.close();
 }
-if (report.errors.length !== 0) code = 1;
-finish(code);
+finish();

@@ -18,19 +18,12 @@
 // usage: node daemon_page_browser.mjs URL SHMTOOL FAST SLOW MODULES SERVICE SCREENSHOT.png
 // (SHMBUS_DOMAIN and SHMBUS_CONFIG in the environment, for shmtool)
 import { execFileSync } from 'node:child_process';
-import puppeteer from 'puppeteer-core';
+import { launchChromium } from './chromium.mjs';
+import { startReport } from './report.mjs';
 
 const [url, shmtool, fast, slow, modulesText, service, screenshot] = process.argv.slice(2);
 const modules = modulesText.split(',').filter((m) => m !== '');
-const report = { errors: [], steps: {} };
-const finish = (code) => {
-  process.stdout.write(`${JSON.stringify(report)}\n`);
-  process.exit(code);
-};
-const deadline = setTimeout(() => {
-  report.errors.push('timed out after 150 s');
-  finish(1);
-}, 150000);
+const { report, finish } = startReport({ steps: {} }, 150000);
 const say = (line) => process.stdout.write(`${line}\n`);
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -52,12 +45,7 @@ async function until(ms, fn) {
   return value;
 }
 
-const browser = await puppeteer.launch({
-  executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium',
-  headless: true,
-  args: ['--no-sandbox', '--disable-gpu', '--no-first-run'],
-});
-let code = 0;
+const browser = await launchChromium();
 try {
   const tab = await browser.newPage();
   await tab.setViewport({ width: 1400, height: 1000 });
@@ -155,10 +143,7 @@ try {
   if (page.loadedAt !== loadedAt) report.errors.push('the page reloaded');
 } catch (e) {
   report.errors.push(`browser: ${e.message}`);
-  code = 1;
 } finally {
-  clearTimeout(deadline);
   await browser.close();
 }
-if (report.errors.length !== 0) code = 1;
-finish(code);
+finish();

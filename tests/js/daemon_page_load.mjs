@@ -5,19 +5,15 @@
 // (updates per tab) when it closes them.
 //
 // usage: node daemon_page_load.mjs URL N SECONDS
-import puppeteer from 'puppeteer-core';
+import { launchChromium } from './chromium.mjs';
 
 const [url, countText, secondsText] = process.argv.slice(2);
 const count = Number(countText);
 const seconds = Number(secondsText);
 const report = { tabs: count, errors: [] };
-const browser = await puppeteer.launch({
-  executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium',
-  headless: true,
-  // Every tab live, as a person's open windows are (no background throttling).
-  args: ['--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-timer-throttling',
-         '--disable-renderer-backgrounding', '--disable-backgrounding-occluded-windows'],
-});
+// Every tab live, as a person's open windows are (no background throttling).
+const browser = await launchChromium(['--disable-background-timer-throttling', '--disable-renderer-backgrounding',
+                                      '--disable-backgrounding-occluded-windows']);
 let code = 0;
 try {
   const tabs = [];
