@@ -299,6 +299,9 @@ class Daemon {
       if (fresh.monitor.metrics_listen != listen_) {
         spdlog::warn("reload: metrics_listen changed; it takes effect at restart");
       }
+      if (service_shell::read_token(fresh.monitor.token_file, "token_file in [monitor]") != token_) {
+        spdlog::warn("reload: the token changed; it takes effect at restart");
+      }
       for (const std::string& w : monitor::config_warnings(fresh.config)) spdlog::warn("{}", w);
       {
         std::lock_guard lock(mutex_);
