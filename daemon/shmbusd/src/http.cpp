@@ -197,6 +197,10 @@ class Session : public std::enable_shared_from_this<Session> {
   /// The request asked for the event stream: a WebSocket whose first
   /// message is `first`, then every published event.
   void upgrade(std::string first) {
+    // Counted from now (the handshake too), so upgrades in flight at once
+    // cannot pass the bound together; the destructor gives the place back.
+    streaming_ = true;
+    shared_.streams.fetch_add(1, std::memory_order_relaxed);
     stream_.expires_never();
     ws_.emplace(std::move(stream_));
     websocket::stream_base::timeout t{};
@@ -210,8 +214,6 @@ class Session : public std::enable_shared_from_this<Session> {
     ws_->text(true);
     ws_->async_accept(parser_.get(), [self = shared_from_this(), first = std::move(first)](beast::error_code ec) {
       if (ec) return;
-      self->streaming_ = true;
-      self->shared_.streams.fetch_add(1, std::memory_order_relaxed);
       self->shared_.event_streams.push_back(self);
       self->send_event(std::make_shared<const std::string>(first));
       self->watch();
@@ -240,7 +242,7 @@ class Session : public std::enable_shared_from_this<Session> {
     auto& socket = ws_ ? beast::get_lowest_layer(*ws_).socket() : stream_.socket();
     socket.shutdown(tcp::socket::shutdown_both, ignored);
     socket.close(ignored);
-    if (streaming_) std::erase(shared_.event_streams, shared_from_this());
+    std::erase(shared_.event_streams, shared_from_this());
   }
 
   beast::tcp_stream stream_;
