@@ -23,7 +23,7 @@ packages=(
   libbenchmark-dev                  # micro-benchmarks
   iceoryx libiceoryx-posh-dev libiceoryx-hoofs-dev   # benchmark peer (iox-roudi)
   clang libclang-rt-14-dev xxd      # libFuzzer targets (scripts/fuzz.sh)
-  clang-format clang-tidy           # scripts/lint.sh
+  clang-format clang-tidy-22        # scripts/lint.sh (clang-tidy 22 skips system headers: 3x faster than 14)
   lintian dpkg-dev                  # the Debian package test (tests/package/deb.sh)
   libzstd-dev liblz4-dev zlib1g-dev # MCAP chunk compression and CRC combining (shmbus::record)
   libisal-dev                       # MCAP CRC-32 at memory speed (ISA-L, shmbus::record)

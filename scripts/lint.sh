@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# clang-format (check only) over every C++ file, and clang-tidy (.clang-tidy;
+# clang-format (check only) over every C++ file, and clang-tidy 22 (.clang-tidy;
 # every finding fails) over the sources of runtime/, daemon/ and tools/.
 #   scripts/lint.sh          check (exit 1 on a finding)
 #   scripts/lint.sh --fix    rewrite formatting in place, then check
 set -euo pipefail
 cd "$(dirname "$0")/.."
-for tool in clang-format clang-tidy; do
+for tool in clang-format clang-tidy-22; do
   command -v "$tool" >/dev/null || { echo "lint.sh: $tool is missing; run scripts/install-deps.sh" >&2; exit 1; }
 done
 mapfile -t files < <(git ls-files '*.cpp' '*.hpp')
@@ -19,6 +19,6 @@ mapfile -t sources < <(git ls-files '*.cpp' | grep -E '^(runtime|daemon|tools)/'
 # noise, dropped (pipefail keeps its exit code).
 # One clang-tidy per core, four sources each (xargs fails when any does).
 printf '%s\0' "${sources[@]}" |
-  xargs -0 -n 4 -P "$(nproc)" clang-tidy -p build --quiet --warnings-as-errors='*' 2>&1 |
+  xargs -0 -n 4 -P "$(nproc)" clang-tidy-22 -p build --quiet --warnings-as-errors='*' 2>&1 |
   { grep -v '^[0-9]* warnings generated\.$' || true; }
 echo "lint: ${#files[@]} files formatted, ${#sources[@]} sources clean"

@@ -59,7 +59,7 @@ const CLI::Validator kDuration(
 /// CLI11 would only say that a command is required.
 std::optional<std::string> unknown_command(const CLI::App& app, int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
+    std::string a = argv[i];
     if (a == "--domain" || a == "--config" || a == "--msg-path") {
       ++i;
       continue;

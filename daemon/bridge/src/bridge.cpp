@@ -163,6 +163,7 @@ void Hub::refresh() {
   std::vector<ChannelEntry> removed;
   if (!catalog.refresh(added, removed)) return;
   std::vector<std::shared_ptr<Session>> all;
+  all.reserve(sessions.size());
   for (Session* s : sessions) all.push_back(s->shared_from_this());
   for (const auto& s : all) s->channels_changed(added, removed);
 }
@@ -560,8 +561,14 @@ Bridge::Bridge(const Config& config, BridgeSettings settings)
 Bridge::~Bridge() = default;
 
 std::uint16_t Bridge::port() const noexcept {
-  beast::error_code ec;
-  return impl_->acceptor.local_endpoint(ec).port();
+  // Asio may throw when the address it reads does not fit an endpoint
+  // (never for a TCP socket): 0 then, as for a closed one.
+  try {
+    beast::error_code ec;
+    return impl_->acceptor.local_endpoint(ec).port();
+  } catch (const std::exception&) {
+    return 0;
+  }
 }
 
 BridgeStats Bridge::stats() const noexcept { return impl_->stats(); }

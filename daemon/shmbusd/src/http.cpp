@@ -310,7 +310,16 @@ HttpServer::~HttpServer() {
   impl_->shared.event_streams.clear();
 }
 
-std::uint16_t HttpServer::port() const noexcept { return impl_->acceptor.local_endpoint().port(); }
+std::uint16_t HttpServer::port() const noexcept {
+  // Asio may throw when the address it reads does not fit an endpoint
+  // (never for a TCP socket): 0 then, as for a closed one.
+  try {
+    beast::error_code ec;
+    return impl_->acceptor.local_endpoint(ec).port();
+  } catch (const std::exception&) {
+    return 0;
+  }
+}
 
 void HttpServer::publish_event(std::string event) {
   auto shared_event = std::make_shared<const std::string>(std::move(event));

@@ -127,6 +127,7 @@ class StepReplay::Impl {
           std::find_if(g.modules.begin(), g.modules.end(), [&](const lineage::ModuleNode& n) { return n.name == m; });
       if (it == g.modules.end()) {
         std::vector<std::string> names;
+        names.reserve(g.modules.size());
         for (const auto& n : g.modules) names.push_back(n.name);
         throw Error(Errc::kNotFound,
                     fmt::format("play --step: the recording has no module '{}'; it has {}", m, fmt::join(names, ", ")));
@@ -334,6 +335,7 @@ class StepReplay::Impl {
       const std::size_t y = *waiting.begin();
       const lineage::Origin& o = origins_.at(y);
       std::vector<std::string> inputs;
+      inputs.reserve(o.inputs.size());
       for (const MessageId& in : o.inputs) inputs.push_back(fmt::format("{}#{}", in.channel, in.sequence));
       note(fmt::format("frame {}: module {} did not answer within {:g} s (inputs {}); recorded {}#{} used instead\n", f,
                        o.node, o_.timeout_s, fmt::join(inputs, ", "), messages_[y].channel, messages_[y].sequence));

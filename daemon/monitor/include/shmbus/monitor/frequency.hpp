@@ -20,7 +20,7 @@ constexpr double frequency_hz(std::uint64_t n, std::int64_t first_ns, std::int64
 /// Period statistics (seconds between consecutive stamps) of ascending
 /// stamps [first, last), with Welford's algorithm.
 template <typename It>
-Summary period_statistics(It first, It last) {
+Summary period_statistics(It first, const It& last) {
   Welford w;
   if (first != last) {
     for (It prev = first++; first != last; prev = first++) w.add(static_cast<double>(*first - *prev) / 1e9);
