@@ -6,11 +6,14 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-dir=$(bash scripts/build.sh "$@")
 labels=()
+targets=()
 if [ "${1:-}" = "--sanitize" ] && [ "${2:-}" = "thread" ]; then
   labels=(-L 'concurrency|multiprocess')
+  # Only what those tests run is built (tests/CMakeLists.txt).
+  targets=(--target shmbus_concurrency_suite)
 fi
+dir=$(bash scripts/build.sh "$@" "${targets[@]}")
 if [ "${1:-}" = "--sanitize" ]; then
   # The package test rebuilds shmbus without sanitizers, and timing accuracy
   # is a property of the plain build: both run in the plain suite.
