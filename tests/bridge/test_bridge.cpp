@@ -33,6 +33,7 @@
 #include "shmbus/subscriber.hpp"
 #include "std_msgs/Header.hpp"
 #include "std_msgs/String.hpp"
+#include "support/certificate.hpp"
 #include "support/channel_checks.hpp"
 #include "support/test_domain.hpp"
 #include "support/unit_file.hpp"
@@ -42,6 +43,7 @@ namespace {
 using namespace std::chrono_literals;
 using nlohmann::json;
 using shmbus::test::ChildProcess;
+using shmbus::test::make_certificate;
 using shmbus::test::rates_at_once;
 using shmbus::test::take_strings;
 namespace asio = boost::asio;
@@ -829,19 +831,6 @@ TEST(BridgeTest, BadSettingsExitTwoWithOneLine) {
   std::tie(code, out) = run_bridge({"--bogus"});
   EXPECT_EQ(code, 2);
   EXPECT_NE(out.find("--bogus"), std::string::npos);
-}
-
-/// A self-signed certificate for localhost and 127.0.0.1 (its own
-/// authority) and its key, made by openssl in `dir`.
-void make_certificate(const std::filesystem::path& dir) {
-  ChildProcess openssl(
-      {"/usr/bin/env", "openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
-       "-days", "2", "-subj", "/CN=localhost", "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost", "-keyout",
-       (dir / "key.pem").string(), "-out", (dir / "cert.pem").string()},
-      true);
-  const int status = openssl.wait(20s);
-  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
-      << "openssl req: " << openssl.output() << " (openssl missing? run scripts/install-deps.sh)";
 }
 
 TEST(BridgeTlsTest, ClientsSpeakWssAndHttpsPlainOnesAreRefusedAndTheUplinkVerifiesTheServer) {

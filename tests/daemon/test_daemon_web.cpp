@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <fmt/format.h>
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <filesystem>
@@ -34,6 +35,7 @@
 #include "shmbus/publisher.hpp"
 #include "shmbus/subscriber.hpp"
 #include "shmbus_msgs/Alert.hpp"
+#include "support/certificate.hpp"
 #include "support/test_domain.hpp"
 
 using namespace shmbus;
@@ -57,8 +59,10 @@ const std::string kJs = std::string(SHMBUS_SOURCE_DIR) + "/tests/js";
 /// compares with a measure of the same time lists).
 class WebBus {
  public:
-  /// With `token`, shmbusd asks for it (token_file in [monitor]).
-  explicit WebBus(const std::string& token = "") : domain_(shmbus::test::unique_domain("web")), cleanup_{domain_} {
+  /// With `token`, shmbusd asks for it (token_file in [monitor]); with
+  /// `tls_dir`, it serves TLS with tls_dir/cert.pem and key.pem.
+  explicit WebBus(const std::string& token = "", const fs::path& tls_dir = {})
+      : domain_(shmbus::test::unique_domain("web")), cleanup_{domain_} {
     config_ = (fs::temp_directory_path() / ("shmbusd_web_" + std::to_string(::getpid()) + ".toml")).string();
     token_file_ = config_ + ".token";
     std::ofstream(token_file_) << token << "\n";
@@ -67,7 +71,10 @@ class WebBus {
                               "[[channel]]\nname = \"/web/slow\"\nthresholds_hz = [10.0, 40.0, 80.0]\n\n"
                               "[monitor]\nscan_period = \"50ms\"\ndebounce_scans = 2\nstatistics_period = \"500ms\"\n"
                               "metrics_listen = \"127.0.0.1:0\"\n"
-                           << (token.empty() ? "" : "token_file = \"" + token_file_ + "\"\n");
+                           << (token.empty() ? "" : "token_file = \"" + token_file_ + "\"\n")
+                           << (tls_dir.empty() ? ""
+                                               : "tls_cert = \"" + (tls_dir / "cert.pem").string() +
+                                                     "\"\ntls_key = \"" + (tls_dir / "key.pem").string() + "\"\n");
     fast_ = publisher("/web/fast", "5000");
     slow_ = publisher("/web/slow", "50000");
     daemon_ = std::make_unique<ChildProcess>(
@@ -421,6 +428,66 @@ TEST(DaemonWeb, ATokenGuardsThePageTheApiAndMetricsButNotHealthz) {
       connect_and_send(bus.port(), "GET /api/channels HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer s3cr%t&x\r\n\r\n");
   EXPECT_NE(read_until(fd, "\r\n").find("200 OK"), std::string::npos);
   ::close(fd);
+}
+
+// With tls_cert and tls_key the listener speaks https:// and wss:// only:
+// the API with the certificate verified, the page's stream, the page in
+// Chromium, and the address shmtool and the log give (tests/js/daemon_tls.mjs).
+TEST(DaemonWeb, WithTlsTheApiThePageAndItsStreamAreHttpsAndWssOnly) {
+  const fs::path dir = fs::temp_directory_path() / ("shmbusd_tls_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  ASSERT_NO_FATAL_FAILURE(shmbus::test::make_certificate(dir));
+  {
+    WebBus bus("", dir);
+    ASSERT_NE(bus.port(), 0) << bus.daemon().poll_output();
+    const std::string address = "https://127.0.0.1:" + std::to_string(bus.port()) + "/";
+    EXPECT_NE(bus.daemon().poll_output().find("web page " + address), std::string::npos) << bus.daemon().poll_output();
+    EXPECT_NE(bus.shmtool({"list"}).find(address), std::string::npos);
+    std::vector<std::string> env = bus.env();
+    env.push_back("NODE_EXTRA_CA_CERTS=" + (dir / "cert.pem").string());
+    ChildProcess node(
+        {"/usr/bin/env", "node", kJs + "/daemon_tls.mjs", "127.0.0.1:" + std::to_string(bus.port()), "/web/fast"},
+        false, env);
+    const int status = node.wait(90s);
+    const std::string& output = node.output();
+    // The report is the last line.
+    const auto line = output.rfind("\n{");
+    const json r = json::parse(output.substr(line == std::string::npos ? 0 : line + 1), nullptr, false);
+    ASSERT_FALSE(r.is_discarded()) << output;
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << output;
+    EXPECT_EQ(r["errors"], json::array()) << output;
+    EXPECT_EQ(r["plain"].get<std::string>().rfind("error", 0), 0U) << output;
+    EXPECT_EQ(r["apiStatus"], 200) << output;
+    EXPECT_NE(r["apiChannels"].dump().find("/web/fast"), std::string::npos) << output;
+    EXPECT_EQ(r["pageHtml"], true) << output;
+    EXPECT_NE(r["wss"]["channels"].dump().find("/web/slow"), std::string::npos) << output;
+    EXPECT_EQ(r["browserRow"], true) << output;
+    EXPECT_EQ(r["browserProtocol"], "https:") << output;
+    // The plain request is said once, with its likely cause.
+    EXPECT_TRUE(bus.daemon().wait_for_output("a client speaking http:// to this https:// listener?", 5s))
+        << bus.daemon().poll_output();
+  }
+  // Half a pair, a file that is not there, or one that is no certificate:
+  // one line, exit 2.
+  const std::string config = (dir / "empty.toml").string();
+  std::ofstream(config) << "";
+  for (const auto& [args, says] : std::vector<std::pair<std::vector<std::string>, std::string>>{
+           {{"--tls-cert", (dir / "cert.pem").string()},
+            "TLS needs a certificate and its key: give both --tls-cert FILE and --tls-key FILE (monitor.tls_cert and "
+            "monitor.tls_key)"},
+           {{"--tls-cert", "/nonexistent/cert.pem", "--tls-key", (dir / "key.pem").string()},
+            "TLS certificate /nonexistent/cert.pem does not exist or is not a file; give a PEM file (--tls-cert)"},
+           {{"--tls-cert", (dir / "key.pem").string(), "--tls-key", (dir / "key.pem").string()},
+            "TLS certificate " + (dir / "key.pem").string() + " cannot be used"}}) {
+    std::vector<std::string> command{kDaemon, "--foreground", "--config", config, "--metrics-listen", "127.0.0.1:0"};
+    command.insert(command.end(), args.begin(), args.end());
+    ChildProcess d(command, true, {"SHMBUS_DOMAIN=" + shmbus::test::unique_domain("webtls")});
+    const int status = d.wait(20s);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 2) << d.output();
+    EXPECT_NE(d.output().find("shmbusd: " + says), std::string::npos) << d.output();
+    EXPECT_EQ(std::count(d.output().begin(), d.output().end(), '\n'), 1) << d.output();
+  }
+  fs::remove_all(dir);
 }
 
 // The page in headless Chromium: see tests/js/daemon_page_browser.mjs.

@@ -364,7 +364,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
 struct Bridge::Impl {
   Impl(const Config& config, BridgeSettings settings)
-      : hub(config, std::move(settings), io), tls(server_tls(hub.settings)), acceptor(io), timer(io) {
+      : hub(config, std::move(settings), io),
+        tls(service_shell::server_tls(hub.settings.tls_cert, hub.settings.tls_key, "bridge")),
+        acceptor(io),
+        timer(io) {
     hub.start_reader();
     const auto [address, port] = parse_listen(hub.settings.listen);
     const tcp::endpoint endpoint(address, port);

@@ -29,6 +29,7 @@
 #include "shmbus/bridge/bridge.hpp"
 #include "shmbus/publisher.hpp"
 #include "shmbus/schema/type_catalog.hpp"
+#include "shmbus/service_shell/tls.hpp"
 
 namespace shmbus::bridge {
 
@@ -44,14 +45,8 @@ using PlainStream = beast::tcp_stream;
 using TlsStream = beast::ssl_stream<beast::tcp_stream>;
 using Stream = std::variant<PlainStream, TlsStream>;
 
-/// The server's TLS context from bridge.tls_cert/tls_key; none when both
-/// are empty. Throws Error(kConfig) naming the file and the fix.
-std::optional<ssl::context> server_tls(const BridgeSettings& settings);
-/// A client's TLS context that verifies servers against `ca_file` (PEM), or
-/// the system's authorities when it is empty. Throws Error(kConfig).
-ssl::context client_tls(const std::string& ca_file);
-/// A TLS failure as OpenSSL words it (e.g. "certificate verify failed").
-std::string tls_failure(const boost::system::error_code& ec);
+using service_shell::client_tls;
+using service_shell::tls_failure;
 
 /// Counters shared by every thread (relaxed: totals for /metrics).
 struct Counters {

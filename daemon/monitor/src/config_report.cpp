@@ -55,9 +55,10 @@ std::string describe_config(const MonitorConfig& configuration) {
     out += fmt::format("[[channel]] {} -> {}\n", r.pattern, settings_text(config.channel(r.pattern)));
   }
   const MonitorSettings& m = configuration.monitor;
-  out += fmt::format("[monitor] scan_period={} debounce_scans={} metrics_listen={} statistics_period={} webhook={}\n",
-                     format_duration(m.scan_period), m.debounce_scans, m.metrics_listen,
-                     format_duration(m.statistics_period), m.webhook.empty() ? "none" : m.webhook);
+  out += fmt::format(
+      "[monitor] scan_period={} debounce_scans={} metrics_listen={} tls_cert={} statistics_period={} webhook={}\n",
+      format_duration(m.scan_period), m.debounce_scans, m.metrics_listen, m.tls_cert.empty() ? "none" : m.tls_cert,
+      format_duration(m.statistics_period), m.webhook.empty() ? "none" : m.webhook);
   return out;
 }
 

@@ -23,6 +23,10 @@ MonitorSettings read_monitor_settings(const cli::ConfigFile& file) {
       m.webhook = r.string_of(v, key);
     } else if (key == "token_file") {
       m.token_file = r.string_of(v, key);
+    } else if (key == "tls_cert") {
+      m.tls_cert = r.string_of(v, key);
+    } else if (key == "tls_key") {
+      m.tls_key = r.string_of(v, key);
     } else {
       r.fail(k.source(), "unknown key monitor." + std::string{key});
     }

@@ -28,6 +28,7 @@
 #include "shmbus/monitor/monitor.hpp"
 #include "shmbus/names.hpp"
 #include "shmbus/service_shell.hpp"
+#include "shmbus/service_shell/tls.hpp"
 #include "web.hpp"
 
 namespace shmbus::daemon {
@@ -58,7 +59,7 @@ std::string dump(const Json& j) {
 
 /// The address a browser reaches `listen` at (the host's name for a
 /// wildcard bind).
-std::string page_address(const std::string& listen, std::uint16_t port) {
+std::string page_address(const std::string& listen, std::uint16_t port, bool tls) {
   auto [host, unused] = parse_host_port(listen, "metrics_listen");
   if (host == "0.0.0.0" || host == "::") {
     std::array<char, 256> name{};
@@ -66,7 +67,7 @@ std::string page_address(const std::string& listen, std::uint16_t port) {
   } else if (host.find(':') != std::string::npos) {
     host = "[" + host + "]";
   }
-  return fmt::format("http://{}:{}/", host, port);
+  return fmt::format("{}://{}:{}/", tls ? "https" : "http", host, port);
 }
 
 void log_transition(const Transition& t) {
@@ -108,6 +109,7 @@ class Daemon {
         domain_(config_.config.domain),
         listen_(config_.monitor.metrics_listen),
         token_(service_shell::read_token(config_.monitor.token_file, "token_file in [monitor], or --token-file")),
+        tls_{config_.monitor.tls_cert, config_.monitor.tls_key},
         monitor_(config_.config, config_.monitor),
         roudi_(options.roudi ? std::make_unique<RoudiSupervisor>(config_.config, roudi_file()) : nullptr),
         bus_context_(bus_config(config_.config)),
@@ -162,8 +164,9 @@ class Daemon {
   }
 
   void serve_metrics() {
-    http_ = std::make_unique<HttpServer>(listen_, [this](const HttpRequest& request) { return answer(request); });
-    const std::string address = page_address(listen_, http_->port());
+    http_ = std::make_unique<HttpServer>(
+        listen_, [this](const HttpRequest& request) { return answer(request); }, tls_);
+    const std::string address = page_address(listen_, http_->port(), !tls_.cert.empty());
     spdlog::info("serving /metrics, /healthz and the web page {} on {} (port {})", address, listen_, http_->port());
     bus_.publish_web_address(address);
   }
@@ -302,6 +305,9 @@ class Daemon {
       if (service_shell::read_token(fresh.monitor.token_file, "token_file in [monitor]") != token_) {
         spdlog::warn("reload: the token changed; it takes effect at restart");
       }
+      if (fresh.monitor.tls_cert != tls_.cert || fresh.monitor.tls_key != tls_.key) {
+        spdlog::warn("reload: tls_cert or tls_key changed; it takes effect at restart");
+      }
       for (const std::string& w : monitor::config_warnings(fresh.config)) spdlog::warn("{}", w);
       {
         std::lock_guard lock(mutex_);
@@ -320,6 +326,7 @@ class Daemon {
   const std::string domain_;
   const std::string listen_;
   const std::string token_;  ///< "" : none
+  const HttpTls tls_;        ///< both empty: plain HTTP
   std::mutex mutex_;         ///< monitor_, figures_, web_ and last_scan_ns_, between the loop and the HTTP thread
   monitor::Monitor monitor_;
   WebState web_;
@@ -346,7 +353,11 @@ monitor::MonitorConfig load_config(const Options& options) {
   monitor::MonitorConfig c = monitor::load_monitor_config(options.source);
   if (options.metrics_listen) c.monitor.metrics_listen = *options.metrics_listen;
   if (options.token_file) c.monitor.token_file = *options.token_file;
+  if (options.tls_cert) c.monitor.tls_cert = *options.tls_cert;
+  if (options.tls_key) c.monitor.tls_key = *options.tls_key;
   (void)service_shell::read_token(c.monitor.token_file, "token_file in [monitor], or --token-file");
+  // The files are read now, so a bad one is a configuration error (exit 2).
+  (void)service_shell::server_tls(c.monitor.tls_cert, c.monitor.tls_key, "monitor");
   if (c.monitor.metrics_listen != "off") (void)parse_host_port(c.monitor.metrics_listen, "metrics_listen");
   if (!c.monitor.webhook.empty()) (void)parse_http_url(c.monitor.webhook);
   return c;
@@ -370,6 +381,10 @@ int daemon_main(int argc, char** argv) {
   std::string token_file;
   app.add_option("--token-file", token_file,
                  "file holding the token HTTP clients must present (Bearer, or ?token= in the page's address)");
+  std::string tls_cert;
+  std::string tls_key;
+  app.add_option("--tls-cert", tls_cert, "PEM certificate chain: serve https:// and wss:// only (with --tls-key)");
+  app.add_option("--tls-key", tls_key, "PEM private key of --tls-cert");
   app.add_option("--check-config", check, "validate FILE, print the effective settings, exit 0 or 2");
   app.add_flag("--foreground", options.foreground, "stay in the foreground (systemd runs it so anyway)");
   app.add_flag("--roudi", options.roudi,
@@ -381,6 +396,8 @@ int daemon_main(int argc, char** argv) {
   if (!domain.empty()) options.source.domain = domain;
   if (!listen.empty()) options.metrics_listen = listen;
   if (!token_file.empty()) options.token_file = token_file;
+  if (!tls_cert.empty()) options.tls_cert = tls_cert;
+  if (!tls_key.empty()) options.tls_key = tls_key;
   return cli::guarded("shmbusd", [&] {
     if (print_roudi_config) {
       std::fputs(iceoryx::roudi_config(load_config(options).config).c_str(), stdout);

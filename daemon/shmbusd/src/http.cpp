@@ -1,9 +1,12 @@
 #include "shmbus/daemon/http.hpp"
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl/context.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <boost/beast/ssl/ssl_stream.hpp>
 #include <boost/beast/websocket.hpp>
 
 #include <array>
@@ -13,10 +16,13 @@
 #include <optional>
 #include <string_view>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
+#include "shmbus/clock.hpp"
 #include "shmbus/error.hpp"
 #include "shmbus/service_shell.hpp"
+#include "shmbus/service_shell/tls.hpp"
 
 namespace shmbus::daemon {
 
@@ -24,6 +30,7 @@ namespace asio = boost::asio;
 namespace beast = boost::beast;
 namespace http = beast::http;
 namespace websocket = beast::websocket;
+namespace ssl = asio::ssl;
 using tcp = asio::ip::tcp;
 
 std::pair<std::string, std::uint16_t> parse_host_port(const std::string& text, const std::string& what) {
@@ -112,7 +119,16 @@ constexpr int kMaxStreams = 48;
 /// A request head must arrive, and each response be written, within this.
 constexpr auto kIoTimeout = std::chrono::seconds(10);
 
-class Session;
+/// An open page's event stream, over TCP or TLS.
+class EventStream {
+ public:
+  EventStream() = default;
+  virtual ~EventStream() = default;
+  EventStream(const EventStream&) = delete;
+  EventStream& operator=(const EventStream&) = delete;
+  /// Written unless the previous event still is (then skipped, counted).
+  virtual void send_event(const std::shared_ptr<const std::string>& event) = 0;
+};
 
 /// What the sessions share with the server. Declared before the
 /// io_context, so it outlives the handlers the context destroys.
@@ -121,15 +137,26 @@ struct Shared {
   std::atomic<int> open{0};
   std::atomic<int> streams{0};
   std::atomic<std::uint64_t> skipped{0};
-  std::vector<std::shared_ptr<Session>> event_streams;  ///< the server thread's
+  std::int64_t last_tls_warning_ns = 0;                     ///< the server thread's
+  std::vector<std::shared_ptr<EventStream>> event_streams;  ///< the server thread's
 };
 
-class Session : public std::enable_shared_from_this<Session> {
+using PlainStream = beast::tcp_stream;
+using TlsStream = beast::ssl_stream<beast::tcp_stream>;
+
+/// One connection: a request answered and closed, or an event stream.
+/// `Stream` is PlainStream (http://, ws://) or TlsStream (https://, wss://).
+template <class Stream>
+class Session : public EventStream, public std::enable_shared_from_this<Session<Stream>> {
+  static constexpr bool kTls = std::is_same_v<Stream, TlsStream>;
+
  public:
-  Session(tcp::socket socket, Shared& shared) : stream_(std::move(socket)), shared_(shared) {
+  /// `tls...`: the server's TLS context, for a TlsStream.
+  template <class... Tls>
+  Session(Shared& shared, tcp::socket socket, Tls&... tls) : stream_(std::move(socket), tls...), shared_(shared) {
     shared_.open.fetch_add(1, std::memory_order_relaxed);
   }
-  ~Session() {
+  ~Session() override {
     shared_.open.fetch_sub(1, std::memory_order_relaxed);
     if (streaming_) shared_.streams.fetch_sub(1, std::memory_order_relaxed);
   }
@@ -137,29 +164,54 @@ class Session : public std::enable_shared_from_this<Session> {
   Session& operator=(const Session&) = delete;
 
   void start() {
-    // A GET has no body; the head is bounded by Beast (8 KiB), the whole
-    // exchange by the timeout.
-    parser_.body_limit(1024);
-    stream_.expires_after(kIoTimeout);
-    http::async_read(stream_, buffer_, parser_,
-                     [self = shared_from_this()](beast::error_code ec, std::size_t) { self->on_read(ec); });
+    // The handshake and the request head, within the timeout together.
+    beast::get_lowest_layer(stream_).expires_after(kIoTimeout);
+    if constexpr (kTls) {
+      stream_.async_handshake(ssl::stream_base::server, [self = this->shared_from_this()](beast::error_code ec) {
+        if (ec) {
+          self->handshake_failed(ec);
+        } else {
+          self->read_request();
+        }
+      });
+    } else {
+      read_request();
+    }
   }
 
-  /// An event for an open stream: written unless the previous one still is.
-  void send_event(const std::shared_ptr<const std::string>& event) {
+  void send_event(const std::shared_ptr<const std::string>& event) override {
     if (closed_ || !ws_) return;
     if (writing_) {
       shared_.skipped.fetch_add(1, std::memory_order_relaxed);
       return;
     }
     writing_ = true;
-    ws_->async_write(asio::buffer(*event), [self = shared_from_this(), event](beast::error_code ec, std::size_t) {
+    ws_->async_write(asio::buffer(*event), [self = this->shared_from_this(), event](beast::error_code ec, std::size_t) {
       self->writing_ = false;
       if (ec) self->close();
     });
   }
 
  private:
+  void read_request() {
+    // A GET has no body; the head is bounded by Beast (8 KiB).
+    parser_.body_limit(1024);
+    http::async_read(stream_, buffer_, parser_,
+                     [self = this->shared_from_this()](beast::error_code ec, std::size_t) { self->on_read(ec); });
+  }
+
+  /// A client that does not speak TLS to a TLS listener (http:// to an
+  /// https:// address, most often): said at most once a second.
+  void handshake_failed(const beast::error_code& ec) {
+    const std::int64_t now = mono_now_ns();
+    if (now - shared_.last_tls_warning_ns < 1'000'000'000) return;
+    shared_.last_tls_warning_ns = now;
+    beast::error_code ignored;
+    const auto remote = beast::get_lowest_layer(stream_).socket().remote_endpoint(ignored);
+    spdlog::warn("TLS handshake from {} failed: {} (a client speaking http:// to this https:// listener?)",
+                 remote.address().to_string(), service_shell::tls_failure(ec));
+  }
+
   void on_read(beast::error_code ec) {
     if (ec) return;
     const http::request<http::string_body>& request = parser_.get();
@@ -188,10 +240,22 @@ class Session : public std::enable_shared_from_this<Session> {
     response_.keep_alive(false);
     response_.body() = std::move(r.body);
     response_.prepare_payload();
-    http::async_write(stream_, response_, [self = shared_from_this()](beast::error_code, std::size_t) {
+    http::async_write(stream_, response_,
+                      [self = this->shared_from_this()](beast::error_code, std::size_t) { self->end(); });
+  }
+
+  /// After the response: TLS says close_notify first (within the same
+  /// timeout), then the socket ends.
+  void end() {
+    if constexpr (kTls) {
+      stream_.async_shutdown([self = this->shared_from_this()](beast::error_code) {
+        beast::error_code ignored;
+        beast::get_lowest_layer(self->stream_).socket().shutdown(tcp::socket::shutdown_both, ignored);
+      });
+    } else {
       beast::error_code ignored;
-      self->stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
-    });
+      stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
+    }
   }
 
   /// The request asked for the event stream: a WebSocket whose first
@@ -201,7 +265,7 @@ class Session : public std::enable_shared_from_this<Session> {
     // cannot pass the bound together; the destructor gives the place back.
     streaming_ = true;
     shared_.streams.fetch_add(1, std::memory_order_relaxed);
-    stream_.expires_never();
+    beast::get_lowest_layer(stream_).expires_never();
     ws_.emplace(std::move(stream_));
     websocket::stream_base::timeout t{};
     t.handshake_timeout = kIoTimeout;
@@ -212,7 +276,7 @@ class Session : public std::enable_shared_from_this<Session> {
         [](websocket::response_type& res) { res.set(http::field::server, "shmbusd"); }));
     ws_->read_message_max(4096);
     ws_->text(true);
-    ws_->async_accept(parser_.get(), [self = shared_from_this(), first = std::move(first)](beast::error_code ec) {
+    ws_->async_accept(parser_.get(), [self = this->shared_from_this(), first = std::move(first)](beast::error_code ec) {
       if (ec) return;
       self->shared_.event_streams.push_back(self);
       self->send_event(std::make_shared<const std::string>(first));
@@ -224,7 +288,7 @@ class Session : public std::enable_shared_from_this<Session> {
   /// or an error ends the stream.
   void watch() {
     buffer_.clear();
-    ws_->async_read(buffer_, [self = shared_from_this()](beast::error_code ec, std::size_t) {
+    ws_->async_read(buffer_, [self = this->shared_from_this()](beast::error_code ec, std::size_t) {
       if (ec) {
         self->close();
       } else {
@@ -239,14 +303,14 @@ class Session : public std::enable_shared_from_this<Session> {
     if (closed_) return;
     closed_ = true;
     beast::error_code ignored;
-    auto& socket = ws_ ? beast::get_lowest_layer(*ws_).socket() : stream_.socket();
+    auto& socket = ws_ ? beast::get_lowest_layer(*ws_).socket() : beast::get_lowest_layer(stream_).socket();
     socket.shutdown(tcp::socket::shutdown_both, ignored);
     socket.close(ignored);
-    std::erase(shared_.event_streams, shared_from_this());
+    std::erase(shared_.event_streams, this->shared_from_this());
   }
 
-  beast::tcp_stream stream_;
-  std::optional<websocket::stream<beast::tcp_stream>> ws_;
+  Stream stream_;
+  std::optional<websocket::stream<Stream>> ws_;
   Shared& shared_;
   beast::flat_buffer buffer_;
   http::request_parser<http::string_body> parser_;
@@ -260,6 +324,7 @@ class Session : public std::enable_shared_from_this<Session> {
 
 struct HttpServer::Impl {
   Shared shared;
+  std::optional<ssl::context> tls;  ///< serving https:// and wss:// only
   asio::io_context io{1};
   tcp::acceptor acceptor{io};
   std::thread thread;
@@ -268,14 +333,20 @@ struct HttpServer::Impl {
     acceptor.async_accept([this](beast::error_code ec, tcp::socket socket) {
       if (ec) return;  // closed
       if (shared.open.load(std::memory_order_relaxed) < kMaxConnections) {
-        std::make_shared<Session>(std::move(socket), shared)->start();
+        if (tls) {
+          std::make_shared<Session<TlsStream>>(shared, std::move(socket), *tls)->start();
+        } else {
+          std::make_shared<Session<PlainStream>>(shared, std::move(socket))->start();
+        }
       }  // else: the socket closes here; the client retries
       accept();
     });
   }
 };
 
-HttpServer::HttpServer(const std::string& listen, Handler handler) : impl_(std::make_unique<Impl>()) {
+HttpServer::HttpServer(const std::string& listen, Handler handler, const HttpTls& tls)
+    : impl_(std::make_unique<Impl>()) {
+  impl_->tls = service_shell::server_tls(tls.cert, tls.key, "monitor");
   const auto [host, port] = parse_host_port(listen, "metrics_listen");
   beast::error_code ec;
   const auto address = asio::ip::make_address(host, ec);
@@ -325,7 +396,7 @@ void HttpServer::publish_event(std::string event) {
   auto shared_event = std::make_shared<const std::string>(std::move(event));
   asio::post(impl_->io, [this, shared_event] {
     // A copy: a stream may leave the list while we go through it.
-    const std::vector<std::shared_ptr<Session>> list = impl_->shared.event_streams;
+    const std::vector<std::shared_ptr<EventStream>> list = impl_->shared.event_streams;
     for (const auto& s : list) s->send_event(shared_event);
   });
 }

@@ -21,6 +21,8 @@ struct MonitorSettings {
   std::chrono::nanoseconds statistics_period = std::chrono::seconds(1);
   std::string webhook;     ///< empty: none
   std::string token_file;  ///< a file holding the token HTTP clients must present; empty: none
+  std::string tls_cert;    ///< PEM certificate chain: the listener serves https:// and wss:// only
+  std::string tls_key;     ///< its PEM private key
 };
 
 /// The [monitor] section of `file` (its defaults when it has none). Throws

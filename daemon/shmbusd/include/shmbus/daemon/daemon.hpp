@@ -14,6 +14,8 @@ struct Options {
   cli::ConfigSource source;                   ///< --config / --domain
   std::optional<std::string> metrics_listen;  ///< --metrics-listen, overrides the file
   std::optional<std::string> token_file;      ///< --token-file, overrides the file
+  std::optional<std::string> tls_cert;        ///< --tls-cert, overrides the file
+  std::optional<std::string> tls_key;         ///< --tls-key, overrides the file
   bool foreground = false;
   /// --roudi: run and supervise iceoryx's RouDi for the iceoryx channels.
   bool roudi = false;

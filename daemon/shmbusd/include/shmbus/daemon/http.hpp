@@ -33,20 +33,29 @@ struct HttpResponse {
   bool event_stream = false;
 };
 
+/// TLS for a listener: a PEM certificate chain and its key. Both empty:
+/// plain HTTP.
+struct HttpTls {
+  std::string cert;
+  std::string key;
+};
+
 /// Serves GET requests on its own thread; answers each with the handler's
 /// response and closes, or keeps an event stream open. At most 64
 /// connections at once, of which at most 48 event streams (more: 503); a
-/// request head over 8 KiB or not complete within 10 s is dropped; a
-/// stream's client that answers no ping for 30 s is closed.
+/// request head over 8 KiB or not complete within 10 s (TLS handshake
+/// included) is dropped; a stream's client that answers no ping for 30 s is
+/// closed. With TLS it speaks https:// and wss:// only (TLS 1.2 and later).
 /// Thread-safety: the handler runs on the server thread; publish_event and
 /// streams() may be called from any thread.
 class HttpServer {
  public:
   using Handler = std::function<HttpResponse(const HttpRequest& request)>;
   /// Listens on "ADDRESS:PORT" (PORT 0: any free port). Throws Error:
-  /// kConfig for an address that does not parse, kResource when it cannot
-  /// bind (with the address and the reason).
-  HttpServer(const std::string& listen, Handler handler);
+  /// kConfig for an address that does not parse or TLS files that cannot
+  /// be used, kResource when it cannot bind (with the address and the
+  /// reason).
+  HttpServer(const std::string& listen, Handler handler, const HttpTls& tls = {});
   ~HttpServer();
   HttpServer(const HttpServer&) = delete;
   HttpServer& operator=(const HttpServer&) = delete;

@@ -1,14 +1,20 @@
-// TLS contexts: the server's certificate and key (wss://, https://), and
-// the client's trusted authorities (shmbus-bridge connect wss://).
+// TLS contexts: a server's certificate and key (https://, wss://), and a
+// client's trusted authorities (shmbus-bridge connect wss://).
+#include "shmbus/service_shell/tls.hpp"
+
 #include <fmt/format.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
+#include <boost/asio/ssl/error.hpp>
 
 #include <filesystem>
 
-#include "server.hpp"
+#include "shmbus/error.hpp"
 
-namespace shmbus::bridge {
+namespace shmbus::service_shell {
+
+namespace asio = boost::asio;
+namespace ssl = asio::ssl;
 
 namespace {
 
@@ -36,29 +42,29 @@ void modern_only(ssl::context& ctx) {
 
 }  // namespace
 
-std::optional<ssl::context> server_tls(const BridgeSettings& b) {
-  if (b.tls_cert.empty() && b.tls_key.empty()) return std::nullopt;
-  if (b.tls_cert.empty() || b.tls_key.empty()) {
-    throw Error(Errc::kConfig,
-                "TLS needs a certificate and its key: give both --tls-cert FILE and --tls-key FILE "
-                "(bridge.tls_cert and bridge.tls_key)");
+std::optional<ssl::context> server_tls(const std::string& cert, const std::string& key, std::string_view section) {
+  if (cert.empty() && key.empty()) return std::nullopt;
+  if (cert.empty() || key.empty()) {
+    throw Error(Errc::kConfig, fmt::format("TLS needs a certificate and its key: give both --tls-cert FILE and "
+                                           "--tls-key FILE ({}.tls_cert and {}.tls_key)",
+                                           section, section));
   }
-  require_file(b.tls_cert, "TLS certificate", "--tls-cert");
-  require_file(b.tls_key, "TLS key", "--tls-key");
+  require_file(cert, "TLS certificate", "--tls-cert");
+  require_file(key, "TLS key", "--tls-key");
   std::optional<ssl::context> ctx(std::in_place, ssl::context::tls_server);
   modern_only(*ctx);
   boost::system::error_code ec;
-  ctx->use_certificate_chain_file(b.tls_cert, ec);
+  ctx->use_certificate_chain_file(cert, ec);
   if (ec) {
     throw Error(Errc::kConfig, fmt::format("TLS certificate {} cannot be used: {}; give a PEM certificate chain "
                                            "(--tls-cert)",
-                                           b.tls_cert, reason(ec)));
+                                           cert, reason(ec)));
   }
-  ctx->use_private_key_file(b.tls_key, ssl::context::pem, ec);
+  ctx->use_private_key_file(key, ssl::context::pem, ec);
   if (ec) {
     throw Error(Errc::kConfig, fmt::format("TLS key {} cannot be used: {}; give the certificate's PEM private key, "
                                            "readable by this user (--tls-key)",
-                                           b.tls_key, reason(ec)));
+                                           key, reason(ec)));
   }
   return ctx;
 }
@@ -85,4 +91,4 @@ ssl::context client_tls(const std::string& ca_file) {
 
 std::string tls_failure(const boost::system::error_code& ec) { return reason(ec); }
 
-}  // namespace shmbus::bridge
+}  // namespace shmbus::service_shell
