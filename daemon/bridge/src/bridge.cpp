@@ -18,6 +18,7 @@
 #include "shmbus/cli/config_file.hpp"
 #include "shmbus/clock.hpp"
 #include "shmbus/service_shell.hpp"
+#include "shmbus/service_shell/tls.hpp"
 
 namespace shmbus::bridge {
 
@@ -484,7 +485,7 @@ void Connection::refuse_handshake(beast::error_code ec) {
     beast::error_code ignored;
     const auto remote = tcp_layer().socket().remote_endpoint(ignored);
     spdlog::warn("client {}: TLS handshake failed: {} (this bridge serves wss:// and https:// only)",
-                 remote.address().to_string(), tls_failure(ec));
+                 remote.address().to_string(), service_shell::tls_failure(ec));
   }
 }
 

@@ -29,7 +29,6 @@
 #include "shmbus/bridge/bridge.hpp"
 #include "shmbus/publisher.hpp"
 #include "shmbus/schema/type_catalog.hpp"
-#include "shmbus/service_shell/tls.hpp"
 
 namespace shmbus::bridge {
 
@@ -44,9 +43,6 @@ using tcp = asio::ip::tcp;
 using PlainStream = beast::tcp_stream;
 using TlsStream = beast::ssl_stream<beast::tcp_stream>;
 using Stream = std::variant<PlainStream, TlsStream>;
-
-using service_shell::client_tls;
-using service_shell::tls_failure;
 
 /// Counters shared by every thread (relaxed: totals for /metrics).
 struct Counters {

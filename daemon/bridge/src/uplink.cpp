@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "rosbridge.hpp"
+#include "shmbus/service_shell/tls.hpp"
 
 namespace shmbus::bridge {
 
@@ -84,7 +85,7 @@ BridgeSettings for_link() {
 struct Uplink::Impl {
   Impl(const Config& config, UplinkOptions o)
       : options(std::move(o)), url(parse_ws_url(options.url)), hub(config, for_link(), io), retry(io), resolver(io) {
-    if (url.tls) tls.emplace(client_tls(options.tls_ca));
+    if (url.tls) tls.emplace(service_shell::client_tls(options.tls_ca));
     hub.start_reader();
     asio::post(io, [this] { connect(); });
     thread = std::thread([this] { io.run(); });
@@ -136,7 +137,8 @@ struct Uplink::Impl {
     beast::get_lowest_layer(*stream).expires_after(std::chrono::seconds(10));
     stream->async_handshake(ssl::stream_base::client, [this, stream](beast::error_code hec) {
       if (hec) {
-        spdlog::warn("remote {}: TLS handshake failed: {}{}; retrying in {} ms", options.url, tls_failure(hec),
+        spdlog::warn("remote {}: TLS handshake failed: {}{}; retrying in {} ms", options.url,
+                     service_shell::tls_failure(hec),
                      options.tls_ca.empty() ? " (a private authority? trust it with --tls-ca FILE)" : "", backoff_ms);
         schedule();
         return;
