@@ -73,18 +73,30 @@ export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 declare -A corpus_of=([schema_parser]=parser [schema_decoder]=decoder [segment_open]=open [json_input]=input
   [bridge_session]=session [mcap_reader]=reader [config]=config [daemon_http]=http)
+# One libFuzzer process per core at a time (each is single-threaded).
+run_target() {
+  local rc=0
+  "$dir/tests/fuzz/fuzz_$1" -max_total_time="$seconds" -max_len=16384 -timeout=10 -rss_limit_mb=2048 \
+    -print_final_stats=1 -artifact_prefix="$dir/" "$corpus/${corpus_of[$1]}" > "$dir/fuzz_$1.log" 2>&1 || rc=$?
+  echo "$rc" > "$dir/fuzz_$1.rc"
+}
+for target in "${targets[@]}"; do
+  run_target "$target" &
+  while [ "$(jobs -rp | wc -l)" -ge "$(nproc)" ]; do wait -n || true; done
+done
+wait
+failed=0
 for target in "${targets[@]}"; do
   log="$dir/fuzz_$target.log"
+  rc=$(cat "$dir/fuzz_$target.rc")
   echo "fuzz_$target: ${seconds}s"
-  rc=0
-  "$dir/tests/fuzz/fuzz_$target" -max_total_time="$seconds" -max_len=16384 -timeout=10 -rss_limit_mb=2048 \
-    -print_final_stats=1 -artifact_prefix="$dir/" "$corpus/${corpus_of[$target]}" > "$log" 2>&1 || rc=$?
   # Executions per second and the coverage reached (libFuzzer's cov: and ft:).
   grep -E '^(stat::number_of_executed_units|stat::average_exec_per_sec|stat::peak_rss_mb|==[0-9]+==ERROR|SUMMARY)' "$log" || true
   grep -E '^#[0-9]+[[:space:]]+DONE' "$log" | tail -1 || true
   if [ "$rc" -ne 0 ]; then
     tail -40 "$log" >&2
     echo "fuzz_$target failed (exit $rc); the reproducer is in $dir/" >&2
-    exit 1
+    failed=1
   fi
 done
+exit "$failed"
