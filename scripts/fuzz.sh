@@ -11,12 +11,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds="${1:-60}"
 case "$seconds" in ''|*[!0-9]*) echo "fuzz.sh: SECONDS_PER_TARGET must be a whole number, not '$seconds'" >&2; exit 2 ;; esac
-bash scripts/install-deps.sh >&2
-dir=build-fuzz
-CC=clang CXX=clang++ cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSHMBUS_BUILD_FUZZERS=ON \
-  -DSHMBUS_BUILD_TESTS=OFF -DSHMBUS_BUILD_BENCHMARKS=OFF -DSHMBUS_BUILD_TOOLS=OFF >&2
+# The targets live in the ASan+UBSan tree (clang; scripts/build.sh): after
+# `scripts/test.sh --sanitize address` they are built already.
 targets=(schema_parser schema_decoder segment_open json_input bridge_session mcap_reader config daemon_http)
-cmake --build "$dir" --target "${targets[@]/#/fuzz_}" >&2
+target_args=()
+for t in "${targets[@]}"; do target_args+=(--target "fuzz_$t"); done
+dir=$(bash scripts/build.sh --sanitize address "${target_args[@]}")
 
 corpus="$dir/corpus"
 rm -rf "$corpus"

@@ -1,12 +1,18 @@
 // shmbus-bench-scale: what one monitor scan costs per channel with 1,000 and
-// 10,000 channels of full 1,000-stamp time lists, and the resident memory of
-// a real shmbusd watching them; with --browsers, the daemon's CPU while its
-// web page is open in 0, 1, 10 tabs of a headless chromium
+// 10,000 channels of full 1,000-stamp time lists, the resident memory of a
+// real shmbusd watching them (private, mapped, and proportional), and how
+// long `shmtool list` and `shmtool top -n 1` take to their first screen and
+// with what peak memory; with --browsers, the daemon's CPU while its web
+// page is open in 0, 1, 10 tabs of a headless chromium
 // (tests/js/daemon_page_load.mjs), at the first channel count.
 //
 //   shmbus_bench_scale [--channels 1000,10000] [--browsers 0,1,10] [--cpu-seconds 20] [--json]
+//
+// 50,000 channels need 50,000 mappings in this process and in shmbusd:
+// within vm.max_map_count (65,530 by default).
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -45,6 +51,43 @@ long status_kib(pid_t pid, const std::string& key) {
   return -1;
 }
 
+/// The proportional set size of a process (smaps_rollup), KiB: shared pages
+/// divided among the processes that map them.
+long pss_kib(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/smaps_rollup");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("Pss:", 0) == 0) return std::stol(line.substr(4));
+  }
+  return -1;
+}
+
+/// One run of shmtool to its exit: wall time and peak RSS (-1: it failed).
+struct ToolMeasure {
+  double seconds = -1;
+  long max_rss_kib = -1;
+};
+
+ToolMeasure measure_shmtool(std::vector<std::string> args) {
+  std::vector<char*> argv;
+  args.insert(args.begin(), "shmtool");
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  const auto t0 = steady_clock::now();
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    const int null = ::open("/dev/null", O_WRONLY);
+    ::dup2(null, STDOUT_FILENO);
+    ::dup2(null, STDERR_FILENO);
+    ::execv(SHMTOOL_PATH, argv.data());
+    ::_exit(127);
+  }
+  int status = 0;
+  rusage ru{};
+  if (pid < 0 || ::wait4(pid, &status, 0, &ru) != pid || !WIFEXITED(status) || WEXITSTATUS(status) != 0) return {};
+  return {duration<double>(steady_clock::now() - t0).count(), ru.ru_maxrss};
+}
+
 /// shmbusd's CPU with its page open in `tabs` tabs.
 struct PageLoad {
   int tabs = 0;
@@ -59,6 +102,8 @@ struct Row {
   long daemon_rss_kib;
   long daemon_anon_kib;   ///< private memory
   long daemon_shmem_kib;  ///< mapped shared-memory pages (the channels)
+  long daemon_pss_kib;    ///< proportional: shared pages divided among their mappers
+  ToolMeasure list, top;  ///< `shmtool list`, `shmtool top -n 1`
 };
 
 /// A process's CPU time so far (utime + stime of /proc/PID/stat), seconds.
@@ -109,7 +154,7 @@ PageLoad page_load(pid_t daemon, std::uint16_t port, int tabs, double seconds) {
 /// and its CPU with its page open in each of `tabs` tab counts.
 struct DaemonMeasure {
   double scan_ns = -1;
-  long rss = -1, anon = -1, shmem = -1;
+  long rss = -1, anon = -1, shmem = -1, pss = -1;
   std::vector<PageLoad> pages;
 };
 
@@ -153,7 +198,10 @@ DaemonMeasure measure_daemon(const std::string& domain, std::size_t channels, co
     } catch (const std::exception&) {
     }
   }
-  DaemonMeasure d{scan_ns, status_kib(pid, "VmRSS"), status_kib(pid, "RssAnon"), status_kib(pid, "RssShmem"), {}};
+  // Two statistics windows more: the memory of steady state, not of start-up.
+  std::this_thread::sleep_for(seconds(2));
+  DaemonMeasure d{
+      scan_ns, status_kib(pid, "VmRSS"), status_kib(pid, "RssAnon"), status_kib(pid, "RssShmem"), pss_kib(pid), {}};
   for (const int n : tabs) d.pages.push_back(page_load(pid, port, n, cpu_seconds_each));
   ::kill(pid, SIGTERM);
   int status = 0;
@@ -165,12 +213,12 @@ DaemonMeasure measure_daemon(const std::string& domain, std::size_t channels, co
 Row run(std::size_t n, const std::vector<int>& tabs, double cpu_seconds_each) {
   Config c;
   c.domain = "bench_scale_" + std::to_string(::getpid()) + "_" + std::to_string(n);
-  c.registry_capacity = 16384;
+  c.registry_capacity = static_cast<std::uint32_t>(std::max<std::size_t>(16384, n + 1024));
   c.defaults.capacity = 2;
   c.defaults.max_message_size = 8;
   c.defaults.time_list_capacity = 1024;
   c.defaults.thresholds_hz = std::array<double, 3>{1.0, 200.0, 1000.0};
-  Row row{{}, n, 0, 0, 0, -1, -1, -1, -1};
+  Row row{{}, n, 0, 0, 0, -1, -1, -1, -1, -1, {}, {}};
   {
     Context ctx(c);
     std::vector<std::unique_ptr<Publisher>> pubs;
@@ -208,6 +256,9 @@ Row run(std::size_t n, const std::vector<int>& tabs, double cpu_seconds_each) {
     row.daemon_rss_kib = d.rss;
     row.daemon_anon_kib = d.anon;
     row.daemon_shmem_kib = d.shmem;
+    row.daemon_pss_kib = d.pss;
+    row.list = measure_shmtool({"--domain", c.domain, "list"});
+    row.top = measure_shmtool({"--domain", c.domain, "top", "-n", "1"});
   }
   introspect::clean_domain(c.domain, false);
   return row;
@@ -247,9 +298,12 @@ int main(int argc, char** argv) {
       s += fmt::format(
           "{}{{\"channels\":{},\"first_scan_ns_per_channel\":{:.1f},\"idle_scan_ns_per_channel\":{:.1f},"
           "\"steady_scan_ns_per_channel\":{:.1f},\"shmbusd_scan_ns_per_channel\":{:.1f},"
-          "\"shmbusd_rss_kib\":{},\"shmbusd_rss_anon_kib\":{},\"shmbusd_rss_shmem_kib\":{},\"page_cpu\":[{}]}}",
+          "\"shmbusd_rss_kib\":{},\"shmbusd_rss_anon_kib\":{},\"shmbusd_rss_shmem_kib\":{},\"shmbusd_pss_kib\":{},"
+          "\"list_seconds\":{:.4f},\"list_max_rss_kib\":{},\"top_seconds\":{:.4f},\"top_max_rss_kib\":{},"
+          "\"page_cpu\":[{}]}}",
           i ? "," : "", r.channels, r.first_ns, r.idle_ns, r.steady_ns, r.daemon_scan_ns, r.daemon_rss_kib,
-          r.daemon_anon_kib, r.daemon_shmem_kib, page_json(r.pages));
+          r.daemon_anon_kib, r.daemon_shmem_kib, r.daemon_pss_kib, r.list.seconds, r.list.max_rss_kib, r.top.seconds,
+          r.top.max_rss_kib, page_json(r.pages));
     }
     std::printf("%s]}\n", s.c_str());
     return 0;
@@ -257,11 +311,17 @@ int main(int argc, char** argv) {
   fmt::print("monitor scan cost per channel (1,000-stamp time lists; steady = 10 new stamps per channel per scan)\n");
   fmt::print("{:>9}  {:>12}  {:>12}  {:>12}  {:>14}  {:>30}\n", "channels", "first scan", "idle scan", "steady scan",
              "shmbusd scan", "shmbusd RSS (private + shm)");
+  const auto mib = [](long kib) { return static_cast<double>(kib) / 1024.0; };
   for (const Row& r : rows) {
     fmt::print("{:>9}  {:>9.0f} ns  {:>9.0f} ns  {:>9.0f} ns  {:>11.0f} ns  {:>8.1f} MiB ({:.1f} + {:.1f})\n",
-               r.channels, r.first_ns, r.idle_ns, r.steady_ns, r.daemon_scan_ns,
-               static_cast<double>(r.daemon_rss_kib) / 1024.0, static_cast<double>(r.daemon_anon_kib) / 1024.0,
-               static_cast<double>(r.daemon_shmem_kib) / 1024.0);
+               r.channels, r.first_ns, r.idle_ns, r.steady_ns, r.daemon_scan_ns, mib(r.daemon_rss_kib),
+               mib(r.daemon_anon_kib), mib(r.daemon_shmem_kib));
+  }
+  fmt::print("\n{:>9}  {:>12}  {:>24}  {:>24}\n", "channels", "shmbusd PSS", "shmtool list (peak RSS)",
+             "shmtool top -n 1 (peak RSS)");
+  for (const Row& r : rows) {
+    fmt::print("{:>9}  {:>8.1f} MiB  {:>9.3f} s ({:>6.1f} MiB)  {:>9.3f} s ({:>6.1f} MiB)\n", r.channels,
+               mib(r.daemon_pss_kib), r.list.seconds, mib(r.list.max_rss_kib), r.top.seconds, mib(r.top.max_rss_kib));
   }
   for (const Row& r : rows) {
     if (r.pages.empty()) continue;

@@ -15,6 +15,7 @@
 #include "shmbus/names.hpp"
 #include "shmbus/publisher.hpp"
 #include "shmbus/schema.hpp"
+#include "support/sanitizers.hpp"
 #include "support/test_domain.hpp"
 
 namespace {
@@ -180,7 +181,7 @@ TEST(BridgeHostileTest, ClientsThatAskMuchAndReadNothingStayWithinTheirByteBudge
   // Two clients' budgets, the bound on what waits for the network thread
   // (16 MiB), and the allocator's and the encoders' slack (a sanitizer's
   // shadow memory more). Before the budget: 1.39 GB and growing.
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#if defined(SHMBUS_TEST_SANITIZED)
   constexpr std::uint64_t kSlack = 160U << 20;
 #else
   constexpr std::uint64_t kSlack = 32U << 20;

@@ -6,8 +6,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cstring>
+#include <fstream>
+#include <optional>
 #include <vector>
 
 #include "shmbus/error.hpp"
@@ -15,6 +19,7 @@
 #include "shmbus/names.hpp"
 #include "shmbus/publisher.hpp"
 #include "shmbus/subscriber.hpp"
+#include "support/sanitizers.hpp"
 #include "support/test_domain.hpp"
 
 using namespace shmbus;
@@ -341,7 +346,7 @@ TEST_F(SegmentTest, EveryPageIsAllocatedAtCreation) {
 }
 
 TEST(SegmentMapping, AFirstPassThroughTheRingTakesNoPageFault) {
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#if defined(SHMBUS_TEST_SANITIZED)
   GTEST_SKIP() << "a sanitizer's shadow memory faults in on first use of the ring's addresses";
 #endif
   Config c;
@@ -364,6 +369,67 @@ TEST(SegmentMapping, AFirstPassThroughTheRingTakesNoPageFault) {
   ::getrusage(RUSAGE_THREAD, &after);
   // Without MAP_POPULATE each of the ~1000 pages of slots faults once.
   EXPECT_LE(after.ru_minflt - before.ru_minflt, 8) << "page faults on a first pass through the ring";
+}
+
+namespace {
+
+/// The resident size (KiB) of each of this process's mappings of `path`.
+std::vector<long> mapping_rss_kib(const std::string& path) {
+  std::ifstream in("/proc/self/smaps");
+  std::vector<long> out;
+  std::string line;
+  bool ours = false;
+  while (std::getline(in, line)) {
+    // A mapping's first line: "start-end perms offset dev inode  path".
+    if (line.find('-') < line.find(' ') && line.find(' ') != std::string::npos &&
+        std::isxdigit(static_cast<unsigned char>(line[0])) != 0) {
+      ours = line.size() >= path.size() && line.compare(line.size() - path.size(), path.size(), path) == 0;
+    } else if (ours && line.rfind("Rss:", 0) == 0) {
+      out.push_back(std::stol(line.substr(4)));
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+// Tools and the daemon map a channel without MAP_POPULATE and read only the
+// endpoint entries ever used: their mapping holds the header, those entries
+// and the time list, not the ring (of 4 MiB here) nor the unused entries.
+TEST(SegmentMapping, AnObserverKeepsOnlyWhatItReadsResident) {
+  Config c;
+  c.defaults.capacity = 64;
+  c.defaults.max_message_size = 64 * 1024;
+  TestDomain d{c, "resident"};
+  Publisher pub("/resident", TypeInfo::bytes(), d.context());
+  std::optional<Subscriber> first("/resident", std::nullopt, d.context());
+  Subscriber second("/resident", std::nullopt, d.context());
+  first.reset();  // the live subscriber is entry 1: entries past the first are read
+  std::vector<std::byte> payload(1000, std::byte{1});
+  for (int i = 0; i < 100; ++i) pub.publish(payload);
+
+  const introspect::ChannelReader reader(d.domain(), "/resident");
+  const introspect::ChannelView v = reader.view();
+  EXPECT_EQ(v.publishers.size(), 1U);
+  ASSERT_EQ(v.subscribers.size(), 1U);
+  EXPECT_EQ(v.subscribers[0].messages, 0U);
+  introspect::TimeListCursor cursor;
+  std::vector<std::int64_t> stamps;
+  reader.read_stamps_since(cursor, stamps);
+  EXPECT_EQ(stamps.size(), 100U);
+
+  const std::string path = "/dev/shm/" + channel_object_name(d.domain(), "/resident");
+  struct stat st {};
+  ASSERT_EQ(::stat(path.c_str(), &st), 0);
+  const long size_kib = static_cast<long>(st.st_size / 1024);
+  ASSERT_GT(size_kib, 4096);
+  // The endpoints' mapping (one per context) is whole (MAP_POPULATE); the
+  // reader's, the smallest, is not.
+  std::vector<long> rss = mapping_rss_kib(path);
+  ASSERT_EQ(rss.size(), 2U);
+  std::sort(rss.begin(), rss.end());
+  EXPECT_GE(rss[1], size_kib - 4) << "the endpoints' mapping is populated";
+  EXPECT_LE(rss[0], 64) << "the observer's mapping of a " << size_kib << " KiB segment";
 }
 
 // A test's domain holds its pid; a dead process that had the same pid may

@@ -303,9 +303,11 @@ void BusReader::encode(const Topic& t, std::span<const std::byte> payload, const
 }
 
 void BusReader::drain(Topic& t) {
-  // At most one ring's worth per round, so one busy channel cannot starve
-  // the others.
-  for (int n = 0; n < 1024; ++n) {
+  // At most one ring's worth and 20 ms per round, so one busy channel whose
+  // messages are slow to encode (large arrays as JSON) cannot starve the
+  // others, nor hold up subscribes, unsubscribes and the stop.
+  const std::int64_t until = mono_now_ns() + 20'000'000;
+  for (int n = 0; n < 1024 && (n == 0 || mono_now_ns() < until); ++n) {
     if (t.buffer.empty()) t.buffer.resize(4096);
     TakeResult r = t.subscriber.take(t.buffer);
     if (r.status == TakeStatus::kBufferTooSmall) {

@@ -30,20 +30,67 @@ struct AgeBase {
 };
 }  // namespace
 
+/// The stamps inside a channel's window, ascending, in one vector whose
+/// front is consumed by an index: nothing allocated while the window is
+/// empty (most of 10,000 idle channels), and the storage shrinks again
+/// after a burst.
+class StampWindow {
+ public:
+  /// Several publishers stamp after their commits: a new stamp may be a
+  /// little older than the newest one kept; it goes in order.
+  void add(std::int64_t s) {
+    if (empty() || s >= stamps_.back()) {
+      stamps_.push_back(s);
+    } else {
+      stamps_.insert(std::upper_bound(begin(), end(), s), s);
+    }
+  }
+  /// Drops the stamps at or before `start`.
+  void drop_through(std::int64_t start) {
+    while (head_ < stamps_.size() && stamps_[head_] <= start) ++head_;
+    if (head_ == stamps_.size()) {
+      stamps_.clear();
+      head_ = 0;
+    } else if (head_ >= stamps_.size() / 2) {
+      stamps_.erase(stamps_.begin(), begin());
+      head_ = 0;
+    }
+    // A window that held a burst gives the memory back once it is small.
+    constexpr std::size_t kKeep = 64;
+    if (stamps_.capacity() > kKeep && stamps_.capacity() / 4 > stamps_.size()) {
+      std::vector<std::int64_t>(begin(), end()).swap(stamps_);
+      head_ = 0;
+    }
+  }
+  [[nodiscard]] bool empty() const noexcept { return head_ == stamps_.size(); }
+  [[nodiscard]] std::size_t size() const noexcept { return stamps_.size() - head_; }
+  [[nodiscard]] std::int64_t front() const noexcept { return stamps_[head_]; }
+  [[nodiscard]] std::int64_t back() const noexcept { return stamps_.back(); }
+  [[nodiscard]] std::vector<std::int64_t>::const_iterator begin() const noexcept {
+    return stamps_.begin() + static_cast<std::ptrdiff_t>(head_);
+  }
+  [[nodiscard]] std::vector<std::int64_t>::const_iterator end() const noexcept { return stamps_.end(); }
+
+ private:
+  std::vector<std::int64_t> stamps_;
+  std::size_t head_ = 0;
+};
+
 /// Per channel: the stamps of the current window (a local copy, ascending),
 /// the read cursor into the shared time list, and the level state.
 struct Monitor::Tracked {
   explicit Tracked(introspect::ChannelReader r) : reader(std::move(r)) {}
   introspect::ChannelReader reader;
   introspect::TimeListCursor cursor;
-  std::deque<std::int64_t> in_window;  ///< the stamps inside the window, ascending
+  StampWindow in_window;
   bool overwritten_in_window = false;
   std::int64_t overwritten_at = 0;  ///< the first stamp after the last stamps lost to overwriting
   Debouncer debouncer;
   bool truncation_reported = false;
   /// Per endpoint id (subscribers' ages, then publishers' transits, ids
-  /// being unique per channel), for the differences over one period.
-  std::map<std::uint32_t, AgeBase> age_base;
+  /// being unique per channel), for the differences over one period; a
+  /// handful each, so a vector searched in order.
+  std::vector<std::pair<std::uint32_t, AgeBase>> age_base;
   ChannelStatus status;
 };
 
@@ -151,15 +198,9 @@ std::vector<Transition> Monitor::scan(std::int64_t now_ns) {
     Tracked& t = *tp;
     scratch_.clear();
     const std::uint64_t overwritten = t.reader.read_stamps_since(t.cursor, scratch_);
-    // Several publishers stamp after their commits: a new stamp may be a
-    // little older than the newest one kept; insert it in order.
     for (std::int64_t s : scratch_) {
       t.status.last_stamp_ns = std::max(t.status.last_stamp_ns, s);
-      if (t.in_window.empty() || s >= t.in_window.back()) {
-        t.in_window.push_back(s);
-      } else {
-        t.in_window.insert(std::upper_bound(t.in_window.begin(), t.in_window.end(), s), s);
-      }
+      t.in_window.add(s);
     }
     if (overwritten != 0) {
       t.overwritten_in_window = true;
@@ -167,7 +208,7 @@ std::vector<Transition> Monitor::scan(std::int64_t now_ns) {
       t.overwritten_at = scratch_.empty() ? now_ns : scratch_.front();
     }
     const std::int64_t start = now_ns - t.status.window_ns;
-    while (!t.in_window.empty() && t.in_window.front() <= start) t.in_window.pop_front();
+    t.in_window.drop_through(start);
     // The list wrapped past stamps that were still inside the window.
     const bool truncated = t.overwritten_in_window && t.overwritten_at > start;
     if (!truncated) t.overwritten_in_window = false;
@@ -211,6 +252,11 @@ void Monitor::refresh_statistics() {
     t.status.subscribers = live(v.subscribers);
     t.status.subscriber_stats.clear();
     decltype(t.age_base) next_base;
+    next_base.reserve(v.subscribers.size() + v.publishers.size());
+    const auto base_of = [&t](std::uint32_t id) {
+      const auto it = std::find_if(t.age_base.begin(), t.age_base.end(), [id](const auto& b) { return b.first == id; });
+      return it == t.age_base.end() ? AgeBase{} : it->second;
+    };
     for (const introspect::EndpointView& s : v.subscribers) {
       SubscriberStatus st;
       st.node = s.node;
@@ -220,9 +266,9 @@ void Monitor::refresh_statistics() {
       if (v.overflow == Overflow::kBlock && s.read_cursor != UINT64_MAX) {
         st.unread = s.read_cursor < v.messages ? v.messages - s.read_cursor : 0;
       }
-      AgeBase base = t.age_base[s.id];
+      AgeBase base = base_of(s.id);
       st.age = age_since(s, base);
-      next_base[s.id] = base;
+      next_base.emplace_back(s.id, base);
       t.status.subscriber_stats.push_back(std::move(st));
     }
     t.status.publisher_stats.clear();
@@ -234,9 +280,9 @@ void Monitor::refresh_statistics() {
       st.upstream_lost = p.upstream_lost;
       st.blocked_ns = p.blocked_ns;
       st.block_timeouts = p.block_timeouts;
-      AgeBase base = t.age_base[p.id];
+      AgeBase base = base_of(p.id);
       st.transit = age_since(p, base);
-      next_base[p.id] = base;
+      next_base.emplace_back(p.id, base);
       t.status.publisher_stats.push_back(std::move(st));
     }
     t.age_base = std::move(next_base);

@@ -165,12 +165,14 @@ Channel::Channel(Segment s, std::string name) : segment_(std::move(s)), name_(st
   type_name_.assign(h.type_name, strnlen(h.type_name, sizeof(h.type_name)));
   type_hash_ = h.type_hash;
   schema_.assign(reinterpret_cast<const char*>(base + h.schema_offset), h.schema_size);
+  // Read once: an observer does not keep the schema's pages (after the ring).
+  segment_.release_from(h.schema_offset);
 }
 
 std::shared_ptr<Channel> Channel::open_existing(const std::string& domain, const ChannelName& name, bool writable,
-                                                const SegmentAccess& access) {
+                                                const SegmentAccess& access, Residency residency) {
   try {
-    Segment s = Segment::open(channel_object_name(domain, name.view()), kSpec, writable, access);
+    Segment s = Segment::open(channel_object_name(domain, name.view()), kSpec, writable, access, residency);
     return std::shared_ptr<Channel>(new Channel(std::move(s), name.str()));
   } catch (const Error& e) {
     if (e.code() == Errc::kNotFound) {
@@ -204,7 +206,7 @@ std::shared_ptr<Channel> Channel::create_or_open(const std::string& domain, cons
   }
   std::shared_ptr<Channel> ch;
   if (type == nullptr) {
-    ch = open_existing(domain, name, true, access);
+    ch = open_existing(domain, name, true, access, Residency::kPopulated);
   } else {
     const Geometry g = geometry(settings, type->schema.size());
     Segment s =
@@ -362,7 +364,16 @@ void Channel::leave_waiters(std::uint32_t index) const noexcept {
 
 namespace {
 
-std::uint32_t claim_entry(EndpointEntry* table, std::uint32_t size, const std::string& channel, const char* what) {
+/// Raises a table's count of entries ever claimed (ChannelHeader::
+/// publishers_used) to cover `index`; release: before the entry turns Live.
+void mark_used(std::atomic<std::uint32_t>& used, std::uint32_t index) noexcept {
+  std::uint32_t seen = used.load(std::memory_order_relaxed);
+  while (seen <= index && !used.compare_exchange_weak(seen, index + 1, std::memory_order_release)) {
+  }
+}
+
+std::uint32_t claim_entry(EndpointEntry* table, std::uint32_t size, std::atomic<std::uint32_t>& used,
+                          const std::string& channel, const char* what) {
   const std::uint64_t claimed = self_owner_word(kEndpointClaimed);
   // Free entries in the order of their last holder's id, never used (id 0)
   // first: a freed publisher entry keeps that publisher's final count for
@@ -384,6 +395,7 @@ std::uint32_t claim_entry(EndpointEntry* table, std::uint32_t size, const std::s
     // Live; lost -> someone else holds it, try the next one.
     if (table[i].state.compare_exchange_strong(expected, claimed, std::memory_order_acq_rel)) {
       table[i].pid_ns.store(self_pid_ns(), std::memory_order_relaxed);
+      mark_used(used, i);
       return i;
     }
   }
@@ -415,7 +427,8 @@ bool entry_dead(const EndpointEntry& e, std::uint64_t state) {
 std::uint32_t Channel::register_endpoint(EndpointEntry* table, std::uint32_t size, std::string_view node,
                                          const char* what, std::uint32_t& id) {
   reclaim_dead();
-  const std::uint32_t i = claim_entry(table, size, name_, what);
+  const std::uint32_t i = claim_entry(
+      table, size, table == subscribers_ ? header_->subscribers_used : header_->publishers_used, name_, what);
   EndpointEntry& e = table[i];
   e.messages.store(0, std::memory_order_relaxed);
   e.missed.store(0, std::memory_order_relaxed);

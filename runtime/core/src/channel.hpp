@@ -27,9 +27,10 @@ using introspect::TimeListCursor;
 class Channel {
  public:
   /// Maps an existing channel segment without touching the registry
-  /// (introspection). Error(kNotFound) when it does not exist.
+  /// (introspection: Residency::kOnTouch). Error(kNotFound) when it does
+  /// not exist.
   static std::shared_ptr<Channel> open_existing(const std::string& domain, const ChannelName& name, bool writable,
-                                                const SegmentAccess& access);
+                                                const SegmentAccess& access, Residency residency = Residency::kOnTouch);
   /// Creates the channel with `settings` and `type`, or opens it; checks the
   /// type (when `type` is given) and lists it in `registry`.
   static std::shared_ptr<Channel> create_or_open(const std::string& domain, const ChannelName& name,
@@ -159,6 +160,14 @@ class Channel {
   std::uint32_t reclaim_dead() noexcept;
   /// Live entries of the publisher (or subscriber) table.
   [[nodiscard]] std::uint32_t live_endpoints(bool subscribers) const noexcept;
+  /// How many leading entries of a table were ever claimed (acquire; at
+  /// most the table's size, whatever shared memory says): an observer reads
+  /// only those, leaving the pages of entries never used untouched.
+  [[nodiscard]] std::uint32_t entries_used(bool subscribers) const noexcept {
+    const std::uint32_t n =
+        (subscribers ? header_->subscribers_used : header_->publishers_used).load(std::memory_order_acquire);
+    return std::min(n, subscribers ? layout::kMaxSubscribers : layout::kMaxPublishers);
+  }
   /// A publisher entry's id and count of messages sent, read as one whole
   /// (the entry neither claimed, refilled nor freed meanwhile): false when
   /// it cannot be, or the entry was never used. A freed entry keeps its last

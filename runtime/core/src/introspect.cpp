@@ -128,8 +128,8 @@ ChannelView ChannelReader::view() const {
   v.wakeups = h.futex_word.load(std::memory_order_relaxed);
   v.sleepers = static_cast<std::uint32_t>(std::popcount(h.waiters.load(std::memory_order_relaxed)));
   v.solo = solo_granted(h.solo.load(std::memory_order_relaxed));
-  collect_endpoints(&ch.publisher(0), kMaxPublishers, true, v.publishers);
-  collect_endpoints(&ch.subscriber(0), kMaxSubscribers, false, v.subscribers);
+  collect_endpoints(&ch.publisher(0), ch.entries_used(false), true, v.publishers);
+  collect_endpoints(&ch.subscriber(0), ch.entries_used(true), false, v.subscribers);
   for (const EndpointView& s : v.subscribers) {
     v.lost += s.lost;
     v.received += s.messages;
@@ -148,8 +148,8 @@ void ChannelReader::reset_age_extremes() const {
     e.age_min_ns.store(UINT64_MAX, std::memory_order_relaxed);
     e.age_max_ns.store(0, std::memory_order_relaxed);
   };
-  for (std::uint32_t i = 0; i < kMaxSubscribers; ++i) reset(ch.subscriber(i));
-  for (std::uint32_t i = 0; i < kMaxPublishers; ++i) reset(ch.publisher(i));
+  for (std::uint32_t i = 0; i < ch.entries_used(true); ++i) reset(ch.subscriber(i));
+  for (std::uint32_t i = 0; i < ch.entries_used(false); ++i) reset(ch.publisher(i));
 }
 
 void ChannelReader::snapshot(TimeListSnapshot& out) const {

@@ -73,7 +73,8 @@ Registry Registry::open_or_create(const std::string& domain, std::uint32_t capac
 
 Registry Registry::open_existing(const std::string& domain, bool writable, const SegmentAccess& access) {
   try {
-    Registry r{Segment::open(registry_object_name(domain), kSpec, writable, access)};
+    // Introspection and cleaning: only the records read become resident.
+    Registry r{Segment::open(registry_object_name(domain), kSpec, writable, access, Residency::kOnTouch)};
     r.domain_ = domain;
     return r;
   } catch (const Error& e) {

@@ -16,7 +16,8 @@ class Registry {
  public:
   /// Opens the domain's registry, creating it with `capacity` records.
   static Registry open_or_create(const std::string& domain, std::uint32_t capacity, const SegmentAccess& access);
-  /// Opens an existing registry (Error(kNotFound) when the domain has none).
+  /// Opens an existing registry (Error(kNotFound) when the domain has none)
+  /// for introspection or cleaning: pages become resident as they are read.
   static Registry open_existing(const std::string& domain, bool writable, const SegmentAccess& access);
 
   /// The record index of `name`, adding a record when there is none.

@@ -31,6 +31,7 @@ struct Segment::Impl {
   bip::mapped_region region;
   dev_t dev = 0;
   ino_t ino = 0;
+  Residency residency = Residency::kPopulated;
 };
 
 Segment::Segment() = default;
@@ -40,6 +41,15 @@ Segment& Segment::operator=(Segment&&) noexcept = default;
 
 void* Segment::base() const noexcept { return impl_ ? impl_->region.get_address() : nullptr; }
 std::size_t Segment::size() const noexcept { return impl_ ? impl_->region.get_size() : 0; }
+
+void Segment::release_from(std::size_t offset) const noexcept {
+  if (!impl_ || impl_->residency != Residency::kOnTouch || offset >= size()) return;
+  const std::size_t page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+  const std::size_t start = offset / page * page;
+  // Shared mappings lose only this process's page-table entries: the data
+  // stays in the segment, and a later read maps it again.
+  ::madvise(static_cast<std::byte*>(base()) + start, size() - start, MADV_DONTNEED);
+}
 
 namespace {
 
@@ -129,8 +139,9 @@ void remove_if_same(const std::string& name, int fd) {
 
 }  // namespace
 
-Segment Segment::open(const std::string& name, SegmentSpec spec, bool writable, const SegmentAccess& access) {
-  return open_object(name, spec, writable, access, false);
+Segment Segment::open(const std::string& name, SegmentSpec spec, bool writable, const SegmentAccess& access,
+                      Residency residency) {
+  return open_object(name, spec, writable, access, false, residency);
 }
 
 bool Segment::replaced() const noexcept {
@@ -141,7 +152,7 @@ bool Segment::replaced() const noexcept {
 }
 
 Segment Segment::open_object(const std::string& name, SegmentSpec spec, bool writable, const SegmentAccess& access,
-                             bool recover) {
+                             bool recover, Residency residency) {
   Segment s;
   s.name_ = name;
   auto impl = std::make_unique<Impl>();
@@ -181,7 +192,8 @@ Segment Segment::open_object(const std::string& name, SegmentSpec spec, bool wri
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
   try {
-    impl->region = bip::mapped_region(object, mode, 0, 0, nullptr, kMapOptions);
+    impl->region =
+        bip::mapped_region(object, mode, 0, 0, nullptr, residency == Residency::kPopulated ? kMapOptions : 0);
   } catch (const bip::interprocess_exception& e) {
     throw Error(Errc::kResource, fmt::format("cannot map /dev/shm/{}: {}", name, e.what()));
   }
@@ -208,6 +220,7 @@ Segment Segment::open_object(const std::string& name, SegmentSpec spec, bool wri
     std::this_thread::sleep_for(std::chrono::microseconds(200));
   }
   validate(name, *h, impl->region.get_size(), spec);
+  impl->residency = residency;
   s.impl_ = std::move(impl);
   return s;
 }
@@ -227,7 +240,7 @@ Segment Segment::create_or_open(const std::string& name, std::size_t size, const
         throw Error(Errc::kResource, fmt::format("cannot create /dev/shm/{}: {}", name, e.what()));
       }
       try {
-        return open_object(name, spec, true, access, round < 3);
+        return open_object(name, spec, true, access, round < 3, Residency::kPopulated);
       } catch (const Error& opened) {
         if (opened.code() == Errc::kNotFound && round < 3) continue;  // removed meanwhile: create it
         throw;

@@ -20,6 +20,9 @@ struct SegmentSpec {
   std::uint64_t layout_hash;
 };
 
+/// Which pages of a mapping are resident (Segment::open).
+enum class Residency : std::uint8_t { kPopulated, kOnTouch };
+
 class Segment {
  public:
   Segment();
@@ -40,7 +43,13 @@ class Segment {
   /// Error(kPermission) when another user owns it or its mode is wider than
   /// `access` allows; Error(kLayoutMismatch) when it is truncated, corrupt,
   /// of another layout, or was left half-initialised.
-  static Segment open(const std::string& name, SegmentSpec spec, bool writable, const SegmentAccess& access);
+  /// `residency`: kPopulated (publishers, subscribers) maps every page at
+  /// once, so their loops take no page faults; kOnTouch (observers: tools,
+  /// the daemon) maps pages as they are read, so an observer's memory holds
+  /// only what it reads (a channel's header, endpoints and time list, not
+  /// its ring).
+  static Segment open(const std::string& name, SegmentSpec spec, bool writable, const SegmentAccess& access,
+                      Residency residency = Residency::kPopulated);
 
   /// True when the name no longer refers to the object this segment mapped
   /// (removed by `shmtool clean`, or removed and created anew).
@@ -52,6 +61,12 @@ class Segment {
   /// or removed right after).
   static bool exists(const std::string& name) noexcept;
 
+  /// Of a kOnTouch mapping, drops the pages from the one holding `offset`
+  /// to the end out of this process's memory (they stay in the segment and
+  /// are mapped again if read): for what an observer reads once, at open.
+  /// Nothing for a kPopulated mapping.
+  void release_from(std::size_t offset) const noexcept;
+
   [[nodiscard]] void* base() const noexcept;
   [[nodiscard]] std::size_t size() const noexcept;
   [[nodiscard]] const std::string& name() const noexcept { return name_; }
@@ -61,7 +76,7 @@ class Segment {
   /// open(); with `recover`, an object whose creator died before it was
   /// ready is removed and Error(kNotFound) thrown, so the caller creates it.
   static Segment open_object(const std::string& name, SegmentSpec spec, bool writable, const SegmentAccess& access,
-                             bool recover);
+                             bool recover, Residency residency);
   struct Impl;
   std::unique_ptr<Impl> impl_;
   std::string name_;

@@ -65,12 +65,18 @@ class Cursor {
     at_ += static_cast<std::size_t>(n);
     return s;
   }
+  /// The next `n` bytes as a cursor of their own, whose offsets are still
+  /// the file's (where they start is read before the bytes are taken).
+  Cursor sub(std::uint64_t n) {
+    const std::uint64_t start = offset();
+    return {take(n), start, bad_};
+  }
   std::string str() {
     const auto s = take(u32());
     return {reinterpret_cast<const char*>(s.data()), s.size()};
   }
   KeyValues key_values() {
-    Cursor in(take(u32()), offset(), bad_);
+    Cursor in = sub(u32());
     KeyValues kv;
     while (!in.done()) {
       std::string k = in.str();
@@ -280,7 +286,7 @@ struct Reader::Impl {
           s.chunk_count = c.u32();
           s.message_start_time = c.u64();
           s.message_end_time = c.u64();
-          Cursor m(c.take(c.u32()), c.offset(), bad);
+          Cursor m = c.sub(c.u32());
           while (!m.done()) {
             const std::uint16_t id = m.u16();
             s.channel_message_counts.emplace_back(id, m.u64());
@@ -815,7 +821,7 @@ class Doctor {
           const std::uint16_t channel = c.u16();
           message_indexes_[at] = channel;
           const std::uint32_t length = c.u32();
-          Cursor entries(c.take(length), c.offset(), r_.bad);
+          Cursor entries = c.sub(length);
           while (!entries.done()) {
             const std::uint64_t entry_at = entries.offset();
             const std::uint64_t log_time = entries.u64();

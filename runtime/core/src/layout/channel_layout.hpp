@@ -347,7 +347,13 @@ struct ChannelHeader {
   std::uint32_t reserved_overflow;
   std::int64_t block_timeout_ns;
   std::uint64_t claims_offset;
-  std::uint8_t reserved[8];
+  /// Entries [0, n) of each table have been claimed at least once: raised
+  /// (release) by a claimer before its entry turns Live, never lowered.
+  /// Observers read only those entries, so the pages of entries never used
+  /// stay out of their memory; a stale value only misses an endpoint that
+  /// went live after the snapshot began.
+  std::atomic<std::uint32_t> publishers_used;
+  std::atomic<std::uint32_t> subscribers_used;
 
   /// Next sequence to claim; fetch_add by publishers. Own line: it is the
   /// one word every publisher writes.
@@ -451,6 +457,6 @@ inline constexpr std::uint64_t kChannelLayoutHash = layout_hash_of(
     offsetof(SlotHeader, flags), kProvenanceEntries, kMaxPublishers, kMaxSubscribers, offsetof(ChannelHeader, solo),
     kInlineSequenceBits, offsetof(ChannelHeader, solo_cursor), offsetof(ChannelHeader, solo_busy),
     offsetof(ChannelHeader, solo_busy_stamp), offsetof(ChannelHeader, solo_time_list_head), kInlinePayloadBytes,
-    inline_payload_offset(1));
+    inline_payload_offset(1), offsetof(ChannelHeader, publishers_used), offsetof(ChannelHeader, subscribers_used));
 
 }  // namespace shmbus::layout
