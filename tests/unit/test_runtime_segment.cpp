@@ -402,7 +402,7 @@ TEST(SegmentMapping, AnObserverKeepsOnlyWhatItReadsResident) {
   c.defaults.max_message_size = 64 * 1024;
   TestDomain d{c, "resident"};
   Publisher pub("/resident", TypeInfo::bytes(), d.context());
-  std::optional<Subscriber> first("/resident", std::nullopt, d.context());
+  std::optional<Subscriber> first(std::in_place, "/resident", std::nullopt, d.context());
   Subscriber second("/resident", std::nullopt, d.context());
   first.reset();  // the live subscriber is entry 1: entries past the first are read
   std::vector<std::byte> payload(1000, std::byte{1});
