@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds the libFuzzer targets with clang (ASan+UBSan) and runs each for a
+# Builds the libFuzzer targets (in build-asan: clang, ASan+UBSan) and runs each for a
 # bounded time, starting from the shipped definitions and golden files
 # (schema parser and decoder), a few patches of real segment images
 # (segment opener), the hostile frames the bridge must refuse (bridge
