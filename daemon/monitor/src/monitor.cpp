@@ -51,7 +51,7 @@ class StampWindow {
     if (head_ == stamps_.size()) {
       stamps_.clear();
       head_ = 0;
-    } else if (head_ >= stamps_.size() / 2) {
+    } else if (head_ != 0 && head_ >= stamps_.size() / 2) {
       stamps_.erase(stamps_.begin(), begin());
       head_ = 0;
     }
