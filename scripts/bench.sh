@@ -8,7 +8,8 @@
 # operations on a 1 GiB recording (tests/bench/bench_bag.sh), and the
 # WebSocket bridge against a plain WebSocket server, and the DDS gateway
 # between two network namespaces against ddsperf (root; skipped otherwise),
-# then small messages in the slot header's line (shmbus_source, 16 and 24 B),
+# then fan-out to 1-8 subscriber processes against iceoryx, small messages
+# in the slot header's line (shmbus_source, 16 and 24 B),
 # and last the cache-miss view (peers --counters: hardware counters per
 # message for floor, spsc and shmbus; software events where there is no PMU).
 #   scripts/bench.sh            full runs (peers: medians of 5 interleaved
@@ -28,11 +29,12 @@ node_args=()
 record_args=()
 bridge_args=()
 gateway_args=()
+fanout_args=(--repeat 3)
 build_args=(--release)
 json=0
 for a in "$@"; do
   case "$a" in
-    --smoke) peers_args+=(--smoke); repeat=2; micro_args=(--benchmark_min_time=0.01); scale_args=(--channels 200); sync_args=(--seconds 30); node_args=(--smoke); record_args=(--smoke); bridge_args=(--smoke); gateway_args=(--smoke); build_args=() ;;
+    --smoke) peers_args+=(--smoke); repeat=2; micro_args=(--benchmark_min_time=0.01); scale_args=(--channels 200); sync_args=(--seconds 30); node_args=(--smoke); record_args=(--smoke); bridge_args=(--smoke); gateway_args=(--smoke); fanout_args=(--smoke); build_args=() ;;
     --json) peers_args+=(--json); json=1 ;;
     *) echo "bench.sh: unknown option '$a'; use --smoke or --json" >&2; exit 2 ;;
   esac
@@ -52,6 +54,8 @@ fi
 "$dir/tests/bench/shmbus-bench" peers --repeat "$repeat" "${peers_args[@]}"
 # --json prints the peers table alone, one JSON object.
 [[ $json == 1 ]] && exit 0
+# Fan-out: one publisher, 1-8 subscriber processes, against iceoryx.
+"$dir/tests/bench/shmbus-bench-fanout" "${fanout_args[@]}"
 # Small messages: pongs that cite their ping (shmbus) against messages that
 # cite nothing (shmbus_source), which at 24 bytes or less travel in the
 # slot header's line.

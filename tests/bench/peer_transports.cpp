@@ -243,11 +243,6 @@ class ShmbusTransport final : public Transport {
 /// on stdout are not results), named as shmbus names its runtimes: the
 /// children end with _exit, and the files iceoryx leaves for them are
 /// removed by remove_stale_runtime_files.
-void init_iceoryx_runtime(const std::string& name) {
-  iox::log::LogManager::GetLogManager().SetDefaultLogLevel(iox::log::LogLevel::kWarn,
-                                                           iox::log::LogLevelOutput::kHideLogLevel);
-  iox::runtime::PoshRuntime::initRuntime(iox::RuntimeName_t(iox::cxx::TruncateToCapacity, name.c_str()));
-}
 
 class IceoryxLink final : public Link {
  public:
@@ -387,66 +382,6 @@ class IceoryxServiceLink final : public Link {
   std::int64_t request_id_ = 0;
 };
 
-/// The benchmark's own RouDi (iceoryx 2.0 allows one per machine), shared
-/// by every iceoryx transport of the run and stopped with the last of them.
-class BenchRoudi {
- public:
-  explicit BenchRoudi(const std::string& dir) {
-    if (const std::string why = iceoryx_refusal(); !why.empty()) throw std::runtime_error(why);
-    // Pools for 64 B and 4 KiB payloads, raw and with shmbus's chunk
-    // header, enough chunks for 256-deep queues in both directions.
-    std::vector<std::uint32_t> sizes{128, 4224, iceoryx::chunk_payload_size(64), iceoryx::chunk_payload_size(4096)};
-    std::sort(sizes.begin(), sizes.end());  // RouDi wants pools in ascending size
-    std::string pools = "[general]\nversion = 1\n\n[[segment]]\n";
-    for (const std::uint32_t size : sizes) {
-      pools += "\n[[segment.mempool]]\nsize = " + std::to_string(size) + "\ncount = 2048\n";
-    }
-    const std::string config = dir + "/roudi_bench.toml";
-    FILE* f = std::fopen(config.c_str(), "w");
-    if (f == nullptr) throw std::runtime_error("cannot write " + config);
-    std::fputs(pools.c_str(), f);
-    std::fclose(f);
-    pid_ = ::fork();
-    if (pid_ == 0) {
-      // RouDi logs to its own file: its shutdown warnings are not results.
-      const int log = ::open((dir + "/roudi_bench.log").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-      if (log >= 0) {
-        ::dup2(log, STDOUT_FILENO);
-        ::dup2(log, STDERR_FILENO);
-      }
-      ::execlp("iox-roudi", "iox-roudi", "-c", config.c_str(), "-l", "warning", "-m", "off", nullptr);
-      std::perror("shmbus-bench: cannot run iox-roudi (install the iceoryx package)");
-      ::_exit(127);
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(700));
-    int status = 0;
-    if (::waitpid(pid_, &status, WNOHANG) == pid_) {
-      throw std::runtime_error("iox-roudi exited at start; " + dir + "/roudi_bench.log says why");
-    }
-  }
-  ~BenchRoudi() {
-    ::kill(pid_, SIGTERM);
-    int status = 0;
-    ::waitpid(pid_, &status, 0);
-  }
-  BenchRoudi(const BenchRoudi&) = delete;
-  BenchRoudi& operator=(const BenchRoudi&) = delete;
-
-  /// The running RouDi, started by the first caller.
-  static std::shared_ptr<BenchRoudi> shared(const std::string& dir) {
-    static std::weak_ptr<BenchRoudi> running;
-    auto r = running.lock();
-    if (!r) {
-      r = std::make_shared<BenchRoudi>(dir);
-      running = r;
-    }
-    return r;
-  }
-
- private:
-  pid_t pid_ = 0;
-};
-
 /// Raw iceoryx ("iceoryx", "iceoryx_service"), or shmbus over iceoryx
 /// ("shmbus_iceoryx": the shmbus API on a channel with transport =
 /// "iceoryx", the same RouDi).
@@ -461,7 +396,7 @@ class IceoryxTransport final : public Transport {
   bool has_throughput() const override { return kind_ != Kind::kService; }
   void prepare(std::size_t) override {
     domain_ = "bench_iox_" + std::to_string(::getpid()) + "_" + std::to_string(run_++);
-    if (!roudi_) roudi_ = BenchRoudi::shared(dir_);
+    if (!roudi_) roudi_ = BenchRoudi::shared(dir_, peer_pools());
   }
   std::unique_ptr<Link> connect(Side side, std::size_t max_size) override {
     if (kind_ == Kind::kService) return std::make_unique<IceoryxServiceLink>(side, max_size);
@@ -686,6 +621,74 @@ class SpscTransport final : public Transport {
 };
 
 }  // namespace
+
+#if SHMBUS_BENCH_ICEORYX
+void init_iceoryx_runtime(const std::string& name) {
+  iox::log::LogManager::GetLogManager().SetDefaultLogLevel(iox::log::LogLevel::kWarn,
+                                                           iox::log::LogLevelOutput::kHideLogLevel);
+  iox::runtime::PoshRuntime::initRuntime(iox::RuntimeName_t(iox::cxx::TruncateToCapacity, name.c_str()));
+}
+#endif
+
+BenchRoudi::BenchRoudi(const std::string& dir, std::vector<RoudiPool> pools) {
+  if (const std::string why = iceoryx_refusal(); !why.empty()) throw std::runtime_error(why);
+  // RouDi wants its pools in ascending chunk size.
+  std::sort(pools.begin(), pools.end(), [](const RoudiPool& a, const RoudiPool& b) { return a.size < b.size; });
+  std::string config_text = "[general]\nversion = 1\n\n[[segment]]\n";
+  for (const RoudiPool& p : pools) {
+    config_text +=
+        "\n[[segment.mempool]]\nsize = " + std::to_string(p.size) + "\ncount = " + std::to_string(p.count) + "\n";
+  }
+  const std::string config = dir + "/roudi_bench.toml";
+  FILE* f = std::fopen(config.c_str(), "w");
+  if (f == nullptr) throw std::runtime_error("cannot write " + config);
+  std::fputs(config_text.c_str(), f);
+  std::fclose(f);
+  pid_ = ::fork();
+  if (pid_ == 0) {
+    // RouDi logs to its own file: its shutdown warnings are not results.
+    const int log = ::open((dir + "/roudi_bench.log").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (log >= 0) {
+      ::dup2(log, STDOUT_FILENO);
+      ::dup2(log, STDERR_FILENO);
+    }
+    ::execlp("iox-roudi", "iox-roudi", "-c", config.c_str(), "-l", "warning", "-m", "off", nullptr);
+    std::perror("shmbus-bench: cannot run iox-roudi (install the iceoryx package)");
+    ::_exit(127);
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(700));
+  int status = 0;
+  if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+    throw std::runtime_error("iox-roudi exited at start; " + dir + "/roudi_bench.log says why");
+  }
+}
+
+BenchRoudi::~BenchRoudi() {
+  ::kill(pid_, SIGTERM);
+  int status = 0;
+  ::waitpid(pid_, &status, 0);
+}
+
+std::shared_ptr<BenchRoudi> BenchRoudi::shared(const std::string& dir, const std::vector<RoudiPool>& pools) {
+  static std::weak_ptr<BenchRoudi> running;
+  auto r = running.lock();
+  if (!r) {
+    r = std::make_shared<BenchRoudi>(dir, pools);
+    running = r;
+  }
+  return r;
+}
+
+std::vector<RoudiPool> peer_pools() {
+  // 64 B and 4 KiB payloads, raw and with shmbus's chunk header, enough
+  // chunks for 256-deep queues in both directions.
+  std::vector<RoudiPool> pools;
+  for (const std::uint32_t size :
+       {raw_chunk_size(64), raw_chunk_size(4096), iceoryx::chunk_payload_size(64), iceoryx::chunk_payload_size(4096)}) {
+    pools.push_back({size, 2048});
+  }
+  return pools;
+}
 
 std::string iceoryx_refusal() {
   // iceoryx 2.0 allows one RouDi per machine, and a running one has pools

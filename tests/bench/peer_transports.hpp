@@ -75,6 +75,37 @@ std::unique_ptr<Transport> make_iceoryx(const std::string& roudi_config_dir, Ice
 /// Why the iceoryx rows cannot run here (a RouDi that is not the
 /// benchmark's already runs), or empty.
 std::string iceoryx_refusal();
+
+/// One of RouDi's mempools: chunks of `size` bytes (header included).
+struct RoudiPool {
+  std::uint32_t size;
+  std::uint32_t count;
+};
+/// The chunk size a raw iceoryx payload of `payload` bytes needs.
+constexpr std::uint32_t raw_chunk_size(std::uint32_t payload) { return payload + 64; }
+/// The pools of `shmbus-bench peers`' iceoryx rows.
+std::vector<RoudiPool> peer_pools();
+
+/// The benchmark's own RouDi (iceoryx 2.0 allows one per machine) with
+/// `pools`, stopped when destroyed. Throws when one already runs
+/// (iceoryx_refusal) or iox-roudi does not start.
+class BenchRoudi {
+ public:
+  BenchRoudi(const std::string& dir, std::vector<RoudiPool> pools);
+  ~BenchRoudi();
+  BenchRoudi(const BenchRoudi&) = delete;
+  BenchRoudi& operator=(const BenchRoudi&) = delete;
+  /// The running RouDi of this process, started by the first caller (with
+  /// its pools), shared by the rows until the last one lets go.
+  static std::shared_ptr<BenchRoudi> shared(const std::string& dir, const std::vector<RoudiPool>& pools);
+
+ private:
+  int pid_ = 0;
+};
+
+/// This process's iceoryx runtime, logging warnings only (its debug lines
+/// on stdout are not results), named as shmbus names its runtimes.
+void init_iceoryx_runtime(const std::string& name);
 std::unique_ptr<Transport> make_boost_mq();
 std::unique_ptr<Transport> make_uds();
 std::unique_ptr<Transport> make_floor();
