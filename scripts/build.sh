@@ -37,10 +37,13 @@ benchmarks=ON
 compiler=()
 fuzzers=OFF
 if [ "$sanitize" = address ]; then
-  compiler=(-DCMAKE_CXX_COMPILER=clang++)
+  # C too: the gateway's generated Cyclone types are C, and the fuzzers'
+  # coverage flags are clang's.
+  compiler=(-DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++)
   fuzzers=ON
   # A tree GCC built before is configured anew.
-  if [ -f "$dir/CMakeCache.txt" ] && ! grep -q '^CMAKE_CXX_COMPILER:[A-Z]*=.*clang++$' "$dir/CMakeCache.txt"; then
+  if [ -f "$dir/CMakeCache.txt" ] && { ! grep -q '^CMAKE_CXX_COMPILER:[A-Z]*=.*clang++$' "$dir/CMakeCache.txt" ||
+    ! grep -q '^CMAKE_C_COMPILER:[A-Z]*=.*clang$' "$dir/CMakeCache.txt"; }; then
     rm -rf "$dir/CMakeCache.txt" "$dir/CMakeFiles"
   fi
 fi
