@@ -365,7 +365,9 @@ void Channel::leave_waiters(std::uint32_t index) const noexcept {
 namespace {
 
 /// Raises a table's count of entries ever claimed (ChannelHeader::
-/// publishers_used) to cover `index`; release: before the entry turns Live.
+/// publishers_used) to cover `index`.
+/// SYNC POINT WRITE: release CAS, before fill_entry's Live store; pairs with
+/// Channel::entries_used's acquire load.
 void mark_used(std::atomic<std::uint32_t>& used, std::uint32_t index) noexcept {
   std::uint32_t seen = used.load(std::memory_order_relaxed);
   while (seen <= index && !used.compare_exchange_weak(seen, index + 1, std::memory_order_release)) {

@@ -347,11 +347,12 @@ struct ChannelHeader {
   std::uint32_t reserved_overflow;
   std::int64_t block_timeout_ns;
   std::uint64_t claims_offset;
-  /// Entries [0, n) of each table have been claimed at least once: raised
-  /// (release) by a claimer before its entry turns Live, never lowered.
-  /// Observers read only those entries, so the pages of entries never used
-  /// stay out of their memory; a stale value only misses an endpoint that
-  /// went live after the snapshot began.
+  /// Entries [0, n) of each table have been claimed at least once, never
+  /// lowered. Observers read only those entries, so the pages of entries
+  /// never used stay out of their memory; a stale value only misses an
+  /// endpoint that went live after the snapshot began.
+  /// SYNC POINT: raised by claim_entry's mark_used (release CAS, before the
+  /// entry's Live store); loaded by Channel::entries_used (acquire).
   std::atomic<std::uint32_t> publishers_used;
   std::atomic<std::uint32_t> subscribers_used;
 
@@ -407,6 +408,10 @@ static_assert(offsetof(ChannelHeader, waiters) % 8 == 0 &&
               "the sleeper mask shares the futex word's line: one line for the publisher's wake check");
 static_assert(std::atomic<std::uint64_t>::is_always_lock_free, "the sleeper mask is one lock-free word");
 static_assert(sizeof(ChannelHeader) % kCacheLine == 0);
+static_assert(std::atomic<std::uint32_t>::is_always_lock_free &&
+                  offsetof(ChannelHeader, subscribers_used) + sizeof(std::uint32_t) <=
+                      offsetof(ChannelHeader, write_cursor),
+              "the used-entry counts are lock-free and stay in the cold identity lines, off the cursor's line");
 
 /// The `solo` word: granted to `token` (generation `gen`), or not granted.
 constexpr std::uint64_t solo_grant_word(std::uint64_t gen, std::uint32_t token) noexcept {
