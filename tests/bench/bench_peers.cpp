@@ -68,12 +68,6 @@ struct Result {
   std::vector<std::array<double, PmuCounters::kCount>> counter_runs;
 };
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 /// Each repeat's value of `runs` over the same repeat's of `ref` (paired:
 /// measured in the same round); empty when the rows' repeats differ.
 std::vector<double> paired_ratios(const std::vector<double>& runs, const std::vector<double>& ref) {
@@ -113,12 +107,6 @@ struct CounterReport {
   std::uint64_t rounds;
   int ok;
 };
-
-std::int64_t now_ns() {
-  timespec ts{};
-  ::clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec * 1'000'000'000LL + ts.tv_nsec;
-}
 
 void pin_to_cpu(int cpu) {
   cpu_set_t set;

@@ -35,8 +35,6 @@
 namespace shmbus::bench {
 namespace {
 
-void cpu_relax() { __builtin_ia32_pause(); }
-
 std::uint64_t read_seq(const std::byte* p) {
   std::uint64_t v = 0;
   std::memcpy(&v, p, sizeof(v));
@@ -176,7 +174,12 @@ class ServiceLink final : public Link {
   void send(const std::byte* data, std::size_t size) override {
     if (!client_) return;  // the server answered in receive()
     const CallResult r = client_->call({data, size}, response_, std::chrono::seconds(10));
-    seq_ = r.ok() ? read_seq(response_.data()) : UINT64_MAX;
+    if (r.status == CallStatus::kLost) {
+      seq_ = UINT64_MAX;  // counted by the client (lost()); the caller may call again
+      return;
+    }
+    if (!r.ok()) throw std::runtime_error("call failed: " + std::string(to_string(r.status)));
+    seq_ = read_seq(response_.data());
   }
   std::uint64_t receive(Mode mode) override {
     if (client_) return seq_;

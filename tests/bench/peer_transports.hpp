@@ -3,6 +3,12 @@
 // Each Link is one side of a two-process connection: it sends on one
 // direction and receives on the other.
 
+#include <signal.h>
+#include <sys/prctl.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -10,6 +16,33 @@
 #include <vector>
 
 namespace shmbus::bench {
+
+/// CLOCK_MONOTONIC in nanoseconds: the clock every benchmark process
+/// stamps with (comparable across processes).
+inline std::int64_t now_ns() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec * 1'000'000'000LL + ts.tv_nsec;
+}
+
+/// fork(), the child killed when the benchmark process dies (a run cut
+/// short leaves no side behind, spinning or holding shared memory).
+inline pid_t fork_side() {
+  const pid_t pid = ::fork();
+  if (pid == 0) ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  return pid;
+}
+
+/// A spin-wait's pause.
+inline void cpu_relax() { __builtin_ia32_pause(); }
+
+/// The median of `v` (0 when empty).
+inline double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
 
 enum class Mode { kPoll, kBlock };
 enum class Side { kLeader, kFollower };
