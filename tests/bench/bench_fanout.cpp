@@ -511,32 +511,6 @@ struct Measure {
   bool ok = false;
 };
 
-double percentile(std::vector<double>& v, double q) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v[std::min(v.size() - 1, static_cast<std::size_t>(q * static_cast<double>(v.size())))];
-}
-
-/// Waits for the run's processes, at most until `deadline` (then kills
-/// them all); whether every one exited with 0.
-bool wait_children(const std::vector<pid_t>& children, std::int64_t deadline) {
-  bool ok = true;
-  for (const pid_t c : children) {
-    int status = 0;
-    while (::waitpid(c, &status, WNOHANG) == 0) {
-      if (now_ns() > deadline) {
-        for (const pid_t k : children) ::kill(k, SIGKILL);
-        ::waitpid(c, &status, 0);
-        ok = false;
-        break;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    }
-    ok = ok && WIFEXITED(status) && WEXITSTATUS(status) == 0;
-  }
-  for (const pid_t c : children) ::waitpid(c, nullptr, WNOHANG);
-  return ok;
-}
-
 /// One run of a row: N subscriber processes and P publisher processes,
 /// waited for at most the paced phase and a minute.
 Measure run_row(const Row& r, const Options& o, int index) {
@@ -562,7 +536,7 @@ Measure run_row(const Row& r, const Options& o, int index) {
     if (pid == 0) publisher_main(r, domain, run, w, o.latency, per_writer, interval_ns);
     children.push_back(pid);
   }
-  bool ok = wait_children(children, now_ns() + static_cast<std::int64_t>(o.latency) * interval_ns + 60'000'000'000LL);
+  bool ok = wait_sides(children, now_ns() + static_cast<std::int64_t>(o.latency) * interval_ns + 60'000'000'000LL);
   if (r.transport == "shmbus") introspect::clean_domain(domain, false);
   if (mq) boost::interprocess::message_queue::remove(queue_name(domain).c_str());
   Measure m;
@@ -584,10 +558,6 @@ Measure run_row(const Row& r, const Options& o, int index) {
   m.msgs_per_s = static_cast<double>(burst) * 1e9 / static_cast<double>(b.throughput_ns);
   m.ok = true;
   return m;
-}
-
-std::string format_ns(double ns) {
-  return ns >= 10'000 ? fmt::format("{:.1f} us", ns / 1000) : fmt::format("{:.0f} ns", ns);
 }
 
 struct Result {

@@ -152,11 +152,6 @@ struct Measure {
   bool ok = false;
 };
 
-double percentile(std::vector<double>& v, double q) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v[std::min(v.size() - 1, static_cast<std::size_t>(q * static_cast<double>(v.size())))];
-}
-
 /// One run: the server, then C clients, started together once all are
 /// connected; every process waited for at most a minute past the start.
 Measure run_row(Transport& t, std::uint32_t clients, const Options& o) {
@@ -180,21 +175,8 @@ Measure run_row(Transport& t, std::uint32_t clients, const Options& o) {
   const std::int64_t start = now_ns();
   b.start_ns.store(start);
   bool ok = b.clients_ready.load() == clients;
-  const std::int64_t deadline = start + 60'000'000'000LL;
-  for (const pid_t c : children) {
-    int status = 0;
-    while (::waitpid(c, &status, WNOHANG) == 0) {
-      if (now_ns() > deadline || b.failed.load() != 0) {  // a failed side ends the run
-        for (const pid_t k : children) ::kill(k, SIGKILL);
-        ::waitpid(c, &status, 0);
-        ok = false;
-        break;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(2));
-    }
-    ok = ok && WIFEXITED(status) && WEXITSTATUS(status) == 0;
-  }
-  for (const pid_t c : children) ::waitpid(c, nullptr, WNOHANG);
+  // A failed side ends the run at once.
+  ok = wait_sides(children, start + 60'000'000'000LL, &b.failed) && ok;
   t.cleanup();
   Measure m;
   if (!ok || b.failed.load() != 0) return m;
@@ -211,10 +193,6 @@ Measure run_row(Transport& t, std::uint32_t clients, const Options& o) {
   m.lost = static_cast<double>(b.recalls.load());
   m.ok = end > start;
   return m;
-}
-
-std::string format_ns(double ns) {
-  return ns >= 10'000 ? fmt::format("{:.1f} us", ns / 1000) : fmt::format("{:.0f} ns", ns);
 }
 
 struct Result {

@@ -5,14 +5,19 @@
 
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
+#include <fmt/format.h>
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace shmbus::bench {
@@ -33,8 +38,45 @@ inline pid_t fork_side() {
   return pid;
 }
 
+/// Waits for a run's processes until `deadline` (CLOCK_MONOTONIC ns), or
+/// until `abort` (when given) turns non-zero: then kills them all. Whether
+/// every one exited with 0.
+inline bool wait_sides(const std::vector<pid_t>& sides, std::int64_t deadline,
+                       const std::atomic<std::uint32_t>* abort = nullptr);
+
+/// The value below which a fraction `q` of `v` lies (sorts `v`).
+inline double percentile(std::vector<double>& v, double q) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[std::min(v.size() - 1, static_cast<std::size_t>(q * static_cast<double>(v.size())))];
+}
+
+/// Nanoseconds for a table: "812 ns", "12.3 us".
+inline std::string format_ns(double ns) {
+  return ns >= 10'000 ? fmt::format("{:.1f} us", ns / 1000) : fmt::format("{:.0f} ns", ns);
+}
+
 /// A spin-wait's pause.
 inline void cpu_relax() { __builtin_ia32_pause(); }
+
+inline bool wait_sides(const std::vector<pid_t>& sides, std::int64_t deadline,
+                       const std::atomic<std::uint32_t>* abort) {
+  bool ok = true;
+  for (const pid_t c : sides) {
+    int status = 0;
+    while (::waitpid(c, &status, WNOHANG) == 0) {
+      if (now_ns() > deadline || (abort != nullptr && abort->load() != 0)) {
+        for (const pid_t k : sides) ::kill(k, SIGKILL);
+        ::waitpid(c, &status, 0);
+        ok = false;
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+    ok = ok && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+  }
+  for (const pid_t c : sides) ::waitpid(c, nullptr, WNOHANG);
+  return ok;
+}
 
 /// The median of `v` (0 when empty).
 inline double median(std::vector<double> v) {
