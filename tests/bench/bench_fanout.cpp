@@ -88,6 +88,12 @@ std::uint64_t window_for(std::size_t size) { return depth_for(size) * 3 / 4; }
 /// before the fork): readiness, the phases' common starts, each
 /// subscriber's progress per writer, and the latency phase's send and
 /// receive times.
+// SYNC POINT: a subscriber's release store of `received[w]` pairs with
+// writer w's acquire loads in wait_for_all (the flow window). The stamp
+// arrays after the board are plain: each slot has one writer, and the
+// parent reads them only after waitpid() of every side.
+static_assert(std::atomic<std::uint64_t>::is_always_lock_free && std::atomic<std::int64_t>::is_always_lock_free,
+              "the board's atomics are shared across processes");
 struct alignas(64) Progress {
   std::atomic<std::uint64_t> received[kMaxPublishers]{};  ///< the next sequence expected, per writer
   std::atomic<std::uint64_t> lost{0};

@@ -33,16 +33,14 @@ inline std::int64_t now_ns() {
 /// fork(), the child killed when the benchmark process dies (a run cut
 /// short leaves no side behind, spinning or holding shared memory).
 inline pid_t fork_side() {
+  const pid_t parent = ::getpid();
   const pid_t pid = ::fork();
-  if (pid == 0) ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (pid == 0) {
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) ::_exit(1);  // the parent died before the prctl
+  }
   return pid;
 }
-
-/// Waits for a run's processes until `deadline` (CLOCK_MONOTONIC ns), or
-/// until `abort` (when given) turns non-zero: then kills them all. Whether
-/// every one exited with 0.
-inline bool wait_sides(const std::vector<pid_t>& sides, std::int64_t deadline,
-                       const std::atomic<std::uint32_t>* abort = nullptr);
 
 /// The value below which a fraction `q` of `v` lies (sorts `v`).
 inline double percentile(std::vector<double>& v, double q) {
@@ -58,8 +56,11 @@ inline std::string format_ns(double ns) {
 /// A spin-wait's pause.
 inline void cpu_relax() { __builtin_ia32_pause(); }
 
+/// Waits for a run's processes until `deadline` (CLOCK_MONOTONIC ns), or
+/// until `abort` (when given) turns non-zero: then kills them all. Whether
+/// every one exited with 0.
 inline bool wait_sides(const std::vector<pid_t>& sides, std::int64_t deadline,
-                       const std::atomic<std::uint32_t>* abort) {
+                       const std::atomic<std::uint32_t>* abort = nullptr) {
   bool ok = true;
   for (const pid_t c : sides) {
     int status = 0;
