@@ -15,6 +15,12 @@
 
 namespace shmbus::test {
 
+#ifdef SHMBUS_TEST_PEER
+/// The peer program's path (tests/CMakeLists.txt defines it for the tests
+/// that start peers).
+inline const std::string kPeer = SHMBUS_TEST_PEER;
+#endif
+
 /// The transport of the test's channels: SHMBUS_TEST_TRANSPORT=iceoryx in
 /// the test process (its children inherit it), else the ring.
 inline Transport test_transport() {

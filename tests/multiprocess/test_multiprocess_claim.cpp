@@ -25,10 +25,10 @@
 using namespace shmbus;
 using namespace std::chrono_literals;
 using shmbus::test::ChildProcess;
+using shmbus::test::kPeer;
 
 namespace {
 
-const std::string kPeer = SHMBUS_TEST_PEER;
 /// stall_timeout (2 ms) plus room for a loaded 2-core machine's scheduler.
 constexpr std::int64_t kMaxPublishNs = 100'000'000;
 

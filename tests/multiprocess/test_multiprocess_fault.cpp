@@ -20,10 +20,9 @@
 using namespace shmbus;
 using namespace std::chrono_literals;
 using shmbus::test::ChildProcess;
+using shmbus::test::kPeer;
 
 namespace {
-
-const std::string kPeer = SHMBUS_TEST_PEER;
 
 /// Kill iterations of the random-kill test. Each spawns a publisher that
 /// writes 4 KiB messages flat out and kills it 0-2 ms later.

@@ -15,10 +15,9 @@
 using namespace shmbus;
 using namespace std::chrono_literals;
 using shmbus::test::ChildProcess;
+using shmbus::test::kPeer;
 
 namespace {
-
-const std::string kPeer = SHMBUS_TEST_PEER;
 
 class OverflowTest : public ::testing::Test {
  protected:

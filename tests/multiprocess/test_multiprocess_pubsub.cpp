@@ -16,10 +16,9 @@
 using namespace shmbus;
 using namespace std::chrono_literals;
 using shmbus::test::ChildProcess;
+using shmbus::test::kPeer;
 
 namespace {
-
-const std::string kPeer = SHMBUS_TEST_PEER;
 
 class MultiProcessTest : public ::testing::Test {
  protected:

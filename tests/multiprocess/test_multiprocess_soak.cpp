@@ -29,11 +29,11 @@
 using namespace shmbus;
 using namespace std::chrono_literals;
 using shmbus::test::ChildProcess;
+using shmbus::test::kPeer;
 namespace fs = std::filesystem;
 
 namespace {
 
-const std::string kPeer = SHMBUS_TEST_PEER;
 const std::string kDaemon = SHMBUSD_PATH;
 const std::string kTool = SHMTOOL_PATH;
 constexpr int kChannels = 4;

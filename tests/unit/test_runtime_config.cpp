@@ -13,7 +13,7 @@ using namespace std::chrono_literals;
 
 namespace {
 
-std::string error_of(std::string_view text) {
+std::string config_error(std::string_view text) {
   try {
     Config::parse(text, "test.toml");
   } catch (const Error& e) {
@@ -128,33 +128,33 @@ overflow = "overwrite"
 }
 
 TEST(ConfigTest, SyntaxErrorNamesFileLineAndColumn) {
-  const std::string e = error_of("domain = \"a\"\ncapacity = = 3\n");
+  const std::string e = config_error("domain = \"a\"\ncapacity = = 3\n");
   EXPECT_EQ(e.rfind("test.toml:2:", 0), 0U) << e;
 }
 
 TEST(ConfigTest, BadValuesAreRefusedAtTheirPosition) {
-  EXPECT_EQ(error_of("[defaults]\ncapacity = 100\n"),
+  EXPECT_EQ(config_error("[defaults]\ncapacity = 100\n"),
             "test.toml:2:12: capacity = 100 must be a power of two from 2 to 1048576");
-  EXPECT_EQ(error_of("[defaults]\nwindow = \"fast\"\n"),
+  EXPECT_EQ(config_error("[defaults]\nwindow = \"fast\"\n"),
             "test.toml:2:10: window = \"fast\" is not a positive duration; write a number and a unit (ns, us, "
             "ms, s, min), e.g. \"100ms\"");
-  EXPECT_EQ(error_of("[[channel]]\nname = \"/a\"\nthresholds_hz = [30.0, 20.0, 60.0]\n"),
+  EXPECT_EQ(config_error("[[channel]]\nname = \"/a\"\nthresholds_hz = [30.0, 20.0, 60.0]\n"),
             "test.toml:3:17: thresholds_hz must satisfy f1 < f2 < f3");
-  EXPECT_EQ(error_of("[defaults]\ntransport = \"udp\"\n"),
+  EXPECT_EQ(config_error("[defaults]\ntransport = \"udp\"\n"),
             "test.toml:2:13: transport = \"udp\" is unknown; use \"shm\" or \"iceoryx\"");
-  EXPECT_EQ(error_of("[defaults]\noverflow = \"drop\"\n"),
+  EXPECT_EQ(config_error("[defaults]\noverflow = \"drop\"\n"),
             "test.toml:2:12: overflow = \"drop\" is unknown; use \"overwrite\" or \"block\"");
-  EXPECT_EQ(error_of("[defaults]\nblock_timeout = \"0ms\"\n"),
+  EXPECT_EQ(config_error("[defaults]\nblock_timeout = \"0ms\"\n"),
             "test.toml:2:17: block_timeout = \"0ms\" is not a positive duration; write a number and a unit (ns, us, "
             "ms, s, min), e.g. \"100ms\"");
-  EXPECT_EQ(error_of("colour = 1\n"), "test.toml:1:1: unknown key colour");
-  EXPECT_EQ(error_of("[[channel]]\ncapacity = 4\n"),
+  EXPECT_EQ(config_error("colour = 1\n"), "test.toml:1:1: unknown key colour");
+  EXPECT_EQ(config_error("[[channel]]\ncapacity = 4\n"),
             "test.toml:1:1: a [[channel]] entry needs name = \"/exact/name\" or a glob");
-  EXPECT_EQ(error_of("domain = \"no spaces\"\n"),
+  EXPECT_EQ(config_error("domain = \"no spaces\"\n"),
             "test.toml:1:10: domain \"no spaces\" is not valid; use 1 to 32 letters, digits, '_' or '-'");
   // The programs' sections are theirs to read (tests/unit/test_config_sections.cpp).
-  EXPECT_EQ(error_of("[monitor]\ndebounce_scans = 0\n"), "no error");
-  EXPECT_EQ(error_of("[monitr]\ndebounce_scans = 3\n"), "test.toml:1:2: unknown key monitr");
+  EXPECT_EQ(config_error("[monitor]\ndebounce_scans = 0\n"), "no error");
+  EXPECT_EQ(config_error("[monitr]\ndebounce_scans = 3\n"), "test.toml:1:2: unknown key monitr");
 }
 
 TEST(ConfigTest, MissingFileIsAConfigErrorNamingThePath) {

@@ -6,7 +6,7 @@
 using namespace shmbus;
 
 namespace {
-std::string error_of(std::string_view name) {
+std::string name_error(std::string_view name) {
   try {
     validate_channel_name(name);
   } catch (const Error& e) {
@@ -18,21 +18,21 @@ std::string error_of(std::string_view name) {
 }  // namespace
 
 TEST(NamesTest, ValidChannelNamesPass) {
-  EXPECT_EQ(error_of("/imu"), "valid");
-  EXPECT_EQ(error_of("/camera/front_left-2"), "valid");
-  EXPECT_EQ(error_of("/" + std::string(kMaxChannelName - 1, 'a')), "valid");
+  EXPECT_EQ(name_error("/imu"), "valid");
+  EXPECT_EQ(name_error("/camera/front_left-2"), "valid");
+  EXPECT_EQ(name_error("/" + std::string(kMaxChannelName - 1, 'a')), "valid");
 }
 
 TEST(NamesTest, InvalidChannelNamesAreRefusedWithTheReason) {
   const std::string rule = "; use /segment[/segment...] with letters, digits, '_' and '-', at most 100 bytes";
-  EXPECT_EQ(error_of("imu"), "channel name \"imu\" must start with '/'" + rule);
-  EXPECT_EQ(error_of(""), "channel name \"\" must start with '/'" + rule);
-  EXPECT_EQ(error_of("/a/"), "channel name \"/a/\" must not end with '/'" + rule);
-  EXPECT_EQ(error_of("/a//b"), "channel name \"/a//b\" has an empty segment ('//')" + rule);
-  EXPECT_EQ(error_of("/a.b"), "channel name \"/a.b\" has the character '.' at position 2" + rule);
-  EXPECT_EQ(error_of("/a b"), "channel name \"/a b\" has the character ' ' at position 2" + rule);
+  EXPECT_EQ(name_error("imu"), "channel name \"imu\" must start with '/'" + rule);
+  EXPECT_EQ(name_error(""), "channel name \"\" must start with '/'" + rule);
+  EXPECT_EQ(name_error("/a/"), "channel name \"/a/\" must not end with '/'" + rule);
+  EXPECT_EQ(name_error("/a//b"), "channel name \"/a//b\" has an empty segment ('//')" + rule);
+  EXPECT_EQ(name_error("/a.b"), "channel name \"/a.b\" has the character '.' at position 2" + rule);
+  EXPECT_EQ(name_error("/a b"), "channel name \"/a b\" has the character ' ' at position 2" + rule);
   const std::string long_name = "/" + std::string(kMaxChannelName, 'a');
-  EXPECT_EQ(error_of(long_name), "channel name \"" + long_name + "\" is 101 bytes long" + rule);
+  EXPECT_EQ(name_error(long_name), "channel name \"" + long_name + "\" is 101 bytes long" + rule);
 }
 
 TEST(NamesTest, DomainAndNodeNamesAreChecked) {
