@@ -20,6 +20,7 @@
 #include "shmbus/introspect.hpp"
 #include "shmbus/publisher.hpp"
 #include "shmbus/subscriber.hpp"
+#include "support/sanitizers.hpp"
 #include "support/test_domain.hpp"
 
 using namespace shmbus;
@@ -35,7 +36,7 @@ constexpr std::int64_t kMaxPublishNs = 100'000'000;
 /// Whether a lone publisher holds the solo grant in this build on this
 /// kernel (not under ThreadSanitizer, and membarrier's GLOBAL_EXPEDITED).
 bool solo_expected() {
-#if defined(__SANITIZE_THREAD__)
+#if defined(SHMBUS_TEST_TSAN)
   return false;
 #else
   const long cmds = ::syscall(SYS_membarrier, MEMBARRIER_CMD_QUERY, 0U, 0);
