@@ -34,8 +34,8 @@ benchmarks=ON
 # The ASan+UBSan tree is clang's and holds the libFuzzer targets too
 # (scripts/fuzz.sh runs them): one sanitizer build serves the suite and the
 # fuzzers, and clang builds it in about two thirds of GCC's time.
-# The ThreadSanitizer tree is clang's as well: it builds in about two thirds
-# of GCC's time.
+# The ThreadSanitizer tree is clang's as well (CI's stage: 397 s, against
+# 467 s with GCC's).
 compiler=()
 fuzzers=OFF
 if [ -n "$sanitize" ]; then
