@@ -36,6 +36,7 @@
 #include "shmbus/cli.hpp"
 #include "shmbus/clock.hpp"
 #include "shmbus/context.hpp"
+#include "shmbus/introspect.hpp"
 #include "shmbus/publisher.hpp"
 #include "shmbus/subscriber.hpp"
 #include "support/two_hosts.hpp"
@@ -81,11 +82,17 @@ struct Side {
       throw shmbus::Error(shmbus::Errc::kResource, "the gateway did not start: " + gateway->output());
     }
   }
+  /// The gateway stopped, then this process's endpoints closed: the
+  /// domain's segments are removed with them.
   ~Side() {
     gateway->signal(SIGTERM);
     gateway->wait(10s);
     std::filesystem::remove(file);
+    context.reset();
+    shmbus::introspect::clean_domain(config.domain, false);
   }
+  Side(const Side&) = delete;
+  Side& operator=(const Side&) = delete;
   shmbus::Config config;
   std::filesystem::path file;
   std::unique_ptr<shmbus::Context> context;

@@ -33,7 +33,17 @@ struct Bench {
     hub->start_reader();
     // A channel the frames can subscribe to, advertise and publish on.
     publisher = std::make_unique<Publisher>("/chatter", type_info_of<std_msgs::String>(), hub->context);
+    domain = c.domain;
   }
+  /// At the fuzzer's exit: its domain's segments go with it.
+  ~Bench() {
+    publisher.reset();
+    hub.reset();
+    introspect::clean_domain(domain, false);
+  }
+  Bench(const Bench&) = delete;
+  Bench& operator=(const Bench&) = delete;
+  std::string domain;
   asio::io_context io{1};
   std::unique_ptr<Hub> hub;
   std::unique_ptr<Publisher> publisher;
