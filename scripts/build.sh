@@ -6,6 +6,8 @@
 # --target builds only T (and what it needs); SHMBUS_WERROR=ON in the
 # environment makes warnings errors, SHMBUS_LINE_TABLES_ONLY=ON keeps line
 # tables only as debug information (-g1: a third less build time) (CI).
+# Unset, a tree keeps what it was configured with (both OFF in a new one):
+# a later run (scripts/bench.sh) does not rebuild a CI tree with other flags.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -54,8 +56,8 @@ bash scripts/install-deps.sh >&2
 # Configured as the Debian packages are (prefix /usr, Debian's unit
 # directory): the package test packs this very tree (tests/package/deb.sh).
 cmake -S . -B "$dir" -G Ninja "${compiler[@]}" -DCMAKE_BUILD_TYPE="$build_type" -DSHMBUS_SANITIZE="$sanitize" \
-  -DSHMBUS_BUILD_BENCHMARKS="$benchmarks" -DSHMBUS_BUILD_FUZZERS="$fuzzers" -DSHMBUS_WERROR="${SHMBUS_WERROR:-OFF}" \
-  -DSHMBUS_LINE_TABLES_ONLY="${SHMBUS_LINE_TABLES_ONLY:-OFF}" \
+  -DSHMBUS_BUILD_BENCHMARKS="$benchmarks" -DSHMBUS_BUILD_FUZZERS="$fuzzers" ${SHMBUS_WERROR:+-DSHMBUS_WERROR="$SHMBUS_WERROR"} \
+  ${SHMBUS_LINE_TABLES_ONLY:+-DSHMBUS_LINE_TABLES_ONLY="$SHMBUS_LINE_TABLES_ONLY"} \
   -DCMAKE_INSTALL_PREFIX=/usr -DSHMBUS_SYSTEMD_UNIT_DIR=/lib/systemd/system >&2
 cmake --build "$dir" -j "$(nproc)" "${targets[@]}" >&2
 echo "$dir"
