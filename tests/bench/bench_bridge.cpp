@@ -41,9 +41,9 @@
 #include "shmbus/cli.hpp"
 #include "shmbus/clock.hpp"
 #include "shmbus/context.hpp"
-#include "shmbus/introspect.hpp"
 #include "shmbus/publisher.hpp"
 #include "std_msgs/Header.hpp"
+#include "support/test_domain.hpp"
 
 extern char** environ;
 
@@ -404,6 +404,9 @@ int main(int argc, char** argv) {
     camera.capacity = 16;
     camera.max_message_size = static_cast<std::uint32_t>(sensor_msgs::Image::wire_size(kPixels));
     config.channels.push_back(camera);
+    // Runs last, once the publishers and the context are gone (also when a
+    // row throws).
+    const shmbus::test::DomainCleanup cleanup{config.domain};
     shmbus::Context context(config);
     shmbus::Publisher imu_pub("/imu", type_of<sensor_msgs::Imu>(), context);
     shmbus::Publisher image_pub("/camera/image", type_of<sensor_msgs::Image>(), context);
@@ -473,7 +476,6 @@ int main(int argc, char** argv) {
     }
     ::kill(floor, SIGTERM);
     ::waitpid(floor, nullptr, 0);
-    shmbus::introspect::clean_domain(config.domain, false);
     print_rows(rows, seconds, as_json);
     return 0;
   });
