@@ -36,9 +36,9 @@
 #include "shmbus/cli.hpp"
 #include "shmbus/clock.hpp"
 #include "shmbus/context.hpp"
-#include "shmbus/introspect.hpp"
 #include "shmbus/publisher.hpp"
 #include "shmbus/subscriber.hpp"
+#include "support/test_domain.hpp"
 #include "support/two_hosts.hpp"
 
 namespace {
@@ -67,6 +67,7 @@ double percentile(std::vector<double> v, double p) {
 struct Side {
   Side(const TwoHosts& hosts, int host, std::size_t size, const std::string& wait_spin, const std::string& entries) {
     config.domain = fmt::format("benchgw{}_{}_{}", ::getpid(), host, size);
+    cleanup.domain = config.domain;
     config.node = "bench";
     const std::string settings =
         fmt::format("[[channel]]\nname = \"/bench/*\"\ncapacity = 64\nmax_message_size = {}\nwait_spin = \"{}\"\n",
@@ -82,17 +83,16 @@ struct Side {
       throw shmbus::Error(shmbus::Errc::kResource, "the gateway did not start: " + gateway->output());
     }
   }
-  /// The gateway stopped, then this process's endpoints closed: the
-  /// domain's segments are removed with them.
   ~Side() {
     gateway->signal(SIGTERM);
     gateway->wait(10s);
     std::filesystem::remove(file);
-    context.reset();
-    shmbus::introspect::clean_domain(config.domain, false);
   }
   Side(const Side&) = delete;
   Side& operator=(const Side&) = delete;
+  /// Destroyed last: once the gateway stopped and our endpoints closed,
+  /// the domain's segments are removed.
+  shmbus::test::DomainCleanup cleanup;
   shmbus::Config config;
   std::filesystem::path file;
   std::unique_ptr<shmbus::Context> context;

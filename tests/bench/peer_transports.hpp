@@ -58,14 +58,15 @@ inline void cpu_relax() { __builtin_ia32_pause(); }
 
 /// Waits for a run's processes until `deadline` (CLOCK_MONOTONIC ns), or
 /// until `abort` (when given) turns non-zero: then kills them all. Whether
-/// every one exited with 0.
+/// every one exited with 0. `abort` is a flag only (no data is published
+/// through it), so its load needs no ordering partner.
 inline bool wait_sides(const std::vector<pid_t>& sides, std::int64_t deadline,
                        const std::atomic<std::uint32_t>* abort = nullptr) {
   bool ok = true;
   for (const pid_t c : sides) {
     int status = 0;
     while (::waitpid(c, &status, WNOHANG) == 0) {
-      if (now_ns() > deadline || (abort != nullptr && abort->load() != 0)) {
+      if (now_ns() > deadline || (abort != nullptr && abort->load(std::memory_order_relaxed) != 0)) {
         for (const pid_t k : sides) ::kill(k, SIGKILL);
         ::waitpid(c, &status, 0);
         ok = false;
