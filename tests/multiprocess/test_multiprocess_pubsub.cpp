@@ -77,7 +77,10 @@ TEST_P(TransportMultiProcessTest, ThreePublishersTwoSubscribersEveryMessageDeliv
       // has them (settled once the queue ran empty).
       EXPECT_LE(f.at("lost"), f.at("counter_lost")) << s->output();
     }
-    EXPECT_GT(f.at("delivered"), static_cast<long long>(kTotal / 2)) << s->output();
+    // However slow a subscriber is (sanitizers, CPU hogs), the ring's (the
+    // queue's) last 16 messages stay readable once the publishers stop, but
+    // for at most one per publisher skipped past its stall bound.
+    EXPECT_GE(f.at("delivered"), 16 - kPublishers) << s->output();
   }
   introspect::ChannelReader reader(domain_, "/mp");
   const introspect::ChannelView v = reader.view();
