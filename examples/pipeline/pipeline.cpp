@@ -13,6 +13,7 @@
 //       c4 and c6 the latest taken
 // Inputs come from Node callbacks (c1, c3) and from what the callback takes
 // (c2, c4, c6): provenance records all of them with no code here.
+#include <CLI/CLI.hpp>
 #include <cstdio>
 #include <cstdlib>
 #include <optional>

@@ -7,7 +7,6 @@
 
 #include <signal.h>
 
-#include <CLI/CLI.hpp>
 #include <csignal>
 #include <cstdio>
 #include <exception>
@@ -18,26 +17,17 @@
 #include "shmbus/error.hpp"
 #include "shmbus/stop_signals.hpp"
 
+namespace CLI {
+class App;
+}  // namespace CLI
+
 namespace shmbus::cli {
 
 /// Parses; returns the exit code to leave with, or nullopt to go on.
-/// Every program answers --version with the project's version.
-inline std::optional<int> parse(CLI::App& app, int argc, char** argv) {
-  if (app.get_version_ptr() == nullptr) app.set_version_flag("--version", std::string{SHMBUS_VERSION});
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::CallForAllHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::CallForVersion& e) {
-    return app.exit(e);
-  } catch (const CLI::ParseError& e) {
-    std::fprintf(stderr, "%s: %s; see %s --help\n", app.get_name().c_str(), e.what(), app.get_name().c_str());
-    return 2;
-  }
-  return std::nullopt;
-}
+/// Every program answers --version with the project's version. The caller
+/// builds `app` with <CLI/CLI.hpp>, which only the programs' own sources
+/// include (CLI11 compiles its validators into every source that does).
+std::optional<int> parse(CLI::App& app, int argc, char** argv);
 
 /// Runs a program's body: an Error becomes "PROGRAM: message" on stderr and
 /// its exit code (2 config/usage, 3 not found, 1 otherwise); anything else
