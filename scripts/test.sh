@@ -18,6 +18,11 @@ if [ "${1:-}" = "--sanitize" ]; then
   # The package test rebuilds shmbus without sanitizers, and timing accuracy
   # is a property of the plain build: both run in the plain suite.
   labels+=(-LE 'package|timing')
+  # The soaks run alone (RUN_SERIAL); the plain suite runs them whole (60 s
+  # of chaos, 30 s of the time list), a sanitizer stage for 30 s and 10 s:
+  # the same kills, stops and restarts, fewer of them.
+  export SHMBUS_SOAK_SECONDS=${SHMBUS_SOAK_SECONDS:-30}
+  export SHMBUS_TIME_LIST_SOAK_S=${SHMBUS_TIME_LIST_SOAK_S:-10}
 fi
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
