@@ -32,11 +32,12 @@ gateway_args=()
 fanout_args=(--repeat 3)
 camera_args=(--sizes 64,1048576,4194304,8388608 --repeat 3 --messages 300)
 fanin_args=(--publishers 1,2,4 --repeat 3)
+services_args=(--clients 1,4,16 --repeat 3)
 build_args=(--release)
 json=0
 for a in "$@"; do
   case "$a" in
-    --smoke) peers_args+=(--smoke); repeat=2; micro_args=(--benchmark_min_time=0.01); scale_args=(--channels 200); sync_args=(--seconds 30); node_args=(--smoke); record_args=(--smoke); bridge_args=(--smoke); gateway_args=(--smoke); fanout_args=(--smoke --subscribers 1,2 --sizes 64,65536); camera_args=(--smoke --sizes 64,4194304 --modes block); fanin_args=(--smoke --publishers 1,2 --modes block); build_args=() ;;
+    --smoke) peers_args+=(--smoke); repeat=2; micro_args=(--benchmark_min_time=0.01); scale_args=(--channels 200); sync_args=(--seconds 30); node_args=(--smoke); record_args=(--smoke); bridge_args=(--smoke); gateway_args=(--smoke); fanout_args=(--smoke --subscribers 1,2 --sizes 64,65536); camera_args=(--smoke --sizes 64,4194304 --modes block); fanin_args=(--smoke --publishers 1,2 --modes block); services_args=(--smoke); build_args=() ;;
     --json) peers_args+=(--json); json=1 ;;
     *) echo "bench.sh: unknown option '$a'; use --smoke or --json" >&2; exit 2 ;;
   esac
@@ -65,6 +66,9 @@ fi
 # Fan-in: 1, 2, 4 writer processes into one channel, against iceoryx's
 # publishers on one topic and Boost message_queue.
 "$dir/tests/bench/shmbus-bench-fanout" --subscribers 1 --sizes 64 --transports shmbus,iceoryx,boost_mq "${fanin_args[@]}"
+# Services under load: 1, 4, 16 client processes calling one server,
+# against iceoryx's request/response.
+"$dir/tests/bench/shmbus-bench-services" "${services_args[@]}"
 # Small messages: pongs that cite their ping (shmbus) against messages that
 # cite nothing (shmbus_source), which at 24 bytes or less travel in the
 # slot header's line.
