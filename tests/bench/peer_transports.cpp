@@ -1,6 +1,7 @@
 #include "peer_transports.hpp"
 
 #include <fcntl.h>
+#include <grp.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
@@ -681,6 +682,15 @@ BenchRoudi::~BenchRoudi() {
   ::kill(pid_, SIGTERM);
   int status = 0;
   ::waitpid(pid_, &status, 0);
+  // RouDi 2.0.3 asserts at its shutdown when a process it still lists is
+  // gone (the sides end with _exit; its monitoring is off), and aborts with
+  // its shared memory in place. It was the only RouDi (it holds a lock
+  // while it runs), so what it leaves is this benchmark's to remove: its
+  // management segment and its one payload segment, named after the group.
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    ::shm_unlink("iceoryx_mgmt");
+    if (const group* g = ::getgrgid(::getegid()); g != nullptr) ::shm_unlink(g->gr_name);
+  }
 }
 
 std::shared_ptr<BenchRoudi> BenchRoudi::shared(const std::string& dir, const std::vector<RoudiPool>& pools) {
