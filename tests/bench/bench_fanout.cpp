@@ -210,8 +210,12 @@ class FanSubscriber {
   virtual std::uint64_t lost() const = 0;
 };
 
+/// shmbus's wait_spin in every side (--wait-spin-us), set before they fork.
+std::chrono::nanoseconds g_wait_spin = Config{}.defaults.wait_spin;
+
 Config shmbus_config(const std::string& domain, std::size_t size, const char* node) {
   Config c;
+  c.defaults.wait_spin = g_wait_spin;
   c.domain = domain;
   c.node = node;
   c.defaults.capacity = depth_for(size);
@@ -714,6 +718,11 @@ static int run_fanout(int argc, char** argv) {
   app.add_option("--transports", o.transports, "subset of shmbus,iceoryx,boost_mq")
       ->delimiter(',')
       ->check(CLI::IsMember({"shmbus", "iceoryx", "boost_mq"}));
+  std::uint32_t wait_spin_us = static_cast<std::uint32_t>(
+      std::chrono::duration_cast<std::chrono::microseconds>(Config{}.defaults.wait_spin).count());
+  app.add_option("--wait-spin-us", wait_spin_us,
+                 "shmbus's wait_spin: how long a blocking wait spins before it sleeps (default 50)")
+      ->check(CLI::Range(0, 100'000));
   app.add_option("--messages", o.latency, "paced messages per writer per latency run")
       ->check(CLI::Range(10, 1'000'000));
   app.add_option("--throughput", o.throughput,
@@ -724,6 +733,7 @@ static int run_fanout(int argc, char** argv) {
   app.add_flag("--json", o.json, "one JSON object instead of a table");
   app.add_flag("--smoke", smoke, "a short run of the rows asked for: 100 paced and 2000 burst messages, once");
   if (auto rc = cli::parse(app, argc, argv)) return *rc;
+  g_wait_spin = std::chrono::microseconds(wait_spin_us);
   if (smoke) {
     o.latency = 100;
     o.throughput = 2000;
