@@ -5,7 +5,6 @@
 // slow publisher stops: shmbusd's alert arrives on /shmbus/alerts. This process prints what the registry
 // and the time lists show.
 #include <signal.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -122,22 +121,10 @@ debounce_scans = 2
 metrics_listen = "127.0.0.1:0"
 )";
 
-/// fork(), the child asking for SIGTERM when the demo ends, however it
-/// ends (SIGKILL too): nothing the demo started outlives it.
-pid_t fork_child() {
-  const pid_t parent = ::getpid();
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    ::prctl(PR_SET_PDEATHSIG, SIGTERM);
-    if (::getppid() != parent) ::_exit(1);  // the demo died before the prctl
-  }
-  return pid;
-}
-
 /// Starts shmbusd on the demo's domain with the demo's configuration file.
 pid_t start_daemon(const std::string& domain, const std::string& config_path) {
   const std::string path = daemon_path();
-  const pid_t pid = fork_child();
+  const pid_t pid = cli::fork_child(SIGTERM);
   if (pid == 0) {
     ::execlp(path.c_str(), "shmbusd", "--foreground", "--config", config_path.c_str(), "--domain", domain.c_str(),
              nullptr);
@@ -159,7 +146,7 @@ void print_page_address(const Config& config) {
 }
 
 pid_t spawn(const std::function<int()>& body) {
-  const pid_t pid = fork_child();
+  const pid_t pid = cli::fork_child(SIGTERM);
   if (pid == 0) {
     const int rc = cli::guarded("shmbus-demo", body);
     std::fflush(stdout);

@@ -4,7 +4,6 @@
 // direction and receives on the other.
 
 #include <signal.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -20,6 +19,8 @@
 #include <thread>
 #include <vector>
 
+#include "shmbus/cli.hpp"
+
 namespace shmbus::bench {
 
 /// CLOCK_MONOTONIC in nanoseconds: the clock every benchmark process
@@ -32,15 +33,7 @@ inline std::int64_t now_ns() {
 
 /// fork(), the child killed when the benchmark process dies (a run cut
 /// short leaves no side behind, spinning or holding shared memory).
-inline pid_t fork_side() {
-  const pid_t parent = ::getpid();
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (::getppid() != parent) ::_exit(1);  // the parent died before the prctl
-  }
-  return pid;
-}
+inline pid_t fork_side() { return cli::fork_child(SIGKILL); }
 
 /// The value below which a fraction `q` of `v` lies (sorts `v`).
 inline double percentile(std::vector<double>& v, double q) {

@@ -6,6 +6,8 @@
 // SIGINT/SIGTERM turned into a stop request.
 
 #include <signal.h>
+#include <sys/prctl.h>
+#include <unistd.h>
 
 #include <csignal>
 #include <cstdio>
@@ -54,6 +56,19 @@ inline sigset_t signal_set(std::initializer_list<int> signals) {
   ::sigemptyset(&set);
   for (const int s : signals) ::sigaddset(&set, s);
   return set;
+}
+
+/// fork(); the child asks for `death_signal` when the parent ends, however
+/// it ends (SIGKILL too), so nothing a program starts outlives it, and
+/// leaves at once (exit 1) if the parent ended before it asked.
+inline pid_t fork_child(int death_signal) {
+  const pid_t parent = ::getpid();
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::prctl(PR_SET_PDEATHSIG, death_signal);
+    if (::getppid() != parent) ::_exit(1);
+  }
+  return pid;
 }
 
 /// SIGINT and SIGTERM request a stop (stop_requested()) instead of ending
