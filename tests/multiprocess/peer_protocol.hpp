@@ -28,12 +28,15 @@ inline Transport test_transport() {
   return t != nullptr && std::string_view{t} == "iceoryx" ? Transport::kIceoryx : Transport::kShm;
 }
 
+/// The peer channels' ring (iceoryx: queue) capacity.
+inline constexpr std::uint32_t kPeerCapacity = 16;
+
 inline Config peer_config(const std::string& domain, const std::string& node) {
   Config c;
   c.domain = domain;
   c.node = node;
   c.defaults.transport = test_transport();
-  c.defaults.capacity = 16;
+  c.defaults.capacity = kPeerCapacity;
   c.defaults.max_message_size = 4096;
   c.defaults.wait_spin = std::chrono::microseconds(20);
   // SHMBUS_TEST_OVERFLOW=block: the channels' publishers wait for their

@@ -78,9 +78,10 @@ TEST_P(TransportMultiProcessTest, ThreePublishersTwoSubscribersEveryMessageDeliv
       EXPECT_LE(f.at("lost"), f.at("counter_lost")) << s->output();
     }
     // However slow a subscriber is (sanitizers, CPU hogs), the ring's (the
-    // queue's) last 16 messages stay readable once the publishers stop, but
-    // for at most one per publisher skipped past its stall bound.
-    EXPECT_GE(f.at("delivered"), 16 - kPublishers) << s->output();
+    // queue's) last kPeerCapacity messages stay readable once the
+    // publishers stop, but for at most one per publisher skipped past its
+    // stall bound.
+    EXPECT_GE(f.at("delivered"), static_cast<long long>(test::kPeerCapacity) - kPublishers) << s->output();
   }
   introspect::ChannelReader reader(domain_, "/mp");
   const introspect::ChannelView v = reader.view();
