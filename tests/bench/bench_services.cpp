@@ -39,7 +39,8 @@ using namespace shmbus::bench;
 
 namespace {
 
-constexpr std::uint32_t kMaxClients = 64;
+/// A client is a publisher on the request channel: at most a channel's.
+constexpr std::uint32_t kMaxClients = shmbus::kMaxChannelPublishers;
 
 /// What the processes of one run share: readiness, the common start, each
 /// client's last response time and failures, then every call's latency.
@@ -209,7 +210,7 @@ static int run_services(int argc, char** argv) {
                "shmbus-bench-services"};
   Options o;
   bool smoke = false;
-  app.add_option("--clients", o.clients, "client process counts (1-64)")
+  app.add_option("--clients", o.clients, "client process counts (1-32: a request channel's publishers)")
       ->delimiter(',')
       ->check(CLI::Range(1U, kMaxClients));
   app.add_option("--transports", o.transports, "subset of service,iceoryx_service")

@@ -97,12 +97,45 @@ TEST(ServiceTest, TypedCallReturnsTheResponseThatCitesItsRequestAndStampsTimeLis
   EXPECT_EQ(client.untyped().calls(), 2U);
   // Requests and responses stamp their time lists: shmbusd and hz see them.
   EXPECT_EQ(introspect::ChannelReader(d.domain(), service_request_channel(kService)).view().stamps, 2U);
-  EXPECT_EQ(introspect::ChannelReader(d.domain(), service_response_channel(kService)).view().stamps, 2U);
   const introspect::ServiceView v = introspect::service_view(d.domain(), kService);
   EXPECT_EQ(v.service_type, "example_srvs/AddTwoInts");
   ASSERT_TRUE(v.server.has_value());
   EXPECT_EQ(v.server->pid, ::getpid());
-  EXPECT_EQ(v.clients.size(), 1U);
+  ASSERT_EQ(v.clients.size(), 1U);
+  // The answers came on the client's own channel, named by its slot.
+  const std::string own = service_client_response_channel(kService, v.clients[0].slot);
+  EXPECT_EQ(v.client_channels, std::vector<std::string>{own});
+  EXPECT_EQ(introspect::ChannelReader(d.domain(), own).view().stamps, 2U);
+  EXPECT_EQ(introspect::ChannelReader(d.domain(), service_response_channel(kService)).view().messages, 0U);
+  EXPECT_EQ(v.responses_sent, 2U);
+}
+
+// A service whose name leaves no room for `/_response/<slot>` still works:
+// its clients are answered on NAME/_response, which they all read.
+TEST(ServiceTest, AClientWithoutAChannelOfItsOwnIsAnsweredOnTheSharedOne) {
+  TestDomain d;
+  const std::string service = "/" + std::string(89, 'n');  // NAME/_response fits; NAME/_response/0 does not
+  ASSERT_EQ(service_response_channel(service).size(), kMaxChannelName);
+  TypedServiceServer<AddTwoInts> server(service, add, d.context());
+  std::atomic<bool> stop{false};
+  std::thread spinner([&] {
+    while (!stop.load()) server.spin_once(5ms);
+  });
+  Client first(service, d.context());
+  Client second(service, d.context());
+  AddTwoInts::Response rsp{};
+  for (int i = 0; i < 20; ++i) {
+    Client& c = i % 2 == 0 ? first : second;
+    const CallResult r = c.call({.a = i, .b = 100}, rsp, 10s);
+    ASSERT_TRUE(r.ok()) << to_string(r.status);
+    EXPECT_EQ(rsp.sum, i + 100);
+  }
+  stop.store(true);
+  spinner.join();
+  const introspect::ServiceView v = introspect::service_view(d.domain(), service);
+  EXPECT_TRUE(v.client_channels.empty());
+  EXPECT_EQ(v.responses_sent, 20U);
+  EXPECT_EQ(first.untyped().lost() + second.untyped().lost(), 0U);
 }
 
 // A trigger: an empty request, an empty response (std_srvs/Trigger's
@@ -190,6 +223,12 @@ TEST(ServiceTest, ConcurrentClientsEachGetOnlyTheirOwnResponsesInArrivalOrder) {
   for (auto& t : clients) t.join();
   stop.store(true);
   spinner.join();
+  // Each client was answered on its own channel, none on the shared one.
+  const introspect::ServiceView v = introspect::service_view(d.domain(), "/example/order");
+  EXPECT_EQ(v.client_channels.size(), static_cast<std::size_t>(kClients));
+  EXPECT_EQ(v.responses_sent, static_cast<std::uint64_t>(kClients * kCalls));
+  ASSERT_TRUE(v.responses.has_value());
+  EXPECT_EQ(v.responses->messages, 0U);
   EXPECT_EQ(failed.load(), 0);
   EXPECT_EQ(wrong.load(), 0);  // no client ever took another client's response
   ASSERT_EQ(order.size(), static_cast<std::size_t>(kClients * kCalls));
@@ -300,26 +339,49 @@ TEST(ServiceProcessTest, AClientKilledBeforeItsResponseLeavesNothingBehind) {
   introspect::clean_domain(d.domain(), false);
   const introspect::ServiceView v = introspect::service_view(d.domain(), kService);
   ASSERT_TRUE(v.responses.has_value());
-  EXPECT_EQ(v.responses->messages, 2U);  // both requests were answered
+  EXPECT_EQ(v.responses_sent, 2U);  // both requests were answered
   for (const auto* list :
        {&v.requests.publishers, &v.requests.subscribers, &v.responses->publishers, &v.responses->subscribers}) {
     for (const auto& e : *list) EXPECT_NE(e.pid, doomed_pid) << "an entry of the dead client is left";
+  }
+  for (const std::string& own : v.client_channels) {
+    const introspect::ChannelView c = introspect::ChannelReader(d.domain(), own).view();
+    for (const auto& e : c.subscribers) EXPECT_NE(e.pid, doomed_pid) << "an entry of the dead client is left";
   }
   ASSERT_TRUE(v.server.has_value());
   EXPECT_EQ(v.server->pid, adder->pid());
 }
 
-TEST(ServiceProcessTest, AClientStoppedWhileItsResponseIsOverwrittenIsToldItWasLost) {
+/// Writes a configuration file for the adder and its clients; removed with
+/// the object.
+struct TempConfig {
+  explicit TempConfig(const std::string& text)
+      : path(::testing::TempDir() + "/svc_" + std::to_string(::getpid()) + "_" + std::to_string(mono_now_ns()) +
+             ".toml") {
+    std::ofstream(path) << text;
+  }
+  ~TempConfig() { std::filesystem::remove(path); }
+  std::string path;
+};
+
+/// The adder as a real process with a configuration file.
+std::unique_ptr<ChildProcess> start_configured_adder(const std::string& domain, const std::string& config,
+                                                     const std::string& delay) {
+  auto p =
+      std::make_unique<ChildProcess>(std::vector<std::string>{kAdder, "--delay", delay}, true,
+                                     std::vector<std::string>{"SHMBUS_DOMAIN=" + domain, "SHMBUS_CONFIG=" + config});
+  EXPECT_TRUE(p->wait_for_output("serving /example/add", 10s)) << p->output();
+  return p;
+}
+
+TEST(ServiceProcessTest, AClientStoppedWhileOthersCallIsAnsweredWhenItResumes) {
   TestDomain d;
-  // A response ring of 4 slots; the adder answers each request after 100 ms.
-  const std::string config = ::testing::TempDir() + "/svc_lost_" + std::to_string(::getpid()) + ".toml";
-  std::ofstream(config) << "[[channel]]\nname = \"/example/add/*\"\ncapacity = 4\n";
-  auto adder = std::make_unique<ChildProcess>(
-      std::vector<std::string>{kAdder, "--delay", "100ms"}, true,
-      std::vector<std::string>{"SHMBUS_DOMAIN=" + d.domain(), "SHMBUS_CONFIG=" + config});
-  ASSERT_TRUE(adder->wait_for_output("serving /example/add", 10s)) << adder->output();
-  // shmtool calls, and is SIGSTOPped once its request is out: it cannot
-  // read its answer before five more answers overwrite it.
+  // Response rings of 4 slots; the adder answers each request after 100 ms.
+  const TempConfig config("[[channel]]\nname = \"/example/add/*\"\ncapacity = 4\n");
+  auto adder = start_configured_adder(d.domain(), config.path, "100ms");
+  // shmtool calls, and is SIGSTOPped once its request is out; others then
+  // make more calls than a response ring holds. Its answer waits in its own
+  // channel (one shared ring would have overwritten it).
   auto stopped =
       tool::start_tool({"service", "call", kService, R"({"a": 1, "b": 1})", "--timeout", "30s"}, d.domain(), true);
   ASSERT_TRUE(wait_for_requests(d.domain(), 1));
@@ -332,12 +394,49 @@ TEST(ServiceProcessTest, AClientStoppedWhileItsResponseIsOverwrittenIsToldItWasL
   const int status = stopped->wait(10s);
   EXPECT_LT(ms_since(start), 5000) << "the stopped client waited for its whole timeout";
   ASSERT_TRUE(WIFEXITED(status));
-  EXPECT_EQ(WEXITSTATUS(status), 1) << stopped->output();
-  EXPECT_NE(stopped->output().find("or its response was lost"), std::string::npos) << stopped->output();
-  // The loss is counted where shmtool shows it: the response channel's LOST
-  // (its subscribers, past ones included).
-  EXPECT_GE(introspect::ChannelReader(d.domain(), service_response_channel(kService)).view().lost, 1U);
-  std::filesystem::remove(config);
+  EXPECT_EQ(WEXITSTATUS(status), 0) << stopped->output();
+  EXPECT_NE(stopped->output().find("sum: 2"), std::string::npos) << stopped->output();
+  EXPECT_EQ(client.untyped().lost(), 0U);
+}
+
+TEST(ServiceProcessTest, ARequestOverwrittenBeforeTheServerTookItIsToldItWasLost) {
+  TestDomain d;
+  // A request ring of 4 slots.
+  const TempConfig config("[[channel]]\nname = \"/example/add/*\"\ncapacity = 4\n");
+  auto adder = start_configured_adder(d.domain(), config.path, "0ms");
+  adder->signal(SIGSTOP);  // alive (the clients see a server), taking nothing
+  auto waiting =
+      tool::start_tool({"service", "call", kService, R"({"a": 1, "b": 1})", "--timeout", "30s"}, d.domain(), true);
+  // Its request is out once its publisher has published it.
+  const auto published = [&] {
+    for (const auto& p : introspect::ChannelReader(d.domain(), service_request_channel(kService)).view().publishers) {
+      if (p.pid == waiting->pid() && p.messages >= 1) return true;
+    }
+    return false;
+  };
+  const std::int64_t give_up = mono_now_ns() + 10'000'000'000;
+  while (!published() && mono_now_ns() < give_up) std::this_thread::sleep_for(1ms);
+  ASSERT_TRUE(published()) << waiting->output();
+  // Six more requests, each timed out, overrun the ring: the first is gone
+  // before the server takes it.
+  Client client(kService, d.context());
+  AddTwoInts::Response rsp{};
+  for (int i = 0; i < 6; ++i) EXPECT_EQ(client.call({.a = i, .b = 1}, rsp, 20ms).status, CallStatus::kTimeout);
+  const std::int64_t start = mono_now_ns();
+  adder->signal(SIGCONT);
+  const int status = waiting->wait(10s);
+  EXPECT_LT(ms_since(start), 5000) << "the client waited for its whole timeout";
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 1) << waiting->output();
+  EXPECT_NE(waiting->output().find("or its response was lost"), std::string::npos) << waiting->output();
+  // Counted where shmtool shows it: the server's LOST on the request channel.
+  const introspect::ServiceView v = introspect::service_view(d.domain(), kService);
+  ASSERT_TRUE(v.server.has_value());
+  std::uint64_t server_lost = 0;
+  for (const auto& s : v.requests.subscribers) {
+    if (s.pid == adder->pid()) server_lost += s.lost;
+  }
+  EXPECT_GE(server_lost, 1U);
 }
 
 TEST(ServiceToolTest, CallPrintsTheDecodedResponse) {

@@ -89,6 +89,33 @@ webhook = "http://127.0.0.1:9093/api/v2/alerts"
   EXPECT_FALSE(imu.thresholds_hz.has_value());
 }
 
+// A service client's own response channel (NAME/_response/<slot>) must fit
+// every answer the server may send: it takes the service's response channel
+// settings, then any rule naming it.
+TEST(ConfigTest, AClientResponseChannelIsConfiguredAsItsServicesResponseChannel) {
+  const Config c = Config::parse(R"(
+[[channel]]
+name = "/map/get/_response"
+max_message_size = 1048576
+capacity = 8
+
+[[channel]]
+name = "/map/get/_response/7"
+capacity = 4
+)",
+                                 "service.toml");
+  const ChannelSettings one = c.channel("/map/get/_response/3");
+  EXPECT_EQ(one.max_message_size, 1048576U);
+  EXPECT_EQ(one.capacity, 8U);
+  const ChannelSettings seven = c.channel("/map/get/_response/7");
+  EXPECT_EQ(seven.max_message_size, 1048576U);
+  EXPECT_EQ(seven.capacity, 4U);  // the rule that names it comes after
+  // Not a client response channel: a third segment that is not a slot.
+  EXPECT_EQ(c.channel("/map/get/_response/x").max_message_size, 4096U);
+  EXPECT_EQ(c.channel("/map/get/_response/123").max_message_size, 4096U);
+  EXPECT_EQ(c.channel("/map/get/3").max_message_size, 4096U);
+}
+
 TEST(ConfigTest, DurationsParseEveryUnitAndRefuseOthers) {
   EXPECT_EQ(parse_duration("40ns"), 40ns);
   EXPECT_EQ(parse_duration("250us"), 250us);

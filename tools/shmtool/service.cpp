@@ -1,5 +1,6 @@
 // shmtool service list | info NAME | call NAME JSON: the domain's services.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <thread>
 
@@ -30,8 +31,6 @@ std::uint64_t requests_lost(const introspect::ServiceView& v) {
   return n;
 }
 
-std::uint64_t responses_sent(const introspect::ServiceView& v) { return v.responses ? v.responses->messages : 0; }
-
 Json service_json(const introspect::ServiceView& v) {
   Json clients = Json::array();
   for (const auto& c : v.clients) clients.push_back(endpoint_json(c));
@@ -44,8 +43,9 @@ Json service_json(const introspect::ServiceView& v) {
               {"server", v.server ? endpoint_json(*v.server) : Json(nullptr)},
               {"clients", clients},
               {"requests", v.requests.messages},
-              {"responses", responses_sent(v)},
+              {"responses", v.responses_sent},
               {"requests_lost", requests_lost(v)},
+              {"client_response_channels", v.client_channels},
               {"late_responses", v.late_responses}};
 }
 
@@ -111,7 +111,7 @@ int run_service_list(const Globals& g) {
   Table t({"SERVICE", "TYPE", "SERVER", "CLIENTS>", "REQUESTS>", "RESPONSES>", "LOST>", "LATE>"});
   for (const auto& v : services) {
     t.add({v.name, v.service_type.empty() ? v.requests.type_name : v.service_type, server_text(v),
-           std::to_string(v.clients.size()), std::to_string(v.requests.messages), std::to_string(responses_sent(v)),
+           std::to_string(v.clients.size()), std::to_string(v.requests.messages), std::to_string(v.responses_sent),
            std::to_string(requests_lost(v)), std::to_string(v.late_responses)});
   }
   print(t.render());
@@ -132,8 +132,11 @@ int run_service_info(const Globals& g, const std::string& name) {
                                 v.name, v.service_type, service_request_channel(v.name), v.requests.type_name,
                                 v.requests.messages, requests_lost(v));
   out += fmt::format("responses: {} ({}), {} sent, {} late (discarded by their client)\n",
-                     service_response_channel(v.name), v.responses ? v.responses->type_name : "-", responses_sent(v),
+                     service_response_channel(v.name), v.responses ? v.responses->type_name : "-", v.responses_sent,
                      v.late_responses);
+  if (!v.client_channels.empty()) {
+    out += fmt::format("           and the clients' own: {}\n", fmt::join(v.client_channels, ", "));
+  }
   out += fmt::format("server:    {}\nclients ({}):\n", server_text(v), v.clients.size());
   if (!v.clients.empty()) {
     Table t({"PID>", "NODE", "REQUESTS>"});
@@ -203,9 +206,9 @@ int run_service_call(const Globals& g, const ServiceCallOptions& o) {
                   fmt::format("the server of {} ({}) died before it answered; restart it", o.name, server_text(*v)));
     case CallStatus::kLost:
       throw Error(Errc::kResource,
-                  fmt::format("the request to {} or its response was lost in its ring (overwritten or stalled; "
-                              "`shmtool info {}` counts it); call again, or raise that channel's capacity",
-                              o.name, service_response_channel(o.name)));
+                  fmt::format("the request to {} or its response was lost in a ring (overwritten or stalled; "
+                              "`shmtool service info {}` counts it); call again, or raise the capacity of {}",
+                              o.name, o.name, service_request_channel(o.name)));
     case CallStatus::kTooLarge:
       throw Error(Errc::kInvalidArgument, fmt::format("the request is {} bytes; {} takes at most {}", request.size(),
                                                       service_request_channel(o.name), client.max_request_size()));

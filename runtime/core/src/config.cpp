@@ -308,7 +308,11 @@ Config Config::from_environment() {
 }
 
 ChannelSettings Config::channel(std::string_view channel_name) const {
-  ChannelSettings s = defaults;
+  // A service client's own response channel is configured as the service's
+  // response channel (its max_message_size above all), then by the rules
+  // that name it.
+  const std::string service = service_of_client_response_channel(channel_name);
+  ChannelSettings s = service.empty() ? defaults : channel(service_response_channel(service));
   const std::string name{channel_name};
   for (const ChannelRule& r : channels) {
     if (r.pattern == name || ::fnmatch(r.pattern.c_str(), name.c_str(), 0) == 0) {

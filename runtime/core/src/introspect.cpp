@@ -79,6 +79,7 @@ void collect_endpoints(const EndpointEntry* table, std::uint32_t n, bool publish
   for (std::uint32_t i = 0; i < n; ++i) {
     EndpointView ev;
     if (!read_endpoint(table[i], ev)) continue;
+    ev.slot = i;
     ev.messages = table[i].messages.load(std::memory_order_relaxed);
     const std::uint64_t missed = table[i].missed.load(std::memory_order_relaxed);
     (publishers ? ev.dropped : ev.lost) = missed;

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 
 #include "shmbus/error.hpp"
@@ -75,6 +76,18 @@ std::string service_response_type(std::string_view service_type) { return concat
 std::string service_of_request_channel(std::string_view channel) { return strip_suffix(channel, kRequestSuffix); }
 std::string service_type_of_request_type(std::string_view request_type) {
   return strip_suffix(request_type, kRequestTypeSuffix);
+}
+std::string service_client_response_channel(std::string_view service, std::uint32_t slot) {
+  return concat(service, kResponseSuffix) + "/" + std::to_string(slot);
+}
+std::string service_of_client_response_channel(std::string_view channel) {
+  const std::size_t last = channel.rfind('/');
+  if (last == std::string_view::npos || last + 1 == channel.size()) return {};
+  const std::string_view slot = channel.substr(last + 1);
+  if (slot.size() > 2 || !std::all_of(slot.begin(), slot.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+    return {};
+  }
+  return strip_suffix(channel.substr(0, last), kResponseSuffix);
 }
 
 std::string domain_object_prefix(std::string_view domain) { return "shmbus." + std::string{domain} + "."; }

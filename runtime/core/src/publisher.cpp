@@ -1,5 +1,6 @@
 #include "shmbus/publisher.hpp"
 
+#include <fmt/format.h>
 #include <signal.h>
 
 #include <algorithm>
@@ -13,12 +14,17 @@
 #include "iceoryx_port.hpp"
 #include "process.hpp"
 #include "ring.hpp"
+#include "segment.hpp"
+#include "shmbus/error.hpp"
 #include "shmbus/input_scope.hpp"
+#include "shmbus/names.hpp"
 
 namespace shmbus {
 
 using namespace detail;
 using namespace layout;
+
+static_assert(kMaxChannelPublishers == kMaxPublishers, "the public bound is the endpoint table's");
 
 struct Publisher::Impl {
   std::shared_ptr<Channel> channel;
@@ -681,6 +687,10 @@ Publisher::Publisher(std::string_view channel, const TypeInfo& type, Context& co
   // The name is checked and the channel's settings resolved once, here.
   const ChannelName name(channel);
   const ChannelSettings settings = context.config().channel(name.view());
+  if (!options.create && !Segment::exists(channel_object_name(context.domain(), name.view()))) {
+    throw Error(Errc::kNotFound,
+                fmt::format("channel {} does not exist in domain \"{}\"", name.view(), context.domain()));
+  }
   auto ch = context.state().channel(name, settings, &type);
   if (ch->transport() == Transport::kIceoryx) ensure_iceoryx_runtime(name.view());
   impl_->entry_index = ch->register_publisher(options.node.empty() ? context.node() : options.node, impl_->id);

@@ -76,24 +76,83 @@ struct ServiceServer::Impl {
   std::string name;
   Handler handler;
   std::unique_ptr<Node> own_node;  ///< standalone: the node that runs the handler
+  Node* node = nullptr;
+  TypeInfo response_type;
   Subscription* requests = nullptr;
+  /// NAME/_response: the response type's home for the tools, where the
+  /// server is seen (service_server), answers clients that have no channel
+  /// of their own, and notices requests lost before it took them.
   Publisher* responses = nullptr;
   std::uint32_t request_index = 0;
+  /// The request channel's endpoint table: a client's slot, by its request
+  /// publisher's id (read once per client).
+  std::optional<introspect::ChannelReader> request_reader;
+  /// Per slot of the request channel's publisher table: the request
+  /// publisher id last seen there, and the client response channel
+  /// NAME/_response/<slot> (null: that client has none; answered on
+  /// NAME/_response). At most kMaxChannelPublishers, one per slot, reused
+  /// by the slot's next client.
+  std::array<std::uint32_t, kMaxChannelPublishers> slot_client{};
+  std::array<std::unique_ptr<Publisher>, kMaxChannelPublishers> client_responses;
   std::vector<std::byte> buffer;  ///< the response the handler writes
   /// Statistics written by the serving thread, read by any: relaxed, no
   /// ordering partner (nothing else is published through them).
   std::atomic<std::uint64_t> served{0};
   std::atomic<std::uint64_t> failed{0};
 
-  void open(Node& node, std::string_view service, const ServiceTypes& types) {
+  void open(Node& n, std::string_view service, const ServiceTypes& types) {
     validate_channel_name(service);
+    node = &n;
     name = std::string{service};
-    refuse_if_served(node.context().domain(), service, node.context().config().access());
-    responses = &*node.publisher(service_response_channel(service), types.response);
-    requests = &node.subscribe_raw(
-        service_request_channel(service), types.request,
-        [this](std::span<const std::byte> request, const MessageInfo& info) { serve(request, info); });
+    response_type = types.response;
+    refuse_if_served(n.context().domain(), service, n.context().config().access());
+    responses = &*n.publisher(service_response_channel(service), types.response);
+    requests =
+        &n.subscribe_raw(service_request_channel(service), types.request,
+                         [this](std::span<const std::byte> request, const MessageInfo& info) { serve(request, info); });
     request_index = requests->subscriber().channel_index();
+  }
+
+  /// Where the answer to a request from request publisher `client` goes:
+  /// its client's own response channel, or NAME/_response when it has none
+  /// (a name too long for one, a channel of another type, a client gone).
+  Publisher& reply_channel(std::uint32_t client) {
+    for (std::uint32_t s = 0; s < kMaxChannelPublishers; ++s) {
+      if (slot_client[s] == client) return client_responses[s] ? *client_responses[s] : *responses;
+    }
+    std::optional<std::uint32_t> slot;
+    try {
+      if (!request_reader) {
+        request_reader.emplace(node->context().domain(), service_request_channel(name), false,
+                               node->context().config().access());
+      }
+      for (const introspect::EndpointView& p : request_reader->view().publishers) {
+        if (p.id == client && p.slot < kMaxChannelPublishers) slot = p.slot;
+      }
+    } catch (const Error&) {
+    }
+    if (!slot) return *responses;  // gone already: nobody reads an answer
+    slot_client[*slot] = client;
+    if (!client_responses[*slot]) {
+      try {
+        client_responses[*slot] =
+            std::make_unique<Publisher>(service_client_response_channel(name, *slot), response_type, node->context(),
+                                        PublisherOptions{.node = node->name(), .create = false});
+      } catch (const Error&) {
+        return *responses;  // tried again when another client takes the slot
+      }
+    }
+    return *client_responses[*slot];
+  }
+
+  /// Requests lost before the server took them (overwritten in the ring, or
+  /// their writer stalled beyond stall_timeout): sequences [first, end) are
+  /// noticed on NAME/_response, where their callers look (kLost).
+  void notice_lost(std::uint64_t first, std::uint64_t end) noexcept {
+    const std::array<Provenance, 2> range{Provenance{request_index, kServiceRequestsLost, first},
+                                          Provenance{request_index, kServiceRequestsLost, end}};
+    responses->set_provenance(range);
+    responses->publish(nullptr, 0);
   }
 
   /// Answers one request. The handler writes into our buffer, not into a
@@ -101,21 +160,26 @@ struct ServiceServer::Impl {
   /// ring's readers beyond stall_timeout (they would count it lost). The
   /// response cites the request (channel, sequence) and whether it failed.
   void serve(std::span<const std::byte> request, const MessageInfo& info) {
-    if (buffer.empty()) buffer.resize(responses->max_message_size());
+    if (info.lost_before > 0 && info.lost_before <= info.sequence) {
+      notice_lost(info.sequence - info.lost_before, info.sequence);
+    }
+    Publisher& reply = reply_channel(info.publisher_id);
+    if (buffer.size() < reply.max_message_size()) buffer.resize(reply.max_message_size());
     Provenance answer{request_index, kServiceResponseOk, info.sequence};
     std::size_t size = 0;
     std::exception_ptr error;
     try {
-      size = std::min(handler(request, info, buffer), buffer.size());
+      size =
+          std::min(handler(request, info, std::span{buffer}.first(reply.max_message_size())), reply.max_message_size());
     } catch (...) {
       error = std::current_exception();
       answer.via = kServiceResponseFailed;
       size = 0;
     }
     (error ? failed : served).fetch_add(1, std::memory_order_relaxed);
-    responses->set_provenance(std::span{&answer, 1});
+    reply.set_provenance(std::span{&answer, 1});
     // A publish that fails is counted dropped by the publisher (shmtool info).
-    responses->publish(buffer.data(), size);
+    reply.publish(buffer.data(), size);
     if (error) std::rethrow_exception(error);  // the node counts it (ERRORS in shmtool info) and logs it
   }
 };
@@ -168,7 +232,12 @@ struct ServiceClient::Impl {
   std::string request_channel;
   std::string response_channel;
   Publisher requests;
+  /// NAME/_response: answers the server could not send to `own`, and its
+  /// notices of lost requests (read at each liveness check).
   Subscriber responses;
+  /// NAME/_response/<slot>: this client's own responses (absent when it
+  /// could not have one: then every answer comes on `responses`).
+  std::optional<Subscriber> own;
   std::uint32_t request_index = 0;
   std::int64_t liveness_period_ns = 0;
   /// Read-only maps of both channels, to see the server (made at first use).
@@ -193,7 +262,28 @@ struct ServiceClient::Impl {
         request_index(requests.channel_index()) {
     const std::int64_t stall = ctx.config().channel(response_channel).stall_timeout.count();
     liveness_period_ns = std::max<std::int64_t>(stall, 1'000'000);
+    open_own(types, options);
   }
+
+  /// Opens NAME/_response/<slot>, `slot` being our request publisher's
+  /// entry. Without it (a service name too long for it, a channel of
+  /// another type) the client is answered on NAME/_response, as before
+  /// clients had their own; it works, and wakes for everyone's answers.
+  void open_own(const ServiceTypes& types, const ServiceOptions& options) {
+    try {
+      request_reader.emplace(context->domain(), request_channel, false, context->config().access());
+      for (const introspect::EndpointView& p : request_reader->view().publishers) {
+        if (p.id != requests.id()) continue;
+        own.emplace(service_client_response_channel(name, p.slot), types.response, *context,
+                    SubscriberOptions{.node = options.node});
+      }
+    } catch (const Error&) {
+      own.reset();
+    }
+  }
+
+  /// Where this client's answers come (and its calls wait).
+  Subscriber& answers() noexcept { return own ? *own : responses; }
 
   /// The last server seen and when (a call trusts it for one liveness
   /// period instead of reading both channels' endpoint tables again).
@@ -230,41 +320,49 @@ struct ServiceClient::Impl {
            unanswered.begin() + static_cast<std::ptrdiff_t>(n);
   }
 
-  /// What one response is to this client.
-  enum class Kind { kOther, kMine, kLate, kPassed };
+  /// What one message on a response channel is to this client.
+  enum class Kind { kOther, kMine, kLate, kLost };
 
-  /// Takes every response there is; returns true once the one for
-  /// `sequence` is copied into `out` (its result in `result`). Late ones
-  /// are counted and discarded; other clients' responses are passed over.
-  bool take_responses(std::uint64_t sequence, bool waiting, std::span<std::byte> out, CallResult& result) noexcept {
+  /// Takes every message there is on `from`; returns true once the call
+  /// for `sequence` has ended (its result in `result`): its response
+  /// (copied into `out`), or a notice that its request was lost. Late
+  /// responses are counted and discarded; others' are passed over.
+  bool take_responses(Subscriber& from, std::uint64_t sequence, bool waiting, std::span<std::byte> out,
+                      CallResult& result) noexcept {
+    // On a channel that carries every client's answers, one to a later
+    // request says ours was passed over: the server answers in order.
+    const bool shared_only = !own;
     for (;;) {
       Kind kind = Kind::kOther;
       std::uint32_t via = 0;
       std::size_t size = 0;
-      const TakeResult r = responses.read([&](std::span<const std::byte> payload, const MessageInfo& info) {
+      const TakeResult r = from.read([&](std::span<const std::byte> payload, const MessageInfo& info) {
         kind = Kind::kOther;
         if (info.input_count == 0 || info.provenance[0].channel_index != request_index) return;
-        const std::uint64_t cited = info.provenance[0].sequence;
-        if (waiting && cited == sequence) {
+        const Provenance& cite = info.provenance[0];
+        if (cite.via == kServiceRequestsLost) {
+          if (waiting && info.input_count >= 2 && cite.sequence <= sequence && sequence < info.provenance[1].sequence) {
+            kind = Kind::kLost;
+          }
+        } else if (waiting && cite.sequence == sequence) {
           kind = Kind::kMine;
-          via = info.provenance[0].via;
+          via = cite.via;
           size = payload.size();
           if (size <= out.size() && size != 0) std::memcpy(out.data(), payload.data(), size);
-        } else if (was_unanswered(cited)) {
+        } else if (was_unanswered(cite.sequence)) {
           kind = Kind::kLate;
-        } else if (waiting && cited > sequence) {
-          kind = Kind::kPassed;  // served in order: ours was passed over
+        } else if (waiting && shared_only && cite.sequence > sequence) {
+          kind = Kind::kLost;
         }
       });
       if (!r.ok()) return false;
       if (kind == Kind::kLate) {
         ++late;
-        responses.count_discarded();
-      } else if (kind == Kind::kPassed) {
-        // The server answers in request order and has answered a later
-        // request: our request, or its response, was lost in a ring (a
-        // writer stalled beyond stall_timeout, or the ring overran); both
-        // are counted where shmtool info shows them.
+        from.count_discarded();
+      } else if (kind == Kind::kLost) {
+        // The request, or its response, was lost in a ring (overwritten, or
+        // a writer stalled beyond stall_timeout); counted where shmtool
+        // info shows it.
         ++lost;
         result.status = CallStatus::kLost;
         return true;
@@ -277,6 +375,19 @@ struct ServiceClient::Impl {
         return true;
       }
     }
+  }
+
+  /// What NAME/_response says about this call (an answer the server could
+  /// not send to `own`, a notice that the request was lost), and whether
+  /// `own` lost a message since `own_lost`: read at each liveness check.
+  bool check_shared(std::uint64_t sequence, std::uint64_t own_lost, std::span<std::byte> out,
+                    CallResult& result) noexcept {
+    if (!own) return false;  // `responses` is read all the time
+    if (take_responses(responses, sequence, true, out, result)) return true;
+    if (own->lost() == own_lost) return false;
+    ++lost;  // a response stalled beyond stall_timeout: ours, as we have no other in flight
+    result.status = CallStatus::kLost;
+    return true;
   }
 };
 
@@ -308,7 +419,9 @@ CallResult ServiceClient::call(std::span<const std::byte> request, std::span<std
   CallResult result;
   ++c.calls;
   const std::int64_t deadline = deadline_after(timeout);
-  c.take_responses(0, false, {}, result);  // late responses of earlier calls: counted now
+  // Late responses of earlier calls: counted now.
+  c.take_responses(c.answers(), 0, false, {}, result);
+  if (c.own) c.take_responses(c.responses, 0, false, {}, result);
   std::optional<introspect::EndpointView> server;
   try {
     while (!(server = c.recent_server())) {
@@ -333,6 +446,7 @@ CallResult ServiceClient::call(std::span<const std::byte> request, std::span<std
     return result;
   }
   const std::uint64_t sequence = loan.sequence();
+  const std::uint64_t own_lost = c.own ? c.own->lost() : 0;
   if (!request.empty()) std::memcpy(loan.data().data(), request.data(), request.size());  // data() may be null
   if (c.requests.commit(loan) != PublishResult::kOk) {
     result.status = CallStatus::kDropped;
@@ -340,7 +454,7 @@ CallResult ServiceClient::call(std::span<const std::byte> request, std::span<std
   }
   std::int64_t next_check = mono_now_ns() + c.liveness_period_ns;
   for (;;) {
-    if (c.take_responses(sequence, true, response, result)) return result;
+    if (c.take_responses(c.answers(), sequence, true, response, result)) return result;
     const std::int64_t now = mono_now_ns();
     if (now >= deadline) {
       ++c.timeouts;
@@ -350,26 +464,30 @@ CallResult ServiceClient::call(std::span<const std::byte> request, std::span<std
     }
     if (now >= next_check) {
       next_check = now + c.liveness_period_ns;
+      if (c.check_shared(sequence, own_lost, response, result)) return result;
       std::optional<introspect::EndpointView> now_serving;
       try {
         now_serving = c.server();
       } catch (const std::exception&) {
       }
       if (!now_serving || now_serving->pid != server->pid || now_serving->id != server->id) {
-        c.take_responses(sequence, true, response, result);  // its last words, if any
-        if (result.status != CallStatus::kTimeout) return result;
+        // Its last words, if any.
+        if (c.take_responses(c.answers(), sequence, true, response, result) ||
+            c.check_shared(sequence, own_lost, response, result)) {
+          return result;
+        }
         c.remember_unanswered(sequence);
         result.status = CallStatus::kServerDied;
         return result;
       }
     }
-    c.responses.wait(std::chrono::nanoseconds(std::min(deadline, next_check) - now));
+    c.answers().wait(std::chrono::nanoseconds(std::min(deadline, next_check) - now));
   }
 }
 
 const std::string& ServiceClient::name() const noexcept { return impl_->name; }
 std::size_t ServiceClient::max_request_size() const noexcept { return impl_->requests.max_message_size(); }
-std::size_t ServiceClient::max_response_size() const noexcept { return impl_->responses.max_message_size(); }
+std::size_t ServiceClient::max_response_size() const noexcept { return impl_->answers().max_message_size(); }
 std::uint64_t ServiceClient::calls() const noexcept { return impl_->calls; }
 std::uint64_t ServiceClient::timeouts() const noexcept { return impl_->timeouts; }
 std::uint64_t ServiceClient::late_responses() const noexcept { return impl_->late; }
@@ -410,7 +528,20 @@ ServiceView service_view(const std::string& domain, std::string_view service, co
   }
   if (v.responses) {
     v.server = service_server(v.requests, *v.responses);
+    v.responses_sent = v.responses->messages;
     for (const EndpointView& s : v.responses->subscribers) v.late_responses += s.discarded;
+  }
+  // The clients' own response channels (NAME/_response/<slot>).
+  for (const std::string& channel : DomainView(domain, access).channel_names()) {
+    if (service_of_client_response_channel(channel) != service) continue;
+    try {
+      const ChannelView c = ChannelReader(domain, channel, false, access).view();
+      v.responses_sent += c.messages;
+      for (const EndpointView& s : c.subscribers) v.late_responses += s.discarded;
+      v.client_channels.push_back(channel);
+    } catch (const Error& e) {
+      if (e.code() != Errc::kNotFound) throw;  // removed since it was listed
+    }
   }
   for (const EndpointView& p : v.requests.publishers) {
     if (p.alive) v.clients.push_back(p);

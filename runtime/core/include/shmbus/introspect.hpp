@@ -19,6 +19,9 @@ namespace shmbus::introspect {
 /// One live publisher or subscriber of a channel.
 struct EndpointView {
   std::uint32_t id = 0;
+  /// Its entry in the channel's endpoint table: unique among the channel's
+  /// endpoints of its kind now, reused once it is gone.
+  std::uint32_t slot = 0;
   std::int32_t pid = 0;
   std::string node;
   bool alive = true;           ///< false: its process is gone (not yet reclaimed)

@@ -3,6 +3,7 @@
 /// Rules for channel and domain names, and the shared-memory object names
 /// they become.
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -60,6 +61,14 @@ std::string service_of_request_channel(std::string_view channel);
 /// The service type of a request type (`pkg/Srv_Request` -> `pkg/Srv`), or
 /// empty.
 std::string service_type_of_request_type(std::string_view request_type);
+/// A client's own response channel, `NAME/_response/<slot>`: `slot` is its
+/// request publisher's entry in the request channel's endpoint table
+/// (EndpointView::slot), so a service has at most kMaxChannelPublishers of
+/// them, each reused by the next client in that entry.
+std::string service_client_response_channel(std::string_view service, std::uint32_t slot);
+/// The service of a client response channel (`/a/b/_response/3` -> `/a/b`),
+/// or empty when `channel` is not one.
+std::string service_of_client_response_channel(std::string_view channel);
 
 /// The shared-memory object name of a domain's registry (`shmbus.D.registry`).
 std::string registry_object_name(std::string_view domain);

@@ -25,6 +25,9 @@ enum class PublishResult {
               ///< counted in the publisher's `dropped` (shmtool info)
 };
 
+/// Publishers one channel holds at once (the size of its endpoint table).
+inline constexpr std::uint32_t kMaxChannelPublishers = 32;
+
 /// Options of a publisher.
 struct PublisherOptions {
   /// Stamp each publish into the channel's time list (the notify hook the
@@ -33,6 +36,10 @@ struct PublisherOptions {
   bool notify_hook = true;
   /// The node name shown for this publisher; empty: the context's node.
   std::string node{};
+  /// False: open the channel only if it exists (Error kNotFound otherwise),
+  /// never create it; a service server opens its clients' response
+  /// channels so.
+  bool create = true;
 };
 
 class Publisher;

@@ -11,18 +11,22 @@
 ///   example_srvs::AddTwoInts::Response rsp{};
 ///   if (client.call({.a = 2, .b = 3}, rsp, 1s).ok()) ...
 ///
-/// A service NAME is two ordinary channels (names.hpp): requests on
-/// `NAME/_request`, responses on `NAME/_response`. Every request and response
+/// A service NAME is ordinary channels (names.hpp): requests on
+/// `NAME/_request`, and responses on each client's own channel
+/// `NAME/_response/<slot>` (`slot`: the client's entry in the request
+/// channel's publisher table, so at most kMaxChannelPublishers, reused by
+/// the next client there). `NAME/_response` holds the response type for
+/// the tools, answers a client without a channel of its own, and notices
+/// requests lost before the server took them. Every request and response
 /// stamps its channel's time list, so shmbusd and `shmtool hz` see service
 /// rates like any other. Requests from all clients share one ring and are
 /// served in arrival (sequence) order. A response cites the request it
 /// answers as its first provenance input (request channel, request
-/// sequence): the caller takes the response that cites its own request and
-/// passes over the others. Nothing is left behind by a client that dies
-/// before its response (its response is overwritten in the ring like any
-/// message). A response that arrives after its call timed out is counted
-/// (ServiceClient::late_responses, and the client's DISCARDED count on the
-/// response channel in `shmtool info`) and discarded.
+/// sequence). Nothing is left behind by a client that dies before its
+/// response (the next client in its slot starts after it). A response that
+/// arrives after its call timed out is counted (ServiceClient::late_responses,
+/// and the client's DISCARDED count on its response channel in `shmtool
+/// info`) and discarded.
 
 #include <algorithm>
 #include <chrono>
@@ -79,7 +83,7 @@ enum class CallStatus {
   kTooLarge,        ///< the request is larger than the request channel's max_message_size
   kBufferTooSmall,  ///< the response did not fit the caller's buffer (`size` says how large it is)
   kDropped,         ///< the request could not be published (a stuck writer held its slot)
-  kLost,            ///< the request or its response was lost in a ring (a later request was answered first)
+  kLost,            ///< the request or its response was lost in a ring (noticed by the server, or skipped)
 };
 
 /// One lowercase word per status (`timeout`, `no server`, ...).
@@ -96,6 +100,10 @@ struct CallResult {
 /// `via` of a response's first input: whether the handler succeeded.
 inline constexpr std::uint32_t kServiceResponseOk = 0;
 inline constexpr std::uint32_t kServiceResponseFailed = 1;
+/// `via` of both inputs of an empty message on NAME/_response: requests
+/// [inputs[0].sequence, inputs[1].sequence) were lost before the server
+/// took them; their callers end with kLost.
+inline constexpr std::uint32_t kServiceRequestsLost = 2;
 
 /// Options of a server or a client.
 struct ServiceOptions {
@@ -261,6 +269,10 @@ struct ServiceView {
   std::optional<ChannelView> responses;  ///< absent until a server or client made it
   std::optional<EndpointView> server;    ///< the live server, if any
   std::vector<EndpointView> clients;     ///< request publishers (one per client)
+  /// Responses sent, on NAME/_response and the clients' own channels.
+  std::uint64_t responses_sent = 0;
+  /// The clients' own response channels (`NAME/_response/<slot>`), sorted.
+  std::vector<std::string> client_channels;
   /// Responses clients discarded because their call had timed out.
   std::uint64_t late_responses = 0;
 };
