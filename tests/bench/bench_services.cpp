@@ -34,6 +34,7 @@
 
 #include "peer_transports.hpp"
 #include "shmbus/cli.hpp"
+#include "shmbus/publisher.hpp"
 
 using namespace shmbus::bench;
 
