@@ -49,3 +49,18 @@ TEST(NamesTest, ObjectNamesMapSlashesOneToOne) {
   EXPECT_EQ(registry_object_name("d1"), "shmbus.d1.registry");
   EXPECT_NE(channel_object_name("d1", "/a/b"), channel_object_name("d1", "/a_b"));
 }
+
+TEST(NamesTest, AServicesChannelsNameItsService) {
+  EXPECT_EQ(service_client_response_channel("/map/get", 7), "/map/get/_response/7");
+  EXPECT_EQ(service_of_client_response_channel("/map/get/_response/7"), "/map/get");
+  EXPECT_EQ(service_of_client_response_channel("/map/get/_response/31"), "/map/get");
+  EXPECT_EQ(service_of_client_response_channel("/map/get/_response"), "");
+  EXPECT_EQ(service_of_client_response_channel("/map/get/_response/x"), "");
+  EXPECT_EQ(service_of_client_response_channel("/map/get/_response/100"), "");  // a slot is below 32
+  EXPECT_EQ(service_of_client_response_channel("/_response/3"), "");
+  for (const char* channel : {"/map/get/_request", "/map/get/_response", "/map/get/_response/0"}) {
+    EXPECT_EQ(service_of_channel(channel), "/map/get") << channel;
+  }
+  EXPECT_EQ(service_of_channel("/map/get"), "");
+  EXPECT_EQ(service_of_channel("/map/_requests"), "");
+}

@@ -45,7 +45,7 @@ struct ChannelEntry {
   std::uint32_t id = 0;  ///< the Foxglove channel id, stable while the bridge runs
   TypeInfo type;
   std::shared_ptr<const schema::Schema> schema;  ///< null: raw bytes or no schema stored
-  bool service_channel = false;                  ///< `NAME/_request` or `NAME/_response`
+  bool service_channel = false;                  ///< a service's (names.hpp service_of_channel)
 };
 
 /// The channels of a domain, re-read when its registry changes. Used on the

@@ -12,6 +12,7 @@
 #include "shmbus/bus_channels.hpp"
 #include "shmbus/lineage.hpp"
 #include "shmbus/monitor/json.hpp"
+#include "shmbus/names.hpp"
 
 namespace shmbus::daemon {
 
@@ -21,16 +22,6 @@ using json = nlohmann::ordered_json;
 namespace {
 
 double seconds(std::int64_t ns) { return static_cast<double>(ns) / 1e9; }
-
-/// The service a channel is half of ("" for a plain channel).
-std::string service_of(const std::string& channel) {
-  for (const std::string_view suffix : {"/_request", "/_response"}) {
-    if (channel.size() > suffix.size() && channel.ends_with(suffix)) {
-      return channel.substr(0, channel.size() - suffix.size());
-    }
-  }
-  return {};
-}
 
 /// What the module graph is made of (channels, types, endpoints' nodes),
 /// hashed (FNV-1a): the page fetches /api/graph again only when it changes.
@@ -152,7 +143,7 @@ std::string WebState::channels(const std::string& domain, const std::vector<Chan
     monitor::write_json_number(out, c.last_stamp_ns != 0 ? seconds(std::max<std::int64_t>(0, now_ns - c.last_stamp_ns))
                                                          : std::numeric_limits<double>::quiet_NaN());
     out += ",\"service\":";
-    const std::string service = service_of(c.name);
+    const std::string service = service_of_channel(c.name);
     if (service.empty()) {
       out += "null";
     } else {

@@ -89,6 +89,13 @@ std::string service_of_client_response_channel(std::string_view channel) {
   }
   return strip_suffix(channel.substr(0, last), kResponseSuffix);
 }
+std::string service_of_channel(std::string_view channel) {
+  for (std::string service : {strip_suffix(channel, kRequestSuffix), strip_suffix(channel, kResponseSuffix),
+                              service_of_client_response_channel(channel)}) {
+    if (!service.empty()) return service;
+  }
+  return {};
+}
 
 std::string domain_object_prefix(std::string_view domain) { return "shmbus." + std::string{domain} + "."; }
 

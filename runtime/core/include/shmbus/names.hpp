@@ -69,6 +69,9 @@ std::string service_client_response_channel(std::string_view service, std::uint3
 /// The service of a client response channel (`/a/b/_response/3` -> `/a/b`),
 /// or empty when `channel` is not one.
 std::string service_of_client_response_channel(std::string_view channel);
+/// The service any of its channels belongs to (`NAME/_request`,
+/// `NAME/_response`, `NAME/_response/<slot>` -> `NAME`), or empty.
+std::string service_of_channel(std::string_view channel);
 
 /// The shared-memory object name of a domain's registry (`shmbus.D.registry`).
 std::string registry_object_name(std::string_view domain);
