@@ -30,14 +30,15 @@ record_args=()
 bridge_args=()
 gateway_args=()
 fanout_args=(--repeat 3)
+fanout_spin_args=(--subscribers 1,2,4,8 --sizes 64 --modes block --repeat 3)
 camera_args=(--sizes 64,1048576,4194304,8388608 --repeat 3 --messages 300)
 fanin_args=(--publishers 1,2,4 --repeat 3)
-services_args=(--clients 1,4,16 --repeat 3)
+services_args=(--clients 1,4,16 --repeat 3 --calls 20000)
 build_args=(--release)
 json=0
 for a in "$@"; do
   case "$a" in
-    --smoke) peers_args+=(--smoke); repeat=2; micro_args=(--benchmark_min_time=0.01); scale_args=(--channels 200); sync_args=(--seconds 30); node_args=(--smoke); record_args=(--smoke); bridge_args=(--smoke); gateway_args=(--smoke); fanout_args=(--smoke --subscribers 1,2 --sizes 64,65536); camera_args=(--smoke --sizes 64,4194304 --modes block); fanin_args=(--smoke --publishers 1,2 --modes block); services_args=(--smoke); build_args=() ;;
+    --smoke) peers_args+=(--smoke); repeat=2; micro_args=(--benchmark_min_time=0.01); scale_args=(--channels 200); sync_args=(--seconds 30); node_args=(--smoke); record_args=(--smoke); bridge_args=(--smoke); gateway_args=(--smoke); fanout_args=(--smoke --subscribers 1,2 --sizes 64,65536); fanout_spin_args=(--smoke --subscribers 2 --sizes 64 --modes block); camera_args=(--smoke --sizes 64,4194304 --modes block); fanin_args=(--smoke --publishers 1,2 --modes block); services_args=(--smoke); build_args=() ;;
     --json) peers_args+=(--json); json=1 ;;
     *) echo "bench.sh: unknown option '$a'; use --smoke or --json" >&2; exit 2 ;;
   esac
@@ -59,6 +60,9 @@ fi
 [[ $json == 1 ]] && exit 0
 # Fan-out: one publisher, 1-8 subscriber processes, against iceoryx.
 "$dir/tests/bench/shmbus-bench-fanout" "${fanout_args[@]}"
+# The same with wait_spin = 1 ms, longer than the 500 us pacing: the
+# subscribers spin (yielding) instead of sleeping between messages.
+"$dir/tests/bench/shmbus-bench-fanout" --wait-spin-us 1000 "${fanout_spin_args[@]}"
 # Camera-sized zero copy: a loan written at its ends and read in place (the
 # first and last line, or every byte), against iceoryx's loan/take and the
 # copying publish.
