@@ -32,13 +32,14 @@ gateway_args=()
 fanout_args=(--repeat 3)
 fanout_spin_args=(--subscribers 1,2,4,8 --sizes 64 --modes block --repeat 3)
 camera_args=(--sizes 64,1048576,4194304,8388608 --repeat 3 --messages 300)
+camera_paced_args=(--sizes 64,1048576,8388608 --repeat 3 --messages 200)
 fanin_args=(--publishers 1,2,4 --repeat 3)
 services_args=(--clients 1,4,16 --repeat 3 --calls 20000)
 build_args=(--release)
 json=0
 for a in "$@"; do
   case "$a" in
-    --smoke) peers_args+=(--smoke); repeat=2; micro_args=(--benchmark_min_time=0.01); scale_args=(--channels 200); sync_args=(--seconds 30); node_args=(--smoke); record_args=(--smoke); bridge_args=(--smoke); gateway_args=(--smoke); fanout_args=(--smoke --subscribers 1,2 --sizes 64,65536); fanout_spin_args=(--smoke --subscribers 2 --sizes 64 --modes block); camera_args=(--smoke --sizes 64,4194304 --modes block); fanin_args=(--smoke --publishers 1,2 --modes block); services_args=(--smoke); build_args=() ;;
+    --smoke) peers_args+=(--smoke); repeat=2; micro_args=(--benchmark_min_time=0.01); scale_args=(--channels 200); sync_args=(--seconds 30); node_args=(--smoke); record_args=(--smoke); bridge_args=(--smoke); gateway_args=(--smoke); fanout_args=(--smoke --subscribers 1,2 --sizes 64,65536); fanout_spin_args=(--smoke --subscribers 2 --sizes 64 --modes block); camera_args=(--smoke --sizes 64,4194304 --modes block); camera_paced_args=(--smoke --sizes 64,1048576); fanin_args=(--smoke --publishers 1,2 --modes block); services_args=(--smoke); build_args=() ;;
     --json) peers_args+=(--json); json=1 ;;
     *) echo "bench.sh: unknown option '$a'; use --smoke or --json" >&2; exit 2 ;;
   esac
@@ -67,6 +68,9 @@ fi
 # first and last line, or every byte), against iceoryx's loan/take and the
 # copying publish.
 "$dir/tests/bench/shmbus-bench-fanout" --subscribers 1 --writes loan,copy --reads ends,all "${camera_args[@]}"
+# The same loan paced alike at every size (10 ms): the size's effect alone.
+"$dir/tests/bench/shmbus-bench-fanout" --subscribers 1 --writes loan --reads ends --modes block --interval-us 10000 \
+  "${camera_paced_args[@]}"
 # Fan-in: 1, 2, 4 writer processes into one channel, against iceoryx's
 # publishers on one topic and Boost message_queue.
 "$dir/tests/bench/shmbus-bench-fanout" --subscribers 1 --sizes 64 --transports shmbus,iceoryx,boost_mq "${fanin_args[@]}"

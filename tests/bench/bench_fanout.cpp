@@ -159,9 +159,18 @@ struct Options {
   std::vector<std::string> transports{"shmbus", "iceoryx"};
   std::uint64_t latency = 1000;       ///< paced messages per writer per latency run
   std::uint64_t throughput = 20'000;  ///< messages per throughput run (256 KiB: a tenth, 4 MiB: a 40th)
+  /// Pacing of the latency run for every size (0: by size, interval_for).
+  std::int64_t interval_ns = 0;
   unsigned repeat = 3;
   bool json = false;
 };
+
+/// The latency run's pacing by size: well apart, so that a message never
+/// waits for the one before it.
+std::int64_t interval_for(std::size_t size) {
+  if (size >= (4U << 20)) return 10'000'000;
+  return size >= (256U << 10) ? 4'000'000 : 500'000;
+}
 
 std::uint64_t throughput_for(const Options& o, std::size_t size) {
   if (size >= (4U << 20)) return std::max<std::uint64_t>(o.throughput / 40, 50);
@@ -526,9 +535,7 @@ struct Measure {
 Measure run_row(const Row& r, const Options& o, int index) {
   const std::string domain = fmt::format("bench_fan_{}_{}", ::getpid(), index);
   const std::uint64_t per_writer = o.latency + throughput_for(o, r.size) / r.publishers;
-  // Paced well apart: a message never waits for the one before it.
-  std::int64_t interval_ns = 500'000;
-  if (r.size >= (256U << 10)) interval_ns = r.size >= (4U << 20) ? 10'000'000 : 4'000'000;
+  const std::int64_t interval_ns = o.interval_ns > 0 ? o.interval_ns : interval_for(r.size);
   std::optional<boost::interprocess::message_queue> mq;
   if (r.transport == "boost_mq") {
     boost::interprocess::message_queue::remove(queue_name(domain).c_str());
@@ -723,6 +730,11 @@ static int run_fanout(int argc, char** argv) {
   app.add_option("--wait-spin-us", wait_spin_us,
                  "shmbus's wait_spin: how long a blocking wait spins before it sleeps (default 50)")
       ->check(CLI::Range(0, 100'000));
+  std::uint32_t interval_us = 0;
+  app.add_option("--interval-us", interval_us,
+                 "pacing of the latency run for every size (default by size: 0.5 ms, 4 ms from 256 KiB, 10 ms from "
+                 "4 MiB); one value separates the size's effect from the pacing's")
+      ->check(CLI::Range(10, 1'000'000));
   app.add_option("--messages", o.latency, "paced messages per writer per latency run")
       ->check(CLI::Range(10, 1'000'000));
   app.add_option("--throughput", o.throughput,
@@ -734,6 +746,7 @@ static int run_fanout(int argc, char** argv) {
   app.add_flag("--smoke", smoke, "a short run of the rows asked for: 100 paced and 2000 burst messages, once");
   if (auto rc = cli::parse(app, argc, argv)) return *rc;
   g_wait_spin = std::chrono::microseconds(wait_spin_us);
+  o.interval_ns = std::int64_t{interval_us} * 1000;
   if (smoke) {
     o.latency = 100;
     o.throughput = 2000;
