@@ -95,6 +95,10 @@ webhook = "http://127.0.0.1:9093/api/v2/alerts"
 TEST(ConfigTest, AClientResponseChannelIsConfiguredAsItsServicesResponseChannel) {
   const Config c = Config::parse(R"(
 [[channel]]
+name = "/map/get/*"
+thresholds_hz = [1.0, 2.0, 50.0]
+
+[[channel]]
 name = "/map/get/_response"
 max_message_size = 1048576
 capacity = 8
@@ -102,8 +106,18 @@ capacity = 8
 [[channel]]
 name = "/map/get/_response/7"
 capacity = 4
+
+[[channel]]
+name = "/map/get/_response/9"
+thresholds_hz = [0.5, 1.0, 10.0]
 )",
                                  "service.toml");
+  // The service's rate thresholds are on its channels, not on one client's.
+  ASSERT_TRUE(c.channel("/map/get/_request").thresholds_hz.has_value());
+  ASSERT_TRUE(c.channel("/map/get/_response").thresholds_hz.has_value());
+  EXPECT_FALSE(c.channel("/map/get/_response/3").thresholds_hz.has_value());
+  ASSERT_TRUE(c.channel("/map/get/_response/9").thresholds_hz.has_value());  // named alone
+  EXPECT_DOUBLE_EQ((*c.channel("/map/get/_response/9").thresholds_hz)[2], 10.0);
   const ChannelSettings one = c.channel("/map/get/_response/3");
   EXPECT_EQ(one.max_message_size, 1048576U);
   EXPECT_EQ(one.capacity, 8U);

@@ -310,14 +310,19 @@ Config Config::from_environment() {
 ChannelSettings Config::channel(std::string_view channel_name) const {
   // A service client's own response channel is configured as the service's
   // response channel (its max_message_size above all), then by the rules
-  // that name it.
+  // that match it; it has no rate thresholds unless a rule names it alone
+  // (its rate is one client's calls: a glob's thresholds for the service's
+  // rate would alert on every idle client).
   const std::string service = service_of_client_response_channel(channel_name);
   ChannelSettings s = service.empty() ? defaults : channel(service_response_channel(service));
+  if (!service.empty()) s.thresholds_hz.reset();
   const std::string name{channel_name};
   for (const ChannelRule& r : channels) {
-    if (r.pattern == name || ::fnmatch(r.pattern.c_str(), name.c_str(), 0) == 0) {
-      ConfigReader::apply(r, s);
-    }
+    const bool named = r.pattern == name;
+    if (!named && ::fnmatch(r.pattern.c_str(), name.c_str(), 0) != 0) continue;
+    const std::optional<std::array<double, 3>> kept = s.thresholds_hz;
+    ConfigReader::apply(r, s);
+    if (!service.empty() && !named) s.thresholds_hz = kept;
   }
   return s;
 }

@@ -138,6 +138,9 @@ class Config {
   /// The settings for `channel_name`: [defaults], then each matching
   /// [[channel]] entry in file order, key by key (the last match wins).
   /// Patterns are fnmatch(3) globs without flags (`*` also matches `/`).
+  /// A service client's response channel (`NAME/_response/<slot>`) starts
+  /// from `NAME/_response`'s settings, and takes rate thresholds only from
+  /// an entry that names it exactly.
   [[nodiscard]] ChannelSettings channel(std::string_view channel_name) const;
   /// The access rule for segments: `mode` and `group`.
   [[nodiscard]] SegmentAccess access() const { return SegmentAccess{mode, group}; }
