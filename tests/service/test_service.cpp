@@ -374,6 +374,17 @@ std::unique_ptr<ChildProcess> start_configured_adder(const std::string& domain, 
   return p;
 }
 
+/// SIGCONTs `stopped`, then waits for `caller` (a `shmtool service call`
+/// with a 30 s timeout) to exit: its exit code, or -1. It must end in well
+/// under its timeout.
+int continue_and_exit_code(ChildProcess& stopped, ChildProcess& caller) {
+  const std::int64_t start = mono_now_ns();
+  stopped.signal(SIGCONT);
+  const int status = caller.wait(10s);
+  EXPECT_LT(ms_since(start), 5000) << "the caller waited for its whole timeout";
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
 TEST(ServiceProcessTest, AClientStoppedWhileOthersCallIsAnsweredWhenItResumes) {
   TestDomain d;
   // Response rings of 4 slots; the adder answers each request after 100 ms.
@@ -389,12 +400,7 @@ TEST(ServiceProcessTest, AClientStoppedWhileOthersCallIsAnsweredWhenItResumes) {
   Client client(kService, d.context());
   AddTwoInts::Response rsp{};
   for (int i = 0; i < 5; ++i) ASSERT_TRUE(client.call({.a = i, .b = 1}, rsp, 10s).ok());
-  const std::int64_t start = mono_now_ns();
-  stopped->signal(SIGCONT);
-  const int status = stopped->wait(10s);
-  EXPECT_LT(ms_since(start), 5000) << "the stopped client waited for its whole timeout";
-  ASSERT_TRUE(WIFEXITED(status));
-  EXPECT_EQ(WEXITSTATUS(status), 0) << stopped->output();
+  EXPECT_EQ(continue_and_exit_code(*stopped, *stopped), 0) << stopped->output();
   EXPECT_NE(stopped->output().find("sum: 2"), std::string::npos) << stopped->output();
   EXPECT_EQ(client.untyped().lost(), 0U);
 }
@@ -422,12 +428,7 @@ TEST(ServiceProcessTest, ARequestOverwrittenBeforeTheServerTookItIsToldItWasLost
   Client client(kService, d.context());
   AddTwoInts::Response rsp{};
   for (int i = 0; i < 6; ++i) EXPECT_EQ(client.call({.a = i, .b = 1}, rsp, 20ms).status, CallStatus::kTimeout);
-  const std::int64_t start = mono_now_ns();
-  adder->signal(SIGCONT);
-  const int status = waiting->wait(10s);
-  EXPECT_LT(ms_since(start), 5000) << "the client waited for its whole timeout";
-  ASSERT_TRUE(WIFEXITED(status));
-  EXPECT_EQ(WEXITSTATUS(status), 1) << waiting->output();
+  EXPECT_EQ(continue_and_exit_code(*adder, *waiting), 1) << waiting->output();
   EXPECT_NE(waiting->output().find("or its response was lost"), std::string::npos) << waiting->output();
   // Counted where shmtool shows it: the server's LOST on the request channel.
   const introspect::ServiceView v = introspect::service_view(d.domain(), kService);
