@@ -57,6 +57,8 @@ TEST(NamesTest, AServicesChannelsNameItsService) {
   EXPECT_EQ(service_of_client_response_channel("/map/get/_response"), "");
   EXPECT_EQ(service_of_client_response_channel("/map/get/_response/x"), "");
   EXPECT_EQ(service_of_client_response_channel("/map/get/_response/100"), "");  // a slot is below 32
+  EXPECT_EQ(service_of_client_response_channel("/map/get/_response/32"), "");
+  EXPECT_EQ(service_of_client_response_channel("/map/get/_response/07"), "");
   EXPECT_EQ(service_of_client_response_channel("/_response/3"), "");
   for (const char* channel : {"/map/get/_request", "/map/get/_response", "/map/get/_response/0"}) {
     EXPECT_EQ(service_of_channel(channel), "/map/get") << channel;

@@ -7,6 +7,7 @@
 #include <array>
 
 #include "shmbus/error.hpp"
+#include "shmbus/types.hpp"
 #include "shmbus/utf8.hpp"
 
 namespace shmbus {
@@ -83,8 +84,13 @@ std::string service_client_response_channel(std::string_view service, std::uint3
 std::string service_of_client_response_channel(std::string_view channel) {
   const std::size_t last = channel.rfind('/');
   if (last == std::string_view::npos || last + 1 == channel.size()) return {};
+  // A slot as service_client_response_channel writes it: below
+  // kMaxChannelPublishers, without a leading 0.
   const std::string_view slot = channel.substr(last + 1);
-  if (slot.size() > 2 || !std::all_of(slot.begin(), slot.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+  const bool digits = std::all_of(slot.begin(), slot.end(), [](char c) { return c >= '0' && c <= '9'; });
+  if (!digits || slot.size() > 2 ||
+      (slot.size() == 2 &&
+       (slot[0] == '0' || std::stoi(std::string{slot}) >= static_cast<int>(kMaxChannelPublishers)))) {
     return {};
   }
   return strip_suffix(channel.substr(0, last), kResponseSuffix);

@@ -25,9 +25,6 @@ enum class PublishResult {
               ///< counted in the publisher's `dropped` (shmtool info)
 };
 
-/// Publishers one channel holds at once (the size of its endpoint table).
-inline constexpr std::uint32_t kMaxChannelPublishers = 32;
-
 /// Options of a publisher.
 struct PublisherOptions {
   /// Stamp each publish into the channel's time list (the notify hook the

@@ -70,6 +70,9 @@ struct Provenance {
 /// counter in shmtool info).
 inline constexpr std::size_t kMaxProvenance = 16;
 
+/// Publishers one channel holds at once (the size of its endpoint table).
+inline constexpr std::uint32_t kMaxChannelPublishers = 32;
+
 /// What a subscriber learns about one message besides its payload.
 struct MessageInfo {
   std::uint64_t sequence = 0;        ///< channel-wide, starts at 0, no gaps at the writer
