@@ -3,8 +3,8 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <array>
+#include <charconv>
 
 #include "shmbus/error.hpp"
 #include "shmbus/types.hpp"
@@ -84,13 +84,12 @@ std::string service_client_response_channel(std::string_view service, std::uint3
 std::string service_of_client_response_channel(std::string_view channel) {
   const std::size_t last = channel.rfind('/');
   if (last == std::string_view::npos || last + 1 == channel.size()) return {};
-  // A slot as service_client_response_channel writes it: below
-  // kMaxChannelPublishers, without a leading 0.
+  // Only a slot as service_client_response_channel writes it (below
+  // kMaxChannelPublishers, no leading 0, no sign).
   const std::string_view slot = channel.substr(last + 1);
-  const bool digits = std::all_of(slot.begin(), slot.end(), [](char c) { return c >= '0' && c <= '9'; });
-  if (!digits || slot.size() > 2 ||
-      (slot.size() == 2 &&
-       (slot[0] == '0' || std::stoi(std::string{slot}) >= static_cast<int>(kMaxChannelPublishers)))) {
+  std::uint32_t n = 0;
+  const std::errc ec = std::from_chars(slot.data(), slot.data() + slot.size(), n).ec;
+  if (ec != std::errc{} || n >= kMaxChannelPublishers || std::to_string(n) != slot) {
     return {};
   }
   return strip_suffix(channel.substr(0, last), kResponseSuffix);
