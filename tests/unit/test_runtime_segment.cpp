@@ -373,10 +373,15 @@ TEST(SegmentMapping, AFirstPassThroughTheRingTakesNoPageFault) {
 
 namespace {
 
-/// The resident size (KiB) of each of this process's mappings of `path`.
-std::vector<long> mapping_rss_kib(const std::string& path) {
+/// Of each of this process's mappings of `path`: its size and its resident
+/// size, KiB.
+struct MappingKib {
+  long size = 0;
+  long rss = 0;
+};
+std::vector<MappingKib> mappings_kib(const std::string& path) {
   std::ifstream in("/proc/self/smaps");
-  std::vector<long> out;
+  std::vector<MappingKib> out;
   std::string line;
   bool ours = false;
   while (std::getline(in, line)) {
@@ -384,8 +389,11 @@ std::vector<long> mapping_rss_kib(const std::string& path) {
     if (line.find('-') < line.find(' ') && line.find(' ') != std::string::npos &&
         std::isxdigit(static_cast<unsigned char>(line[0])) != 0) {
       ours = line.size() >= path.size() && line.compare(line.size() - path.size(), path.size(), path) == 0;
+      if (ours) out.emplace_back();
+    } else if (ours && line.rfind("Size:", 0) == 0) {
+      out.back().size = std::stol(line.substr(5));
     } else if (ours && line.rfind("Rss:", 0) == 0) {
-      out.push_back(std::stol(line.substr(4)));
+      out.back().rss = std::stol(line.substr(4));
     }
   }
   return out;
@@ -393,15 +401,18 @@ std::vector<long> mapping_rss_kib(const std::string& path) {
 
 }  // namespace
 
-// Tools and the daemon map a channel without MAP_POPULATE and read only the
-// endpoint entries ever used: their mapping holds the header, those entries
-// and the time list, not the ring (of 4 MiB here) nor the unused entries.
-TEST(SegmentMapping, AnObserverKeepsOnlyWhatItReadsResident) {
+// Tools and the daemon map a channel without MAP_POPULATE, and only its
+// front: header, endpoint tables and time list. Their memory holds the
+// header, the endpoint entries ever used and the time list, never the ring
+// (of 4 MiB here), not even through the kernel's fault-around, which maps
+// a faulting page's resident neighbours (up to 64 KiB) within the mapping.
+TEST(SegmentMapping, AnObserverMapsOnlyTheFrontAndKeepsOnlyWhatItReadsResident) {
   Config c;
   c.defaults.capacity = 64;
   c.defaults.max_message_size = 64 * 1024;
   TestDomain d{c, "resident"};
-  Publisher pub("/resident", TypeInfo::bytes(), d.context());
+  const TypeInfo type{"test/Resident", 0x5e51de47, "uint8[] data\n"};
+  Publisher pub("/resident", type, d.context());
   std::optional<Subscriber> first(std::in_place, "/resident", std::nullopt, d.context());
   Subscriber second("/resident", std::nullopt, d.context());
   first.reset();  // the live subscriber is entry 1: entries past the first are read
@@ -413,6 +424,7 @@ TEST(SegmentMapping, AnObserverKeepsOnlyWhatItReadsResident) {
   EXPECT_EQ(v.publishers.size(), 1U);
   ASSERT_EQ(v.subscribers.size(), 1U);
   EXPECT_EQ(v.subscribers[0].messages, 0U);
+  EXPECT_EQ(v.schema, type.schema) << "the schema, after the ring, is read before the ring is unmapped";
   introspect::TimeListCursor cursor;
   std::vector<std::int64_t> stamps;
   reader.read_stamps_since(cursor, stamps);
@@ -424,12 +436,15 @@ TEST(SegmentMapping, AnObserverKeepsOnlyWhatItReadsResident) {
   const long size_kib = static_cast<long>(st.st_size / 1024);
   ASSERT_GT(size_kib, 4096);
   // The endpoints' mapping (one per context) is whole (MAP_POPULATE); the
-  // reader's, the smallest, is not.
-  std::vector<long> rss = mapping_rss_kib(path);
-  ASSERT_EQ(rss.size(), 2U);
-  std::sort(rss.begin(), rss.end());
-  EXPECT_GE(rss[1], size_kib - 4) << "the endpoints' mapping is populated";
-  EXPECT_LE(rss[0], 64) << "the observer's mapping of a " << size_kib << " KiB segment";
+  // reader's, the smallest, is the front: the header with 32 + 64 endpoint
+  // entries of 192 bytes (18.6 KiB) and 1,024 stamps (8 KiB).
+  std::vector<MappingKib> maps = mappings_kib(path);
+  ASSERT_EQ(maps.size(), 2U);
+  std::sort(maps.begin(), maps.end(), [](const MappingKib& a, const MappingKib& b) { return a.size < b.size; });
+  EXPECT_GE(maps[1].size, size_kib) << "the endpoints map the whole segment";
+  EXPECT_GE(maps[1].rss, size_kib - 4) << "the endpoints' mapping is populated";
+  EXPECT_EQ(maps[0].size, 28) << "the observer's mapping of a " << size_kib << " KiB segment";
+  EXPECT_LE(maps[0].rss, maps[0].size);
 }
 
 // A test's domain holds its pid; a dead process that had the same pid may

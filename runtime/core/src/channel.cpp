@@ -165,8 +165,27 @@ Channel::Channel(Segment s, std::string name) : segment_(std::move(s)), name_(st
   type_name_.assign(h.type_name, strnlen(h.type_name, sizeof(h.type_name)));
   type_hash_ = h.type_hash;
   schema_.assign(reinterpret_cast<const char*>(base + h.schema_offset), h.schema_size);
-  // Read once: an observer does not keep the schema's pages (after the ring).
-  segment_.release_from(h.schema_offset);
+  // The schema, read once, lies after the ring: an observer keeps only what
+  // comes before the slot claims, so the ring is out of its memory.
+  const std::size_t mapped = segment_.size();
+  segment_.keep_front(static_cast<std::size_t>(reinterpret_cast<std::byte*>(claims_) - base));
+  if (segment_.size() != mapped) {
+    slots_ = nullptr;
+    claims_ = nullptr;
+  }
+  // What the copies address must be mapped: a header changed since it was
+  // validated is refused, not read past its mapping.
+  const auto ends_within = [&](const void* region, std::size_t bytes) {
+    return static_cast<std::size_t>(static_cast<const std::byte*>(region) - base) + bytes <= segment_.size();
+  };
+  if (!ends_within(publishers_, sizeof(EndpointEntry) * kMaxPublishers) ||
+      !ends_within(subscribers_, sizeof(EndpointEntry) * kMaxSubscribers) ||
+      !ends_within(time_list_, sizeof(std::uint64_t) * (time_list_mask_ + 1))) {
+    throw Error(Errc::kLayoutMismatch,
+                fmt::format("shared-memory segment /dev/shm/{} changed its geometry while it was opened (corrupt); "
+                            "if no process uses it, remove it with `shmtool clean`",
+                            segment_.name()));
+  }
 }
 
 std::shared_ptr<Channel> Channel::open_existing(const std::string& domain, const ChannelName& name, bool writable,

@@ -28,7 +28,9 @@ class Channel {
  public:
   /// Maps an existing channel segment without touching the registry
   /// (introspection: Residency::kOnTouch). Error(kNotFound) when it does
-  /// not exist.
+  /// not exist. A kOnTouch channel keeps only its front mapped (header,
+  /// endpoint tables, time list; Segment::keep_front): it has no ring, and
+  /// slot() and claim_word() are for publishers and subscribers.
   static std::shared_ptr<Channel> open_existing(const std::string& domain, const ChannelName& name, bool writable,
                                                 const SegmentAccess& access, Residency residency = Residency::kOnTouch);
   /// Creates the channel with `settings` and `type`, or opens it; checks the

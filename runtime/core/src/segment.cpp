@@ -42,13 +42,14 @@ Segment& Segment::operator=(Segment&&) noexcept = default;
 void* Segment::base() const noexcept { return impl_ ? impl_->region.get_address() : nullptr; }
 std::size_t Segment::size() const noexcept { return impl_ ? impl_->region.get_size() : 0; }
 
-void Segment::release_from(std::size_t offset) const noexcept {
-  if (!impl_ || impl_->residency != Residency::kOnTouch || offset >= size()) return;
-  const std::size_t page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
-  const std::size_t start = offset / page * page;
-  // Shared mappings lose only this process's page-table entries: the data
-  // stays in the segment, and a later read maps it again.
-  ::madvise(static_cast<std::byte*>(base()) + start, size() - start, MADV_DONTNEED);
+void Segment::keep_front(std::size_t bytes) noexcept {
+  if (!impl_ || impl_->residency != Residency::kOnTouch) return;
+  const std::size_t page = bip::mapped_region::get_page_size();
+  const std::size_t keep = (bytes + page - 1) / page * page;
+  if (keep == 0 || keep >= size()) return;
+  // The region munmaps the tail and keeps its own size in step, so its
+  // destructor unmaps only what is still ours.
+  impl_->region.shrink_by(size() - keep, true);
 }
 
 namespace {

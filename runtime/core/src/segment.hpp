@@ -61,11 +61,14 @@ class Segment {
   /// or removed right after).
   static bool exists(const std::string& name) noexcept;
 
-  /// Of a kOnTouch mapping, drops the pages from the one holding `offset`
-  /// to the end out of this process's memory (they stay in the segment and
-  /// are mapped again if read): for what an observer reads once, at open.
+  /// Of a kOnTouch mapping, unmaps everything past the page holding byte
+  /// `bytes - 1`: an observer that reads only the front of a segment (a
+  /// channel's header, endpoint tables and time list) then has nothing
+  /// else in its address space, so the kernel's fault-around (which maps
+  /// the already-resident neighbours of a faulting page, up to 64 KiB) cannot
+  /// put a channel's ring into its memory. size() becomes the kept bytes.
   /// Nothing for a kPopulated mapping.
-  void release_from(std::size_t offset) const noexcept;
+  void keep_front(std::size_t bytes) noexcept;
 
   [[nodiscard]] void* base() const noexcept;
   [[nodiscard]] std::size_t size() const noexcept;
