@@ -24,6 +24,8 @@ peers_args=()
 repeat=5
 micro_args=(--benchmark_min_time=0.2)
 scale_args=(--browsers 0,1,10)
+scale_ring_args=(--channels 1000,10000 --capacity 16 --max-message-size 4096)
+scale_big_args=(--channels 50000)
 sync_args=()
 node_args=()
 record_args=()
@@ -39,7 +41,7 @@ build_args=(--release)
 json=0
 for a in "$@"; do
   case "$a" in
-    --smoke) peers_args+=(--smoke); repeat=2; micro_args=(--benchmark_min_time=0.01); scale_args=(--channels 200); sync_args=(--seconds 30); node_args=(--smoke); record_args=(--smoke); bridge_args=(--smoke); gateway_args=(--smoke); fanout_args=(--smoke --subscribers 1,2 --sizes 64,65536); fanout_spin_args=(--smoke --subscribers 2 --sizes 64 --modes block); camera_args=(--smoke --sizes 64,4194304 --modes block); camera_paced_args=(--smoke --sizes 64,1048576); fanin_args=(--smoke --publishers 1,2 --modes block); services_args=(--smoke); build_args=() ;;
+    --smoke) peers_args+=(--smoke); repeat=2; micro_args=(--benchmark_min_time=0.01); scale_args=(--channels 200); scale_ring_args=(--channels 200 --capacity 16 --max-message-size 4096); scale_big_args=(); sync_args=(--seconds 30); node_args=(--smoke); record_args=(--smoke); bridge_args=(--smoke); gateway_args=(--smoke); fanout_args=(--smoke --subscribers 1,2 --sizes 64,65536); fanout_spin_args=(--smoke --subscribers 2 --sizes 64 --modes block); camera_args=(--smoke --sizes 64,4194304 --modes block); camera_paced_args=(--smoke --sizes 64,1048576); fanin_args=(--smoke --publishers 1,2 --modes block); services_args=(--smoke); build_args=() ;;
     --json) peers_args+=(--json); json=1 ;;
     *) echo "bench.sh: unknown option '$a'; use --smoke or --json" >&2; exit 2 ;;
   esac
@@ -48,6 +50,8 @@ dir=$(bash scripts/build.sh "${build_args[@]}")
 if [[ $json == 0 ]]; then
   "$dir/tests/bench/shmbus_bench_micro" "${micro_args[@]}"
   "$dir/tests/bench/shmbus_bench_scale" "${scale_args[@]}"
+  "$dir/tests/bench/shmbus_bench_scale" "${scale_ring_args[@]}"
+  if [[ ${#scale_big_args[@]} -gt 0 ]]; then "$dir/tests/bench/shmbus_bench_scale" "${scale_big_args[@]}"; fi
   "$dir/tests/bench/shmbus_bench_sync" "${sync_args[@]}"
   "$dir/tests/bench/shmbus-bench-node" "${node_args[@]}"
   "$dir/tests/bench/shmbus-bench-record" "${record_args[@]}"

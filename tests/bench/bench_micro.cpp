@@ -2,8 +2,12 @@
 // hook), take, a Node's dispatch, the time-list stamp and snapshot. One process, one thread:
 // what the code costs, without cache-line transfers between cores.
 #include <benchmark/benchmark.h>
+#include <fcntl.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
+#include <array>
+#include <cstddef>
 #include <vector>
 
 #include "channel.hpp"  // runtime/src: the notify hook's stamp alone
@@ -149,6 +153,45 @@ void BM_TimeListSnapshot(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_TimeListSnapshot);
+
+// What a monitor's steady scan reads of one channel, the time-list head and
+// 10 new stamps: from its mapping (read_stamps_since), or with two pread()
+// calls on the segment's file, which would keep none of the channel's pages
+// in the monitor's memory (docs/performance.md, monitor scale).
+void BM_ObserverReadsTenStamps(benchmark::State& state) {
+  const bool by_pread = state.range(0) != 0;
+  BenchDomain d(64);
+  {
+    Publisher pub("/bench", TypeInfo::bytes(), *d.context);
+    std::vector<std::byte> msg(8);
+    for (int i = 0; i < 1000; ++i) pub.publish(msg);
+    const introspect::ChannelReader reader(d.context->domain(), "/bench");
+    introspect::TimeListCursor cursor;
+    std::vector<std::int64_t> stamps;
+    reader.read_stamps_since(cursor, stamps);
+    const std::uint64_t head = cursor.next;
+    const int fd = ::shm_open(channel_object_name(d.context->domain(), "/bench").c_str(), O_RDONLY, 0);
+    std::uint64_t time_list_offset = 0;
+    ::pread(fd, &time_list_offset, sizeof(time_list_offset), offsetof(layout::ChannelHeader, time_list_offset));
+    std::array<std::uint64_t, 2> heads{};
+    std::array<std::uint64_t, 10> entries{};
+    const auto stamps_offset = static_cast<off_t>(time_list_offset + ((head - 10) % 1024) * sizeof(std::uint64_t));
+    for (auto _ : state) {
+      if (by_pread) {
+        benchmark::DoNotOptimize(
+            ::pread(fd, heads.data(), sizeof(heads), offsetof(layout::ChannelHeader, time_list_head)));
+        benchmark::DoNotOptimize(::pread(fd, entries.data(), sizeof(entries), stamps_offset));
+      } else {
+        cursor.next = head - 10;
+        stamps.clear();
+        benchmark::DoNotOptimize(reader.read_stamps_since(cursor, stamps));
+      }
+    }
+    ::close(fd);
+    state.SetLabel(by_pread ? "two pread() calls" : "mapped");
+  }
+}
+BENCHMARK(BM_ObserverReadsTenStamps)->ArgName("pread")->Arg(0)->Arg(1);
 
 sensor_msgs::Imu imu_sample() {
   sensor_msgs::Imu m{};

@@ -311,6 +311,24 @@ TEST(RegistryTest, ProcessReopensARegistryRemovedUnderIt) {
   EXPECT_EQ(introspect::DomainView(d.domain()).channel_names(), std::vector<std::string>{"/later"});
 }
 
+// A Config made in code is not checked by ConfigReader: a registry capacity
+// that is not a power of two is refused before the registry exists (it
+// used to be created, then refused as corrupt by every opener).
+TEST(RegistryTest, ACapacityThatIsNotAPowerOfTwoIsRefusedBeforeTheRegistryExists) {
+  Config c;
+  c.registry_capacity = 51024;
+  TestDomain d{c, "capacity"};
+  try {
+    Publisher p("/x", TypeInfo::bytes(), d.context());
+    FAIL() << "a registry of 51024 records was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), Errc::kConfig);
+    EXPECT_NE(std::string(e.what()).find("registry_capacity 51024 is not a power of two"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_NE(::access(("/dev/shm/" + registry_object_name(d.domain())).c_str(), F_OK), 0);
+}
+
 TEST(CleanTest, RemovesUnusedSegmentsAndKeepsLiveOnes) {
   TestDomain d{Config{}, "clean"};
   auto idle = std::make_unique<Publisher>("/idle", TypeInfo::bytes(), d.context());

@@ -60,6 +60,13 @@ Registry::Registry(Segment s) : segment_(std::move(s)) {
 }
 
 Registry Registry::open_or_create(const std::string& domain, std::uint32_t capacity, const SegmentAccess& access) {
+  // A Config made in code is not read by ConfigReader: refused here, before
+  // a registry that every opener would call corrupt exists.
+  if (!std::has_single_bit(capacity) || capacity > kMaxRegistryCapacity) {
+    throw Error(Errc::kConfig, fmt::format("registry_capacity {} is not a power of two from 1 to {}; use one "
+                                           "(std::bit_ceil of the channels the domain will hold)",
+                                           capacity, kMaxRegistryCapacity));
+  }
   const std::size_t size = sizeof(layout::RegistryHeader) + std::size_t{capacity} * sizeof(ChannelRecord);
   Segment s = Segment::create_or_open(registry_object_name(domain), size, access, kSpec, [capacity](void* base) {
     auto* h = static_cast<layout::RegistryHeader*>(base);
