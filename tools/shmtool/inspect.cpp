@@ -75,17 +75,14 @@ double age_mean_s(const introspect::EndpointView& e) {
 }
 
 /// Why each channel's stored schema is refused (beyond the schema limits,
-/// or malformed), by channel; each type's schema parsed once.
-std::map<std::string, std::string> refused_schemas(const Config& config, const std::vector<ChannelStatus>& channels) {
+/// or malformed), by channel; each type's schema parsed once. Read through
+/// the monitor's mappings.
+std::map<std::string, std::string> refused_schemas(const Monitor& monitor, const std::vector<ChannelStatus>& channels) {
   std::map<std::string, std::string> out;
   std::map<std::uint64_t, std::string> by_hash;  // "" : parses
   for (const ChannelStatus& c : channels) {
-    std::optional<introspect::ChannelView> view;
-    try {
-      view = introspect::ChannelReader(config.domain, c.name, false, config.access()).view();
-    } catch (const Error&) {
-      continue;  // gone meanwhile
-    }
+    const std::optional<introspect::ChannelView> view = monitor.view(c.name);
+    if (!view) continue;
     const auto [it, fresh] = by_hash.try_emplace(view->type_hash);
     if (fresh) {
       try {
@@ -110,7 +107,7 @@ int run_list(const Globals& g) {
   // with the reason: hiding them would hide the problem. So is a stored
   // schema that is refused (echo, the bridge and the recorder skip it).
   const auto& unreadable = monitor.unreadable();
-  const std::map<std::string, std::string> refused = refused_schemas(config, channels);
+  const std::map<std::string, std::string> refused = refused_schemas(monitor, channels);
   if (g.json) {
     Json out = Json::array();
     for (const ChannelStatus& c : channels) {

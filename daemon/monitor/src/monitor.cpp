@@ -297,6 +297,12 @@ std::vector<ChannelStatus> Monitor::statuses() const {
   return out;
 }
 
+std::optional<introspect::ChannelView> Monitor::view(std::string_view name) const {
+  const auto it = channels_.find(name);
+  if (it == channels_.end()) return std::nullopt;
+  return it->second->reader.view();
+}
+
 std::size_t Monitor::channel_count() const noexcept { return channels_.size(); }
 
 std::size_t Monitor::alerting_count() const noexcept {

@@ -10,6 +10,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "shmbus/config.hpp"
@@ -118,6 +119,10 @@ class Monitor {
   /// The unreadable channels found since the last call (each reported once).
   [[nodiscard]] std::vector<std::string> take_unreadable_warnings();
   [[nodiscard]] const Config& config() const noexcept { return config_; }
+  /// A fresh view of a watched channel through the monitor's own mapping
+  /// (its schema, say, which the status leaves out); nullopt when it is not
+  /// watched.
+  [[nodiscard]] std::optional<introspect::ChannelView> view(std::string_view name) const;
 
  private:
   struct Tracked;
