@@ -2,6 +2,8 @@
 // Futex wait and wake on words in shared memory (not FUTEX_PRIVATE: the
 // sleeper and the waker are in different processes).
 
+#include <sched.h>
+
 #include <atomic>
 #include <cstdint>
 #include <span>
@@ -56,6 +58,21 @@ inline void cpu_relax() noexcept {
 #elif defined(__aarch64__)
   asm volatile("yield" ::: "memory");
 #endif
+}
+
+/// After this much spinning a wait yields its CPU every 64 spins: when more
+/// processes spin and run than there are CPUs, the one a spinner waits for
+/// gets the CPU (a yield with nothing else runnable returns at once).
+inline constexpr std::int64_t kYieldingSpinNs = 5'000;
+
+/// Round `round` of a spin that has lasted `spun_ns`: a pause, or every
+/// 64th round from kYieldingSpinNs on, a yield.
+inline void spin_round(std::uint32_t round, std::int64_t spun_ns) noexcept {
+  if ((round & 63U) == 0 && spun_ns >= kYieldingSpinNs) {
+    ::sched_yield();
+  } else {
+    cpu_relax();
+  }
 }
 
 }  // namespace shmbus::detail

@@ -201,7 +201,8 @@ struct Publisher::Impl {
   /// overflow = block: the sequence below the slowest live subscriber's
   /// cursor plus the capacity (room_limit), which `claim` then takes.
   /// Sequences are claimed by CAS, never handed out before there is room,
-  /// so a wait holds up no subscriber. The wait spins for wait_spin, then
+  /// so a wait holds up no subscriber. The wait spins for wait_spin
+  /// (yielding its CPU now and then after 5 us: spin_round), then
   /// sleeps in growing steps of up to 200 us; subscribers of dead processes
   /// are reclaimed (after 100 us, then every 10 ms), and at block_timeout
   /// the subscribers still holding the slot are overtaken: counted in
@@ -212,6 +213,7 @@ struct Publisher::Impl {
     std::int64_t bound_from = 0;  // block_timeout counts from here
     std::int64_t next_reclaim = 0;
     std::int64_t nap_ns = 0;
+    std::uint32_t spins = 0;
     waited = false;
     for (;;) {
       // relaxed: a number to claim; what orders our slot writes after the
@@ -265,7 +267,7 @@ struct Publisher::Impl {
         continue;
       }
       if (now - bound_from < wait_spin_ns) {
-        cpu_relax();
+        spin_round(++spins, now - since);
       } else {
         nap_ns = std::min<std::int64_t>(std::max<std::int64_t>(nap_ns * 2, 10'000), 200'000);
         std::this_thread::sleep_for(std::chrono::nanoseconds(nap_ns));

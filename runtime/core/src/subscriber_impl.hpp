@@ -30,10 +30,6 @@ using namespace layout;
 /// yet): the cursor's line is every publisher's, and a poll loop reading it
 /// takes it away from them.
 inline constexpr std::int64_t kCursorCheckNs = 20'000;
-/// After this much spinning a wait yields its CPU every 64 spins: when more
-/// processes spin and run than there are CPUs, the one a spinner waits for
-/// gets the CPU (a yield with nothing else runnable returns at once).
-inline constexpr std::int64_t kYieldingSpinNs = 5'000;
 
 /// How often a subscriber waiting for its channel looks for it.
 inline constexpr std::int64_t kAttachRetryNs = 10'000'000;

@@ -1,7 +1,5 @@
 #include "shmbus/wait_set.hpp"
 
-#include <sched.h>
-
 #include <thread>
 
 #include "subscriber_impl.hpp"
@@ -127,11 +125,7 @@ std::size_t wait_any(std::span<Subscriber::Impl* const> subs, std::span<GuardCon
       const std::int64_t now = every_64th ? mono_now_ns() : 0;
       if (std::size_t n = collect_pending(subs, ready, every_64th && now - start >= kCursorCheckNs)) return n;
       if (every_64th && (now >= spin_until || any_triggered(guards))) break;
-      if (every_64th && now - start >= kYieldingSpinNs) {
-        ::sched_yield();
-      } else {
-        cpu_relax();
-      }
+      spin_round(i, now - start);  // `now` is read on every 64th round, when it may yield
     }
   }
   for (;;) {
