@@ -159,7 +159,7 @@ class ConfigReader : public TomlReader {
           fail(v, e.what());
         }
       } else if (key == "registry_capacity") {
-        c.registry_capacity = power_of_two(v, key, 1 << 20);
+        c.registry_capacity = power_of_two(v, key, kMaxRegistryCapacity);
       } else if (key == "mode") {
         const std::string text = string_of(v, key);
         char* end = nullptr;

@@ -34,9 +34,6 @@ bool name_is(const ChannelRecord& r, std::uint64_t hash, std::string_view name) 
 /// How long a record may stay claimed by a live process before it is
 /// taken for corrupt.
 constexpr std::int64_t kClaimWaitNs = 1'000'000'000;
-
-/// The largest registry the configuration allows (registry_capacity).
-constexpr std::uint64_t kMaxRegistryCapacity = 1ULL << 20;
 }  // namespace
 
 std::string_view record_name(const ChannelRecord& r) noexcept { return {r.name, strnlen(r.name, sizeof(r.name))}; }

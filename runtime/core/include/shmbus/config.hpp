@@ -95,6 +95,9 @@ struct SegmentAccess {
   std::string group;  ///< empty: only this user's segments
 };
 
+/// The largest registry_capacity (a power of two from 1 up to this).
+inline constexpr std::uint32_t kMaxRegistryCapacity = 1U << 20;
+
 /// A parsed configuration. Thread-safety: immutable after load; share freely.
 class Config {
  public:
