@@ -172,10 +172,20 @@ void BM_ObserverReadsTenStamps(benchmark::State& state) {
     const std::uint64_t head = cursor.next;
     const int fd = ::shm_open(channel_object_name(d.context->domain(), "/bench").c_str(), O_RDONLY, 0);
     std::uint64_t time_list_offset = 0;
-    ::pread(fd, &time_list_offset, sizeof(time_list_offset), offsetof(layout::ChannelHeader, time_list_offset));
+    std::uint32_t time_list_capacity = 0;
+    if (fd < 0 ||
+        ::pread(fd, &time_list_offset, sizeof(time_list_offset), offsetof(layout::ChannelHeader, time_list_offset)) !=
+            sizeof(time_list_offset) ||
+        ::pread(fd, &time_list_capacity, sizeof(time_list_capacity),
+                offsetof(layout::ChannelHeader, time_list_capacity)) != sizeof(time_list_capacity)) {
+      if (fd >= 0) ::close(fd);
+      state.SkipWithError("cannot read the channel's segment");
+      return;
+    }
     std::array<std::uint64_t, 2> heads{};
     std::array<std::uint64_t, 10> entries{};
-    const auto stamps_offset = static_cast<off_t>(time_list_offset + ((head - 10) % 1024) * sizeof(std::uint64_t));
+    const auto stamps_offset =
+        static_cast<off_t>(time_list_offset + ((head - 10) % time_list_capacity) * sizeof(std::uint64_t));
     for (auto _ : state) {
       if (by_pread) {
         benchmark::DoNotOptimize(
