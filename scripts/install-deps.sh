@@ -30,6 +30,8 @@ packages=(
   graphviz                          # dot: the module graphs of shmtool bag graph --dot (tests, README)
   help2man                          # the man pages, generated from the programs' --help at build time
   chromium                          # the browser tests (headless, driven by puppeteer-core from tests/js)
+  python3-dev pybind11-dev python3-numpy   # the Python package (tools/python)
+  python3-pytest                    # its tests (tests/python, run by ctest)
 )
 
 missing=()

@@ -25,6 +25,7 @@
 #include "shmbus/monitor/daemon_info.hpp"
 #include "shmbus/monitor/frequency.hpp"
 #include "shmbus/monitor/json.hpp"
+#include "shmbus/monitor/listing.hpp"
 #include "shmbus/monitor/monitor.hpp"
 #include "shmbus/names.hpp"
 
@@ -41,13 +42,6 @@ using schema::Json;
 namespace {
 
 double seconds(std::int64_t ns) { return static_cast<double>(ns) / 1e9; }
-
-/// One scan of the whole domain, as shmbusd would see it now.
-std::vector<ChannelStatus> observe(Monitor& monitor) {
-  (void)monitor.scan(mono_now_ns());
-  monitor.refresh_statistics();
-  return monitor.statuses();
-}
 
 Table channel_table(const std::vector<ChannelStatus>& channels, bool debounced, bool colour) {
   Table t({"CHANNEL", "TYPE", "TRANSPORT", "PUBS>", "SUBS>", "RATE>", "LEVEL", "MESSAGES>", "LOST>"});
@@ -74,52 +68,21 @@ double age_mean_s(const introspect::EndpointView& e) {
   return e.age_samples ? static_cast<double>(e.age_sum_ns) / static_cast<double>(e.age_samples) / 1e9 : std::nan("");
 }
 
-/// Why each channel's stored schema is refused (beyond the schema limits,
-/// or malformed), by channel; each type's schema parsed once. Read through
-/// the monitor's mappings.
-std::map<std::string, std::string> refused_schemas(const Monitor& monitor, const std::vector<ChannelStatus>& channels) {
-  std::map<std::string, std::string> out;
-  std::map<std::uint64_t, std::string> by_hash;  // "" : parses
-  for (const ChannelStatus& c : channels) {
-    const std::optional<introspect::ChannelView> view = monitor.view(c.name);
-    if (!view) continue;
-    const auto [it, fresh] = by_hash.try_emplace(view->type_hash);
-    if (fresh) {
-      try {
-        (void)schema_of(*view);
-      } catch (const schema::SchemaError& e) {
-        it->second = e.what();
-      }
-    }
-    if (!it->second.empty()) out[c.name] = it->second;
-  }
-  return out;
-}
-
 }  // namespace
 
 int run_list(const Globals& g) {
   const MonitorConfig loaded = load_monitor_config(g);
   const Config& config = loaded.config;
   Monitor monitor(config, loaded.monitor, Monitor::Role::kObserver);
-  const std::vector<ChannelStatus> channels = observe(monitor);
   // Channels listed but unusable (corrupt, another user's) are rows too,
   // with the reason: hiding them would hide the problem. So is a stored
   // schema that is refused (echo, the bridge and the recorder skip it).
-  const auto& unreadable = monitor.unreadable();
-  const std::map<std::string, std::string> refused = refused_schemas(monitor, channels);
+  const monitor::Listing listing = monitor::list_domain(monitor);
   if (g.json) {
-    Json out = Json::array();
-    for (const ChannelStatus& c : channels) {
-      // The level this scan measured: a one-shot tool has no history to
-      // debounce (`top` and the daemon show the debounced one).
-      out.push_back(channel_json(c, c.observed));
-      if (const auto r = refused.find(c.name); r != refused.end()) out.back()["schema_error"] = r->second;
-    }
-    for (const auto& [name, why] : unreadable) out.push_back(Json{{"name", name}, {"error", why}});
-    print_json(out);
+    print_json(listing.json());
     return 0;
   }
+  const auto& [channels, unreadable, refused] = listing;
   if (channels.empty() && unreadable.empty()) {
     print(fmt::format("no channels in domain \"{}\"\n", config.domain));
     return 0;
@@ -373,7 +336,7 @@ int run_stats(const Globals& g, const StatsOptions& o) {
   const Config& config = loaded.config;
   if (o.channel) (void)open_channel(config, *o.channel);  // exit 3 when missing
   Monitor monitor(config, loaded.monitor, Monitor::Role::kObserver);
-  std::vector<ChannelStatus> channels = observe(monitor);
+  std::vector<ChannelStatus> channels = monitor::observe(monitor);
   if (o.channel) {
     std::erase_if(channels, [&](const ChannelStatus& c) { return c.name != *o.channel; });
   }
@@ -429,7 +392,7 @@ int run_alerts(const Globals& g) {
   const MonitorConfig loaded = load_monitor_config(g);
   const Config& config = loaded.config;
   Monitor monitor(config, loaded.monitor, Monitor::Role::kObserver);
-  std::vector<ChannelStatus> channels = observe(monitor);
+  std::vector<ChannelStatus> channels = monitor::observe(monitor);
   std::erase_if(channels, [](const ChannelStatus& c) { return !c.thresholds_hz; });
   // Worst first, then by name.
   std::stable_sort(channels.begin(), channels.end(),

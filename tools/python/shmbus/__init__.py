@@ -1,0 +1,408 @@
+"""shmbus for Python: publish and subscribe over shared memory, nodes with
+callbacks and timers, services, recordings and introspection, on the C++
+libraries of shmbus. Messages are NumPy views of their bytes; a message
+read in place (``sub.read(view=True)``) is a read-only view of the ring.
+
+The domain is the process's default: ``SHMBUS_DOMAIN`` and
+``SHMBUS_CONFIG`` as for every shmbus program.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Callable, Iterable
+
+import numpy as np
+
+from . import _shmbus
+from ._messages import Message, MessageType, Struct, encode, image_array, image_encoding, type_of
+from .errors import (ConfigError, Error, InvalidArgumentError, LayoutError, NotFoundError, OverwrittenError,
+                     PermissionDeniedError, ResourceError, ServiceFailed, ServiceTimeout, TypeMismatchError)
+
+MessageInfo = _shmbus.MessageInfo
+Input = _shmbus.Input
+Subscription = _shmbus.Subscription
+Timer = _shmbus.Timer
+
+__all__ = [
+    "ConfigError", "Error", "Input", "InvalidArgumentError", "LayoutError", "Message", "MessageInfo", "MessageType",
+    "MessageView", "Node", "NotFoundError", "OverwrittenError", "PermissionDeniedError", "Publisher",
+    "ResourceError", "ServiceClient", "ServiceFailed", "ServiceServer", "ServiceTimeout", "Struct", "Subscriber",
+    "Subscription", "Timer", "TypeMismatchError", "channels", "image_array", "image_message", "message_type",
+]
+
+_U1 = np.dtype("u1")
+
+
+def message_type(name: str, msg_path: Iterable[str] | None = None) -> MessageType:
+    """The type `name` (package/Name): the shipped definitions (std_msgs,
+    sensor_msgs, shmbus_msgs), then each root of `msg_path`, then of
+    ``SHMBUS_MSG_PATH`` (roots holding ``<package>/<Name>.msg``)."""
+    t = type_of(name, msg_path)
+    assert t is not None
+    return t
+
+
+def image_message(array: np.ndarray, encoding: str = "rgb8", **fields: Any) -> Message:
+    """A new sensor_msgs/Image holding `array` ((height, width, channels)),
+    with `fields` (``header=...``) set."""
+    h, w, step = image_encoding(array, encoding)
+    return message_type("sensor_msgs/Image").new(
+        fields, height=h, width=w, step=step, encoding=encoding,
+        data=np.ascontiguousarray(array).reshape(-1).view(_U1))
+
+
+def _seconds(timeout: float | None) -> float:
+    return 86400.0 if timeout is None else float(timeout)
+
+
+class Publisher:
+    """Publishes on one channel, creating it with `type` if it does not
+    exist. ``publish`` takes a :class:`Message`, a dict of fields or any
+    bytes-like object (NumPy arrays included)."""
+
+    def __init__(self, channel: str, type: MessageType | str, *, msg_path: Iterable[str] | None = None,
+                 create: bool = True, _wrapped: Any = None) -> None:
+        t = type_of(type, msg_path)
+        if t is None:
+            raise InvalidArgumentError("a publisher needs a type (a name such as std_msgs/String, or "
+                                       "shmbus.MessageType.bytes() for raw bytes)")
+        self.type: MessageType = t
+        self._pub = _wrapped if _wrapped is not None else _shmbus._Publisher(channel, t.info, "", create)
+
+    def publish(self, message: Message | dict | Any) -> bool:
+        """Publishes `message`; True when committed, False when dropped (a
+        stuck writer held its slot; counted in ``dropped``)."""
+        return self._pub.publish(encode(self.type, message))
+
+    def new(self, _fields: dict | None = None, /, **fields: Any) -> Message:
+        """A new message of the channel's type (see MessageType.new)."""
+        return self.type.new(_fields, **fields)
+
+    def loan(self, tail_length: int = 0, *, size: int | None = None) -> "Loan":
+        """A slot of the ring to write a message into in place; ``with
+        pub.loan(n) as msg:`` publishes `msg` when the block ends (and
+        discards it when it raises). `tail_length` sizes the trailing array;
+        `size` gives the bytes instead (raw channels)."""
+        n = size if size is not None else self.type.wire_size(tail_length)
+        return Loan(self, self._pub.loan(n), tail_length if size is None else None)
+
+    @property
+    def channel(self) -> str:
+        return self._pub.channel
+
+    @property
+    def published(self) -> int:
+        return self._pub.published
+
+    @property
+    def dropped(self) -> int:
+        return self._pub.dropped
+
+    @property
+    def max_message_size(self) -> int:
+        return self._pub.max_message_size
+
+    def close(self) -> None:
+        """Leaves the channel (the publisher's entry is released)."""
+        self._pub.close()
+
+    def __enter__(self) -> "Publisher":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+class Loan:
+    """A slot lent by a publisher: ``message`` writes into the ring itself;
+    ``commit()`` publishes it, ``discard()`` gives it back."""
+
+    def __init__(self, publisher: Publisher, loan: Any, tail_length: int | None) -> None:
+        self._loan = loan
+        raw = np.frombuffer(loan, _U1)
+        t = publisher.type
+        if t.has_schema:
+            raw[:t.size] = 0
+            if t.tail is not None:
+                o = t._tail_count_offset
+                raw[o:o + 4].view("<u4")[0] = tail_length or 0
+        self.message = Message(t, raw, None)
+
+    def commit(self) -> bool:
+        return self._loan.commit()
+
+    def discard(self) -> None:
+        self._loan.discard()
+
+    def __enter__(self) -> Message:
+        return self.message
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        if not self._loan.active:
+            return
+        if exc_type is None:
+            self._loan.commit()
+        else:
+            self._loan.discard()
+
+
+class MessageView:
+    """A message where it lies in the ring (``Subscriber.read(view=True)``):
+    ``with view as msg:`` gives the read-only message; when the block ends a
+    message a publisher overwrote meanwhile raises OverwrittenError, so what
+    was read from it is never silently wrong. ``valid()`` asks the same
+    inside the block."""
+
+    def __init__(self, view: Any, info: MessageInfo, mtype: MessageType, channel: str) -> None:
+        self._view = view
+        self._channel = channel
+        self.message = Message(mtype, np.frombuffer(view, _U1), info)
+
+    @property
+    def address(self) -> int:
+        """Where the message lies (in the channel's mapping)."""
+        return self._view.address
+
+    def valid(self) -> bool:
+        """True while no publisher has overwritten the message."""
+        return self._view.unchanged()
+
+    def check(self) -> None:
+        """Raises OverwrittenError when the message was overwritten."""
+        if not self._view.unchanged():
+            raise OverwrittenError(
+                f"channel {self._channel}: message {self.message.info.sequence} was overwritten by a publisher "
+                "while it was read in place (the ring lapped this reader); discard what was read from it")
+
+    def __enter__(self) -> Message:
+        return self.message
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        if exc_type is None:
+            self.check()
+
+
+class Subscriber:
+    """Takes the messages of one channel in order. With `type` None any type
+    is accepted (the channel's stored schema then gives the messages their
+    fields) and the channel must exist, unless `wait_for_channel`."""
+
+    def __init__(self, channel: str, type: MessageType | str | None = None, *, wait_for_channel: bool = False,
+                 history: int = 0, from_first: bool = False, msg_path: Iterable[str] | None = None) -> None:
+        self._type = type_of(type, msg_path)
+        self._sub = _shmbus._Subscriber(channel, self._type.info if self._type else None, bool(wait_for_channel),
+                                        history, from_first, "")
+
+    @property
+    def type(self) -> MessageType:
+        """The channel's type (from the channel when none was given)."""
+        if self._type is None:
+            if not self._sub.attached():
+                raise NotFoundError(f"channel {self.channel} does not exist yet; its type is not known")
+            self._type = MessageType(*self._sub.type())
+        return self._type
+
+    def take(self) -> Message | None:
+        """The next message (a copy), or None when there is none."""
+        r = self._sub.take()
+        if r is None:
+            return None
+        data, info = r
+        return Message(self.type, np.frombuffer(data, _U1), info)
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Blocks until a message may be taken or `timeout` seconds pass
+        (None: a day); False on timeout. The GIL is released meanwhile."""
+        return self._sub.wait(_seconds(timeout))
+
+    def read(self, view: bool = False, timeout: float = 0.0) -> Message | MessageView | None:
+        """The next message, waiting up to `timeout` seconds; None when none
+        came. With ``view=True`` a MessageView of the message in the ring
+        (no copy), to be used in a ``with`` block."""
+        deadline = time.monotonic() + max(float(timeout), 0.0)
+        while True:
+            if view:
+                r = self._sub.read_view()
+                if r is not None:
+                    return MessageView(r[0], r[1], self.type, self.channel)
+            else:
+                m = self.take()
+                if m is not None:
+                    return m
+            left = deadline - time.monotonic()
+            if left <= 0 or not self._sub.wait(left):
+                return None
+
+    def __iter__(self) -> "Subscriber":
+        return self
+
+    def __next__(self) -> Message:
+        """Blocks for the next message (Ctrl-C interrupts within 100 ms)."""
+        while True:
+            m = self.take()
+            if m is not None:
+                return m
+            self._sub.wait(0.1)  # Python's signal handlers run as it returns
+
+    @property
+    def channel(self) -> str:
+        return self._sub.channel
+
+    @property
+    def received(self) -> int:
+        return self._sub.received
+
+    @property
+    def lost(self) -> int:
+        """Messages the ring overwrote before this subscriber took them."""
+        return self._sub.lost
+
+    @property
+    def discarded(self) -> int:
+        return self._sub.discarded
+
+    @property
+    def transport(self) -> str:
+        return self._sub.transport
+
+    def close(self) -> None:
+        """Leaves the channel. Views still held keep its memory mapped."""
+        self._sub.close()
+
+    def __enter__(self) -> "Subscriber":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+class Node:
+    """A node: subscriptions whose callbacks get each message, publishers,
+    timers, services; ``spin()`` runs them (the C++ executor; the GIL is
+    released while it waits). What a callback publishes cites the message
+    that triggered it (provenance), as in C++. An exception in a callback
+    stops spin() and is raised from it; Ctrl-C raises KeyboardInterrupt."""
+
+    def __init__(self, name: str) -> None:
+        self._node = _shmbus._Node(name)
+        self._keep: list[Any] = []
+
+    @property
+    def name(self) -> str:
+        return self._node.name
+
+    def subscribe(self, channel: str, type: MessageType | str | None, callback: Callable[[Message], Any], *,
+                  in_place: bool = False, history: int = 0, wait_for_channel: bool = False,
+                  on_overwritten: Callable[[MessageInfo], Any] | None = None,
+                  msg_path: Iterable[str] | None = None) -> Subscription:
+        """Calls ``callback(msg)`` for each message (``msg.info`` says its
+        sequence, stamps and inputs). With `in_place` the message is a
+        read-only view of the ring, valid only during the call; a message
+        overwritten while the callback read it calls `on_overwritten(info)`
+        (and counts in ``Subscription.overwritten``)."""
+        t = type_of(type, msg_path)
+        holder: list[Any] = [t]
+        sub: list[Any] = []
+
+        def deliver(data: Any, info: MessageInfo) -> None:
+            mtype = holder[0]
+            if mtype is None:
+                mtype = holder[0] = MessageType(*sub[0].type())
+            callback(Message(mtype, np.frombuffer(data, _U1), info))
+
+        s = self._node.subscribe(channel, t.info if t else None, deliver, in_place, history, wait_for_channel,
+                                 on_overwritten)
+        sub.append(s)
+        return s
+
+    def publisher(self, channel: str, type: MessageType | str, *, msg_path: Iterable[str] | None = None) -> Publisher:
+        t = type_of(type, msg_path)
+        if t is None:
+            raise InvalidArgumentError("a publisher needs a type")
+        return Publisher(channel, t, _wrapped=self._node.publisher(channel, t.info))
+
+    def every(self, period: float, callback: Callable[[], Any]) -> Timer:
+        """Calls `callback()` every `period` seconds."""
+        return self._node.timer(float(period), callback, True)
+
+    def after(self, delay: float, callback: Callable[[], Any]) -> Timer:
+        """Calls `callback()` once, `delay` seconds from now."""
+        return self._node.timer(float(delay), callback, False)
+
+    def spin(self) -> None:
+        """Runs callbacks until stop(), an exception or Ctrl-C."""
+        self._node.spin()
+
+    def spin_once(self, timeout: float = 0.0) -> int:
+        """Runs what is ready, waiting up to `timeout` seconds for work;
+        returns how many callbacks ran."""
+        return self._node.spin_once(float(timeout))
+
+    def stop(self) -> None:
+        """Ends spin() (from a callback, a timer or another thread)."""
+        self._node.stop()
+
+    def ok(self) -> bool:
+        return self._node.ok()
+
+    def __enter__(self) -> "Node":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
+
+
+class ServiceServer:
+    """Serves service `name` of type `type` (a .srv: package/Name) on
+    `node`: ``handler(request)`` returns the response (a Message, a dict of
+    fields or bytes). A handler that raises fails that call (the client
+    gets ServiceFailed; the traceback goes to stderr)."""
+
+    def __init__(self, node: Node, name: str, type: str, handler: Callable[[Message], Any], *,
+                 msg_path: Iterable[str] | None = None) -> None:
+        req, rsp = (MessageType(*t) for t in _shmbus.service_types(type, list(msg_path or [])))
+        self.request_type, self.response_type = req, rsp
+
+        def serve(data: bytes, info: MessageInfo) -> Any:
+            return encode(rsp, handler(Message(req, np.frombuffer(data, _U1), info)))
+
+        self._server = _shmbus._ServiceServer(node._node, name, type, req.info, rsp.info, serve)
+
+    @property
+    def served(self) -> int:
+        return self._server.served
+
+    @property
+    def failed(self) -> int:
+        return self._server.failed
+
+
+class ServiceClient:
+    """Calls service `name` of type `type` (package/Name of its .srv)."""
+
+    def __init__(self, name: str, type: str, *, msg_path: Iterable[str] | None = None) -> None:
+        req, rsp = (MessageType(*t) for t in _shmbus.service_types(type, list(msg_path or [])))
+        self.request_type, self.response_type = req, rsp
+        self._client = _shmbus._ServiceClient(name, type, req.info, rsp.info)
+
+    def call(self, request: Message | dict | Any, timeout: float = 5.0) -> Message:
+        """The response to `request`, within `timeout` seconds. Raises
+        NotFoundError (no server), ServiceTimeout or ServiceFailed."""
+        data, info = self._client.call(encode(self.request_type, request), float(timeout))
+        return Message(self.response_type, np.frombuffer(data, _U1), info)
+
+    def wait_for_server(self, timeout: float = 5.0) -> bool:
+        return self._client.wait_for_server(float(timeout))
+
+    @property
+    def server_ready(self) -> bool:
+        return self._client.server_ready
+
+
+def channels(domain: str | None = None, config: str | None = None) -> list[dict[str, Any]]:
+    """The channels of `domain` (default: SHMBUS_DOMAIN, or the config's),
+    as ``shmtool list --json`` lists them: one dict per channel (rate,
+    level, publishers, subscribers, messages, lost, ...), then ``{name,
+    error}`` for each channel that cannot be read."""
+    return _shmbus.channels(domain, config or "")

@@ -1,0 +1,580 @@
+"""Messages from their schema: NumPy dtypes, and message objects over bytes.
+
+A message type's fixed part is a NumPy structured dtype (nested messages
+are nested dtypes, fixed arrays subarrays, ``string<N>`` ``S<N>``); its
+trailing ``T[]`` array follows the fixed part and is a NumPy array of the
+element's dtype, as long as the count stored in the fixed part says. A
+:class:`Message` reads and writes fields through these views of one buffer:
+bytes copied out of a channel, a loan's slot, or (read-only) the ring
+itself.
+"""
+
+from __future__ import annotations
+
+import numbers
+from typing import Any, Callable, Iterable
+
+import numpy as np
+
+from . import _shmbus
+from .errors import InvalidArgumentError, TypeMismatchError
+
+_PRIMITIVES = {
+    "bool": "?",
+    "int8": "i1",
+    "uint8": "u1",
+    "int16": "<i2",
+    "uint16": "<u2",
+    "int32": "<i4",
+    "uint32": "<u4",
+    "int64": "<i8",
+    "uint64": "<u8",
+    "float32": "<f4",
+    "float64": "<f8",
+}
+
+_U1 = np.dtype("u1")
+
+
+def _check_values(value: Any, dtype: np.dtype, path: str) -> np.ndarray:
+    """`value` as an array of `dtype`, refused (one line naming the field)
+    when it is of the wrong kind or out of the type's range."""
+    if isinstance(value, (str, bytes)) and dtype.kind != "S":
+        raise InvalidArgumentError(f"{path}: must be a number or an array of numbers, not {type(value).__name__}")
+    a = np.asarray(value)
+    kind = dtype.kind
+    if a.dtype.kind == "O":
+        # Python integers beyond 64 bits, or mixed lists.
+        try:
+            ints = [int(x) for x in a.ravel()] if all(isinstance(x, numbers.Integral) for x in a.ravel()) else None
+        except TypeError:
+            ints = None
+        if ints is None or kind not in "iu":
+            raise InvalidArgumentError(f"{path}: must be numbers of type {dtype.name}, not {value!r:.60}")
+        info = np.iinfo(dtype)
+        bad = [x for x in ints if x < info.min or x > info.max]
+        if bad:
+            raise InvalidArgumentError(f"{path}: {bad[0]} is out of range for {dtype.name}")
+        return np.array(ints, dtype=dtype).reshape(a.shape)
+    if kind == "b":
+        if a.dtype.kind != "b":
+            raise InvalidArgumentError(f"{path}: must be True or False, not {value!r:.60}")
+        return a
+    if kind in "iu":
+        if a.dtype.kind not in "iu":
+            raise InvalidArgumentError(f"{path}: must be an integer ({dtype.name}), not {value!r:.60}")
+        if a.size:
+            info = np.iinfo(dtype)
+            lo, hi = int(a.min()), int(a.max())
+            if lo < info.min or hi > info.max:
+                raise InvalidArgumentError(
+                    f"{path}: {lo if lo < info.min else hi} is out of range for {dtype.name}")
+        return a
+    if kind == "f":
+        if a.dtype.kind not in "iuf":
+            raise InvalidArgumentError(f"{path}: must be a number ({dtype.name}), not {value!r:.60}")
+        return a
+    return a
+
+
+def _encode_string(value: Any, capacity: int, path: str) -> bytes:
+    if isinstance(value, str):
+        value = value.encode("utf-8")
+    if not isinstance(value, (bytes, bytearray)):
+        raise InvalidArgumentError(f"{path}: must be a string, not {type(value).__name__}")
+    if len(value) > capacity:
+        raise InvalidArgumentError(f"{path}: string of {len(value)} bytes is out of range for string<{capacity}>")
+    return bytes(value)
+
+
+def _decode_string(raw: bytes) -> str:
+    return raw.split(b"\0", 1)[0].decode("utf-8", "replace")
+
+
+class _Field:
+    """How one field is read and written through a structured view."""
+
+    __slots__ = ("name", "kind", "dtype", "capacity", "array_length", "definition", "type_text")
+
+    def __init__(self, name: str, kind: str, dtype: np.dtype, capacity: int, array_length: int,
+                 definition: "_Definition | None", type_text: str) -> None:
+        self.name = name
+        self.kind = kind  # "primitive", "string" or "message"
+        self.dtype = dtype  # one element's
+        self.capacity = capacity
+        self.array_length = array_length
+        self.definition = definition
+        self.type_text = type_text
+
+    def get(self, rec: np.ndarray) -> Any:
+        column = rec[self.name]  # shape (1,) or (1, n)
+        if self.array_length == 0:
+            if self.kind == "primitive":
+                return column[0].item()
+            if self.kind == "string":
+                return _decode_string(column[0].tobytes())
+            return Struct(self.definition, column)
+        values = column[0]
+        if self.kind == "primitive":
+            return values
+        if self.kind == "string":
+            return [_decode_string(v.tobytes()) for v in values]
+        return [Struct(self.definition, values[i:i + 1]) for i in range(self.array_length)]
+
+    def set(self, rec: np.ndarray, value: Any, path: str) -> None:
+        column = rec[self.name]
+        if self.kind == "message":
+            targets = [column] if self.array_length == 0 else [column[0][i:i + 1] for i in range(self.array_length)]
+            values = [value] if self.array_length == 0 else _sequence(value, self.array_length, path)
+            for i, (target, v) in enumerate(zip(targets, values)):
+                p = path if self.array_length == 0 else f"{path}[{i}]"
+                self.definition.assign(target, v, p)
+            return
+        if self.kind == "string":
+            if self.array_length == 0:
+                column[0] = _encode_string(value, self.capacity, path)
+            else:
+                vs = _sequence(value, self.array_length, path)
+                column[0] = [_encode_string(v, self.capacity, f"{path}[{i}]") for i, v in enumerate(vs)]
+            return
+        a = _check_values(value, self.dtype, path)
+        if self.array_length == 0:
+            if a.ndim != 0:
+                raise InvalidArgumentError(f"{path}: must be one {self.type_text} value, not an array")
+        elif a.shape != (self.array_length,):
+            raise InvalidArgumentError(f"{path}: must be an array of {self.array_length} elements, not shape {a.shape}")
+        column[0] = a
+
+    def to_python(self, rec: np.ndarray) -> Any:
+        v = self.get(rec)
+        if isinstance(v, Struct):
+            return v.to_dict()
+        if isinstance(v, np.ndarray):
+            return v.tolist()
+        if isinstance(v, list):
+            return [x.to_dict() if isinstance(x, Struct) else x for x in v]
+        return v
+
+
+def _sequence(value: Any, n: int, path: str) -> list:
+    if isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
+        raise InvalidArgumentError(f"{path}: must be an array of {n} elements")
+    vs = list(value)
+    if len(vs) != n:
+        raise InvalidArgumentError(f"{path}: must be an array of {n} elements, not {len(vs)}")
+    return vs
+
+
+class _Definition:
+    """One message type's fixed part: its dtype and fields."""
+
+    def __init__(self, name: str, size: int, constants: list) -> None:
+        self.name = name
+        self.size = size
+        self.dtype: np.dtype = np.dtype([])
+        self.fields: dict[str, _Field] = {}
+        self.constants = {c[0]: _constant_value(c[1], c[2]) for c in constants}
+
+    def assign(self, rec: np.ndarray, value: Any, path: str) -> None:
+        """Writes `value` (a dict of fields, or a Struct of this type) into
+        the 1-element structured view `rec`; fields not given stay as they
+        are."""
+        if isinstance(value, Struct):
+            if value._def is not self:
+                raise TypeMismatchError(f"{path}: a {value._def.name} where a {self.name} goes")
+            rec[0] = value._rec[0]
+            return
+        if not isinstance(value, dict):
+            raise InvalidArgumentError(f"{path or self.name}: must be a dict of {self.name}'s fields, "
+                                       f"not {type(value).__name__}")
+        for key, v in value.items():
+            f = self.fields.get(key)
+            if f is None:
+                raise InvalidArgumentError(
+                    f"{path or self.name}: unknown field '{key}' (message {self.name} has: {', '.join(self.fields)})")
+            f.set(rec, v, f"{path}.{key}" if path else key)
+
+
+def _constant_value(primitive: str, text: str) -> Any:
+    if primitive == "bool":
+        return text == "true"
+    if primitive.startswith("float"):
+        return float(text)
+    return int(text)
+
+
+class MessageType:
+    """A message type: its name, hash and schema text, and what NumPy makes
+    of it (``dtype`` for the fixed part, ``tail_dtype`` for the trailing
+    array). ``MessageType.bytes()`` is the schema-less type of raw channels.
+    """
+
+    def __init__(self, name: str, hash: int, schema: str) -> None:
+        self.name = name
+        self.hash = hash
+        self.schema = schema
+        self._root: _Definition | None = None
+        self.tail: _Field | None = None
+        self._tail_count_offset = 0
+        if schema and hash != 0:
+            self._build(_shmbus.describe(schema))
+
+    @staticmethod
+    def bytes() -> "MessageType":
+        return MessageType("shmbus/Bytes", 0, "")
+
+    @property
+    def info(self) -> tuple[str, int, str]:
+        """(name, hash, schema): what the C++ TypeInfo holds."""
+        return (self.name, self.hash, self.schema)
+
+    @property
+    def has_schema(self) -> bool:
+        return self._root is not None
+
+    @property
+    def dtype(self) -> np.dtype | None:
+        """The fixed part's structured dtype (None without a schema)."""
+        return self._root.dtype if self._root else None
+
+    @property
+    def size(self) -> int:
+        """The fixed part's bytes (0 without a schema)."""
+        return self._root.size if self._root else 0
+
+    @property
+    def tail_dtype(self) -> np.dtype | None:
+        return self.tail.dtype if self.tail else None
+
+    @property
+    def fields(self) -> list[str]:
+        names = list(self._root.fields) if self._root else ["data"]
+        return names + ([self.tail.name] if self.tail else [])
+
+    @property
+    def constants(self) -> dict[str, Any]:
+        return dict(self._root.constants) if self._root else {}
+
+    def __repr__(self) -> str:
+        return f"MessageType({self.name!r}, hash=0x{self.hash:016x})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, MessageType) and (self.name, self.hash) == (other.name, other.hash)
+
+    def __hash__(self) -> int:
+        return hash((self.name, self.hash))
+
+    def _build(self, described: dict) -> None:
+        types = described["types"]
+        defs: dict[str, _Definition] = {}
+        root = described["root"]
+        # Each type after the types it nests (passes over the list, no
+        # recursion; the schema library has refused cycles).
+        remaining = dict(types)
+        while remaining:
+            ready = [n for n, t in remaining.items()
+                     if all(f["message"] in defs for f in t["fields"] if f["kind"] == "message")]
+            if not ready:
+                raise InvalidArgumentError(f"{root}: its message types nest each other")
+            for name in ready:
+                defs[name] = self._definition(name, remaining.pop(name), defs, name == root)
+        self._root = defs[described["root"]]
+
+    def _definition(self, name: str, t: dict, defs: dict[str, _Definition], is_root: bool) -> _Definition:
+        d = _Definition(name, t["size"], t["constants"])
+        names, formats, offsets = [], [], []
+        for f in t["fields"]:
+            field = self._field(f, defs)
+            if f["unbounded"]:
+                if is_root:
+                    self.tail = field
+                    self._tail_count_offset = f["offset"]
+                continue
+            names.append(f["name"])
+            formats.append((field.dtype, (f["array_length"],)) if f["array_length"] else field.dtype)
+            offsets.append(f["offset"])
+            d.fields[f["name"]] = field
+        d.dtype = np.dtype({"names": names, "formats": formats, "offsets": offsets, "itemsize": d.size})
+        return d
+
+    @staticmethod
+    def _field(f: dict, defs: dict[str, _Definition]) -> _Field:
+        if f["kind"] == "primitive":
+            dt, definition, cap, text = np.dtype(_PRIMITIVES[f["primitive"]]), None, 0, f["primitive"]
+        elif f["kind"] == "string":
+            dt, definition, cap, text = np.dtype(f"S{f['capacity']}"), None, f["capacity"], f"string<{f['capacity']}>"
+        else:
+            definition = defs[f["message"]]
+            dt, cap, text = definition.dtype, 0, f["message"]
+        return _Field(f["name"], f["kind"], dt, cap, f["array_length"], definition, text)
+
+    # -- making messages ---------------------------------------------------
+
+    def wire_size(self, tail_length: int = 0) -> int:
+        """Bytes of a message with `tail_length` trailing elements."""
+        return self.size + (tail_length * self.tail.dtype.itemsize if self.tail else 0)
+
+    def new(self, _fields: dict | None = None, /, **fields: Any) -> "Message":
+        """A new message (writable, zeroed) with the fields given; the
+        trailing array's length is the length of the value given for it."""
+        given = dict(_fields or {}, **fields)
+        if self._root is None:
+            data = given.pop("data", b"")
+            if given:
+                raise InvalidArgumentError(f"{self.name} has one field, data; not {', '.join(given)}")
+            return Message(self, np.frombuffer(bytearray(data), _U1), None)
+        tail_value = None
+        if self.tail is not None and self.tail.name in given:
+            tail_value = self._tail_array(given.pop(self.tail.name))
+        n = 0 if tail_value is None else len(tail_value)
+        raw = np.zeros(self.wire_size(n), _U1)
+        msg = Message(self, raw, None)
+        self._root.assign(msg._rec, given, "")
+        if self.tail is not None:
+            raw[self._tail_count_offset:self._tail_count_offset + 4].view("<u4")[0] = n
+            if n:
+                self._tail_view(raw, n)[:] = tail_value
+        return msg
+
+    def _tail_array(self, value: Any) -> Any:
+        t = self.tail
+        path = t.name
+        if t.kind == "primitive":
+            if isinstance(value, (bytes, bytearray, memoryview)) and t.dtype.itemsize == 1:
+                return np.frombuffer(value, t.dtype)
+            a = _check_values(value, t.dtype, path)
+            if a.ndim == 0:
+                raise InvalidArgumentError(f"{path}: must be an array")
+            return a.reshape(-1)
+        vs = list(value)
+        if len(vs) >= 1 << 32:
+            raise InvalidArgumentError(f"{path}: {len(vs)} elements do not fit a uint32 count")
+        out = np.zeros(len(vs), t.dtype)
+        for i, v in enumerate(vs):
+            if t.kind == "string":
+                out[i] = _encode_string(v, t.capacity, f"{path}[{i}]")
+            else:
+                t.definition.assign(out[i:i + 1], v, f"{path}[{i}]")
+        return out
+
+    def _tail_view(self, raw: np.ndarray, n: int) -> np.ndarray:
+        es = self.tail.dtype.itemsize
+        return raw[self.size:self.size + n * es].view(self.tail.dtype)
+
+    def _tail_count(self, raw: np.ndarray) -> int:
+        o = self._tail_count_offset
+        return int(raw[o:o + 4].view("<u4")[0])
+
+    def decode(self, data: Any, info: Any = None) -> "Message":
+        """A message over `data` (bytes-like; not copied)."""
+        raw = data if isinstance(data, np.ndarray) else np.frombuffer(data, _U1)
+        return Message(self, raw, info)
+
+
+class Struct:
+    """A message nested in another (or the fixed part of one): fields are
+    attributes; arrays are NumPy views of the message's buffer."""
+
+    __slots__ = ("_def", "_rec")
+
+    def __init__(self, definition: _Definition, rec: np.ndarray) -> None:
+        object.__setattr__(self, "_def", definition)
+        object.__setattr__(self, "_rec", rec)
+
+    def __getattr__(self, name: str) -> Any:
+        d = object.__getattribute__(self, "_def")
+        f = d.fields.get(name)
+        if f is None:
+            if name in d.constants:
+                return d.constants[name]
+            raise AttributeError(f"{d.name} has no field '{name}'; it has: {', '.join(d.fields)}")
+        return f.get(object.__getattribute__(self, "_rec"))
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        f = self._def.fields.get(name)
+        if f is None:
+            raise AttributeError(f"{self._def.name} has no field '{name}'; it has: {', '.join(self._def.fields)}")
+        if not self._rec.flags.writeable:
+            raise InvalidArgumentError(f"{self._def.name}.{name}: the message is read-only (a view of shared memory)")
+        f.set(self._rec, value, name)
+
+    def __dir__(self) -> list[str]:
+        return list(self._def.fields) + list(self._def.constants)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The fields as plain Python values (lists for arrays)."""
+        return {name: f.to_python(self._rec) for name, f in self._def.fields.items()}
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Struct) and self._def is other._def and self.to_dict() == other.to_dict()
+
+    def __repr__(self) -> str:
+        return f"{self._def.name}({self.to_dict()!r:.200})"
+
+
+class Message(Struct):
+    """One message: its fields as attributes (`msg.header.stamp_ns`), its
+    trailing array as a NumPy array (`msg.data`), ``bytes(msg)`` its wire
+    form, ``msg.info`` what the transport said (a shmbus.MessageInfo, or
+    None for a message made here)."""
+
+    __slots__ = ("type", "raw", "info")
+
+    def __init__(self, mtype: MessageType, raw: np.ndarray, info: Any) -> None:
+        if mtype._root is not None and len(raw) < mtype.size:
+            raise InvalidArgumentError(
+                f"{mtype.name}: {len(raw)} bytes are shorter than the {mtype.size} bytes of its fixed part")
+        definition = mtype._root or _BYTES_DEF
+        rec = raw[:mtype.size].view(definition.dtype) if mtype._root else raw[:0]
+        Struct.__init__(self, definition, rec)
+        object.__setattr__(self, "type", mtype)
+        object.__setattr__(self, "raw", raw)
+        object.__setattr__(self, "info", info)
+        if mtype.tail is not None:
+            n = mtype._tail_count(raw)
+            if mtype.wire_size(n) > len(raw):
+                raise InvalidArgumentError(
+                    f"{mtype.name}.{mtype.tail.name}: declares {n} elements but the buffer holds "
+                    f"{(len(raw) - mtype.size) // mtype.tail.dtype.itemsize}")
+
+    def __getattr__(self, name: str) -> Any:
+        t = object.__getattribute__(self, "type")
+        if t._root is None and name == "data":
+            return object.__getattribute__(self, "raw")
+        if t.tail is not None and name == t.tail.name:
+            raw = object.__getattribute__(self, "raw")
+            a = t._tail_view(raw, t._tail_count(raw))
+            if t.tail.kind == "string":
+                return [_decode_string(v.tobytes()) for v in a]
+            if t.tail.kind == "message":
+                return [Struct(t.tail.definition, a[i:i + 1]) for i in range(len(a))]
+            return a
+        return Struct.__getattr__(self, name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        t = self.type
+        if t.tail is not None and name == t.tail.name:
+            a = t._tail_array(value)
+            n = t._tail_count(self.raw)
+            if len(a) != n:
+                raise InvalidArgumentError(
+                    f"{t.name}.{name}: has {n} elements; a message's trailing array keeps the length it was made "
+                    f"with (make a new message: {t.name.split('/')[-1]}.new({name}=...))")
+            t._tail_view(self.raw, n)[:] = a
+            return
+        Struct.__setattr__(self, name, value)
+
+    def __bytes__(self) -> bytes:
+        return self.raw.tobytes()
+
+    def __len__(self) -> int:
+        return len(self.raw)
+
+    def to_dict(self) -> dict[str, Any]:
+        t = self.type
+        if t._root is None:
+            return {"data": self.raw.tolist()}
+        out = Struct.to_dict(self)
+        if t.tail is not None:
+            v = self.__getattr__(t.tail.name)
+            out[t.tail.name] = [x.to_dict() for x in v] if t.tail.kind == "message" else (
+                v if isinstance(v, list) else v.tolist())
+        return out
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Message) and self.type == other.type and bytes(self) == bytes(other)
+
+    def __dir__(self) -> list[str]:
+        return self.type.fields + list(self.type.constants)
+
+    def __repr__(self) -> str:
+        return f"{self.type.name}({self.to_dict()!r:.200})"
+
+
+_BYTES_DEF = _Definition("shmbus/Bytes", 0, [])
+_BYTES_DEF.dtype = np.dtype({"names": [], "formats": [], "itemsize": 0})
+
+
+# -- images ---------------------------------------------------------------
+
+_ENCODINGS = {
+    "mono8": ("u1", 1), "8UC1": ("u1", 1), "mono16": ("u2", 1), "16UC1": ("u2", 1),
+    "rgb8": ("u1", 3), "bgr8": ("u1", 3), "8UC3": ("u1", 3),
+    "rgba8": ("u1", 4), "bgra8": ("u1", 4), "8UC4": ("u1", 4),
+    "rgb16": ("u2", 3), "bgr16": ("u2", 3), "16UC3": ("u2", 3),
+    "32FC1": ("f4", 1), "32FC3": ("f4", 3), "64FC1": ("f8", 1),
+}
+
+
+def image_array(msg: Message) -> np.ndarray:
+    """A sensor_msgs/Image's pixels as a (height, width, channels) array
+    over the message's own buffer (no copy; read-only for a view)."""
+    if msg.type.tail is None or msg.type.tail.name != "data" or not {"height", "width", "step", "encoding"} <= set(
+            msg.type.fields):
+        raise InvalidArgumentError(f"image_array needs a sensor_msgs/Image, not a {msg.type.name}")
+    enc = msg.encoding
+    if enc not in _ENCODINGS:
+        raise InvalidArgumentError(f"image encoding '{enc}' is not one of {', '.join(_ENCODINGS)}")
+    base, channels = _ENCODINGS[enc]
+    dt = np.dtype(base).newbyteorder(">" if msg.is_bigendian else "<")
+    h, w, step = msg.height, msg.width, msg.step
+    data = msg.data
+    if step < w * channels * dt.itemsize or len(data) < step * h:
+        raise InvalidArgumentError(
+            f"image of {h}x{w} {enc} with step {step} needs {step * h} bytes; the message holds {len(data)}")
+    return np.ndarray((h, w, channels), dt, buffer=data, offset=0, strides=(step, channels * dt.itemsize, dt.itemsize))
+
+
+def image_encoding(array: np.ndarray, encoding: str) -> tuple[int, int, int]:
+    """(height, width, step) of `array` for `encoding`, refused when the
+    array does not hold that encoding's pixels."""
+    if encoding not in _ENCODINGS:
+        raise InvalidArgumentError(f"image encoding '{encoding}' is not one of {', '.join(_ENCODINGS)}")
+    base, channels = _ENCODINGS[encoding]
+    a = array if array.ndim == 3 else array.reshape(array.shape + (1,)) if array.ndim == 2 else None
+    if a is None or a.shape[2] != channels or a.dtype.str[1:] != base:
+        raise InvalidArgumentError(f"an image of {encoding} is a (height, width, {channels}) array of {base}, "
+                                   f"not {array.shape} of {array.dtype}")
+    return a.shape[0], a.shape[1], a.shape[1] * channels * a.dtype.itemsize
+
+
+def type_of(value: "MessageType | str | None", msg_path: Iterable[str] | None = None) -> MessageType | None:
+    """A MessageType from a MessageType, a name (package/Name, resolved in
+    the shipped definitions, `msg_path`, then SHMBUS_MSG_PATH) or None."""
+    if value is None or isinstance(value, MessageType):
+        return value
+    if isinstance(value, str):
+        if value == "shmbus/Bytes":
+            return MessageType.bytes()
+        return MessageType(*_shmbus.resolve_type(value, list(msg_path or [])))
+    raise InvalidArgumentError(f"a message type is a name (package/Name) or a shmbus.MessageType, "
+                               f"not {type(value).__name__}")
+
+
+def encode(mtype: MessageType | None, obj: Any) -> Any:
+    """What publish sends for `obj`: a Message's buffer, a dict encoded with
+    the channel's type, or any bytes-like object as it is."""
+    if isinstance(obj, Message):
+        if mtype is not None and mtype.has_schema and obj.type != mtype:
+            raise TypeMismatchError(f"a {obj.type.name} message on a channel of {mtype.name}")
+        return obj.raw
+    if isinstance(obj, dict):
+        if mtype is None or not mtype.has_schema:
+            raise InvalidArgumentError("a dict needs a channel type with a schema; publish bytes on a raw channel")
+        return mtype.new(obj).raw
+    if isinstance(obj, (str, int, float, list, tuple)) or obj is None:
+        raise InvalidArgumentError(
+            f"publish takes a shmbus.Message, a dict of fields or a bytes-like object, not {type(obj).__name__}")
+    try:
+        view = memoryview(obj)
+    except TypeError:
+        raise InvalidArgumentError(
+            f"publish takes a shmbus.Message, a dict of fields or a bytes-like object, not {type(obj).__name__}"
+        ) from None
+    if mtype is not None and mtype.has_schema and view.nbytes < mtype.size:
+        raise InvalidArgumentError(
+            f"{view.nbytes} bytes are shorter than the {mtype.size} bytes of a {mtype.name}'s fixed part")
+    return obj
+
+
+Decoder = Callable[[Any, Any], Message]

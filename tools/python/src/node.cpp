@@ -1,0 +1,312 @@
+// shmbus._shmbus, nodes: a Node whose callbacks are Python callables (run
+// by the C++ executor, the GIL taken only while Python runs), its timers,
+// and services (a server on a node, a client).
+#include <pybind11/functional.h>
+#include <pybind11/stl.h>
+
+#include <fmt/format.h>
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "binding.hpp"
+#include "shmbus/error.hpp"
+#include "shmbus/node.hpp"
+#include "shmbus/service.hpp"
+
+namespace shmbus::python {
+
+namespace {
+
+/// Memory a callback may read only while it runs (an in-place delivery):
+/// it keeps the node, so the channel stays mapped under NumPy.
+class Transient {
+ public:
+  Transient(std::shared_ptr<Node> node, std::span<const std::byte> payload)
+      : node_(std::move(node)), payload_(payload) {}
+  [[nodiscard]] py::buffer_info buffer() const {
+    return py::buffer_info(const_cast<std::byte*>(payload_.data()), 1, py::format_descriptor<std::uint8_t>::format(), 1,
+                           {static_cast<py::ssize_t>(payload_.size())}, {1}, true);
+  }
+  [[nodiscard]] std::uintptr_t address() const { return reinterpret_cast<std::uintptr_t>(payload_.data()); }
+
+ private:
+  std::shared_ptr<Node> node_;
+  std::span<const std::byte> payload_;
+};
+
+class PyNode;
+
+/// A subscription, timer or server of a node, as Python holds it: it keeps
+/// the node (and so what it points to) alive.
+struct PySubscription {
+  std::shared_ptr<Node> node;
+  Subscription* s;
+};
+struct PyTimer {
+  std::shared_ptr<Node> node;
+  Timer* t;
+};
+
+class PyNode {
+ public:
+  explicit PyNode(const std::string& name) {
+    NodeOptions o;
+    o.handle_signals = false;  // Python's own SIGINT handler raises KeyboardInterrupt in spin()
+    node_ = std::make_shared<Node>(name, Context::process_default(), o);
+  }
+  ~PyNode() {
+    // The callbacks hold Python objects: the node goes while the GIL is held.
+    node_.reset();
+  }
+  PyNode(const PyNode&) = delete;
+  PyNode& operator=(const PyNode&) = delete;
+
+  PySubscription subscribe(const std::string& channel, const std::optional<TypeTuple>& type, py::function callback,
+                           bool in_place, std::uint32_t history, bool wait_for_channel,
+                           std::optional<py::function> on_overwritten) {
+    SubscriptionOptions o;
+    o.in_place = in_place;
+    o.subscriber.history = history;
+    o.subscriber.wait_for_channel = wait_for_channel;
+    o.subscriber.node = node_->name();
+    if (on_overwritten) {
+      o.on_overwritten = [this, f = guarded(std::move(*on_overwritten))](const MessageInfo& info) {
+        const py::gil_scoped_acquire gil;
+        run([&] { (*f)(info); });
+      };
+    }
+    std::optional<TypeInfo> t;
+    if (type) t = type_of(*type);
+    auto f = guarded(std::move(callback));
+    Node::RawCallback cb;
+    if (in_place) {
+      cb = [this, f](std::span<const std::byte> payload, const MessageInfo& info) {
+        const py::gil_scoped_acquire gil;
+        run([&] { (*f)(Transient(node_, payload), info); });
+      };
+    } else {
+      cb = [this, f](std::span<const std::byte> payload, const MessageInfo& info) {
+        const py::gil_scoped_acquire gil;
+        run([&] { (*f)(copy_bytes(payload), info); });
+      };
+    }
+    return {node_, &node_->subscribe_raw(channel, t, std::move(cb), o)};
+  }
+
+  PyTimer timer(double period_s, py::function callback, bool periodic) {
+    if (!(period_s > 0)) {
+      throw Error(Errc::kInvalidArgument, fmt::format("a timer's period must be above 0 s, not {}", period_s));
+    }
+    auto f = guarded(std::move(callback));
+    std::function<void()> cb = [this, f] {
+      const py::gil_scoped_acquire gil;
+      run([&] { (*f)(); });
+    };
+    Timer& t = periodic ? node_->every(seconds_to_ns(period_s), std::move(cb))
+                        : node_->after(seconds_to_ns(period_s), std::move(cb));
+    return {node_, &t};
+  }
+
+  py::object publisher(const std::string& channel, const TypeTuple& type) {
+    NodePublisher<Publisher>& p = node_->publisher(channel, type_of(type));
+    return wrap_publisher(std::shared_ptr<Publisher>(node_, &*p));  // shares the node's ownership
+  }
+
+  /// Runs the node until stop(), a callback's exception (re-raised here)
+  /// or a signal's Python exception (Ctrl-C: KeyboardInterrupt). The
+  /// executor waits without the GIL; Python signal handlers run between
+  /// waits of at most 100 ms.
+  void spin() {
+    while (node_->ok()) {
+      {
+        const py::gil_scoped_release unlocked;
+        node_->spin_once(std::chrono::milliseconds(100));
+      }
+      after_work();
+    }
+    after_work();
+  }
+
+  std::size_t spin_once(double timeout_s) {
+    std::size_t n = 0;
+    {
+      const py::gil_scoped_release unlocked;
+      n = node_->spin_once(seconds_to_ns(timeout_s));
+    }
+    after_work();
+    return n;
+  }
+
+  void stop() { node_->stop(); }
+  [[nodiscard]] bool ok() const { return node_->ok(); }
+  [[nodiscard]] Node& node() const { return *node_; }
+  [[nodiscard]] const std::shared_ptr<Node>& shared() const { return node_; }
+
+  /// Runs Python code from a callback: its exception is kept (the first
+  /// one), the node stopped, and spin() raises it.
+  template <typename F>
+  void run(F&& f) {
+    if (error_) return;
+    try {
+      f();
+    } catch (py::error_already_set& e) {
+      error_.emplace(std::move(e));
+      node_->stop();
+    }
+  }
+
+ private:
+  /// A callable whose last reference may drop on a thread without the GIL.
+  static std::shared_ptr<py::function> guarded(py::function f) {
+    return {new py::function(std::move(f)), [](py::function* p) {
+              const py::gil_scoped_acquire gil;
+              delete p;
+            }};
+  }
+
+  void after_work() {
+    if (error_) {
+      py::error_already_set e = std::move(*error_);
+      error_.reset();
+      throw std::move(e);
+    }
+    if (PyErr_CheckSignals() != 0) throw py::error_already_set();
+  }
+
+  std::shared_ptr<Node> node_;
+  std::optional<py::error_already_set> error_;
+};
+
+[[noreturn]] void call_failed(const ServiceClient& c, const CallResult& r, double timeout_s) {
+  const std::string& name = c.name();
+  switch (r.status) {
+    case CallStatus::kNoServer:
+      throw Error(Errc::kNotFound, fmt::format("no server for service {} within {:g} s; start one (`shmtool service "
+                                               "list` shows the services)",
+                                               name, timeout_s));
+    case CallStatus::kTimeout:
+      raise_python("ServiceTimeout", fmt::format("service {} did not answer within {:g} s; raise the timeout or "
+                                                 "look at the server",
+                                                 name, timeout_s));
+    case CallStatus::kServerError:
+      raise_python("ServiceFailed", fmt::format("service {}: the server's handler failed on this request", name));
+    case CallStatus::kTooLarge:
+      throw Error(Errc::kInvalidArgument,
+                  fmt::format("service {}: the request is larger than its channel's max_message_size ({} bytes)", name,
+                              c.max_request_size()));
+    default:
+      throw Error(Errc::kResource, fmt::format("service {}: the call failed: {}", name, to_string(r.status)));
+  }
+}
+
+}  // namespace
+
+void register_node(py::module_& m) {
+  py::class_<Transient>(m, "_Transient", py::buffer_protocol())
+      .def_buffer(&Transient::buffer)
+      .def_property_readonly("address", &Transient::address);
+
+  py::class_<PySubscription>(m, "Subscription", "A node's subscription.")
+      .def_property_readonly("channel", [](const PySubscription& s) { return s.s->channel(); })
+      .def_property_readonly("calls", [](const PySubscription& s) { return s.s->calls(); })
+      .def_property_readonly("errors", [](const PySubscription& s) { return s.s->errors(); })
+      .def_property_readonly(
+          "overwritten", [](const PySubscription& s) { return s.s->overwritten(); },
+          "in-place deliveries whose message a publisher overwrote while the callback read it")
+      .def_property_readonly("lost", [](const PySubscription& s) { return s.s->subscriber().lost(); })
+      .def("type", [](const PySubscription& s) { return tuple_of(s.s->subscriber().type()); })
+      .def(
+          "cancel", [](const PySubscription& s) { s.s->cancel(); }, "No more calls (the subscriber stays open).");
+
+  py::class_<PyTimer>(m, "Timer", "A node's timer.")
+      .def("cancel", [](const PyTimer& t) { t.t->cancel(); })
+      .def_property_readonly("cancelled", [](const PyTimer& t) { return t.t->cancelled(); })
+      .def_property_readonly("runs", [](const PyTimer& t) { return t.t->runs(); })
+      .def_property_readonly(
+          "missed", [](const PyTimer& t) { return t.t->missed(); }, "periods skipped because a run was late");
+
+  py::class_<PyNode>(m, "_Node")
+      .def(py::init<const std::string&>(), py::arg("name"))
+      .def("subscribe", &PyNode::subscribe, py::arg("channel"), py::arg("type"), py::arg("callback"),
+           py::arg("in_place") = false, py::arg("history") = 0, py::arg("wait_for_channel") = false,
+           py::arg("on_overwritten") = py::none())
+      .def("timer", &PyNode::timer, py::arg("period"), py::arg("callback"), py::arg("periodic"))
+      .def("publisher", &PyNode::publisher)
+      .def("spin", &PyNode::spin)
+      .def("spin_once", &PyNode::spin_once, py::arg("timeout"))
+      .def("stop", &PyNode::stop)
+      .def("ok", &PyNode::ok)
+      .def_property_readonly("name", [](const PyNode& n) { return n.node().name(); })
+      .def_property_readonly("calls", [](const PyNode& n) { return n.node().calls(); });
+
+  py::class_<ServiceServer, std::shared_ptr<ServiceServer>>(m, "_ServiceServer")
+      .def(py::init([](PyNode& node, const std::string& name, const std::string& service_type, const TypeTuple& request,
+                       const TypeTuple& response, py::function handler) {
+             auto f = std::shared_ptr<py::function>(new py::function(std::move(handler)), [](py::function* p) {
+               const py::gil_scoped_acquire gil;
+               delete p;
+             });
+             ServiceServer::Handler h = [f](std::span<const std::byte> req, const MessageInfo& info,
+                                            std::span<std::byte> rsp) -> std::size_t {
+               const py::gil_scoped_acquire gil;
+               try {
+                 const py::object out = (*f)(copy_bytes(req), info);
+                 const py::buffer_info b = py::buffer(out).request();
+                 const auto n = static_cast<std::size_t>(b.size * b.itemsize);
+                 if (n > rsp.size()) {
+                   throw Error(Errc::kInvalidArgument,
+                               fmt::format("a response of {} bytes is larger than the response channel's "
+                                           "max_message_size ({})",
+                                           n, rsp.size()));
+                 }
+                 std::memcpy(rsp.data(), b.ptr, n);
+                 return n;
+               } catch (py::error_already_set& e) {
+                 // The client is told kServerError; the traceback goes to
+                 // stderr, as the C++ node logs a handler's exception.
+                 e.discard_as_unraisable("shmbus service handler");
+                 throw Error(Errc::kInvalidArgument, "the Python handler raised");
+               }
+             };
+             return std::make_shared<ServiceServer>(
+                 node.node(), name, ServiceTypes{service_type, type_of(request), type_of(response)}, std::move(h));
+           }),
+           py::keep_alive<1, 2>())
+      .def_property_readonly("name", &ServiceServer::name)
+      .def_property_readonly("served", &ServiceServer::served)
+      .def_property_readonly("failed", &ServiceServer::failed);
+
+  py::class_<ServiceClient>(m, "_ServiceClient")
+      .def(py::init([](const std::string& name, const std::string& service_type, const TypeTuple& request,
+                       const TypeTuple& response) {
+        return ServiceClient(name, ServiceTypes{service_type, type_of(request), type_of(response)});
+      }))
+      .def("call",
+           [](ServiceClient& c, const py::buffer& request, double timeout_s) {
+             const py::buffer_info b = request.request();
+             std::vector<std::byte> response(c.max_response_size());
+             CallResult r;
+             {
+               const py::gil_scoped_release unlocked;
+               r = c.call({static_cast<const std::byte*>(b.ptr), static_cast<std::size_t>(b.size * b.itemsize)},
+                          response, seconds_to_ns(timeout_s));
+             }
+             if (!r.ok()) call_failed(c, r, timeout_s);
+             return py::make_tuple(copy_bytes({response.data(), r.size}), r.info);
+           })
+      .def("wait_for_server",
+           [](ServiceClient& c, double timeout_s) {
+             const py::gil_scoped_release unlocked;
+             return c.wait_for_server(seconds_to_ns(timeout_s));
+           })
+      .def_property_readonly("server_ready", &ServiceClient::server_ready)
+      .def_property_readonly("name", &ServiceClient::name)
+      .def_property_readonly("calls", &ServiceClient::calls)
+      .def_property_readonly("timeouts", &ServiceClient::timeouts);
+}
+
+}  // namespace shmbus::python
