@@ -560,7 +560,7 @@ void MessageSet::add_directory(const std::string& root) {
   for (const auto& pkg : std::filesystem::directory_iterator(root, ec)) {
     if (!pkg.is_directory()) continue;
     for (const auto& f : std::filesystem::directory_iterator(pkg.path())) {
-      if (f.path().extension() == ".msg") files.push_back(f.path().string());
+      if (f.path().extension() == ".msg" || f.path().extension() == ".srv") files.push_back(f.path().string());
     }
   }
   if (ec) throw SchemaError(fmt::format("{}:1: cannot list message packages: {}", root, ec.message()));

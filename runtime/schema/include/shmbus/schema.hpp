@@ -152,7 +152,8 @@ class MessageSet {
   /// `package/Name_Request` and `package/Name_Response` (names.hpp). Throws
   /// SchemaError (unreadable file, bad package or name, syntax).
   void add_file(const std::string& path);
-  /// Adds every `*.msg` under `root/<package>/`.
+  /// Adds every `*.msg` and `*.srv` under `root/<package>/` (a service as
+  /// its request and response types).
   void add_directory(const std::string& root);
   /// Adds one definition from text.
   void add(const std::string& package, const std::string& name, std::string_view text, const std::string& source);

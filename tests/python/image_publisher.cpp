@@ -1,0 +1,51 @@
+// A C++ publisher of 640x480 rgb8 sensor_msgs/Image frames for the Python
+// package's tests. Reads lines from stdin: each a count N; publishes N
+// frames (header.seq counting from 0, pixel (y, x, c) = (y + 2x + 3c +
+// seq) mod 256), then prints "published TOTAL". Exits at end of input.
+//   image_publisher CHANNEL
+#include <cstdio>
+#include <iostream>
+#include <string>
+
+#include "sensor_msgs/Image.hpp"
+#include "shmbus/publisher.hpp"
+
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    std::fprintf(stderr, "usage: image_publisher CHANNEL\n");
+    return 2;
+  }
+  constexpr std::uint32_t kWidth = 640;
+  constexpr std::uint32_t kHeight = 480;
+  constexpr std::uint32_t kStep = kWidth * 3;
+  shmbus::Publisher pub(argv[1], shmbus::type_info_of<sensor_msgs::Image>());
+  std::uint32_t seq = 0;
+  std::string line;
+  while (std::getline(std::cin, line)) {
+    const unsigned long n = std::stoul(line);
+    for (unsigned long i = 0; i < n; ++i, ++seq) {
+      const std::size_t size = sensor_msgs::Image::wire_size(std::size_t{kStep} * kHeight);
+      shmbus::Loan loan = pub.loan(size);
+      if (!loan) return 1;
+      auto* img = loan.as<sensor_msgs::Image>();
+      *img = sensor_msgs::Image{};
+      img->header.seq = seq;
+      img->height = kHeight;
+      img->width = kWidth;
+      img->encoding.assign("rgb8");
+      img->step = kStep;
+      img->data_count = kStep * kHeight;
+      std::uint8_t* px = img->data().data();
+      for (std::uint32_t y = 0; y < kHeight; ++y) {
+        for (std::uint32_t x = 0; x < kWidth; ++x) {
+          for (std::uint32_t c = 0; c < 3; ++c)
+            px[y * kStep + x * 3 + c] = static_cast<std::uint8_t>(y + 2 * x + 3 * c + seq);
+        }
+      }
+      if (pub.commit(loan) != shmbus::PublishResult::kOk) return 1;
+    }
+    std::printf("published %u\n", seq);
+    std::fflush(stdout);
+  }
+  return 0;
+}

@@ -1,0 +1,106 @@
+"""Bad input gets an exception carrying the C++ message and exit code, never
+a crash: wrong types, unknown channels and types, closed objects, and a
+seeded random sequence of calls with random arguments."""
+
+import random
+
+import numpy as np
+import pytest
+
+import shmbus
+
+
+def test_an_unknown_channel_is_not_found_with_exit_code_3():
+    with pytest.raises(shmbus.NotFoundError) as e:
+        shmbus.Subscriber("/py/nobody_here")
+    assert e.value.exit_code == 3 and "/py/nobody_here" in str(e.value) and "does not exist" in str(e.value)
+
+
+def test_a_channel_opened_with_another_type_is_a_type_mismatch():
+    shmbus.Publisher("/py/typed", "std_msgs/String")
+    with pytest.raises(shmbus.TypeMismatchError) as e:
+        shmbus.Subscriber("/py/typed", "sensor_msgs/Imu")
+    assert e.value.exit_code == 2 and "std_msgs/String" in str(e.value)
+
+
+def test_an_unknown_type_names_where_it_was_looked_for():
+    with pytest.raises(shmbus.InvalidArgumentError) as e:
+        shmbus.message_type("nope_msgs/Nothing")
+    assert "nope_msgs/Nothing" in str(e.value) and e.value.exit_code == 2
+
+
+def test_wrong_values_are_refused_with_the_field_named():
+    imu = shmbus.message_type("sensor_msgs/Imu")
+    pub = shmbus.Publisher("/py/bad_values", imu)
+    for fields, what in [({"header": {"seq": -1}}, "header.seq: -1 is out of range for uint32"),
+                         ({"header": {"seq": 2**40}}, "out of range"),
+                         ({"orientation": [1, 2]}, "orientation: must be an array of 4 elements"),
+                         ({"header": {"frame_id": "x" * 53}}, "string<52>"),
+                         ({"nope": 1}, "unknown field 'nope'"),
+                         ({"header": 3}, "must be a dict"),
+                         ({"header": {"seq": 1.5}}, "must be an integer")]:
+        with pytest.raises(shmbus.InvalidArgumentError, match=what.replace("[", r"\[")):
+            pub.publish(fields)
+    for value in (3, "text", None, [1, 2], object()):
+        with pytest.raises(shmbus.InvalidArgumentError, match="publish takes"):
+            pub.publish(value)
+    with pytest.raises(shmbus.InvalidArgumentError, match="shorter"):
+        pub.publish(b"\0" * 10)
+    with pytest.raises(shmbus.TypeMismatchError):
+        pub.publish(shmbus.message_type("std_msgs/String").new())
+    big = np.zeros(imu.size + 5000, np.uint8)
+    with pytest.raises(shmbus.InvalidArgumentError, match="max_message_size"):
+        pub.publish(big)
+    assert pub.published == 0
+
+
+def test_closed_objects_refuse_use():
+    pub = shmbus.Publisher("/py/closing", "std_msgs/String")
+    sub = shmbus.Subscriber("/py/closing", "std_msgs/String")
+    pub.close()
+    sub.close()
+    with pytest.raises(shmbus.InvalidArgumentError, match="closed"):
+        sub.take()
+    with pytest.raises(shmbus.InvalidArgumentError, match="closed"):
+        pub.publish({"data": "x"})
+
+
+def test_a_view_outlives_its_closed_subscriber_without_a_crash():
+    pub = shmbus.Publisher("/py/view_close", "std_msgs/String")
+    sub = shmbus.Subscriber("/py/view_close", "std_msgs/String")
+    pub.publish({"data": "kept mapped"})
+    view = sub.read(view=True, timeout=5)
+    sub.close()
+    del sub
+    with view as m:
+        assert m.data == "kept mapped"
+
+
+def test_a_random_sequence_of_calls_raises_only_shmbus_or_argument_errors():
+    rng = random.Random(43)
+    names = ["/py/fz/a", "/py/fz/b", "", "bad name", "/py/fz/" + "x" * 300, "/py/fz/a/_request"]
+    types = ["std_msgs/String", "sensor_msgs/Imu", "shmbus/Bytes", "nope/X", 7, None]
+    values = [b"", b"\0" * 64, {"data": "s"}, {"data": 1}, {"header": {}}, "str", 5, None, np.zeros(3),
+              np.zeros((2, 2)).T, {"nope": 1}, [1]]
+    objects = []
+    ops = 0
+    for _ in range(3000):
+        op = rng.randrange(8)
+        try:
+            if op == 0:
+                objects.append(shmbus.Publisher(rng.choice(names), rng.choice(types)))
+            elif op == 1:
+                objects.append(shmbus.Subscriber(rng.choice(names), rng.choice(types),
+                                                 wait_for_channel=rng.random() < 0.5))
+            elif objects:
+                o = rng.choice(objects)
+                if isinstance(o, shmbus.Publisher):
+                    [lambda: o.publish(rng.choice(values)), o.close, lambda: o.loan(rng.randrange(-1, 70000)),
+                     lambda: o.loan(size=rng.randrange(0, 9000))][op % 4]()
+                else:
+                    [o.take, o.close, lambda: o.read(view=True), lambda: o.wait(rng.choice([0, -1, 1e-4, float("nan")])),
+                     lambda: o.read(timeout=0), lambda: o.type][op % 6]()
+            ops += 1
+        except (shmbus.Error, TypeError, OverflowError):
+            pass
+    assert ops > 500  # calls that ran to a result or an exception of ours

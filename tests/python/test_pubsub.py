@@ -1,0 +1,127 @@
+"""Python and C++ on one channel, both ways, at 1 kHz for 5 s: every message,
+in order, field-exact."""
+
+import json
+import os
+import subprocess
+import tempfile
+import threading
+
+import numpy as np
+
+import shmbus
+from conftest import SHMTOOL, shmtool, subscribers, wait_until
+
+COUNT = 5000
+
+
+def imu_fields(i: int) -> dict:
+    return {
+        "header": {"stamp_ns": 1_000_000 * i + 7, "seq": i, "frame_id": f"imu{i % 10}"},
+        "orientation": [i * 0.5, -i, i + 0.25, 1.0],
+        "angular_velocity": [1e-3 * i, 2.0, -3.5],
+        "linear_acceleration": [9.81, i * 0.125, -i * 0.0625],
+    }
+
+
+def test_a_python_publisher_reaches_a_cpp_subscriber_message_for_message():
+    imu = shmbus.message_type("sensor_msgs/Imu")
+    node = shmbus.Node("py_talker")
+    pub = node.publisher("/py/to_cpp", imu)
+    with tempfile.TemporaryFile("w+") as out:
+        echo = subprocess.Popen([SHMTOOL, "echo", "/py/to_cpp", "--json", "-n", str(COUNT)], stdout=out,
+                                stderr=subprocess.PIPE, text=True)
+        try:
+            wait_until(lambda: subscribers("/py/to_cpp") == 1, 20, "shmtool echo to subscribe")
+            sent = []
+
+            def tick():
+                i = len(sent)
+                assert pub.publish(imu_fields(i))
+                sent.append(i)
+                if len(sent) == COUNT:
+                    node.stop()
+
+            node.every(0.001, tick)
+            node.spin()
+            assert echo.wait(timeout=60) == 0, echo.stderr.read()
+        finally:
+            echo.kill()
+        out.seek(0)
+        lines = out.read().splitlines()
+    assert len(lines) == COUNT
+    for i, line in enumerate(lines):
+        m = json.loads(line)
+        assert m["sequence"] == i and m["lost_before"] == 0
+        assert m["node"] == "py_talker"
+        d = m["data"]
+        want = imu_fields(i)
+        assert d["header"] == want["header"]
+        assert d["orientation"] == want["orientation"]
+        assert d["angular_velocity"] == want["angular_velocity"]
+        assert d["linear_acceleration"] == want["linear_acceleration"]
+        assert d["orientation_covariance"] == [0.0] * 9
+
+
+def test_a_cpp_publisher_reaches_a_python_node_callback_message_for_message():
+    node = shmbus.Node("py_listener")
+    got = []
+
+    def on_imu(msg):
+        got.append((msg.info.sequence, msg.info.lost_before, msg.header.seq, msg.header.stamp_ns,
+                    msg.orientation.tolist(), msg.linear_acceleration.copy(), msg.info.publish_wall_ns))
+        if len(got) == COUNT:
+            node.stop()
+
+    sub = node.subscribe("/py/from_cpp", "sensor_msgs/Imu", on_imu)
+    pub = subprocess.Popen([SHMTOOL, "pub", "/py/from_cpp", '{"orientation": [1, 2.5, -3, 4], '
+                            '"linear_acceleration": [0.125, 0, 9.75]}', "--rate", "1000", "--count", str(COUNT),
+                            "--stamp"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    timer = threading.Timer(60, node.stop)  # a bound, not a pace
+    timer.start()
+    try:
+        node.spin()
+    finally:
+        timer.cancel()
+        out, err = pub.communicate(timeout=60)
+    assert pub.returncode == 0, err
+    assert len(got) == COUNT, f"{len(got)} of {COUNT}; lost {sub.lost}"
+    for i, (sequence, lost, seq, stamp, orientation, accel, wall) in enumerate(got):
+        assert (sequence, lost, seq) == (i, 0, i)
+        assert orientation == [1.0, 2.5, -3.0, 4.0]
+        assert np.array_equal(accel, [0.125, 0.0, 9.75])
+        # --stamp: header.stamp_ns is the wall clock just before publish.
+        assert 0 < wall - stamp < 10_000_000_000
+    assert sub.calls == COUNT and sub.lost == 0
+
+
+def test_a_python_subscriber_of_a_python_publisher_gets_the_trailing_array_and_strings():
+    img = shmbus.message_type("sensor_msgs/Image")
+    pub = shmbus.Publisher("/py/small_image", img)
+    sub = shmbus.Subscriber("/py/small_image")  # any type: the channel's schema gives the fields
+    pixels = np.arange(2 * 3 * 3, dtype=np.uint8).reshape(2, 3, 3)
+    assert pub.publish(shmbus.image_message(pixels, "rgb8", header={"frame_id": "cam", "seq": 9}))
+    m = sub.read(timeout=5)
+    assert m is not None and m.type == img
+    assert (m.height, m.width, m.step, m.encoding, m.header.frame_id, m.header.seq) == (2, 3, 9, "rgb8", "cam", 9)
+    assert np.array_equal(shmbus.image_array(m), pixels)
+    assert m.to_dict()["data"] == pixels.reshape(-1).tolist()
+    assert sub.take() is None
+
+
+def test_a_loan_publishes_what_was_written_into_the_ring():
+    img = shmbus.message_type("sensor_msgs/Image")
+    pub = shmbus.Publisher("/py/loaned", img)
+    sub = shmbus.Subscriber("/py/loaned", img)
+    with pub.loan(4 * 4 * 3) as m:
+        m.height, m.width, m.step, m.encoding = 4, 4, 12, "rgb8"
+        shmbus.image_array(m)[:] = 200
+    got = sub.read(timeout=5)
+    assert got is not None and shmbus.image_array(got).sum() == 200 * 48
+    try:
+        with pub.loan(3) as m:
+            raise RuntimeError("abandoned")
+    except RuntimeError:
+        pass
+    assert sub.take() is None  # a loan left by an exception is discarded
+    assert pub.published == 1
