@@ -25,10 +25,16 @@ add_custom_command(OUTPUT ${CMAKE_CURRENT_BINARY_DIR}/debian/changelog.gz
                    COMMAND gzip -9nf -k ${changelog} DEPENDS ${changelog} VERBATIM)
 add_custom_target(shmbus_debian_changelog ALL DEPENDS ${CMAKE_CURRENT_BINARY_DIR}/debian/changelog.gz)
 
-foreach(component daemon dev)
+set(components daemon dev)
+if(SHMBUS_BUILD_PYTHON)
+  list(APPEND components python)
+endif()
+foreach(component ${components})
   set(pkg shmbus)
   if(component STREQUAL "dev")
     set(pkg shmbus-dev)
+  elseif(component STREQUAL "python")
+    set(pkg python3-shmbus)
   endif()
   install(FILES ${deb_dir}/copyright ${CMAKE_CURRENT_BINARY_DIR}/debian/changelog.gz
           DESTINATION ${CMAKE_INSTALL_DATADIR}/doc/${pkg} COMPONENT ${component})
@@ -52,7 +58,7 @@ set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "${PROJECT_DESCRIPTION}")
 set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
 set(CPACK_STRIP_FILES ON)
 set(CPACK_DEB_COMPONENT_INSTALL ON)
-set(CPACK_COMPONENTS_ALL daemon dev)
+set(CPACK_COMPONENTS_ALL ${components})
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_SECTION devel)
 set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
@@ -92,5 +98,19 @@ string(JOIN "\n" CPACK_DEBIAN_DEV_DESCRIPTION
        "the synchronizer, the MCAP writer and reader, the CMake package"
        "(find_package(shmbus)), shmbus-msggen and the shipped message"
        "definitions.")
+
+set(CPACK_DEBIAN_PYTHON_PACKAGE_NAME python3-shmbus)
+set(CPACK_DEBIAN_PYTHON_PACKAGE_SECTION python)
+# The interpreter the module was built for, and NumPy for its messages.
+math(EXPR next_minor "${SHMBUS_PYTHON_MINOR} + 1")
+set(CPACK_DEBIAN_PYTHON_PACKAGE_DEPENDS
+    "python3 (>= 3.${SHMBUS_PYTHON_MINOR}~), python3 (<< 3.${next_minor}), python3-numpy")
+string(JOIN "\n" CPACK_DEBIAN_PYTHON_DESCRIPTION
+       "The Python package of shmbus."
+       "Publishers, subscribers, nodes with callbacks and timers, services,"
+       "MCAP recordings and a domain's channels from Python, on the shmbus"
+       "libraries. Messages are NumPy views of their bytes, built from each"
+       "type's schema; a message read in place is a read-only view of the"
+       "shared-memory ring, checked for overwrites.")
 
 include(CPack)

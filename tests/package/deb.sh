@@ -18,7 +18,7 @@ if [ "$(id -u)" -ne 0 ]; then
   echo "deb.sh: skipped: installing a package needs root (run scripts/test.sh as root)"
   exit 77
 fi
-for p in shmbus shmbus-dev; do
+for p in shmbus shmbus-dev python3-shmbus; do
   if dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'installed'; then
     fail "package $p is installed on this machine; remove it first (dpkg --purge $p): this test installs and purges its own"
   fi
@@ -46,10 +46,17 @@ fi
 version=$(sed -nE 's/^CMAKE_PROJECT_VERSION:STATIC=(.*)/\1/p' "$cache")
 arch=$(dpkg --print-architecture)
 debs=("$out/shmbus_${version}_${arch}.deb" "$out/shmbus-dev_${version}_${arch}.deb")
+# The Python package, where the build has it.
+python_deb=$out/python3-shmbus_${version}_${arch}.deb
+python_pkg=()
+if grep -qx 'SHMBUS_BUILD_PYTHON:BOOL=ON' "$cache"; then
+  debs+=("$python_deb")
+  python_pkg=(python3-shmbus)
+fi
 for d in "${debs[@]}"; do [ -f "$d" ] || fail "cmake --target package made no $(basename "$d")"; done
 echo "built: $(basename "${debs[0]}") $(basename "${debs[1]}")"
 
-trap 'dpkg --purge shmbus shmbus-dev >/dev/null 2>&1 || true' EXIT
+trap 'dpkg --purge shmbus shmbus-dev "${python_pkg[@]}" >/dev/null 2>&1 || true' EXIT
 dpkg -i "${debs[@]}"
 
 # What the runtime package installed works.
@@ -72,6 +79,16 @@ out=$("$work/consumer/consumer")
 echo "$out"
 echo "$out" | grep -Eq 'consumer: received 42 as .*"frame_id":"here".*"value":42' || fail "the consumer did not work"
 
+# The Python package imports from Debian's path (not the build tree's) and
+# lists a domain.
+if [ ${#python_pkg[@]} -gt 0 ]; then
+  got=$(cd / && env -u PYTHONPATH /usr/bin/python3 -B -c \
+    "import shmbus, sys; print(shmbus.__file__); print(len(shmbus.channels('deb_$$')))")
+  echo "$got" | grep -qx '/usr/lib/python3/dist-packages/shmbus/__init__.py' ||
+    fail "python3 did not import shmbus from /usr/lib/python3/dist-packages: $got"
+  echo "$got" | tail -1 | grep -qx '0' || fail "shmbus.channels() did not run: $got"
+fi
+
 # lintian: every finding is shown; errors fail.
 lintian_out=$(lintian --tag-display-limit 0 "${debs[@]}" 2>&1 || true)
 echo "lintian findings: $(printf '%s' "$lintian_out" | grep -c . || true)"
@@ -86,8 +103,8 @@ done
 [ -f /usr/share/bash-completion/completions/shmtool ] || fail "no bash completion installed for shmtool"
 
 # Remove, purge, and nothing is left.
-files=$(dpkg -L shmbus shmbus-dev | while read -r f; do [ -f "$f" ] && echo "$f"; done)
-dpkg -r shmbus shmbus-dev >/dev/null
+files=$(dpkg -L shmbus shmbus-dev "${python_pkg[@]}" | while read -r f; do [ -f "$f" ] && echo "$f"; done)
+dpkg -r shmbus shmbus-dev "${python_pkg[@]}" >/dev/null
 [ -e /usr/bin/shmtool ] && fail "shmtool is left after dpkg -r"
 [ -e /etc/shmbus/shmbus.toml ] || fail "dpkg -r removed the conffile (only purge may)"
 dpkg --purge shmbus >/dev/null  # shmbus-dev has no conffiles: gone with -r

@@ -25,7 +25,7 @@ Subscription = _shmbus.Subscription
 Timer = _shmbus.Timer
 
 __all__ = [
-    "ConfigError", "Error", "Input", "InvalidArgumentError", "LayoutError", "Message", "MessageInfo", "MessageType",
+    "ConfigError", "Error", "Input", "InvalidArgumentError", "LayoutError", "Loan", "Message", "MessageInfo", "MessageType",
     "MessageView", "Node", "NotFoundError", "OverwrittenError", "PermissionDeniedError", "Publisher",
     "ResourceError", "ServiceClient", "ServiceFailed", "ServiceServer", "ServiceTimeout", "Struct", "Subscriber",
     "Subscription", "Timer", "TypeMismatchError", "channels", "image_array", "image_message", "message_type",

@@ -1,1 +1,36 @@
+# Type hints of shmbus.record.
+from typing import Any, Iterable, Iterator
 
+from ._messages import Message, MessageType
+
+class ChannelInfo:
+    name: str
+    type: MessageType
+    messages: int
+
+class Recorded:
+    channel: str
+    sequence: int
+    log_time: int
+    publish_time: int
+    message: Message
+    @property
+    def provenance(self) -> dict[str, Any] | None: ...
+
+class Reader:
+    path: str
+    channels: dict[str, ChannelInfo]
+    def __init__(self, path: str, channels: Iterable[str] | None = None, start: int | None = None,
+                 end: int | None = None, include_provenance_channel: bool = False) -> None: ...
+    def __iter__(self) -> Iterator[Recorded]: ...
+    def graph(self) -> dict[str, Any]: ...
+    def __enter__(self) -> Reader: ...
+    def __exit__(self, *exc: Any) -> None: ...
+
+class Writer:
+    def __init__(self, path: str, compression: str = "zstd") -> None: ...
+    def write(self, channel: str, message: Message, log_time: int, publish_time: int | None = None,
+              sequence: int | None = None) -> None: ...
+    def close(self) -> None: ...
+    def __enter__(self) -> Writer: ...
+    def __exit__(self, *exc: Any) -> None: ...
