@@ -37,11 +37,12 @@ camera_args=(--sizes 64,1048576,4194304,8388608 --repeat 3 --messages 300)
 camera_paced_args=(--sizes 64,1048576,8388608 --repeat 3 --messages 200)
 fanin_args=(--publishers 1,2,4 --repeat 3)
 services_args=(--clients 1,4,16 --repeat 3 --calls 20000)
+python_args=(--repeat 3)
 build_args=(--release)
 json=0
 for a in "$@"; do
   case "$a" in
-    --smoke) peers_args+=(--smoke); repeat=2; micro_args=(--benchmark_min_time=0.01); scale_args=(--channels 200); scale_ring_args=(--channels 200 --capacity 16 --max-message-size 4096); scale_big_args=(); sync_args=(--seconds 30); node_args=(--smoke); record_args=(--smoke); bridge_args=(--smoke); gateway_args=(--smoke); fanout_args=(--smoke --subscribers 1,2 --sizes 64,65536); fanout_spin_args=(--smoke --subscribers 2 --sizes 64 --modes block); camera_args=(--smoke --sizes 64,4194304 --modes block); camera_paced_args=(--smoke --sizes 64,1048576); fanin_args=(--smoke --publishers 1,2 --modes block); services_args=(--smoke); build_args=() ;;
+    --smoke) peers_args+=(--smoke); repeat=2; micro_args=(--benchmark_min_time=0.01); scale_args=(--channels 200); scale_ring_args=(--channels 200 --capacity 16 --max-message-size 4096); scale_big_args=(); sync_args=(--seconds 30); node_args=(--smoke); record_args=(--smoke); bridge_args=(--smoke); gateway_args=(--smoke); fanout_args=(--smoke --subscribers 1,2 --sizes 64,65536); fanout_spin_args=(--smoke --subscribers 2 --sizes 64 --modes block); camera_args=(--smoke --sizes 64,4194304 --modes block); camera_paced_args=(--smoke --sizes 64,1048576); fanin_args=(--smoke --publishers 1,2 --modes block); services_args=(--smoke); python_args=(--count 500 --frames 20 --repeat 1); build_args=() ;;
     --json) peers_args+=(--json); json=1 ;;
     *) echo "bench.sh: unknown option '$a'; use --smoke or --json" >&2; exit 2 ;;
   esac
@@ -59,6 +60,10 @@ if [[ $json == 0 ]]; then
   bash tests/bench/bench_bag.sh "$dir" "${record_args[@]}"
   "$dir/tests/bench/shmbus-bench-bridge" "${bridge_args[@]}"
   "$dir/tests/bench/shmbus-bench-gateway" "${gateway_args[@]}"
+  # The Python package: ping-pong against a Pipe and a Unix socket, a 6 MiB
+  # image in place against the C++ Node.
+  PYTHONPATH="$dir/python" /usr/bin/python3 tests/bench/bench_python.py "${python_args[@]}" \
+    --cpp-image-node "$dir/tests/bench/shmbus-bench-image-node"
 fi
 "$dir/tests/bench/shmbus-bench" peers --repeat "$repeat" "${peers_args[@]}"
 # --json prints the peers table alone, one JSON object.

@@ -12,6 +12,7 @@ itself.
 from __future__ import annotations
 
 import numbers
+import struct
 from typing import Any, Callable, Iterable
 
 import numpy as np
@@ -34,6 +35,7 @@ _PRIMITIVES = {
 }
 
 _U1 = np.dtype("u1")
+_U32 = struct.Struct("<I")
 
 
 def _check_values(value: Any, dtype: np.dtype, path: str) -> np.ndarray:
@@ -362,8 +364,7 @@ class MessageType:
         return raw[self.size:self.size + n * es].view(self.tail.dtype)
 
     def _tail_count(self, raw: np.ndarray) -> int:
-        o = self._tail_count_offset
-        return int(raw[o:o + 4].view("<u4")[0])
+        return _U32.unpack_from(raw, self._tail_count_offset)[0]
 
     def decode(self, data: Any, info: Any = None) -> "Message":
         """A message over `data` (bytes-like; not copied)."""
@@ -388,7 +389,7 @@ class Struct:
             if name in d.constants:
                 return d.constants[name]
             raise AttributeError(f"{d.name} has no field '{name}'; it has: {', '.join(d.fields)}")
-        return f.get(object.__getattribute__(self, "_rec"))
+        return f.get(self._rec)
 
     def __setattr__(self, name: str, value: Any) -> None:
         f = self._def.fields.get(name)
@@ -424,9 +425,9 @@ class Message(Struct):
         if mtype._root is not None and len(raw) < mtype.size:
             raise InvalidArgumentError(
                 f"{mtype.name}: {len(raw)} bytes are shorter than the {mtype.size} bytes of its fixed part")
-        definition = mtype._root or _BYTES_DEF
-        rec = raw[:mtype.size].view(definition.dtype) if mtype._root else raw[:0]
-        Struct.__init__(self, definition, rec)
+        # The record view (`_rec`) is made on first use: a callback that only
+        # wants the pixels does not pay for it.
+        object.__setattr__(self, "_def", mtype._root or _BYTES_DEF)
         object.__setattr__(self, "type", mtype)
         object.__setattr__(self, "raw", raw)
         object.__setattr__(self, "info", info)
@@ -439,6 +440,11 @@ class Message(Struct):
 
     def __getattr__(self, name: str) -> Any:
         t = object.__getattribute__(self, "type")
+        if name == "_rec":
+            raw = object.__getattribute__(self, "raw")
+            rec = np.ndarray((1,), t._root.dtype, buffer=raw) if t._root else raw[:0]
+            object.__setattr__(self, "_rec", rec)
+            return rec
         if t._root is None and name == "data":
             return object.__getattribute__(self, "raw")
         if t.tail is not None and name == t.tail.name:
@@ -506,23 +512,59 @@ _ENCODINGS = {
 }
 
 
+_IMAGE_FIELDS = ("height", "width", "encoding", "is_bigendian", "step")
+_STRUCT_CODES = {"u1": "B", "u2": "H", "u4": "I", "u8": "Q", "i1": "b", "i2": "h", "i4": "i", "i8": "q",
+                 "f4": "f", "f8": "d", "b1": "?"}
+
+
+def _image_layout(t: MessageType) -> tuple[struct.Struct, int, tuple[int, ...]] | None:
+    """How to read an Image's fields in one struct call: (the Struct, its
+    offset, where each of _IMAGE_FIELDS lands in the tuple); None when `t`
+    is not an image type. Cached on the type."""
+    layout = t.__dict__.get("_image_layout", False)
+    if layout is False:
+        layout = None
+        fields = t.dtype.fields if t.dtype is not None else None
+        if fields and t.tail is not None and t.tail.name == "data" and t.tail.dtype == _U1 and all(
+                n in fields for n in _IMAGE_FIELDS):
+            placed = sorted((fields[n][1], n, fields[n][0]) for n in _IMAGE_FIELDS)
+            fmt, pos, order = "<", placed[0][0], []
+            for offset, name, dt in placed:
+                code = f"{dt.itemsize}s" if dt.kind == "S" else _STRUCT_CODES.get(dt.str[1:])
+                if code is None or offset < pos:
+                    break
+                fmt += "x" * (offset - pos) + code
+                pos = offset + dt.itemsize
+                order.append(name)
+            else:
+                layout = (struct.Struct(fmt), placed[0][0], tuple(order.index(n) for n in _IMAGE_FIELDS))
+        t._image_layout = layout
+    return layout
+
+
 def image_array(msg: Message) -> np.ndarray:
     """A sensor_msgs/Image's pixels as a (height, width, channels) array
     over the message's own buffer (no copy; read-only for a view)."""
-    if msg.type.tail is None or msg.type.tail.name != "data" or not {"height", "width", "step", "encoding"} <= set(
-            msg.type.fields):
-        raise InvalidArgumentError(f"image_array needs a sensor_msgs/Image, not a {msg.type.name}")
-    enc = msg.encoding
-    if enc not in _ENCODINGS:
+    t = msg.type
+    layout = _image_layout(t)
+    if layout is None:
+        raise InvalidArgumentError(f"image_array needs a sensor_msgs/Image, not a {t.name}")
+    unpack, offset, order = layout
+    raw = msg.raw
+    values = unpack.unpack_from(raw, offset)  # the five fields in one call
+    h, w, enc, big, step = (values[i] for i in order)
+    enc = enc.split(b"\0", 1)[0].decode("utf-8", "replace")
+    pixel = _ENCODINGS.get(enc)
+    if pixel is None:
         raise InvalidArgumentError(f"image encoding '{enc}' is not one of {', '.join(_ENCODINGS)}")
-    base, channels = _ENCODINGS[enc]
-    dt = np.dtype(base).newbyteorder(">" if msg.is_bigendian else "<")
-    h, w, step = msg.height, msg.width, msg.step
-    data = msg.data
-    if step < w * channels * dt.itemsize or len(data) < step * h:
+    base, channels = pixel
+    dt = np.dtype((">" if big else "<") + base)
+    n = t._tail_count(raw)
+    if step < w * channels * dt.itemsize or n < step * h or t.size + n > len(raw):
         raise InvalidArgumentError(
-            f"image of {h}x{w} {enc} with step {step} needs {step * h} bytes; the message holds {len(data)}")
-    return np.ndarray((h, w, channels), dt, buffer=data, offset=0, strides=(step, channels * dt.itemsize, dt.itemsize))
+            f"image of {h}x{w} {enc} with step {step} needs {step * h} bytes; the message holds {n}")
+    return np.ndarray((h, w, channels), dt, buffer=raw, offset=t.size,
+                      strides=(step, channels * dt.itemsize, dt.itemsize))
 
 
 def image_encoding(array: np.ndarray, encoding: str) -> tuple[int, int, int]:
