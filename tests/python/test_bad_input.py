@@ -104,3 +104,42 @@ def test_a_random_sequence_of_calls_raises_only_shmbus_or_argument_errors():
         except (shmbus.Error, TypeError, OverflowError):
             pass
     assert ops > 500  # calls that ran to a result or an exception of ours
+
+
+def test_a_closed_node_leaves_its_channels_and_refuses_use():
+    from conftest import subscribers
+    node = shmbus.Node("py_closing")
+    sub = node.subscribe("/py/node_close", "std_msgs/String", lambda m: node.stop())  # refers to its node
+    node.every(1.0, lambda: None)
+    assert subscribers("/py/node_close") == 1
+    node.close()
+    assert subscribers("/py/node_close") == 0
+    assert not node.ok()
+    with pytest.raises(shmbus.InvalidArgumentError, match="closed"):
+        node.spin()
+    with pytest.raises(shmbus.InvalidArgumentError, match="closed"):
+        sub.calls
+    with pytest.raises(shmbus.InvalidArgumentError, match="closed"):
+        node.subscribe("/py/node_close", "std_msgs/String", print)
+
+
+def test_an_exception_in_a_callback_is_raised_from_spin():
+    node = shmbus.Node("py_raiser")
+    pub = node.publisher("/py/raise", "std_msgs/String")
+
+    def boom(msg):
+        raise KeyError(msg.data)
+
+    node.subscribe("/py/raise", "std_msgs/String", boom)
+    node.after(0.01, lambda: pub.publish({"data": "from the timer"}))
+    with pytest.raises(KeyError, match="from the timer"):
+        node.spin()
+    node.close()
+
+
+def test_every_public_name_has_a_type_hint():
+    import os
+    stub = open(os.path.join(os.path.dirname(shmbus.__file__), "__init__.pyi")).read()
+    missing = [n for n in shmbus.__all__ if f"class {n}" not in stub and f"def {n}(" not in stub
+               and f"as {n}" not in stub]
+    assert missing == []

@@ -279,14 +279,14 @@ class Subscriber:
 
 class Node:
     """A node: subscriptions whose callbacks get each message, publishers,
-    timers, services; ``spin()`` runs them (the C++ executor; the GIL is
+    timers, services; ``spin()`` runs them; ``close()`` (or a ``with``
+    block) ends it (the C++ executor; the GIL is
     released while it waits). What a callback publishes cites the message
     that triggered it (provenance), as in C++. An exception in a callback
     stops spin() and is raised from it; Ctrl-C raises KeyboardInterrupt."""
 
     def __init__(self, name: str) -> None:
         self._node = _shmbus._Node(name)
-        self._keep: list[Any] = []
 
     @property
     def name(self) -> str:
@@ -346,11 +346,18 @@ class Node:
     def ok(self) -> bool:
         return self._node.ok()
 
+    def close(self) -> None:
+        """Stops the node and ends it: its callbacks are dropped (a callback
+        that refers to its node keeps both alive until then) and its
+        subscriptions leave their channels (once no publisher of the node is
+        held). rclpy's destroy_node()."""
+        self._node.close()
+
     def __enter__(self) -> "Node":
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        self.stop()
+        self.close()
 
 
 class ServiceServer:

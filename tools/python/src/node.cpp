@@ -40,16 +40,19 @@ class Transient {
 
 class PyNode;
 
-/// A subscription, timer or server of a node, as Python holds it: it keeps
-/// the node (and so what it points to) alive.
-struct PySubscription {
-  std::shared_ptr<Node> node;
-  Subscription* s;
+/// A subscription or timer of a node, as Python holds it: usable while its
+/// node is (Node.close() ends them).
+template <typename T>
+struct Handle {
+  std::weak_ptr<Node> node;
+  T* item;
+  T& get() const {
+    if (node.expired()) throw Error(Errc::kInvalidArgument, "the node is closed");
+    return *item;
+  }
 };
-struct PyTimer {
-  std::shared_ptr<Node> node;
-  Timer* t;
-};
+using PySubscription = Handle<Subscription>;
+using PyTimer = Handle<Timer>;
 
 class PyNode {
  public:
@@ -58,8 +61,17 @@ class PyNode {
     o.handle_signals = false;  // Python's own SIGINT handler raises KeyboardInterrupt in spin()
     node_ = std::make_shared<Node>(name, Context::process_default(), o);
   }
-  ~PyNode() {
-    // The callbacks hold Python objects: the node goes while the GIL is held.
+  ~PyNode() { close(); }
+
+  /// Stops the node, drops its Python callbacks (a callback that refers to
+  /// its node would otherwise keep both alive) and releases the node: its
+  /// subscriptions leave their channels once no publisher of the node is
+  /// held. Called with the GIL.
+  void close() {
+    if (!node_) return;
+    node_->stop();
+    for (const auto& f : callables_) *f = py::function();
+    callables_.clear();
     node_.reset();
   }
   PyNode(const PyNode&) = delete;
@@ -72,11 +84,14 @@ class PyNode {
     o.in_place = in_place;
     o.subscriber.history = history;
     o.subscriber.wait_for_channel = wait_for_channel;
-    o.subscriber.node = node_->name();
+    Node& node = live();
+    o.subscriber.node = node.name();
     if (on_overwritten) {
       o.on_overwritten = [this, f = guarded(std::move(*on_overwritten))](const MessageInfo& info) {
         const py::gil_scoped_acquire gil;
-        run([&] { (*f)(info); });
+        run([&] {
+          if (*f) (*f)(info);
+        });
       };
     }
     std::optional<TypeInfo> t;
@@ -86,33 +101,40 @@ class PyNode {
     if (in_place) {
       cb = [this, f](std::span<const std::byte> payload, const MessageInfo& info) {
         const py::gil_scoped_acquire gil;
-        run([&] { (*f)(Transient(node_, payload), info); });
+        run([&] {
+          if (*f) (*f)(Transient(node_, payload), info);
+        });
       };
     } else {
       cb = [this, f](std::span<const std::byte> payload, const MessageInfo& info) {
         const py::gil_scoped_acquire gil;
-        run([&] { (*f)(copy_bytes(payload), info); });
+        run([&] {
+          if (*f) (*f)(copy_bytes(payload), info);
+        });
       };
     }
-    return {node_, &node_->subscribe_raw(channel, t, std::move(cb), o)};
+    return {node_, &node.subscribe_raw(channel, t, std::move(cb), o)};
   }
 
   PyTimer timer(double period_s, py::function callback, bool periodic) {
     if (!(period_s > 0)) {
       throw Error(Errc::kInvalidArgument, fmt::format("a timer's period must be above 0 s, not {}", period_s));
     }
+    Node& node = live();
     auto f = guarded(std::move(callback));
     std::function<void()> cb = [this, f] {
       const py::gil_scoped_acquire gil;
-      run([&] { (*f)(); });
+      run([&] {
+        if (*f) (*f)();
+      });
     };
-    Timer& t = periodic ? node_->every(seconds_to_ns(period_s), std::move(cb))
-                        : node_->after(seconds_to_ns(period_s), std::move(cb));
+    Timer& t = periodic ? node.every(seconds_to_ns(period_s), std::move(cb))
+                        : node.after(seconds_to_ns(period_s), std::move(cb));
     return {node_, &t};
   }
 
   py::object publisher(const std::string& channel, const TypeTuple& type) {
-    NodePublisher<Publisher>& p = node_->publisher(channel, type_of(type));
+    NodePublisher<Publisher>& p = live().publisher(channel, type_of(type));
     return wrap_publisher(std::shared_ptr<Publisher>(node_, &*p));  // shares the node's ownership
   }
 
@@ -121,10 +143,12 @@ class PyNode {
   /// executor waits without the GIL; Python signal handlers run between
   /// waits of at most 100 ms.
   void spin() {
-    while (node_->ok()) {
+    const std::shared_ptr<Node> node = node_;  // close() from a callback ends the loop, not the node
+    if (!node) throw Error(Errc::kInvalidArgument, "the node is closed; make a new one");
+    while (node->ok()) {
       {
         const py::gil_scoped_release unlocked;
-        node_->spin_once(std::chrono::milliseconds(100));
+        node->spin_once(std::chrono::milliseconds(100));
       }
       after_work();
     }
@@ -132,40 +156,51 @@ class PyNode {
   }
 
   std::size_t spin_once(double timeout_s) {
+    const std::shared_ptr<Node> node = node_;
+    if (!node) throw Error(Errc::kInvalidArgument, "the node is closed; make a new one");
     std::size_t n = 0;
     {
       const py::gil_scoped_release unlocked;
-      n = node_->spin_once(seconds_to_ns(timeout_s));
+      n = node->spin_once(seconds_to_ns(timeout_s));
     }
     after_work();
     return n;
   }
 
-  void stop() { node_->stop(); }
-  [[nodiscard]] bool ok() const { return node_->ok(); }
-  [[nodiscard]] Node& node() const { return *node_; }
-  [[nodiscard]] const std::shared_ptr<Node>& shared() const { return node_; }
+  void stop() {
+    if (node_) node_->stop();
+  }
+  [[nodiscard]] bool ok() const { return node_ && node_->ok(); }
+  [[nodiscard]] Node& node() const { return live(); }
+
+  Node& live() const {
+    if (!node_) throw Error(Errc::kInvalidArgument, "the node is closed; make a new one");
+    return *node_;
+  }
 
   /// Runs Python code from a callback: its exception is kept (the first
   /// one), the node stopped, and spin() raises it.
   template <typename F>
   void run(F&& f) {
-    if (error_) return;
+    if (error_ || !node_) return;
     try {
       f();
     } catch (py::error_already_set& e) {
       error_.emplace(std::move(e));
-      node_->stop();
+      if (node_) node_->stop();
     }
   }
 
  private:
-  /// A callable whose last reference may drop on a thread without the GIL.
-  static std::shared_ptr<py::function> guarded(py::function f) {
-    return {new py::function(std::move(f)), [](py::function* p) {
-              const py::gil_scoped_acquire gil;
-              delete p;
-            }};
+  /// A callable whose last reference may drop on a thread without the GIL;
+  /// close() empties it.
+  std::shared_ptr<py::function> guarded(py::function f) {
+    std::shared_ptr<py::function> p(new py::function(std::move(f)), [](py::function* q) {
+      const py::gil_scoped_acquire gil;
+      delete q;
+    });
+    callables_.push_back(p);
+    return p;
   }
 
   void after_work() {
@@ -178,6 +213,7 @@ class PyNode {
   }
 
   std::shared_ptr<Node> node_;
+  std::vector<std::shared_ptr<py::function>> callables_;
   std::optional<py::error_already_set> error_;
 };
 
@@ -211,23 +247,23 @@ void register_node(py::module_& m) {
       .def_property_readonly("address", &Transient::address);
 
   py::class_<PySubscription>(m, "Subscription", "A node's subscription.")
-      .def_property_readonly("channel", [](const PySubscription& s) { return s.s->channel(); })
-      .def_property_readonly("calls", [](const PySubscription& s) { return s.s->calls(); })
-      .def_property_readonly("errors", [](const PySubscription& s) { return s.s->errors(); })
+      .def_property_readonly("channel", [](const PySubscription& s) { return s.get().channel(); })
+      .def_property_readonly("calls", [](const PySubscription& s) { return s.get().calls(); })
+      .def_property_readonly("errors", [](const PySubscription& s) { return s.get().errors(); })
       .def_property_readonly(
-          "overwritten", [](const PySubscription& s) { return s.s->overwritten(); },
+          "overwritten", [](const PySubscription& s) { return s.get().overwritten(); },
           "in-place deliveries whose message a publisher overwrote while the callback read it")
-      .def_property_readonly("lost", [](const PySubscription& s) { return s.s->subscriber().lost(); })
-      .def("type", [](const PySubscription& s) { return tuple_of(s.s->subscriber().type()); })
+      .def_property_readonly("lost", [](const PySubscription& s) { return s.get().subscriber().lost(); })
+      .def("type", [](const PySubscription& s) { return tuple_of(s.get().subscriber().type()); })
       .def(
-          "cancel", [](const PySubscription& s) { s.s->cancel(); }, "No more calls (the subscriber stays open).");
+          "cancel", [](const PySubscription& s) { s.get().cancel(); }, "No more calls (the subscriber stays open).");
 
   py::class_<PyTimer>(m, "Timer", "A node's timer.")
-      .def("cancel", [](const PyTimer& t) { t.t->cancel(); })
-      .def_property_readonly("cancelled", [](const PyTimer& t) { return t.t->cancelled(); })
-      .def_property_readonly("runs", [](const PyTimer& t) { return t.t->runs(); })
+      .def("cancel", [](const PyTimer& t) { t.get().cancel(); })
+      .def_property_readonly("cancelled", [](const PyTimer& t) { return t.get().cancelled(); })
+      .def_property_readonly("runs", [](const PyTimer& t) { return t.get().runs(); })
       .def_property_readonly(
-          "missed", [](const PyTimer& t) { return t.t->missed(); }, "periods skipped because a run was late");
+          "missed", [](const PyTimer& t) { return t.get().missed(); }, "periods skipped because a run was late");
 
   py::class_<PyNode>(m, "_Node")
       .def(py::init<const std::string&>(), py::arg("name"))
@@ -239,6 +275,7 @@ void register_node(py::module_& m) {
       .def("spin", &PyNode::spin)
       .def("spin_once", &PyNode::spin_once, py::arg("timeout"))
       .def("stop", &PyNode::stop)
+      .def("close", &PyNode::close)
       .def("ok", &PyNode::ok)
       .def_property_readonly("name", [](const PyNode& n) { return n.node().name(); })
       .def_property_readonly("calls", [](const PyNode& n) { return n.node().calls(); });
