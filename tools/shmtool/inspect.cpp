@@ -31,7 +31,6 @@
 
 namespace shmbus::tool {
 
-using monitor::channel_json;
 using monitor::ChannelStatus;
 using monitor::Level;
 using monitor::Monitor;

@@ -73,7 +73,7 @@ void raise_error(const char* code, int exit_code, const char* message) {
 namespace {
 
 /// Messages bigger than this are copied into the ring without the GIL.
-constexpr std::size_t kReleaseGilAbove = 64 * 1024;
+constexpr std::size_t kReleaseGilAbove = std::size_t{64} * 1024;
 
 /// A contiguous buffer of any Python object that exports one.
 struct Bytes {
@@ -291,7 +291,9 @@ py::object read_view(const PySubscriber& ps) {
 
 py::object wrap_publisher(std::shared_ptr<Publisher> p) { return py::cast(PyPublisher(std::move(p))); }
 
-void register_pubsub(py::module_& m) {
+namespace {
+
+void register_info(py::module_& m) {
   py::class_<Provenance>(m, "Input",
                          "A message that a message was made from: its channel (registry index) and sequence.")
       .def_readonly("channel_index", &Provenance::channel_index)
@@ -315,7 +317,9 @@ void register_pubsub(py::module_& m) {
         return fmt::format("MessageInfo(sequence={}, publish_time_ns={}, size={}, lost_before={}, inputs={})",
                            i.sequence, i.publish_time_ns, i.size, i.lost_before, i.input_count);
       });
+}
 
+void register_publisher(py::module_& m) {
   py::class_<PyPublisher>(m, "_Publisher")
       .def(py::init([](const std::string& channel, const TypeTuple& type, const std::string& node, bool create) {
              PublisherOptions o;
@@ -342,7 +346,9 @@ void register_pubsub(py::module_& m) {
       .def("discard", &PyLoan::discard)
       .def_property_readonly("active", &PyLoan::active)
       .def_property_readonly("size", &PyLoan::size);
+}
 
+void register_subscriber(py::module_& m) {
   py::class_<PySubscriber>(m, "_Subscriber")
       .def(py::init([](const std::string& channel, const std::optional<TypeTuple>& type, bool wait_for_channel,
                        std::uint32_t history, bool from_first, const std::string& node) {
@@ -377,12 +383,21 @@ void register_pubsub(py::module_& m) {
       .def_property_readonly("address", &PyView::address);
 }
 
+}  // namespace
+
+void register_pubsub(py::module_& m) {
+  register_info(m);
+  register_publisher(m);
+  register_subscriber(m);
+}
+
 }  // namespace shmbus::python
 
 PYBIND11_MODULE(_shmbus, m) {
   namespace py = pybind11;
   using namespace shmbus::python;  // NOLINT(google-build-using-namespace)
   m.doc() = "The C++ core of the shmbus Python package; use the package `shmbus`, not this module.";
+  // NOLINTNEXTLINE(performance-unnecessary-value-param): pybind11's translator signature
   py::register_exception_translator([](std::exception_ptr p) {
     try {
       if (p) std::rethrow_exception(p);

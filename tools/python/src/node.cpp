@@ -241,7 +241,9 @@ class PyNode {
 
 }  // namespace
 
-void register_node(py::module_& m) {
+namespace {
+
+void register_handles(py::module_& m) {
   py::class_<Transient>(m, "_Transient", py::buffer_protocol())
       .def_buffer(&Transient::buffer)
       .def_property_readonly("address", &Transient::address);
@@ -264,7 +266,9 @@ void register_node(py::module_& m) {
       .def_property_readonly("runs", [](const PyTimer& t) { return t.get().runs(); })
       .def_property_readonly(
           "missed", [](const PyTimer& t) { return t.get().missed(); }, "periods skipped because a run was late");
+}
 
+void register_node_class(py::module_& m) {
   py::class_<PyNode>(m, "_Node")
       .def(py::init<const std::string&>(), py::arg("name"))
       .def("subscribe", &PyNode::subscribe, py::arg("channel"), py::arg("type"), py::arg("callback"),
@@ -279,7 +283,9 @@ void register_node(py::module_& m) {
       .def("ok", &PyNode::ok)
       .def_property_readonly("name", [](const PyNode& n) { return n.node().name(); })
       .def_property_readonly("calls", [](const PyNode& n) { return n.node().calls(); });
+}
 
+void register_services(py::module_& m) {
   py::class_<ServiceServer, std::shared_ptr<ServiceServer>>(m, "_ServiceServer")
       .def(py::init([](PyNode& node, const std::string& name, const std::string& service_type, const TypeTuple& request,
                        const TypeTuple& response, py::function handler) {
@@ -344,6 +350,14 @@ void register_node(py::module_& m) {
       .def_property_readonly("name", &ServiceClient::name)
       .def_property_readonly("calls", &ServiceClient::calls)
       .def_property_readonly("timeouts", &ServiceClient::timeouts);
+}
+
+}  // namespace
+
+void register_node(py::module_& m) {
+  register_handles(m);
+  register_node_class(m);
+  register_services(m);
 }
 
 }  // namespace shmbus::python
