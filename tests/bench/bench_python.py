@@ -82,41 +82,42 @@ def pong_pipe(conn, count):
         conn.send_bytes(conn.recv_bytes())
 
 
-def ping_pipe(count):
-    a, b = mp.Pipe()
-    p = mp.get_context("fork").Process(target=pong_pipe, args=(b, count))
+def pong_socket(s, count):
+    for _ in range(count):
+        s.sendall(recv_exactly(s))
+
+
+def recv_exactly(s):
+    data = b""
+    while len(data) < SIZE:
+        data += s.recv(SIZE - len(data))
+    return data
+
+
+def round_trips(pong, end, send, recv, count):
+    """Round trips of SIZE bytes to a forked process running pong(other
+    end, count): each a blocking send, then a blocking receive."""
+    p = mp.get_context("fork").Process(target=pong, args=(end, count))
     p.start()
     payload = bytes(SIZE)
     rtts = []
     for _ in range(count):
         t = time.perf_counter_ns()
-        a.send_bytes(payload)
-        a.recv_bytes()
+        send(payload)
+        recv()
         rtts.append(time.perf_counter_ns() - t)
     p.join()
     return rtts[100:]
 
 
-def pong_socket(s, count):
-    for _ in range(count):
-        s.sendall(s.recv(SIZE))
+def ping_pipe(count):
+    a, b = mp.Pipe()
+    return round_trips(pong_pipe, b, a.send_bytes, a.recv_bytes, count)
 
 
 def ping_socket(count):
     a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-    p = mp.get_context("fork").Process(target=pong_socket, args=(b, count))
-    p.start()
-    payload = bytes(SIZE)
-    rtts = []
-    for _ in range(count):
-        t = time.perf_counter_ns()
-        a.sendall(payload)
-        got = 0
-        while got < SIZE:
-            got += len(a.recv(SIZE - got))
-        rtts.append(time.perf_counter_ns() - t)
-    p.join()
-    return rtts[100:]
+    return round_trips(pong_socket, b, a.sendall, lambda: recv_exactly(a), count)
 
 
 def image_publisher(frames, channel):

@@ -38,6 +38,15 @@ class Transient {
   std::span<const std::byte> payload_;
 };
 
+/// A Python callable shared with C++ callbacks: its last reference may drop
+/// on a thread without the GIL, so its deleter takes it.
+std::shared_ptr<py::function> shared_callable(py::function f) {
+  return {new py::function(std::move(f)), [](py::function* p) {
+            const py::gil_scoped_acquire gil;
+            delete p;
+          }};
+}
+
 class PyNode;
 
 /// A subscription or timer of a node, as Python holds it: usable while its
@@ -195,12 +204,8 @@ class PyNode {
   /// A callable whose last reference may drop on a thread without the GIL;
   /// close() empties it.
   std::shared_ptr<py::function> guarded(py::function f) {
-    std::shared_ptr<py::function> p(new py::function(std::move(f)), [](py::function* q) {
-      const py::gil_scoped_acquire gil;
-      delete q;
-    });
-    callables_.push_back(p);
-    return p;
+    callables_.push_back(shared_callable(std::move(f)));
+    return callables_.back();
   }
 
   void after_work() {
@@ -289,10 +294,7 @@ void register_services(py::module_& m) {
   py::class_<ServiceServer, std::shared_ptr<ServiceServer>>(m, "_ServiceServer")
       .def(py::init([](PyNode& node, const std::string& name, const std::string& service_type, const TypeTuple& request,
                        const TypeTuple& response, py::function handler) {
-             auto f = std::shared_ptr<py::function>(new py::function(std::move(handler)), [](py::function* p) {
-               const py::gil_scoped_acquire gil;
-               delete p;
-             });
+             auto f = shared_callable(std::move(handler));
              ServiceServer::Handler h = [f](std::span<const std::byte> req, const MessageInfo& info,
                                             std::span<std::byte> rsp) -> std::size_t {
                const py::gil_scoped_acquire gil;
