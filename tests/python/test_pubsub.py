@@ -125,3 +125,25 @@ def test_a_loan_publishes_what_was_written_into_the_ring():
         pass
     assert sub.take() is None  # a loan left by an exception is discarded
     assert pub.published == 1
+
+
+def test_what_a_python_callback_publishes_cites_the_message_that_triggered_it():
+    node = shmbus.Node("py_stage")
+    out = node.publisher("/py/prov_out", "std_msgs/String")
+
+    def stage(msg):
+        out.publish({"data": msg.data.upper()})
+        if msg.info.sequence == 2:
+            node.stop()
+
+    node.subscribe("/py/prov_in", "std_msgs/String", stage)
+    source = shmbus.Publisher("/py/prov_in", "std_msgs/String")
+    results = shmbus.Subscriber("/py/prov_out", "std_msgs/String")
+    for word in ("a", "b", "c"):
+        assert source.publish({"data": word})
+    node.spin()
+    got = [results.take() for _ in range(3)]
+    assert [m.data for m in got] == ["A", "B", "C"]
+    for i, m in enumerate(got):
+        assert [(p.channel_index, p.sequence) for p in m.info.inputs] == [(source.channel_index, i)]
+    assert got[0].info.inputs and results.take() is None

@@ -92,6 +92,12 @@ class Publisher:
         return self._pub.channel
 
     @property
+    def channel_index(self) -> int:
+        """The channel's index in the domain's registry: what
+        ``MessageInfo.inputs`` name channels by."""
+        return self._pub.channel_index
+
+    @property
     def published(self) -> int:
         return self._pub.published
 
@@ -248,6 +254,11 @@ class Subscriber:
     @property
     def channel(self) -> str:
         return self._sub.channel
+
+    @property
+    def channel_index(self) -> int:
+        """The channel's index in the domain's registry (see Input)."""
+        return self._sub.channel_index
 
     @property
     def received(self) -> int:

@@ -337,6 +337,7 @@ void register_publisher(py::module_& m) {
       .def("close", &PyPublisher::close)
       .def_property_readonly("channel", [](const PyPublisher& p) { return p.get().channel(); })
       .def_property_readonly("max_message_size", [](const PyPublisher& p) { return p.get().max_message_size(); })
+      .def_property_readonly("channel_index", [](const PyPublisher& p) { return p.get().channel_index(); })
       .def_property_readonly("published", [](const PyPublisher& p) { return p.get().published(); })
       .def_property_readonly("dropped", [](const PyPublisher& p) { return p.get().dropped(); });
 
@@ -374,6 +375,7 @@ void register_subscriber(py::module_& m) {
       .def_property_readonly("lost", [](const PySubscriber& s) { return s.get().lost(); })
       .def_property_readonly("discarded", [](const PySubscriber& s) { return s.get().discarded(); })
       .def_property_readonly("max_message_size", [](const PySubscriber& s) { return s.get().max_message_size(); })
+      .def_property_readonly("channel_index", [](const PySubscriber& s) { return s.get().channel_index(); })
       .def_property_readonly("transport",
                              [](const PySubscriber& s) { return std::string(to_string(s.get().transport())); });
 
