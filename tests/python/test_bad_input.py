@@ -143,3 +143,44 @@ def test_every_public_name_has_a_type_hint():
     missing = [n for n in shmbus.__all__ if f"class {n}" not in stub and f"def {n}(" not in stub
                and f"as {n}" not in stub]
     assert missing == []
+
+
+def test_ctrl_c_ends_a_spinning_node_with_keyboard_interrupt():
+    import os
+    import signal
+    import subprocess
+    import sys
+    import textwrap
+    script = textwrap.dedent("""
+        import shmbus, sys
+        node = shmbus.Node("py_sleeper")
+        node.subscribe("/py/never", "std_msgs/String", print)
+        print("spinning", flush=True)
+        try:
+            node.spin()
+        except KeyboardInterrupt:
+            print("interrupted", flush=True)
+            sys.exit(130)
+    """)
+    p = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         env=os.environ)
+    try:
+        assert p.stdout.readline().strip() == "spinning"
+        p.send_signal(signal.SIGINT)
+        out, err = p.communicate(timeout=10)  # spin() looks at signals every 100 ms
+    finally:
+        p.kill()
+    assert p.returncode == 130 and out.strip() == "interrupted", err
+
+
+def test_channels_is_what_shmtool_list_json_lists():
+    import json
+    from conftest import shmtool
+    pub = shmbus.Publisher("/py/listed", "std_msgs/String")
+    for i in range(3):
+        pub.publish({"data": str(i)})
+    ours = [c for c in shmbus.channels() if c.get("name") == "/py/listed"]
+    r = shmtool("list", "--json")
+    assert r.returncode == 0, r.stderr
+    theirs = [c for c in json.loads(r.stdout) if c.get("name") == "/py/listed"]
+    assert ours == theirs and ours[0]["messages"] == 3 and ours[0]["publishers"] == 1
