@@ -84,6 +84,8 @@ class Publisher:
         pub.loan(n) as msg:`` publishes `msg` when the block ends (and
         discards it when it raises). `tail_length` sizes the trailing array;
         `size` gives the bytes instead (raw channels)."""
+        if size is None and not self.type.has_schema:
+            raise InvalidArgumentError(f"a loan on {self.channel}, a channel of raw bytes, needs size=BYTES")
         n = size if size is not None else self.type.wire_size(tail_length)
         return Loan(self, self._pub.loan(n), tail_length if size is None else None)
 

@@ -422,21 +422,25 @@ class Message(Struct):
     __slots__ = ("type", "raw", "info")
 
     def __init__(self, mtype: MessageType, raw: np.ndarray, info: Any) -> None:
-        if mtype._root is not None and len(raw) < mtype.size:
+        # Few steps: an in-place callback pays each in cache misses.
+        root = mtype._root
+        if root is not None and len(raw) < root.size:
             raise InvalidArgumentError(
                 f"{mtype.name}: {len(raw)} bytes are shorter than the {mtype.size} bytes of its fixed part")
         # The record view (`_rec`) is made on first use: a callback that only
         # wants the pixels does not pay for it.
-        object.__setattr__(self, "_def", mtype._root or _BYTES_DEF)
-        object.__setattr__(self, "type", mtype)
-        object.__setattr__(self, "raw", raw)
-        object.__setattr__(self, "info", info)
-        if mtype.tail is not None:
-            n = mtype._tail_count(raw)
-            if mtype.wire_size(n) > len(raw):
+        set_slot = object.__setattr__
+        set_slot(self, "_def", root or _BYTES_DEF)
+        set_slot(self, "type", mtype)
+        set_slot(self, "raw", raw)
+        set_slot(self, "info", info)
+        tail = mtype.tail
+        if tail is not None:
+            n = _U32.unpack_from(raw, mtype._tail_count_offset)[0]
+            if root.size + n * tail.dtype.itemsize > len(raw):
                 raise InvalidArgumentError(
-                    f"{mtype.name}.{mtype.tail.name}: declares {n} elements but the buffer holds "
-                    f"{(len(raw) - mtype.size) // mtype.tail.dtype.itemsize}")
+                    f"{mtype.name}.{tail.name}: declares {n} elements but the buffer holds "
+                    f"{(len(raw) - root.size) // tail.dtype.itemsize}")
 
     def __getattr__(self, name: str) -> Any:
         t = object.__getattribute__(self, "type")
@@ -513,6 +517,8 @@ _ENCODINGS = {
 
 
 _IMAGE_FIELDS = ("height", "width", "encoding", "is_bigendian", "step")
+_PIXEL_DTYPES = {(base, big): np.dtype((">" if big else "<") + base)
+                 for base, _ in set(_ENCODINGS.values()) for big in (False, True)}
 _STRUCT_CODES = {"u1": "B", "u2": "H", "u4": "I", "u8": "Q", "i1": "b", "i2": "h", "i4": "i", "i8": "q",
                  "f4": "f", "f8": "d", "b1": "?"}
 
@@ -558,7 +564,7 @@ def image_array(msg: Message) -> np.ndarray:
     if pixel is None:
         raise InvalidArgumentError(f"image encoding '{enc}' is not one of {', '.join(_ENCODINGS)}")
     base, channels = pixel
-    dt = np.dtype((">" if big else "<") + base)
+    dt = _PIXEL_DTYPES[base, bool(big)]
     n = t._tail_count(raw)
     if step < w * channels * dt.itemsize or n < step * h or t.size + n > len(raw):
         raise InvalidArgumentError(
