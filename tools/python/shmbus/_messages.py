@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numbers
 import struct
-from typing import Any, Callable, Iterable
+from typing import Any, Iterable
 
 import numpy as np
 
@@ -559,7 +559,7 @@ def image_array(msg: Message) -> np.ndarray:
     raw = msg.raw
     values = unpack.unpack_from(raw, offset)  # the five fields in one call
     h, w, enc, big, step = (values[i] for i in order)
-    enc = enc.split(b"\0", 1)[0].decode("utf-8", "replace")
+    enc = _decode_string(enc)
     pixel = _ENCODINGS.get(enc)
     if pixel is None:
         raise InvalidArgumentError(f"image encoding '{enc}' is not one of {', '.join(_ENCODINGS)}")
@@ -623,6 +623,3 @@ def encode(mtype: MessageType | None, obj: Any) -> Any:
         raise InvalidArgumentError(
             f"{view.nbytes} bytes are shorter than the {mtype.size} bytes of a {mtype.name}'s fixed part")
     return obj
-
-
-Decoder = Callable[[Any, Any], Message]

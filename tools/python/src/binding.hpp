@@ -26,9 +26,6 @@ inline TypeTuple tuple_of(const TypeInfo& t) { return {t.name, t.hash, t.schema}
 /// NaN are zero, and anything above a day is a day (a bound, not a hang).
 std::chrono::nanoseconds seconds_to_ns(double seconds);
 
-/// A MessageInfo as the Python MessageInfo (shmbus.MessageInfo).
-py::object info_object(const MessageInfo& info);
-
 /// Raises the Python exception shmbus.errors.<error_class>(message).
 [[noreturn]] void raise_python(const char* error_class, const std::string& message);
 

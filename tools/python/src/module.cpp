@@ -26,8 +26,6 @@ std::chrono::nanoseconds seconds_to_ns(double seconds) {
   return std::chrono::nanoseconds(static_cast<std::int64_t>(std::min(seconds, kDay) * 1e9));
 }
 
-py::object info_object(const MessageInfo& info) { return py::cast(info); }
-
 py::bytes copy_bytes(std::span<const std::byte> payload) {
   return {reinterpret_cast<const char*>(payload.data()), payload.size()};
 }
