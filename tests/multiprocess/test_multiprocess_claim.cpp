@@ -4,8 +4,6 @@
 // Asserted: no torn delivery, no permanent stall, every skipped sequence
 // counted, and no stamp lost or read twice.
 #include <gtest/gtest.h>
-#include <linux/membarrier.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -17,6 +15,7 @@
 
 #include "multiprocess/child_process.hpp"
 #include "multiprocess/peer_protocol.hpp"
+#include "multiprocess/solo.hpp"
 #include "shmbus/introspect.hpp"
 #include "shmbus/publisher.hpp"
 #include "shmbus/subscriber.hpp"
@@ -27,22 +26,12 @@ using namespace shmbus;
 using namespace std::chrono_literals;
 using shmbus::test::ChildProcess;
 using shmbus::test::kPeer;
+using shmbus::test::solo_expected;
 
 namespace {
 
 /// stall_timeout (2 ms) plus room for a loaded 2-core machine's scheduler.
 constexpr std::int64_t kMaxPublishNs = 100'000'000;
-
-/// Whether a lone publisher holds the solo grant in this build on this
-/// kernel (not under ThreadSanitizer, and membarrier's GLOBAL_EXPEDITED).
-bool solo_expected() {
-#if defined(SHMBUS_TEST_TSAN)
-  return false;
-#else
-  const long cmds = ::syscall(SYS_membarrier, MEMBARRIER_CMD_QUERY, 0U, 0);
-  return cmds > 0 && (cmds & MEMBARRIER_CMD_GLOBAL_EXPEDITED) != 0;
-#endif
-}
 
 class ClaimTest : public ::testing::Test {
  protected:

@@ -119,6 +119,7 @@ struct Publisher::Impl {
       channel->return_solo(std::exchange(solo_grant, 0));
       return false;
     }
+    test_wake_early();
     h.solo_cursor.store(s + 1, std::memory_order_relaxed);
     return true;
   }
@@ -561,7 +562,7 @@ struct Publisher::Impl {
       test_pause(kPauseStampClaimed);
       channel->store_stamp(i, mono);
     }
-    wake_waiters(*header, fast);
+    wake(fast);
     if (fast) solo_end();
   }
 
@@ -642,13 +643,30 @@ struct Publisher::Impl {
 
   /// Test seam, compiled only into the test peer (SHMBUS_TEST_SEAMS; the
   /// library has none): SHMBUS_TEST_PAUSE=taken|claimed|written|committed|
-  /// stamp makes the publisher stop itself (SIGSTOP) at that step, once per
-  /// process, so a test can kill, stall or resume it exactly there (taken:
-  /// the claim word is ours, the slot's state not yet written). Read once
-  /// at start.
-  enum PausePoint { kPauseNone, kPauseTaken, kPauseClaimed, kPauseWritten, kPauseCommitted, kPauseStampClaimed };
+  /// stamp|wake-early makes the publisher stop itself (SIGSTOP) at that
+  /// step, once per publisher, so a test can kill, stall or resume it
+  /// exactly there (taken: the claim word is ours, the slot's state not yet
+  /// written). Read once at start.
+  ///
+  /// wake-early: a solo publish that has passed its grant check loads
+  /// `waiters` now, stops, and on resuming acts on that load instead of
+  /// loading again after its commit. That is an execution the CPU may
+  /// choose: the solo wake check has no fence, so its load may be satisfied
+  /// before the publish's stores are visible (store-load reordering, on
+  /// x86-64 too). A test can then put a sleeper between the two.
+  enum PausePoint {
+    kPauseNone,
+    kPauseTaken,
+    kPauseClaimed,
+    kPauseWritten,
+    kPauseCommitted,
+    kPauseStampClaimed,
+    kPauseWakeEarly
+  };
 #ifdef SHMBUS_TEST_SEAMS
   PausePoint pause_at = kPauseNone;
+  bool woke_early = false;
+  std::uint64_t waiters_seen_early = 0;
   void test_pause(PausePoint p) noexcept {
     if (pause_at == p) [[unlikely]] {
       pause_at = kPauseNone;
@@ -658,16 +676,33 @@ struct Publisher::Impl {
   void read_test_pause() noexcept {
     const char* p = std::getenv("SHMBUS_TEST_PAUSE");  // NOLINT(concurrency-mt-unsafe): read once at set-up
     const std::string_view point{p == nullptr ? "" : p};
-    pause_at = point == "taken"       ? kPauseTaken
-               : point == "claimed"   ? kPauseClaimed
-               : point == "written"   ? kPauseWritten
-               : point == "committed" ? kPauseCommitted
-               : point == "stamp"     ? kPauseStampClaimed
-                                      : kPauseNone;
+    pause_at = point == "taken"        ? kPauseTaken
+               : point == "claimed"    ? kPauseClaimed
+               : point == "written"    ? kPauseWritten
+               : point == "committed"  ? kPauseCommitted
+               : point == "stamp"      ? kPauseStampClaimed
+               : point == "wake-early" ? kPauseWakeEarly
+                                       : kPauseNone;
+  }
+  void test_wake_early() noexcept {
+    if (pause_at != kPauseWakeEarly) return;
+    waiters_seen_early = header->waiters.load(std::memory_order_relaxed);
+    woke_early = true;
+    test_pause(kPauseWakeEarly);
+  }
+  /// The wake after a commit; the one a wake-early publish took, if any.
+  void wake(bool fast) noexcept {
+    if (std::exchange(woke_early, false)) {
+      wake_sleepers(*header, waiters_seen_early);
+      return;
+    }
+    wake_waiters(*header, fast);
   }
 #else
   static void test_pause(PausePoint /*p*/) noexcept {}
   static void read_test_pause() noexcept {}
+  static void test_wake_early() noexcept {}
+  void wake(bool fast) const noexcept { wake_waiters(*header, fast); }
 #endif
 
   /// On the shared path: asks for the solo grant every kSoloRetryEvery

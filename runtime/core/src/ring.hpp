@@ -87,6 +87,15 @@ inline bool reader_settled(const Channel& ch, std::uint64_t next) noexcept {
   return slot_settled(ch.slot(next)->state.load(std::memory_order_acquire), next);
 }
 
+/// Wakes the channel's sleepers when `waiters` (a load of the word, ordered
+/// by the caller) names any: the futex word is bumped, then woken.
+inline void wake_sleepers(layout::ChannelHeader& h, std::uint64_t waiters) noexcept {
+  if (waiters != 0) {
+    h.futex_word.fetch_add(1, std::memory_order_release);
+    futex_wake_all(h.futex_word);
+  }
+}
+
 /// After a commit: wakes sleepers, making the system call only when some
 /// subscriber sleeps. The caller has just committed with a CAS (a locked
 /// read-modify-write), or is a solo publisher (`solo`).
@@ -107,10 +116,7 @@ inline void wake_waiters(layout::ChannelHeader& h, bool solo = false) noexcept {
     std::atomic_thread_fence(std::memory_order_seq_cst);
   }
 #endif
-  if (h.waiters.load(std::memory_order_relaxed) != 0) {
-    h.futex_word.fetch_add(1, std::memory_order_release);
-    futex_wake_all(h.futex_word);
-  }
+  wake_sleepers(h, h.waiters.load(std::memory_order_relaxed));
 }
 
 }  // namespace shmbus::detail

@@ -1,0 +1,132 @@
+// The solo publisher's handshakes, with the interleavings forced: a peer
+// publisher stops itself (SHMBUS_TEST_PAUSE, SIGSTOP) inside a step of the
+// grant, the registration or a solo publish, the test moves the other side
+// through its step, and resumes it (SIGCONT). Real processes, real signals.
+// Asserted: every message once and intact, no grant while two publishers
+// are live, and every sleeper woken within its bound.
+//
+// What ordering alone decides (a load passing a store in the store buffer)
+// cannot be forced by stopping a process, whose stores drain when it
+// stops: tests/model/handshakes.py checks those orderings exhaustively.
+// The one a stop can show is a wake check the CPU satisfied early
+// (wake-early): the holder's load of the sleepers before its publish is
+// visible, which is allowed on every CPU because that check has no fence.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "multiprocess/child_process.hpp"
+#include "multiprocess/peer_protocol.hpp"
+#include "multiprocess/solo.hpp"
+#include "shmbus/introspect.hpp"
+#include "shmbus/publisher.hpp"
+#include "shmbus/subscriber.hpp"
+#include "support/test_domain.hpp"
+
+using namespace shmbus;
+using namespace std::chrono_literals;
+using shmbus::test::ChildProcess;
+using shmbus::test::kPeer;
+using shmbus::test::solo_expected;
+
+namespace {
+
+/// How long a sleeper waits: a missed wake shows as a wait this long.
+constexpr auto kSleep = 30s;
+/// A wake that came, on a loaded 2-core machine: well under kSleep.
+constexpr auto kWokenWithin = 10s;
+
+std::int64_t now_ns() { return std::chrono::steady_clock::now().time_since_epoch().count(); }
+
+class HandshakeTest : public ::testing::Test {
+ protected:
+  void TearDown() override { introspect::clean_domain(domain_, false); }
+
+  /// The channels are created by this process with a stall_timeout long
+  /// enough that a revoker waits for a stopped holder instead of fencing
+  /// it off (that path is ClaimTest's): the handshake under test is the
+  /// one a live, running holder takes part in.
+  static Config config(const std::string& domain) {
+    Config c = test::peer_config(domain, "handshake_test");
+    c.defaults.stall_timeout = std::chrono::seconds(60);
+    return c;
+  }
+
+  /// A peer publishing `count` checksummed messages (tag `tag`, `pace_us`
+  /// apart), stopped at `point`.
+  std::unique_ptr<ChildProcess> stopped_peer(const std::string& channel, const std::string& point, int tag, int count,
+                                             int pace_us) {
+    auto p =
+        std::make_unique<ChildProcess>(std::vector<std::string>{kPeer, "pub", domain_, channel, std::to_string(tag),
+                                                                std::to_string(count), "64", std::to_string(pace_us)},
+                                       false, std::vector<std::string>{"SHMBUS_TEST_PAUSE=" + point});
+    EXPECT_TRUE(p->wait_stopped(20s)) << "the peer did not stop at " << point;
+    return p;
+  }
+
+  introspect::ChannelView view(const std::string& channel) const {
+    return introspect::ChannelReader(domain_, channel).view();
+  }
+
+  std::string domain_ = test::unique_domain("handshake");
+  Context ctx_{config(domain_)};
+};
+
+}  // namespace
+
+// A revocation while a solo publish is in flight. The holder has passed its
+// grant check and taken its fence-free wake check before anyone slept
+// (wake-early). A second publisher registers: it revokes the grant and waits
+// for the holder's publish to end. A subscriber then goes to sleep: it sees
+// no grant (so it runs no membarrier) and no message. The holder commits,
+// wakes nobody (its check saw no sleeper) and leaves. Its revoker must then
+// wake the sleeper; before, nobody did, and the sleeper slept its whole
+// timeout with the message there.
+TEST_F(HandshakeTest, RevocationDuringASoloPublishWakesTheSleeper) {
+  if (!solo_expected()) GTEST_SKIP() << "no solo publishing in this build or on this kernel";
+  const std::string channel = "/revoked";
+  Subscriber sub(channel, TypeInfo::bytes(), ctx_);
+  auto holder = stopped_peer(channel, "wake-early", 7, 1, 0);
+  EXPECT_TRUE(view(channel).solo) << "alone, the peer publishes solo";
+  std::atomic<bool> registered{false};
+  std::thread revoker([&] {
+    Publisher second(channel, TypeInfo::bytes(), ctx_);
+    registered = true;
+  });
+  const bool revoked = test::wait_for_view(domain_, channel, [](const auto& v) { return !v.solo; });
+  std::atomic<std::int64_t> woke{0};
+  std::atomic<bool> pending{false};
+  std::thread sleeper([&] {
+    pending = sub.wait(kSleep);
+    woke = now_ns();
+  });
+  const bool asleep = test::wait_for_view(domain_, channel, [](const auto& v) { return v.sleepers == 1; });
+  EXPECT_FALSE(registered) << "the revoker waits for the holder's publish";
+  const std::int64_t resumed = now_ns();
+  holder->signal(SIGCONT);
+  sleeper.join();
+  revoker.join();
+  ASSERT_TRUE(revoked) << "the second publisher revokes the grant";
+  ASSERT_TRUE(asleep) << "the subscriber sleeps";
+  EXPECT_TRUE(pending);
+  EXPECT_LT(woke - resumed, std::chrono::nanoseconds(kWokenWithin).count())
+      << "the sleeper was woken by its timeout, not by the publish";
+  std::vector<std::byte> buf(4096);
+  const TakeResult r = sub.take(buf);
+  ASSERT_TRUE(r.ok());
+  std::uint32_t tag = 0, counter = 0;
+  EXPECT_TRUE(test::payload_intact(buf.data(), r.info.size, tag, counter));
+  EXPECT_EQ(tag, 7U);
+  EXPECT_EQ(r.info.sequence, 0U);
+  EXPECT_EQ(r.info.lost_before, 0U);
+  const int status = holder->wait(20s);
+  ASSERT_TRUE(WIFEXITED(status)) << holder->output();
+  EXPECT_EQ(holder->fields().at("published"), 1) << holder->output();
+}
