@@ -366,11 +366,17 @@ std::uint32_t Channel::publisher_token(std::uint32_t index) const noexcept {
 std::uint32_t Channel::enter_waiters(std::uint32_t index) const noexcept {
   const std::uint32_t word = header_->futex_word.load(std::memory_order_acquire);
   header_->waiters.fetch_or(std::uint64_t{1} << index, std::memory_order_relaxed);
-  // SYNC POINT (store-load): pairs with the fence in wake_waiters().
+  // SYNC POINT (store-load, fence-fence): our fetch_or, this fence, then
+  // loads of `solo` and of the slot state. Pairs with the fence after a
+  // shared commit (wake_waiters), after a grant CAS (try_grant_solo) and
+  // after a revoker's wait for the holder (end_solo).
   std::atomic_thread_fence(std::memory_order_seq_cst);
   // A solo publisher's wake check has no fence (layout/channel_layout.hpp):
-  // this barrier is its other half. Read after our fetch_or: a grant not
-  // seen yet comes after it, and its holder's loads of `waiters` see us.
+  // a membarrier is its other half (asymmetric fence). A grant we do not
+  // see here was made after this fence in the seq_cst order, so its
+  // holder's fence after the grant CAS orders our fetch_or before every
+  // one of its wake checks; a grant revoked before we look is the
+  // revoker's to wake us for (end_solo).
   if (solo_granted(header_->solo.load(std::memory_order_acquire))) heavy_barrier();
   return word;
 }
@@ -415,6 +421,15 @@ std::uint32_t claim_entry(EndpointEntry* table, std::uint32_t size, std::atomic<
     // CAS cases: won -> the entry is ours, still invisible to readers until
     // Live; lost -> someone else holds it, try the next one.
     if (table[i].state.compare_exchange_strong(expected, claimed, std::memory_order_acq_rel)) {
+      // SYNC POINT WRITE (seqlock begin, and store-load): seq_cst, so it is
+      // two fences in one. As a release fence, it keeps the field stores
+      // below (refilled for the new holder) behind the claim: a reader that
+      // reads one of them sees the claim on its re-check (publisher_count)
+      // and throws the reading away; the CAS's own release orders only what
+      // came before it. As a seq_cst fence, it orders a publisher's claim
+      // before end_solo's load of `solo`; pairs with the fence after the
+      // grant CAS in try_grant_solo.
+      std::atomic_thread_fence(std::memory_order_seq_cst);
       table[i].pid_ns.store(self_pid_ns(), std::memory_order_relaxed);
       mark_used(used, i);
       return i;

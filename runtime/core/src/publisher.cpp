@@ -539,8 +539,9 @@ struct Publisher::Impl {
       return true;
     }
     // SYNC POINT WRITE: the state store above before the next claimer's
-    // (release; pairs with its acquire CAS). A locked instruction: it also
-    // orders the commit before wake_waiters' load of `waiters`.
+    // (release; pairs with its acquire CAS). On x86-64 a LOCK CMPXCHG, which
+    // wake_waiters counts on there to order the commit before its load of
+    // `waiters` (elsewhere it fences).
     return word.compare_exchange_strong(expected, committed_state(seq), std::memory_order_release,
                                         std::memory_order_relaxed);
   }

@@ -100,12 +100,17 @@ inline void wake_sleepers(layout::ChannelHeader& h, std::uint64_t waiters) noexc
 /// subscriber sleeps. The caller has just committed with a CAS (a locked
 /// read-modify-write), or is a solo publisher (`solo`).
 inline void wake_waiters(layout::ChannelHeader& h, bool solo = false) noexcept {
-  // SYNC POINT (store-load): the commit above and the load of `waiters`
-  // below must not be reordered; pairs with the fence after the sleeper's
-  // fetch_or in Channel::enter_waiters(). On x86-64 the commit's locked CAS
-  // is a full barrier, so only the compiler must be kept from reordering.
-  // A solo publish has no locked instruction: its light side of an
-  // asymmetric fence pairs with the sleeper's membarrier instead.
+  // SYNC POINT (store-load, fence-fence): the commit above, a seq_cst
+  // fence, then the load of `waiters`; pairs with the fence after the
+  // sleeper's fetch_or in Channel::enter_waiters(): we see its bit, or it
+  // sees our commit. On x86-64 the fence is left to the hardware: the
+  // shared commit is a LOCK CMPXCHG, which drains the store buffer before
+  // any later load, so only the compiler is kept from moving the load
+  // above it (a code-generation choice for x86-64, which the C++ rules
+  // alone do not give; every other target, and ThreadSanitizer, get the
+  // fence). A solo publish has no locked instruction and no fence: its
+  // compiler barrier is the light side of an asymmetric fence whose heavy
+  // side is the sleeper's membarrier, or its revoker's wake (end_solo).
 #if defined(__x86_64__) && !defined(SHMBUS_TSAN)
   (void)solo;
   std::atomic_signal_fence(std::memory_order_seq_cst);

@@ -30,7 +30,7 @@ std::uint32_t Channel::publishers_present() const noexcept {
   std::uint32_t n = 0;
   for (std::uint32_t i = 0; i < kMaxPublishers; ++i) {
     // acquire: pairs with the claim CAS of a registering entry (claim_entry);
-    // the store-load order with our grant CAS is try_grant_solo's.
+    // the store-load order with our grant CAS is try_grant_solo's fence.
     n += endpoint_phase(publishers_[i].state.load(std::memory_order_acquire)) != kEndpointFree ? 1 : 0;
   }
   return n;
@@ -44,9 +44,18 @@ std::uint64_t Channel::try_grant_solo(std::uint32_t token) noexcept {
   if (solo_granted(w)) return 0;
   const std::uint64_t grant = solo_grant_word(solo_generation(w) + 1, token);
   if (!h.solo.compare_exchange_strong(w, grant, std::memory_order_acq_rel)) return 0;
-  // SYNC POINT (store-load, both locked): our grant CAS, then the entry
-  // states; a registering publisher claims its entry (CAS), then loads
-  // `solo` (end_solo). One of us sees the other: it revokes, or we revert.
+  // SYNC POINT (store-load, fence-fence): our grant CAS, this fence, then
+  // loads of the entry states, and of `waiters` in each solo publish's wake
+  // check. Pairs with two seq_cst fences: a registering publisher's after
+  // its entry claim CAS (claim_entry), before end_solo loads `solo`; and a
+  // sleeper's after its fetch_or on `waiters` (enter_waiters), before it
+  // loads `solo`. Of two seq_cst fences one precedes the other in the
+  // single total order, so the thread after it sees the other's store: the
+  // registrant sees our grant and revokes it, or we see its entry and
+  // revert; the sleeper sees the grant and runs the membarrier, or our
+  // wake checks see its bit. acq_rel on the CAS alone orders neither (a
+  // store then a load), on ARMv8 (LDAPR) nor by the C++ rules.
+  std::atomic_thread_fence(std::memory_order_seq_cst);
   if (publishers_present() != 1) {
     std::uint64_t mine = grant;
     h.solo.compare_exchange_strong(mine, solo_shared_word(solo_generation(grant) + 1), std::memory_order_acq_rel);
@@ -108,6 +117,18 @@ void Channel::end_solo() noexcept {
       std::this_thread::sleep_for(std::chrono::microseconds(20));
     }
   }
+  // The holder is out (its busy cleared, acquire) or fenced off. A solo
+  // publish that passed its grant check before our revocation ended with a
+  // wake check that has no fence, and a subscriber that went to sleep after
+  // the revocation saw no grant and ran no membarrier: that store (commit)
+  // then load (`waiters`) against the sleeper's store (fetch_or) then load
+  // (slot state) may miss each other, on x86-64 too. So we check for it.
+  // SYNC POINT (store-load, fence-fence): the holder's commit happens before
+  // our acquire load of solo_busy, then this fence, then our load of
+  // `waiters`; pairs with the sleeper's fence after its fetch_or
+  // (enter_waiters): we see its bit and wake it, or it sees the commit.
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  wake_sleepers(h, h.waiters.load(std::memory_order_relaxed));
   merge_solo_cursors();
 }
 

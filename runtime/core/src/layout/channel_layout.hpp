@@ -58,23 +58,29 @@
 // Solo publisher. A channel with one publisher grants it the `solo` word
 // (ChannelHeader); while it holds the grant it publishes with plain stores
 // only: its own cursor (solo_cursor), the claim word, the slot, its own
-// time-list head (solo_time_list_head). A locked instruction waits for
-// every earlier store to leave the store buffer, so without them one
-// message's line transfers overlap the next message's. Readers take the
+// time-list head (solo_time_list_head). A locked instruction (x86-64; a
+// fence or acquire-release RMW does the like on ARMv8) waits for every
+// earlier store to leave the store buffer, so without them one message's
+// line transfers overlap the next message's. Readers take the
 // larger of each pair of cursors. Around each solo publish the holder
 // stores solo_busy_stamp = time-list index + 1, then (release) solo_busy =
 // writing_state(seq, holder), and checks the grant after those stores (a
 // compiler barrier only). A publisher that registers revokes the grant (CAS), then
 // runs membarrier(MEMBARRIER_CMD_GLOBAL_EXPEDITED): every holder's publish
 // either saw the revocation or has its busy stores visible. It waits for
-// solo_busy to clear; a holder dead, or alive but stopped past
+// solo_busy to clear, then wakes the sleepers (a sleeper that came after
+// the revocation ran no membarrier, and the holder's wake check has no
+// fence); a holder dead, or alive but stopped past
 // stall_timeout, is fenced instead: the cursors are raised past its
 // sequence and stamp index (CAS, never lowered), and its claim word is set
 // to the claim it was about to store, so its late stores change nothing
 // that anyone else uses and its slot is a stalled writer's (dropped once
 // per publisher, then skipped, as for any writer stopped mid-claim). The
 // wake check has no fence in a solo publish: a subscriber about to sleep
-// runs the membarrier instead (Channel::enter_waiters).
+// runs the membarrier instead (Channel::enter_waiters). A grant CAS, and a
+// publisher's claim of its entry, are each followed by a seq_cst fence:
+// the grant against a registrant's load of `solo` and a sleeper's, the
+// claim against the grant's count of publishers (store-load, fence-fence).
 
 #include <array>
 #include <atomic>
@@ -372,9 +378,11 @@ struct ChannelHeader {
   /// Futex word, bumped by a publisher only when `waiters` is non-zero, and
   /// the sleepers: bit i set while subscriber entry i sleeps (or is about
   /// to), so reclaiming a dead subscriber's entry clears exactly its sleep.
-  /// SYNC POINT: publisher = commit, full fence, load waiters; subscriber =
-  /// waiters fetch_or (full fence), load slot state. One of the two sees the
-  /// other (store-load ordering).
+  /// SYNC POINT: publisher = commit, seq_cst fence, load waiters;
+  /// subscriber = waiters fetch_or, seq_cst fence, load slot state. One of
+  /// the two sees the other (store-load, fence-fence; ring.hpp's
+  /// wake_waiters for x86-64's locked commit, and the solo publisher's
+  /// asymmetric fence at the top of this file).
   alignas(kCacheLine) std::atomic<std::uint32_t> futex_word;
   std::uint32_t reserved_futex;
   std::atomic<std::uint64_t> waiters;
