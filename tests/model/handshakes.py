@@ -229,7 +229,7 @@ def explore(threads, init, bad, verbose=False):
 
 
 def grant_vs_registration(fixed):
-    """try_grant_solo against a registering publisher's claim + end_solo."""
+    """take_solo_grant + keep_solo_grant against a registering publisher's claim + end_solo."""
     holder = [
         ("cas", "solo", 0, 1, "granted"),
         ("jeq", "granted", 0, "out"),
@@ -370,8 +370,8 @@ def entry_seqlock(fixed):
 
 
 HANDSHAKES = [
-    ("grant CAS vs. registration claim (solo.cpp try_grant_solo, channel.cpp claim_entry)", grant_vs_registration),
-    ("grant CAS vs. a sleeper (solo.cpp try_grant_solo, channel.cpp enter_waiters)", grant_vs_sleeper),
+    ("grant CAS vs. registration claim (solo.cpp take_solo_grant, keep_solo_grant, channel.cpp claim_entry)", grant_vs_registration),
+    ("grant CAS vs. a sleeper (solo.cpp take_solo_grant, keep_solo_grant, channel.cpp enter_waiters)", grant_vs_sleeper),
     ("revocation vs. a solo publish in flight and a sleeper (solo.cpp end_solo)", revocation_in_flight),
     ("shared commit vs. a sleeper (ring.hpp wake_waiters)", shared_commit_wake),
     ("entry refill vs. its seqlock reader (channel.cpp claim_entry, publisher_count)", entry_seqlock),

@@ -130,3 +130,112 @@ TEST_F(HandshakeTest, RevocationDuringASoloPublishWakesTheSleeper) {
   ASSERT_TRUE(WIFEXITED(status)) << holder->output();
   EXPECT_EQ(holder->fields().at("published"), 1) << holder->output();
 }
+
+namespace {
+
+/// Two publishers on one channel, after a handshake was forced: each
+/// publishes `n` checksummed messages (tags 1 and 2), and a subscriber
+/// process takes them all. No grant while both are live; nothing torn,
+/// duplicated or out of order per publisher; every sequence delivered or
+/// counted lost.
+void expect_two_publishers_share(const std::string& domain, const std::string& channel, Publisher& mine,
+                                 ChildProcess& peer, ChildProcess& sub, int n) {
+  EXPECT_FALSE(introspect::ChannelReader(domain, channel).view().solo) << "two publishers: no grant";
+  std::vector<std::byte> msg(64);
+  for (int i = 0; i < n; ++i) {
+    test::fill_payload(msg.data(), msg.size(), 1, static_cast<std::uint32_t>(i));
+    EXPECT_EQ(mine.publish(msg), PublishResult::kOk);
+    if (i == n / 2) {
+      EXPECT_FALSE(introspect::ChannelReader(domain, channel).view().solo) << "two publishers: no grant";
+    }
+    std::this_thread::sleep_for(200us);
+  }
+  const int pub_status = peer.wait(60s);
+  ASSERT_TRUE(WIFEXITED(pub_status)) << peer.output();
+  EXPECT_EQ(peer.fields().at("published"), n) << peer.output();
+  const int sub_status = sub.wait(60s);
+  ASSERT_TRUE(WIFEXITED(sub_status) && WEXITSTATUS(sub_status) == 0) << sub.output();
+  const auto f = sub.fields();
+  EXPECT_EQ(f.at("torn"), 0) << sub.output();
+  EXPECT_EQ(f.at("order"), 0) << "a message twice, or out of its publisher's order: " << sub.output();
+  EXPECT_EQ(f.at("accounting"), 0) << sub.output();
+  EXPECT_EQ(f.at("last_seq"), 2 * n - 1) << sub.output();
+  EXPECT_EQ(f.at("delivered") + f.at("lost"), 2 * n) << sub.output();
+}
+
+}  // namespace
+
+// The grant taken, the publishers not yet counted (granted): a second
+// publisher registers now. It must see the grant and revoke it; the holder,
+// resumed, counts two publishers and gives up. Then both publish on the
+// shared path. (The other order of the same race is the next test; which
+// of the two happens is what keep_solo_grant's and claim_entry's fences
+// decide, tests/model/handshakes.py.)
+TEST_F(HandshakeTest, RegistrationAfterAGrantRevokesIt) {
+  if (!solo_expected()) GTEST_SKIP() << "no solo publishing in this build or on this kernel";
+  constexpr int kMessages = 300;
+  const std::string channel = "/granted";
+  Subscriber keep_open(channel, TypeInfo::bytes(), ctx_);
+  ChildProcess sub({kPeer, "sub", domain_, channel, std::to_string(2 * kMessages), "60000"});
+  test::wait_for_subscribers(domain_, channel, 2);
+  auto holder = stopped_peer(channel, "granted", 2, kMessages, 200);
+  EXPECT_TRUE(view(channel).solo) << "the peer holds the grant it took";
+  Publisher second(channel, TypeInfo::bytes(), ctx_);
+  EXPECT_FALSE(view(channel).solo) << "the registrant revoked the grant";
+  holder->signal(SIGCONT);
+  expect_two_publishers_share(domain_, channel, second, *holder, sub, kMessages);
+}
+
+// The registrant's entry claimed, the grant not yet looked at (registered):
+// a publisher that asks for the grant now must count two publishers and
+// give it back, and the registrant, resumed, finds no grant to revoke.
+TEST_F(HandshakeTest, GrantAfterARegistrationIsGivenBack) {
+  if (!solo_expected()) GTEST_SKIP() << "no solo publishing in this build or on this kernel";
+  constexpr int kMessages = 300;
+  const std::string channel = "/registered";
+  Subscriber keep_open(channel, TypeInfo::bytes(), ctx_);
+  ChildProcess sub({kPeer, "sub", domain_, channel, std::to_string(2 * kMessages), "60000"});
+  test::wait_for_subscribers(domain_, channel, 2);
+  auto registrant = stopped_peer(channel, "registered", 2, kMessages, 200);
+  Publisher first(channel, TypeInfo::bytes(), ctx_);
+  EXPECT_FALSE(view(channel).solo) << "two entries: the grant was given back";
+  registrant->signal(SIGCONT);
+  expect_two_publishers_share(domain_, channel, first, *registrant, sub, kMessages);
+}
+
+// The grant taken, the publishers not yet counted (granted), and a
+// subscriber goes to sleep now, with no timeout to save it: it sees the
+// grant and runs the membarrier. The holder, resumed, keeps the grant and
+// publishes solo; its fence-free wake check must see the sleeper.
+TEST_F(HandshakeTest, SleeperDuringAGrantIsWokenByTheFirstSoloPublish) {
+  if (!solo_expected()) GTEST_SKIP() << "no solo publishing in this build or on this kernel";
+  const std::string channel = "/first";
+  Subscriber sub(channel, TypeInfo::bytes(), ctx_);
+  auto holder = stopped_peer(channel, "granted", 5, 20, 1000);
+  std::atomic<std::int64_t> woke{0};
+  std::atomic<bool> pending{false};
+  std::thread sleeper([&] {
+    pending = sub.wait(kSleep);
+    woke = now_ns();
+  });
+  const bool asleep = test::wait_for_view(domain_, channel, [](const auto& v) { return v.sleepers == 1; });
+  const std::int64_t resumed = now_ns();
+  holder->signal(SIGCONT);
+  sleeper.join();
+  ASSERT_TRUE(asleep) << "the subscriber sleeps";
+  EXPECT_TRUE(pending);
+  EXPECT_LT(woke - resumed, std::chrono::nanoseconds(kWokenWithin).count())
+      << "the sleeper was woken by its timeout, not by the publish";
+  const int status = holder->wait(20s);
+  ASSERT_TRUE(WIFEXITED(status)) << holder->output();
+  EXPECT_TRUE(view(channel).messages == 20U);
+  std::vector<std::byte> buf(4096);
+  std::uint32_t expected = 0;
+  for (TakeResult r = sub.take(buf); r.ok(); r = sub.take(buf)) {
+    std::uint32_t tag = 0, counter = 0;
+    EXPECT_TRUE(test::payload_intact(buf.data(), r.info.size, tag, counter));
+    EXPECT_EQ(counter, expected + static_cast<std::uint32_t>(r.info.lost_before));
+    expected = counter + 1;
+  }
+  EXPECT_EQ(expected, 20U) << "the last message arrived";
+}

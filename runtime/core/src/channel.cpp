@@ -368,7 +368,7 @@ std::uint32_t Channel::enter_waiters(std::uint32_t index) const noexcept {
   header_->waiters.fetch_or(std::uint64_t{1} << index, std::memory_order_relaxed);
   // SYNC POINT (store-load, fence-fence): our fetch_or, this fence, then
   // loads of `solo` and of the slot state. Pairs with the fence after a
-  // shared commit (wake_waiters), after a grant CAS (try_grant_solo) and
+  // shared commit (wake_waiters), after a grant CAS (keep_solo_grant) and
   // after a revoker's wait for the holder (end_solo).
   std::atomic_thread_fence(std::memory_order_seq_cst);
   // A solo publisher's wake check has no fence (layout/channel_layout.hpp):
@@ -428,7 +428,7 @@ std::uint32_t claim_entry(EndpointEntry* table, std::uint32_t size, std::atomic<
       // and throws the reading away; the CAS's own release orders only what
       // came before it. As a seq_cst fence, it orders a publisher's claim
       // before end_solo's load of `solo`; pairs with the fence after the
-      // grant CAS in try_grant_solo.
+      // grant CAS (keep_solo_grant).
       std::atomic_thread_fence(std::memory_order_seq_cst);
       table[i].pid_ns.store(self_pid_ns(), std::memory_order_relaxed);
       mark_used(used, i);

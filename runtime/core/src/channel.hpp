@@ -97,11 +97,13 @@ class Channel {
                     header_->solo_time_list_head.load(std::memory_order_acquire));
   }
 
-  /// Solo publisher (layout/channel_layout.hpp). Grants publisher `token`
-  /// the solo path when it is the channel's one publisher and this process
-  /// can take part (solo_publishing_enabled); returns the grant word, 0 when
-  /// not granted.
-  [[nodiscard]] std::uint64_t try_grant_solo(std::uint32_t token) noexcept;
+  /// Solo publisher (layout/channel_layout.hpp), in two steps: takes the
+  /// grant for publisher `token` (CAS) when nobody holds it and this process
+  /// can take part (solo_publishing_enabled), returning the grant word (0:
+  /// not taken); then keep_solo_grant keeps it when `token` is the channel's
+  /// one publisher (returns it) or gives it back (returns 0).
+  [[nodiscard]] std::uint64_t take_solo_grant(std::uint32_t token) noexcept;
+  [[nodiscard]] std::uint64_t keep_solo_grant(std::uint64_t grant) noexcept;
   /// The holder, between publishes, gives `grant` back (if it still holds
   /// it) and hands the shared cursors on.
   void return_solo(std::uint64_t grant) noexcept;

@@ -644,10 +644,12 @@ struct Publisher::Impl {
 
   /// Test seam, compiled only into the test peer (SHMBUS_TEST_SEAMS; the
   /// library has none): SHMBUS_TEST_PAUSE=taken|claimed|written|committed|
-  /// stamp|wake-early makes the publisher stop itself (SIGSTOP) at that
-  /// step, once per publisher, so a test can kill, stall or resume it
-  /// exactly there (taken: the claim word is ours, the slot's state not yet
-  /// written). Read once at start.
+  /// stamp|wake-early|registered|granted makes the publisher stop itself
+  /// (SIGSTOP) at that step, once per publisher, so a test can kill, stall
+  /// or resume it exactly there (taken: the claim word is ours, the slot's
+  /// state not yet written; registered: our entry is claimed, the grant not
+  /// yet revoked (end_solo); granted: the solo grant is taken, the
+  /// publishers not yet counted (keep_solo_grant)). Read once at start.
   ///
   /// wake-early: a solo publish that has passed its grant check loads
   /// `waiters` now, stops, and on resuming acts on that load instead of
@@ -662,7 +664,9 @@ struct Publisher::Impl {
     kPauseWritten,
     kPauseCommitted,
     kPauseStampClaimed,
-    kPauseWakeEarly
+    kPauseWakeEarly,
+    kPauseRegistered,
+    kPauseGranted
   };
 #ifdef SHMBUS_TEST_SEAMS
   PausePoint pause_at = kPauseNone;
@@ -683,6 +687,8 @@ struct Publisher::Impl {
                : point == "committed"  ? kPauseCommitted
                : point == "stamp"      ? kPauseStampClaimed
                : point == "wake-early" ? kPauseWakeEarly
+               : point == "registered" ? kPauseRegistered
+               : point == "granted"    ? kPauseGranted
                                        : kPauseNone;
   }
   void test_wake_early() noexcept {
@@ -711,7 +717,15 @@ struct Publisher::Impl {
   void maybe_go_solo() noexcept {
     if (open_loans != 0 || ++shared_publishes < kSoloRetryEvery) return;
     shared_publishes = 0;
-    solo_grant = channel->try_grant_solo(owner);
+    solo_grant = ask_solo();
+  }
+
+  /// Asks for the solo grant: taken, then kept if we are alone (0: not).
+  std::uint64_t ask_solo() noexcept {
+    const std::uint64_t grant = channel->take_solo_grant(owner);
+    if (grant == 0) return 0;
+    test_pause(kPauseGranted);
+    return channel->keep_solo_grant(grant);
   }
 
   void count_drop() noexcept {
@@ -731,6 +745,7 @@ Publisher::Publisher(std::string_view channel, const TypeInfo& type, Context& co
   }
   auto ch = context.state().channel(name, settings, &type);
   if (ch->transport() == Transport::kIceoryx) ensure_iceoryx_runtime(name.view());
+  impl_->read_test_pause();
   impl_->entry_index = ch->register_publisher(options.node.empty() ? context.node() : options.node, impl_->id);
   impl_->channel = std::move(ch);
   impl_->header = &impl_->channel->header();
@@ -745,13 +760,13 @@ Publisher::Publisher(std::string_view channel, const TypeInfo& type, Context& co
   // A solo publisher's publishes before our registration are done (or it
   // is fenced off) once end_solo returns; then we may hold the grant
   // ourselves if we are alone.
+  impl_->test_pause(Impl::kPauseRegistered);
   impl_->channel->end_solo();
-  impl_->solo_grant = impl_->channel->try_grant_solo(impl_->owner);
+  impl_->solo_grant = impl_->ask_solo();
   if (impl_->channel->transport() == Transport::kIceoryx) {
     impl_->iox = std::make_unique<IceoryxPublisherPort>(context.config().domain, name.str(), settings.publisher_history,
                                                         impl_->channel->live_endpoints(true) != 0);
   }
-  impl_->read_test_pause();
 }
 
 Publisher::~Publisher() = default;

@@ -30,20 +30,24 @@ std::uint32_t Channel::publishers_present() const noexcept {
   std::uint32_t n = 0;
   for (std::uint32_t i = 0; i < kMaxPublishers; ++i) {
     // acquire: pairs with the claim CAS of a registering entry (claim_entry);
-    // the store-load order with our grant CAS is try_grant_solo's fence.
+    // the store-load order with our grant CAS is keep_solo_grant's fence.
     n += endpoint_phase(publishers_[i].state.load(std::memory_order_acquire)) != kEndpointFree ? 1 : 0;
   }
   return n;
 }
 
-std::uint64_t Channel::try_grant_solo(std::uint32_t token) noexcept {
+std::uint64_t Channel::take_solo_grant(std::uint32_t token) noexcept {
   if (transport_ != Transport::kShm || !solo_publishing_enabled()) return 0;
   ChannelHeader& h = *header_;
   // acquire: pairs with the acq_rel CAS of the last grant or revocation.
   std::uint64_t w = h.solo.load(std::memory_order_acquire);
   if (solo_granted(w)) return 0;
   const std::uint64_t grant = solo_grant_word(solo_generation(w) + 1, token);
-  if (!h.solo.compare_exchange_strong(w, grant, std::memory_order_acq_rel)) return 0;
+  return h.solo.compare_exchange_strong(w, grant, std::memory_order_acq_rel) ? grant : 0;
+}
+
+std::uint64_t Channel::keep_solo_grant(std::uint64_t grant) noexcept {
+  ChannelHeader& h = *header_;
   // SYNC POINT (store-load, fence-fence): our grant CAS, this fence, then
   // loads of the entry states, and of `waiters` in each solo publish's wake
   // check. Pairs with two seq_cst fences: a registering publisher's after
