@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Configures and builds shmbus.
-#   scripts/build.sh [--sanitize address|thread] [--release] [--target T ...]
+#   scripts/build.sh [--sanitize address|thread] [--release] [--arch aarch64] [--target T ...]
 # Build trees: build/ (default), build-release/, build-asan/ (clang, with the
-# fuzzers), build-tsan/.
+# fuzzers), build-tsan/, build-aarch64/ (cross-compiled with Debian's
+# crossbuild-essential-arm64 and arm64 libraries; no benchmarks, no Python).
 # --target builds only T (and what it needs); SHMBUS_WERROR=ON in the
 # environment makes warnings errors, SHMBUS_LINE_TABLES_ONLY=ON keeps line
 # tables only as debug information (-g1: a third less build time) (CI).
@@ -12,14 +13,16 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 sanitize=""
+arch=""
 build_type=RelWithDebInfo
 targets=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --sanitize) sanitize="${2:?--sanitize needs address or thread}"; shift 2 ;;
     --release) build_type=Release; shift ;;
+    --arch) arch="${2:?--arch needs aarch64}"; shift 2 ;;
     --target) targets+=(--target "${2:?--target needs a target name}"); shift 2 ;;
-    *) echo "build.sh: unknown option '$1'; use --sanitize address|thread, --release or --target T" >&2; exit 2 ;;
+    *) echo "build.sh: unknown option '$1'; use --sanitize address|thread, --release, --arch aarch64 or --target T" >&2; exit 2 ;;
   esac
 done
 
@@ -33,6 +36,18 @@ esac
 # Benchmarks measure the plain and Release builds; sanitizer builds skip them.
 benchmarks=ON
 [ -n "$sanitize" ] && benchmarks=OFF
+cross=()
+deps_args=()
+case "$arch" in
+  "") ;;
+  aarch64)
+    [ -z "$sanitize" ] || { echo "build.sh: --arch aarch64 builds without sanitizers" >&2; exit 2; }
+    dir=build-aarch64
+    benchmarks=OFF
+    deps_args=(--arch aarch64)
+    cross=(-DCMAKE_TOOLCHAIN_FILE="$PWD/cmake/aarch64-linux-gnu.cmake" -DSHMBUS_BUILD_PYTHON=OFF) ;;
+  *) echo "build.sh: --arch takes 'aarch64', not '$arch'" >&2; exit 2 ;;
+esac
 # The ASan+UBSan tree is clang's and holds the libFuzzer targets too
 # (scripts/fuzz.sh runs them): one sanitizer build serves the suite and the
 # fuzzers, and clang builds it in about two thirds of GCC's time.
@@ -52,10 +67,10 @@ if [ -n "$sanitize" ]; then
   fi
 fi
 
-bash scripts/install-deps.sh >&2
+bash scripts/install-deps.sh "${deps_args[@]}" >&2
 # Configured as the Debian packages are (prefix /usr, Debian's unit
 # directory): the package test packs this very tree (tests/package/deb.sh).
-cmake -S . -B "$dir" -G Ninja "${compiler[@]}" -DCMAKE_BUILD_TYPE="$build_type" -DSHMBUS_SANITIZE="$sanitize" \
+cmake -S . -B "$dir" -G Ninja "${compiler[@]}" "${cross[@]}" -DCMAKE_BUILD_TYPE="$build_type" -DSHMBUS_SANITIZE="$sanitize" \
   -DSHMBUS_BUILD_BENCHMARKS="$benchmarks" -DSHMBUS_BUILD_FUZZERS="$fuzzers" ${SHMBUS_WERROR:+-DSHMBUS_WERROR="$SHMBUS_WERROR"} \
   ${SHMBUS_LINE_TABLES_ONLY:+-DSHMBUS_LINE_TABLES_ONLY="$SHMBUS_LINE_TABLES_ONLY"} \
   -DCMAKE_INSTALL_PREFIX=/usr -DSHMBUS_SYSTEMD_UNIT_DIR=/lib/systemd/system >&2

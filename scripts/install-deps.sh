@@ -60,6 +60,44 @@ else
   "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
+# --arch aarch64: what the cross build and its tests need besides
+# (scripts/test.sh --arch aarch64): the cross compiler, the arm64 builds of
+# the libraries through multiarch, and qemu-aarch64 registered with
+# binfmt_misc so that arm64 programs (the tests, and the peers they start)
+# run as they are. Asked only when something is missing.
+if [ "${1:-}" = "--arch" ]; then
+  [ "${2:-}" = aarch64 ] || { echo "install-deps: --arch takes aarch64, not '${2:-}'" >&2; exit 2; }
+  arm=(crossbuild-essential-arm64 qemu-user qemu-user-binfmt)
+  for p in libboost-dev libfmt-dev libtomlplusplus-dev libiceoryx-posh-dev libiceoryx-hoofs-dev libgtest-dev \
+           libgmock-dev libzstd-dev liblz4-dev zlib1g-dev libisal-dev libspdlog-dev libssl-dev libsystemd-dev \
+           cyclonedds-dev; do
+    arm+=("$p:arm64")
+  done
+  sudo_cmd=()
+  [ "$(id -u)" -ne 0 ] && sudo_cmd=(sudo)
+  arm_missing=()
+  for p in "${arm[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || arm_missing+=("$p")
+  done
+  if [ ${#arm_missing[@]} -ne 0 ]; then
+    echo "install-deps: installing ${arm_missing[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    dpkg --print-foreign-architectures | grep -qx arm64 || "${sudo_cmd[@]}" dpkg --add-architecture arm64
+    "${sudo_cmd[@]}" apt-get update -qq
+    "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${arm_missing[@]}"
+  fi
+  # binfmt_misc: mounted where systemd did not (containers), then the
+  # handler Debian's qemu-user-binfmt ships.
+  if [ ! -e /proc/sys/fs/binfmt_misc/status ]; then
+    "${sudo_cmd[@]}" mount -t binfmt_misc binfmt_misc /proc/sys/fs/binfmt_misc ||
+      { echo "install-deps: cannot mount binfmt_misc: arm64 programs cannot run here (qemu-aarch64)" >&2; exit 1; }
+  fi
+  if [ ! -e /proc/sys/fs/binfmt_misc/qemu-aarch64 ]; then
+    "${sudo_cmd[@]}" /lib/systemd/systemd-binfmt /usr/lib/binfmt.d/qemu-aarch64.conf ||
+      { echo "install-deps: cannot register qemu-aarch64 with binfmt_misc" >&2; exit 1; }
+  fi
+fi
+
 # The npm packages of tests/js, exactly as its lock file says, into
 # tests/js/node_modules (project-local; again only when the lock changed).
 js="$(dirname "$0")/../tests/js"

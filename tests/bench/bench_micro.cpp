@@ -7,7 +7,9 @@
 #include <unistd.h>
 
 #include <array>
+#include <atomic>
 #include <cstddef>
+#include <cstring>
 #include <vector>
 
 #include "channel.hpp"  // runtime/src: the notify hook's stamp alone
@@ -98,6 +100,30 @@ void BM_PublishNodeDispatch(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_PublishNodeDispatch)->ArgName("size")->Arg(64)->Arg(4096);
+
+// A seqlock reader's copy of a message out of its slot, two ways: memcpy
+// (what take does: plain loads racing a writer of the next lap, which the
+// re-check discards) and relaxed atomic 8-byte loads (atomic_ref), which the
+// C++ rules allow to race. docs/architecture.md weighs the two.
+void BM_SeqlockCopy(benchmark::State& state) {
+  const auto size = static_cast<std::size_t>(state.range(0));
+  const bool atomic_words = state.range(1) != 0;
+  std::vector<std::uint64_t> slot(size / 8, 0x5a5a5a5a5a5a5a5aULL);
+  std::vector<std::uint64_t> out(size / 8);
+  for (auto _ : state) {
+    if (atomic_words) {
+      for (std::size_t i = 0; i < slot.size(); ++i) {
+        out[i] = std::atomic_ref<std::uint64_t>(slot[i]).load(std::memory_order_relaxed);
+      }
+    } else {
+      std::memcpy(out.data(), slot.data(), size);
+    }
+    benchmark::DoNotOptimize(out.data());
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * size));
+}
+BENCHMARK(BM_SeqlockCopy)->ArgNames({"size", "atomic"})->ArgsProduct({{64, 4096, 1 << 20}, {0, 1}});
 
 void BM_TakeEmpty(benchmark::State& state) {
   BenchDomain d(64);

@@ -46,8 +46,14 @@ inline std::string format_ns(double ns) {
   return ns >= 10'000 ? fmt::format("{:.1f} us", ns / 1000) : fmt::format("{:.0f} ns", ns);
 }
 
-/// A spin-wait's pause.
-inline void cpu_relax() { __builtin_ia32_pause(); }
+/// A spin-wait's pause (x86-64 PAUSE, aarch64 YIELD, else nothing).
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield" ::: "memory");
+#endif
+}
 
 /// Waits for a run's processes until `deadline` (CLOCK_MONOTONIC ns), or
 /// until `abort` (when given) turns non-zero: then kills them all. Whether

@@ -228,6 +228,19 @@ def explore(threads, init, bad, verbose=False):
 # counters: 5 the old holder's, 0 the new one's).
 
 
+# A subscriber going to sleep (Channel::enter_waiters, then its last check):
+# its bit, a fence, the grant (membarrier while one is held), the slot.
+SLEEPER = (
+    ("or", "waiters", 1),
+    ("fence_sc",),
+    ("ld", "solo", "g"),
+    ("jeq", "g", 0, "check"),
+    ("membarrier",),
+    ("label", "check"),
+    ("ld", "slot", "s"),
+)
+
+
 def grant_vs_registration(fixed):
     """take_solo_grant + keep_solo_grant against a registering publisher's claim + end_solo."""
     holder = [
@@ -269,16 +282,7 @@ def grant_vs_sleeper(fixed):
         ("st", "slot", 1, True),
         ("ld", "waiters", "w"),
     ]
-    sleeper = [
-        ("or", "waiters", 1),
-        ("fence_sc",),
-        ("ld", "solo", "g"),
-        ("jeq", "g", 0, "check"),
-        ("membarrier",),
-        ("label", "check"),
-        ("ld", "slot", "s"),
-    ]
-    threads = [Thread("holder", tuple(holder)), Thread("sleeper", tuple(sleeper))]
+    threads = [Thread("holder", tuple(holder)), Thread("sleeper", SLEEPER)]
 
     def bad(f):
         return f["sleeper"]["s"] == 0 and f["holder"]["w"] == 0
@@ -305,16 +309,7 @@ def revocation_in_flight(fixed):
         ("membarrier",),
         ("await", "busy", 0),
     ] + ([("fence_sc",), ("ld", "waiters", "w")] if fixed else [])
-    sleeper = [
-        ("or", "waiters", 1),
-        ("fence_sc",),
-        ("ld", "solo", "g"),
-        ("jeq", "g", 0, "check"),
-        ("membarrier",),
-        ("label", "check"),
-        ("ld", "slot", "s"),
-    ]
-    threads = [Thread("holder", tuple(holder)), Thread("revoker", tuple(revoker)), Thread("sleeper", tuple(sleeper))]
+    threads = [Thread("holder", tuple(holder)), Thread("revoker", tuple(revoker)), Thread("sleeper", SLEEPER)]
 
     def bad(f):
         woken = f["holder"].get("w", 0) != 0 or f["revoker"].get("w", 0) != 0

@@ -15,7 +15,7 @@
 
 #include "multiprocess/child_process.hpp"
 #include "multiprocess/peer_protocol.hpp"
-#include "multiprocess/solo.hpp"
+#include "multiprocess/stopped_peer.hpp"
 #include "shmbus/introspect.hpp"
 #include "shmbus/publisher.hpp"
 #include "shmbus/subscriber.hpp"
@@ -39,11 +39,7 @@ class ClaimTest : public ::testing::Test {
 
   /// A peer publisher that stops itself at `point` of its first publish.
   std::unique_ptr<ChildProcess> stopped_victim(const std::string& channel, const std::string& point) {
-    auto v =
-        std::make_unique<ChildProcess>(std::vector<std::string>{kPeer, "pub", domain_, channel, "9", "1", "4096", "0"},
-                                       false, std::vector<std::string>{"SHMBUS_TEST_PAUSE=" + point});
-    EXPECT_TRUE(v->wait_stopped(20s)) << "the victim did not stop at " << point;
-    return v;
+    return test::stopped_peer(domain_, channel, point, 9, 1, 4096);
   }
 
   /// Publishes `n` self-checking messages; returns how many were dropped

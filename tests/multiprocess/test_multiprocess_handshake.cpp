@@ -24,7 +24,7 @@
 
 #include "multiprocess/child_process.hpp"
 #include "multiprocess/peer_protocol.hpp"
-#include "multiprocess/solo.hpp"
+#include "multiprocess/stopped_peer.hpp"
 #include "shmbus/introspect.hpp"
 #include "shmbus/publisher.hpp"
 #include "shmbus/subscriber.hpp"
@@ -59,17 +59,12 @@ class HandshakeTest : public ::testing::Test {
     return c;
   }
 
-  /// A peer publishing `count` checksummed messages (tag `tag`, `pace_us`
-  /// apart), stopped at `point`.
   std::unique_ptr<ChildProcess> stopped_peer(const std::string& channel, const std::string& point, int tag, int count,
                                              int pace_us) {
-    auto p =
-        std::make_unique<ChildProcess>(std::vector<std::string>{kPeer, "pub", domain_, channel, std::to_string(tag),
-                                                                std::to_string(count), "64", std::to_string(pace_us)},
-                                       false, std::vector<std::string>{"SHMBUS_TEST_PAUSE=" + point});
-    EXPECT_TRUE(p->wait_stopped(20s)) << "the peer did not stop at " << point;
-    return p;
+    return test::stopped_peer(domain_, channel, point, tag, count, 64, pace_us);
   }
+
+  void race(const std::string& channel, const std::string& point);
 
   introspect::ChannelView view(const std::string& channel) const {
     return introspect::ChannelReader(domain_, channel).view();
@@ -165,25 +160,30 @@ void expect_two_publishers_share(const std::string& domain, const std::string& c
 
 }  // namespace
 
-// The grant taken, the publishers not yet counted (granted): a second
-// publisher registers now. It must see the grant and revoke it; the holder,
-// resumed, counts two publishers and gives up. Then both publish on the
-// shared path. (The other order of the same race is the next test; which
-// of the two happens is what keep_solo_grant's and claim_entry's fences
-// decide, tests/model/handshakes.py.)
-TEST_F(HandshakeTest, RegistrationAfterAGrantRevokesIt) {
-  if (!solo_expected()) GTEST_SKIP() << "no solo publishing in this build or on this kernel";
+// Two publishers construct at once, the peer stopped at `point` of its
+// construction, this process's publisher constructed meanwhile; then both
+// publish on the shared path.
+void HandshakeTest::race(const std::string& channel, const std::string& point) {
   constexpr int kMessages = 300;
-  const std::string channel = "/granted";
   Subscriber keep_open(channel, TypeInfo::bytes(), ctx_);
   ChildProcess sub({kPeer, "sub", domain_, channel, std::to_string(2 * kMessages), "60000"});
   test::wait_for_subscribers(domain_, channel, 2);
-  auto holder = stopped_peer(channel, "granted", 2, kMessages, 200);
-  EXPECT_TRUE(view(channel).solo) << "the peer holds the grant it took";
-  Publisher second(channel, TypeInfo::bytes(), ctx_);
-  EXPECT_FALSE(view(channel).solo) << "the registrant revoked the grant";
-  holder->signal(SIGCONT);
-  expect_two_publishers_share(domain_, channel, second, *holder, sub, kMessages);
+  auto peer = stopped_peer(channel, point, 2, kMessages, 200);
+  EXPECT_EQ(view(channel).solo, point == "granted") << "the peer holds the grant it took, and nobody else does";
+  Publisher mine(channel, TypeInfo::bytes(), ctx_);
+  EXPECT_FALSE(view(channel).solo) << "two entries: the grant is revoked or given back";
+  peer->signal(SIGCONT);
+  expect_two_publishers_share(domain_, channel, mine, *peer, sub, kMessages);
+}
+
+// The grant taken, the publishers not yet counted (granted): a second
+// publisher registers now. It must see the grant and revoke it; the holder,
+// resumed, counts two publishers and gives up. (Which of this and the next
+// test happens in a race is what keep_solo_grant's and claim_entry's
+// fences decide: tests/model/handshakes.py.)
+TEST_F(HandshakeTest, RegistrationAfterAGrantRevokesIt) {
+  if (!solo_expected()) GTEST_SKIP() << "no solo publishing in this build or on this kernel";
+  race("/granted", "granted");
 }
 
 // The registrant's entry claimed, the grant not yet looked at (registered):
@@ -191,16 +191,7 @@ TEST_F(HandshakeTest, RegistrationAfterAGrantRevokesIt) {
 // give it back, and the registrant, resumed, finds no grant to revoke.
 TEST_F(HandshakeTest, GrantAfterARegistrationIsGivenBack) {
   if (!solo_expected()) GTEST_SKIP() << "no solo publishing in this build or on this kernel";
-  constexpr int kMessages = 300;
-  const std::string channel = "/registered";
-  Subscriber keep_open(channel, TypeInfo::bytes(), ctx_);
-  ChildProcess sub({kPeer, "sub", domain_, channel, std::to_string(2 * kMessages), "60000"});
-  test::wait_for_subscribers(domain_, channel, 2);
-  auto registrant = stopped_peer(channel, "registered", 2, kMessages, 200);
-  Publisher first(channel, TypeInfo::bytes(), ctx_);
-  EXPECT_FALSE(view(channel).solo) << "two entries: the grant was given back";
-  registrant->signal(SIGCONT);
-  expect_two_publishers_share(domain_, channel, first, *registrant, sub, kMessages);
+  race("/registered", "registered");
 }
 
 // The grant taken, the publishers not yet counted (granted), and a

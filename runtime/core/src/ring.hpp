@@ -51,7 +51,12 @@ inline void prefetch_for_write(const void* p) noexcept {
 
 /// Brackets a seqlock reader's optimistic copy. The copy may race with a
 /// writer of the next lap by design; the state re-check after it discards a
-/// torn copy. ThreadSanitizer is told to ignore these reads (and only these).
+/// torn copy. ThreadSanitizer is told to ignore these reads (and only these)
+/// because they are plain loads and memcpy, a data race by the C++ rules:
+/// kept so, since relaxed atomic word loads would cost the copy of larger
+/// messages its vector width, and a callback reading in place reads with
+/// its own code (docs/architecture.md, "The seqlock reads"). Used in take
+/// (subscriber_impl.hpp) and reread (subscriber.cpp), nowhere else.
 struct SeqlockReadScope {
 #ifdef SHMBUS_TSAN
   SeqlockReadScope() noexcept { AnnotateIgnoreReadsBegin(__FILE__, __LINE__); }
