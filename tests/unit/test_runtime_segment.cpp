@@ -367,6 +367,7 @@ TEST(SegmentMapping, AFirstPassThroughTheRingTakesNoPageFault) {
 #if defined(SHMBUS_TEST_SANITIZED)
   GTEST_SKIP() << "a sanitizer's shadow memory faults in on first use of the ring's addresses";
 #endif
+  if (const char* e = test::emulated()) GTEST_SKIP() << "page faults under " << e << " are the emulator's";
   Config c;
   c.defaults.capacity = 64;
   c.defaults.max_message_size = 64 * 1024;  // 4 MiB of slots: 1024 pages
@@ -425,6 +426,7 @@ std::vector<MappingKib> mappings_kib(const std::string& path) {
 // (of 4 MiB here), not even through the kernel's fault-around, which maps
 // a faulting page's resident neighbours (up to 64 KiB) within the mapping.
 TEST(SegmentMapping, AnObserverMapsOnlyTheFrontAndKeepsOnlyWhatItReadsResident) {
+  if (const char* e = test::emulated()) GTEST_SKIP() << "residency under " << e << " is the emulator's";
   Config c;
   c.defaults.capacity = 64;
   c.defaults.max_message_size = 64 * 1024;

@@ -18,7 +18,13 @@ namespace shmbus::detail {
 
 namespace {
 
-/// State letter (field 3) and start time (field 22) of /proc/PID/stat.
+/// State letter (field 3) and start time (field 22) of the process: of its
+/// main thread, /proc/PID/task/PID/stat, whose start time is the process's.
+/// Not /proc/PID/stat: qemu-user (an arm64 container on an x86-64 machine)
+/// answers a process's reads of its own /proc/PID/stat with a stat it
+/// makes up, each thread its own start time, so the start times a process
+/// wrote into its endpoints matched no other reader's (every endpoint of
+/// another thread or process looked dead, and was reclaimed under it).
 struct ProcStat {
   char state = 0;
   std::uint64_t start_time = 0;
@@ -26,7 +32,7 @@ struct ProcStat {
 
 bool read_proc_stat(pid_t pid, ProcStat& out) noexcept {
   char path[64];
-  std::snprintf(path, sizeof(path), "/proc/%d/stat", static_cast<int>(pid));
+  std::snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", static_cast<int>(pid), static_cast<int>(pid));
   FILE* f = std::fopen(path, "re");
   if (f == nullptr) return false;
   char buf[1024];
