@@ -89,21 +89,18 @@ def explore(threads, init, bad, verbose=False):
     stack = [start]
     bad_finals, stuck = [], []
 
-    def regs_get(regs, r):
-        return dict(regs).get(r, 0)
+    # Registers and memory are sorted tuples of (name, value), so that a
+    # state can be hashed; an absent name reads 0.
+    def get(pairs, name):
+        return dict(pairs).get(name, 0)
 
-    def regs_set(regs, r, v):
-        d = dict(regs)
-        d[r] = v
+    def put(pairs, name, v):
+        d = dict(pairs)
+        d[name] = v
         return tuple(sorted(d.items()))
 
-    def mem_get(mem, loc):
-        return dict(mem).get(loc, 0)
-
-    def mem_set(mem, loc, v):
-        d = dict(mem)
-        d[loc] = v
-        return tuple(sorted(d.items()))
+    regs_get = mem_get = get
+    regs_set = mem_set = put
 
     def read(bufs, mem, t, loc):
         for e in reversed(bufs[t]):

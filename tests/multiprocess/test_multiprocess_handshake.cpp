@@ -45,6 +45,20 @@ constexpr auto kWokenWithin = 10s;
 
 std::int64_t now_ns() { return std::chrono::steady_clock::now().time_since_epoch().count(); }
 
+/// A subscriber's wait of kSleep on a thread of its own: whether it
+/// returned with a message pending, and when.
+struct Sleeper {
+  explicit Sleeper(Subscriber& sub)
+      : thread([this, &sub] {
+          pending = sub.wait(kSleep);
+          woke = now_ns();
+        }) {}
+  void join() { thread.join(); }
+  std::atomic<bool> pending{false};
+  std::atomic<std::int64_t> woke{0};
+  std::thread thread;
+};
+
 class HandshakeTest : public ::testing::Test {
  protected:
   void TearDown() override { introspect::clean_domain(domain_, false); }
@@ -96,12 +110,7 @@ TEST_F(HandshakeTest, RevocationDuringASoloPublishWakesTheSleeper) {
     registered = true;
   });
   const bool revoked = test::wait_for_view(domain_, channel, [](const auto& v) { return !v.solo; });
-  std::atomic<std::int64_t> woke{0};
-  std::atomic<bool> pending{false};
-  std::thread sleeper([&] {
-    pending = sub.wait(kSleep);
-    woke = now_ns();
-  });
+  Sleeper sleeper(sub);
   const bool asleep = test::wait_for_view(domain_, channel, [](const auto& v) { return v.sleepers == 1; });
   EXPECT_FALSE(registered) << "the revoker waits for the holder's publish";
   const std::int64_t resumed = now_ns();
@@ -110,8 +119,8 @@ TEST_F(HandshakeTest, RevocationDuringASoloPublishWakesTheSleeper) {
   revoker.join();
   ASSERT_TRUE(revoked) << "the second publisher revokes the grant";
   ASSERT_TRUE(asleep) << "the subscriber sleeps";
-  EXPECT_TRUE(pending);
-  EXPECT_LT(woke - resumed, std::chrono::nanoseconds(kWokenWithin).count())
+  EXPECT_TRUE(sleeper.pending);
+  EXPECT_LT(sleeper.woke - resumed, std::chrono::nanoseconds(kWokenWithin).count())
       << "the sleeper was woken by its timeout, not by the publish";
   std::vector<std::byte> buf(4096);
   const TakeResult r = sub.take(buf);
@@ -203,19 +212,14 @@ TEST_F(HandshakeTest, SleeperDuringAGrantIsWokenByTheFirstSoloPublish) {
   const std::string channel = "/first";
   Subscriber sub(channel, TypeInfo::bytes(), ctx_);
   auto holder = stopped_peer(channel, "granted", 5, 20, 1000);
-  std::atomic<std::int64_t> woke{0};
-  std::atomic<bool> pending{false};
-  std::thread sleeper([&] {
-    pending = sub.wait(kSleep);
-    woke = now_ns();
-  });
+  Sleeper sleeper(sub);
   const bool asleep = test::wait_for_view(domain_, channel, [](const auto& v) { return v.sleepers == 1; });
   const std::int64_t resumed = now_ns();
   holder->signal(SIGCONT);
   sleeper.join();
   ASSERT_TRUE(asleep) << "the subscriber sleeps";
-  EXPECT_TRUE(pending);
-  EXPECT_LT(woke - resumed, std::chrono::nanoseconds(kWokenWithin).count())
+  EXPECT_TRUE(sleeper.pending);
+  EXPECT_LT(sleeper.woke - resumed, std::chrono::nanoseconds(kWokenWithin).count())
       << "the sleeper was woken by its timeout, not by the publish";
   const int status = holder->wait(20s);
   ASSERT_TRUE(WIFEXITED(status)) << holder->output();
