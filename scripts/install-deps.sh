@@ -68,8 +68,10 @@ fi
 if [ "${1:-}" = "--arch" ]; then
   [ "${2:-}" = aarch64 ] || { echo "install-deps: --arch takes aarch64, not '${2:-}'" >&2; exit 2; }
   arm=(crossbuild-essential-arm64 qemu-user qemu-user-binfmt)
+  # Not libisal-dev: it installs for one architecture at a time, and would
+  # replace the build machine's (the cross build computes CRCs with zlib).
   for p in libboost-dev libfmt-dev libtomlplusplus-dev libiceoryx-posh-dev libiceoryx-hoofs-dev libgtest-dev \
-           libgmock-dev libzstd-dev liblz4-dev zlib1g-dev libisal-dev libspdlog-dev libssl-dev libsystemd-dev \
+           libgmock-dev libzstd-dev liblz4-dev zlib1g-dev libspdlog-dev libssl-dev libsystemd-dev \
            cyclonedds-dev; do
     arm+=("$p:arm64")
   done

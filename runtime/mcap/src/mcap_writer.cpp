@@ -4,7 +4,9 @@
 // holds the statistics and the chunk and metadata indexes, one group per
 // opcode, each group located by a summary offset record.
 #include <fcntl.h>
+#ifdef SHMBUS_HAVE_ISAL
 #include <isa-l/crc.h>
+#endif
 #include <lz4frame.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -116,8 +118,19 @@ std::uint32_t crc32(std::span<const std::byte> data, std::uint32_t crc) noexcept
   // ISA-L's folding CRC (carry-less multiplies, 26 GB/s from memory on the
   // CI machine kind against zlib's 5.7): the same CRC-32 as zlib's crc32,
   // chained the same way. At 1 MiB messages zlib's was the recorder's
-  // writer thread's largest cost.
+  // writer thread's largest cost. Without ISA-L (a cross build, see
+  // CMakeLists.txt), zlib's, in pieces its 32-bit length takes.
+#ifdef SHMBUS_HAVE_ISAL
   return ::crc32_gzip_refl(crc, reinterpret_cast<const unsigned char*>(data.data()), data.size());
+#else
+  uLong c = crc;
+  for (std::size_t at = 0; at < data.size();) {
+    const auto n = static_cast<uInt>(std::min<std::size_t>(data.size() - at, 1U << 30));
+    c = ::crc32(c, reinterpret_cast<const Bytef*>(data.data() + at), n);
+    at += n;
+  }
+  return static_cast<std::uint32_t>(c);
+#endif
 }
 
 std::string_view compression_name(Compression c) noexcept {
