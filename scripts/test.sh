@@ -27,18 +27,10 @@ if [ "${1:-}" = "--arch" ]; then
   # Tests that measure page faults, residency or CPU time skip: under
   # emulation those are qemu's (tests/support/sanitizers.hpp).
   export SHMBUS_TEST_EMULATED=qemu-aarch64
+  # The programs the tests start read it: a stall bound for an emulator.
+  export SHMBUS_CONFIG=$PWD/tests/support/emulated.toml
 fi
 dir=$(bash scripts/build.sh "$@" "${targets[@]}")
-if [ "${1:-}" = "--arch" ]; then
-  # The programs the tests start (the example adder, shmtool, nodes) read
-  # SHMBUS_CONFIG: under emulation a publish takes tens of times longer, and
-  # a publisher preempted inside one for 2 ms (the default stall_timeout)
-  # has its message skipped by readers. The emulated stage allows 100 ms,
-  # as the benchmarks do on a VM (docs/performance.md); the tests that test
-  # stall bounds configure their own.
-  printf '[defaults]\nstall_timeout = "100ms"\n' > "$dir/emulated.toml"
-  export SHMBUS_CONFIG=$PWD/$dir/emulated.toml
-fi
 if [ "${1:-}" = "--sanitize" ]; then
   # The package test rebuilds shmbus without sanitizers, and timing accuracy
   # is a property of the plain build: both run in the plain suite.

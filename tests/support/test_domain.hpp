@@ -34,7 +34,8 @@ class TestDomain {
     config.domain = unique_domain(tag);
     // Under emulation a publish takes tens of times longer, and a publisher
     // preempted inside one for the default 2 ms has its message skipped by
-    // readers: the default becomes 100 ms there (scripts/test.sh --arch).
+    // readers: the default becomes 100 ms there, as for the programs the
+    // tests start (tests/support/emulated.toml).
     if (emulated() != nullptr && config.defaults.stall_timeout == Config{}.defaults.stall_timeout) {
       config.defaults.stall_timeout = std::chrono::milliseconds(100);
     }
