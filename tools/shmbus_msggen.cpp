@@ -5,8 +5,12 @@
 // FILE is .../<package>/<Name>.msg; its header goes to DIR/<package>/<Name>.hpp.
 // A service .../<package>/<Name>.srv gives <Name>_Request.hpp,
 // <Name>_Response.hpp and <Name>.hpp (the service: its Request and Response).
-// Messages it uses are looked up among the FILEs and under each ROOT
-// (ROOT/<package>/<Name>.msg). Run from CMake by shmbus_generate_messages().
+// An action .../<package>/<Name>.action gives <Name>_Goal.hpp,
+// <Name>_Result.hpp and <Name>_Feedback.hpp. FILE may also be in ROS 2's
+// share layout (.../<package>/msg/<Name>.msg). Messages it uses are looked
+// up among the FILEs, the shipped definitions and under each ROOT
+// (ROOT/<package>/<Name>.msg or ROOT/<package>/msg/<Name>.msg), read only
+// as needed. Run from CMake by shmbus_generate_messages().
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
 #include <filesystem>
@@ -16,6 +20,7 @@
 #include "shmbus/cli.hpp"
 #include "shmbus/names.hpp"
 #include "shmbus/schema.hpp"
+#include "shmbus/schema/type_catalog.hpp"
 
 namespace fs = std::filesystem;
 using namespace shmbus::schema;
@@ -66,7 +71,26 @@ std::string cpp_element(const Field& f) {
   }
 }
 
+/// `s` as a C++ string literal: quotes, backslashes and bytes that are not
+/// printable ASCII escaped (octal).
+std::string cpp_string_literal(std::string_view s) {
+  std::string out = "\"";
+  for (const char c : s) {
+    const auto u = static_cast<unsigned char>(c);
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (u < 0x20 || u >= 0x7f) {
+      out += fmt::format("\\{:03o}", u);
+    } else {
+      out += c;
+    }
+  }
+  return out + "\"";
+}
+
 std::string cpp_constant_value(const Constant& c) {
+  if (c.is_string) return cpp_string_literal(c.value);
   if (c.primitive == Primitive::kUint64) return c.value + "ULL";
   if (c.primitive == Primitive::kInt64) {
     if (c.value == "-9223372036854775808") return "(-9223372036854775807LL - 1)";
@@ -106,7 +130,8 @@ std::string generate(const MessageDef& m) {
   h += fmt::format("  static constexpr std::uint64_t kTypeHash = 0x{:016x}ULL;\n", hash_text(text));
   h += fmt::format("  static constexpr const char* kSchema = R\"shmbus_schema({})shmbus_schema\";\n", text);
   for (const Constant& c : m.constants) {
-    h += fmt::format("  static constexpr {} {} = {};\n", cpp_primitive(c.primitive), c.name, cpp_constant_value(c));
+    h += fmt::format("  static constexpr {} {} = {};\n", c.is_string ? "const char*" : cpp_primitive(c.primitive),
+                     c.name, cpp_constant_value(c));
   }
   h += "\n";
   std::uint32_t at = 0;
@@ -193,42 +218,43 @@ int run(int argc, char** argv) {
   std::vector<std::string> includes;
   std::vector<std::string> files;
   app.add_option("--out", out_dir, "directory for <package>/<Name>.hpp")->required();
-  app.add_option("--include", includes, "a directory of <package>/<Name>.msg files to resolve types from (repeatable)")
+  app.add_option("--include", includes,
+                 "a directory of <package>/<Name>.msg or <package>/msg/<Name>.msg files to resolve types from "
+                 "(repeatable)")
       ->allow_extra_args(false);
-  app.add_option("files", files, ".../<package>/<Name>.msg and <Name>.srv files to generate")
+  app.add_option("files", files, ".../<package>/<Name>.msg, .srv and .action files to generate")
       ->required()
       ->check(CLI::ExistingFile);
   if (auto rc = shmbus::cli::parse(app, argc, argv)) return *rc;
   {
     MessageSet set;
-    std::set<std::string> added;
-    for (const auto& f : files) {
-      set.add_file(f);
-      added.insert(fs::weakly_canonical(f).string());
-    }
-    for (const auto& root : includes) {
-      for (const auto& pkg : fs::directory_iterator(root)) {
-        if (!pkg.is_directory()) continue;
-        for (const auto& f : fs::directory_iterator(pkg.path())) {
-          if (f.path().extension() == ".msg" && added.insert(fs::weakly_canonical(f.path()).string()).second) {
-            set.add_file(f.path().string());
-          }
-        }
-      }
-    }
+    for (const auto& f : files) set.add_file(f);
+    // The types they use, read from the roots only as needed.
+    const TypeCatalog catalog(includes, false);
+    set.load_missing([&](const std::string& name) { return catalog.load(set, name); });
     set.resolve();
     for (const auto& f : files) {
       const fs::path p(f);
-      const fs::path dir = fs::path(out_dir) / p.parent_path().filename();
-      const std::string full = p.parent_path().filename().string() + "/" + p.stem().string();
-      if (p.extension() != ".srv") {
+      // <pkg>/<Name>.msg, or ROS 2's share layout <pkg>/msg/<Name>.msg.
+      fs::path folder = p.parent_path();
+      if (const auto kind = folder.filename(); kind == "msg" || kind == "srv" || kind == "action") {
+        folder = folder.parent_path();
+      }
+      const std::string package = folder.filename().string();
+      const fs::path dir = fs::path(out_dir) / package;
+      const std::string full = package + "/" + p.stem().string();
+      if (p.extension() == ".msg") {
         write_if_changed(dir / (p.stem().string() + ".hpp"), generate(*set.find(full)));
         continue;
       }
-      for (const std::string& m : {shmbus::service_request_type(full), shmbus::service_response_type(full)}) {
+      const std::vector<std::string> parts =
+          p.extension() == ".srv"
+              ? std::vector<std::string>{shmbus::service_request_type(full), shmbus::service_response_type(full)}
+              : std::vector<std::string>{full + "_Goal", full + "_Result", full + "_Feedback"};
+      for (const std::string& m : parts) {
         write_if_changed(dir / (m.substr(m.find('/') + 1) + ".hpp"), generate(*set.find(m)));
       }
-      write_if_changed(dir / (p.stem().string() + ".hpp"), generate_service(full));
+      if (p.extension() == ".srv") write_if_changed(dir / (p.stem().string() + ".hpp"), generate_service(full));
     }
     return 0;
   }

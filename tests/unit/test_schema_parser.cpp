@@ -97,9 +97,9 @@ TEST(SchemaParserTest, MalformedDefinitionsAreRefusedWithFileAndLine) {
             "pkg/Bad.msg:1: bad array bound 'x' in 'uint8[x]'; use [N] with N from 1 to 1048576, or [] for the "
             "trailing array");
   EXPECT_EQ(error_of("string name\n"),
-            "pkg/Bad.msg:1: string needs a bound for a fixed layout: write string<N>, e.g. string<32>");
+            "pkg/Bad.msg:1: string needs a bound for a fixed layout: write string<=N, e.g. string<=32");
   EXPECT_EQ(error_of("string<0> name\n"),
-            "pkg/Bad.msg:1: bad string bound in 'string<0>'; use string<N> with N from 1 to 1048576");
+            "pkg/Bad.msg:1: bad string bound in 'string<0>'; use string<=N with N from 1 to 1048576");
   EXPECT_EQ(error_of("uint8[] a\nuint8 b\n"),
             "pkg/Bad.msg:1: unbounded array 'a' must be the last field (a message has at most one)");
   EXPECT_EQ(error_of("uint8 K=300\n"), "pkg/Bad.msg:1: value '300' is not a valid uint8");
@@ -231,4 +231,115 @@ TEST(TypeCatalogTest, ShippedTypesThenMsgPathThenTheEnvironment) {
   }
   ::unsetenv("SHMBUS_MSG_PATH");
   std::filesystem::remove_all(dir);
+}
+
+TEST(SchemaParserTest, Ros2SyntaxDefaultsConstantsAndFullNames) {
+  MessageSet set;
+  set.add_file(SHMBUS_SOURCE_DIR "/tests/msg/test_msgs/Point.msg");
+  set.add_file(SHMBUS_SOURCE_DIR "/tests/msg/test_msgs/Ros2Syntax.msg");
+  set.resolve();
+  const MessageDef& m = *set.find("test_msgs/Ros2Syntax");
+  // byte and char are 8-bit unsigned integers; string<=N holds N bytes.
+  EXPECT_EQ(field(m, "flags").primitive, Primitive::kUint8);
+  EXPECT_EQ(field(m, "letter").primitive, Primitive::kUint8);
+  EXPECT_EQ(field(m, "name").kind, FieldKind::kString);
+  EXPECT_EQ(field(m, "name").string_capacity, 16U);
+  EXPECT_EQ(field(m, "origin").message->name, "test_msgs/Point");
+  // Defaults, as decode() gives values.
+  EXPECT_EQ(field(m, "flags").default_value, Json(7));
+  EXPECT_EQ(field(m, "on").default_value, Json(true));
+  EXPECT_EQ(field(m, "w").default_value, Json(1.0));
+  EXPECT_EQ(field(m, "triple").default_value, Json::parse("[1, -2, 3]"));
+  EXPECT_EQ(field(m, "name").default_value, Json("robot \"one\""));
+  EXPECT_EQ(field(m, "other").default_value, Json("x#y"));
+  EXPECT_EQ(field(m, "pair").default_value, Json::parse("[0.5, -1000.0]"));
+  EXPECT_TRUE(field(m, "origin").default_value.is_null());
+  // Constants of every kind, strings with '#' and escaped quotes.
+  ASSERT_EQ(m.constants.size(), 6U);
+  EXPECT_EQ(m.constants[0].type(), "uint8");
+  EXPECT_EQ(m.constants[0].value, "255");
+  EXPECT_EQ(m.constants[4].type(), "string");
+  EXPECT_EQ(m.constants[4].value, "hello # not a comment");
+  EXPECT_EQ(m.constants[5].value, "single 'quoted'");
+  // The canonical text carries them, and reads back to itself.
+  const std::string text = MessageSet::canonical_text(m);
+  EXPECT_NE(text.find("string GREETING=\"hello # not a comment\"\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("string<16> name \"robot \\\"one\\\"\"\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("int32[3] triple [1, -2, 3]\n"), std::string::npos) << text;
+  const Schema again = Schema::from_canonical(text);
+  EXPECT_EQ(again.text(), text);
+  // ROS 2's text writes the bound as ROS 2 does.
+  EXPECT_NE(ros2msg_text(m).find("string<=16 name \"robot \\\"one\\\"\"\n"), std::string::npos);
+  // A message from a person or a client starts from the defaults.
+  const Json d = again.with_defaults(Json{{"w", 2.0}});
+  EXPECT_EQ(d["w"], Json(2.0));
+  EXPECT_EQ(d["flags"], Json(7));
+  EXPECT_EQ(d["triple"], Json::parse("[1, -2, 3]"));
+  EXPECT_EQ(d["name"], Json("robot \"one\""));
+  EXPECT_EQ(d["origin"], Json::parse(R"({"x": 0.0, "y": 0.0})"));
+  EXPECT_EQ(again.decode(again.encode(d)), d);
+}
+
+TEST(SchemaParserTest, DefaultsThatDoNotFitTheirTypeAreRefused) {
+  EXPECT_EQ(error_of("float64 x abc\n"), "pkg/Bad.msg:1: default value 'abc' of x: 'abc' is not a valid float64");
+  EXPECT_EQ(error_of("uint8 x 256\n"), "pkg/Bad.msg:1: default value '256' of x: '256' is not a valid uint8");
+  EXPECT_EQ(error_of("int32[2] x [1, 2, 3]\n"),
+            "pkg/Bad.msg:1: default value '[1, 2, 3]' of x: 3 values for an array of 2");
+  EXPECT_EQ(error_of("int32[2] x 1\n"),
+            "pkg/Bad.msg:1: default value '1' of x: an array's default is written [a, b, ...]");
+  EXPECT_EQ(error_of("string<=2 s \"abc\"\n"),
+            "pkg/Bad.msg:1: default value '\"abc\"' of s: 3 bytes do not fit string<2>");
+  EXPECT_EQ(error_of("string<=8 s \"abc\n"), "pkg/Bad.msg:1: default value '\"abc' of s: its quote is not closed");
+  EXPECT_EQ(error_of("Header h 1\n"), "pkg/Bad.msg:1: default value '1' of h: a message field takes no default");
+  EXPECT_EQ(error_of("uint8[<=3] a\n"),
+            "pkg/Bad.msg:1: 'uint8[<=3]' is a bounded sequence, which a fixed layout cannot hold yet; use a fixed "
+            "array T[N] or the trailing T[]");
+  EXPECT_EQ(error_of("wstring w\n"), "pkg/Bad.msg:1: 'wstring': wide strings are not held in a fixed layout");
+  EXPECT_EQ(error_of("uint8[2] K=1\n"), "pkg/Bad.msg:1: constant K must not be an array");
+  EXPECT_EQ(error_of("Header K=1\n"), "pkg/Bad.msg:1: constant K must have a primitive or string type");
+}
+
+TEST(TypeCatalogTest, ShareLayoutRootsAreReadLazilyAndAmentPrefixPathIsARoot) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("shmbus_share_" + std::to_string(::getpid()));
+  // A root as ROS 2 installs interface packages, with one broken file.
+  const fs::path geo = dir / "share" / "geo_msgs";
+  fs::create_directories(geo / "msg");
+  fs::create_directories(geo / "srv");
+  fs::create_directories(geo / "action");
+  std::ofstream(geo / "msg" / "Point.msg") << "float64 x\nfloat64 y\nfloat64 z\n";
+  std::ofstream(geo / "msg" / "Quaternion.msg") << "float64 x 0\nfloat64 y 0\nfloat64 z 0\nfloat64 w 1\n";
+  std::ofstream(geo / "msg" / "Pose.msg") << "Point position\ngeo_msgs/msg/Quaternion orientation\n";
+  std::ofstream(geo / "msg" / "Broken.msg") << "float64 x\nnot_a_type y z w\n";
+  std::ofstream(geo / "msg" / "UsesBroken.msg") << "Broken b\n";
+  std::ofstream(geo / "srv" / "Locate.srv") << "string<=32 name\n---\nPose pose\nbool found\n";
+  std::ofstream(geo / "action" / "Move.action") << "Pose target\n---\nbool ok\n---\nfloat32 progress\n";
+  ASSERT_EQ(::setenv("AMENT_PREFIX_PATH", (dir.string() + ":/nonexistent/prefix").c_str(), 1), 0);
+  ::unsetenv("SHMBUS_MSG_PATH");
+  const TypeCatalog catalog;
+  ::unsetenv("AMENT_PREFIX_PATH");
+  EXPECT_EQ(catalog.roots(), (std::vector<std::string>{(dir / "share").string(), "/nonexistent/prefix/share"}));
+
+  // Every type but the broken one resolves, by either name.
+  const Schema pose = catalog.find("geo_msgs/msg/Pose");
+  EXPECT_EQ(pose.root().name, "geo_msgs/Pose");
+  EXPECT_EQ(catalog.find("geo_msgs/Pose").hash(), pose.hash());
+  EXPECT_EQ(pose.with_defaults(Json::object())["orientation"]["w"], Json(1.0));
+  EXPECT_EQ(catalog.find("geo_msgs/srv/Locate_Response").root().fields.size(), 2U);
+  EXPECT_EQ(catalog.find("geo_msgs/Locate_Request").root().fields[0].string_capacity, 32U);
+  EXPECT_EQ(catalog.find("geo_msgs/Move_Goal").root().fields[0].message->name, "geo_msgs/Pose");
+  EXPECT_EQ(catalog.find("geo_msgs/Move_Feedback").root().fields[0].name, "progress");
+  EXPECT_TRUE(catalog.contains("geo_msgs/msg/Broken"));
+  // The broken file fails what uses it, naming its file and line.
+  const std::string broken = (geo / "msg" / "Broken.msg").string();
+  for (const char* type : {"geo_msgs/Broken", "geo_msgs/UsesBroken"}) {
+    try {
+      (void)catalog.find(type);
+      ADD_FAILURE() << type << " resolved";
+    } catch (const SchemaError& e) {
+      EXPECT_EQ(std::string{e.what()}, broken + ":2: default value 'z w' of y: a message field takes no default")
+          << type;
+    }
+  }
+  fs::remove_all(dir);
 }

@@ -247,7 +247,7 @@ ChannelEntry Hub::plan_channel(const std::string& topic, const std::string& type
         schema::Schema::from_canonical(schema::MessageSet::canonical_text(*def)));
   } else {
     try {
-      schema = std::make_shared<const schema::Schema>(types.find(normalize_type(type)));
+      schema = std::make_shared<const schema::Schema>(types.find(short_type_name(type)));
     } catch (const Error& e) {
       throw Error(Errc::kNotFound, fmt::format("cannot create {}: {}", topic, e.what()));
     }

@@ -13,19 +13,9 @@
 
 namespace shmbus::bridge {
 
-std::string normalize_type(std::string_view type) {
-  for (const std::string_view middle : {"/msg/", "/srv/"}) {
-    const auto at = type.find(middle);
-    if (at != std::string_view::npos && type.find('/') == at) {
-      return std::string{type.substr(0, at)} + "/" + std::string{type.substr(at + middle.size())};
-    }
-  }
-  return std::string{type};
-}
-
 std::optional<std::string> type_mismatch(std::string_view topic, std::string_view side, std::string_view claimed,
                                          std::string_view carried, std::string_view consequence) {
-  if (claimed.empty() || normalize_type(claimed) == carried) return std::nullopt;
+  if (claimed.empty() || short_type_name(claimed) == carried) return std::nullopt;
   return fmt::format("type mismatch on {}: {} says {}, the channel carries {}; {}", topic, side, claimed, carried,
                      consequence);
 }
@@ -113,7 +103,7 @@ const ChannelEntry* Catalog::find_id(std::uint32_t id) const {
 
 std::pair<std::shared_ptr<const schema::Schema>, const schema::MessageDef*> Catalog::find_type(
     std::string_view type) const {
-  const std::string wanted = normalize_type(type);
+  const std::string wanted = short_type_name(type);
   for (const auto& [hash, s] : schemas_) {
     if (!s) continue;
     // Each type once: a schema's types form a graph whose paths can be

@@ -28,10 +28,6 @@ namespace shmbus::bridge {
 
 class Session;
 
-/// `pkg/msg/Type` and `pkg/srv/Type` -> `pkg/Type` (the ROS 2 spellings
-/// clients send); anything else unchanged.
-std::string normalize_type(std::string_view type);
-
 /// The one refusal of a type that is not the channel's, for every protocol:
 /// "type mismatch on TOPIC: SIDE says CLAIMED, the channel carries
 /// CARRIED; CONSEQUENCE". Nothing when `claimed` is empty (no claim) or,

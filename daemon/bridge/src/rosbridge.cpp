@@ -369,7 +369,7 @@ void RosbridgeSession::subscribe(const Json& op) {
   }
   const std::string type = string_field(op, "type");
   if (channel == nullptr && it != subs_.end() && !type.empty() && !it->second.type.empty() &&
-      normalize_type(type) != normalize_type(it->second.type)) {
+      short_type_name(type) != short_type_name(it->second.type)) {
     // Waiting: the types asked for must agree with each other.
     throw Error(Errc::kInvalidArgument,
                 fmt::format("type {} differs from {}, which an earlier subscribe of {} named; nothing was subscribed",
@@ -586,7 +586,7 @@ bool RosbridgeSession::rosapi(const std::string& service, const Json& args, Json
     const ChannelEntry* e = hub_.catalog.find(topic);
     values = Json{{"type", e != nullptr && !e->service_channel && hub_.allowed(topic) ? e->type.name : ""}};
   } else if (api == "topics_for_type") {
-    const std::string type = normalize_type(string_field(args, "type"));
+    const std::string type = short_type_name(string_field(args, "type"));
     Json topics = Json::array();
     for (const auto& [name, e] : channels) {
       if (!e.service_channel && hub_.allowed(name) && e.type.name == type) topics.push_back(name);
@@ -688,7 +688,7 @@ void RosbridgeSession::call_service(const Json& op) {
 
 void RosbridgeSession::advertise_service(const Json& op) {
   const std::string service = absolute(string_field(op, "service"));
-  const std::string type = normalize_type(string_field(op, "type"));
+  const std::string type = short_type_name(string_field(op, "type"));
   if (service == "/" || type.empty()) throw Error(Errc::kInvalidArgument, "needs \"service\" and \"type\"");
   if (!hub_.allowed(service)) {
     throw Error(Errc::kInvalidArgument, fmt::format("{} is not allowed by this bridge's allow/deny lists", service));

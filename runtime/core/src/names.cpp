@@ -72,6 +72,18 @@ std::string strip_suffix(std::string_view s, std::string_view suffix) {
 
 std::string service_request_channel(std::string_view service) { return concat(service, kRequestSuffix); }
 std::string service_response_channel(std::string_view service) { return concat(service, kResponseSuffix); }
+std::string short_type_name(std::string_view type) {
+  const auto slash = type.find('/');
+  if (slash == std::string_view::npos) return std::string{type};
+  for (const std::string_view middle : {"msg/", "srv/", "action/"}) {
+    const std::string_view rest = type.substr(slash + 1);
+    if (rest.starts_with(middle) && rest.size() > middle.size() && rest.find('/', middle.size()) == rest.npos) {
+      return fmt::format("{}/{}", type.substr(0, slash), rest.substr(middle.size()));
+    }
+  }
+  return std::string{type};
+}
+
 std::string service_request_type(std::string_view service_type) { return concat(service_type, kRequestTypeSuffix); }
 std::string service_response_type(std::string_view service_type) { return concat(service_type, kResponseTypeSuffix); }
 std::string service_of_request_channel(std::string_view channel) { return strip_suffix(channel, kRequestSuffix); }

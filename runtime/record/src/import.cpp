@@ -9,6 +9,7 @@
 #include "progress.hpp"
 #include "shmbus/error.hpp"
 #include "shmbus/mcap.hpp"
+#include "shmbus/names.hpp"
 #include "shmbus/record/recording.hpp"
 #include "shmbus/schema.hpp"
 #include "shmbus/schema/type_catalog.hpp"
@@ -45,12 +46,6 @@ std::map<std::string, std::vector<std::string>> definitions(const std::string& t
   return out;
 }
 
-/// pkg/msg/Type -> pkg/Type.
-std::string shmbus_type_name(const std::string& ros2) {
-  const auto at = ros2.find("/msg/");
-  return at == std::string::npos ? ros2 : ros2.substr(0, at) + "/" + ros2.substr(at + 5);
-}
-
 /// One imported channel: its schema (none: raw bytes) and its id in the output.
 struct Imported {
   std::optional<schema::Schema> schema;
@@ -66,7 +61,7 @@ std::optional<schema::Schema> resolve(const schema::TypeCatalog& catalog, const 
                             "ros2msg schemas) are imported",
                             c.topic, c.message_encoding, s != nullptr ? s->encoding : std::string{"no"}));
   }
-  const std::string type = shmbus_type_name(s->name);
+  const std::string type = short_type_name(s->name);
   if (type == "shmbus/Bytes") return std::nullopt;
   schema::Schema found = [&] {
     try {

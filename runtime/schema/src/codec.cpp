@@ -421,12 +421,33 @@ json Schema::decode(std::span<const std::byte> bytes, bool int64_as_string) cons
   return obj;
 }
 
+namespace {
+
+/// The definitions' default values written over a decoded all-zero
+/// message `obj` of type `m`, in nested messages too (no deeper than the
+/// schema nests).
+void apply_defaults(const MessageDef& m, json& obj) {
+  for (const Field& f : m.fields) {
+    json& v = obj[f.name];
+    if (!f.default_value.is_null()) {
+      v = f.default_value;
+    } else if (f.kind == FieldKind::kMessage && f.array_length == 0 && !f.unbounded) {
+      apply_defaults(*f.message, v);
+    } else if (f.kind == FieldKind::kMessage && f.array_length != 0) {
+      for (json& e : v) apply_defaults(*f.message, e);
+    }
+  }
+}
+
+}  // namespace
+
 json Schema::with_defaults(const json& partial) const {
   if (!partial.is_object()) {
     throw CodecError(
         fmt::format("a {} message must be a JSON object of its fields, not {}", root_->name, partial.type_name()));
   }
   json message = decode(std::vector<std::byte>(root_->size));
+  apply_defaults(*root_, message);
   message.merge_patch(partial);
   return message;
 }

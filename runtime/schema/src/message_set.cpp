@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -45,6 +46,8 @@ std::optional<Primitive> primitive_named(std::string_view s) {
   for (const auto& p : kPrimitives) {
     if (p.name == s) return p.primitive;
   }
+  // ROS 2's names of an 8-bit unsigned integer (IDL octet and uint8).
+  if (s == "byte" || s == "char") return Primitive::kUint8;
   return std::nullopt;
 }
 
@@ -96,12 +99,93 @@ std::optional<std::uint64_t> parse_bound(std::string_view s) {
 /// One parsed line before type names are resolved.
 struct RawField {
   int line = 0;
-  std::string type;  ///< element type as written ("Header", "float64", "string<8>")
+  std::string type;  ///< element type ("Header", "pkg/Type", "float64", "string<8>")
   std::string name;
   std::uint32_t array_length = 0;
   bool unbounded = false;
   std::optional<std::string> value;  ///< set for a constant
+  Json default_value;                ///< a field's default, or null
 };
+
+/// `line` without its comment: from a '#' that is not inside a quoted
+/// value (a quote opens one after a space, '=', '[' or ',').
+std::string_view strip_comment(std::string_view line) {
+  char quote = 0;
+  for (std::size_t i = 0; i < line.size(); ++i) {
+    const char c = line[i];
+    if (quote != 0) {
+      if (c == '\\') {
+        ++i;
+      } else if (c == quote) {
+        quote = 0;
+      }
+    } else if ((c == '"' || c == '\'') && i > 0 &&
+               std::string_view{" \t=[,"}.find(line[i - 1]) != std::string_view::npos) {
+      quote = c;
+    } else if (c == '#') {
+      return line.substr(0, i);
+    }
+  }
+  return line;
+}
+
+/// A string value: quoted ('..' or "..", with \\, \" and \' escapes) or,
+/// unquoted, the text itself. nullopt when a quote is not closed.
+std::optional<std::string> string_value(std::string_view text) {
+  if (text.empty() || (text[0] != '"' && text[0] != '\'')) return std::string{text};
+  const char quote = text[0];
+  std::string out;
+  for (std::size_t i = 1; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == quote) return i + 1 == text.size() ? std::optional{out} : std::nullopt;
+    if (c == '\\' && i + 1 < text.size() && (text[i + 1] == '\\' || text[i + 1] == '"' || text[i + 1] == '\'')) {
+      out.push_back(text[++i]);
+      continue;
+    }
+    out.push_back(c);
+  }
+  return std::nullopt;
+}
+
+/// A string as a definition writes it: double-quoted, `\` and `"` escaped.
+std::string quote_string(std::string_view s) {
+  std::string out = "\"";
+  for (const char c : s) {
+    if (c == '\\' || c == '"') out.push_back('\\');
+    out.push_back(c);
+  }
+  out.push_back('"');
+  return out;
+}
+
+/// The items of an array value "[a, 'b,c', 3]"; nullopt when it is not one.
+std::optional<std::vector<std::string_view>> array_items(std::string_view text) {
+  if (text.size() < 2 || text.front() != '[' || text.back() != ']') return std::nullopt;
+  std::vector<std::string_view> items;
+  const std::string_view inner = text.substr(1, text.size() - 2);
+  if (trim(inner).empty()) return items;
+  std::size_t start = 0;
+  char quote = 0;
+  for (std::size_t i = 0; i <= inner.size(); ++i) {
+    const char c = i < inner.size() ? inner[i] : ',';
+    if (quote != 0) {
+      if (c == '\\') {
+        ++i;
+      } else if (c == quote) {
+        quote = 0;
+      }
+      continue;
+    }
+    if (c == '"' || c == '\'') {
+      quote = c;
+    } else if (c == ',') {
+      items.push_back(trim(inner.substr(start, i - start)));
+      start = i + 1;
+    }
+  }
+  if (quote != 0) return std::nullopt;
+  return items;
+}
 
 struct RawDef {
   std::string package;
@@ -172,6 +256,10 @@ std::uint32_t size_of(Primitive p) noexcept {
   }
 }
 
+std::string Constant::type() const { return is_string ? "string" : std::string{to_string(primitive)}; }
+
+std::string Constant::literal() const { return is_string ? quote_string(value) : value; }
+
 std::string Field::element_type() const {
   switch (kind) {
     case FieldKind::kPrimitive:
@@ -219,27 +307,31 @@ struct MessageSet::Impl {
       std::string_view line = text.substr(pos, eol - pos);
       pos = eol + 1;
       ++line_no;
-      if (const auto hash = line.find('#'); hash != std::string_view::npos) line = line.substr(0, hash);
-      line = trim(line);
+      line = trim(strip_comment(line));
       if (line.empty()) continue;
       const auto space = line.find_first_of(" \t");
       if (space == std::string_view::npos) fail(def.source, line_no, fmt::format("'{}' needs a type and a name", line));
       RawField f;
       f.line = line_no;
       std::string_view type = line.substr(0, space);
-      std::string_view rest = trim(line.substr(space));
-      if (const auto eq = rest.find('='); eq != std::string_view::npos) {
-        f.value = std::string{trim(rest.substr(eq + 1))};
-        rest = trim(rest.substr(0, eq));
+      const std::string_view rest = trim(line.substr(space));
+      // NAME, then `=VALUE` (a constant) or a default value.
+      const std::string_view name = rest.substr(0, rest.find_first_of(" \t="));
+      const std::string_view after = trim(rest.substr(name.size()));
+      std::string_view default_text;
+      if (!after.empty() && after[0] == '=') {
+        f.value = std::string{trim(after.substr(1))};
+      } else {
+        default_text = after;
       }
-      if (!is_identifier(rest)) {
+      if (!is_identifier(name)) {
         fail(def.source, line_no,
-             fmt::format("'{}' is not a valid name; use letters, digits and '_', starting with a letter", rest));
+             fmt::format("'{}' is not a valid name; use letters, digits and '_', starting with a letter", name));
       }
-      if (is_keyword(rest) || rest.rfind("shmbus_", 0) == 0) {
-        fail(def.source, line_no, fmt::format("'{}' is reserved (a C++ keyword or shmbus_ prefix)", rest));
+      if (is_keyword(name) || name.rfind("shmbus_", 0) == 0) {
+        fail(def.source, line_no, fmt::format("'{}' is reserved (a C++ keyword or shmbus_ prefix)", name));
       }
-      f.name = std::string{rest};
+      f.name = std::string{name};
       if (const auto [it, fresh] = names.emplace(f.name, line_no); !fresh) {
         fail(def.source, line_no, fmt::format("duplicate field '{}' (first on line {})", f.name, it->second));
       }
@@ -251,6 +343,11 @@ struct MessageSet::Impl {
           f.unbounded = true;
         } else if (const auto n = parse_bound(bound)) {
           f.array_length = static_cast<std::uint32_t>(*n);
+        } else if (bound.starts_with("<=")) {
+          fail(def.source, line_no,
+               fmt::format("'{}' is a bounded sequence, which a fixed layout cannot hold yet; use a fixed array "
+                           "T[N] or the trailing T[]",
+                           type));
         } else {
           fail(def.source, line_no,
                fmt::format("bad array bound '{}' in '{}'; use [N] with N from 1 to {}, or [] for the trailing array",
@@ -258,24 +355,17 @@ struct MessageSet::Impl {
         }
         type = type.substr(0, open);
       }
-      f.type = std::string{type};
-      if (f.type == "string") {
-        fail(def.source, line_no, "string needs a bound for a fixed layout: write string<N>, e.g. string<32>");
-      }
-      if (f.type.rfind("string<", 0) == 0) {
-        if (f.type.back() != '>' || !parse_bound(std::string_view{f.type}.substr(7, f.type.size() - 8))) {
-          fail(def.source, line_no,
-               fmt::format("bad string bound in '{}'; use string<N> with N from 1 to {}", f.type, kMaxBound));
-        }
-      }
+      f.type = type.find('/') != std::string_view::npos ? short_type_name(type) : std::string{type};
       if (f.value) {
-        const auto p = primitive_named(f.type);
-        if (!p || f.array_length != 0 || f.unbounded) {
-          fail(def.source, line_no, fmt::format("constant {} must have a primitive, non-array type", f.name));
+        constant(def, f, line_no);
+      } else {
+        string_type(def, f, line_no);
+        if (!default_text.empty()) {
+          std::string why;
+          auto v = default_json(f, default_text, why);
+          if (!v) fail(def.source, line_no, fmt::format("default value '{}' of {}: {}", default_text, f.name, why));
+          f.default_value = std::move(*v);
         }
-        const auto v = canonical_value(*p, *f.value);
-        if (!v) fail(def.source, line_no, fmt::format("value '{}' is not a valid {}", *f.value, f.type));
-        f.value = *v;
       }
       def.fields.push_back(std::move(f));
     }
@@ -290,6 +380,93 @@ struct MessageSet::Impl {
              fmt::format("unbounded array '{}' must be the last field (a message has at most one)", f.name));
       }
     }
+  }
+
+  /// A string field's type, checked: `string<=N` is `string<N>`; unbounded
+  /// strings and wstrings are refused.
+  static void string_type(const RawDef& def, RawField& f, int line_no) {
+    if (f.type.starts_with("string<=")) f.type = "string<" + f.type.substr(8) + ">";
+    if (f.type == "string") {
+      fail(def.source, line_no, "string needs a bound for a fixed layout: write string<=N, e.g. string<=32");
+    }
+    if (f.type.starts_with("wstring")) {
+      fail(def.source, line_no, fmt::format("'{}': wide strings are not held in a fixed layout", f.type));
+    }
+    if (f.type.rfind("string<", 0) == 0) {
+      if (f.type.back() != '>' || !parse_bound(std::string_view{f.type}.substr(7, f.type.size() - 8))) {
+        fail(def.source, line_no,
+             fmt::format("bad string bound in '{}'; use string<=N with N from 1 to {}", f.type, kMaxBound));
+      }
+    }
+  }
+
+  /// A constant's type and value, checked; its value made canonical.
+  static void constant(const RawDef& def, RawField& f, int line_no) {
+    if (f.array_length != 0 || f.unbounded) {
+      fail(def.source, line_no, fmt::format("constant {} must not be an array", f.name));
+    }
+    if (f.type == "string" || f.type.starts_with("string<")) {
+      const auto v = string_value(*f.value);
+      if (!v) fail(def.source, line_no, fmt::format("constant {}: the quote of {} is not closed", f.name, *f.value));
+      f.type = "string";
+      f.value = *v;
+      return;
+    }
+    const auto p = primitive_named(f.type);
+    if (!p) fail(def.source, line_no, fmt::format("constant {} must have a primitive or string type", f.name));
+    const auto v = canonical_value(*p, *f.value);
+    if (!v) fail(def.source, line_no, fmt::format("value '{}' is not a valid {}", *f.value, f.type));
+    f.value = *v;
+  }
+
+  /// A field's default value as JSON (as decode() gives it); nullopt with
+  /// `why` when the type takes none or the value does not fit it.
+  static std::optional<Json> default_json(const RawField& f, std::string_view text, std::string& why) {
+    const auto element = [&](std::string_view item) -> std::optional<Json> {
+      if (f.type.starts_with("string<")) {
+        const auto v = string_value(item);
+        const auto capacity = *parse_bound(std::string_view{f.type}.substr(7, f.type.size() - 8));
+        if (!v) {
+          why = "its quote is not closed";
+        } else if (v->size() > capacity) {
+          why = fmt::format("{} bytes do not fit {}", v->size(), f.type);
+        } else {
+          return Json(*v);
+        }
+        return std::nullopt;
+      }
+      const auto p = primitive_named(f.type);
+      if (!p) {
+        why = "a message field takes no default";
+        return std::nullopt;
+      }
+      const auto v = canonical_value(*p, item);
+      if (!v) {
+        why = fmt::format("'{}' is not a valid {}", item, f.type);
+        return std::nullopt;
+      }
+      if (*p == Primitive::kBool) return Json(*v == "true");
+      if (*p == Primitive::kFloat32 || *p == Primitive::kFloat64) return Json(std::strtod(v->c_str(), nullptr));
+      if (v->front() == '-') return Json(std::stoll(*v));
+      return Json(std::stoull(*v));
+    };
+    if (f.array_length == 0 && !f.unbounded) return element(text);
+    const auto items = array_items(text);
+    if (!items) {
+      why = "an array's default is written [a, b, ...]";
+      return std::nullopt;
+    }
+    if (f.array_length != 0 && items->size() != f.array_length) {
+      why = fmt::format("{} values for an array of {}", items->size(), f.array_length);
+      return std::nullopt;
+    }
+    Json out = Json::array();
+    for (const std::string_view item : *items) {
+      auto v = element(item);
+      if (!v) return std::nullopt;
+      out.push_back(std::move(*v));
+    }
+    return out;
   }
 
   void add_raw(RawDef def, std::string_view text, int first_line) {
@@ -334,12 +511,15 @@ struct MessageSet::Impl {
       MessageDef& def = *defs[d];
       for (const RawField& rf : r.fields) {
         if (rf.value) {
-          def.constants.push_back(Constant{rf.name, *primitive_named(rf.type), *rf.value});
+          const bool is_string = rf.type == "string";
+          def.constants.push_back(
+              Constant{rf.name, is_string ? Primitive::kUint8 : *primitive_named(rf.type), is_string, *rf.value});
           continue;
         }
         Field f;
         f.name = rf.name;
         f.line = rf.line;
+        f.default_value = rf.default_value;
         f.array_length = rf.array_length;
         f.unbounded = rf.unbounded;
         if (const auto p = primitive_named(rf.type)) {
@@ -520,39 +700,93 @@ void MessageSet::add_at(const std::string& package, const std::string& name, std
 void MessageSet::add_file(const std::string& path) {
   const std::filesystem::path p(path);
   std::ifstream in(p, std::ios::binary);
-  const bool service = p.extension() == ".srv";
-  if (!in || (p.extension() != ".msg" && !service)) {
-    throw SchemaError(fmt::format(
-        "{}:1: cannot read a message definition; expected a readable .../package/Name.msg or Name.srv", path));
+  const std::string ext = p.extension().string();
+  if (!in || (ext != ".msg" && ext != ".srv" && ext != ".action")) {
+    throw SchemaError(
+        fmt::format("{}:1: cannot read a message definition; expected a readable "
+                    ".../package/Name.msg, Name.srv or Name.action (or .../package/msg/Name.msg ...)",
+                    path));
   }
   std::ostringstream text;
   text << in.rdbuf();
-  const std::string package = p.parent_path().filename().string();
-  if (!service) {
-    add(package, p.stem().string(), text.str(), path);
+  // <pkg>/<Name>.msg, or ROS 2's share layout <pkg>/msg/<Name>.msg.
+  std::filesystem::path folder = p.parent_path();
+  const std::string kind = folder.filename().string();
+  if (kind == "msg" || kind == "srv" || kind == "action") folder = folder.parent_path();
+  const std::string package = folder.filename().string();
+  const std::string stem = p.stem().string();
+  if (ext == ".msg") {
+    add(package, stem, text.str(), path);
     return;
   }
-  // A service: request fields, a line "---", response fields. The response
-  // text keeps its line numbers (padded with the request's lines).
+  // A service: request, a line "---", response. An action: goal, "---",
+  // result, "---", feedback. Each part keeps its line numbers (it starts
+  // at its line of the file).
   const std::string body = text.str();
+  const std::vector<std::string> parts =
+      ext == ".srv" ? std::vector<std::string>{service_request_type(stem), service_response_type(stem)}
+                    : std::vector<std::string>{stem + "_Goal", stem + "_Result", stem + "_Feedback"};
+  std::size_t part = 0;
+  std::size_t part_start = 0;
+  int part_line = 0;
   std::size_t pos = 0;
   int line = 0;
-  while (pos < body.size()) {
+  while (pos <= body.size()) {
     const std::size_t eol = std::min(body.find('\n', pos), body.size());
     std::string_view l = std::string_view(body).substr(pos, eol - pos);
     ++line;
     while (!l.empty() && (l.back() == ' ' || l.back() == '\t' || l.back() == '\r')) l.remove_suffix(1);
-    if (l == "---") {
-      const std::string type = package + "/" + p.stem().string();
-      add(package, service_request_type(type).substr(package.size() + 1), body.substr(0, pos), path);
-      add_at(package, service_response_type(type).substr(package.size() + 1),
-             body.substr(std::min(eol + 1, body.size())), path, line);
-      return;
+    const bool end = eol == body.size();
+    if (l == "---" || end) {
+      if (!end && part + 1 == parts.size()) {
+        Impl::fail(path, line,
+                   fmt::format("a {} has {} parts; this is line '---' number {}", ext == ".srv" ? "service" : "action",
+                               parts.size(), parts.size()));
+      }
+      if (end && part + 1 != parts.size()) {
+        // The file's last line (not the empty one after its last newline).
+        Impl::fail(path, std::max(1, line - (body.ends_with('\n') ? 1 : 0)),
+                   ext == ".srv" ? "a service definition needs a line '---' between the request and the response fields"
+                                 : "an action definition needs the goal, result and feedback parts, separated by "
+                                   "lines '---'");
+      }
+      const std::size_t stop = end ? body.size() : pos;
+      add_at(package, parts[part], body.substr(part_start, stop - part_start), path, part_line);
+      ++part;
+      part_start = std::min(eol + 1, body.size());
+      part_line = line;
+      if (end) return;
     }
     pos = eol + 1;
   }
-  Impl::fail(path, line, "a service definition needs a line '---' between the request and the response fields");
 }
+
+void MessageSet::load_missing(const std::function<bool(const std::string& full_name)>& load) {
+  // raw grows while we walk it: by index, and copies of what we read.
+  for (std::size_t d = 0; d < impl_->raw.size(); ++d) {
+    const std::string package = impl_->raw[d].package;
+    std::vector<std::string> wanted;
+    for (const RawField& f : impl_->raw[d].fields) {
+      if (f.value || primitive_named(f.type) || f.type.starts_with("string<")) continue;
+      wanted.push_back(f.type);
+    }
+    for (const std::string& type : wanted) {
+      if (impl_->resolve_name(package, type)) continue;
+      std::vector<std::string> candidates;
+      if (type.find('/') != std::string::npos) {
+        candidates.push_back(type);
+      } else {
+        candidates.push_back(package + "/" + type);
+        if (type == "Header") candidates.emplace_back("std_msgs/Header");
+      }
+      for (const std::string& c : candidates) {
+        if (load(c)) break;
+      }
+    }
+  }
+}
+
+bool MessageSet::has(std::string_view full_name) const { return impl_->raw_names.count(full_name) != 0; }
 
 void MessageSet::add_directory(const std::string& root) {
   std::vector<std::string> files;
@@ -640,6 +874,18 @@ std::vector<const MessageDef*> with_dependencies(const MessageDef& m) {
   return order;
 }
 
+/// " VALUE" for a field with a default, as a definition line writes it.
+std::string default_suffix(const Field& f) {
+  if (f.default_value.is_null()) return {};
+  const auto one = [](const Json& v) {
+    return v.is_string() ? quote_string(v.get_ref<const std::string&>()) : v.dump();
+  };
+  if (!f.default_value.is_array()) return " " + one(f.default_value);
+  std::string out = " [";
+  for (std::size_t i = 0; i < f.default_value.size(); ++i) out += (i == 0 ? "" : ", ") + one(f.default_value[i]);
+  return out + "]";
+}
+
 /// A field's type in ROS 2 `.msg` syntax: `string<=N`, `pkg/Type`, `[N]`, `[]`.
 std::string ros2_type(const Field& f) {
   std::string t;
@@ -665,8 +911,8 @@ std::string MessageSet::canonical_text(const MessageDef& m) {
   std::string out;
   for (const MessageDef* d : with_dependencies(m)) {
     out += "MSG: " + d->name + "\n";
-    for (const Constant& c : d->constants) out += fmt::format("{} {}={}\n", to_string(c.primitive), c.name, c.value);
-    for (const Field& f : d->fields) out += f.type() + " " + f.name + "\n";
+    for (const Constant& c : d->constants) out += fmt::format("{} {}={}\n", c.type(), c.name, c.literal());
+    for (const Field& f : d->fields) out += f.type() + " " + f.name + default_suffix(f) + "\n";
   }
   return out;
 }
@@ -681,8 +927,8 @@ std::string ros2msg_text(const MessageDef& m) {
   std::string out;
   for (const MessageDef* d : with_dependencies(m)) {
     if (d != &m) out += std::string(80, '=') + "\nMSG: " + d->name + "\n";
-    for (const Constant& c : d->constants) out += fmt::format("{} {}={}\n", to_string(c.primitive), c.name, c.value);
-    for (const Field& f : d->fields) out += ros2_type(f) + " " + f.name + "\n";
+    for (const Constant& c : d->constants) out += fmt::format("{} {}={}\n", c.type(), c.name, c.literal());
+    for (const Field& f : d->fields) out += ros2_type(f) + " " + f.name + default_suffix(f) + "\n";
   }
   return out;
 }

@@ -198,6 +198,8 @@ class _Definition:
 
 
 def _constant_value(primitive: str, text: str) -> Any:
+    if primitive == "string":
+        return text
     if primitive == "bool":
         return text == "true"
     if primitive.startswith("float"):

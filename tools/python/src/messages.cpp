@@ -56,7 +56,7 @@ py::dict describe(const std::string& canonical_text) {
     }
     py::list constants;
     for (const schema::Constant& c : m->constants) {
-      constants.append(py::make_tuple(c.name, std::string(schema::to_string(c.primitive)), c.value));
+      constants.append(py::make_tuple(c.name, c.type(), c.value));
     }
     py::dict d;
     d["size"] = m->size;

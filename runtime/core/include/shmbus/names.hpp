@@ -47,6 +47,11 @@ void validate_node_name(std::string_view node);
 /// invalid, where it is listed).
 std::string escape_name(std::string_view name);
 
+/// A type's name as shmbus writes it, `pkg/Type`: ROS 2's `pkg/msg/Type`,
+/// `pkg/srv/Type` and `pkg/action/Type` name the same type. Other names
+/// are returned unchanged.
+std::string short_type_name(std::string_view type);
+
 /// A service NAME is two channels: requests on `NAME/_request` (type
 /// `pkg/Srv_Request`), responses on `NAME/_response` (type
 /// `pkg/Srv_Response`). These give the names; `_request` and `_response` as

@@ -1,21 +1,28 @@
 #pragma once
 /// @file schema.hpp
-/// Message schemas: definitions in the spirit of ROS `.msg` files, limited
-/// to what a fixed memory layout holds, their layout, their canonical text
+/// Message schemas: definitions in ROS 2's `.msg` language, limited to
+/// what a fixed memory layout holds, their layout, their canonical text
 /// and hash, and a JSON codec that works from the schema alone.
 ///
-/// Definition lines (one per line, `#` starts a comment):
+/// Definition lines (one per line, `#` outside quotes starts a comment):
 ///
 ///     float64 x                 a field: a type and a name
+///     float64 w 1.0             a field with a default value
 ///     uint32[4] ids             a fixed-size array
-///     string<32> frame_id       a bounded string: 32 bytes, NUL-padded
+///     int32[2] pair [1, -1]     ... with its default
+///     string<=32 frame_id       a bounded string: at most 32 bytes
+///     string<32> frame_id       the same (shmbus's spelling): 32 bytes, NUL-padded
 ///     Header header             a nested message (same package, else std_msgs)
 ///     sensor_msgs/Imu imu       a nested message by full name
+///     sensor_msgs/msg/Imu imu   the same (ROS 2's spelling)
 ///     uint8[] data              the one trailing unbounded array (last field)
-///     uint8 MODE_FAST=1         a constant (primitive types only)
+///     uint8 MODE_FAST=1         a constant
+///     string NAME="text"        a string constant ('text' and text too)
 ///
-/// Primitive types: bool, int8, uint8, int16, uint16, int32, uint32, int64,
-/// uint64, float32, float64.
+/// Primitive types: bool, byte, char, int8, uint8, int16, uint16, int32,
+/// uint32, int64, uint64, float32, float64 (`byte` and `char` are ROS 2's
+/// names of an 8-bit unsigned integer, and are held as uint8). Default
+/// strings take either quote; `\\`, `\"` and `\'` are escapes in them.
 ///
 /// Layout rule (what the C++ struct, the schema and any reader agree on):
 /// - little-endian; a primitive is aligned to its size (bool: 1 byte, 0/1);
@@ -32,6 +39,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <span>
@@ -83,6 +91,9 @@ struct Field {
   std::uint32_t element_size = 0;           ///< one element (the field itself when scalar)
   std::uint32_t element_align = 1;
   int line = 0;  ///< in its definition file
+  /// The default value as JSON (what decode() gives for the field), or
+  /// null when the definition gives none (zero, false, empty).
+  Json default_value;
 
   /// The element type as written canonically ("float64", "string<8>",
   /// "std_msgs/Header").
@@ -93,11 +104,18 @@ struct Field {
   [[nodiscard]] std::uint32_t fixed_size() const noexcept;
 };
 
-/// A constant: `uint8 MODE_FAST=1`.
+/// A constant: `uint8 MODE_FAST=1`, `string NAME="text"`.
 struct Constant {
   std::string name;
   Primitive primitive = Primitive::kUint8;
-  std::string value;  ///< canonical text ("1", "-2", "0.5", "true")
+  bool is_string = false;  ///< a string constant (`primitive` unused)
+  /// Canonical text of a number or bool ("1", "-2", "0.5", "true"); a
+  /// string constant's text itself.
+  std::string value;
+  /// "string" or the primitive's spelling.
+  [[nodiscard]] std::string type() const;
+  /// The value as a definition line writes it: a string quoted.
+  [[nodiscard]] std::string literal() const;
 };
 
 /// A message type with its computed layout.
@@ -147,11 +165,24 @@ class MessageSet {
   MessageSet(MessageSet&&) noexcept;
   MessageSet& operator=(MessageSet&&) noexcept;
 
-  /// Adds `.../package/Name.msg`, or a service `.../package/Name.srv`
+  /// Adds `.../package/Name.msg`, a service `.../package/Name.srv`
   /// (request fields, a line `---`, response fields) as the two messages
-  /// `package/Name_Request` and `package/Name_Response` (names.hpp). Throws
-  /// SchemaError (unreadable file, bad package or name, syntax).
+  /// `package/Name_Request` and `package/Name_Response` (names.hpp), or an
+  /// action `.../package/Name.action` (goal, `---`, result, `---`,
+  /// feedback) as `package/Name_Goal`, `Name_Result` and `Name_Feedback`.
+  /// The file may also be in ROS 2's share layout,
+  /// `.../package/msg|srv|action/Name.*`. Throws SchemaError (unreadable
+  /// file, bad package or name, syntax).
   void add_file(const std::string& path);
+  /// For each message type a definition in the set uses and the set does
+  /// not hold, calls `load` with each name it may be (its package's, then
+  /// std_msgs/Header for `Header`) until one call returns true: `load` adds
+  /// that type's definition (add_file) or returns false. Types the added
+  /// definitions use are loaded too. What stays unknown, resolve() refuses
+  /// naming its file and line.
+  void load_missing(const std::function<bool(const std::string& full_name)>& load);
+  /// True when the set holds a definition of `full_name` (resolved or not).
+  [[nodiscard]] bool has(std::string_view full_name) const;
   /// Adds every `*.msg` and `*.srv` under `root/<package>/` (a service as
   /// its request and response types).
   void add_directory(const std::string& root);
@@ -237,9 +268,10 @@ class Schema {
   /// and in range (a 64-bit integer may also be a decimal string); unknown
   /// keys are refused. Throws CodecError.
   [[nodiscard]] std::vector<std::byte> encode(const Json& value) const;
-  /// `partial` (a JSON object, possibly empty) merged (RFC 7386) onto an
-  /// all-zero message, so the fields it leaves out are zero: what encode()
-  /// takes from a person or a remote client. A `partial` that is not an
+  /// `partial` (a JSON object, possibly empty) merged (RFC 7386) onto the
+  /// default message (the definitions' default values, else zero), so the
+  /// fields it leaves out have their defaults: what encode() takes from a
+  /// person or a remote client. A `partial` that is not an
   /// object is a CodecError naming the message type.
   [[nodiscard]] Json with_defaults(const Json& partial) const;
   /// A JSON Schema (draft-07) that every decode() result satisfies:
