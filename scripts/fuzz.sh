@@ -22,7 +22,7 @@ corpus="$dir/corpus"
 rm -rf "$corpus"
 mkdir -p "$corpus/parser" "$corpus/decoder" "$corpus/open" "$corpus/input" "$corpus/session" "$corpus/reader" "$corpus/config" \
   "$corpus/http"
-cp runtime/msg/*/*.msg tests/msg/*/*.msg "$corpus/parser/"
+cp runtime/msg/*/*.msg tests/msg/*/*.msg tests/msg_ros2/*/*/* "$corpus/parser/"
 # Configuration seeds: the shipped example (every key) and each section.
 cp config/*.toml "$corpus/config/"
 printf '[[gateway]]\nexport = ["/a/*"]\nreliability = "best_effort"\n' > "$corpus/config/gateway.toml"

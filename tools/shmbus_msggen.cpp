@@ -102,8 +102,27 @@ std::string cpp_constant_value(const Constant& c) {
   return c.value;
 }
 
+/// The trailing sequence a generated struct can hold: a variable message's
+/// last field, a sequence of fixed-layout elements, when no other field is
+/// variable. nullptr for a fixed message. Other variable messages are
+/// refused (SchemaError, naming the field).
+const Field* generated_tail(const MessageDef& m) {
+  if (!m.variable) return nullptr;
+  for (const Field& f : m.fields) {
+    const bool tail = &f == &m.fields.back() && f.unbounded && !f.element_variable();
+    if ((f.unbounded || f.element_variable()) && !tail) {
+      throw SchemaError(fmt::format(
+          "{}:{}: {}.{} ({}): shmbus-msggen generates C++ for fixed layouts and one trailing sequence of them; "
+          "read and write this type through its JSON or CDR codec (shmtool pub/echo, the bridge, Python)",
+          m.source, f.line, m.name, f.name, f.type()));
+    }
+  }
+  return &m.fields.back();
+}
+
 std::string generate(const MessageDef& m) {
   const std::string text = MessageSet::canonical_text(m);
+  const Field* const tail = generated_tail(m);
   const auto slash = m.name.find('/');
   const std::string package = m.name.substr(0, slash);
   const std::string type = m.name.substr(slash + 1);
@@ -121,10 +140,10 @@ std::string generate(const MessageDef& m) {
       "/// {} (schema hash {:016x}). Value-initialise it (`{} m{{}};`) so its\n"
       "/// padding is zero.{}\n",
       m.name, hash_text(text), type,
-      m.tail() ? fmt::format(" Its `{0}` elements follow the struct in the message: publish\n/// wire_size(n) bytes "
-                             "through a loan and fill {0}().",
-                             m.tail()->name)
-               : "");
+      tail != nullptr ? fmt::format(" Its `{0}` elements follow the struct in the message: publish\n/// "
+                                    "wire_size(n) bytes through a loan, resize_{0}(n) and fill {0}().",
+                                    tail->name)
+                      : "");
   h += fmt::format("struct {} {{\n", type);
   h += fmt::format("  static constexpr const char* kTypeName = \"{}\";\n", m.name);
   h += fmt::format("  static constexpr std::uint64_t kTypeHash = 0x{:016x}ULL;\n", hash_text(text));
@@ -143,7 +162,9 @@ std::string generate(const MessageDef& m) {
   for (const Field& f : m.fields) {
     pad_to(f.offset);
     if (f.unbounded) {
-      h += fmt::format("  std::uint32_t {}_count;  ///< elements of {}[] after the struct\n", f.name, f.name);
+      h +=
+          fmt::format("  std::uint32_t {0}_offset;  ///< where {0}'s elements are, from the message's start\n", f.name);
+      h += fmt::format("  std::uint32_t {}_count;\n", f.name);
     } else if (f.array_length != 0) {
       h += fmt::format("  std::array<{}, {}> {};\n", cpp_element(f), f.array_length, f.name);
     } else {
@@ -152,20 +173,33 @@ std::string generate(const MessageDef& m) {
     at += f.fixed_size();
   }
   pad_to(m.size);
-  if (const Field* t = m.tail()) {
+  if (const Field* t = tail) {
     const std::string e = cpp_element(*t);
     h += fmt::format(
         "\n  static constexpr std::size_t kTailElementSize = {2};\n"
-        "  /// Bytes of a message with `count` elements of {0}[].\n"
+        "  /// Where resize_{0}() puts the elements: right after the struct.\n"
+        "  static constexpr std::size_t kTailOffset = ({4} + alignof({1}) - 1) / alignof({1}) * alignof({1});\n"
+        "  /// Bytes of a message with `count` elements of {0}.\n"
         "  static constexpr std::size_t wire_size(std::size_t count) noexcept {{\n"
-        "    return sizeof({3}) + count * kTailElementSize;\n  }}\n"
-        "  /// The {0}_count elements that follow this struct in the message.\n"
+        "    return kTailOffset + count * kTailElementSize;\n  }}\n"
+        "  /// {0} holds `count` elements, right after the struct (a message of\n"
+        "  /// wire_size(count) bytes).\n"
+        "  void resize_{0}(std::uint32_t count) noexcept {{\n"
+        "    {0}_offset = count == 0 ? 0 : static_cast<std::uint32_t>(kTailOffset);\n"
+        "    {0}_count = count;\n  }}\n"
+        "  /// True when {0}'s elements lie in a message of `size` bytes, after\n"
+        "  /// the struct and aligned (check a message from elsewhere before {0}()).\n"
+        "  [[nodiscard]] bool {0}_valid(std::size_t size) const noexcept {{\n"
+        "    return {0}_count == 0 || ({0}_offset >= sizeof({3}) && {0}_offset % alignof({1}) == 0 &&\n"
+        "                              {0}_offset <= size && ({0}_count <= (size - {0}_offset) / kTailElementSize));\n"
+        "  }}\n"
+        "  /// The {0}_count elements at {0}_offset in the message.\n"
         "  std::span<{1}> {0}() noexcept {{\n"
-        "    return {{reinterpret_cast<{1}*>(reinterpret_cast<std::byte*>(this) + sizeof({3})), {0}_count}};\n  }}\n"
+        "    return {{reinterpret_cast<{1}*>(reinterpret_cast<std::byte*>(this) + {0}_offset), {0}_count}};\n  }}\n"
         "  std::span<const {1}> {0}() const noexcept {{\n"
-        "    return {{reinterpret_cast<const {1}*>(reinterpret_cast<const std::byte*>(this) + sizeof({3})), "
+        "    return {{reinterpret_cast<const {1}*>(reinterpret_cast<const std::byte*>(this) + {0}_offset), "
         "{0}_count}};\n  }}\n",
-        t->name, e, t->element_size, type);
+        t->name, e, t->element_size, type, m.size);
   }
   h += "};\n\n";
   h += "static_assert(std::endian::native == std::endian::little, \"shmbus messages are little-endian\");\n";
@@ -174,7 +208,7 @@ std::string generate(const MessageDef& m) {
   h += fmt::format("static_assert(sizeof({}) == {}, \"size must match the schema layout\");\n", type, m.size);
   h += fmt::format("static_assert(alignof({}) == {}, \"alignment must match the schema layout\");\n", type, m.align);
   for (const Field& f : m.fields) {
-    const std::string member = f.unbounded ? f.name + "_count" : f.name;
+    const std::string member = f.unbounded ? f.name + "_offset" : f.name;
     h += fmt::format("static_assert(offsetof({}, {}) == {});\n", type, member, f.offset);
   }
   h += fmt::format("\n}}  // namespace {}\n", package);

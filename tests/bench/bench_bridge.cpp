@@ -425,7 +425,7 @@ int main(int argc, char** argv) {
       m->width = 640;
       m->encoding.assign("rgb8");
       m->step = 640 * 3;
-      m->data_count = kPixels;
+      m->resize_data(kPixels);
       for (std::uint32_t k = 0; k < kPixels; ++k) m->data()[k] = static_cast<std::uint8_t>(k * 7);
     }
     const auto publish_imu = [&] { publish_at(imu_pub, imu, rate, seconds); };

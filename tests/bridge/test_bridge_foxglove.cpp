@@ -73,7 +73,7 @@ std::vector<std::byte> with_tail(std::uint32_t i) {
   std::vector<std::byte> bytes(test_msgs::WithTail::wire_size(n));
   auto* m = reinterpret_cast<test_msgs::WithTail*>(bytes.data());
   m->kind = static_cast<std::uint8_t>(i);
-  m->points_count = n;
+  m->resize_points(n);
   for (std::uint32_t k = 0; k < n; ++k) m->points()[k] = {static_cast<float>(k), -0.5F * static_cast<float>(i)};
   return bytes;
 }
@@ -90,7 +90,7 @@ std::vector<std::byte> image(std::uint32_t i) {
   m->width = 3;
   m->encoding.assign("rgb8");
   m->step = 9;
-  m->data_count = kBytes;
+  m->resize_data(kBytes);
   for (std::uint32_t k = 0; k < kBytes; ++k) m->data()[k] = static_cast<std::uint8_t>(i + k);
   return bytes;
 }

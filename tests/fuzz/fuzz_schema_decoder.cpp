@@ -1,5 +1,8 @@
-// libFuzzer target: decoding arbitrary bytes through the shipped schemas and
-// a schema with every field kind. A short or lying buffer must be a
+// libFuzzer target: decoding arbitrary bytes through the shipped schemas, a
+// schema with every fixed field kind, and definitions in ROS 2's language
+// whose strings and sequences are VarRefs to blocks (tests/msg_ros2: nested
+// three deep, sequences of messages, bounded sequences) - the in-slot
+// checks of every offset and length, and the CDR decoder. A short or lying buffer must be a
 // CodecError, never a read past its end (AddressSanitizer watches); what
 // decodes must print and encode back to the same bytes for its fixed part,
 // and must also encode as CDR (what a Foxglove client gets), which decodes
@@ -16,17 +19,31 @@
 #include "sensor_msgs/Image.hpp"
 #include "sensor_msgs/Imu.hpp"
 #include "shmbus/schema.hpp"
+#include "shmbus/schema/type_catalog.hpp"
 #include "shmbus_msgs/Statistics.hpp"
 #include "test_msgs/AllKinds.hpp"
 #include "test_msgs/WithTail.hpp"
 
 using namespace shmbus::schema;
 
+namespace {
+Schema ros2(const char* type) {
+  static const TypeCatalog catalog({SHMBUS_SOURCE_DIR "/tests/msg_ros2"}, false);
+  return catalog.find(type);
+}
+}  // namespace
+
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  static const std::vector<Schema> schemas = {
-      Schema::from_canonical(sensor_msgs::Imu::kSchema), Schema::from_canonical(sensor_msgs::Image::kSchema),
-      Schema::from_canonical(shmbus_msgs::Statistics::kSchema), Schema::from_canonical(test_msgs::AllKinds::kSchema),
-      Schema::from_canonical(test_msgs::WithTail::kSchema)};
+  static const std::vector<Schema> schemas = {Schema::from_canonical(sensor_msgs::Imu::kSchema),
+                                              Schema::from_canonical(sensor_msgs::Image::kSchema),
+                                              Schema::from_canonical(shmbus_msgs::Statistics::kSchema),
+                                              Schema::from_canonical(test_msgs::AllKinds::kSchema),
+                                              Schema::from_canonical(test_msgs::WithTail::kSchema),
+                                              ros2("ros2_test_msgs/Outer"),
+                                              ros2("ros2_test_msgs/Middle"),
+                                              ros2("ros2_test_msgs/Inner"),
+                                              ros2("ros2_test_msgs/Query_Response"),
+                                              ros2("ros2_test_msgs/Travel_Feedback")};
   if (size == 0) return 0;
   const Schema& s = schemas[data[0] % schemas.size()];
   // Copy to an exactly sized heap buffer so any over-read is caught.

@@ -34,7 +34,7 @@ int main(int argc, char** argv) {
       img->width = kWidth;
       img->encoding.assign("rgb8");
       img->step = kStep;
-      img->data_count = kStep * kHeight;
+      img->resize_data(kStep * kHeight);
       std::uint8_t* px = img->data().data();
       for (std::uint32_t y = 0; y < kHeight; ++y) {
         for (std::uint32_t x = 0; x < kWidth; ++x) {

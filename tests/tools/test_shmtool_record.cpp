@@ -668,13 +668,64 @@ TEST(ShmtoolRecord, ExportCdrDecodesWithFoxglovesReaderExactly) {
   const std::string refused_out = temp_path("shmtool_import_refused");
   const ToolRun refused = shmtool({"bag", "import", ros2, "-o", refused_out});
   EXPECT_EQ(refused.code, 2) << refused.err;
-  EXPECT_NE(
-      refused.err.find("channel /ros/header: the file's std_msgs/msg/Header differs from shmbus's std_msgs/Header"),
-      std::string::npos)
+  EXPECT_NE(refused.err.find("channel /ros/header: the file's std_msgs/msg/Header differs from "
+                             "<shipped>/std_msgs/Header.msg on the msg path in std_msgs/Header: the file has "
+                             "'builtin_interfaces/Time stamp', the msg path 'uint64 stamp_ns'"),
+            std::string::npos)
       << refused.err;
   EXPECT_EQ(refused.err_lines(), 1U) << refused.err;
   EXPECT_FALSE(std::filesystem::exists(refused_out));
   remove_all({file, out, back, ros2});
+}
+
+// A ROS 2 recording of a type no msg path defines: imported through the
+// definition the file carries (unbounded strings and sequences, a nested
+// builtin_interfaces/Time), and bag cat decodes every field.
+TEST(ShmtoolRecord, ImportTakesATypeTheMsgPathLacksFromTheFilesOwnDefinition) {
+  const std::string definition =
+      "# a scan\nbuiltin_interfaces/Time stamp\nstring frame_id\nfloat32[] ranges\nstring[] tags\n"
+      "================================================================================\n"
+      "MSG: builtin_interfaces/Time\nint32 sec\nuint32 nanosec\n";
+  shmbus::schema::MessageSet set;
+  const std::string root = set.add_ros2msg(definition, "scan_msgs/msg/Scan", "the test");
+  set.resolve();
+  const auto schema =
+      shmbus::schema::Schema::from_set(std::make_shared<shmbus::schema::MessageSet>(std::move(set)), root);
+  const std::string ros2 = temp_path("shmtool_import_scan");
+  std::vector<json> sent;
+  {
+    shmbus::mcap::WriterOptions w;
+    w.profile = "ros2";
+    shmbus::mcap::Writer writer(ros2, w);
+    const auto sid = writer.add_schema("scan_msgs/msg/Scan", "ros2msg", definition);
+    const auto cid = writer.add_channel(sid, "/scan", "cdr", {});
+    for (std::uint32_t i = 0; i < 3; ++i) {
+      const json m = {{"stamp", {{"sec", i}, {"nanosec", 5}}},
+                      {"frame_id", "laser_" + std::string(i * 40, 'x')},
+                      {"ranges", json(std::vector<double>(i * 2, 0.5))},
+                      {"tags", json::array({"a", std::to_string(i)})}};
+      std::string cdr;
+      schema.to_cdr(schema.encode(m), cdr);
+      writer.write({cid, i, 1000 + i, 1000 + i, std::as_bytes(std::span{cdr})});
+      sent.push_back(m);
+    }
+    writer.close();
+  }
+  const std::string out = temp_path("shmtool_import_scan_out");
+  const ToolRun imported = shmtool({"bag", "import", ros2, "-o", out});
+  ASSERT_EQ(imported.code, 0) << imported.err;
+  EXPECT_NE(imported.out.find("wrote 3 messages on 1 channels"), std::string::npos) << imported.out;
+  const ToolRun cat = shmtool({"bag", "cat", out, "--json"});
+  ASSERT_EQ(cat.code, 0) << cat.err;
+  std::vector<json> got;
+  std::istringstream lines(cat.out);
+  for (std::string line; std::getline(lines, line);) got.push_back(json::parse(line));
+  ASSERT_EQ(got.size(), 3U) << cat.out;
+  for (std::size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(got[i]["topic"], "/scan");
+    EXPECT_EQ(got[i]["data"], sent[i]) << got[i];
+  }
+  remove_all({ros2, out});
 }
 
 // --start-offset, --begin/--end (ns and ISO 8601), --loop and --clock.

@@ -119,7 +119,7 @@ TEST(SchemaCodecTest, TrailingArrayRoundTripsWithItsCount) {
   alignas(8) std::byte buf[test_msgs::WithTail::wire_size(3)]{};
   auto* m = reinterpret_cast<test_msgs::WithTail*>(buf);
   m->kind = 7;
-  m->points_count = 3;
+  m->resize_points(3);
   for (std::uint32_t i = 0; i < 3; ++i) m->points()[i] = {static_cast<float>(i), -static_cast<float>(i)};
   const Schema s = schema_of(test_msgs::WithTail::kSchema);
   const json j = s.decode(buf);
@@ -178,8 +178,8 @@ TEST(SchemaCodecTest, CdrIsWhatRos2WritesAndItsSchemaTheRos2MsgText) {
                 std::string(80, '=') + "\nMSG: std_msgs/Header\nuint64 stamp_ns\nuint32 seq\nstring<=52 frame_id\n");
   // A buffer that lies about its trailing array is refused as decode() refuses it.
   std::vector<std::byte> lying(sizeof(sensor_msgs::Image) + 2);
-  const std::uint32_t count = 3;
-  std::memcpy(lying.data() + offsetof(sensor_msgs::Image, data_count), &count, 4);
+  const VarRef three{sizeof(sensor_msgs::Image), 3};
+  std::memcpy(lying.data() + offsetof(sensor_msgs::Image, data_offset), &three, 8);
   EXPECT_THROW(img.to_cdr(lying, cdr), CodecError);
 }
 
@@ -256,15 +256,15 @@ TEST(SchemaCodecTest, ShortBufferIsAnErrorNeverAnOverread) {
   }
   const Schema img = schema_of(sensor_msgs::Image::kSchema);
   std::vector<std::byte> lying(sizeof(sensor_msgs::Image) + 10);
-  const std::uint32_t count = 11;
-  std::memcpy(lying.data() + offsetof(sensor_msgs::Image, data_count), &count, 4);
+  const VarRef eleven{sizeof(sensor_msgs::Image), 11};
+  std::memcpy(lying.data() + offsetof(sensor_msgs::Image, data_offset), &eleven, 8);
   try {
     (void)img.decode(lying);
     FAIL() << "no error";
   } catch (const CodecError& e) {
     EXPECT_STREQ(e.what(),
-                 "sensor_msgs/Image.data: declares 11 elements but the buffer holds 10 (10 bytes after the 104-byte "
-                 "fixed part)");
+                 "data: 11 elements of 1 bytes at offset 104 are outside the message's 114 bytes (blocks start after "
+                 "its 104-byte fixed part, aligned to 1)");
   }
 }
 
@@ -321,7 +321,8 @@ TEST(SchemaGoldenTest, ShippedMessagesHaveTheDocumentedLayout) {
   EXPECT_EQ(offsetof(sensor_msgs::Imu, linear_acceleration_covariance), 288U);
   EXPECT_EQ(sizeof(sensor_msgs::Image), 104U);
   EXPECT_EQ(offsetof(sensor_msgs::Image, step), 92U);
-  EXPECT_EQ(offsetof(sensor_msgs::Image, data_count), 96U);
+  EXPECT_EQ(offsetof(sensor_msgs::Image, data_offset), 96U);
+  EXPECT_EQ(offsetof(sensor_msgs::Image, data_count), 100U);
   EXPECT_EQ(sizeof(shmbus_msgs::StatisticSummary), 40U);
   EXPECT_EQ(sizeof(shmbus_msgs::Statistics), 344U);
   EXPECT_EQ(offsetof(shmbus_msgs::Statistics, period), 216U);

@@ -53,15 +53,25 @@ TEST(SchemaParserTest, LayoutFollowsNaturalAlignmentWithExplicitPadding) {
   EXPECT_EQ(field(outer, "ids").type(), "uint16[3]");
 }
 
-TEST(SchemaParserTest, TrailingArrayIsACountInTheFixedPartAndAlignsItsElements) {
+TEST(SchemaParserTest, ASequenceOrAStringIsAVarRefInTheFixedPart) {
   MessageSet set;
-  set.add("pkg", "Blob", "uint8 kind\nfloat64[] samples\n", "Blob.msg");
+  set.add("pkg", "Blob", "uint8 kind\nfloat64[] samples\nstring name\nstring[<=3] tags\n", "Blob.msg");
+  set.add("pkg", "Fixed", "uint8 kind\nstring<=4 name\n", "Fixed.msg");
   set.resolve();
   const MessageDef& m = *set.find("pkg/Blob");
-  ASSERT_NE(m.tail(), nullptr);
-  EXPECT_EQ(m.tail()->offset, 4U);
-  EXPECT_EQ(m.align, 8U) << "the fixed part aligns the float64 elements after it";
-  EXPECT_EQ(m.size, 8U);
+  EXPECT_TRUE(m.variable);
+  EXPECT_EQ(field(m, "samples").offset, 4U);
+  EXPECT_EQ(field(m, "samples").fixed_size(), 8U);
+  EXPECT_EQ(field(m, "samples").element_size, 8U);
+  EXPECT_EQ(field(m, "name").kind, FieldKind::kUnboundedString);
+  EXPECT_EQ(field(m, "name").offset, 12U);
+  EXPECT_EQ(field(m, "tags").offset, 20U);
+  EXPECT_EQ(field(m, "tags").sequence_bound, 3U);
+  EXPECT_EQ(field(m, "tags").element_size, 8U) << "a string element is its VarRef";
+  EXPECT_EQ(field(m, "tags").type(), "string[<=3]");
+  EXPECT_EQ(m.align, 4U);
+  EXPECT_EQ(m.size, 28U);
+  EXPECT_FALSE(set.find("pkg/Fixed")->variable);
 }
 
 TEST(SchemaParserTest, CanonicalTextNamesTypesFullyAndHashIsStable) {
@@ -88,20 +98,16 @@ TEST(SchemaParserTest, CanonicalTextNamesTypesFullyAndHashIsStable) {
 
 TEST(SchemaParserTest, MalformedDefinitionsAreRefusedWithFileAndLine) {
   EXPECT_EQ(error_of("uint8 a\nVector3 v\n"),
-            "pkg/Bad.msg:2: unknown type 'Vector3': not a primitive, string<N>, or a message of package pkg");
+            "pkg/Bad.msg:2: unknown type 'Vector3': not a primitive, a string, or a message of package pkg");
   EXPECT_EQ(error_of("uint8 a\nfloat32 b\nint16 a\n"), "pkg/Bad.msg:3: duplicate field 'a' (first on line 1)");
   EXPECT_EQ(error_of("uint8[0] a\n"),
-            "pkg/Bad.msg:1: bad array bound '0' in 'uint8[0]'; use [N] with N from 1 to 1048576, or [] for the "
-            "trailing array");
+            "pkg/Bad.msg:1: bad array bound '0' in 'uint8[0]'; use [N] or [<=N] with N from 1 to 1048576, or [] for "
+            "a sequence of any length");
   EXPECT_EQ(error_of("uint8[x] a\n"),
-            "pkg/Bad.msg:1: bad array bound 'x' in 'uint8[x]'; use [N] with N from 1 to 1048576, or [] for the "
-            "trailing array");
-  EXPECT_EQ(error_of("string name\n"),
-            "pkg/Bad.msg:1: string needs a bound for a fixed layout: write string<=N, e.g. string<=32");
+            "pkg/Bad.msg:1: bad array bound 'x' in 'uint8[x]'; use [N] or [<=N] with N from 1 to 1048576, or [] for "
+            "a sequence of any length");
   EXPECT_EQ(error_of("string<0> name\n"),
             "pkg/Bad.msg:1: bad string bound in 'string<0>'; use string<=N with N from 1 to 1048576");
-  EXPECT_EQ(error_of("uint8[] a\nuint8 b\n"),
-            "pkg/Bad.msg:1: unbounded array 'a' must be the last field (a message has at most one)");
   EXPECT_EQ(error_of("uint8 K=300\n"), "pkg/Bad.msg:1: value '300' is not a valid uint8");
   EXPECT_EQ(error_of("uint8 class\n"), "pkg/Bad.msg:1: 'class' is reserved (a C++ keyword or shmbus_ prefix)");
   EXPECT_EQ(error_of("uint8\n"), "pkg/Bad.msg:1: 'uint8' needs a type and a name");
@@ -122,16 +128,17 @@ TEST(SchemaParserTest, RecursiveTypesAreRefused) {
   EXPECT_EQ(error_of("Bad self\n"), "pkg/Bad.msg:1: recursive type: pkg/Bad -> pkg/Bad (field 'self')");
 }
 
-TEST(SchemaParserTest, MessageWithATrailingArrayCannotBeNested) {
-  try {
-    MessageSet set;
-    set.add("pkg", "Blob", "uint8[] data\n", "pkg/Blob.msg");
-    set.add("pkg", "Holder", "Blob blob\n", "pkg/Holder.msg");
-    set.resolve();
-    FAIL() << "no error";
-  } catch (const SchemaError& e) {
-    EXPECT_STREQ(e.what(), "pkg/Holder.msg:1: pkg/Blob ends in an unbounded array and cannot be nested (field 'blob')");
-  }
+TEST(SchemaParserTest, VariableMessagesNestAnywhere) {
+  MessageSet set;
+  set.add("pkg", "Blob", "uint8[] data\n", "pkg/Blob.msg");
+  set.add("pkg", "Holder", "Blob blob\nBlob[2] pair\nBlob[] many\nuint8 last\n", "pkg/Holder.msg");
+  set.resolve();
+  const MessageDef& h = *set.find("pkg/Holder");
+  EXPECT_TRUE(h.variable);
+  EXPECT_TRUE(field(h, "blob").element_variable());
+  EXPECT_EQ(field(h, "pair").offset, 8U);
+  EXPECT_EQ(field(h, "many").offset, 24U);
+  EXPECT_EQ(field(h, "last").offset, 32U);
 }
 
 TEST(SchemaParserTest, FilesAreReadFromPackageFolders) {
@@ -185,7 +192,7 @@ TEST(SchemaParserTest, ServiceFileGivesRequestAndResponseMessages) {
     FAIL() << "no error";
   } catch (const SchemaError& e) {
     EXPECT_EQ(std::string{e.what()}, dir +
-                                         "/Broken.srv:4: unknown type 'Vector3': not a primitive, string<N>, or a "
+                                         "/Broken.srv:4: unknown type 'Vector3': not a primitive, a string, or a "
                                          "message of package demo_srvs");
   }
   try {
@@ -291,10 +298,11 @@ TEST(SchemaParserTest, DefaultsThatDoNotFitTheirTypeAreRefused) {
             "pkg/Bad.msg:1: default value '\"abc\"' of s: 3 bytes do not fit string<2>");
   EXPECT_EQ(error_of("string<=8 s \"abc\n"), "pkg/Bad.msg:1: default value '\"abc' of s: its quote is not closed");
   EXPECT_EQ(error_of("Header h 1\n"), "pkg/Bad.msg:1: default value '1' of h: a message field takes no default");
-  EXPECT_EQ(error_of("uint8[<=3] a\n"),
-            "pkg/Bad.msg:1: 'uint8[<=3]' is a bounded sequence, which a fixed layout cannot hold yet; use a fixed "
-            "array T[N] or the trailing T[]");
-  EXPECT_EQ(error_of("wstring w\n"), "pkg/Bad.msg:1: 'wstring': wide strings are not held in a fixed layout");
+  EXPECT_EQ(error_of("uint8[<=2] a [1, 2, 3]\n"),
+            "pkg/Bad.msg:1: default value '[1, 2, 3]' of a: 3 values for a sequence of at most 2");
+  EXPECT_EQ(error_of("wstring w\n"),
+            "pkg/Bad.msg:1: 'wstring': wide strings are not carried (their CDR is implementation-defined, and "
+            "Foxglove's and rosbridge's clients refuse them too); use string (UTF-8)");
   EXPECT_EQ(error_of("uint8[2] K=1\n"), "pkg/Bad.msg:1: constant K must not be an array");
   EXPECT_EQ(error_of("Header K=1\n"), "pkg/Bad.msg:1: constant K must have a primitive or string type");
 }

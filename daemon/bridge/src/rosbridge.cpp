@@ -67,6 +67,7 @@ std::string rosapi_field_type(const schema::Field& f) {
     case schema::FieldKind::kPrimitive:
       return std::string{schema::to_string(f.primitive)};
     case schema::FieldKind::kString:
+    case schema::FieldKind::kUnboundedString:
       return "string";
     case schema::FieldKind::kMessage:
       return f.message->name;
@@ -77,7 +78,7 @@ std::string rosapi_field_type(const schema::Field& f) {
 std::string rosapi_example(const schema::Field& f) {
   if (f.array_length != 0 || f.unbounded) return "[]";
   if (f.kind == schema::FieldKind::kMessage) return "{}";
-  if (f.kind == schema::FieldKind::kString) return "";
+  if (f.kind == schema::FieldKind::kString || f.kind == schema::FieldKind::kUnboundedString) return "";
   return f.primitive == schema::Primitive::kBool ? "False" : "0";
 }
 

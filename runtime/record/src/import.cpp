@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <map>
+#include <memory>
 #include <optional>
 #include <sstream>
 
@@ -63,6 +64,19 @@ std::optional<schema::Schema> resolve(const schema::TypeCatalog& catalog, const 
   }
   const std::string type = short_type_name(s->name);
   if (type == "shmbus/Bytes") return std::nullopt;
+  if (!catalog.contains(type)) {
+    // A type the msg path does not define: the file's own definition.
+    try {
+      auto set = std::make_shared<schema::MessageSet>();
+      const std::string root = set->add_ros2msg(s->data, s->name, fmt::format("{} (schema {})", c.topic, s->name));
+      set->resolve();
+      return schema::Schema::from_set(std::move(set), root);
+    } catch (const schema::SchemaError& e) {
+      throw Error(Errc::kInvalidArgument,
+                  fmt::format("bag import: channel {}: the file's definition of {} cannot be read: {}", c.topic,
+                              s->name, e.what()));
+    }
+  }
   schema::Schema found = [&] {
     try {
       return catalog.find(type);
@@ -75,10 +89,16 @@ std::optional<schema::Schema> resolve(const schema::TypeCatalog& catalog, const 
   for (const auto& [name, lines] : definitions(schema::ros2msg_text(found.root()))) {
     const auto it = theirs.find(name);
     if (it == theirs.end() || it->second != lines) {
+      // The first line that differs names the field.
+      const std::vector<std::string> none;
+      const std::vector<std::string>& file = it == theirs.end() ? none : it->second;
+      std::size_t i = 0;
+      while (i < lines.size() && i < file.size() && lines[i] == file[i]) ++i;
       throw Error(Errc::kInvalidArgument,
-                  fmt::format("bag import: channel {}: the file's {} differs from shmbus's {} in {} (shmbus holds "
-                              "fixed-capacity strings and arrays; give a matching definition with --msg-path)",
-                              c.topic, s->name, type, name.empty() ? type : name));
+                  fmt::format("bag import: channel {}: the file's {} differs from {} on the msg path in {}: the file "
+                              "has '{}', the msg path '{}'; give the file's definition with --msg-path, or none",
+                              c.topic, s->name, found.root().source, name.empty() ? type : name,
+                              i < file.size() ? file[i] : "nothing", i < lines.size() ? lines[i] : "nothing"));
     }
   }
   return found;

@@ -5,6 +5,7 @@
 
 #include <cstring>
 
+#include "blocks.hpp"
 #include "shmbus/schema.hpp"
 
 namespace shmbus::schema {
@@ -36,22 +37,23 @@ class CdrWriter {
   std::size_t origin_ = 0;
 };
 
+/// Bytes -> CDR. Recurses only as deep as the schema nests; every VarRef
+/// is checked before it is followed (detail::BlockReader).
 class CdrEncoder {
  public:
   CdrEncoder(std::span<const std::byte> bytes, const MessageDef& root, std::string& out)
-      : bytes_(bytes), root_(root), w_(out) {}
+      : bytes_(bytes), blocks_(bytes, root.size), w_(out) {}
 
   void message(const MessageDef& m, std::size_t base) {
     // ROS 2 gives a message without fields one uint8 member.
     if (m.fields.empty()) w_.raw("", 1);
     for (const Field& f : m.fields) {
       if (f.unbounded) {
-        // Only the root has one: its count in the fixed part, its
-        // elements after it (checked against the buffer by to_cdr).
         std::uint32_t count = 0;
-        std::memcpy(&count, bytes_.data() + base + f.offset, 4);
+        const std::size_t b =
+            blocks_.block(base + f.offset, f.element_size, f.element_align, f.sequence_bound, count, f.name);
         w_.u32(count);
-        elements(f, root_.size, count);
+        elements(f, b, count);
       } else if (f.array_length != 0) {
         elements(f, base + f.offset, f.array_length);  // a fixed array has no count
       } else {
@@ -86,13 +88,16 @@ class CdrEncoder {
         return;
       }
       case FieldKind::kString: {
-        // Length with the terminating NUL, the bytes, the NUL.
         const void* nul = std::memchr(p, 0, f.string_capacity);
         const auto n = nul != nullptr ? static_cast<std::size_t>(static_cast<const std::byte*>(nul) - p)
                                       : std::size_t{f.string_capacity};
-        w_.u32(static_cast<std::uint32_t>(n + 1));
-        w_.raw(p, n);
-        w_.raw("", 1);
+        write_string(p, n);
+        return;
+      }
+      case FieldKind::kUnboundedString: {
+        std::uint32_t n = 0;
+        const std::size_t b = blocks_.block(at, 1, 1, 0, n, f.name);
+        write_string(bytes_.data() + b, n);
         return;
       }
       case FieldKind::kMessage:
@@ -101,8 +106,15 @@ class CdrEncoder {
     }
   }
 
+  /// Length with the terminating NUL, the bytes, the NUL.
+  void write_string(const std::byte* p, std::size_t n) {
+    w_.u32(static_cast<std::uint32_t>(n + 1));
+    w_.raw(p, n);
+    w_.raw("", 1);
+  }
+
   std::span<const std::byte> bytes_;
-  const MessageDef& root_;
+  detail::BlockReader blocks_;
   CdrWriter w_;
 };
 
@@ -114,18 +126,7 @@ void Schema::to_cdr(std::span<const std::byte> bytes, std::string& out) const {
     throw CodecError(fmt::format("{}: buffer of {} bytes is shorter than the {} bytes the message needs", m.name,
                                  bytes.size(), m.size));
   }
-  if (const Field* t = m.tail()) {
-    std::uint32_t count = 0;
-    std::memcpy(&count, bytes.data() + t->offset, 4);
-    const std::uint64_t available = (bytes.size() - m.size) / t->element_size;
-    if (count > available) {
-      throw CodecError(
-          fmt::format("{}.{}: declares {} elements but the buffer holds {}", m.name, t->name, count, available));
-    }
-    out.reserve(out.size() + 64 + bytes.size() + std::size_t{count} * 4);
-  } else {
-    out.reserve(out.size() + 64 + bytes.size());
-  }
+  out.reserve(out.size() + 64 + bytes.size());
   CdrEncoder(bytes, m, out).message(m, 0);
 }
 
@@ -177,11 +178,14 @@ class CdrReader {
   std::size_t at_ = 0;
 };
 
+/// CDR -> bytes: the fixed part in place, each sequence's and string's
+/// block appended as it is met (detail::add_block).
 class CdrDecoder {
  public:
-  CdrDecoder(std::span<const std::byte> cdr, std::vector<std::byte>& out) : r_(cdr), out_(out) {}
+  CdrDecoder(std::span<const std::byte> cdr, std::vector<std::byte>& out, std::size_t max_bytes)
+      : r_(cdr), out_(out), max_bytes_(max_bytes) {}
 
-  void message(const MessageDef& m, std::size_t base, const MessageDef& root) {
+  void message(const MessageDef& m, std::size_t base) {
     if (m.fields.empty()) (void)r_.take(1, m.name);
     for (const Field& f : m.fields) {
       const std::string what = m.name + "." + f.name;
@@ -192,9 +196,10 @@ class CdrDecoder {
         if (count > r_.left()) {
           throw CodecError(fmt::format("{}: {} elements in {} bytes of CDR", what, count, r_.left()));
         }
-        std::memcpy(out_.data() + base + f.offset, &count, 4);
-        out_.resize(root.size + std::size_t{count} * f.element_size);
-        elements(f, root.size, count, what);
+        if (f.sequence_bound != 0 && count > f.sequence_bound) {
+          throw CodecError(fmt::format("{}: {} elements in a sequence of at most {}", what, count, f.sequence_bound));
+        }
+        elements(f, block(base + f.offset, count, f.element_size, f.element_align, what), count, what);
       } else if (f.array_length != 0) {
         elements(f, base + f.offset, f.array_length, what);
       } else {
@@ -226,31 +231,55 @@ class CdrDecoder {
         return;
       }
       case FieldKind::kString: {
-        const std::uint32_t n = r_.u32(what);  // with the terminating NUL
-        const std::byte* p = r_.take(n, what);
-        const std::uint32_t length = n == 0 ? 0 : n - 1;
+        const std::uint32_t length = read_string(what);
         if (length > f.string_capacity) {
           throw CodecError(
               fmt::format("{}: a string of {} bytes does not fit string<{}>", what, length, f.string_capacity));
         }
-        std::memcpy(out_.data() + at, p, length);
+        std::memcpy(out_.data() + at, string_bytes_, length);
+        return;
+      }
+      case FieldKind::kUnboundedString: {
+        const std::uint32_t length = read_string(what);
+        const std::byte* p = string_bytes_;                   // in the CDR, which block() does not move
+        const std::size_t b = block(at, length, 1, 1, what);  // before out_.data(): it may move the bytes
+        std::memcpy(out_.data() + b, p, length);
         return;
       }
       case FieldKind::kMessage:
-        message(*f.message, at, *f.message);
+        message(*f.message, at);
         return;
     }
   }
 
+  /// A CDR string: its length (without the NUL the CDR length counts);
+  /// its bytes are at string_bytes_.
+  std::uint32_t read_string(const std::string& what) {
+    const std::uint32_t n = r_.u32(what);  // with the terminating NUL
+    string_bytes_ = r_.take(n, what);
+    return n == 0 ? 0 : n - 1;
+  }
+
+  /// A new block, within max_bytes_.
+  std::size_t block(std::size_t at, std::uint64_t count, std::uint32_t size, std::uint32_t align,
+                    const std::string& what) {
+    if (count * size > max_bytes_ || out_.size() + count * size + align > max_bytes_) {
+      throw CodecError(fmt::format("{}: the message would pass {} bytes", what, max_bytes_));
+    }
+    return detail::add_block(out_, at, count, size, align, what);
+  }
+
   CdrReader r_;
   std::vector<std::byte>& out_;
+  std::size_t max_bytes_;
+  const std::byte* string_bytes_ = nullptr;
 };
 
 }  // namespace
 
-std::vector<std::byte> Schema::from_cdr(std::span<const std::byte> cdr) const {
+std::vector<std::byte> Schema::from_cdr(std::span<const std::byte> cdr, std::size_t max_bytes) const {
   std::vector<std::byte> out(root_->size);
-  CdrDecoder(cdr, out).message(*root_, 0, *root_);
+  CdrDecoder(cdr, out, max_bytes).message(*root_, 0);
   return out;
 }
 

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <limits>
 
+#include "blocks.hpp"
 #include "shmbus/schema.hpp"
 #include "shmbus/utf8.hpp"
 
@@ -67,20 +68,21 @@ json decode_primitive(Primitive p, const std::byte* b, bool int64_as_string) {
   return nullptr;
 }
 
+/// Bytes -> JSON. Recurses only as deep as the schema nests; every VarRef
+/// is checked before it is followed (detail::BlockReader).
 class Decoder {
  public:
-  Decoder(std::span<const std::byte> bytes, bool int64_as_string) : bytes_(bytes), int64_as_string_(int64_as_string) {}
+  Decoder(std::span<const std::byte> bytes, const MessageDef& root, bool int64_as_string)
+      : bytes_(bytes), blocks_(bytes, root.size), int64_as_string_(int64_as_string) {}
 
-  json message(const MessageDef& m, std::size_t base) const {
+  json message(const MessageDef& m, std::size_t base) {
     json obj = json::object();
-    for (const Field& f : m.fields) {
-      if (f.unbounded) continue;  // the root decodes its tail
-      obj[f.name] = field(f, base + f.offset);
-    }
+    for (const Field& f : m.fields) obj[f.name] = field(f, base + f.offset);
     return obj;
   }
 
-  json element(const Field& f, std::size_t at) const {
+ private:
+  json element(const Field& f, std::size_t at) {
     switch (f.kind) {
       case FieldKind::kPrimitive:
         return decode_primitive(f.primitive, bytes_.data() + at, int64_as_string_);
@@ -90,26 +92,40 @@ class Decoder {
         const std::size_t n = nul ? static_cast<std::size_t>(static_cast<const char*>(nul) - p) : f.string_capacity;
         return sanitize_utf8({p, n});
       }
+      case FieldKind::kUnboundedString: {
+        std::uint32_t n = 0;
+        const std::size_t b = blocks_.block(at, 1, 1, 0, n, f.name);
+        return sanitize_utf8({reinterpret_cast<const char*>(bytes_.data() + b), n});
+      }
       default:
         return message(*f.message, at);
     }
   }
 
-  json field(const Field& f, std::size_t at) const {
-    if (f.array_length == 0) return element(f, at);
+  json field(const Field& f, std::size_t at) {
+    std::size_t n = f.array_length;
+    if (f.unbounded) {
+      std::uint32_t count = 0;
+      at = blocks_.block(at, f.element_size, f.element_align, f.sequence_bound, count, f.name);
+      n = count;
+    } else if (n == 0) {
+      return element(f, at);
+    }
     json arr = json::array();
-    for (std::uint32_t i = 0; i < f.array_length; ++i) arr.push_back(element(f, at + std::size_t{i} * f.element_size));
+    for (std::size_t i = 0; i < n; ++i) arr.push_back(element(f, at + i * f.element_size));
     return arr;
   }
 
- private:
   std::span<const std::byte> bytes_;
+  detail::BlockReader blocks_;
   bool int64_as_string_ = false;
 };
 
+/// JSON -> bytes: the fixed part in place, each sequence's and string's
+/// block appended as it is met (detail::add_block).
 class Encoder {
  public:
-  explicit Encoder(std::vector<std::byte>& out) : out_(out) {}
+  Encoder(std::vector<std::byte>& out, std::size_t max_bytes) : out_(out), max_bytes_(max_bytes) {}
 
   void message(const MessageDef& m, const json& v, std::size_t base, const std::string& path) {
     if (!v.is_object()) fail(path.empty() ? m.name : path, "must be an object", v);
@@ -125,12 +141,22 @@ class Encoder {
       const std::string p = path.empty() ? f.name : path + "." + f.name;
       const auto it = v.find(f.name);
       if (it == v.end()) throw CodecError(fmt::format("{}: missing (a {} field of {})", p, f.type(), m.name));
-      if (f.unbounded) continue;  // the root encodes its tail
       field(f, *it, base + f.offset, p);
     }
   }
 
   void field(const Field& f, const json& v, std::size_t at, const std::string& path) {
+    if (f.unbounded) {
+      if (!v.is_array()) fail(path, "must be an array", v);
+      if (f.sequence_bound != 0 && v.size() > f.sequence_bound) {
+        throw CodecError(fmt::format("{}: {} elements in a sequence of at most {}", path, v.size(), f.sequence_bound));
+      }
+      const std::size_t b = block(at, v.size(), f.element_size, f.element_align, path);
+      for (std::size_t i = 0; i < v.size(); ++i) {
+        element(f, v[i], b + i * f.element_size, fmt::format("{}[{}]", path, i));
+      }
+      return;
+    }
     if (f.array_length == 0) {
       element(f, v, at, path);
       return;
@@ -158,9 +184,25 @@ class Encoder {
         std::memcpy(out_.data() + at, s.data(), s.size());
         return;
       }
+      case FieldKind::kUnboundedString: {
+        if (!v.is_string()) fail(path, "must be a string", v);
+        const auto& s = v.get_ref<const std::string&>();
+        const std::size_t b = block(at, s.size(), 1, 1, path);
+        std::memcpy(out_.data() + b, s.data(), s.size());
+        return;
+      }
       default:
         message(*f.message, v, at, path);
     }
+  }
+
+  /// A new block, within max_bytes_.
+  std::size_t block(std::size_t at, std::uint64_t count, std::uint32_t size, std::uint32_t align,
+                    const std::string& path) {
+    if (count * size > max_bytes_ || out_.size() + count * size + align > max_bytes_) {
+      throw CodecError(fmt::format("{}: the message would pass {} bytes", path, max_bytes_));
+    }
+    return detail::add_block(out_, at, count, size, align, path);
   }
 
   void primitive(Primitive p, const json& v, std::size_t at, const std::string& path) {
@@ -296,6 +338,7 @@ class Encoder {
 
  private:
   std::vector<std::byte>& out_;
+  std::size_t max_bytes_;
 };
 
 }  // namespace
@@ -363,12 +406,17 @@ json element_schema(const Field& f) {
     case FieldKind::kString:
       // At most the capacity in bytes, so at most as many characters.
       return json{{"type", "string"}, {"maxLength", f.string_capacity}};
+    case FieldKind::kUnboundedString:
+      return json{{"type", "string"}};
     default:
       return message_schema(*f.message);
   }
 }
 
 json field_schema(const Field& f) {
+  if (f.unbounded && f.sequence_bound != 0) {
+    return json{{"type", "array"}, {"items", element_schema(f)}, {"maxItems", f.sequence_bound}};
+  }
   if (f.unbounded) return json{{"type", "array"}, {"items", element_schema(f)}};
   if (f.array_length == 0) return element_schema(f);
   return json{
@@ -403,22 +451,7 @@ json Schema::decode(std::span<const std::byte> bytes, bool int64_as_string) cons
     throw CodecError(fmt::format("{}: buffer of {} bytes is shorter than the {} bytes the message needs", m.name,
                                  bytes.size(), m.size));
   }
-  const Decoder dec(bytes, int64_as_string);
-  json obj = dec.message(m, 0);
-  if (const Field* t = m.tail()) {
-    const std::uint64_t count = load<std::uint32_t>(bytes.data() + t->offset);
-    const std::uint64_t available = (bytes.size() - m.size) / t->element_size;
-    if (count > available) {
-      throw CodecError(
-          fmt::format("{}.{}: declares {} elements but the buffer holds {} ({} bytes after the {}-byte "
-                      "fixed part)",
-                      m.name, t->name, count, available, bytes.size() - m.size, m.size));
-    }
-    json arr = json::array();
-    for (std::uint64_t i = 0; i < count; ++i) arr.push_back(dec.element(*t, m.size + i * t->element_size));
-    obj[t->name] = std::move(arr);
-  }
-  return obj;
+  return Decoder(bytes, m, int64_as_string).message(m, 0);
 }
 
 namespace {
@@ -439,6 +472,34 @@ void apply_defaults(const MessageDef& m, json& obj) {
   }
 }
 
+/// `partial` over the default message of type `m`: each field it gives
+/// replaces the default, except that a nested message (alone or as an
+/// element of an array or a sequence) is itself filled from its defaults.
+/// What does not fit (not an object, unknown fields) is kept for encode()
+/// to refuse, naming the field.
+json filled(const MessageDef& m, const json& partial) {
+  if (!partial.is_object()) return partial;
+  const std::vector<std::byte> zeros(m.size);
+  json out = Decoder(zeros, m, false).message(m, 0);
+  apply_defaults(m, out);
+  for (const auto& item : partial.items()) {
+    const auto f = std::find_if(m.fields.begin(), m.fields.end(), [&](const Field& g) { return g.name == item.key(); });
+    const json& v = item.value();
+    if (f == m.fields.end() || f->kind != FieldKind::kMessage) {
+      out[item.key()] = v;
+    } else if (f->array_length == 0 && !f->unbounded) {
+      out[item.key()] = filled(*f->message, v);
+    } else if (v.is_array()) {
+      json elements = json::array();
+      for (const json& e : v) elements.push_back(filled(*f->message, e));
+      out[item.key()] = std::move(elements);
+    } else {
+      out[item.key()] = v;
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 json Schema::with_defaults(const json& partial) const {
@@ -446,29 +507,13 @@ json Schema::with_defaults(const json& partial) const {
     throw CodecError(
         fmt::format("a {} message must be a JSON object of its fields, not {}", root_->name, partial.type_name()));
   }
-  json message = decode(std::vector<std::byte>(root_->size));
-  apply_defaults(*root_, message);
-  message.merge_patch(partial);
-  return message;
+  return filled(*root_, partial);
 }
 
-std::vector<std::byte> Schema::encode(const json& value) const {
+std::vector<std::byte> Schema::encode(const json& value, std::size_t max_bytes) const {
   const MessageDef& m = *root_;
   std::vector<std::byte> out(m.size);
-  Encoder enc(out);
-  enc.message(m, value, 0, "");
-  if (const Field* t = m.tail()) {
-    const json& arr = value.at(t->name);
-    if (!arr.is_array()) Encoder::fail(t->name, "must be an array", arr);
-    if (arr.size() > std::numeric_limits<std::uint32_t>::max()) {
-      throw CodecError(fmt::format("{}: {} elements do not fit a uint32 count", t->name, arr.size()));
-    }
-    store<std::uint32_t>(out.data() + t->offset, static_cast<std::uint32_t>(arr.size()));
-    out.resize(m.size + arr.size() * t->element_size);
-    for (std::size_t i = 0; i < arr.size(); ++i) {
-      enc.element(*t, arr[i], m.size + i * t->element_size, fmt::format("{}[{}]", t->name, i));
-    }
-  }
+  Encoder(out, max_bytes).message(m, value, 0, "");
   return out;
 }
 

@@ -102,7 +102,8 @@ struct RawField {
   std::string type;  ///< element type ("Header", "pkg/Type", "float64", "string<8>")
   std::string name;
   std::uint32_t array_length = 0;
-  bool unbounded = false;
+  bool unbounded = false;            ///< a sequence
+  std::uint32_t sequence_bound = 0;  ///< `T[<=N]`: N
   std::optional<std::string> value;  ///< set for a constant
   Json default_value;                ///< a field's default, or null
 };
@@ -266,24 +267,28 @@ std::string Field::element_type() const {
       return std::string{to_string(primitive)};
     case FieldKind::kString:
       return fmt::format("string<{}>", string_capacity);
+    case FieldKind::kUnboundedString:
+      return "string";
     default:
       return message != nullptr ? message->name : "?";
   }
 }
 
 std::string Field::type() const {
+  if (unbounded && sequence_bound != 0) return fmt::format("{}[<={}]", element_type(), sequence_bound);
   if (unbounded) return element_type() + "[]";
   if (array_length != 0) return fmt::format("{}[{}]", element_type(), array_length);
   return element_type();
 }
 
 std::uint32_t Field::fixed_size() const noexcept {
-  if (unbounded) return 4;
+  if (unbounded) return kVarRefSize;
   return element_size * (array_length == 0 ? 1 : array_length);
 }
 
-const Field* MessageDef::tail() const noexcept {
-  return !fields.empty() && fields.back().unbounded ? &fields.back() : nullptr;
+bool Field::element_variable() const noexcept {
+  return kind == FieldKind::kUnboundedString ||
+         (kind == FieldKind::kMessage && message != nullptr && message->variable);
 }
 
 struct MessageSet::Impl {
@@ -343,14 +348,13 @@ struct MessageSet::Impl {
           f.unbounded = true;
         } else if (const auto n = parse_bound(bound)) {
           f.array_length = static_cast<std::uint32_t>(*n);
-        } else if (bound.starts_with("<=")) {
-          fail(def.source, line_no,
-               fmt::format("'{}' is a bounded sequence, which a fixed layout cannot hold yet; use a fixed array "
-                           "T[N] or the trailing T[]",
-                           type));
+        } else if (const auto max = bound.starts_with("<=") ? parse_bound(bound.substr(2)) : std::nullopt) {
+          f.unbounded = true;
+          f.sequence_bound = static_cast<std::uint32_t>(*max);
         } else {
           fail(def.source, line_no,
-               fmt::format("bad array bound '{}' in '{}'; use [N] with N from 1 to {}, or [] for the trailing array",
+               fmt::format("bad array bound '{}' in '{}'; use [N] or [<=N] with N from 1 to {}, or [] for a "
+                           "sequence of any length",
                            bound, type, kMaxBound));
         }
         type = type.substr(0, open);
@@ -369,28 +373,17 @@ struct MessageSet::Impl {
       }
       def.fields.push_back(std::move(f));
     }
-    // The trailing array must be last, and only one.
-    for (std::size_t i = 0; i < def.fields.size(); ++i) {
-      const RawField& f = def.fields[i];
-      if (!f.unbounded) continue;
-      const bool last_field = std::none_of(def.fields.begin() + static_cast<std::ptrdiff_t>(i) + 1, def.fields.end(),
-                                           [](const RawField& g) { return !g.value; });
-      if (!last_field) {
-        fail(def.source, f.line,
-             fmt::format("unbounded array '{}' must be the last field (a message has at most one)", f.name));
-      }
-    }
   }
 
-  /// A string field's type, checked: `string<=N` is `string<N>`; unbounded
-  /// strings and wstrings are refused.
+  /// A string field's type, checked: `string<=N` is `string<N>`; wstrings
+  /// are refused.
   static void string_type(const RawDef& def, RawField& f, int line_no) {
     if (f.type.starts_with("string<=")) f.type = "string<" + f.type.substr(8) + ">";
-    if (f.type == "string") {
-      fail(def.source, line_no, "string needs a bound for a fixed layout: write string<=N, e.g. string<=32");
-    }
     if (f.type.starts_with("wstring")) {
-      fail(def.source, line_no, fmt::format("'{}': wide strings are not held in a fixed layout", f.type));
+      fail(def.source, line_no,
+           fmt::format("'{}': wide strings are not carried (their CDR is implementation-defined, and Foxglove's "
+                       "and rosbridge's clients refuse them too); use string (UTF-8)",
+                       f.type));
     }
     if (f.type.rfind("string<", 0) == 0) {
       if (f.type.back() != '>' || !parse_bound(std::string_view{f.type}.substr(7, f.type.size() - 8))) {
@@ -423,6 +416,11 @@ struct MessageSet::Impl {
   /// `why` when the type takes none or the value does not fit it.
   static std::optional<Json> default_json(const RawField& f, std::string_view text, std::string& why) {
     const auto element = [&](std::string_view item) -> std::optional<Json> {
+      if (f.type == "string") {
+        const auto v = string_value(item);
+        if (!v) why = "its quote is not closed";
+        return v ? std::optional<Json>(Json(*v)) : std::nullopt;
+      }
       if (f.type.starts_with("string<")) {
         const auto v = string_value(item);
         const auto capacity = *parse_bound(std::string_view{f.type}.substr(7, f.type.size() - 8));
@@ -458,6 +456,10 @@ struct MessageSet::Impl {
     }
     if (f.array_length != 0 && items->size() != f.array_length) {
       why = fmt::format("{} values for an array of {}", items->size(), f.array_length);
+      return std::nullopt;
+    }
+    if (f.sequence_bound != 0 && items->size() > f.sequence_bound) {
+      why = fmt::format("{} values for a sequence of at most {}", items->size(), f.sequence_bound);
       return std::nullopt;
     }
     Json out = Json::array();
@@ -522,9 +524,12 @@ struct MessageSet::Impl {
         f.default_value = rf.default_value;
         f.array_length = rf.array_length;
         f.unbounded = rf.unbounded;
+        f.sequence_bound = rf.sequence_bound;
         if (const auto p = primitive_named(rf.type)) {
           f.kind = FieldKind::kPrimitive;
           f.primitive = *p;
+        } else if (rf.type == "string") {
+          f.kind = FieldKind::kUnboundedString;
         } else if (rf.type.rfind("string<", 0) == 0) {
           f.kind = FieldKind::kString;
           f.string_capacity = static_cast<std::uint32_t>(*parse_bound(rf.type.substr(7, rf.type.size() - 8)));
@@ -537,7 +542,7 @@ struct MessageSet::Impl {
           const auto full = well_formed ? resolve_name(r.package, rf.type) : std::nullopt;
           if (!full) {
             fail(r.source, rf.line,
-                 fmt::format("unknown type '{}': not a primitive, string<N>, or a message of package {}{}", rf.type,
+                 fmt::format("unknown type '{}': not a primitive, a string, or a message of package {}{}", rf.type,
                              r.package, rf.type == "Header" ? " or std_msgs" : ""));
           }
           f.kind = FieldKind::kMessage;
@@ -572,7 +577,8 @@ struct MessageSet::Impl {
     std::size_t field = 0;  ///< the next field to place
     std::uint64_t offset = 0;
     std::uint32_t align = 1;
-    Extent extent;  ///< so far: the depth of the deepest nested message
+    bool variable = false;  ///< a VarRef placed so far
+    Extent extent;          ///< so far: the depth of the deepest nested message
   };
 
   static Frame frame_of(std::size_t def) {
@@ -612,10 +618,6 @@ struct MessageSet::Impl {
           stack.push_back(frame_of(inner));  // `top` and `def` are stale now
           continue;
         }
-        if (f.message->tail() != nullptr) {
-          fail(def.source, f.line,
-               fmt::format("{} ends in an unbounded array and cannot be nested (field '{}')", f.message->name, f.name));
-        }
         top.extent.leaves += extents[inner].leaves;
         top.extent.depth = std::max(top.extent.depth, extents[inner].depth);
       }
@@ -629,6 +631,7 @@ struct MessageSet::Impl {
     MessageDef& def = *defs[top.def];
     def.align = top.align;
     def.size = static_cast<std::uint32_t>(align_up(top.offset, top.align));
+    def.variable = top.variable;
     // The depth counted through messages laid out before too (the stack
     // alone sees only this walk's part of the nesting).
     const std::size_t depth = top.extent.depth + 1;
@@ -648,15 +651,19 @@ struct MessageSet::Impl {
     } else if (f.kind == FieldKind::kString) {
       f.element_size = f.string_capacity;
       f.element_align = 1;
+    } else if (f.kind == FieldKind::kUnboundedString) {
+      f.element_size = kVarRefSize;
+      f.element_align = kVarRefAlign;
     } else {
       f.element_size = size_of(f.primitive);
       f.element_align = f.element_size;
     }
+    top.variable = top.variable || f.unbounded || f.element_variable();
     if (f.unbounded) {
-      top.offset = align_up(top.offset, 4);
+      top.offset = align_up(top.offset, kVarRefAlign);
       f.offset = static_cast<std::uint32_t>(top.offset);
-      top.offset += 4;
-      top.align = std::max({top.align, 4U, f.element_align});
+      top.offset += kVarRefSize;
+      top.align = std::max(top.align, kVarRefAlign);
     } else {
       top.offset = align_up(top.offset, f.element_align);
       f.offset = static_cast<std::uint32_t>(top.offset);
@@ -767,7 +774,7 @@ void MessageSet::load_missing(const std::function<bool(const std::string& full_n
     const std::string package = impl_->raw[d].package;
     std::vector<std::string> wanted;
     for (const RawField& f : impl_->raw[d].fields) {
-      if (f.value || primitive_named(f.type) || f.type.starts_with("string<")) continue;
+      if (f.value || primitive_named(f.type) || f.type == "string" || f.type.starts_with("string<")) continue;
       wanted.push_back(f.type);
     }
     for (const std::string& type : wanted) {
@@ -803,16 +810,27 @@ void MessageSet::add_directory(const std::string& root) {
 }
 
 std::string MessageSet::add_canonical(std::string_view text, const std::string& source) {
+  return add_sections(text, source, "");
+}
+
+std::string MessageSet::add_ros2msg(std::string_view text, std::string_view type, const std::string& source) {
+  return add_sections(text, source, short_type_name(type));
+}
+
+std::string MessageSet::add_sections(std::string_view text, const std::string& source, const std::string& root_name) {
   // "MSG: pkg/Name" starts each definition; the rest are definition lines.
+  // A ros2msg text's root comes first, unnamed, and lines of '=' part it
+  // from the rest.
   if (text.size() > kMaxCanonicalBytes) {
     Impl::fail(source, 1,
                fmt::format("a schema of {} bytes is over the limit of {}; no real message type needs that much text",
                            text.size(), kMaxCanonicalBytes));
   }
-  std::string root;
+  const bool ros2msg = !root_name.empty();
+  std::string root = root_name;
   std::size_t pos = 0;
   int line_no = 0;
-  std::string current;
+  std::string current = root_name;
   std::string body;
   int body_first_line = 0;
   const auto flush = [&] {
@@ -829,10 +847,14 @@ std::string MessageSet::add_canonical(std::string_view text, const std::string& 
     ++line_no;
     if (line.rfind("MSG: ", 0) == 0) {
       flush();
-      current = std::string{trim(line.substr(5))};
+      current = short_type_name(trim(line.substr(5)));
       if (root.empty()) root = current;
       body.clear();
       body_first_line = line_no;
+      continue;
+    }
+    if (ros2msg && trim(line).size() >= 3 && trim(line).find_first_not_of('=') == std::string_view::npos) {
+      body.push_back('\n');  // keeps the line numbers
       continue;
     }
     if (current.empty()) {
@@ -896,10 +918,14 @@ std::string ros2_type(const Field& f) {
     case FieldKind::kString:
       t = fmt::format("string<={}", f.string_capacity);
       break;
+    case FieldKind::kUnboundedString:
+      t = "string";
+      break;
     case FieldKind::kMessage:
       t = f.message->name;
       break;
   }
+  if (f.unbounded && f.sequence_bound != 0) return fmt::format("{}[<={}]", t, f.sequence_bound);
   if (f.unbounded) return t + "[]";
   if (f.array_length != 0) return fmt::format("{}[{}]", t, f.array_length);
   return t;

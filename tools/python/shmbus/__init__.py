@@ -133,8 +133,7 @@ class Loan:
         if t.has_schema:
             raw[:t.size] = 0
             if t.tail is not None:
-                o = t._tail_count_offset
-                raw[o:o + 4].view("<u4")[0] = tail_length or 0
+                t._set_tail_ref(raw, tail_length or 0)
         self.message = Message(t, raw, None)
 
     def commit(self) -> bool:

@@ -219,7 +219,9 @@ class MessageType:
         self.schema = schema
         self._root: _Definition | None = None
         self.tail: _Field | None = None
-        self._tail_count_offset = 0
+        # The trailing sequence's VarRef (uint32 offset, uint32 count) in
+        # the fixed part; its elements are where the offset says.
+        self._tail_ref_offset = 0
         if schema and hash != 0:
             self._build(_shmbus.describe(schema))
 
@@ -287,12 +289,16 @@ class MessageType:
     def _definition(self, name: str, t: dict, defs: dict[str, _Definition], is_root: bool) -> _Definition:
         d = _Definition(name, t["size"], t["constants"])
         names, formats, offsets = [], [], []
-        for f in t["fields"]:
+        for i, f in enumerate(t["fields"]):
+            if f["kind"] == "ustring" or f["variable"] or (f["unbounded"] and not (is_root and i == len(t["fields"]) - 1)):
+                raise InvalidArgumentError(
+                    f"{name}.{f['name']}: Python views hold fixed layouts and one trailing sequence of them; "
+                    f"a string or sequence elsewhere is read through the JSON codec for now "
+                    f"(shmtool echo, the bridge)")
             field = self._field(f, defs)
             if f["unbounded"]:
-                if is_root:
-                    self.tail = field
-                    self._tail_count_offset = f["offset"]
+                self.tail = field
+                self._tail_ref_offset = f["offset"]
                 continue
             names.append(f["name"])
             formats.append((field.dtype, (f["array_length"],)) if f["array_length"] else field.dtype)
@@ -314,9 +320,21 @@ class MessageType:
 
     # -- making messages ---------------------------------------------------
 
+    def _tail_offset(self) -> int:
+        """Where a message made here keeps its trailing elements: right
+        after the fixed part, aligned for them."""
+        a = self.tail.dtype.alignment
+        return (self.size + a - 1) // a * a
+
     def wire_size(self, tail_length: int = 0) -> int:
         """Bytes of a message with `tail_length` trailing elements."""
-        return self.size + (tail_length * self.tail.dtype.itemsize if self.tail else 0)
+        if self.tail is None:
+            return self.size
+        return self._tail_offset() + tail_length * self.tail.dtype.itemsize
+
+    def _set_tail_ref(self, raw: np.ndarray, n: int) -> None:
+        o = self._tail_ref_offset
+        raw[o:o + 8].view("<u4")[:] = (self._tail_offset() if n else 0, n)
 
     def new(self, _fields: dict | None = None, /, **fields: Any) -> "Message":
         """A new message (writable, zeroed) with the fields given; the
@@ -335,7 +353,7 @@ class MessageType:
         msg = Message(self, raw, None)
         self._root.assign(msg._rec, given, "")
         if self.tail is not None:
-            raw[self._tail_count_offset:self._tail_count_offset + 4].view("<u4")[0] = n
+            self._set_tail_ref(raw, n)
             if n:
                 self._tail_view(raw, n)[:] = tail_value
         return msg
@@ -363,10 +381,21 @@ class MessageType:
 
     def _tail_view(self, raw: np.ndarray, n: int) -> np.ndarray:
         es = self.tail.dtype.itemsize
-        return raw[self.size:self.size + n * es].view(self.tail.dtype)
+        start = _U32.unpack_from(raw, self._tail_ref_offset)[0] if n else self.size
+        return raw[start:start + n * es].view(self.tail.dtype)
 
     def _tail_count(self, raw: np.ndarray) -> int:
-        return _U32.unpack_from(raw, self._tail_count_offset)[0]
+        return _U32.unpack_from(raw, self._tail_ref_offset + 4)[0]
+
+    def _check_tail(self, raw: np.ndarray) -> None:
+        """The trailing sequence's VarRef points inside `raw`, after the
+        fixed part, aligned (a message from elsewhere may lie)."""
+        start, n = _U32.unpack_from(raw, self._tail_ref_offset)[0], self._tail_count(raw)
+        es, align = self.tail.dtype.itemsize, self.tail.dtype.alignment
+        if n and (start < self.size or start % align or start > len(raw) or n > (len(raw) - start) // es):
+            raise InvalidArgumentError(
+                f"{self.name}.{self.tail.name}: {n} elements of {es} bytes at offset {start} are outside the "
+                f"message's {len(raw)} bytes (after its {self.size}-byte fixed part, aligned to {align})")
 
     def decode(self, data: Any, info: Any = None) -> "Message":
         """A message over `data` (bytes-like; not copied)."""
@@ -436,13 +465,8 @@ class Message(Struct):
         set_slot(self, "type", mtype)
         set_slot(self, "raw", raw)
         set_slot(self, "info", info)
-        tail = mtype.tail
-        if tail is not None:
-            n = _U32.unpack_from(raw, mtype._tail_count_offset)[0]
-            if root.size + n * tail.dtype.itemsize > len(raw):
-                raise InvalidArgumentError(
-                    f"{mtype.name}.{tail.name}: declares {n} elements but the buffer holds "
-                    f"{(len(raw) - root.size) // tail.dtype.itemsize}")
+        if mtype.tail is not None:
+            mtype._check_tail(raw)
 
     def __getattr__(self, name: str) -> Any:
         t = object.__getattribute__(self, "type")

@@ -27,6 +27,9 @@ py::dict field_dict(const schema::Field& f) {
       d["kind"] = "string";
       d["capacity"] = f.string_capacity;
       break;
+    case schema::FieldKind::kUnboundedString:
+      d["kind"] = "ustring";
+      break;
     case schema::FieldKind::kMessage:
       d["kind"] = "message";
       d["message"] = f.message->name;
@@ -34,6 +37,7 @@ py::dict field_dict(const schema::Field& f) {
   }
   d["array_length"] = f.array_length;
   d["unbounded"] = f.unbounded;
+  d["variable"] = f.element_variable();
   d["offset"] = f.offset;
   d["element_size"] = f.element_size;
   return d;

@@ -10,12 +10,14 @@
 ///     float64 w 1.0             a field with a default value
 ///     uint32[4] ids             a fixed-size array
 ///     int32[2] pair [1, -1]     ... with its default
-///     string<=32 frame_id       a bounded string: at most 32 bytes
-///     string<32> frame_id       the same (shmbus's spelling): 32 bytes, NUL-padded
+///     string name               a string of any length
+///     string<=32 frame_id       a bounded string: at most 32 bytes, held in 32
+///     string<32> frame_id       the same (shmbus's spelling)
+///     float32[] ranges          a sequence of any length
+///     Point[<=8] corners        a sequence of at most 8
 ///     Header header             a nested message (same package, else std_msgs)
 ///     sensor_msgs/Imu imu       a nested message by full name
 ///     sensor_msgs/msg/Imu imu   the same (ROS 2's spelling)
-///     uint8[] data              the one trailing unbounded array (last field)
 ///     uint8 MODE_FAST=1         a constant
 ///     string NAME="text"        a string constant ('text' and text too)
 ///
@@ -30,12 +32,16 @@
 ///   back, aligned as one element; a nested message is aligned to its
 ///   largest member alignment;
 /// - each field starts at the next offset aligned for it, in declaration
-///   order; the gaps are explicit zero padding; the message size is rounded
-///   up to its alignment;
-/// - an unbounded array `T[] name` is stored as a uint32 element count at
-///   the field's place in the fixed part, and its elements right after the
-///   fixed part (the fixed part's alignment includes T's, so they are
-///   aligned). Only a top-level message may have one.
+///   order; the gaps are explicit zero padding; the message's fixed part is
+///   rounded up to its alignment;
+/// - a sequence (`T[]`, `T[<=N]`) and a `string` are a VarRef in the fixed
+///   part (uint32 offset, uint32 count; alignment 4): `count` elements (a
+///   string's bytes, no NUL) in a block at `offset` bytes from the start of
+///   the message, aligned as one element, after the root's fixed part. A
+///   block's elements hold VarRefs of their own (a `string[]`'s strings, a
+///   sequence of messages' sequences). A count of 0 is empty, whatever its
+///   offset (an all-zero fixed part is a valid message). A type with no
+///   VarRef anywhere (MessageDef::variable false) is its fixed part alone.
 
 #include <cstddef>
 #include <cstdint>
@@ -74,7 +80,17 @@ std::string_view to_string(Primitive p) noexcept;
 /// Size (and alignment) in bytes.
 std::uint32_t size_of(Primitive p) noexcept;
 
-enum class FieldKind : std::uint8_t { kPrimitive, kString, kMessage };
+/// kString: `string<N>`, N bytes in place. kUnboundedString: `string`, a
+/// VarRef to its bytes.
+enum class FieldKind : std::uint8_t { kPrimitive, kString, kMessage, kUnboundedString };
+
+/// Where a sequence's or a string's elements are (see the layout rule).
+struct VarRef {
+  std::uint32_t offset = 0;  ///< from the start of the message
+  std::uint32_t count = 0;   ///< elements (a string: bytes)
+};
+inline constexpr std::uint32_t kVarRefSize = 8;
+inline constexpr std::uint32_t kVarRefAlign = 4;
 
 struct MessageDef;
 
@@ -86,9 +102,12 @@ struct Field {
   std::uint32_t string_capacity = 0;        ///< kString: bytes
   const MessageDef* message = nullptr;      ///< kMessage
   std::uint32_t array_length = 0;           ///< 0: not a fixed array
-  bool unbounded = false;                   ///< the trailing `T[]`
-  std::uint32_t offset = 0;                 ///< in the fixed part (the count, for `T[]`)
-  std::uint32_t element_size = 0;           ///< one element (the field itself when scalar)
+  bool unbounded = false;                   ///< a sequence: `T[]` or `T[<=N]`
+  std::uint32_t sequence_bound = 0;         ///< `T[<=N]`: N (0: `T[]`)
+  std::uint32_t offset = 0;                 ///< in the fixed part (the VarRef, for a sequence)
+  /// One element where elements are (in place, or a sequence's block): a
+  /// `string` element is its VarRef.
+  std::uint32_t element_size = 0;
   std::uint32_t element_align = 1;
   int line = 0;  ///< in its definition file
   /// The default value as JSON (what decode() gives for the field), or
@@ -96,12 +115,15 @@ struct Field {
   Json default_value;
 
   /// The element type as written canonically ("float64", "string<8>",
-  /// "std_msgs/Header").
+  /// "string", "std_msgs/Header").
   [[nodiscard]] std::string element_type() const;
-  /// The whole type ("float64[3]", "uint8[]").
+  /// The whole type ("float64[3]", "uint8[]", "Point[<=4]").
   [[nodiscard]] std::string type() const;
-  /// Bytes in the fixed part (4 for the count of `T[]`).
+  /// Bytes in the fixed part (a sequence's VarRef: 8).
   [[nodiscard]] std::uint32_t fixed_size() const noexcept;
+  /// True when the field's elements hold VarRefs (a `string`, or a message
+  /// that is variable): what a reader follows beyond the element.
+  [[nodiscard]] bool element_variable() const noexcept;
 };
 
 /// A constant: `uint8 MODE_FAST=1`, `string NAME="text"`.
@@ -126,8 +148,9 @@ struct MessageDef {
   std::vector<Constant> constants;
   std::uint32_t size = 0;  ///< fixed part, padded to `align`
   std::uint32_t align = 1;
-  /// The `T[]` field, or nullptr.
-  [[nodiscard]] const Field* tail() const noexcept;
+  /// Holds a VarRef (a sequence or a `string`, here or in a nested
+  /// message): its bytes are its fixed part and then blocks.
+  bool variable = false;
 };
 
 /// A definition or schema text that cannot be used. what() is
@@ -193,6 +216,11 @@ class MessageSet {
   /// SchemaError for a text over kMaxCanonicalBytes; in time linear in its
   /// size.
   std::string add_canonical(std::string_view text, const std::string& source);
+  /// Adds the definitions of a ros2msg text (what MCAP files, rosbag2 and
+  /// Foxglove carry: ros2msg_text()): the root type `type` (`pkg/msg/Type`
+  /// or `pkg/Type`) first, then each type it uses after a line of '=' and
+  /// "MSG: pkg/msg/Type". Returns `pkg/Type`. Bounded as add_canonical().
+  std::string add_ros2msg(std::string_view text, std::string_view type, const std::string& source);
   /// Resolves type names, refuses recursion and computes every layout.
   /// Throws SchemaError "file:line: message". Idempotent.
   void resolve();
@@ -207,6 +235,8 @@ class MessageSet {
   [[nodiscard]] static std::string canonical_text(const MessageDef& m);
 
  private:
+  /// add_canonical() (`root_name` empty) or add_ros2msg().
+  std::string add_sections(std::string_view text, const std::string& source, const std::string& root_name);
   /// add() of text whose first line is line first_line + 1 of `source`.
   void add_at(const std::string& package, const std::string& name, std::string_view text, const std::string& source,
               int first_line);
@@ -261,17 +291,25 @@ class Schema {
   /// CDR -> bytes, the reverse of to_cdr(): a ROS 2 message of the type
   /// ros2msg_text(root()) describes. Foreign input: every length is checked
   /// against what is left before anything is allocated; a string longer
-  /// than its capacity, a bool not 0 or 1, CDR cut short or big-endian is a
+  /// than its capacity, a sequence longer than its bound, a bool not 0 or
+  /// 1, CDR cut short or big-endian, a message past `max_bytes` is a
   /// CodecError naming the field. No recursion deeper than the schema's.
-  [[nodiscard]] std::vector<std::byte> from_cdr(std::span<const std::byte> cdr) const;
+  [[nodiscard]] std::vector<std::byte> from_cdr(std::span<const std::byte> cdr,
+                                                std::size_t max_bytes = kMaxDecodedBytes) const;
+  /// What encode() and from_cdr() make at most unless told otherwise: a
+  /// bounded string (`string<=N`) takes N bytes here however short it is in
+  /// JSON or CDR, so a small input may ask for a large message.
+  static constexpr std::size_t kMaxDecodedBytes = std::size_t{1} << 28;
   /// JSON -> bytes. Every field must be present with the right JSON type
   /// and in range (a 64-bit integer may also be a decimal string); unknown
-  /// keys are refused. Throws CodecError.
-  [[nodiscard]] std::vector<std::byte> encode(const Json& value) const;
-  /// `partial` (a JSON object, possibly empty) merged (RFC 7386) onto the
-  /// default message (the definitions' default values, else zero), so the
-  /// fields it leaves out have their defaults: what encode() takes from a
-  /// person or a remote client. A `partial` that is not an
+  /// keys are refused. A message that would be larger than `max_bytes` is
+  /// refused before it is. Throws CodecError.
+  [[nodiscard]] std::vector<std::byte> encode(const Json& value, std::size_t max_bytes = kMaxDecodedBytes) const;
+  /// `partial` (a JSON object, possibly empty) over the default message
+  /// (the definitions' default values, else zero, false, empty): the fields
+  /// it leaves out have their defaults, in nested messages too (also each
+  /// element of an array or sequence of messages it gives). What encode()
+  /// takes from a person or a remote client. A `partial` that is not an
   /// object is a CodecError naming the message type.
   [[nodiscard]] Json with_defaults(const Json& partial) const;
   /// A JSON Schema (draft-07) that every decode() result satisfies:

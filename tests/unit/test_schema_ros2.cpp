@@ -1,0 +1,234 @@
+// Definitions that use every feature of the ROS 2 interface language
+// (tests/msg_ros2, laid out as ROS 2 installs an interface package), through
+// every codec: JSON -> bytes -> CDR -> bytes -> JSON exactly, the CDR byte
+// for byte what Foxglove's ROS 2 serializer (@foxglove/rosmsg2-
+// serialization) writes for the same definition and message, and read back
+// by it to the same message.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "shmbus/schema.hpp"
+#include "shmbus/schema/type_catalog.hpp"
+
+using namespace shmbus::schema;
+
+namespace {
+
+const TypeCatalog& ros2_catalog() {
+  static const TypeCatalog c({SHMBUS_SOURCE_DIR "/tests/msg_ros2"}, false);
+  return c;
+}
+
+std::string hex_of(std::span<const std::byte> b) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string out;
+  for (const std::byte x : b) {
+    out += kDigits[std::to_integer<unsigned>(x) >> 4];
+    out += kDigits[std::to_integer<unsigned>(x) & 15];
+  }
+  return out;
+}
+
+std::span<const std::byte> view_of(const std::string& s) { return std::as_bytes(std::span{s}); }
+
+/// One type and messages of it (partial: the rest from its defaults).
+struct Case {
+  std::string type;
+  std::vector<Json> messages;
+};
+
+std::vector<Case> cases() {
+  const Json inner = Json::parse(R"({"label": "hello", "values": [1.5, -2.25, 0.125], "small": [1, 2, 3, 4]})");
+  const Json inner2 = Json::parse(R"({"label": "", "values": [], "small": [], "short_name": "12345678"})");
+  const Json middle = {{"stamp", {{"sec", -5}, {"nanosec", 999999999}}},
+                       {"inner", inner},
+                       {"pair", Json::array({inner2, inner})},
+                       {"inners", Json::array({inner, inner2, inner})},
+                       {"names", Json::array({"a", "", "ccc"})},
+                       {"two_names", Json::array({"x", "yz"})},
+                       {"few", Json::array({-3})}};
+  return {
+      {"ros2_test_msgs/msg/Primitives",
+       {Json::object(), Json::parse(R"({"flag": false, "i64": -1, "u64": 9007199254740993, "text": ""})")}},
+      {"ros2_test_msgs/msg/Inner", {Json::object(), inner, inner2, Json{{"label", "héllo wörld"}, {"values", {0.5}}}}},
+      {"ros2_test_msgs/msg/Middle", {Json::object(), middle}},
+      {"ros2_test_msgs/msg/Outer",
+       {Json::object(),
+        {{"middles", Json::array({middle, Json::object(), middle})},
+         {"one", middle},
+         {"bounded", "eight..."},
+         {"bits", Json::array({true, false, true})},
+         {"timeout", {{"sec", 1}, {"nanosec", 2}}}}}},
+      {"ros2_test_msgs/msg/Empty", {Json::object()}},
+      {"ros2_test_msgs/srv/Query_Request", {Json::parse(R"({"question": "why?", "hints": [1, -1]})")}},
+      {"ros2_test_msgs/srv/Query_Response",
+       {Json::parse(R"({"ok": true, "answers": ["because", "so"], "detail": {"label": "d"}})")}},
+      {"ros2_test_msgs/action/Travel_Goal", {Json::parse(R"({"destination": "dock", "waypoints": [0.5, 1.5]})")}},
+      {"ros2_test_msgs/action/Travel_Result", {Json::parse(R"({"arrived": true, "note": "ok"})")}},
+      {"ros2_test_msgs/action/Travel_Feedback", {Json::parse(R"({"progress": 0.25, "ticks": [{}, {}, {}]})")}},
+  };
+}
+
+/// Runs tests/js/ros2_cdr.mjs on `input`; its output.
+Json foxglove(const Json& input) {
+  const std::string file =
+      (std::filesystem::temp_directory_path() / ("shmbus_ros2_cdr_" + std::to_string(::getpid()) + ".json")).string();
+  std::ofstream(file) << input.dump();
+  const std::string cmd = "node " SHMBUS_SOURCE_DIR "/tests/js/ros2_cdr.mjs " + file + " 2>&1";
+  FILE* p = ::popen(cmd.c_str(), "r");
+  std::string out;
+  char buf[4096];
+  std::size_t n = 0;
+  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  const int rc = ::pclose(p);
+  std::filesystem::remove(file);
+  EXPECT_EQ(rc, 0) << out;
+  return rc == 0 ? Json::parse(out) : Json::object();
+}
+
+}  // namespace
+
+TEST(Ros2DefinitionsTest, EveryTypeRoundTripsJsonBytesCdrBytesJsonExactly) {
+  for (const Case& c : cases()) {
+    const Schema s = ros2_catalog().find(c.type);
+    for (const Json& partial : c.messages) {
+      const Json message = s.with_defaults(partial);
+      const std::vector<std::byte> bytes = s.encode(message);
+      EXPECT_EQ(s.decode(bytes), message) << c.type;
+      std::string cdr;
+      s.to_cdr(bytes, cdr);
+      // The codecs lay blocks out in the same order: the same bytes.
+      EXPECT_EQ(hex_of(s.from_cdr(view_of(cdr))), hex_of(bytes)) << c.type << " " << message;
+    }
+  }
+}
+
+TEST(Ros2DefinitionsTest, DefaultsAndConstantsAreTheDefinitions) {
+  const Schema p = ros2_catalog().find("ros2_test_msgs/Primitives");
+  const Json d = p.decode(p.encode(p.with_defaults(Json::object())), true);
+  EXPECT_EQ(d["flag"], true);
+  EXPECT_EQ(d["octet"], 255);
+  EXPECT_EQ(d["letter"], 65);
+  EXPECT_EQ(d["f32"], -1.5);
+  EXPECT_EQ(d["i64"], "-9223372036854775808");
+  EXPECT_EQ(d["u64"], "18446744073709551615");
+  EXPECT_EQ(d["text"], "a \"quoted\" # default");
+  const Schema m = ros2_catalog().find("ros2_test_msgs/Middle");
+  EXPECT_EQ(m.with_defaults(Json::object())["few"], Json::array({1, 2}));
+  EXPECT_EQ(m.with_defaults(Json::object())["inner"]["short_name"], "in") << "nested defaults";
+  EXPECT_EQ(m.with_defaults(Json{{"inners", Json::array({Json::object()})}})["inners"][0]["short_name"], "in")
+      << "each element of a sequence of messages from its defaults";
+  ASSERT_EQ(m.root().constants.size(), 2U);
+  EXPECT_EQ(m.root().constants[1].value, "middle");
+  const Schema o = ros2_catalog().find("ros2_test_msgs/Outer");
+  EXPECT_EQ(o.root().constants[0].value, "-9000000000");
+  EXPECT_EQ(o.root().constants[1].literal(), "\"hi\"");
+}
+
+TEST(Ros2DefinitionsTest, CdrIsByteForByteWhatFoxgloveWritesAndFoxgloveReadsIt) {
+  Json input = {{"cases", Json::array()}};
+  std::vector<std::vector<Json>> expected;
+  for (const Case& c : cases()) {
+    const Schema s = ros2_catalog().find(c.type);
+    Json one = {{"definition", ros2msg_text(s.root())}, {"messages", Json::array()}, {"cdr", Json::array()}};
+    std::vector<Json> exact;
+    for (const Json& partial : c.messages) {
+      const std::vector<std::byte> bytes = s.encode(s.with_defaults(partial));
+      const Json message = s.decode(bytes, true);  // 64-bit integers as strings: exact in JavaScript
+      std::string cdr;
+      s.to_cdr(bytes, cdr);
+      one["messages"].push_back(message);
+      one["cdr"].push_back(hex_of(view_of(cdr)));
+      exact.push_back(message);
+    }
+    input["cases"].push_back(one);
+    expected.push_back(exact);
+  }
+  const Json out = foxglove(input);
+  ASSERT_EQ(out["cases"].size(), expected.size()) << out.dump();
+  const std::vector<Case> all = cases();
+  for (std::size_t i = 0; i < expected.size(); ++i) {
+    for (std::size_t k = 0; k < expected[i].size(); ++k) {
+      // Foxglove's writer sizes a string by its UTF-16 length, not its
+      // UTF-8 bytes, and so cuts a string that is not ASCII short (its
+      // reader reads ours right): for those, only what it reads is compared.
+      const std::string text = expected[i][k].dump();
+      const bool ascii = std::all_of(text.begin(), text.end(), [](char c) { return (c & 0x80) == 0; });
+      if (ascii) {
+        EXPECT_EQ(out["cases"][i]["written"][k], input["cases"][i]["cdr"][k]) << all[i].type << " message " << k;
+      }
+      EXPECT_EQ(out["cases"][i]["read"][k], expected[i][k]) << all[i].type << " message " << k;
+    }
+  }
+}
+
+TEST(Ros2DefinitionsTest, BlocksOutsideTheMessageOrOverlappingAreRefusedNeverFollowed) {
+  const Schema s = ros2_catalog().find("ros2_test_msgs/Inner");
+  std::vector<std::byte> good = s.encode(s.with_defaults(Json::parse(R"({"label": "abc", "values": [1.0]})")));
+  const auto refused = [&](std::uint32_t field_offset, VarRef r) -> std::string {
+    std::vector<std::byte> b = good;
+    std::memcpy(b.data() + field_offset, &r, sizeof r);
+    try {
+      (void)s.decode(b);
+    } catch (const CodecError& e) {
+      std::string cdr;
+      EXPECT_THROW(s.to_cdr(b, cdr), CodecError);
+      return e.what();
+    }
+    return "accepted";
+  };
+  const std::uint32_t label = s.root().fields[0].offset;
+  const std::uint32_t values = s.root().fields[1].offset;
+  const std::uint32_t small = s.root().fields[2].offset;
+  const auto size = static_cast<std::uint32_t>(good.size());
+  EXPECT_NE(refused(label, {size, 1}).find("outside the message"), std::string::npos);
+  EXPECT_NE(refused(label, {0, 3}).find("outside the message"), std::string::npos) << "into the fixed part";
+  EXPECT_NE(refused(values, {size - 2, 1}).find("outside the message"), std::string::npos) << "misaligned or past";
+  EXPECT_NE(refused(values, {s.root().size, 0xffffffffU}).find("outside the message"), std::string::npos);
+  EXPECT_NE(refused(small, {s.root().size, 5}).find("at most 4"), std::string::npos);
+  EXPECT_EQ(refused(label, {size + 7, 0}), "accepted") << "an empty block's offset is not followed";
+  // Two VarRefs at one block: the bytes the blocks reference add up to
+  // more than the message holds (overlaps could make a small message
+  // decode to a huge one).
+  good = s.encode(s.with_defaults(Json{{"label", "abc"}, {"values", Json(std::vector<double>(100, 1.0))}}));
+  VarRef v;
+  std::memcpy(&v, good.data() + values, sizeof v);
+  EXPECT_NE(refused(label, {v.offset, 400}).find("overlap"), std::string::npos);
+}
+
+TEST(Ros2DefinitionsTest, ForeignCdrIsCheckedBeforeAnythingIsAllocated) {
+  const Schema s = ros2_catalog().find("ros2_test_msgs/Middle");
+  std::string cdr;
+  s.to_cdr(s.encode(s.with_defaults(Json::object())), cdr);
+  // Every cut of a valid message is refused, never read past.
+  for (std::size_t n = 0; n < cdr.size(); ++n) {
+    EXPECT_THROW((void)s.from_cdr(view_of(cdr.substr(0, n))), CodecError) << n;
+  }
+  // A sequence claiming more elements than bytes are left.
+  const Schema inner = ros2_catalog().find("ros2_test_msgs/Inner");
+  const std::string huge(
+      "\x00\x01\x00\x00"
+      "\x01\x00\x00\x00"
+      "\x00\x00\x00\x00"
+      "\xff\xff\xff\x7f",
+      16);
+  try {
+    (void)inner.from_cdr(view_of(huge));
+    FAIL();
+  } catch (const CodecError& e) {
+    EXPECT_STREQ(e.what(), "ros2_test_msgs/Inner.values: 2147483647 elements in 0 bytes of CDR");
+  }
+  // A message past the limit the caller sets.
+  std::string big;
+  inner.to_cdr(inner.encode(inner.with_defaults(Json{{"values", Json(std::vector<double>(1000, 1.0))}})), big);
+  EXPECT_NO_THROW((void)inner.from_cdr(view_of(big)));
+  EXPECT_THROW((void)inner.from_cdr(view_of(big), 1024), CodecError);
+}
