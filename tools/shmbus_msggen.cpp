@@ -120,6 +120,37 @@ const Field* generated_tail(const MessageDef& m) {
   return &m.fields.back();
 }
 
+/// The members that reach a generated struct's trailing sequence `t` (a
+/// struct of `size` bytes named `type`).
+std::string tail_accessors(const Field& t, std::uint32_t size, const std::string& type) {
+  const std::string e = cpp_element(t);
+  return fmt::format(
+      "\n  static constexpr std::size_t kTailElementSize = {2};\n"
+      "  /// Where resize_{0}() puts the elements: right after the struct.\n"
+      "  static constexpr std::size_t kTailOffset = ({4} + alignof({1}) - 1) / alignof({1}) * alignof({1});\n"
+      "  /// Bytes of a message with `count` elements of {0}.\n"
+      "  static constexpr std::size_t wire_size(std::size_t count) noexcept {{\n"
+      "    return kTailOffset + count * kTailElementSize;\n  }}\n"
+      "  /// {0} holds `count` elements, right after the struct (a message of\n"
+      "  /// wire_size(count) bytes).\n"
+      "  void resize_{0}(std::uint32_t count) noexcept {{\n"
+      "    {0}_offset = count == 0 ? 0 : static_cast<std::uint32_t>(kTailOffset);\n"
+      "    {0}_count = count;\n  }}\n"
+      "  /// True when {0}'s elements lie in a message of `size` bytes, after\n"
+      "  /// the struct and aligned (check a message from elsewhere before {0}()).\n"
+      "  [[nodiscard]] bool {0}_valid(std::size_t size) const noexcept {{\n"
+      "    return {0}_count == 0 || ({0}_offset >= sizeof({3}) && {0}_offset % alignof({1}) == 0 &&\n"
+      "                              {0}_offset <= size && ({0}_count <= (size - {0}_offset) / kTailElementSize));\n"
+      "  }}\n"
+      "  /// The {0}_count elements at {0}_offset in the message.\n"
+      "  std::span<{1}> {0}() noexcept {{\n"
+      "    return {{reinterpret_cast<{1}*>(reinterpret_cast<std::byte*>(this) + {0}_offset), {0}_count}};\n  }}\n"
+      "  std::span<const {1}> {0}() const noexcept {{\n"
+      "    return {{reinterpret_cast<const {1}*>(reinterpret_cast<const std::byte*>(this) + {0}_offset), "
+      "{0}_count}};\n  }}\n",
+      t.name, e, t.element_size, type, size);
+}
+
 std::string generate(const MessageDef& m) {
   const std::string text = MessageSet::canonical_text(m);
   const Field* const tail = generated_tail(m);
@@ -173,34 +204,7 @@ std::string generate(const MessageDef& m) {
     at += f.fixed_size();
   }
   pad_to(m.size);
-  if (const Field* t = tail) {
-    const std::string e = cpp_element(*t);
-    h += fmt::format(
-        "\n  static constexpr std::size_t kTailElementSize = {2};\n"
-        "  /// Where resize_{0}() puts the elements: right after the struct.\n"
-        "  static constexpr std::size_t kTailOffset = ({4} + alignof({1}) - 1) / alignof({1}) * alignof({1});\n"
-        "  /// Bytes of a message with `count` elements of {0}.\n"
-        "  static constexpr std::size_t wire_size(std::size_t count) noexcept {{\n"
-        "    return kTailOffset + count * kTailElementSize;\n  }}\n"
-        "  /// {0} holds `count` elements, right after the struct (a message of\n"
-        "  /// wire_size(count) bytes).\n"
-        "  void resize_{0}(std::uint32_t count) noexcept {{\n"
-        "    {0}_offset = count == 0 ? 0 : static_cast<std::uint32_t>(kTailOffset);\n"
-        "    {0}_count = count;\n  }}\n"
-        "  /// True when {0}'s elements lie in a message of `size` bytes, after\n"
-        "  /// the struct and aligned (check a message from elsewhere before {0}()).\n"
-        "  [[nodiscard]] bool {0}_valid(std::size_t size) const noexcept {{\n"
-        "    return {0}_count == 0 || ({0}_offset >= sizeof({3}) && {0}_offset % alignof({1}) == 0 &&\n"
-        "                              {0}_offset <= size && ({0}_count <= (size - {0}_offset) / kTailElementSize));\n"
-        "  }}\n"
-        "  /// The {0}_count elements at {0}_offset in the message.\n"
-        "  std::span<{1}> {0}() noexcept {{\n"
-        "    return {{reinterpret_cast<{1}*>(reinterpret_cast<std::byte*>(this) + {0}_offset), {0}_count}};\n  }}\n"
-        "  std::span<const {1}> {0}() const noexcept {{\n"
-        "    return {{reinterpret_cast<const {1}*>(reinterpret_cast<const std::byte*>(this) + {0}_offset), "
-        "{0}_count}};\n  }}\n",
-        t->name, e, t->element_size, type, m.size);
-  }
+  if (tail != nullptr) h += tail_accessors(*tail, m.size, type);
   h += "};\n\n";
   h += "static_assert(std::endian::native == std::endian::little, \"shmbus messages are little-endian\");\n";
   h += "static_assert(sizeof(bool) == 1, \"the schema's bool is one byte\");\n";

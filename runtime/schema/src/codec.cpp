@@ -485,16 +485,15 @@ json filled(const MessageDef& m, const json& partial) {
   for (const auto& item : partial.items()) {
     const auto f = std::find_if(m.fields.begin(), m.fields.end(), [&](const Field& g) { return g.name == item.key(); });
     const json& v = item.value();
-    if (f == m.fields.end() || f->kind != FieldKind::kMessage) {
-      out[item.key()] = v;
-    } else if (f->array_length == 0 && !f->unbounded) {
+    const bool message = f != m.fields.end() && f->kind == FieldKind::kMessage;
+    const bool single = message && f->array_length == 0 && !f->unbounded;
+    if (single) {
       out[item.key()] = filled(*f->message, v);
-    } else if (v.is_array()) {
-      json elements = json::array();
-      for (const json& e : v) elements.push_back(filled(*f->message, e));
-      out[item.key()] = std::move(elements);
-    } else {
-      out[item.key()] = v;
+      continue;
+    }
+    json& slot = out[item.key()] = v;
+    if (message && v.is_array()) {
+      for (json& e : slot) e = filled(*f->message, e);
     }
   }
   return out;

@@ -783,7 +783,7 @@ void MessageSet::load_missing(const std::function<bool(const std::string& full_n
       if (type.find('/') != std::string::npos) {
         candidates.push_back(type);
       } else {
-        candidates.push_back(package + "/" + type);
+        candidates.push_back(fmt::format("{}/{}", package, type));
         if (type == "Header") candidates.emplace_back("std_msgs/Header");
       }
       for (const std::string& c : candidates) {
