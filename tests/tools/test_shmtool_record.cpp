@@ -725,7 +725,22 @@ TEST(ShmtoolRecord, ImportTakesATypeTheMsgPathLacksFromTheFilesOwnDefinition) {
     EXPECT_EQ(got[i]["topic"], "/scan");
     EXPECT_EQ(got[i]["data"], sent[i]) << got[i];
   }
-  remove_all({ros2, out});
+  // bag cat reads the ROS 2 file itself through its own definitions: the
+  // same lines.
+  const ToolRun cat_ros2 = shmtool({"bag", "cat", ros2, "--json"});
+  ASSERT_EQ(cat_ros2.code, 0) << cat_ros2.err;
+  EXPECT_EQ(cat_ros2.out, cat.out);
+  // bag export --encoding json of the ROS 2 file: each message its fields.
+  const std::string exported = temp_path("shmtool_import_scan_json");
+  const ToolRun ex = shmtool({"bag", "export", ros2, "-o", exported, "--encoding", "json"});
+  ASSERT_EQ(ex.code, 0) << ex.err;
+  std::size_t k = 0;
+  shmbus::mcap::Reader(exported).read_messages([&](const shmbus::mcap::MessageView& m) {
+    EXPECT_EQ(json::parse(std::string(reinterpret_cast<const char*>(m.data.data()), m.data.size())), sent.at(k++));
+    return true;
+  });
+  EXPECT_EQ(k, 3U);
+  remove_all({ros2, out, exported});
 }
 
 // --start-offset, --begin/--end (ns and ISO 8601), --loop and --clock.

@@ -20,6 +20,7 @@
 #include "shmbus/error.hpp"
 #include "shmbus/mcap.hpp"
 #include "shmbus/publisher.hpp"
+#include "shmbus/record/import.hpp"
 #include "shmbus/record/player.hpp"
 #include "shmbus/record/recording.hpp"
 #include "shmbus/record/summary.hpp"
@@ -179,16 +180,26 @@ int run_bag_export(const Globals& /*g*/, const std::string& in, const std::strin
   mcap::Writer writer(out, w);
   // Per recorded channel: its schema and its id in the copy. A raw channel
   // (no schema) becomes {"data": base64} in JSON, uint8[] data in CDR.
+  // A ROS 2 recording's channel (cdr, ros2msg) is read through the
+  // definition the file carries (`from_cdr`).
   struct Exported {
     std::optional<schema::Schema> schema;
+    bool from_cdr = false;
     std::uint16_t id = 0;
   };
   std::map<std::uint16_t, Exported> channels;
   std::map<std::string, std::uint16_t> schema_ids;  // schema text -> id
   for (const auto& ch : info.channels) {
     Exported e;
-    const TypeInfo type = recorded_type(info, ch);
-    e.schema = schema_of(type);
+    TypeInfo type = recorded_type(info, ch);
+    const mcap::Schema* sc = info.schema(ch.schema_id);
+    if (ch.message_encoding == "cdr" && sc != nullptr && sc->encoding == "ros2msg") {
+      e.schema = record::schema_of_ros2msg(*sc, ch.topic);
+      e.from_cdr = true;
+      type = TypeInfo{e.schema->root().name, e.schema->hash(), e.schema->text()};
+    } else {
+      e.schema = schema_of(type);
+    }
     std::string text;
     if (cdr) {
       text = e.schema ? schema::ros2msg_text(e.schema->root()) : std::string{schema::kBytesRos2msgText};
@@ -213,14 +224,25 @@ int run_bag_export(const Globals& /*g*/, const std::string& in, const std::strin
     if (n % 4096 == 0) progress.update(n, info.statistics.message_count, writer.bytes());
     const Exported& e = channels.at(m.channel_id);
     text.clear();
+    std::vector<std::byte> held;
+    std::span<const std::byte> bytes = m.data;
+    if (e.from_cdr) {
+      try {
+        held = e.schema->from_cdr(m.data);
+      } catch (const schema::CodecError& x) {
+        throw Error(Errc::kInvalidArgument, fmt::format("bag export: {}: message {} on {} does not decode: {}", in,
+                                                        m.sequence, info.channel(m.channel_id)->topic, x.what()));
+      }
+      bytes = held;
+    }
     if (cdr) {
       if (e.schema) {
-        e.schema->to_cdr(m.data, text);
+        e.schema->to_cdr(bytes, text);
       } else {
-        schema::bytes_to_cdr(m.data, text);
+        schema::bytes_to_cdr(bytes, text);
       }
     } else {
-      text = e.schema ? e.schema->decode(m.data).dump() : Json{{"data", base64(m.data)}}.dump();
+      text = e.schema ? e.schema->decode(bytes).dump() : Json{{"data", base64(bytes)}}.dump();
     }
     writer.write({e.id, m.sequence, m.log_time, m.publish_time, std::as_bytes(std::span{text})});
     ++n;

@@ -22,11 +22,12 @@ namespace {
 
 using Json = schema::Json;
 
-/// How one channel's messages are shown: decoded by its shmbus schema,
-/// parsed as JSON, or as bytes.
+/// How one channel's messages are shown: decoded by its shmbus schema, by
+/// the ROS 2 definition the file carries (CDR), parsed as JSON, or as bytes.
 struct Shown {
   std::string type;
   std::optional<schema::Schema> schema;
+  bool cdr = false;
   bool json = false;
 };
 
@@ -37,6 +38,12 @@ std::map<std::uint16_t, Shown> shown_channels(const mcap::FileInfo& info) {
     const mcap::Schema* sc = info.schema(ch.schema_id);
     s.type = sc != nullptr ? sc->name : "";
     if (ch.message_encoding == "shmbus") s.schema = schema_of(record::recorded_type(info, ch));
+    // A ROS 2 recording (rosbag2, `bag export --encoding cdr`): decoded
+    // through the definition the file carries.
+    if (ch.message_encoding == "cdr" && sc != nullptr && sc->encoding == "ros2msg") {
+      s.schema = record::schema_of_ros2msg(*sc, ch.topic);
+      s.cdr = true;
+    }
     s.json = ch.message_encoding == "json";
     out[ch.id] = std::move(s);
   }
@@ -45,6 +52,7 @@ std::map<std::uint16_t, Shown> shown_channels(const mcap::FileInfo& info) {
 
 /// A message's content as JSON: its fields, or {"data": base64}.
 Json content(const Shown& s, std::span<const std::byte> data) {
+  if (s.schema && s.cdr) return s.schema->decode(s.schema->from_cdr(data));
   if (s.schema) return s.schema->decode(data);
   if (s.json) {
     try {
@@ -108,15 +116,22 @@ int run_bag_cat(const Globals& g, const BagCatOptions& o) {
     if (!selected[m.channel_id] || m.log_time < begin || m.log_time >= end) return true;
     const Shown& s = shown.at(m.channel_id);
     const std::string& topic = info.channel(m.channel_id)->topic;
+    Json data;
+    try {
+      data = content(s, m.data);
+    } catch (const schema::CodecError& e) {
+      throw Error(Errc::kInvalidArgument, fmt::format("bag cat: {}: message {} on {} (log time {}) does not decode: {}",
+                                                      o.file, m.sequence, topic, m.log_time, e.what()));
+    }
     if (g.json) {
       out += Json{{"topic", topic},
                   {"sequence", m.sequence},
                   {"log_time", m.log_time},
                   {"publish_time", m.publish_time},
-                  {"data", content(s, m.data)}}
+                  {"data", std::move(data)}}
                  .dump();
     } else {
-      out += fmt::format("{} {} [{}] {}", m.log_time, topic, s.type, content(s, m.data).dump());
+      out += fmt::format("{} {} [{}] {}", m.log_time, topic, s.type, data.dump());
     }
     out += '\n';
     if (out.size() >= 1 << 16) {

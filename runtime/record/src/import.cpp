@@ -64,19 +64,8 @@ std::optional<schema::Schema> resolve(const schema::TypeCatalog& catalog, const 
   }
   const std::string type = short_type_name(s->name);
   if (type == "shmbus/Bytes") return std::nullopt;
-  if (!catalog.contains(type)) {
-    // A type the msg path does not define: the file's own definition.
-    try {
-      auto set = std::make_shared<schema::MessageSet>();
-      const std::string root = set->add_ros2msg(s->data, s->name, fmt::format("{} (schema {})", c.topic, s->name));
-      set->resolve();
-      return schema::Schema::from_set(std::move(set), root);
-    } catch (const schema::SchemaError& e) {
-      throw Error(Errc::kInvalidArgument,
-                  fmt::format("bag import: channel {}: the file's definition of {} cannot be read: {}", c.topic,
-                              s->name, e.what()));
-    }
-  }
+  // A type the msg path does not define: the file's own definition.
+  if (!catalog.contains(type)) return schema_of_ros2msg(*s, c.topic);
   schema::Schema found = [&] {
     try {
       return catalog.find(type);
@@ -105,6 +94,18 @@ std::optional<schema::Schema> resolve(const schema::TypeCatalog& catalog, const 
 }
 
 }  // namespace
+
+schema::Schema schema_of_ros2msg(const mcap::Schema& s, std::string_view topic) {
+  try {
+    auto set = std::make_shared<schema::MessageSet>();
+    const std::string root = set->add_ros2msg(s.data, s.name, fmt::format("{} (schema {})", topic, s.name));
+    set->resolve();
+    return schema::Schema::from_set(std::move(set), root);
+  } catch (const schema::SchemaError& e) {
+    throw Error(Errc::kInvalidArgument,
+                fmt::format("channel {}: the file's definition of {} cannot be read: {}", topic, s.name, e.what()));
+  }
+}
 
 ImportReport import_ros2(const std::string& input, const std::string& output, const ImportOptions& o) {
   if (input == output) throw Error(Errc::kInvalidArgument, "bag import: -o must name another file than " + input);

@@ -7,9 +7,12 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "shmbus/mcap.hpp"
 #include "shmbus/record/rewrite.hpp"
+#include "shmbus/schema.hpp"
 
 namespace shmbus::record {
 
@@ -27,13 +30,21 @@ struct ImportReport {
   std::uint64_t bytes = 0;  ///< of the output
 };
 
+/// The type a `ros2msg` schema record defines (its name, `pkg/msg/Type`,
+/// and its text with the types it uses), as a schema of its own. Throws
+/// Error(kInvalidArgument) naming `topic` and the type when the text cannot
+/// be read.
+schema::Schema schema_of_ros2msg(const mcap::Schema& s, std::string_view topic);
+
 /// Writes `output`, a shmbus recording (profile shmbus, `shmbus.msg`
 /// schemas, messages as published) that `shmtool play` replays, from the
 /// ROS 2 recording `input`. Each channel's type is its schema's name with
 /// `/msg/` dropped (`sensor_msgs/msg/Imu` is `sensor_msgs/Imu`), resolved
-/// as shmtool resolves types, and must describe the same message as the
-/// file's `ros2msg` text (compared without comments and blank lines, each
-/// definition by name); `shmbus/msg/Bytes` channels become raw channels.
+/// as shmtool resolves types; one found there must describe the same
+/// message as the file's `ros2msg` text (compared without comments and
+/// blank lines, each definition by name), one that is not comes from that
+/// text (schema_of_ros2msg); `shmbus/msg/Bytes` channels become raw
+/// channels.
 /// Throws Error(kInvalidArgument) naming the channel and type for a type
 /// that is not found, differs, or is not ros2msg/cdr (nothing is written
 /// then), Error(kConfig) for a message whose CDR does not decode (naming
