@@ -261,6 +261,63 @@ TEST(BridgeTest, ClientsCreateChannelsOfShippedAndMsgPathTypesNoProcessCarries) 
   std::filesystem::remove_all(root);
 }
 
+// ROS 2 definitions as ROS 2 installs them (a share folder: Header with a
+// builtin_interfaces/Time stamp and an unbounded frame_id, PoseStamped;
+// a message of one unbounded string), known only through --msg-path: a
+// rosbridge client publishes a PoseStamped it gives in part (the rest from
+// the definitions' defaults) and a 10,000-character string; another
+// client's subscriptions receive both, every field as sent.
+TEST(BridgeTest, RosDefinitionsWithUnboundedFieldsTravelThroughTheBridge) {
+  shmbus::test::TestDomain d;
+  const std::string domain = d.context().domain();
+  const auto root = std::filesystem::temp_directory_path() / ("bridge_ros2_" + std::to_string(::getpid()));
+  const auto geo = root / "geo_msgs" / "msg";
+  std::filesystem::create_directories(geo);
+  std::filesystem::create_directories(root / "text_msgs" / "msg");
+  std::ofstream(geo / "Header.msg") << "builtin_interfaces/Time stamp\nstring frame_id\n";
+  std::ofstream(geo / "Point.msg") << "float64 x\nfloat64 y\nfloat64 z\n";
+  std::ofstream(geo / "Quaternion.msg") << "float64 x 0\nfloat64 y 0\nfloat64 z 0\nfloat64 w 1\n";
+  std::ofstream(geo / "Pose.msg") << "Point position\nQuaternion orientation\n";
+  std::ofstream(geo / "PoseStamped.msg") << "geo_msgs/msg/Header header\nPose pose\n";
+  std::ofstream(root / "text_msgs" / "msg" / "Text.msg") << "string data\n";
+  const auto config = root / "bridge.toml";
+  std::ofstream(config) << "[[channel]]\nname = \"/ros2/*\"\nmax_message_size = 65536\n";
+  BridgeProcess bridge(domain, {"--msg-path", root.string(), "--config", config.string()});
+  ASSERT_NE(bridge.port, 0);
+  RawClient sub(bridge.port);
+  sub.send(R"({"op": "subscribe", "topic": "/ros2/pose", "type": "geo_msgs/msg/PoseStamped"})");
+  sub.send(R"({"op": "subscribe", "topic": "/ros2/text", "type": "text_msgs/msg/Text"})");
+  RawClient pub(bridge.port);
+  pub.send(R"({"op": "advertise", "topic": "/ros2/pose", "type": "geo_msgs/msg/PoseStamped"})");
+  pub.send(R"({"op": "advertise", "topic": "/ros2/text", "type": "text_msgs/msg/Text"})");
+  ASSERT_TRUE(channel_appears(domain, "/ros2/pose")) << bridge.process->poll_output();
+  ASSERT_TRUE(channel_appears(domain, "/ros2/text")) << bridge.process->poll_output();
+  ASSERT_TRUE(publishers_become(domain, "/ros2/text", 1));
+  const std::string long_text(10000, 'r');
+  // The subscriber may attach after the first publish: publish until it
+  // has both (bounded).
+  std::optional<json> pose;
+  std::optional<json> text;
+  for (int i = 0; i < 50 && !(pose && text); ++i) {
+    pub.send(R"({"op": "publish", "topic": "/ros2/pose", "msg": {"header": {"stamp": {"sec": 7, "nanosec": 9},
+             "frame_id": "map"}, "pose": {"position": {"x": 1.5, "y": -2, "z": 0.25}}}})");
+    pub.send(json{{"op", "publish"}, {"topic", "/ros2/text"}, {"msg", {{"data", long_text}}}}.dump());
+    for (int k = 0; k < 2; ++k) {
+      const auto m = sub.read();
+      if (!m) break;
+      const json op = json::parse(*m);
+      if (op.value("op", "") != "publish") continue;
+      (op["topic"] == "/ros2/pose" ? pose : text) = op["msg"];
+    }
+  }
+  ASSERT_TRUE(pose && text) << bridge.process->poll_output();
+  EXPECT_EQ(*pose, json::parse(R"({"header": {"stamp": {"sec": 7, "nanosec": 9}, "frame_id": "map"},
+                                   "pose": {"position": {"x": 1.5, "y": -2.0, "z": 0.25},
+                                            "orientation": {"x": 0.0, "y": 0.0, "z": 0.0, "w": 1.0}}})"));
+  EXPECT_EQ((*text)["data"], long_text);
+  std::filesystem::remove_all(root);
+}
+
 std_msgs::String text(const std::string& s) {
   std_msgs::String m{};
   m.data.assign(s);
