@@ -13,6 +13,7 @@
 #include "shmbus/mcap.hpp"
 #include "shmbus/publisher.hpp"
 #include "shmbus/schema.hpp"
+#include "support/node_script.hpp"
 #include "tools/shmtool_harness.hpp"
 
 using namespace std::chrono_literals;
@@ -56,15 +57,7 @@ std::string temp_path(const std::string& stem) {
 
 /// Runs a script of tests/js with node; its stdout parsed as JSON.
 json run_node(const std::string& script, const std::string& file) {
-  const std::string cmd = "node " + std::string(SHMBUS_SOURCE_DIR) + "/tests/js/" + script + " " + file + " 2>&1";
-  FILE* p = ::popen(cmd.c_str(), "r");
-  std::string out;
-  char buf[4096];
-  std::size_t n = 0;
-  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-  const int rc = ::pclose(p);
-  EXPECT_EQ(rc, 0) << out;
-  return rc == 0 ? json::parse(out) : json::object();
+  return shmbus::test::run_node_script(script, file);
 }
 
 /// `bag info --json` of a file; fails the test when it is refused.
