@@ -671,53 +671,83 @@ TEST(ShmtoolRecord, ExportCdrDecodesWithFoxglovesReaderExactly) {
   remove_all({file, out, back, ros2});
 }
 
-// A ROS 2 recording of a type no msg path defines: imported through the
-// definition the file carries (unbounded strings and sequences, a nested
-// builtin_interfaces/Time), and bag cat decodes every field.
+// A ROS 2 recording of types no msg path defines: imported through the
+// definitions the file carries (unbounded strings and sequences, a nested
+// builtin_interfaces/Time; a service event as rosbag2 records a service's
+// introspection, with bounded sequences of its request and response), and
+// bag cat decodes every field.
 TEST(ShmtoolRecord, ImportTakesATypeTheMsgPathLacksFromTheFilesOwnDefinition) {
-  const std::string definition =
-      "# a scan\nbuiltin_interfaces/Time stamp\nstring frame_id\nfloat32[] ranges\nstring[] tags\n"
-      "================================================================================\n"
-      "MSG: builtin_interfaces/Time\nint32 sec\nuint32 nanosec\n";
-  shmbus::schema::MessageSet set;
-  const std::string root = set.add_ros2msg(definition, "scan_msgs/msg/Scan", "the test");
-  set.resolve();
-  const auto schema =
-      shmbus::schema::Schema::from_set(std::make_shared<shmbus::schema::MessageSet>(std::move(set)), root);
+  const std::string rule = "================================================================================\n";
+  const std::string scan_text =
+      "# a scan\nbuiltin_interfaces/Time stamp\nstring frame_id\nfloat32[] ranges\n"
+      "string[] tags\n" +
+      rule + "MSG: builtin_interfaces/Time\nint32 sec\nuint32 nanosec\n";
+  const std::string event_text =
+      "service_msgs/ServiceEventInfo info\nAddTwoInts_Request[<=1] request\nAddTwoInts_Response[<=1] response\n" +
+      rule +
+      "MSG: service_msgs/ServiceEventInfo\nuint8 REQUEST_SENT = 0\nuint8 REQUEST_RECEIVED = 1\n"
+      "uint8 RESPONSE_SENT = 2\nuint8 RESPONSE_RECEIVED = 3\nuint8 event_type\nbuiltin_interfaces/Time stamp\n"
+      "char[16] client_gid\nint64 sequence_number\n" +
+      rule + "MSG: builtin_interfaces/Time\nint32 sec\nuint32 nanosec\n" + rule +
+      "MSG: example_interfaces/srv/AddTwoInts_Request\nint64 a\nint64 b\n" + rule +
+      "MSG: example_interfaces/srv/AddTwoInts_Response\nint64 sum\n";
+  const auto schema_of_text = [](const std::string& text, const std::string& name) {
+    auto set = std::make_shared<shmbus::schema::MessageSet>();
+    const std::string root = set->add_ros2msg(text, name, "the test");
+    set->resolve();
+    return shmbus::schema::Schema::from_set(set, root);
+  };
+  const auto scan = schema_of_text(scan_text, "scan_msgs/msg/Scan");
+  const auto event = schema_of_text(event_text, "example_interfaces/srv/AddTwoInts_Event");
   const std::string ros2 = temp_path("shmtool_import_scan");
   std::vector<json> sent;
   {
     shmbus::mcap::WriterOptions w;
     w.profile = "ros2";
     shmbus::mcap::Writer writer(ros2, w);
-    const auto sid = writer.add_schema("scan_msgs/msg/Scan", "ros2msg", definition);
-    const auto cid = writer.add_channel(sid, "/scan", "cdr", {});
-    for (std::uint32_t i = 0; i < 3; ++i) {
-      const json m = {{"stamp", {{"sec", i}, {"nanosec", 5}}},
-                      {"frame_id", "laser_" + std::string(i * 40, 'x')},
-                      {"ranges", json(std::vector<double>(i * 2, 0.5))},
-                      {"tags", json::array({"a", std::to_string(i)})}};
+    const auto scan_id =
+        writer.add_channel(writer.add_schema("scan_msgs/msg/Scan", "ros2msg", scan_text), "/scan", "cdr", {});
+    const auto event_id =
+        writer.add_channel(writer.add_schema("example_interfaces/srv/AddTwoInts_Event", "ros2msg", event_text),
+                           "/add/_service_event", "cdr", {});
+    const auto write = [&](const shmbus::schema::Schema& s, std::uint16_t channel, std::uint32_t i, const json& m) {
       std::string cdr;
-      schema.to_cdr(schema.encode(m), cdr);
-      writer.write({cid, i, 1000 + i, 1000 + i, std::as_bytes(std::span{cdr})});
-      sent.push_back(m);
+      s.to_cdr(s.encode(s.with_defaults(m)), cdr);
+      writer.write({channel, i, 1000 + i, 1000 + i, std::as_bytes(std::span{cdr})});
+      sent.push_back(s.with_defaults(m));
+    };
+    for (std::uint32_t i = 0; i < 3; ++i) {
+      write(scan, scan_id, i,
+            {{"stamp", {{"sec", i}, {"nanosec", 5}}},
+             {"frame_id", "laser_" + std::string(i * 40, 'x')},
+             {"ranges", json(std::vector<double>(i * 2, 0.5))},
+             {"tags", json::array({"a", std::to_string(i)})}});
     }
+    std::vector<int> gid(16, 7);
+    write(event, event_id, 3,
+          {{"info", {{"event_type", 0}, {"client_gid", gid}, {"sequence_number", 1}}},
+           {"request", json::array({{{"a", 2}, {"b", 40}}})}});
+    write(event, event_id, 4,
+          {{"info", {{"event_type", 2}, {"client_gid", gid}, {"sequence_number", 1}}},
+           {"response", json::array({{{"sum", 42}}})}});
     writer.close();
   }
   const std::string out = temp_path("shmtool_import_scan_out");
   const ToolRun imported = shmtool({"bag", "import", ros2, "-o", out});
   ASSERT_EQ(imported.code, 0) << imported.err;
-  EXPECT_NE(imported.out.find("wrote 3 messages on 1 channels"), std::string::npos) << imported.out;
+  EXPECT_NE(imported.out.find("wrote 5 messages on 2 channels"), std::string::npos) << imported.out;
   const ToolRun cat = shmtool({"bag", "cat", out, "--json"});
   ASSERT_EQ(cat.code, 0) << cat.err;
   std::vector<json> got;
   std::istringstream lines(cat.out);
   for (std::string line; std::getline(lines, line);) got.push_back(json::parse(line));
-  ASSERT_EQ(got.size(), 3U) << cat.out;
-  for (std::size_t i = 0; i < 3; ++i) {
-    EXPECT_EQ(got[i]["topic"], "/scan");
-    EXPECT_EQ(got[i]["data"], sent[i]) << got[i];
+  ASSERT_EQ(got.size(), 5U) << cat.out;
+  for (std::size_t i = 0; i < 5; ++i) {
+    EXPECT_EQ(got[i]["topic"], i < 3 ? "/scan" : "/add/_service_event");
+    EXPECT_EQ(got[i]["data"], json::parse(sent[i].dump())) << got[i];
   }
+  EXPECT_EQ(got[4]["data"]["response"][0]["sum"], 42);
+  EXPECT_TRUE(got[4]["data"]["request"].empty());
   // bag cat reads the ROS 2 file itself through its own definitions: the
   // same lines.
   const ToolRun cat_ros2 = shmtool({"bag", "cat", ros2, "--json"});
@@ -729,10 +759,11 @@ TEST(ShmtoolRecord, ImportTakesATypeTheMsgPathLacksFromTheFilesOwnDefinition) {
   ASSERT_EQ(ex.code, 0) << ex.err;
   std::size_t k = 0;
   shmbus::mcap::Reader(exported).read_messages([&](const shmbus::mcap::MessageView& m) {
-    EXPECT_EQ(json::parse(std::string(reinterpret_cast<const char*>(m.data.data()), m.data.size())), sent.at(k++));
+    EXPECT_EQ(json::parse(std::string(reinterpret_cast<const char*>(m.data.data()), m.data.size())),
+              json::parse(sent.at(k++).dump()));
     return true;
   });
-  EXPECT_EQ(k, 3U);
+  EXPECT_EQ(k, 5U);
   remove_all({ros2, out, exported});
 }
 
