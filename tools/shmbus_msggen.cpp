@@ -89,17 +89,44 @@ std::string cpp_string_literal(std::string_view s) {
   return out + "\"";
 }
 
+/// A number or bool as a C++ literal of primitive `p` (`text`: its
+/// canonical spelling).
+std::string cpp_literal(Primitive p, const std::string& text) {
+  if (p == Primitive::kUint64) return text + "ULL";
+  if (p == Primitive::kInt64) {
+    if (text == "-9223372036854775808") return "(-9223372036854775807LL - 1)";
+    return text + "LL";
+  }
+  const bool floating = p == Primitive::kFloat32 || p == Primitive::kFloat64;
+  const std::string f = floating && text.find_first_of(".en") == std::string::npos ? text + ".0" : text;
+  return p == Primitive::kFloat32 ? f + "f" : f;
+}
+
 std::string cpp_constant_value(const Constant& c) {
   if (c.is_string) return cpp_string_literal(c.value);
-  if (c.primitive == Primitive::kUint64) return c.value + "ULL";
-  if (c.primitive == Primitive::kInt64) {
-    if (c.value == "-9223372036854775808") return "(-9223372036854775807LL - 1)";
-    return c.value + "LL";
-  }
-  if (c.primitive == Primitive::kFloat32) {
-    return c.value.find_first_of(".e") == std::string::npos ? c.value + ".0f" : c.value + "f";
-  }
-  return c.value;
+  return cpp_literal(c.primitive, c.value);
+}
+
+/// A field's default value as a C++ member initializer (" = 1.0",
+/// "{1, 2}", "{{'a', 'b'}}"), or "" when it has none.
+std::string cpp_default(const Field& f) {
+  if (f.default_value.is_null()) return {};
+  const auto one = [&](const Json& v) -> std::string {
+    if (f.kind == FieldKind::kString) {
+      std::string chars;
+      for (const char c : v.get<std::string>()) {
+        chars += fmt::format("{}'\\x{:02x}'", chars.empty() ? "" : ", ", static_cast<unsigned char>(c));
+      }
+      return "{{" + chars + "}}";
+    }
+    if (v.is_boolean()) return v.get<bool>() ? "true" : "false";
+    return cpp_literal(f.primitive, v.is_number_float() ? fmt::format("{}", v.get<double>()) : v.dump());
+  };
+  if (!f.default_value.is_array())
+    return f.kind == FieldKind::kString ? one(f.default_value) : " = " + one(f.default_value);
+  std::string items;
+  for (const Json& v : f.default_value) items += (items.empty() ? "" : ", ") + one(v);
+  return "{" + items + "}";
 }
 
 /// The trailing sequence a generated struct can hold: a variable message's
@@ -168,8 +195,8 @@ std::string generate(const MessageDef& m) {
   for (const auto& d : deps) h += fmt::format("#include \"{}.hpp\"\n", d);
   h += fmt::format("\nnamespace {} {{\n\n", package);
   h += fmt::format(
-      "/// {} (schema hash {:016x}). Value-initialise it (`{} m{{}};`) so its\n"
-      "/// padding is zero.{}\n",
+      "/// {} (schema hash {:016x}). Initialise it with `{} m{{}};`: its\n"
+      "/// padding members are then zero, and fields have their defaults.{}\n",
       m.name, hash_text(text), type,
       tail != nullptr ? fmt::format(" Its `{0}` elements follow the struct in the message: publish\n/// "
                                     "wire_size(n) bytes through a loan, resize_{0}(n) and fill {0}().",
@@ -197,9 +224,9 @@ std::string generate(const MessageDef& m) {
           fmt::format("  std::uint32_t {0}_offset;  ///< where {0}'s elements are, from the message's start\n", f.name);
       h += fmt::format("  std::uint32_t {}_count;\n", f.name);
     } else if (f.array_length != 0) {
-      h += fmt::format("  std::array<{}, {}> {};\n", cpp_element(f), f.array_length, f.name);
+      h += fmt::format("  std::array<{}, {}> {}{};\n", cpp_element(f), f.array_length, f.name, cpp_default(f));
     } else {
-      h += fmt::format("  {} {};\n", cpp_element(f), f.name);
+      h += fmt::format("  {} {}{};\n", cpp_element(f), f.name, cpp_default(f));
     }
     at += f.fixed_size();
   }
@@ -216,6 +243,8 @@ std::string generate(const MessageDef& m) {
     h += fmt::format("static_assert(offsetof({}, {}) == {});\n", type, member, f.offset);
   }
   h += fmt::format("\n}}  // namespace {}\n", package);
+  // ROS 2's C++ name of the type too: pkg::msg::Type.
+  h += fmt::format("\nnamespace {0}::msg {{\nusing {1} = {0}::{1};\n}}  // namespace {0}::msg\n", package, type);
   return h;
 }
 
@@ -234,6 +263,8 @@ std::string generate_service(const std::string& full) {
   h += fmt::format("struct {} {{\n  static constexpr const char* kServiceType = \"{}\";\n", type, full);
   h += fmt::format("  using Request = {};\n  using Response = {};\n}};\n", request, response);
   h += fmt::format("\n}}  // namespace {}\n", package);
+  // ROS 2's C++ name of the service too: pkg::srv::Type.
+  h += fmt::format("\nnamespace {0}::srv {{\nusing {1} = {0}::{1};\n}}  // namespace {0}::srv\n", package, type);
   return h;
 }
 

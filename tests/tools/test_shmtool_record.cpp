@@ -767,6 +767,47 @@ TEST(ShmtoolRecord, ImportTakesATypeTheMsgPathLacksFromTheFilesOwnDefinition) {
   remove_all({ros2, out, exported});
 }
 
+// A shipped type recorded with ROS 2's own text of it (short names, its
+// comments, defaults written "0", `pkg/msg/` sections): the same type,
+// imported as the shipped one; a field that differs is refused naming it.
+TEST(ShmtoolRecord, ImportComparesDefinitionsByMeaningNotSpelling) {
+  const std::string rule = "================================================================================\n";
+  const std::string pose = "# A representation of pose in free space\nPoint position\nQuaternion orientation\n" + rule +
+                           "MSG: geometry_msgs/msg/Point\n# position\nfloat64 x\nfloat64 y\nfloat64 z\n" + rule +
+                           "MSG: geometry_msgs/msg/Quaternion\nfloat64 x 0\nfloat64 y 0\nfloat64 z 0\nfloat64 w 1\n";
+  const auto write = [&](const std::string& file, const std::string& text) {
+    shmbus::mcap::WriterOptions w;
+    w.profile = "ros2";
+    shmbus::mcap::Writer writer(file, w);
+    const auto id =
+        writer.add_channel(writer.add_schema("geometry_msgs/msg/Pose", "ros2msg", text), "/pose", "cdr", {});
+    // Pose{position (1, 2, 3), orientation identity} in ROS 2's CDR.
+    std::string cdr("\x00\x01\x00\x00", 4);
+    for (const double v : {1.0, 2.0, 3.0, 0.0, 0.0, 0.0, 1.0}) cdr.append(reinterpret_cast<const char*>(&v), 8);
+    writer.write({id, 0, 1000, 1000, std::as_bytes(std::span{cdr})});
+    writer.close();
+  };
+  const std::string ros2 = temp_path("shmtool_import_pose");
+  const std::string out = temp_path("shmtool_import_pose_out");
+  write(ros2, pose);
+  const ToolRun imported = shmtool({"bag", "import", ros2, "-o", out});
+  ASSERT_EQ(imported.code, 0) << imported.err;
+  const ToolRun cat = shmtool({"bag", "cat", out, "--json"});
+  ASSERT_EQ(cat.code, 0) << cat.err;
+  EXPECT_EQ(json::parse(cat.out)["data"], json::parse(R"({"position": {"x": 1.0, "y": 2.0, "z": 3.0},
+                            "orientation": {"x": 0.0, "y": 0.0, "z": 0.0, "w": 1.0}})"));
+  const std::string other = temp_path("shmtool_import_pose_other");
+  std::string changed = pose;
+  changed.replace(changed.find("float64 z\n"), 10, "float32 z\n");
+  write(other, changed);
+  const ToolRun refused = shmtool({"bag", "import", other, "-o", temp_path("shmtool_import_pose_refused")});
+  EXPECT_EQ(refused.code, 2) << refused.err;
+  EXPECT_NE(refused.err.find("in geometry_msgs/Point: the file has 'float32 z', the msg path 'float64 z'"),
+            std::string::npos)
+      << refused.err;
+  remove_all({ros2, out, other});
+}
+
 // --start-offset, --begin/--end (ns and ISO 8601), --loop and --clock.
 TEST(ShmtoolRecord, PlaySelectsPartsLoopsAndPublishesTheClock) {
   DomainGuard d;

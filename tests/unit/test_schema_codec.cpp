@@ -11,6 +11,7 @@
 #include <limits>
 #include <sstream>
 
+#include "geometry_msgs/Quaternion.hpp"
 #include "sensor_msgs/Image.hpp"
 #include "sensor_msgs/Imu.hpp"
 #include "shmbus/error.hpp"
@@ -23,6 +24,7 @@
 #include "std_msgs/String.hpp"
 #include "support/test_domain.hpp"
 #include "test_msgs/AllKinds.hpp"
+#include "test_msgs/Ros2Syntax.hpp"
 #include "test_msgs/WithTail.hpp"
 
 using namespace shmbus;
@@ -385,4 +387,24 @@ TEST(SchemaChannelTest, ChannelStoresTheSchemaAndRefusesAnotherDefinitionOfTheSa
                           "orientation' there (here = the channel, there = yours)",
                           sensor_msgs::Imu::kTypeHash, hash_text(text)));
   }
+}
+
+// Generated structs start from the definitions' defaults and answer to ROS
+// 2's C++ names (pkg::msg::Type); their bytes decode to the defaults the
+// codec gives.
+TEST(SchemaCodecTest, GeneratedStructsHoldTheirDefaultsUnderRos2Names) {
+  const geometry_msgs::msg::Quaternion q{};
+  EXPECT_EQ(q.w, 1.0) << "the identity, as rclcpp's default";
+  EXPECT_EQ(q.x, 0.0);
+  const test_msgs::msg::Ros2Syntax m{};
+  EXPECT_EQ(m.flags, 7U);
+  EXPECT_EQ(m.letter, 66U);
+  EXPECT_TRUE(m.on);
+  EXPECT_EQ(m.triple, (std::array<std::int32_t, 3>{1, -2, 3}));
+  EXPECT_EQ(m.name.view(), "robot \"one\"");
+  EXPECT_EQ(m.other.view(), "x#y");
+  EXPECT_EQ(m.pair[1], -1000.0);
+  EXPECT_STREQ(test_msgs::Ros2Syntax::GREETING, "hello # not a comment");
+  const Schema s = schema_of(test_msgs::Ros2Syntax::kSchema);
+  EXPECT_EQ(s.decode(std::as_bytes(std::span{&m, 1})), s.with_defaults(json::object()));
 }

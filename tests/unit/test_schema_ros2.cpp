@@ -22,6 +22,7 @@ using namespace shmbus::schema;
 
 namespace {
 
+/// The test definitions, after the shipped ones.
 const TypeCatalog& ros2_catalog() {
   static const TypeCatalog c({SHMBUS_SOURCE_DIR "/tests/msg_ros2"}, false);
   return c;
@@ -48,6 +49,9 @@ struct Case {
 std::vector<Case> cases() {
   const Json inner = Json::parse(R"({"label": "hello", "values": [1.5, -2.25, 0.125], "small": [1, 2, 3, 4]})");
   const Json inner2 = Json::parse(R"({"label": "", "values": [], "small": [], "short_name": "12345678"})");
+  Json covariance = Json(std::vector<double>(36, 0.0));
+  covariance[0] = 0.5;
+  covariance[35] = 2.5;
   const Json middle = {{"stamp", {{"sec", -5}, {"nanosec", 999999999}}},
                        {"inner", inner},
                        {"pair", Json::array({inner2, inner})},
@@ -74,6 +78,16 @@ std::vector<Case> cases() {
       {"ros2_test_msgs/action/Travel_Goal", {Json::parse(R"({"destination": "dock", "waypoints": [0.5, 1.5]})")}},
       {"ros2_test_msgs/action/Travel_Result", {Json::parse(R"({"arrived": true, "note": "ok"})")}},
       {"ros2_test_msgs/action/Travel_Feedback", {Json::parse(R"({"progress": 0.25, "ticks": [{}, {}, {}]})")}},
+      // Shipped under ROS 2's names, with ROS 2's fields.
+      {"geometry_msgs/msg/PoseWithCovariance",
+       {Json::object(), Json{{"pose", {{"position", {{"x", 1.5}}}}}, {"covariance", covariance}}}},
+      {"geometry_msgs/msg/Polygon", {Json::parse(R"({"points": [{"x": 1, "y": 2, "z": 3}, {"x": -0.5}]})")}},
+      {"geometry_msgs/msg/Inertia", {Json::parse(R"({"m": 2.5, "com": {"z": 0.25}, "izz": 0.125})")}},
+      {"geometry_msgs/msg/Pose2D", {Json::parse(R"({"x": 1, "y": 2, "theta": 0.5})")}},
+      {"std_msgs/msg/ColorRGBA", {Json::parse(R"({"r": 1, "g": 0.5, "b": 0.25, "a": 1})")}},
+      {"std_msgs/msg/Char", {Json::parse(R"({"data": 65})")}},
+      {"std_msgs/msg/Int64", {Json::parse(R"({"data": -9007199254740993})")}},
+      {"builtin_interfaces/msg/Duration", {Json::parse(R"({"sec": -1, "nanosec": 500000000})")}},
   };
 }
 

@@ -19,34 +19,6 @@ namespace shmbus::record {
 
 namespace {
 
-/// A ros2msg text as its definitions by name ("" for the root), each as
-/// its lines without comments, blank lines or spacing around `=`.
-std::map<std::string, std::vector<std::string>> definitions(const std::string& text) {
-  std::map<std::string, std::vector<std::string>> out;
-  std::string current;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) {
-    if (const auto hash = line.find('#'); hash != std::string::npos) line.erase(hash);
-    std::string clean;
-    for (const char c : line) {
-      if (c == ' ' || c == '\t' || c == '\r') {
-        if (!clean.empty() && clean.back() != ' ') clean += ' ';
-      } else {
-        if (c == '=' && !clean.empty() && clean.back() == ' ') clean.pop_back();
-        if (!(clean.ends_with("=") && c == ' ')) clean += c;
-      }
-    }
-    while (!clean.empty() && clean.back() == ' ') clean.pop_back();
-    if (clean.empty() || clean.find_first_not_of('=') == std::string::npos) continue;
-    if (clean.starts_with("MSG: ")) {
-      current = clean.substr(5);
-      continue;
-    }
-    out[current].push_back(clean);
-  }
-  return out;
-}
-
 /// One imported channel: its schema (none: raw bytes) and its id in the output.
 struct Imported {
   std::optional<schema::Schema> schema;
@@ -64,9 +36,10 @@ std::optional<schema::Schema> resolve(const schema::TypeCatalog& catalog, const 
   }
   const std::string type = short_type_name(s->name);
   if (type == "shmbus/Bytes") return std::nullopt;
-  // A type the msg path does not define: the file's own definition.
-  if (!catalog.contains(type)) return schema_of_ros2msg(*s, c.topic);
-  schema::Schema found = [&] {
+  // The file's definition, read; a type the msg path does not define is it.
+  schema::Schema theirs = schema_of_ros2msg(*s, c.topic);
+  if (!catalog.contains(type)) return theirs;
+  schema::Schema ours = [&] {
     try {
       return catalog.find(type);
     } catch (const std::exception& e) {
@@ -74,23 +47,27 @@ std::optional<schema::Schema> resolve(const schema::TypeCatalog& catalog, const 
                   fmt::format("bag import: channel {}: type {} cannot be held: {}", c.topic, s->name, e.what()));
     }
   }();
-  const auto theirs = definitions(s->data);
-  for (const auto& [name, lines] : definitions(schema::ros2msg_text(found.root()))) {
-    const auto it = theirs.find(name);
-    if (it == theirs.end() || it->second != lines) {
-      // The first line that differs names the field.
-      const std::vector<std::string> none;
-      const std::vector<std::string>& file = it == theirs.end() ? none : it->second;
-      std::size_t i = 0;
-      while (i < lines.size() && i < file.size() && lines[i] == file[i]) ++i;
-      throw Error(Errc::kInvalidArgument,
-                  fmt::format("bag import: channel {}: the file's {} differs from {} on the msg path in {}: the file "
-                              "has '{}', the msg path '{}'; give the file's definition with --msg-path, or none",
-                              c.topic, s->name, found.root().source, name.empty() ? type : name,
-                              i < file.size() ? file[i] : "nothing", i < lines.size() ? lines[i] : "nothing"));
-    }
+  // Both as canonical text: full type names, values and defaults written
+  // one way, no comments. The first line that differs names the field.
+  if (ours.text() == theirs.text()) return ours;
+  const auto lines = [](const std::string& text) {
+    std::vector<std::string> out;
+    std::istringstream in(text);
+    for (std::string line; std::getline(in, line);) out.push_back(line);
+    return out;
+  };
+  const std::vector<std::string> mine = lines(ours.text());
+  const std::vector<std::string> file = lines(theirs.text());
+  std::size_t i = 0;
+  std::string section = type;
+  for (; i < mine.size() && i < file.size() && mine[i] == file[i]; ++i) {
+    if (mine[i].starts_with("MSG: ")) section = mine[i].substr(5);
   }
-  return found;
+  throw Error(Errc::kInvalidArgument,
+              fmt::format("bag import: channel {}: the file's {} differs from {} on the msg path in {}: the file "
+                          "has '{}', the msg path '{}'; give the file's definition with --msg-path, or none",
+                          c.topic, s->name, ours.root().source, section, i < file.size() ? file[i] : "nothing",
+                          i < mine.size() ? mine[i] : "nothing"));
 }
 
 }  // namespace
