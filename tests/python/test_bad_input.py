@@ -185,3 +185,26 @@ def test_channels_is_what_shmtool_list_json_lists():
     assert r.returncode == 0, r.stderr
     theirs = [c for c in json.loads(r.stdout) if c.get("name") == "/py/listed"]
     assert ours == theirs and ours[0]["messages"] == 3 and ours[0]["publishers"] == 1
+
+
+def test_a_type_with_strings_or_sequences_python_cannot_view_yet_lists_and_refuses_its_messages():
+    # A ROS 2 type with an unbounded string and a sequence that is not last.
+    schema = "MSG: ros_msgs/Scan\nstring frame_id\nfloat32[] ranges\nuint8 flags\n"
+    t = shmbus.MessageType("ros_msgs/Scan", 0x1234, schema)
+    assert t.name == "ros_msgs/Scan"  # the type itself is fine: a listing shows it
+    with pytest.raises(shmbus.InvalidArgumentError, match=r"ros_msgs/Scan\.frame_id: Python views hold"):
+        t.new(flags=1)
+    with pytest.raises(shmbus.InvalidArgumentError, match="frame_id"):
+        t.decode(bytes(24))
+    # One trailing sequence of fixed elements is viewed, through its VarRef.
+    tail = shmbus.MessageType("ros_msgs/Samples", 0x5678, "MSG: ros_msgs/Samples\nuint8 kind\nfloat32[] values\n")
+    m = tail.new(kind=3, values=[0.5, 1.5])
+    raw = bytes(m)
+    assert int.from_bytes(raw[4:8], "little") == 12  # the VarRef's offset: after the 12-byte fixed part
+    assert int.from_bytes(raw[8:12], "little") == 2  # and its count
+    back = tail.decode(raw)
+    assert back.kind == 3 and list(back.values) == [0.5, 1.5]
+    lying = bytearray(raw)
+    lying[8:12] = (3).to_bytes(4, "little")  # a count past the message
+    with pytest.raises(shmbus.InvalidArgumentError, match="outside the message"):
+        tail.decode(bytes(lying))

@@ -162,6 +162,35 @@ int run_bag_recover(const Globals& /*g*/, const std::string& in, const std::stri
   return 0;
 }
 
+namespace {
+
+// Per recorded channel: its schema and its id in the copy. A raw channel
+// (no schema) becomes {"data": base64} in JSON, uint8[] data in CDR. A
+// ROS 2 recording's channel (cdr, ros2msg) is read through the definition
+// the file carries (`from_cdr`).
+struct Exported {
+  std::optional<schema::Schema> schema;
+  bool from_cdr = false;
+  std::uint16_t id = 0;
+};
+
+/// How channel `ch` of `info` is exported; `type` is set to its type.
+Exported exported(const mcap::FileInfo& info, const mcap::Channel& ch, TypeInfo& type) {
+  Exported e;
+  type = recorded_type(info, ch);
+  const mcap::Schema* sc = info.schema(ch.schema_id);
+  if (ch.message_encoding == "cdr" && sc != nullptr && sc->encoding == "ros2msg") {
+    e.schema = record::schema_of_ros2msg(*sc, ch.topic);
+    e.from_cdr = true;
+    type = TypeInfo{e.schema->root().name, e.schema->hash(), e.schema->text()};
+  } else {
+    e.schema = schema_of(type);
+  }
+  return e;
+}
+
+}  // namespace
+
 int run_bag_export(const Globals& /*g*/, const std::string& in, const std::string& out, const std::string& encoding,
                    bool quiet) {
   const bool cdr = encoding == "cdr";
@@ -178,28 +207,11 @@ int run_bag_export(const Globals& /*g*/, const std::string& in, const std::strin
   w.library = "shmtool bag export";
   w.compression = mcap::parse_compression(info.compression).value_or(mcap::Compression::kZstd);
   mcap::Writer writer(out, w);
-  // Per recorded channel: its schema and its id in the copy. A raw channel
-  // (no schema) becomes {"data": base64} in JSON, uint8[] data in CDR.
-  // A ROS 2 recording's channel (cdr, ros2msg) is read through the
-  // definition the file carries (`from_cdr`).
-  struct Exported {
-    std::optional<schema::Schema> schema;
-    bool from_cdr = false;
-    std::uint16_t id = 0;
-  };
   std::map<std::uint16_t, Exported> channels;
   std::map<std::string, std::uint16_t> schema_ids;  // schema text -> id
   for (const auto& ch : info.channels) {
-    Exported e;
-    TypeInfo type = recorded_type(info, ch);
-    const mcap::Schema* sc = info.schema(ch.schema_id);
-    if (ch.message_encoding == "cdr" && sc != nullptr && sc->encoding == "ros2msg") {
-      e.schema = record::schema_of_ros2msg(*sc, ch.topic);
-      e.from_cdr = true;
-      type = TypeInfo{e.schema->root().name, e.schema->hash(), e.schema->text()};
-    } else {
-      e.schema = schema_of(type);
-    }
+    TypeInfo type;
+    Exported e = exported(info, ch, type);
     std::string text;
     if (cdr) {
       text = e.schema ? schema::ros2msg_text(e.schema->root()) : std::string{schema::kBytesRos2msgText};

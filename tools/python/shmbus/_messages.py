@@ -207,6 +207,10 @@ def _constant_value(primitive: str, text: str) -> Any:
     return int(text)
 
 
+class _Unviewable(Exception):
+    """A type whose messages Python cannot view yet (see MessageType)."""
+
+
 class MessageType:
     """A message type: its name, hash and schema text, and what NumPy makes
     of it (``dtype`` for the fixed part, ``tail_dtype`` for the trailing
@@ -222,8 +226,15 @@ class MessageType:
         # The trailing sequence's VarRef (uint32 offset, uint32 count) in
         # the fixed part; its elements are where the offset says.
         self._tail_ref_offset = 0
+        # Set for a type Python cannot view yet (a string or sequence other
+        # than one trailing sequence): its messages are refused, naming the
+        # field, while the type itself can be listed.
+        self._unviewable = ""
         if schema and hash != 0:
-            self._build(_shmbus.describe(schema))
+            try:
+                self._build(_shmbus.describe(schema))
+            except _Unviewable as e:
+                self._unviewable = str(e)
 
     @staticmethod
     def bytes() -> "MessageType":
@@ -291,7 +302,7 @@ class MessageType:
         names, formats, offsets = [], [], []
         for i, f in enumerate(t["fields"]):
             if f["kind"] == "ustring" or f["variable"] or (f["unbounded"] and not (is_root and i == len(t["fields"]) - 1)):
-                raise InvalidArgumentError(
+                raise _Unviewable(
                     f"{name}.{f['name']}: Python views hold fixed layouts and one trailing sequence of them; "
                     f"a string or sequence elsewhere is read through the JSON codec for now "
                     f"(shmtool echo, the bridge)")
@@ -340,6 +351,8 @@ class MessageType:
         """A new message (writable, zeroed) with the fields given; the
         trailing array's length is the length of the value given for it."""
         given = dict(_fields or {}, **fields)
+        if self._unviewable:
+            raise InvalidArgumentError(self._unviewable)
         if self._root is None:
             data = given.pop("data", b"")
             if given:
@@ -454,6 +467,8 @@ class Message(Struct):
 
     def __init__(self, mtype: MessageType, raw: np.ndarray, info: Any) -> None:
         # Few steps: an in-place callback pays each in cache misses.
+        if mtype._unviewable:
+            raise InvalidArgumentError(mtype._unviewable)
         root = mtype._root
         if root is not None and len(raw) < root.size:
             raise InvalidArgumentError(
