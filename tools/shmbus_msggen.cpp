@@ -124,9 +124,12 @@ std::string cpp_default(const Field& f) {
   };
   if (!f.default_value.is_array())
     return f.kind == FieldKind::kString ? one(f.default_value) : " = " + one(f.default_value);
+  // std::array<T, N>{{a, b}}: the outer braces are the std::array's, the
+  // inner its member array's (so an element that is itself braced, a
+  // string's characters, is not taken for the member array).
   std::string items;
   for (const Json& v : f.default_value) items += (items.empty() ? "" : ", ") + one(v);
-  return "{" + items + "}";
+  return "{{" + items + "}}";
 }
 
 /// The trailing sequence a generated struct can hold: a variable message's
