@@ -338,6 +338,11 @@ TEST(TypeCatalogTest, ShareLayoutRootsAreReadLazilyAndAmentPrefixPathIsARoot) {
   EXPECT_EQ(catalog.find("geo_msgs/Move_Goal").root().fields[0].message->name, "geo_msgs/Pose");
   EXPECT_EQ(catalog.find("geo_msgs/Move_Feedback").root().fields[0].name, "progress");
   EXPECT_TRUE(catalog.contains("geo_msgs/msg/Broken"));
+  MessageSet by_ros2_name;
+  EXPECT_TRUE(catalog.load(by_ros2_name, "geo_msgs/msg/Point"));
+  EXPECT_TRUE(catalog.load(by_ros2_name, "builtin_interfaces/msg/Time")) << "a shipped type by its ROS 2 name";
+  EXPECT_TRUE(by_ros2_name.has("geo_msgs/Point") && by_ros2_name.has("builtin_interfaces/Time"));
+  EXPECT_FALSE(catalog.load(by_ros2_name, "geo_msgs/msg/Nothing"));
   // The broken file fails what uses it, naming its file and line.
   const std::string broken = (geo / "msg" / "Broken.msg").string();
   for (const char* type : {"geo_msgs/Broken", "geo_msgs/UsesBroken"}) {

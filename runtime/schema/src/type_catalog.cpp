@@ -95,15 +95,16 @@ std::string TypeCatalog::locate(std::string_view full_name) const {
 bool TypeCatalog::contains(std::string_view full_name) const { return !locate(full_name).empty(); }
 
 bool TypeCatalog::load(MessageSet& set, const std::string& full_name) const {
-  const std::string where = locate(full_name);
+  const std::string name = short_type_name(full_name);
+  const std::string where = locate(name);
   if (where.empty()) return false;
-  const auto slash = full_name.find('/');
-  if (const ShippedMessage* m = shipped(full_name.substr(0, slash), full_name.substr(slash + 1))) {
+  const auto slash = name.find('/');
+  if (const ShippedMessage* m = shipped(name.substr(0, slash), name.substr(slash + 1))) {
     set.add(m->package, m->name, m->text, where);
     return true;
   }
   set.add_file(where);
-  return set.has(full_name);
+  return set.has(name);
 }
 
 std::vector<std::string> TypeCatalog::known() const {
