@@ -241,3 +241,22 @@ TEST(Ros2DefinitionsTest, ForeignCdrIsCheckedBeforeAnythingIsAllocated) {
   EXPECT_NO_THROW((void)inner.from_cdr(view_of(big)));
   EXPECT_THROW((void)inner.from_cdr(view_of(big), 1024), CodecError);
 }
+
+TEST(Ros2DefinitionsTest, AMessageWithoutFieldsIsOneByteSoManyOfThemAreNoOverlap) {
+  const Schema empty = ros2_catalog().find("ros2_test_msgs/Empty");
+  EXPECT_EQ(empty.root().size, 1U);
+  const Schema feedback = ros2_catalog().find("ros2_test_msgs/Travel_Feedback");
+  const Json many = {{"progress", 0.5}, {"ticks", Json(std::vector<Json>(1000, Json::object()))}};
+  const std::vector<std::byte> bytes = feedback.encode(many);
+  EXPECT_EQ(feedback.decode(bytes), many);
+  std::string cdr;
+  feedback.to_cdr(bytes, cdr);
+  EXPECT_EQ(cdr.size(), 4U + 4 + 4 + 1000) << "ROS 2 gives each empty message one byte";
+  // A count that claims more of them than the message has bytes is refused.
+  std::vector<std::byte> lying = bytes;
+  VarRef r;
+  std::memcpy(&r, lying.data() + feedback.root().fields[1].offset, sizeof r);
+  r.count = 100000;
+  std::memcpy(lying.data() + feedback.root().fields[1].offset, &r, sizeof r);
+  EXPECT_THROW((void)feedback.decode(lying), CodecError);
+}

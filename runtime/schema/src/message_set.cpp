@@ -630,7 +630,10 @@ struct MessageSet::Impl {
   void finish(const Frame& top, std::vector<Extent>& extents) {
     MessageDef& def = *defs[top.def];
     def.align = top.align;
-    def.size = static_cast<std::uint32_t>(align_up(top.offset, top.align));
+    // A message without fields takes one byte, as its C++ struct does (and
+    // ROS 2's C struct, and its CDR): so each element of a sequence of
+    // them has bytes of its own, which the readers' checks count.
+    def.size = static_cast<std::uint32_t>(align_up(std::max<std::uint64_t>(top.offset, 1), top.align));
     def.variable = top.variable;
     // The depth counted through messages laid out before too (the stack
     // alone sees only this walk's part of the nesting).

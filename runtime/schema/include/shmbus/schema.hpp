@@ -33,7 +33,7 @@
 ///   largest member alignment;
 /// - each field starts at the next offset aligned for it, in declaration
 ///   order; the gaps are explicit zero padding; the message's fixed part is
-///   rounded up to its alignment;
+///   rounded up to its alignment (a message without fields is one byte);
 /// - a sequence (`T[]`, `T[<=N]`) and a `string` are a VarRef in the fixed
 ///   part (uint32 offset, uint32 count; alignment 4): `count` elements (a
 ///   string's bytes, no NUL) in a block at `offset` bytes from the start of
