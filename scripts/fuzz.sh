@@ -22,7 +22,8 @@ corpus="$dir/corpus"
 rm -rf "$corpus"
 mkdir -p "$corpus/parser" "$corpus/decoder" "$corpus/open" "$corpus/input" "$corpus/session" "$corpus/reader" "$corpus/config" \
   "$corpus/http"
-cp runtime/msg/*/*.msg tests/msg/*/*.msg tests/msg_ros2/*/*/* "$corpus/parser/"
+# Named by their paths: definitions of different packages share names.
+for f in runtime/msg/*/*.msg tests/msg/*/*.msg tests/msg_ros2/*/*/*; do cp "$f" "$corpus/parser/${f//\//_}"; done
 # Configuration seeds: the shipped example (every key) and each section.
 cp config/*.toml "$corpus/config/"
 printf '[[gateway]]\nexport = ["/a/*"]\nreliability = "best_effort"\n' > "$corpus/config/gateway.toml"
