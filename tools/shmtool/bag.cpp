@@ -179,7 +179,7 @@ Exported exported(const mcap::FileInfo& info, const mcap::Channel& ch, TypeInfo&
   Exported e;
   type = recorded_type(info, ch);
   const mcap::Schema* sc = info.schema(ch.schema_id);
-  if (ch.message_encoding == "cdr" && sc != nullptr && sc->encoding == "ros2msg") {
+  if (record::is_ros2_channel(ch, sc)) {
     e.schema = record::schema_of_ros2msg(*sc, ch.topic);
     e.from_cdr = true;
     type = TypeInfo{e.schema->root().name, e.schema->hash(), e.schema->text()};

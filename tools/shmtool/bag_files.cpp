@@ -40,7 +40,7 @@ std::map<std::uint16_t, Shown> shown_channels(const mcap::FileInfo& info) {
     if (ch.message_encoding == "shmbus") s.schema = schema_of(record::recorded_type(info, ch));
     // A ROS 2 recording (rosbag2, `bag export --encoding cdr`): decoded
     // through the definition the file carries.
-    if (ch.message_encoding == "cdr" && sc != nullptr && sc->encoding == "ros2msg") {
+    if (record::is_ros2_channel(ch, sc)) {
       s.schema = record::schema_of_ros2msg(*sc, ch.topic);
       s.cdr = true;
     }

@@ -28,7 +28,7 @@ struct Imported {
 /// Resolves a channel's type; refuses what cannot map, naming why.
 std::optional<schema::Schema> resolve(const schema::TypeCatalog& catalog, const mcap::Channel& c,
                                       const mcap::Schema* s) {
-  if (c.message_encoding != "cdr" || s == nullptr || s->encoding != "ros2msg") {
+  if (!is_ros2_channel(c, s)) {
     throw Error(Errc::kInvalidArgument,
                 fmt::format("bag import: channel {} is {} with {} schemas; only ROS 2 recordings (cdr messages, "
                             "ros2msg schemas) are imported",
@@ -71,6 +71,10 @@ std::optional<schema::Schema> resolve(const schema::TypeCatalog& catalog, const 
 }
 
 }  // namespace
+
+bool is_ros2_channel(const mcap::Channel& c, const mcap::Schema* s) noexcept {
+  return c.message_encoding == "cdr" && s != nullptr && s->encoding == "ros2msg";
+}
 
 schema::Schema schema_of_ros2msg(const mcap::Schema& s, std::string_view topic) {
   try {

@@ -30,6 +30,10 @@ struct ImportReport {
   std::uint64_t bytes = 0;  ///< of the output
 };
 
+/// True when channel `c` is ROS 2's (rosbag2's MCAP, `bag export
+/// --encoding cdr`): `cdr` messages with a `ros2msg` schema `s`.
+[[nodiscard]] bool is_ros2_channel(const mcap::Channel& c, const mcap::Schema* s) noexcept;
+
 /// The type a `ros2msg` schema record defines (its name, `pkg/msg/Type`,
 /// and its text with the types it uses), as a schema of its own. Throws
 /// Error(kInvalidArgument) naming `topic` and the type when the text cannot
