@@ -1,10 +1,12 @@
-# shmbus_generate_messages(<target> FILES <pkg>/<Name>.msg|.srv... [INCLUDE_DIRS <root>...])
+# shmbus_generate_messages(<target> FILES <pkg>/<Name>.msg|.srv|.action... [INCLUDE_DIRS <root>...])
 #
 # Generates <pkg>/<Name>.hpp for each FILE with shmbus-msggen (a service
-# .srv also gives <Name>_Request.hpp and <Name>_Response.hpp) and makes
+# .srv also gives <Name>_Request.hpp and <Name>_Response.hpp; an action
+# .action gives <Name>_Goal.hpp, <Name>_Result.hpp and <Name>_Feedback.hpp;
+# a FILE may be in ROS 2's share layout, <pkg>/msg/<Name>.msg) and makes
 # <target> an INTERFACE library that provides them (and links
 # shmbus::runtime). Types a FILE uses are looked up among the FILES and in
-# each INCLUDE_DIRS root (<root>/<pkg>/<Name>.msg), e.g. the shipped
+# each INCLUDE_DIRS root (<root>/<pkg>/<Name>.msg or <root>/<pkg>/msg/<Name>.msg), e.g. the shipped
 # messages in ${SHMBUS_MESSAGE_DIR}.
 function(shmbus_generate_messages target)
   cmake_parse_arguments(PARSE_ARGV 1 ARG "" "" "FILES;INCLUDE_DIRS")
@@ -19,7 +21,16 @@ function(shmbus_generate_messages target)
     get_filename_component(name "${abs}" NAME_WE)
     get_filename_component(dir "${abs}" DIRECTORY)
     get_filename_component(pkg "${dir}" NAME)
-    list(APPEND headers "${out_dir}/${pkg}/${name}.hpp")
+    if(pkg MATCHES "^(msg|srv|action)$")  # ROS 2's share layout: <pkg>/msg/<Name>.msg
+      get_filename_component(dir "${dir}" DIRECTORY)
+      get_filename_component(pkg "${dir}" NAME)
+    endif()
+    if(abs MATCHES "\\.action$")
+      list(APPEND headers "${out_dir}/${pkg}/${name}_Goal.hpp" "${out_dir}/${pkg}/${name}_Result.hpp"
+           "${out_dir}/${pkg}/${name}_Feedback.hpp")
+    else()
+      list(APPEND headers "${out_dir}/${pkg}/${name}.hpp")
+    endif()
     if(abs MATCHES "\\.srv$")
       list(APPEND headers "${out_dir}/${pkg}/${name}_Request.hpp" "${out_dir}/${pkg}/${name}_Response.hpp")
     endif()

@@ -66,6 +66,8 @@ std::string cpp_element(const Field& f) {
       return cpp_primitive(f.primitive);
     case FieldKind::kString:
       return fmt::format("shmbus::FixedString<{}>", f.string_capacity);
+    case FieldKind::kUnboundedString:
+      return "std::string";
     default:
       return cpp_name(f.message->name);
   }
@@ -132,58 +134,351 @@ std::string cpp_default(const Field& f) {
   return "{{" + items + "}}";
 }
 
-/// The trailing sequence a generated struct can hold: a variable message's
-/// last field, a sequence of fixed-layout elements, when no other field is
-/// variable. nullptr for a fixed message. Other variable messages are
-/// refused (SchemaError, naming the field).
-const Field* generated_tail(const MessageDef& m) {
-  if (!m.variable) return nullptr;
-  for (const Field& f : m.fields) {
-    const bool tail = &f == &m.fields.back() && f.unbounded && !f.element_variable();
-    if ((f.unbounded || f.element_variable()) && !tail) {
-      throw SchemaError(fmt::format(
-          "{}:{}: {}.{} ({}): shmbus-msggen generates C++ for fixed layouts and one trailing sequence of them; "
-          "read and write this type through its JSON or CDR codec (shmtool pub/echo, the bridge, Python)",
-          m.source, f.line, m.name, f.name, f.type()));
-    }
+// ---- Types with strings and sequences: a view, a builder and an owning type.
+
+enum class Elem { kPrimitive, kBool, kFixedString, kString, kFixedMessage, kVariableMessage };
+
+Elem elem_of(const Field& f) {
+  switch (f.kind) {
+    case FieldKind::kPrimitive:
+      return f.primitive == Primitive::kBool ? Elem::kBool : Elem::kPrimitive;
+    case FieldKind::kString:
+      return Elem::kFixedString;
+    case FieldKind::kUnboundedString:
+      return Elem::kString;
+    default:
+      return f.message->variable ? Elem::kVariableMessage : Elem::kFixedMessage;
   }
-  return &m.fields.back();
 }
 
-/// The members that reach a generated struct's trailing sequence `t` (a
-/// struct of `size` bytes named `type`).
-std::string tail_accessors(const Field& t, std::uint32_t size, const std::string& type) {
-  const std::string e = cpp_element(t);
-  return fmt::format(
-      "\n  static constexpr std::size_t kTailElementSize = {2};\n"
-      "  /// Where resize_{0}() puts the elements: right after the struct.\n"
-      "  static constexpr std::size_t kTailOffset = ({4} + alignof({1}) - 1) / alignof({1}) * alignof({1});\n"
-      "  /// Bytes of a message with `count` elements of {0}.\n"
-      "  static constexpr std::size_t wire_size(std::size_t count) noexcept {{\n"
-      "    return kTailOffset + count * kTailElementSize;\n  }}\n"
-      "  /// {0} holds `count` elements, right after the struct (a message of\n"
-      "  /// wire_size(count) bytes).\n"
-      "  void resize_{0}(std::uint32_t count) noexcept {{\n"
-      "    {0}_offset = count == 0 ? 0 : static_cast<std::uint32_t>(kTailOffset);\n"
-      "    {0}_count = count;\n  }}\n"
-      "  /// True when {0}'s elements lie in a message of `size` bytes, after\n"
-      "  /// the struct and aligned (check a message from elsewhere before {0}()).\n"
-      "  [[nodiscard]] bool {0}_valid(std::size_t size) const noexcept {{\n"
-      "    return {0}_count == 0 || ({0}_offset >= sizeof({3}) && {0}_offset % alignof({1}) == 0 &&\n"
-      "                              {0}_offset <= size && ({0}_count <= (size - {0}_offset) / kTailElementSize));\n"
-      "  }}\n"
-      "  /// The {0}_count elements at {0}_offset in the message.\n"
-      "  std::span<{1}> {0}() noexcept {{\n"
-      "    return {{reinterpret_cast<{1}*>(reinterpret_cast<std::byte*>(this) + {0}_offset), {0}_count}};\n  }}\n"
-      "  std::span<const {1}> {0}() const noexcept {{\n"
-      "    return {{reinterpret_cast<const {1}*>(reinterpret_cast<const std::byte*>(this) + {0}_offset), "
-      "{0}_count}};\n  }}\n",
-      t.name, e, t.element_size, type, size);
+/// The code one field contributes to each of the three types.
+struct FieldCode {
+  std::string view;     ///< View's accessor
+  std::string builder;  ///< Builder's setters
+  std::string member;   ///< the owning type's member
+  std::string grow;     ///< wire_size(): the blocks it appends
+  std::string build;    ///< build(): writing it
+  std::string from;     ///< from(): reading it
+};
+
+/// `"pkg/Type.field"`: what an error about the field names.
+std::string what_of(const MessageDef& m, const Field& f) { return cpp_string_literal(m.name + "." + f.name); }
+
+/// The element a view gives of a fixed array or sequence: a bool as its
+/// byte (any byte from a writer is a value; `!= 0` is true).
+std::string view_element(const Field& f) { return elem_of(f) == Elem::kBool ? "std::uint8_t" : cpp_element(f); }
+
+/// A string literal's default, or a default list of strings, as the owning
+/// type's initializer.
+std::string owning_default(const Field& f) {
+  if (f.default_value.is_null()) return "{}";
+  if (elem_of(f) != Elem::kString) {
+    const std::string d = cpp_default(f);
+    if (d.starts_with(" = ")) return "{" + d.substr(3) + "}";
+    if (f.unbounded && d.starts_with("{{")) return d.substr(1, d.size() - 2);  // std::vector{a, b}
+    return d;
+  }
+  if (!f.default_value.is_array()) return "{" + cpp_string_literal(f.default_value.get<std::string>()) + "}";
+  std::string items;
+  for (const Json& v : f.default_value) items += (items.empty() ? "" : ", ") + cpp_string_literal(v.get<std::string>());
+  return f.unbounded ? "{" + items + "}" : "{{" + items + "}}";
 }
 
-std::string generate(const MessageDef& m) {
+FieldCode code_one(const MessageDef& m, const Field& f) {
+  const std::string at = fmt::format("at_ + {}", f.offset);
+  const std::string what = what_of(m, f);
+  const std::string e = cpp_element(f);
+  FieldCode c;
+  c.member = fmt::format("  {} {}{};\n", cpp_element(f), f.name, owning_default(f));
+  switch (elem_of(f)) {
+    case Elem::kPrimitive:
+      c.view = fmt::format("  [[nodiscard]] {0} {1}() const noexcept {{ return shmbus::msg::load<{0}>(m_.data + {2}); }}\n",
+                           e, f.name, at);
+      c.builder = fmt::format("  void set_{1}({0} v) noexcept {{ std::memcpy(w_->data() + {2}, &v, sizeof v); }}\n", e,
+                              f.name, at);
+      break;
+    case Elem::kBool:
+      c.view = fmt::format(
+          "  [[nodiscard]] bool {0}() const noexcept {{ return shmbus::msg::load<std::uint8_t>(m_.data + {1}) != 0; }}\n",
+          f.name, at);
+      c.builder = fmt::format(
+          "  void set_{0}(bool v) noexcept {{ *reinterpret_cast<std::uint8_t*>(w_->data() + {1}) = v ? 1 : 0; }}\n",
+          f.name, at);
+      break;
+    case Elem::kFixedString:
+      c.view = fmt::format("  [[nodiscard]] std::string_view {0}() const noexcept {{\n"
+                           "    return reinterpret_cast<const {1}*>(m_.data + {2})->view();\n  }}\n",
+                           f.name, e, at);
+      c.builder = fmt::format("  void set_{0}(std::string_view s) {{\n"
+                              "    if (!reinterpret_cast<{1}*>(w_->data() + {2})->assign(s)) {{\n"
+                              "      throw shmbus::Error(shmbus::Errc::kInvalidArgument, std::string({3}) + \": \" + "
+                              "std::to_string(s.size()) + \" bytes do not fit string<{4}>\");\n    }}\n  }}\n",
+                              f.name, e, at, what, f.string_capacity);
+      break;
+    case Elem::kString:
+      c.view = fmt::format("  [[nodiscard]] std::string_view {0}() const {{ return shmbus::msg::string(m_, {1}, {2}); }}\n",
+                           f.name, at, what);
+      c.builder = fmt::format("  void set_{0}(std::string_view s) {{ w_->string({1}, s, {2}); }}\n", f.name, at, what);
+      c.grow = fmt::format("    end = shmbus::msg::grow(end, {}.size(), 1, 1);\n", f.name);
+      break;
+    case Elem::kFixedMessage:
+      c.view = fmt::format("  [[nodiscard]] const {0}& {1}() const noexcept {{\n"
+                           "    return *reinterpret_cast<const {0}*>(m_.data + {2});\n  }}\n",
+                           e, f.name, at);
+      c.builder = fmt::format("  [[nodiscard]] {0}& {1}() noexcept {{ return *reinterpret_cast<{0}*>(w_->data() + {2}); }}\n",
+                              e, f.name, at);
+      break;
+    case Elem::kVariableMessage:
+      c.view = fmt::format("  [[nodiscard]] {0}_View {1}() const noexcept {{ return {{m_, {2}}}; }}\n", e, f.name, at);
+      c.builder = fmt::format("  [[nodiscard]] {0}_Builder {1}() noexcept {{ return {{*w_, {2}}}; }}\n", e, f.name, at);
+      c.grow = fmt::format("    end = {}.grow(end);\n", f.name);
+      c.build = fmt::format("    {0}.build(b.{0}());\n", f.name);
+      c.from = fmt::format("    out.{0} = {1}::from(v.{0}(), budget);\n", f.name, e);
+      return c;
+  }
+  switch (elem_of(f)) {
+    case Elem::kFixedString:
+      c.build = fmt::format("    b.set_{0}({0}.view());\n", f.name);
+      c.from = fmt::format("    out.{0}.assign(v.{0}());\n", f.name);
+      break;
+    case Elem::kFixedMessage:
+      c.build = fmt::format("    b.{0}() = {0};\n", f.name);
+      c.from = fmt::format("    out.{0} = v.{0}();\n", f.name);
+      break;
+    case Elem::kString:
+      c.build = fmt::format("    b.set_{0}({0});\n", f.name);
+      c.from = fmt::format("    {{\n      const std::string_view s = v.{0}();\n      budget.take(s.size(), 1, {1});\n"
+                           "      out.{0}.assign(s);\n    }}\n",
+                           f.name, what);
+      break;
+    default:
+      c.build = fmt::format("    b.set_{0}({0});\n", f.name);
+      c.from = fmt::format("    out.{0} = v.{0}();\n", f.name);
+  }
+  return c;
+}
+
+/// Elements that are a string or a variable message: read one at a time.
+bool read_one_by_one(const Field& f) { return elem_of(f) == Elem::kString || elem_of(f) == Elem::kVariableMessage; }
+
+/// The Sequence<Read> type of a field whose elements are read one by one.
+std::string sequence_type(const Field& f) {
+  return elem_of(f) == Elem::kString ? "shmbus::msg::Sequence<shmbus::msg::StringElement>"
+                                     : fmt::format("shmbus::msg::Sequence<{}_View>", cpp_element(f));
+}
+
+/// A fixed array `T name[N]`.
+FieldCode code_array(const MessageDef& m, const Field& f) {
+  const std::string at = fmt::format("at_ + {}", f.offset);
+  const std::string what = what_of(m, f);
+  const std::string e = cpp_element(f);
+  const std::uint32_t n = f.array_length;
+  FieldCode c;
+  c.member = fmt::format("  std::array<{}, {}> {}{};\n", cpp_element(f), n, f.name, owning_default(f));
+  if (!read_one_by_one(f)) {
+    const std::string ve = view_element(f);
+    c.view = fmt::format("  [[nodiscard]] std::span<const {0}, {1}> {2}() const noexcept {{\n"
+                         "    return std::span<const {0}, {1}>(reinterpret_cast<const {0}*>(m_.data + {3}), {1});\n  }}\n",
+                         ve, n, f.name, at);
+    c.builder = fmt::format("  [[nodiscard]] std::span<{0}, {1}> {2}() noexcept {{\n"
+                            "    return std::span<{0}, {1}>(reinterpret_cast<{0}*>(w_->data() + {3}), {1});\n  }}\n",
+                            e, n, f.name, at);
+    c.build = fmt::format("    std::copy({0}.begin(), {0}.end(), b.{0}().begin());\n", f.name);
+    c.from = elem_of(f) == Elem::kBool
+                 ? fmt::format("    std::transform(v.{0}().begin(), v.{0}().end(), out.{0}.begin(), "
+                               "[](std::uint8_t x) {{ return x != 0; }});\n",
+                               f.name)
+                 : fmt::format("    std::copy(v.{0}().begin(), v.{0}().end(), out.{0}.begin());\n", f.name);
+    return c;
+  }
+  const bool str = elem_of(f) == Elem::kString;
+  c.view = fmt::format("  [[nodiscard]] {0} {1}() const noexcept {{ return {{m_, {2}, {3}, {4}, {5}}}; }}\n",
+                       sequence_type(f), f.name, at, n, f.element_size, what);
+  const std::string element = fmt::format("shmbus::msg::Writer::item({}, i, {}, {}, {})", at, n, f.element_size, what);
+  c.builder = str ? fmt::format("  void set_{0}(std::size_t i, std::string_view s) {{ w_->string({1}, s, {2}); }}\n",
+                                f.name, element, what)
+                  : fmt::format("  [[nodiscard]] {0}_Builder {1}(std::size_t i) {{ return {{*w_, {2}}}; }}\n", e,
+                                f.name, element);
+  c.grow = str ? fmt::format("    for (const auto& s : {}) end = shmbus::msg::grow(end, s.size(), 1, 1);\n", f.name)
+               : fmt::format("    for (const auto& x : {}) end = x.grow(end);\n", f.name);
+  c.build = str ? fmt::format("    for (std::size_t i = 0; i < {1}; ++i) b.set_{0}(i, {0}[i]);\n", f.name, n)
+                : fmt::format("    for (std::size_t i = 0; i < {1}; ++i) {0}[i].build(b.{0}(i));\n", f.name, n);
+  c.from = str ? fmt::format("    for (std::size_t i = 0; i < {1}; ++i) {{\n      const std::string_view s = v.{0}()[i];\n"
+                             "      budget.take(s.size(), 1, {2});\n      out.{0}[i].assign(s);\n    }}\n",
+                             f.name, n, what)
+               : fmt::format("    for (std::size_t i = 0; i < {1}; ++i) out.{0}[i] = {2}::from(v.{0}()[i], budget);\n",
+                             f.name, n, e);
+  return c;
+}
+
+/// A sequence `T name[]` or `T name[<=N]`.
+FieldCode code_sequence(const MessageDef& m, const Field& f) {
+  const std::string at = fmt::format("at_ + {}", f.offset);
+  const std::string what = what_of(m, f);
+  const std::string e = cpp_element(f);
+  const std::uint32_t bound = f.sequence_bound;
+  FieldCode c;
+  c.member = fmt::format("  std::vector<{}> {}{};\n", cpp_element(f), f.name, owning_default(f));
+  c.grow = fmt::format("    end = shmbus::msg::grow(end, {}.size(), {}, {});\n", f.name, f.element_size, f.element_align);
+  if (!read_one_by_one(f)) {
+    const std::string ve = view_element(f);
+    // Fixed strings and messages: a zeroed block (their padding); numbers:
+    // left for the caller to fill (a large sequence costs no second pass).
+    const bool zero = elem_of(f) == Elem::kFixedString || elem_of(f) == Elem::kFixedMessage;
+    c.view = fmt::format("  [[nodiscard]] std::span<const {0}> {1}() const {{\n"
+                         "    return shmbus::msg::sequence<{0}>(m_, {2}, {3}, {4});\n  }}\n",
+                         ve, f.name, at, bound, what);
+    c.builder = fmt::format("  /// {1} of `n` elements{5}: fill them in the span.\n"
+                            "  [[nodiscard]] std::span<{0}> resize_{1}(std::size_t n) {{\n"
+                            "    return w_->sequence<{0}>({2}, n, {3}, {6}, {4});\n  }}\n",
+                            e, f.name, at, bound, what, zero ? " (zeroed)" : "", zero ? "true" : "false");
+    c.build = fmt::format("    {{\n      const auto s = b.resize_{0}({0}.size());\n"
+                          "      std::copy({0}.begin(), {0}.end(), s.begin());\n    }}\n",
+                          f.name);
+    const std::string assign = elem_of(f) == Elem::kBool
+                                   ? fmt::format("      out.{0}.reserve(s.size());\n      for (const std::uint8_t x : s) "
+                                                 "out.{0}.push_back(x != 0);\n",
+                                                 f.name)
+                                   : fmt::format("      out.{0}.assign(s.begin(), s.end());\n", f.name);
+    c.from = fmt::format("    {{\n      const auto s = v.{0}();\n      budget.take(s.size(), {1}, {2});\n{3}    }}\n",
+                         f.name, f.element_size, what, assign);
+    return c;
+  }
+  const bool str = elem_of(f) == Elem::kString;
+  c.view = fmt::format("  [[nodiscard]] {0} {1}() const {{\n"
+                       "    return shmbus::msg::sequence_of<{2}>(m_, {3}, {4}, {5}, {6}, {7});\n  }}\n",
+                       sequence_type(f), f.name, str ? "shmbus::msg::StringElement" : e + "_View", at, f.element_size,
+                       f.element_align, bound, what);
+  const std::string element = fmt::format("w_->element({}, i, {}, {})", at, f.element_size, what);
+  c.builder = fmt::format("  /// {0} of `n` elements, each then set by index.\n"
+                          "  void resize_{0}(std::size_t n) {{\n"
+                          "    shmbus::msg::Writer::check_bound(n, {1}, {2});\n"
+                          "    w_->add({3}, n, {4}, {5}, true, {2});\n  }}\n",
+                          f.name, bound, what, at, f.element_size, f.element_align);
+  c.builder += str ? fmt::format("  void set_{0}(std::size_t i, std::string_view s) {{ w_->string({1}, s, {2}); }}\n",
+                                 f.name, element, what)
+                   : fmt::format("  [[nodiscard]] {0}_Builder {1}(std::size_t i) {{ return {{*w_, {2}}}; }}\n", e,
+                                 f.name, element);
+  c.grow += str ? fmt::format("    for (const auto& s : {}) end = shmbus::msg::grow(end, s.size(), 1, 1);\n", f.name)
+                : fmt::format("    for (const auto& x : {}) end = x.grow(end);\n", f.name);
+  c.build = fmt::format("    b.resize_{0}({0}.size());\n", f.name) +
+            (str ? fmt::format("    for (std::size_t i = 0; i < {0}.size(); ++i) b.set_{0}(i, {0}[i]);\n", f.name)
+                 : fmt::format("    for (std::size_t i = 0; i < {0}.size(); ++i) {0}[i].build(b.{0}(i));\n", f.name));
+  c.from = fmt::format("    {{\n      const auto s = v.{0}();\n      budget.take(s.size(), {1}, {2});\n"
+                       "      out.{0}.reserve(s.size());\n",
+                       f.name, f.element_size, what) +
+           (str ? fmt::format("      for (const std::string_view x : s) {{\n        budget.take(x.size(), 1, {1});\n"
+                              "        out.{0}.emplace_back(x);\n      }}\n",
+                              f.name, what)
+                : fmt::format("      for (const auto& x : s) out.{0}.push_back({1}::from(x, budget));\n", f.name, e)) +
+           "    }\n";
+  return c;
+}
+
+FieldCode code_field(const MessageDef& m, const Field& f) {
+  if (f.unbounded) return code_sequence(m, f);
+  if (f.array_length != 0) return code_array(m, f);
+  return code_one(m, f);
+}
+
+/// The header of a type with strings or sequences: `Type_View` (read in
+/// place), `Type_Builder` (write into a loan) and `Type` (owning, with
+/// std::string and std::vector, its defaults and constants).
+std::string generate_variable(const MessageDef& m) {
   const std::string text = MessageSet::canonical_text(m);
-  const Field* const tail = generated_tail(m);
+  const auto slash = m.name.find('/');
+  const std::string package = m.name.substr(0, slash);
+  const std::string type = m.name.substr(slash + 1);
+  std::string h;
+  h += fmt::format("// Generated by shmbus-msggen from {}.msg. Do not edit.\n#pragma once\n\n", m.name);
+  h += "#include <algorithm>\n#include <array>\n#include <cstddef>\n#include <cstdint>\n#include <cstring>\n"
+       "#include <span>\n#include <string>\n#include <string_view>\n#include <vector>\n\n"
+       "#include \"shmbus/error.hpp\"\n#include \"shmbus/fixed_string.hpp\"\n#include \"shmbus/var_message.hpp\"\n";
+  std::set<std::string> deps;
+  for (const Field& f : m.fields) {
+    if (f.kind == FieldKind::kMessage) deps.insert(f.message->name);
+  }
+  for (const auto& d : deps) h += fmt::format("#include \"{}.hpp\"\n", d);
+  std::vector<FieldCode> codes;
+  codes.reserve(m.fields.size());
+  for (const Field& f : m.fields) codes.push_back(code_field(m, f));
+  const auto all = [&](std::string FieldCode::*part) {
+    std::string out;
+    for (const FieldCode& c : codes) out += c.*part;
+    return out;
+  };
+  h += fmt::format("\nnamespace {} {{\n\n", package);
+  h += fmt::format(
+      "/// {0} read where it lies (a slot, a buffer): every string and sequence\n"
+      "/// is checked against the message's bytes when it is reached (Error\n"
+      "/// kInvalidArgument naming the field when it points outside them).\n"
+      "class {1}_View {{\n public:\n"
+      "  static constexpr std::uint32_t kFixedSize = {2};\n  static constexpr std::uint32_t kAlign = {3};\n\n"
+      "  /// A whole message's bytes (8-byte aligned, at least kFixedSize).\n"
+      "  explicit {1}_View(std::span<const std::byte> message)\n"
+      "      : m_(shmbus::msg::message(message, kFixedSize, \"{0}\")) {{}}\n"
+      "  /// The {0} at `at` in message `m` (a nested or sequence element).\n"
+      "  {1}_View(const shmbus::msg::Bytes& m, std::uint32_t at) noexcept : m_(m), at_(at) {{}}\n"
+      "  static {1}_View get(const shmbus::msg::Bytes& m, std::uint32_t at, const char* /*what*/) noexcept {{\n"
+      "    return {{m, at}};\n  }}\n\n{4}\n"
+      "  /// The whole message's size in bytes.\n"
+      "  [[nodiscard]] std::size_t message_size() const noexcept {{ return m_.size; }}\n\n"
+      " private:\n  shmbus::msg::Bytes m_;\n  std::uint32_t at_ = 0;\n}};\n\n",
+      m.name, type, m.size, m.align, all(&FieldCode::view));
+  h += fmt::format(
+      "/// Writes a {0} into a buffer (a loan) through a shmbus::msg::Writer:\n"
+      "/// the fixed part starts zeroed; each string or sequence is appended\n"
+      "/// when set, and the writer's size() is then the message's. A buffer too\n"
+      "/// small throws Error(kInvalidArgument) naming the field and the size.\n"
+      "class {1}_Builder {{\n public:\n"
+      "  /// The root of a message in `w`'s buffer.\n"
+      "  explicit {1}_Builder(shmbus::msg::Writer& w) : w_(&w) {{ w.start({2}, \"{0}\"); }}\n"
+      "  /// The {0} at `at` in the message `w` writes.\n"
+      "  {1}_Builder(shmbus::msg::Writer& w, std::uint32_t at) noexcept : w_(&w), at_(at) {{}}\n\n{3}\n"
+      " private:\n  shmbus::msg::Writer* w_;\n  std::uint32_t at_ = 0;\n}};\n\n",
+      m.name, type, m.size, all(&FieldCode::builder));
+  h += fmt::format(
+      "/// {0} (schema hash {1:016x}) as an owning value, with its defaults:\n"
+      "/// publish it (its wire_size() bytes are written through build()), or\n"
+      "/// make one from a view with from().\n"
+      "struct {2} {{\n"
+      "  static constexpr const char* kTypeName = \"{0}\";\n"
+      "  static constexpr std::uint64_t kTypeHash = 0x{1:016x}ULL;\n"
+      "  static constexpr const char* kSchema = R\"shmbus_schema({3})shmbus_schema\";\n",
+      m.name, hash_text(text), type, text);
+  for (const Constant& c : m.constants) {
+    h += fmt::format("  static constexpr {} {} = {};\n", c.is_string ? "const char*" : cpp_primitive(c.primitive),
+                     c.name, cpp_constant_value(c));
+  }
+  h += fmt::format("  using View = {0}_View;\n  using Builder = {0}_Builder;\n\n{1}\n", type, all(&FieldCode::member));
+  h += fmt::format(
+      "  /// The bytes build() writes.\n"
+      "  [[nodiscard]] std::size_t wire_size() const noexcept {{ return grow(View::kFixedSize); }}\n"
+      "  /// Where a message of `end` bytes ends once this one's blocks follow.\n"
+      "  [[nodiscard]] std::size_t grow(std::size_t end) const noexcept {{\n{0}    return end;\n  }}\n"
+      "  /// Writes this message through `b` (the codecs' order: fields in turn,\n"
+      "  /// a sequence's block before its elements' own).\n"
+      "  void build(Builder b) const {{\n{1}  }}\n"
+      "  /// A copy of the message `v` views (Error kInvalidArgument when it\n"
+      "  /// points outside its bytes, or its blocks overlap).\n"
+      "  static {2} from(const View& v) {{\n"
+      "    shmbus::msg::Budget budget(v.message_size());\n    return from(v, budget);\n  }}\n"
+      "  static {2} from(const View& v, shmbus::msg::Budget& budget) {{\n    {2} out;\n{3}"
+      "    static_cast<void>(budget);\n    return out;\n  }}\n}};\n",
+      all(&FieldCode::grow), all(&FieldCode::build), type, all(&FieldCode::from));
+  h += fmt::format("\n}}  // namespace {}\n", package);
+  h += fmt::format(
+      "\nnamespace {0}::msg {{\nusing {1} = {0}::{1};\nusing {1}_View = {0}::{1}_View;\n"
+      "using {1}_Builder = {0}::{1}_Builder;\n}}  // namespace {0}::msg\n",
+      package, type);
+  return h;
+}
+
+/// The header of message `m`: a struct for a fixed layout, or a view, a
+/// builder and an owning type for one with strings or sequences.
+std::string generate(const MessageDef& m) {
+  if (m.variable) return generate_variable(m);
+  const std::string text = MessageSet::canonical_text(m);
   const auto slash = m.name.find('/');
   const std::string package = m.name.substr(0, slash);
   const std::string type = m.name.substr(slash + 1);
@@ -199,12 +494,8 @@ std::string generate(const MessageDef& m) {
   h += fmt::format("\nnamespace {} {{\n\n", package);
   h += fmt::format(
       "/// {} (schema hash {:016x}). Initialise it with `{} m{{}};`: its\n"
-      "/// padding members are then zero, and fields have their defaults.{}\n",
-      m.name, hash_text(text), type,
-      tail != nullptr ? fmt::format(" Its `{0}` elements follow the struct in the message: publish\n/// "
-                                    "wire_size(n) bytes through a loan, resize_{0}(n) and fill {0}().",
-                                    tail->name)
-                      : "");
+      "/// padding members are then zero, and fields have their defaults.\n",
+      m.name, hash_text(text), type);
   h += fmt::format("struct {} {{\n", type);
   h += fmt::format("  static constexpr const char* kTypeName = \"{}\";\n", m.name);
   h += fmt::format("  static constexpr std::uint64_t kTypeHash = 0x{:016x}ULL;\n", hash_text(text));
@@ -222,11 +513,7 @@ std::string generate(const MessageDef& m) {
   };
   for (const Field& f : m.fields) {
     pad_to(f.offset);
-    if (f.unbounded) {
-      h +=
-          fmt::format("  std::uint32_t {0}_offset;  ///< where {0}'s elements are, from the message's start\n", f.name);
-      h += fmt::format("  std::uint32_t {}_count;\n", f.name);
-    } else if (f.array_length != 0) {
+    if (f.array_length != 0) {
       h += fmt::format("  std::array<{}, {}> {}{};\n", cpp_element(f), f.array_length, f.name, cpp_default(f));
     } else {
       h += fmt::format("  {} {}{};\n", cpp_element(f), f.name, cpp_default(f));
@@ -234,7 +521,6 @@ std::string generate(const MessageDef& m) {
     at += f.fixed_size();
   }
   pad_to(m.size);
-  if (tail != nullptr) h += tail_accessors(*tail, m.size, type);
   h += "};\n\n";
   h += "static_assert(std::endian::native == std::endian::little, \"shmbus messages are little-endian\");\n";
   h += "static_assert(sizeof(bool) == 1, \"the schema's bool is one byte\");\n";
@@ -242,8 +528,7 @@ std::string generate(const MessageDef& m) {
   h += fmt::format("static_assert(sizeof({}) == {}, \"size must match the schema layout\");\n", type, m.size);
   h += fmt::format("static_assert(alignof({}) == {}, \"alignment must match the schema layout\");\n", type, m.align);
   for (const Field& f : m.fields) {
-    const std::string member = f.unbounded ? f.name + "_offset" : f.name;
-    h += fmt::format("static_assert(offsetof({}, {}) == {});\n", type, member, f.offset);
+    h += fmt::format("static_assert(offsetof({}, {}) == {});\n", type, f.name, f.offset);
   }
   h += fmt::format("\n}}  // namespace {}\n", package);
   // ROS 2's C++ name of the type too: pkg::msg::Type.

@@ -402,7 +402,7 @@ int main(int argc, char** argv) {
     shmbus::ChannelRule camera;
     camera.pattern = "/camera/image";
     camera.capacity = 16;
-    camera.max_message_size = static_cast<std::uint32_t>(sensor_msgs::Image::wire_size(kPixels));
+    camera.max_message_size = sensor_msgs::Image::View::kFixedSize + kPixels;
     config.channels.push_back(camera);
     // Runs last, once the publishers and the context are gone (also when a
     // row throws).
@@ -418,15 +418,16 @@ int main(int argc, char** argv) {
       m.linear_acceleration = {0.1, 0.2, 9.81};
       std::memcpy(imu.data(), &m, sizeof(m));
     }
-    std::vector<std::byte> image(sensor_msgs::Image::wire_size(kPixels));
+    std::vector<std::byte> image;
     {
-      auto* m = reinterpret_cast<sensor_msgs::Image*>(image.data());
-      m->height = 480;
-      m->width = 640;
-      m->encoding.assign("rgb8");
-      m->step = 640 * 3;
-      m->resize_data(kPixels);
-      for (std::uint32_t k = 0; k < kPixels; ++k) m->data()[k] = static_cast<std::uint8_t>(k * 7);
+      sensor_msgs::Image m;
+      m.height = 480;
+      m.width = 640;
+      m.encoding.assign("rgb8");
+      m.step = 640 * 3;
+      m.data.resize(kPixels);
+      for (std::uint32_t k = 0; k < kPixels; ++k) m.data[k] = static_cast<std::uint8_t>(k * 7);
+      image = shmbus::msg::to_bytes(m);
     }
     const auto publish_imu = [&] { publish_at(imu_pub, imu, rate, seconds); };
     const auto publish_image = [&] { publish_at(image_pub, image, image_rate, seconds); };

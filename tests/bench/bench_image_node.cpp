@@ -25,9 +25,9 @@ int main(int argc, char** argv) {
   o.in_place = true;
   node.subscribe<sensor_msgs::Image>(
       argv[1],
-      [&](const sensor_msgs::Image& img, const shmbus::MessageInfo& info) {
+      [&](const sensor_msgs::Image::View& img, const shmbus::MessageInfo& info) {
         // The same work as the Python callback: the pixels' last byte.
-        volatile std::uint8_t last = img.data()[img.data_count - 1];
+        volatile std::uint8_t last = img.data().back();
         (void)last;
         delays.push_back(shmbus::mono_now_ns() - info.publish_time_ns);
         if (delays.size() == frames) node.stop();

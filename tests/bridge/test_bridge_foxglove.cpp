@@ -69,30 +69,24 @@ std::vector<std::byte> all_kinds(std::uint32_t i) {
 
 /// A trailing array of messages, of i % 4 elements.
 std::vector<std::byte> with_tail(std::uint32_t i) {
-  const std::uint32_t n = i % 4;
-  std::vector<std::byte> bytes(test_msgs::WithTail::wire_size(n));
-  auto* m = reinterpret_cast<test_msgs::WithTail*>(bytes.data());
-  m->kind = static_cast<std::uint8_t>(i);
-  m->resize_points(n);
-  for (std::uint32_t k = 0; k < n; ++k) m->points()[k] = {static_cast<float>(k), -0.5F * static_cast<float>(i)};
-  return bytes;
+  test_msgs::WithTail m;
+  m.kind = static_cast<std::uint8_t>(i);
+  for (std::uint32_t k = 0; k < i % 4; ++k) m.points.push_back({static_cast<float>(k), -0.5F * static_cast<float>(i)});
+  return shmbus::msg::to_bytes(m);
 }
 
 /// A 3x2 rgb8 image whose pixels count from i.
 std::vector<std::byte> image(std::uint32_t i) {
-  constexpr std::uint32_t kBytes = 3 * 2 * 3;
-  std::vector<std::byte> bytes(sensor_msgs::Image::wire_size(kBytes));
-  auto* m = reinterpret_cast<sensor_msgs::Image*>(bytes.data());
-  m->header.seq = i;
-  m->header.stamp_ns = 1'700'000'000'123'456'789ULL + i;
-  m->header.frame_id.assign("camera");
-  m->height = 2;
-  m->width = 3;
-  m->encoding.assign("rgb8");
-  m->step = 9;
-  m->resize_data(kBytes);
-  for (std::uint32_t k = 0; k < kBytes; ++k) m->data()[k] = static_cast<std::uint8_t>(i + k);
-  return bytes;
+  sensor_msgs::Image m;
+  m.header.seq = i;
+  m.header.stamp_ns = 1'700'000'000'123'456'789ULL + i;
+  m.header.frame_id.assign("camera");
+  m.height = 2;
+  m.width = 3;
+  m.encoding.assign("rgb8");
+  m.step = 9;
+  for (std::uint32_t k = 0; k < 3 * 2 * 3; ++k) m.data.push_back(static_cast<std::uint8_t>(i + k));
+  return shmbus::msg::to_bytes(m);
 }
 
 /// The message whose bytes `feeder` sent as number `i`, as shmbus's exact

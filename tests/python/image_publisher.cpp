@@ -18,31 +18,30 @@ int main(int argc, char** argv) {
   constexpr std::uint32_t kWidth = 640;
   constexpr std::uint32_t kHeight = 480;
   constexpr std::uint32_t kStep = kWidth * 3;
-  shmbus::Publisher pub(argv[1], shmbus::type_info_of<sensor_msgs::Image>());
+  shmbus::TypedPublisher<sensor_msgs::Image> pub(argv[1]);
   std::uint32_t seq = 0;
   std::string line;
   while (std::getline(std::cin, line)) {
     const unsigned long n = std::stoul(line);
     for (unsigned long i = 0; i < n; ++i, ++seq) {
-      const std::size_t size = sensor_msgs::Image::wire_size(std::size_t{kStep} * kHeight);
-      shmbus::Loan loan = pub.loan(size);
+      // Built in the loan: the fixed part, then the pixels after it.
+      shmbus::Loan loan = pub.loan(sensor_msgs::Image::View::kFixedSize + 8 + std::size_t{kStep} * kHeight);
       if (!loan) return 1;
-      auto* img = loan.as<sensor_msgs::Image>();
-      *img = sensor_msgs::Image{};
-      img->header.seq = seq;
-      img->height = kHeight;
-      img->width = kWidth;
-      img->encoding.assign("rgb8");
-      img->step = kStep;
-      img->resize_data(kStep * kHeight);
-      std::uint8_t* px = img->data().data();
+      shmbus::msg::Writer writer(loan.data());
+      sensor_msgs::Image::Builder img(writer);
+      img.header().seq = seq;
+      img.set_height(kHeight);
+      img.set_width(kWidth);
+      img.set_encoding("rgb8");
+      img.set_step(kStep);
+      std::uint8_t* px = img.resize_data(std::size_t{kStep} * kHeight).data();
       for (std::uint32_t y = 0; y < kHeight; ++y) {
         for (std::uint32_t x = 0; x < kWidth; ++x) {
           for (std::uint32_t c = 0; c < 3; ++c)
             px[y * kStep + x * 3 + c] = static_cast<std::uint8_t>(y + 2 * x + 3 * c + seq);
         }
       }
-      if (pub.commit(loan) != shmbus::PublishResult::kOk) return 1;
+      if (pub.commit(loan, writer.size()) != shmbus::PublishResult::kOk) return 1;
     }
     std::printf("published %u\n", seq);
     std::fflush(stdout);

@@ -118,18 +118,16 @@ TEST(SchemaCodecTest, EveryFieldKindRoundTripsStructBytesJsonBytesStruct) {
 }
 
 TEST(SchemaCodecTest, TrailingArrayRoundTripsWithItsCount) {
-  alignas(8) std::byte buf[test_msgs::WithTail::wire_size(3)]{};
-  auto* m = reinterpret_cast<test_msgs::WithTail*>(buf);
-  m->kind = 7;
-  m->resize_points(3);
-  for (std::uint32_t i = 0; i < 3; ++i) m->points()[i] = {static_cast<float>(i), -static_cast<float>(i)};
+  test_msgs::WithTail m;
+  m.kind = 7;
+  for (std::uint32_t i = 0; i < 3; ++i) m.points.push_back({static_cast<float>(i), -static_cast<float>(i)});
+  const std::vector<std::byte> buf = shmbus::msg::to_bytes(m);
   const Schema s = schema_of(test_msgs::WithTail::kSchema);
   const json j = s.decode(buf);
   ASSERT_EQ(j["points"].size(), 3U);
   EXPECT_EQ(j["points"][2]["y"], -2.0);
   const std::vector<std::byte> encoded = s.encode(j);
-  ASSERT_EQ(encoded.size(), sizeof(buf));
-  EXPECT_EQ(std::memcmp(encoded.data(), buf, sizeof(buf)), 0);
+  EXPECT_EQ(encoded, buf);
 }
 
 TEST(SchemaCodecTest, SixtyFourBitIntegersAsStringsRoundTripExactly) {
@@ -179,9 +177,10 @@ TEST(SchemaCodecTest, CdrIsWhatRos2WritesAndItsSchemaTheRos2MsgText) {
             "uint32 step\nuint8[] data\n" +
                 std::string(80, '=') + "\nMSG: std_msgs/Header\nuint64 stamp_ns\nuint32 seq\nstring<=52 frame_id\n");
   // A buffer that lies about its trailing array is refused as decode() refuses it.
-  std::vector<std::byte> lying(sizeof(sensor_msgs::Image) + 2);
-  const VarRef three{sizeof(sensor_msgs::Image), 3};
-  std::memcpy(lying.data() + offsetof(sensor_msgs::Image, data_offset), &three, 8);
+  constexpr std::uint32_t kImageFixed = sensor_msgs::Image::View::kFixedSize;
+  std::vector<std::byte> lying(kImageFixed + 2);
+  const VarRef three{kImageFixed, 3};
+  std::memcpy(lying.data() + img.root().fields.back().offset, &three, 8);
   EXPECT_THROW(img.to_cdr(lying, cdr), CodecError);
 }
 
@@ -232,9 +231,8 @@ TEST(SchemaCodecTest, CdrDecodesBackAndForeignCdrIsCheckedFieldByField) {
       << refused(long_name);
   // A trailing array's count beyond the bytes left: refused before any allocation.
   const Schema img = schema_of(sensor_msgs::Image::kSchema);
-  sensor_msgs::Image i{};
   std::string image_cdr;
-  img.to_cdr(bytes_of(i), image_cdr);
+  img.to_cdr(shmbus::msg::to_bytes(sensor_msgs::Image{}), image_cdr);
   const std::uint32_t huge = 0xffffffffU;
   std::memcpy(image_cdr.data() + image_cdr.size() - 4, &huge, 4);
   EXPECT_NE(refused_by(img, image_cdr).find("sensor_msgs/Image.data: 4294967295 elements in 0 bytes"),
@@ -257,9 +255,9 @@ TEST(SchemaCodecTest, ShortBufferIsAnErrorNeverAnOverread) {
     EXPECT_STREQ(e.what(), "sensor_msgs/Imu: buffer of 359 bytes is shorter than the 360 bytes the message needs");
   }
   const Schema img = schema_of(sensor_msgs::Image::kSchema);
-  std::vector<std::byte> lying(sizeof(sensor_msgs::Image) + 10);
-  const VarRef eleven{sizeof(sensor_msgs::Image), 11};
-  std::memcpy(lying.data() + offsetof(sensor_msgs::Image, data_offset), &eleven, 8);
+  std::vector<std::byte> lying(sensor_msgs::Image::View::kFixedSize + 10);
+  const VarRef eleven{sensor_msgs::Image::View::kFixedSize, 11};
+  std::memcpy(lying.data() + img.root().fields.back().offset, &eleven, 8);
   try {
     (void)img.decode(lying);
     FAIL() << "no error";
@@ -321,10 +319,10 @@ TEST(SchemaGoldenTest, ShippedMessagesHaveTheDocumentedLayout) {
   EXPECT_EQ(sizeof(sensor_msgs::Imu), 360U);
   EXPECT_EQ(offsetof(sensor_msgs::Imu, angular_velocity), 168U);
   EXPECT_EQ(offsetof(sensor_msgs::Imu, linear_acceleration_covariance), 288U);
-  EXPECT_EQ(sizeof(sensor_msgs::Image), 104U);
-  EXPECT_EQ(offsetof(sensor_msgs::Image, step), 92U);
-  EXPECT_EQ(offsetof(sensor_msgs::Image, data_offset), 96U);
-  EXPECT_EQ(offsetof(sensor_msgs::Image, data_count), 100U);
+  const Schema img = schema_of(sensor_msgs::Image::kSchema);
+  EXPECT_EQ(sensor_msgs::Image::View::kFixedSize, 104U);
+  EXPECT_EQ(img.root().fields[5].offset, 92U);  // step
+  EXPECT_EQ(img.root().fields[6].offset, 96U);  // data's VarRef
   EXPECT_EQ(sizeof(shmbus_msgs::StatisticSummary), 40U);
   EXPECT_EQ(sizeof(shmbus_msgs::Statistics), 344U);
   EXPECT_EQ(offsetof(shmbus_msgs::Statistics, period), 216U);

@@ -14,6 +14,12 @@
 #include <string>
 #include <vector>
 
+#include "ros2_test_msgs/Outer.hpp"
+#include "ros2_test_msgs/Primitives.hpp"
+#include "ros2_test_msgs/Query.hpp"
+#include "ros2_test_msgs/Travel_Feedback.hpp"
+#include "ros2_test_msgs/Travel_Goal.hpp"
+#include "ros2_test_msgs/Travel_Result.hpp"
 #include "shmbus/schema.hpp"
 #include "shmbus/schema/type_catalog.hpp"
 #include "support/node_script.hpp"
@@ -259,4 +265,130 @@ TEST(Ros2DefinitionsTest, AMessageWithoutFieldsIsOneByteSoManyOfThemAreNoOverlap
   r.count = 100000;
   std::memcpy(lying.data() + feedback.root().fields[1].offset, &r, sizeof r);
   EXPECT_THROW((void)feedback.decode(lying), CodecError);
+}
+
+namespace {
+
+/// Every case of `type` through the generated C++ of `T`: the codec's bytes
+/// read by T's View into an owning T, which writes them again, byte for
+/// byte, into a buffer of garbage through its Builder; and its wire_size()
+/// is exactly that. And T{} is the definition's defaults.
+template <typename T>
+void generated_round_trip(const std::string& type) {
+  const Schema s = ros2_catalog().find(type);
+  std::size_t checked = 0;
+  for (const Case& c : cases()) {
+    if (c.type != type) continue;
+    for (const Json& partial : c.messages) {
+      const std::vector<std::byte> bytes = s.encode(s.with_defaults(partial));
+      const T owned = T::from(typename T::View(bytes));
+      EXPECT_EQ(owned.wire_size(), bytes.size()) << type << " " << partial;
+      std::vector<std::byte> out(bytes.size() + 64, std::byte{0xab});
+      shmbus::msg::Writer writer(out);
+      owned.build(typename T::Builder(writer));
+      ASSERT_EQ(writer.size(), bytes.size()) << type << " " << partial;
+      out.resize(writer.size());
+      EXPECT_EQ(hex_of(out), hex_of(bytes)) << type << " " << partial;
+      ++checked;
+    }
+  }
+  EXPECT_NE(checked, 0U) << type;
+  EXPECT_EQ(s.decode(shmbus::msg::to_bytes(T{})), s.with_defaults(Json::object())) << type;
+}
+
+}  // namespace
+
+TEST(Ros2GeneratedTest, ViewsBuildersAndOwningTypesWriteTheCodecsBytes) {
+  generated_round_trip<ros2_test_msgs::msg::Primitives>("ros2_test_msgs/msg/Primitives");
+  generated_round_trip<ros2_test_msgs::msg::Inner>("ros2_test_msgs/msg/Inner");
+  generated_round_trip<ros2_test_msgs::msg::Middle>("ros2_test_msgs/msg/Middle");
+  generated_round_trip<ros2_test_msgs::msg::Outer>("ros2_test_msgs/msg/Outer");
+  generated_round_trip<ros2_test_msgs::Query_Request>("ros2_test_msgs/srv/Query_Request");
+  generated_round_trip<ros2_test_msgs::Query_Response>("ros2_test_msgs/srv/Query_Response");
+  generated_round_trip<ros2_test_msgs::Travel_Goal>("ros2_test_msgs/action/Travel_Goal");
+  generated_round_trip<ros2_test_msgs::Travel_Result>("ros2_test_msgs/action/Travel_Result");
+  generated_round_trip<ros2_test_msgs::Travel_Feedback>("ros2_test_msgs/action/Travel_Feedback");
+}
+
+TEST(Ros2GeneratedTest, AViewReadsEveryFieldWhereItLies) {
+  const Schema s = ros2_catalog().find("ros2_test_msgs/Outer");
+  const Case outer = cases()[3];
+  ASSERT_EQ(outer.type, "ros2_test_msgs/msg/Outer");
+  const Json j = s.with_defaults(outer.messages[1]);
+  const std::vector<std::byte> bytes = s.encode(j);
+  const ros2_test_msgs::Outer_View v(bytes);
+  ASSERT_EQ(v.middles().size(), 3U);
+  EXPECT_EQ(v.middles()[2].inners()[1].short_name(), "12345678");
+  EXPECT_EQ(v.middles()[0].inner().values()[1], -2.25F);
+  EXPECT_EQ(v.middles()[1].few().size(), 2U) << "its default";
+  EXPECT_EQ(v.one().names()[2], "ccc");
+  EXPECT_EQ(v.one().two_names()[1], "yz");
+  EXPECT_EQ(v.one().pair()[1].label(), "hello");
+  EXPECT_EQ(v.one().stamp().sec, -5);
+  EXPECT_EQ(v.bounded(), "eight...");
+  EXPECT_EQ(std::vector<std::uint8_t>(v.bits().begin(), v.bits().end()), (std::vector<std::uint8_t>{1, 0, 1}));
+  EXPECT_EQ(v.fixed()[1], -7);
+  EXPECT_EQ(v.timeout().nanosec, 2U);
+  EXPECT_EQ(v.last(), 0.5);
+  std::vector<std::string> labels;
+  for (const auto& m : v.middles()) labels.emplace_back(m.inner().label());
+  EXPECT_EQ(labels, (std::vector<std::string>{"hello", "", "hello"}));
+  // Defaults and constants of the owning types are the definitions'.
+  EXPECT_EQ(ros2_test_msgs::Outer::BIG, -9000000000LL);
+  EXPECT_STREQ(ros2_test_msgs::Outer::GREETING, "hi");
+  EXPECT_STREQ(ros2_test_msgs::msg::Middle::NAME, "middle");
+  EXPECT_EQ(ros2_test_msgs::Outer{}.fixed, (std::array<std::int64_t, 2>{7, -7}));
+  EXPECT_EQ(ros2_test_msgs::Middle{}.few, (std::vector<std::int16_t>{1, 2}));
+  EXPECT_EQ(ros2_test_msgs::Inner{}.short_name.view(), "in");
+  EXPECT_EQ(ros2_test_msgs::Primitives{}.text, "a \"quoted\" # default");
+  EXPECT_EQ(ros2_test_msgs::Primitives{}.u64, std::numeric_limits<std::uint64_t>::max());
+}
+
+TEST(Ros2GeneratedTest, AViewRefusesBlocksOutsideItsMessageAndACopyRefusesOverlaps) {
+  using ros2_test_msgs::Inner;
+  using ros2_test_msgs::Middle;
+  const auto what = [](const auto& f) -> std::string {
+    try {
+      f();
+    } catch (const shmbus::Error& e) {
+      return e.what();
+    }
+    return "accepted";
+  };
+  Inner in;
+  in.label = "abc";
+  in.values = {1.0F};
+  std::vector<std::byte> bytes = shmbus::msg::to_bytes(in);
+  const VarRef out{static_cast<std::uint32_t>(bytes.size()), 1};
+  std::memcpy(bytes.data(), &out, sizeof out);  // label's VarRef, at offset 0
+  EXPECT_NE(what([&] { (void)Inner::View(bytes).label(); }).find("ros2_test_msgs/Inner.label: 1 elements"),
+            std::string::npos);
+  EXPECT_NE(what([&] { (void)Inner::from(Inner::View(bytes)); }).find("outside the message"), std::string::npos);
+  EXPECT_EQ(Inner::View(bytes).values()[0], 1.0F) << "the other fields still read";
+  EXPECT_NE(what([&] { (void)Inner::View(std::span(bytes).first(8)); }).find("fixed part"), std::string::npos);
+  // Fifty strings that all point at one 200-byte label: each is inside the
+  // message, but a copy would be 10,000 bytes from a message of ~1,000.
+  Middle m;
+  m.inner.label = std::string(200, 'x');
+  m.names.resize(50);
+  bytes = shmbus::msg::to_bytes(m);
+  const Middle::View v(bytes);
+  const auto label = static_cast<std::uint32_t>(v.inner().label().data() - reinterpret_cast<const char*>(bytes.data()));
+  VarRef names;
+  std::memcpy(&names, bytes.data() + 112, sizeof names);  // Middle.names' VarRef
+  for (std::uint32_t i = 0; i < 50; ++i) {
+    const VarRef r{label, 200};
+    std::memcpy(bytes.data() + names.offset + 8 * i, &r, sizeof r);
+  }
+  EXPECT_EQ(Middle::View(bytes).names()[49].size(), 200U);
+  EXPECT_NE(what([&] { (void)Middle::from(Middle::View(bytes)); }).find("overlap"), std::string::npos);
+  // A builder says in one line what does not fit its buffer, and bounds.
+  std::vector<std::byte> small(64);
+  shmbus::msg::Writer writer(small);
+  Inner::Builder b(writer);
+  EXPECT_EQ(what([&] { b.set_label(std::string(1000, 'y')); }),
+            "ros2_test_msgs/Inner.label: the message needs at least 1032 bytes; the buffer (loan) holds 64 "
+            "(loan wire_size() bytes, or more)");
+  EXPECT_NE(what([&] { (void)b.resize_small(5); }).find("5 elements in a sequence of at most 4"), std::string::npos);
+  EXPECT_NE(what([&] { b.set_short_name("ninechars"); }).find("do not fit string<8>"), std::string::npos);
 }

@@ -39,8 +39,7 @@ class BlockReader {
       throw CodecError(fmt::format("{}: {} elements in a sequence of at most {}", what, r.count, bound));
     }
     const std::uint64_t length = std::uint64_t{r.count} * std::max<std::uint32_t>(size, 1);
-    if (r.offset < fixed_size_ || r.offset % align != 0 || r.offset > bytes_.size() ||
-        std::uint64_t{r.count} * size > bytes_.size() - r.offset) {
+    if (!block_fits(r, bytes_.size(), fixed_size_, size, align)) {
       throw CodecError(
           fmt::format("{}: {} elements of {} bytes at offset {} are outside the message's {} bytes "
                       "(blocks start after its {}-byte fixed part, aligned to {})",

@@ -14,6 +14,7 @@
 
 #include "shmbus/context.hpp"
 #include "shmbus/types.hpp"
+#include "shmbus/var_message.hpp"
 
 namespace shmbus {
 
@@ -153,8 +154,10 @@ class Publisher {
   std::unique_ptr<Impl> impl_;
 };
 
-/// A Publisher of one MessageType.
-template <MessageType T>
+/// A Publisher of one message type. A fixed-layout type is copied in as it
+/// is; a type with strings or sequences (VariableMessageType) is written
+/// through its Builder into a loan of its wire_size().
+template <AnyMessageType T>
 class TypedPublisher {
  public:
   explicit TypedPublisher(std::string_view channel, Context& context = Context::process_default(),
@@ -162,10 +165,36 @@ class TypedPublisher {
       : publisher_(channel, type_info_of<T>(), context, options) {}
 
   /// Copies `message` into the channel.
-  PublishResult publish(const T& message) noexcept { return publisher_.publish(&message, sizeof(T)); }
+  PublishResult publish(const T& message) noexcept
+    requires MessageType<T>
+  {
+    return publisher_.publish(&message, sizeof(T));
+  }
+  /// Writes `message` into a slot of its wire_size() and commits it. Throws
+  /// Error(kInvalidArgument) when a sequence passes its bound.
+  PublishResult publish(const T& message)
+    requires VariableMessageType<T>
+  {
+    const std::size_t size = message.wire_size();
+    if (size > publisher_.max_message_size()) return PublishResult::kTooLarge;
+    Loan loan = publisher_.loan(size);
+    if (!loan) return PublishResult::kDropped;
+    msg::Writer writer(loan.data());
+    message.build(typename T::Builder(writer));
+    return publisher_.commit(loan, writer.size());
+  }
   /// A slot to construct a T in place; see Loan.
-  [[nodiscard]] Loan loan() noexcept { return publisher_.loan(sizeof(T)); }
+  [[nodiscard]] Loan loan() noexcept
+    requires MessageType<T>
+  {
+    return publisher_.loan(sizeof(T));
+  }
+  /// A slot of `size` bytes to write a message into: a msg::Writer over
+  /// loan.data(), a T::Builder over the writer, then commit(loan,
+  /// writer.size()).
+  [[nodiscard]] Loan loan(std::size_t size) noexcept { return publisher_.loan(size); }
   PublishResult commit(Loan& loan) noexcept { return publisher_.commit(loan); }
+  PublishResult commit(Loan& loan, std::size_t size) noexcept { return publisher_.commit(loan, size); }
   [[nodiscard]] Publisher& untyped() noexcept { return publisher_; }
 
  private:

@@ -12,9 +12,11 @@
 #include <string>
 #include <string_view>
 #include <type_traits>
+#include <vector>
 
 #include "shmbus/context.hpp"
 #include "shmbus/types.hpp"
+#include "shmbus/var_message.hpp"
 
 namespace shmbus {
 
@@ -191,8 +193,8 @@ class Subscriber {
   std::unique_ptr<Impl> impl_;
 };
 
-/// A Subscriber of one MessageType.
-template <MessageType T>
+/// A Subscriber of one message type.
+template <AnyMessageType T>
 class TypedSubscriber {
  public:
   explicit TypedSubscriber(std::string_view channel, Context& context = Context::process_default(),
@@ -200,18 +202,33 @@ class TypedSubscriber {
       : subscriber_(channel, type_info_of<T>(), context, options) {}
 
   /// The next message and its header, or nullopt when there is none.
-  std::optional<T> take(MessageInfo* info = nullptr) noexcept {
+  std::optional<T> take(MessageInfo* info = nullptr) noexcept
+    requires MessageType<T>
+  {
     T value;
     const TakeResult r = subscriber_.take(std::as_writable_bytes(std::span{&value, 1}));
     if (!r.ok()) return std::nullopt;
     if (info != nullptr) *info = r.info;
     return value;
   }
+  /// The next message copied out of its slot and made an owning T, or
+  /// nullopt when there is none. Throws Error(kInvalidArgument) naming the
+  /// field when the message's strings or sequences point outside it.
+  std::optional<T> take(MessageInfo* info = nullptr)
+    requires VariableMessageType<T>
+  {
+    if (buffer_.size() < subscriber_.max_message_size()) buffer_.resize(subscriber_.max_message_size());
+    const TakeResult r = subscriber_.take(buffer_);
+    if (!r.ok()) return std::nullopt;
+    if (info != nullptr) *info = r.info;
+    return T::from(typename T::View(std::span<const std::byte>(buffer_.data(), r.info.size)));
+  }
   bool wait(std::chrono::nanoseconds timeout) noexcept { return subscriber_.wait(timeout); }
   [[nodiscard]] Subscriber& untyped() noexcept { return subscriber_; }
 
  private:
   Subscriber subscriber_;
+  std::vector<std::byte> buffer_;  ///< a variable type's take (aligned as new gives, 16 bytes)
 };
 
 }  // namespace shmbus

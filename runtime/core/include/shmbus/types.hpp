@@ -39,8 +39,25 @@ concept MessageType = std::is_trivially_copyable_v<T> && requires {
   {static_cast<std::uint64_t>(T::kTypeHash)};
 };
 
-/// The TypeInfo of a MessageType.
-template <MessageType T>
+/// What shmbus-msggen generates for a type with strings or sequences: an
+/// owning type (std::string, std::vector) with `kTypeName`, `kTypeHash`,
+/// `kSchema`, its `View` (read in place) and `Builder` (write into a
+/// loan), `wire_size()`, `build(Builder)` and `T::from(View)`.
+template <typename T>
+concept VariableMessageType = requires(const T& m, typename T::Builder b, const typename T::View& v) {
+  {std::string_view{T::kTypeName}};
+  {static_cast<std::uint64_t>(T::kTypeHash)};
+  {m.wire_size()} -> std::convertible_to<std::size_t>;
+  m.build(b);
+  {T::from(v)} -> std::same_as<T>;
+};
+
+/// Either kind of message type.
+template <typename T>
+concept AnyMessageType = MessageType<T> || VariableMessageType<T>;
+
+/// The TypeInfo of a message type.
+template <AnyMessageType T>
 TypeInfo type_info_of() {
   if constexpr (requires { std::string_view{T::kSchema}; }) {
     return {std::string{T::kTypeName}, T::kTypeHash, std::string{T::kSchema}};

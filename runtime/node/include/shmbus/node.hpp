@@ -254,6 +254,26 @@ class Node {
                            }));
   }
 
+  /// The same for a type with strings or sequences: `callback(view, info)`
+  /// with a T::View over the message (read in place with options.in_place;
+  /// each string and sequence is checked when reached), or
+  /// `callback(message, info)` with an owning T made from it.
+  template <VariableMessageType T, typename F>
+  Subscription& subscribe(std::string_view channel, F&& callback, const SubscriptionOptions& options = {}) {
+    using View = typename T::View;
+    if constexpr (std::is_invocable_v<F&, const View&, const MessageInfo&>) {
+      auto cb = std::function<void(const View&, const MessageInfo&)>(std::forward<F>(callback));
+      return subscribe_raw(
+          channel, type_info_of<T>(),
+          [cb](std::span<const std::byte> p, const MessageInfo& info) { cb(View(p), info); }, options);
+    } else {
+      auto cb = std::function<void(const T&, const MessageInfo&)>(std::forward<F>(callback));
+      return subscribe_raw(
+          channel, type_info_of<T>(),
+          [cb](std::span<const std::byte> p, const MessageInfo& info) { cb(T::from(View(p)), info); }, options);
+    }
+  }
+
   /// The raw form: `callback(payload, info)` on any channel type (`type`
   /// nullopt: the channel must exist, or options.subscriber.wait_for_channel).
   using RawCallback = std::function<void(std::span<const std::byte>, const MessageInfo&)>;
@@ -261,7 +281,7 @@ class Node {
                               const SubscriptionOptions& options = {});
 
   /// A publisher owned by the node (registered under the node's name).
-  template <MessageType T>
+  template <AnyMessageType T>
   NodePublisher<TypedPublisher<T>>& publisher(std::string_view channel, PublisherOptions options = {}) {
     options.node = name_;
     auto handle = std::make_shared<NodePublisher<TypedPublisher<T>>>(

@@ -55,6 +55,7 @@
 
 #include "shmbus/error.hpp"
 #include "shmbus/schema_text.hpp"
+#include "shmbus/var_message.hpp"
 
 namespace shmbus::schema {
 
@@ -85,12 +86,9 @@ std::uint32_t size_of(Primitive p) noexcept;
 enum class FieldKind : std::uint8_t { kPrimitive, kString, kMessage, kUnboundedString };
 
 /// Where a sequence's or a string's elements are (see the layout rule).
-struct VarRef {
-  std::uint32_t offset = 0;  ///< from the start of the message
-  std::uint32_t count = 0;   ///< elements (a string: bytes)
-};
-inline constexpr std::uint32_t kVarRefSize = 8;
-inline constexpr std::uint32_t kVarRefAlign = 4;
+using shmbus::VarRef;
+using shmbus::kVarRefSize;
+using shmbus::kVarRefAlign;
 
 struct MessageDef;
 

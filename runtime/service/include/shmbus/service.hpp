@@ -46,6 +46,7 @@
 #include "shmbus/context.hpp"
 #include "shmbus/introspect.hpp"
 #include "shmbus/types.hpp"
+#include "shmbus/var_message.hpp"
 
 namespace shmbus {
 
@@ -64,7 +65,7 @@ struct ServiceTypes {
 /// What shmbus-msggen generates for a `.srv`: `kServiceType` and the
 /// `Request` and `Response` message types.
 template <typename S>
-concept ServiceType = MessageType<typename S::Request> && MessageType<typename S::Response> && requires {
+concept ServiceType = AnyMessageType<typename S::Request> && AnyMessageType<typename S::Response> && requires {
   std::string_view{S::kServiceType};
 };
 
@@ -225,12 +226,29 @@ class TypedServiceServer {
   static ServiceServer::Handler wrap(Handler handler) {
     return [h = std::move(handler)](std::span<const std::byte> request, const MessageInfo&,
                                     std::span<std::byte> response) -> std::size_t {
-      Request req{};  // a shorter request leaves the rest zero
-      std::memcpy(&req, request.data(), std::min(request.size(), sizeof(Request)));
+      if constexpr (MessageType<Request>) {
+        Request req{};  // a shorter request leaves the rest zero
+        std::memcpy(&req, request.data(), std::min(request.size(), sizeof(Request)));
+        return respond(h, req, response);
+      } else {
+        // A request that points outside its bytes throws: kServerError.
+        return respond(h, Request::from(typename Request::View(request)), response);
+      }
+    };
+  }
+  static std::size_t respond(const Handler& h, const Request& req, std::span<std::byte> response) {
+    if constexpr (MessageType<Response>) {
       Response* rsp = ::new (response.data()) Response{};
       h(req, *rsp);
       return sizeof(Response);
-    };
+    } else {
+      Response rsp{};
+      h(req, rsp);
+      // Larger than the response channel's slot: one line, kServerError.
+      msg::Writer writer(response);
+      rsp.build(typename Response::Builder(writer));
+      return writer.size();
+    }
   }
   ServiceServer server_;
 };
@@ -247,15 +265,44 @@ class TypedServiceClient {
       : client_(service, service_types_of<S>(), context, options) {}
 
   /// Calls the service; `response` holds the answer when the result is ok().
-  CallResult call(const Request& request, Response& response, std::chrono::nanoseconds timeout) noexcept {
+  CallResult call(const Request& request, Response& response, std::chrono::nanoseconds timeout) noexcept
+    requires MessageType<Request> && MessageType<Response>
+  {
     return client_.call(std::as_bytes(std::span{&request, 1}), std::as_writable_bytes(std::span{&response, 1}),
                         timeout);
+  }
+  /// The same where a message has strings or sequences: written through
+  /// its Builder, read through its View. Throws Error(kInvalidArgument)
+  /// when a sequence passes its bound, or the response points outside its
+  /// bytes.
+  CallResult call(const Request& request, Response& response, std::chrono::nanoseconds timeout)
+    requires(VariableMessageType<Request> || VariableMessageType<Response>)
+  {
+    std::vector<std::byte> req;
+    std::span<const std::byte> req_bytes;
+    if constexpr (MessageType<Request>) {
+      req_bytes = std::as_bytes(std::span{&request, 1});
+    } else {
+      req.resize(request.wire_size());
+      msg::Writer writer(req);
+      request.build(typename Request::Builder(writer));
+      req_bytes = req;
+    }
+    if constexpr (MessageType<Response>) {
+      return client_.call(req_bytes, std::as_writable_bytes(std::span{&response, 1}), timeout);
+    } else {
+      if (buffer_.size() < client_.max_response_size()) buffer_.resize(client_.max_response_size());
+      const CallResult r = client_.call(req_bytes, buffer_, timeout);
+      if (r.ok()) response = Response::from(typename Response::View(std::span<const std::byte>(buffer_.data(), r.size)));
+      return r;
+    }
   }
   bool wait_for_server(std::chrono::nanoseconds timeout) { return client_.wait_for_server(timeout); }
   [[nodiscard]] ServiceClient& untyped() noexcept { return client_; }
 
  private:
   ServiceClient client_;
+  std::vector<std::byte> buffer_;  ///< a variable response, before it is read
 };
 
 namespace introspect {
