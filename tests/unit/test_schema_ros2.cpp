@@ -387,8 +387,8 @@ TEST(Ros2GeneratedTest, AViewRefusesBlocksOutsideItsMessageAndACopyRefusesOverla
   shmbus::msg::Writer writer(small);
   Inner::Builder b(writer);
   EXPECT_EQ(what([&] { b.set_label(std::string(1000, 'y')); }),
-            "ros2_test_msgs/Inner.label: the message needs at least 1032 bytes; the buffer (loan) holds 64 "
-            "(loan wire_size() bytes, or more)");
+            "ros2_test_msgs/Inner.label: the message needs at least 1032 bytes; its buffer (a loan, a channel's "
+            "max_message_size) holds 64");
   EXPECT_NE(what([&] { (void)b.resize_small(5); }).find("5 elements in a sequence of at most 4"), std::string::npos);
   EXPECT_NE(what([&] { b.set_short_name("ninechars"); }).find("do not fit string<8>"), std::string::npos);
 }

@@ -276,8 +276,8 @@ class Writer {
   void need(std::uint64_t end, const char* what) const {
     if (end > buffer_.size()) {
       throw Error(Errc::kInvalidArgument, std::string(what) + ": the message needs at least " + std::to_string(end) +
-                                              " bytes; the buffer (loan) holds " + std::to_string(buffer_.size()) +
-                                              " (loan wire_size() bytes, or more)");
+                                              " bytes; its buffer (a loan, a channel's max_message_size) holds " +
+                                              std::to_string(buffer_.size()));
     }
   }
 
