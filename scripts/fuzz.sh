@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets (in build-asan: clang, ASan+UBSan) and runs each for a
 # bounded time, starting from the shipped definitions and golden files
-# (schema parser and decoder), a few patches of real segment images
+# (schema parser and decoder), a message of each generated ROS 2 test type
+# (slot views), a few patches of real segment images
 # (segment opener), the hostile frames the bridge must refuse (bridge
 # session, JSON/CBOR parsers) and small recordings of each compression
 # (MCAP reader, lineage and recover), the configuration file with every
@@ -13,14 +14,14 @@ seconds="${1:-60}"
 case "$seconds" in ''|*[!0-9]*) echo "fuzz.sh: SECONDS_PER_TARGET must be a whole number, not '$seconds'" >&2; exit 2 ;; esac
 # The targets live in the ASan+UBSan tree (clang; scripts/build.sh): after
 # `scripts/test.sh --sanitize address` they are built already.
-targets=(schema_parser schema_decoder segment_open json_input bridge_session mcap_reader config daemon_http)
+targets=(schema_parser schema_decoder slot_view segment_open json_input bridge_session mcap_reader config daemon_http)
 target_args=()
 for t in "${targets[@]}"; do target_args+=(--target "fuzz_$t"); done
 dir=$(bash scripts/build.sh --sanitize address "${target_args[@]}")
 
 corpus="$dir/corpus"
 rm -rf "$corpus"
-mkdir -p "$corpus/parser" "$corpus/decoder" "$corpus/open" "$corpus/input" "$corpus/session" "$corpus/reader" "$corpus/config" \
+mkdir -p "$corpus/parser" "$corpus/decoder" "$corpus/view" "$corpus/open" "$corpus/input" "$corpus/session" "$corpus/reader" "$corpus/config" \
   "$corpus/http"
 # Named by their paths: definitions of different packages share names.
 for f in runtime/msg/*/*.msg tests/msg/*/*.msg tests/msg_ros2/*/*/*; do cp "$f" "$corpus/parser/${f//\//_}"; done
@@ -66,13 +67,14 @@ printf 'GET /?a=1&token=s3cr%%25t HTTP/1.1\r\nHost: x\r\n\r\n' > "$corpus/http/p
 printf 'GET /api/channels HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer s3cr%%t\r\n\r\n' > "$corpus/http/bearer"
 printf 'GET /api/events?token=%%7 HTTP/1.1\r\nHost: x\r\n\r\n' > "$corpus/http/events"
 SHMBUS_FUZZ_WRITE_SEEDS="$corpus/reader" "$dir/tests/fuzz/fuzz_mcap_reader"
+SHMBUS_FUZZ_WRITE_SEEDS="$corpus/view" "$dir/tests/fuzz/fuzz_slot_view"
 # What the fuzzers once crashed on: run again first, every time.
 cp tests/fuzz/regressions/reader/* "$corpus/reader/"
 cp tests/fuzz/regressions/session/* "$corpus/session/"
 
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
-declare -A corpus_of=([schema_parser]=parser [schema_decoder]=decoder [segment_open]=open [json_input]=input
+declare -A corpus_of=([schema_parser]=parser [schema_decoder]=decoder [slot_view]=view [segment_open]=open [json_input]=input
   [bridge_session]=session [mcap_reader]=reader [config]=config [daemon_http]=http)
 # One libFuzzer process per core at a time (each is single-threaded).
 run_target() {
