@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "channel.hpp"  // runtime/src: the notify hook's stamp alone
+#include "ros2_test_msgs/PointCloud.hpp"
 #include "sensor_msgs/Imu.hpp"
 #include "shmbus/introspect.hpp"
 #include "shmbus/node.hpp"
@@ -272,6 +273,124 @@ void BM_EncodeImu(benchmark::State& state) {
   state.SetLabel("JSON object -> sensor_msgs/Imu bytes");
 }
 BENCHMARK(BM_EncodeImu);
+
+/// A PointCloud2-shaped message (ROS 2's fields) with `bytes` of points:
+/// x, y, z, intensity as float32, 16 bytes a point.
+std::vector<std::byte> cloud_bytes(std::size_t bytes) {
+  ros2_test_msgs::PointCloud m;
+  m.header.frame_id = "lidar_top";
+  m.height = 1;
+  m.width = static_cast<std::uint32_t>(bytes / 16);
+  for (const char* name : {"x", "y", "z", "intensity"}) {
+    ros2_test_msgs::PointField f;
+    f.name = name;
+    f.offset = static_cast<std::uint32_t>(4 * m.fields.size());
+    f.datatype = ros2_test_msgs::PointField::FLOAT32;
+    f.count = 1;
+    m.fields.push_back(f);
+  }
+  m.point_step = 16;
+  m.row_step = static_cast<std::uint32_t>(bytes);
+  m.data.resize(bytes);
+  for (std::size_t i = 0; i < bytes; ++i) m.data[i] = static_cast<std::uint8_t>(i * 7);
+  m.is_dense = true;
+  return msg::to_bytes(m);
+}
+
+/// The slot's bytes of a 4 MiB cloud to ROS 2 CDR (the bridge's and bag
+/// export's conversion), against memcpy of as many bytes.
+void BM_CloudToCdr(benchmark::State& state) {
+  const auto schema = schema::Schema::from_canonical(ros2_test_msgs::PointCloud::kSchema);
+  const std::vector<std::byte> slot = cloud_bytes(4 << 20);
+  std::string cdr;
+  for (auto _ : state) {
+    cdr.clear();
+    schema.to_cdr(slot, cdr);
+    benchmark::DoNotOptimize(cdr.data());
+  }
+  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * slot.size()));
+  state.SetLabel("PointCloud2-shaped, 4 MiB of points: slot -> CDR");
+}
+BENCHMARK(BM_CloudToCdr);
+
+/// ROS 2 CDR of the same cloud into slot bytes (bag import, a Foxglove
+/// client's publish).
+void BM_CloudFromCdr(benchmark::State& state) {
+  const auto schema = schema::Schema::from_canonical(ros2_test_msgs::PointCloud::kSchema);
+  std::string cdr;
+  schema.to_cdr(cloud_bytes(4 << 20), cdr);
+  for (auto _ : state) {
+    std::vector<std::byte> slot = schema.from_cdr(std::as_bytes(std::span{cdr}));
+    benchmark::DoNotOptimize(slot.data());
+  }
+  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * cdr.size()));
+  state.SetLabel("PointCloud2-shaped, 4 MiB of points: CDR -> slot");
+}
+BENCHMARK(BM_CloudFromCdr);
+
+/// The reference: memcpy of 4 MiB into a buffer that exists, and into a
+/// new one (what from_cdr's result is).
+void BM_Memcpy4MiB(benchmark::State& state) {
+  const std::vector<std::byte> src = cloud_bytes(4 << 20);
+  std::vector<std::byte> dst(src.size());
+  for (auto _ : state) {
+    if (state.range(0) != 0) {
+      std::vector<std::byte> fresh(src.size());
+      std::memcpy(fresh.data(), src.data(), src.size());
+      benchmark::DoNotOptimize(fresh.data());
+    } else {
+      std::memcpy(dst.data(), src.data(), src.size());
+      benchmark::DoNotOptimize(dst.data());
+    }
+  }
+  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * src.size()));
+  state.SetLabel(state.range(0) != 0 ? "memcpy 4 MiB into a new vector" : "memcpy 4 MiB");
+}
+BENCHMARK(BM_Memcpy4MiB)->ArgName("new")->Arg(0)->Arg(1);
+
+/// Reading a cloud in place through its generated view: the frame, the
+/// fields' names and the last point's byte, each VarRef checked. Its cost
+/// must not grow with the cloud.
+void BM_CloudViewRead(benchmark::State& state) {
+  const std::vector<std::byte> slot = cloud_bytes(static_cast<std::size_t>(state.range(0)));
+  for (auto _ : state) {
+    const ros2_test_msgs::PointCloud::View v(slot);
+    std::size_t n = v.header().frame_id().size() + v.data().back();
+    for (const auto& f : v.fields()) n += f.name().size();
+    benchmark::DoNotOptimize(n);
+  }
+  state.SetLabel("frame_id, 4 field names, last data byte");
+}
+BENCHMARK(BM_CloudViewRead)->ArgName("bytes")->Arg(64 << 10)->Arg(1 << 20)->Arg(4 << 20)->Arg(16 << 20);
+
+/// Building a cloud's fixed part, strings and fields in a buffer, its
+/// points' block claimed but not written (the driver writes the points):
+/// what a builder costs besides the points.
+void BM_CloudBuildInPlace(benchmark::State& state) {
+  const auto bytes = static_cast<std::size_t>(state.range(0));
+  std::vector<std::byte> buffer(bytes + 4096);
+  for (auto _ : state) {
+    msg::Writer w(buffer);
+    ros2_test_msgs::PointCloud::Builder b(w);
+    b.header().set_frame_id("lidar_top");
+    b.set_height(1);
+    b.set_width(static_cast<std::uint32_t>(bytes / 16));
+    b.resize_fields(4);
+    for (std::size_t i = 0; i < 4; ++i) {
+      auto f = b.fields(i);
+      f.set_name(std::string_view("xyzi").substr(i, 1));
+      f.set_offset(static_cast<std::uint32_t>(4 * i));
+      f.set_datatype(ros2_test_msgs::PointField::FLOAT32);
+      f.set_count(1);
+    }
+    b.set_point_step(16);
+    benchmark::DoNotOptimize(b.resize_data(bytes).data());
+    b.set_is_dense(true);
+    benchmark::DoNotOptimize(w.size());
+  }
+  state.SetLabel("header, 4 fields, the points' block claimed");
+}
+BENCHMARK(BM_CloudBuildInPlace)->ArgName("bytes")->Arg(64 << 10)->Arg(16 << 20);
 
 /// Making a publisher and a subscriber on a channel that exists (what a
 /// module does at start, and the bridge per client subscription), with

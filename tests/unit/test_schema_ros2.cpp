@@ -271,8 +271,8 @@ namespace {
 
 /// Every case of `type` through the generated C++ of `T`: the codec's bytes
 /// read by T's View into an owning T, which writes them again, byte for
-/// byte, into a buffer of garbage through its Builder; and its wire_size()
-/// is exactly that. And T{} is the definition's defaults.
+/// byte, into a buffer of garbage of exactly its wire_size() through its
+/// Builder. And T{} is the definition's defaults.
 template <typename T>
 void generated_round_trip(const std::string& type) {
   const Schema s = ros2_catalog().find(type);
@@ -283,7 +283,7 @@ void generated_round_trip(const std::string& type) {
       const std::vector<std::byte> bytes = s.encode(s.with_defaults(partial));
       const T owned = T::from(typename T::View(bytes));
       EXPECT_EQ(owned.wire_size(), bytes.size()) << type << " " << partial;
-      std::vector<std::byte> out(bytes.size() + 64, std::byte{0xab});
+      std::vector<std::byte> out(bytes.size(), std::byte{0xab});  // exactly wire_size()
       shmbus::msg::Writer writer(out);
       owned.build(typename T::Builder(writer));
       ASSERT_EQ(writer.size(), bytes.size()) << type << " " << partial;

@@ -213,6 +213,10 @@ class Writer {
   /// the VarRef at `at` to it. Returns the block's offset.
   std::uint32_t add(std::uint32_t at, std::uint64_t count, std::uint32_t size, std::uint32_t align, bool zero,
                     const char* what) {
+    if (count == 0) {  // empty: no block, and no room asked for its alignment
+      std::memset(buffer_.data() + at, 0, sizeof(VarRef));
+      return 0;
+    }
     const std::uint64_t start = (used_ + align - 1) / align * align;
     const std::uint64_t end = start + count * size;
     if (count > UINT32_MAX || end > UINT32_MAX) {
@@ -221,9 +225,9 @@ class Writer {
     }
     need(end, what);
     std::memset(buffer_.data() + used_, 0, static_cast<std::size_t>((zero ? end : start) - used_));
-    const VarRef r{count == 0 ? 0 : static_cast<std::uint32_t>(start), static_cast<std::uint32_t>(count)};
+    const VarRef r{static_cast<std::uint32_t>(start), static_cast<std::uint32_t>(count)};
     std::memcpy(buffer_.data() + at, &r, sizeof r);
-    if (count != 0) used_ = static_cast<std::size_t>(end);
+    used_ = static_cast<std::size_t>(end);
     return r.offset;
   }
 
