@@ -34,7 +34,7 @@ namespace {
 
 constexpr const char* kTransportNames =
     "floor,spsc,shmbus,shmbus_nohook,shmbus_block,shmbus_source,node,service,iceoryx,shmbus_iceoryx,"
-    "iceoryx_service,boost_mq,uds";
+    "iceoryx_service,boost_mq,uds,node_cloud,iceoryx_loan";
 
 struct Options {
   std::uint64_t rounds = 100'000;
@@ -345,8 +345,12 @@ static int run_bench(int argc, char** argv) {
     }
   }
   for (std::size_t s : o.sizes) {
-    if (s < 8 || s > 4096) {
-      std::fprintf(stderr, "shmbus-bench: size %zu is out of range; use 8 to 4096 bytes\n", s);
+    const bool in_place_size = std::find(std::begin(kInPlaceSizes), std::end(kInPlaceSizes), s) != std::end(kInPlaceSizes);
+    if ((s < 8 || s > 4096) && !in_place_size) {
+      std::fprintf(stderr,
+                   "shmbus-bench: size %zu is out of range; use 8 to 4096 bytes (copied rows), or 65536, 1048576, "
+                   "4194304, 16777216 (node_cloud, iceoryx_loan)\n",
+                   s);
       return 2;
     }
   }
@@ -380,6 +384,10 @@ static int run_bench(int argc, char** argv) {
       t = make_floor();
     else if (name == "spsc")
       t = make_spsc();
+    else if (name == "node_cloud")
+      t = make_node_cloud();
+    else if (name == "iceoryx_loan")
+      t = make_iceoryx(tmp, IceoryxKind::kLoan);
     else {
       std::fprintf(stderr, "shmbus-bench: unknown transport '%s'; use %s\n", name.c_str(), kTransportNames);
       return 2;
@@ -407,6 +415,7 @@ static int run_bench(int argc, char** argv) {
     for (Mode mode : {Mode::kPoll, Mode::kBlock}) {
       if (!t->supports(mode) || std::find(o.modes.begin(), o.modes.end(), to_string(mode)) == o.modes.end()) continue;
       for (std::size_t size : o.sizes) {
+        if (t->in_place() != (size > 4096)) continue;  // clouds in place, the rest copied
         results.push_back(Result{t->name(), mode, size, 0, 0, 0, std::nullopt, {}, {}, {}});
         row_transport.push_back(t.get());
       }
@@ -497,12 +506,12 @@ static int run_bench(int argc, char** argv) {
              o.repeat > 1
                  ? fmt::format("; medians of {} interleaved runs, p50 spread = min/max around the median", o.repeat)
                  : "");
-  fmt::print("{:<15} {:<5} {:>5}  {:>9} {:>11} {:>9} {:>9}  {:>12}  {:>8} {:>10} {:>10}\n", "transport", "mode", "size",
+  fmt::print("{:<15} {:<5} {:>8}  {:>9} {:>11} {:>9} {:>9}  {:>12}  {:>8} {:>10} {:>10}\n", "transport", "mode", "size",
              "p50", "p50 spread", "p99", "p99.9", "msgs/s", "p50/floor", "p50/iceoryx", "tput/iceoryx");
   for (const auto& r : results) {
     const Result* floor = find("floor", Mode::kPoll, 64);
-    const Result* iox = find("iceoryx", r.mode, r.size);
-    fmt::print("{:<15} {:<5} {:>5}  {:>9} {:>11} {:>9} {:>9}  {:>12}  {:>8} {:>10} {:>10}\n", r.transport,
+    const Result* iox = find(r.transport == "node_cloud" ? "iceoryx_loan" : "iceoryx", r.mode, r.size);
+    fmt::print("{:<15} {:<5} {:>8}  {:>9} {:>11} {:>9} {:>9}  {:>12}  {:>8} {:>10} {:>10}\n", r.transport,
                to_string(r.mode), r.size, human_ns(r.p50), spread(r.p50_runs, r.p50), human_ns(r.p99), human_ns(r.p999),
                r.msgs_per_s ? fmt::format("{:.2f} M", *r.msgs_per_s / 1e6) : "-",
                floor ? fmt::format("{:.2f}x", r.p50 / floor->p50) : "-",
@@ -544,6 +553,29 @@ static int run_bench(int argc, char** argv) {
         fmt::print("paired p50 ratios {} {} B, median (range) of {} runs: {}\n", to_string(r.mode), r.size,
                    r.p50_runs.size(), line);
       }
+    }
+  }
+  // A point cloud built in a loan and read in place: its p50 against
+  // iceoryx's loan of the same size, run by run, and against itself at the
+  // smallest size (a loan's cost must not grow with the message).
+  for (const auto& r : results) {
+    if (r.transport != "node_cloud") continue;
+    const Result* iox = find("iceoryx_loan", r.mode, r.size);
+    const Result* small = find("node_cloud", r.mode, kInPlaceSizes[0]);
+    std::string line;
+    if (iox != nullptr) {
+      const std::vector<double> ratios = paired_ratios(r.p50_runs, iox->p50_runs);
+      if (!ratios.empty()) {
+        const auto [lo, hi] = std::minmax_element(ratios.begin(), ratios.end());
+        line += fmt::format("node_cloud/iceoryx_loan {:.2f}x ({:.2f}-{:.2f})", median(ratios), *lo, *hi);
+      }
+    }
+    if (small != nullptr) {
+      line += fmt::format("{}p50 / p50 at {} B {:.2f}x", line.empty() ? "" : ", ", kInPlaceSizes[0], r.p50 / small->p50);
+    }
+    if (!line.empty()) {
+      fmt::print("in place {} {} B, median (range) of {} runs: {}\n", to_string(r.mode), r.size, r.p50_runs.size(),
+                 line);
     }
   }
   // The executor's cost per message: a Node callback against a raw read of

@@ -16,6 +16,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include "ros2_test_msgs/PointCloud.hpp"
 #include "shmbus/iceoryx.hpp"
 #include "shmbus/introspect.hpp"
 #include "shmbus/node.hpp"
@@ -148,6 +149,82 @@ class NodeLink final : public Link {
   bool got_ = false;
 };
 
+/// A PointCloud2-shaped message (ROS 2's fields: a header with a string,
+/// a sequence of PointFields with strings, then the points) through Node
+/// callbacks ("node_cloud"), `size` bytes of points. The sender builds it
+/// in a loan (header, four fields, the points' block claimed and its last
+/// byte written, as a driver would fill it; the sequence in `width`); the
+/// receiver reads it in place through its generated view (frame, field
+/// names, last point byte). Neither side touches the points in between: a
+/// loan's cost, which must not grow with the cloud. Rings of 8 slots.
+class NodeCloudLink final : public Link {
+ public:
+  using Cloud = ros2_test_msgs::PointCloud;
+  /// Bytes a cloud holds besides its points (fixed part, frame, fields).
+  static constexpr std::size_t kOverhead = 1024;
+
+  NodeCloudLink(const std::string& domain, Side side, std::size_t size)
+      : ctx_(cloud_config(domain, side, size)), node_("", ctx_, NodeOptions{.handle_signals = false}) {
+    const bool leader = side == Side::kLeader;
+    SubscriptionOptions o;
+    o.in_place = true;
+    o.batch = 1;
+    node_.subscribe<Cloud>(
+        leader ? "/pong" : "/ping",
+        [this](const Cloud::View& v, const MessageInfo&) {
+          seq_ = v.width();
+          std::size_t n = v.header().frame_id().size() + v.data().back();
+          for (const auto& f : v.fields()) n += f.name().size();
+          sink_ += n;
+          got_ = true;
+        },
+        o);
+    pub_ = &*node_.publisher<Cloud>(leader ? "/ping" : "/pong");
+  }
+  void send(const std::byte* data, std::size_t size) override {
+    Loan loan = pub_->loan(size + kOverhead);
+    if (!loan) throw std::runtime_error("node_cloud: no loan");
+    msg::Writer w(loan.data());
+    Cloud::Builder b(w);
+    b.header().set_frame_id("lidar_top");
+    b.set_height(1);
+    b.set_width(static_cast<std::uint32_t>(read_seq(data)));
+    b.resize_fields(4);
+    for (std::size_t i = 0; i < 4; ++i) {
+      auto f = b.fields(i);
+      f.set_name(std::string_view("xyzi").substr(i, 1));
+      f.set_offset(static_cast<std::uint32_t>(4 * i));
+      f.set_datatype(ros2_test_msgs::PointField::FLOAT32);
+      f.set_count(1);
+    }
+    b.set_point_step(16);
+    b.set_row_step(static_cast<std::uint32_t>(size));
+    b.resize_data(size).back() = static_cast<std::uint8_t>(read_seq(data));
+    b.set_is_dense(true);
+    pub_->commit(loan, w.size());
+  }
+  std::uint64_t receive(Mode mode) override {
+    got_ = false;
+    const auto timeout =
+        mode == Mode::kPoll ? std::chrono::nanoseconds(0) : std::chrono::nanoseconds(std::chrono::seconds(1));
+    while (!got_) node_.spin_once(timeout);
+    return seq_;
+  }
+
+ private:
+  static Config cloud_config(const std::string& domain, Side side, std::size_t size) {
+    Config c = link_config(domain, side, size + kOverhead);
+    c.defaults.capacity = 8;  // 8 slots of up to 16 MiB a direction
+    return c;
+  }
+  Context ctx_;
+  Node node_;
+  TypedPublisher<Cloud>* pub_ = nullptr;
+  std::uint64_t seq_ = 0;
+  std::uint64_t sink_ = 0;  ///< what the reads found, so that they are made
+  bool got_ = false;
+};
+
 /// A service round trip: the leader is a ServiceClient (send() is the
 /// whole call), the follower a ServiceServer whose handler echoes the
 /// request (receive() serves one request; send() has nothing left to do).
@@ -215,12 +292,14 @@ class ServiceLink final : public Link {
 /// ("node"), or as a service round trip ("service", latency only).
 class ShmbusTransport final : public Transport {
  public:
-  enum class Kind { kRaw, kNoHook, kBlock, kSource, kNode, kService };
+  enum class Kind { kRaw, kNoHook, kBlock, kSource, kNode, kService, kNodeCloud };
   explicit ShmbusTransport(Kind kind) : kind_(kind) {}
   std::string name() const override {
     switch (kind_) {
       case Kind::kNode:
         return "node";
+      case Kind::kNodeCloud:
+        return "node_cloud";
       case Kind::kService:
         return "service";
       case Kind::kNoHook:
@@ -235,10 +314,12 @@ class ShmbusTransport final : public Transport {
     return "shmbus";
   }
   bool supports(Mode) const override { return true; }
-  bool has_throughput() const override { return kind_ != Kind::kService; }
+  bool has_throughput() const override { return kind_ != Kind::kService && kind_ != Kind::kNodeCloud; }
+  bool in_place() const override { return kind_ == Kind::kNodeCloud; }
   void prepare(std::size_t) override { domain_ = "bench_" + std::to_string(::getpid()) + "_" + std::to_string(run_++); }
   std::unique_ptr<Link> connect(Side side, std::size_t max_size) override {
     if (kind_ == Kind::kNode) return std::make_unique<NodeLink>(domain_, side, max_size);
+    if (kind_ == Kind::kNodeCloud) return std::make_unique<NodeCloudLink>(domain_, side, max_size);
     if (kind_ == Kind::kService) return std::make_unique<ServiceLink>(domain_, side, max_size);
     return std::make_unique<ShmbusLink>(domain_, side, max_size, shmbus::Transport::kShm, kind_ != Kind::kNoHook,
                                         kind_ == Kind::kBlock, kind_ == Kind::kSource);
@@ -261,7 +342,9 @@ class ShmbusTransport final : public Transport {
 
 class IceoryxLink final : public Link {
  public:
-  IceoryxLink(Side side, std::size_t max_size) : max_size_(max_size) {
+  /// `in_place` ("iceoryx_loan"): a loan of `size` bytes whose sequence and
+  /// last byte only are written, and read in place (node_cloud's peer).
+  IceoryxLink(Side side, std::size_t max_size, bool in_place = false) : max_size_(max_size), in_place_(in_place) {
     const bool leader = side == Side::kLeader;
     init_iceoryx_runtime(iceoryx::runtime_name(leader ? "bench_leader" : "bench_follower", ::getpid()));
     iox::popo::PublisherOptions po;
@@ -288,7 +371,12 @@ class IceoryxLink final : public Link {
     for (;;) {
       bool sent = false;
       pub_->loan(static_cast<std::uint32_t>(size)).and_then([&](void* payload) {
-        std::memcpy(payload, data, size);
+        if (in_place_) {
+          std::memcpy(payload, data, sizeof(std::uint64_t));
+          static_cast<std::byte*>(payload)[size - 1] = data[0];
+        } else {
+          std::memcpy(payload, data, size);
+        }
         pub_->publish(payload);
         sent = true;
       });
@@ -303,6 +391,7 @@ class IceoryxLink final : public Link {
       // Zero-copy: read the sequence in place, no copy out.
       sub_->take().and_then([&](const void* payload) {
         seq = read_seq(static_cast<const std::byte*>(payload));
+        if (in_place_) sink_ += std::to_integer<unsigned>(static_cast<const std::byte*>(payload)[max_size_ - 1]);
         sub_->release(payload);
         got = true;
       });
@@ -313,6 +402,8 @@ class IceoryxLink final : public Link {
 
  private:
   std::size_t max_size_;
+  bool in_place_;
+  std::uint64_t sink_ = 0;
   iox::cxx::optional<iox::popo::UntypedPublisher> pub_;
   iox::cxx::optional<iox::popo::UntypedSubscriber> sub_;
   iox::cxx::optional<iox::popo::WaitSet<>> waitset_;
@@ -405,10 +496,21 @@ class IceoryxTransport final : public Transport {
   using Kind = IceoryxKind;
   IceoryxTransport(std::string dir, Kind kind) : dir_(std::move(dir)), kind_(kind) {}
   std::string name() const override {
-    return kind_ == Kind::kService ? "iceoryx_service" : kind_ == Kind::kShmbus ? "shmbus_iceoryx" : "iceoryx";
+    switch (kind_) {
+      case Kind::kService:
+        return "iceoryx_service";
+      case Kind::kShmbus:
+        return "shmbus_iceoryx";
+      case Kind::kLoan:
+        return "iceoryx_loan";
+      case Kind::kRaw:
+        break;
+    }
+    return "iceoryx";
   }
   bool supports(Mode) const override { return true; }
-  bool has_throughput() const override { return kind_ != Kind::kService; }
+  bool has_throughput() const override { return kind_ != Kind::kService && kind_ != Kind::kLoan; }
+  bool in_place() const override { return kind_ == Kind::kLoan; }
   void prepare(std::size_t) override {
     domain_ = "bench_iox_" + std::to_string(::getpid()) + "_" + std::to_string(run_++);
     if (!roudi_) roudi_ = BenchRoudi::shared(dir_, peer_pools());
@@ -417,7 +519,7 @@ class IceoryxTransport final : public Transport {
     if (kind_ == Kind::kService) return std::make_unique<IceoryxServiceLink>(side, max_size);
     if (kind_ == Kind::kShmbus)
       return std::make_unique<ShmbusLink>(domain_, side, max_size, shmbus::Transport::kIceoryx);
-    return std::make_unique<IceoryxLink>(side, max_size);
+    return std::make_unique<IceoryxLink>(side, max_size, kind_ == Kind::kLoan);
   }
   void cleanup() override {
     if (kind_ == Kind::kShmbus) introspect::clean_domain(domain_, false);
@@ -711,6 +813,8 @@ std::vector<RoudiPool> peer_pools() {
        {raw_chunk_size(64), raw_chunk_size(4096), iceoryx::chunk_payload_size(64), iceoryx::chunk_payload_size(4096)}) {
     pools.push_back({size, 2048});
   }
+  // iceoryx_loan's point clouds (latency only: one in flight a direction).
+  for (const std::uint32_t size : kInPlaceSizes) pools.push_back({raw_chunk_size(size), 8});
   return pools;
 }
 
@@ -737,6 +841,9 @@ std::unique_ptr<Transport> make_shmbus(ShmbusVariant variant) {
   return std::make_unique<ShmbusTransport>(ShmbusTransport::Kind::kRaw);
 }
 std::unique_ptr<Transport> make_node() { return std::make_unique<ShmbusTransport>(ShmbusTransport::Kind::kNode); }
+std::unique_ptr<Transport> make_node_cloud() {
+  return std::make_unique<ShmbusTransport>(ShmbusTransport::Kind::kNodeCloud);
+}
 std::unique_ptr<Transport> make_service() { return std::make_unique<ShmbusTransport>(ShmbusTransport::Kind::kService); }
 std::unique_ptr<Transport> make_iceoryx([[maybe_unused]] const std::string& dir, [[maybe_unused]] IceoryxKind kind) {
 #if SHMBUS_BENCH_ICEORYX

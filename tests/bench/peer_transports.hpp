@@ -116,6 +116,9 @@ class Transport {
   virtual std::string name() const = 0;
   virtual bool supports(Mode mode) const = 0;
   virtual bool has_throughput() const { return true; }
+  /// A row of messages built and read in place (loans of any of
+  /// kInPlaceSizes): neither side copies the payload. Latency only.
+  virtual bool in_place() const { return false; }
   /// Called in the parent before forking the two sides.
   virtual void prepare(std::size_t max_size) = 0;
   /// Called in each child after the fork; may wait until the other side is
@@ -137,6 +140,11 @@ enum class ShmbusVariant { kAsShipped, kNoHook, kBlock, kSource };
 std::unique_ptr<Transport> make_shmbus(ShmbusVariant variant = ShmbusVariant::kAsShipped);
 /// shmbus through the Node API (callbacks dispatched by an executor).
 std::unique_ptr<Transport> make_node();
+/// The sizes of the in-place rows: point clouds of 64 KiB to 16 MiB.
+inline constexpr std::uint32_t kInPlaceSizes[] = {64U << 10, 1U << 20, 4U << 20, 16U << 20};
+/// A PointCloud2-shaped message (ROS 2's fields, generated C++) built in a
+/// loan and read in place by a Node ("node_cloud"; iceoryx_loan is its peer).
+std::unique_ptr<Transport> make_node_cloud();
 /// A request/response round trip: shmbus's ServiceClient and ServiceServer
 /// ("service"), iceoryx 2.0's untyped client and server ("iceoryx_service").
 /// Latency only.
@@ -146,7 +154,9 @@ std::unique_ptr<Transport> make_service();
 /// request/response ("iceoryx_service"), or the shmbus API over a channel
 /// with transport = "iceoryx" ("shmbus_iceoryx": the cost of shmbus's layer
 /// over raw iceoryx). nullptr when iceoryx was not built in.
-enum class IceoryxKind { kRaw, kService, kShmbus };
+/// kLoan ("iceoryx_loan"): a loan whose sequence and last byte only are
+/// written and read in place, node_cloud's peer.
+enum class IceoryxKind { kRaw, kService, kShmbus, kLoan };
 std::unique_ptr<Transport> make_iceoryx(const std::string& roudi_config_dir, IceoryxKind kind);
 /// Why the iceoryx rows cannot run here (a RouDi that is not the
 /// benchmark's already runs), or empty.
