@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds shmbus (Release) and runs the benchmarks: the micro-benchmarks and
 # `shmbus-bench peers` (two processes, shmbus vs iceoryx, Boost message_queue,
-# a Unix socket, floor and spsc; and the Node API's dispatch), the Node
+# a Unix socket, floor and spsc; and the Node API's dispatch; a point cloud
+# built in a loan and read in place, against iceoryx's loan), the Node
 # executor's timers and idle CPU, the monitor's scale, the synchronizer
 # policies on simulated sensor streams, the recorder and player, and step
 # replay against timed replay (tests/bench/bench_replay.sh), the bag file
@@ -36,13 +37,14 @@ fanout_spin_args=(--subscribers 1,2,4,8 --sizes 64 --modes block --repeat 3)
 camera_args=(--sizes 64,1048576,4194304,8388608 --repeat 3 --messages 300)
 camera_paced_args=(--sizes 64,1048576,8388608 --repeat 3 --messages 200)
 fanin_args=(--publishers 1,2,4 --repeat 3)
+cloud_args=(--sizes 65536,1048576,4194304,16777216 --modes poll --rounds 20000 --warmup 2000)
 services_args=(--clients 1,4,16 --repeat 3 --calls 20000)
 python_args=(--repeat 3)
 build_args=(--release)
 json=0
 for a in "$@"; do
   case "$a" in
-    --smoke) peers_args+=(--smoke); repeat=2; micro_args=(--benchmark_min_time=0.01); scale_args=(--channels 200); scale_ring_args=(--channels 200 --capacity 16 --max-message-size 4096); scale_big_args=(); sync_args=(--seconds 30); node_args=(--smoke); record_args=(--smoke); bridge_args=(--smoke); gateway_args=(--smoke); fanout_args=(--smoke --subscribers 1,2 --sizes 64,65536); fanout_spin_args=(--smoke --subscribers 2 --sizes 64 --modes block); camera_args=(--smoke --sizes 64,4194304 --modes block); camera_paced_args=(--smoke --sizes 64,1048576); fanin_args=(--smoke --publishers 1,2 --modes block); services_args=(--smoke); python_args=(--count 500 --frames 20 --repeat 1); build_args=() ;;
+    --smoke) peers_args+=(--smoke); repeat=2; micro_args=(--benchmark_min_time=0.01); scale_args=(--channels 200); scale_ring_args=(--channels 200 --capacity 16 --max-message-size 4096); scale_big_args=(); sync_args=(--seconds 30); node_args=(--smoke); record_args=(--smoke); bridge_args=(--smoke); gateway_args=(--smoke); fanout_args=(--smoke --subscribers 1,2 --sizes 64,65536); fanout_spin_args=(--smoke --subscribers 2 --sizes 64 --modes block); camera_args=(--smoke --sizes 64,4194304 --modes block); camera_paced_args=(--smoke --sizes 64,1048576); fanin_args=(--smoke --publishers 1,2 --modes block); cloud_args=(--smoke --sizes 65536,16777216 --modes poll); services_args=(--smoke); python_args=(--count 500 --frames 20 --repeat 1); build_args=() ;;
     --json) peers_args+=(--json); json=1 ;;
     *) echo "bench.sh: unknown option '$a'; use --smoke or --json" >&2; exit 2 ;;
   esac
@@ -68,6 +70,9 @@ fi
 "$dir/tests/bench/shmbus-bench" peers --repeat "$repeat" "${peers_args[@]}"
 # --json prints the peers table alone, one JSON object.
 [[ $json == 1 ]] && exit 0
+# A PointCloud2-shaped message (ROS 2's fields) built in a loan and read in
+# place by a Node, 64 KiB to 16 MiB, against iceoryx's loan of the size.
+"$dir/tests/bench/shmbus-bench" peers --transports node_cloud,iceoryx_loan --repeat "$repeat" "${cloud_args[@]}"
 # Fan-out: one publisher, 1-8 subscriber processes, against iceoryx.
 "$dir/tests/bench/shmbus-bench-fanout" "${fanout_args[@]}"
 # The same with wait_spin = 1 ms, longer than the 500 us pacing: the
