@@ -261,6 +261,41 @@ TEST(BridgeTest, ClientsCreateChannelsOfShippedAndMsgPathTypesNoProcessCarries) 
   std::filesystem::remove_all(root);
 }
 
+/// A msg path in ROS 2's share layout with a PoseStamped whose header is
+/// ROS 2's (under package names shmbus does not ship) and a string type;
+/// and a configuration giving /ros2/* room for long strings. Removed when
+/// destroyed.
+struct Ros2MsgRoot {
+  std::filesystem::path root =
+      std::filesystem::temp_directory_path() / ("bridge_ros2_" + std::to_string(::getpid()));
+  std::filesystem::path config = root / "bridge.toml";
+  Ros2MsgRoot() {
+    const auto geo = root / "geo_msgs" / "msg";
+    std::filesystem::create_directories(geo);
+    std::filesystem::create_directories(root / "text_msgs" / "msg");
+    std::ofstream(geo / "Header.msg") << "builtin_interfaces/Time stamp\nstring frame_id\n";
+    std::ofstream(geo / "Point.msg") << "float64 x\nfloat64 y\nfloat64 z\n";
+    std::ofstream(geo / "Quaternion.msg") << "float64 x 0\nfloat64 y 0\nfloat64 z 0\nfloat64 w 1\n";
+    std::ofstream(geo / "Pose.msg") << "Point position\nQuaternion orientation\n";
+    std::ofstream(geo / "PoseStamped.msg") << "geo_msgs/msg/Header header\nPose pose\n";
+    std::ofstream(root / "text_msgs" / "msg" / "Text.msg") << "string data\n";
+    std::ofstream(config) << "[[channel]]\nname = \"/ros2/*\"\nmax_message_size = 65536\n";
+  }
+  ~Ros2MsgRoot() { std::filesystem::remove_all(root); }
+  Ros2MsgRoot(const Ros2MsgRoot&) = delete;
+  Ros2MsgRoot& operator=(const Ros2MsgRoot&) = delete;
+  [[nodiscard]] std::vector<std::string> bridge_args() const {
+    return {"--msg-path", root.string(), "--config", config.string()};
+  }
+};
+
+/// What the PoseStamped published in part comes back as: its defaults filled.
+json expected_ros2_pose() {
+  return json::parse(R"({"header": {"stamp": {"sec": 7, "nanosec": 9}, "frame_id": "map"},
+                         "pose": {"position": {"x": 1.5, "y": -2.0, "z": 0.25},
+                                  "orientation": {"x": 0.0, "y": 0.0, "z": 0.0, "w": 1.0}}})");
+}
+
 // ROS 2 definitions as ROS 2 installs them (a share folder: Header with a
 // builtin_interfaces/Time stamp and an unbounded frame_id, PoseStamped;
 // a message of one unbounded string), known only through --msg-path: a
@@ -270,19 +305,8 @@ TEST(BridgeTest, ClientsCreateChannelsOfShippedAndMsgPathTypesNoProcessCarries) 
 TEST(BridgeTest, RosDefinitionsWithUnboundedFieldsTravelThroughTheBridge) {
   shmbus::test::TestDomain d;
   const std::string domain = d.context().domain();
-  const auto root = std::filesystem::temp_directory_path() / ("bridge_ros2_" + std::to_string(::getpid()));
-  const auto geo = root / "geo_msgs" / "msg";
-  std::filesystem::create_directories(geo);
-  std::filesystem::create_directories(root / "text_msgs" / "msg");
-  std::ofstream(geo / "Header.msg") << "builtin_interfaces/Time stamp\nstring frame_id\n";
-  std::ofstream(geo / "Point.msg") << "float64 x\nfloat64 y\nfloat64 z\n";
-  std::ofstream(geo / "Quaternion.msg") << "float64 x 0\nfloat64 y 0\nfloat64 z 0\nfloat64 w 1\n";
-  std::ofstream(geo / "Pose.msg") << "Point position\nQuaternion orientation\n";
-  std::ofstream(geo / "PoseStamped.msg") << "geo_msgs/msg/Header header\nPose pose\n";
-  std::ofstream(root / "text_msgs" / "msg" / "Text.msg") << "string data\n";
-  const auto config = root / "bridge.toml";
-  std::ofstream(config) << "[[channel]]\nname = \"/ros2/*\"\nmax_message_size = 65536\n";
-  BridgeProcess bridge(domain, {"--msg-path", root.string(), "--config", config.string()});
+  const Ros2MsgRoot msgs;
+  BridgeProcess bridge(domain, msgs.bridge_args());
   ASSERT_NE(bridge.port, 0);
   RawClient sub(bridge.port);
   sub.send(R"({"op": "subscribe", "topic": "/ros2/pose", "type": "geo_msgs/msg/PoseStamped"})");
@@ -311,11 +335,8 @@ TEST(BridgeTest, RosDefinitionsWithUnboundedFieldsTravelThroughTheBridge) {
     }
   }
   ASSERT_TRUE(pose && text) << bridge.process->poll_output();
-  EXPECT_EQ(*pose, json::parse(R"({"header": {"stamp": {"sec": 7, "nanosec": 9}, "frame_id": "map"},
-                                   "pose": {"position": {"x": 1.5, "y": -2.0, "z": 0.25},
-                                            "orientation": {"x": 0.0, "y": 0.0, "z": 0.0, "w": 1.0}}})"));
+  EXPECT_EQ(*pose, expected_ros2_pose());
   EXPECT_EQ((*text)["data"], long_text);
-  std::filesystem::remove_all(root);
 }
 
 std_msgs::String text(const std::string& s) {
@@ -697,6 +718,34 @@ TEST(BridgeTest, RoslibInAHeadlessBrowserSubscribesBeforeThePublisherCreatesACha
   EXPECT_EQ(r["received"], json(sent));
   EXPECT_EQ(r["sum"], 42);
   EXPECT_TRUE(std::filesystem::file_size(screenshot) > 1000) << screenshot;
+}
+
+// The same ROS 2 types from roslib in a browser: a PoseStamped given in
+// part and a 10,000-character std_msgs/String-like message, known to the
+// bridge only through --msg-path, published by the page and received back
+// by its own subscriptions, every field as sent.
+TEST(BridgeTest, RoslibInAHeadlessBrowserPublishesRos2TypesKnownOnlyThroughTheMsgPath) {
+  if (!std::filesystem::exists("/usr/bin/chromium"))
+    GTEST_FAIL() << "no /usr/bin/chromium: run scripts/install-deps.sh";
+  shmbus::test::TestDomain d;
+  const Ros2MsgRoot msgs;
+  BridgeProcess bridge(d.context().domain(), msgs.bridge_args());
+  ASSERT_NE(bridge.port, 0);
+  const std::string screenshot = std::string(SHMBUS_TEST_LOG_DIR) + "/roslib_ros2.png";
+  std::filesystem::create_directories(SHMBUS_TEST_LOG_DIR);
+  std::filesystem::remove(screenshot);
+  ChildProcess browser({"/usr/bin/env", "node", kJs + "/bridge_roslib_ros2.mjs",
+                        "ws://127.0.0.1:" + std::to_string(bridge.port), "geo_msgs/msg/PoseStamped",
+                        "text_msgs/msg/Text", "10000", screenshot},
+                       false);
+  const int status = browser.wait(60s);
+  const std::string& output = browser.output();
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << output << bridge.process->poll_output();
+  ASSERT_NE(output.rfind("\n{"), std::string::npos) << output;
+  const json r = json::parse(output.substr(output.rfind("\n{") + 1));
+  EXPECT_EQ(r["errors"], json::array()) << output;
+  EXPECT_EQ(r["pose"], expected_ros2_pose());
+  EXPECT_EQ(r["text"], std::string(10000, 'r'));
 }
 
 TEST(BridgeTest, ARoslibClientServesAServiceThatShmbusProcessesCall) {
