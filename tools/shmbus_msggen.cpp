@@ -173,7 +173,7 @@ std::string view_element(const Field& f) { return elem_of(f) == Elem::kBool ? "s
 std::string owning_default(const Field& f) {
   if (f.default_value.is_null()) return "{}";
   if (elem_of(f) != Elem::kString) {
-    const std::string d = cpp_default(f);
+    std::string d = cpp_default(f);
     if (d.starts_with(" = ")) return "{" + d.substr(3) + "}";
     if (f.unbounded && d.starts_with("{{")) return d.substr(1, d.size() - 2);  // std::vector{a, b}
     return d;
@@ -192,41 +192,48 @@ FieldCode code_one(const MessageDef& m, const Field& f) {
   c.member = fmt::format("  {} {}{};\n", cpp_element(f), f.name, owning_default(f));
   switch (elem_of(f)) {
     case Elem::kPrimitive:
-      c.view = fmt::format("  [[nodiscard]] {0} {1}() const noexcept {{ return shmbus::msg::load<{0}>(m_.data + {2}); }}\n",
-                           e, f.name, at);
+      c.view =
+          fmt::format("  [[nodiscard]] {0} {1}() const noexcept {{ return shmbus::msg::load<{0}>(m_.data + {2}); }}\n",
+                      e, f.name, at);
       c.builder = fmt::format("  void set_{1}({0} v) noexcept {{ std::memcpy(w_->data() + {2}, &v, sizeof v); }}\n", e,
                               f.name, at);
       break;
     case Elem::kBool:
       c.view = fmt::format(
-          "  [[nodiscard]] bool {0}() const noexcept {{ return shmbus::msg::load<std::uint8_t>(m_.data + {1}) != 0; }}\n",
+          "  [[nodiscard]] bool {0}() const noexcept {{ return shmbus::msg::load<std::uint8_t>(m_.data + {1}) != 0; "
+          "}}\n",
           f.name, at);
       c.builder = fmt::format(
           "  void set_{0}(bool v) noexcept {{ *reinterpret_cast<std::uint8_t*>(w_->data() + {1}) = v ? 1 : 0; }}\n",
           f.name, at);
       break;
     case Elem::kFixedString:
-      c.view = fmt::format("  [[nodiscard]] std::string_view {0}() const noexcept {{\n"
-                           "    return reinterpret_cast<const {1}*>(m_.data + {2})->view();\n  }}\n",
-                           f.name, e, at);
-      c.builder = fmt::format("  void set_{0}(std::string_view s) {{\n"
-                              "    if (!reinterpret_cast<{1}*>(w_->data() + {2})->assign(s)) {{\n"
-                              "      throw shmbus::Error(shmbus::Errc::kInvalidArgument, std::string({3}) + \": \" + "
-                              "std::to_string(s.size()) + \" bytes do not fit string<{4}>\");\n    }}\n  }}\n",
-                              f.name, e, at, what, f.string_capacity);
+      c.view = fmt::format(
+          "  [[nodiscard]] std::string_view {0}() const noexcept {{\n"
+          "    return reinterpret_cast<const {1}*>(m_.data + {2})->view();\n  }}\n",
+          f.name, e, at);
+      c.builder = fmt::format(
+          "  void set_{0}(std::string_view s) {{\n"
+          "    if (!reinterpret_cast<{1}*>(w_->data() + {2})->assign(s)) {{\n"
+          "      throw shmbus::Error(shmbus::Errc::kInvalidArgument, std::string({3}) + \": \" + "
+          "std::to_string(s.size()) + \" bytes do not fit string<{4}>\");\n    }}\n  }}\n",
+          f.name, e, at, what, f.string_capacity);
       break;
     case Elem::kString:
-      c.view = fmt::format("  [[nodiscard]] std::string_view {0}() const {{ return shmbus::msg::string(m_, {1}, {2}); }}\n",
-                           f.name, at, what);
+      c.view =
+          fmt::format("  [[nodiscard]] std::string_view {0}() const {{ return shmbus::msg::string(m_, {1}, {2}); }}\n",
+                      f.name, at, what);
       c.builder = fmt::format("  void set_{0}(std::string_view s) {{ w_->string({1}, s, {2}); }}\n", f.name, at, what);
       c.grow = fmt::format("    end = shmbus::msg::grow(end, {}.size(), 1, 1);\n", f.name);
       break;
     case Elem::kFixedMessage:
-      c.view = fmt::format("  [[nodiscard]] const {0}& {1}() const noexcept {{\n"
-                           "    return *reinterpret_cast<const {0}*>(m_.data + {2});\n  }}\n",
-                           e, f.name, at);
-      c.builder = fmt::format("  [[nodiscard]] {0}& {1}() noexcept {{ return *reinterpret_cast<{0}*>(w_->data() + {2}); }}\n",
-                              e, f.name, at);
+      c.view = fmt::format(
+          "  [[nodiscard]] const {0}& {1}() const noexcept {{\n"
+          "    return *reinterpret_cast<const {0}*>(m_.data + {2});\n  }}\n",
+          e, f.name, at);
+      c.builder =
+          fmt::format("  [[nodiscard]] {0}& {1}() noexcept {{ return *reinterpret_cast<{0}*>(w_->data() + {2}); }}\n",
+                      e, f.name, at);
       break;
     case Elem::kVariableMessage:
       c.view = fmt::format("  [[nodiscard]] {0}_View {1}() const noexcept {{ return {{m_, {2}}}; }}\n", e, f.name, at);
@@ -247,9 +254,10 @@ FieldCode code_one(const MessageDef& m, const Field& f) {
       break;
     case Elem::kString:
       c.build = fmt::format("    b.set_{0}({0});\n", f.name);
-      c.from = fmt::format("    {{\n      const std::string_view s = v.{0}();\n      budget.take(s.size(), 1, {1});\n"
-                           "      out.{0}.assign(s);\n    }}\n",
-                           f.name, what);
+      c.from = fmt::format(
+          "    {{\n      const std::string_view s = v.{0}();\n      budget.take(s.size(), 1, {1});\n"
+          "      out.{0}.assign(s);\n    }}\n",
+          f.name, what);
       break;
     default:
       c.build = fmt::format("    b.set_{0}({0});\n", f.name);
@@ -277,17 +285,20 @@ FieldCode code_array(const MessageDef& m, const Field& f) {
   c.member = fmt::format("  std::array<{}, {}> {}{};\n", cpp_element(f), n, f.name, owning_default(f));
   if (!read_one_by_one(f)) {
     const std::string ve = view_element(f);
-    c.view = fmt::format("  [[nodiscard]] std::span<const {0}, {1}> {2}() const noexcept {{\n"
-                         "    return std::span<const {0}, {1}>(reinterpret_cast<const {0}*>(m_.data + {3}), {1});\n  }}\n",
-                         ve, n, f.name, at);
-    c.builder = fmt::format("  [[nodiscard]] std::span<{0}, {1}> {2}() noexcept {{\n"
-                            "    return std::span<{0}, {1}>(reinterpret_cast<{0}*>(w_->data() + {3}), {1});\n  }}\n",
-                            e, n, f.name, at);
+    c.view = fmt::format(
+        "  [[nodiscard]] std::span<const {0}, {1}> {2}() const noexcept {{\n"
+        "    return std::span<const {0}, {1}>(reinterpret_cast<const {0}*>(m_.data + {3}), {1});\n  }}\n",
+        ve, n, f.name, at);
+    c.builder = fmt::format(
+        "  [[nodiscard]] std::span<{0}, {1}> {2}() noexcept {{\n"
+        "    return std::span<{0}, {1}>(reinterpret_cast<{0}*>(w_->data() + {3}), {1});\n  }}\n",
+        e, n, f.name, at);
     c.build = fmt::format("    std::copy({0}.begin(), {0}.end(), b.{0}().begin());\n", f.name);
     c.from = elem_of(f) == Elem::kBool
-                 ? fmt::format("    std::transform(v.{0}().begin(), v.{0}().end(), out.{0}.begin(), "
-                               "[](std::uint8_t x) {{ return x != 0; }});\n",
-                               f.name)
+                 ? fmt::format(
+                       "    std::transform(v.{0}().begin(), v.{0}().end(), out.{0}.begin(), "
+                       "[](std::uint8_t x) {{ return x != 0; }});\n",
+                       f.name)
                  : fmt::format("    std::copy(v.{0}().begin(), v.{0}().end(), out.{0}.begin());\n", f.name);
     return c;
   }
@@ -303,9 +314,10 @@ FieldCode code_array(const MessageDef& m, const Field& f) {
                : fmt::format("    for (const auto& x : {}) end = x.grow(end);\n", f.name);
   c.build = str ? fmt::format("    for (std::size_t i = 0; i < {1}; ++i) b.set_{0}(i, {0}[i]);\n", f.name, n)
                 : fmt::format("    for (std::size_t i = 0; i < {1}; ++i) {0}[i].build(b.{0}(i));\n", f.name, n);
-  c.from = str ? fmt::format("    for (std::size_t i = 0; i < {1}; ++i) {{\n      const std::string_view s = v.{0}()[i];\n"
-                             "      budget.take(s.size(), 1, {2});\n      out.{0}[i].assign(s);\n    }}\n",
-                             f.name, n, what)
+  c.from = str ? fmt::format(
+                     "    for (std::size_t i = 0; i < {1}; ++i) {{\n      const std::string_view s = v.{0}()[i];\n"
+                     "      budget.take(s.size(), 1, {2});\n      out.{0}[i].assign(s);\n    }}\n",
+                     f.name, n, what)
                : fmt::format("    for (std::size_t i = 0; i < {1}; ++i) out.{0}[i] = {2}::from(v.{0}()[i], budget);\n",
                              f.name, n, e);
   return c;
@@ -319,42 +331,49 @@ FieldCode code_sequence(const MessageDef& m, const Field& f) {
   const std::uint32_t bound = f.sequence_bound;
   FieldCode c;
   c.member = fmt::format("  std::vector<{}> {}{};\n", cpp_element(f), f.name, owning_default(f));
-  c.grow = fmt::format("    end = shmbus::msg::grow(end, {}.size(), {}, {});\n", f.name, f.element_size, f.element_align);
+  c.grow =
+      fmt::format("    end = shmbus::msg::grow(end, {}.size(), {}, {});\n", f.name, f.element_size, f.element_align);
   if (!read_one_by_one(f)) {
     const std::string ve = view_element(f);
     // Fixed strings and messages: a zeroed block (their padding); numbers:
     // left for the caller to fill (a large sequence costs no second pass).
     const bool zero = elem_of(f) == Elem::kFixedString || elem_of(f) == Elem::kFixedMessage;
-    c.view = fmt::format("  [[nodiscard]] std::span<const {0}> {1}() const {{\n"
-                         "    return shmbus::msg::sequence<{0}>(m_, {2}, {3}, {4});\n  }}\n",
-                         ve, f.name, at, bound, what);
-    c.builder = fmt::format("  /// {1} of `n` elements{5}: fill them in the span.\n"
-                            "  [[nodiscard]] std::span<{0}> resize_{1}(std::size_t n) {{\n"
-                            "    return w_->sequence<{0}>({2}, n, {3}, {6}, {4});\n  }}\n",
-                            e, f.name, at, bound, what, zero ? " (zeroed)" : "", zero ? "true" : "false");
-    c.build = fmt::format("    {{\n      const auto s = b.resize_{0}({0}.size());\n"
-                          "      std::copy({0}.begin(), {0}.end(), s.begin());\n    }}\n",
-                          f.name);
+    c.view = fmt::format(
+        "  [[nodiscard]] std::span<const {0}> {1}() const {{\n"
+        "    return shmbus::msg::sequence<{0}>(m_, {2}, {3}, {4});\n  }}\n",
+        ve, f.name, at, bound, what);
+    c.builder = fmt::format(
+        "  /// {1} of `n` elements{5}: fill them in the span.\n"
+        "  [[nodiscard]] std::span<{0}> resize_{1}(std::size_t n) {{\n"
+        "    return w_->sequence<{0}>({2}, n, {3}, {6}, {4});\n  }}\n",
+        e, f.name, at, bound, what, zero ? " (zeroed)" : "", zero ? "true" : "false");
+    c.build = fmt::format(
+        "    {{\n      const auto s = b.resize_{0}({0}.size());\n"
+        "      std::copy({0}.begin(), {0}.end(), s.begin());\n    }}\n",
+        f.name);
     const std::string assign = elem_of(f) == Elem::kBool
-                                   ? fmt::format("      out.{0}.reserve(s.size());\n      for (const std::uint8_t x : s) "
-                                                 "out.{0}.push_back(x != 0);\n",
-                                                 f.name)
+                                   ? fmt::format(
+                                         "      out.{0}.reserve(s.size());\n      for (const std::uint8_t x : s) "
+                                         "out.{0}.push_back(x != 0);\n",
+                                         f.name)
                                    : fmt::format("      out.{0}.assign(s.begin(), s.end());\n", f.name);
     c.from = fmt::format("    {{\n      const auto s = v.{0}();\n      budget.take(s.size(), {1}, {2});\n{3}    }}\n",
                          f.name, f.element_size, what, assign);
     return c;
   }
   const bool str = elem_of(f) == Elem::kString;
-  c.view = fmt::format("  [[nodiscard]] {0} {1}() const {{\n"
-                       "    return shmbus::msg::sequence_of<{2}>(m_, {3}, {4}, {5}, {6}, {7});\n  }}\n",
-                       sequence_type(f), f.name, str ? "shmbus::msg::StringElement" : e + "_View", at, f.element_size,
-                       f.element_align, bound, what);
+  c.view = fmt::format(
+      "  [[nodiscard]] {0} {1}() const {{\n"
+      "    return shmbus::msg::sequence_of<{2}>(m_, {3}, {4}, {5}, {6}, {7});\n  }}\n",
+      sequence_type(f), f.name, str ? "shmbus::msg::StringElement" : e + "_View", at, f.element_size, f.element_align,
+      bound, what);
   const std::string element = fmt::format("w_->element({}, i, {}, {})", at, f.element_size, what);
-  c.builder = fmt::format("  /// {0} of `n` elements, each then set by index.\n"
-                          "  void resize_{0}(std::size_t n) {{\n"
-                          "    shmbus::msg::Writer::check_bound(n, {1}, {2});\n"
-                          "    w_->add({3}, n, {4}, {5}, true, {2});\n  }}\n",
-                          f.name, bound, what, at, f.element_size, f.element_align);
+  c.builder = fmt::format(
+      "  /// {0} of `n` elements, each then set by index.\n"
+      "  void resize_{0}(std::size_t n) {{\n"
+      "    shmbus::msg::Writer::check_bound(n, {1}, {2});\n"
+      "    w_->add({3}, n, {4}, {5}, true, {2});\n  }}\n",
+      f.name, bound, what, at, f.element_size, f.element_align);
   c.builder += str ? fmt::format("  void set_{0}(std::size_t i, std::string_view s) {{ w_->string({1}, s, {2}); }}\n",
                                  f.name, element, what)
                    : fmt::format("  [[nodiscard]] {0}_Builder {1}(std::size_t i) {{ return {{*w_, {2}}}; }}\n", e,
@@ -364,9 +383,10 @@ FieldCode code_sequence(const MessageDef& m, const Field& f) {
   c.build = fmt::format("    b.resize_{0}({0}.size());\n", f.name) +
             (str ? fmt::format("    for (std::size_t i = 0; i < {0}.size(); ++i) b.set_{0}(i, {0}[i]);\n", f.name)
                  : fmt::format("    for (std::size_t i = 0; i < {0}.size(); ++i) {0}[i].build(b.{0}(i));\n", f.name));
-  c.from = fmt::format("    {{\n      const auto s = v.{0}();\n      budget.take(s.size(), {1}, {2});\n"
-                       "      out.{0}.reserve(s.size());\n",
-                       f.name, f.element_size, what) +
+  c.from = fmt::format(
+               "    {{\n      const auto s = v.{0}();\n      budget.take(s.size(), {1}, {2});\n"
+               "      out.{0}.reserve(s.size());\n",
+               f.name, f.element_size, what) +
            (str ? fmt::format("      for (const std::string_view x : s) {{\n        budget.take(x.size(), 1, {1});\n"
                               "        out.{0}.emplace_back(x);\n      }}\n",
                               f.name, what)
@@ -381,34 +401,26 @@ FieldCode code_field(const MessageDef& m, const Field& f) {
   return code_one(m, f);
 }
 
-/// The header of a type with strings or sequences: `Type_View` (read in
-/// place), `Type_Builder` (write into a loan) and `Type` (owning, with
-/// std::string and std::vector, its defaults and constants).
-std::string generate_variable(const MessageDef& m) {
-  const std::string text = MessageSet::canonical_text(m);
-  const auto slash = m.name.find('/');
-  const std::string package = m.name.substr(0, slash);
-  const std::string type = m.name.substr(slash + 1);
-  std::string h;
-  h += fmt::format("// Generated by shmbus-msggen from {}.msg. Do not edit.\n#pragma once\n\n", m.name);
-  h += "#include <algorithm>\n#include <array>\n#include <cstddef>\n#include <cstdint>\n#include <cstring>\n"
-       "#include <span>\n#include <string>\n#include <string_view>\n#include <vector>\n\n"
-       "#include \"shmbus/error.hpp\"\n#include \"shmbus/fixed_string.hpp\"\n#include \"shmbus/var_message.hpp\"\n";
+/// `#include "pkg/Type.hpp"` of each message type `m`'s fields use.
+std::string dependency_includes(const MessageDef& m) {
   std::set<std::string> deps;
   for (const Field& f : m.fields) {
     if (f.kind == FieldKind::kMessage) deps.insert(f.message->name);
   }
+  std::string h;
   for (const auto& d : deps) h += fmt::format("#include \"{}.hpp\"\n", d);
-  std::vector<FieldCode> codes;
-  codes.reserve(m.fields.size());
-  for (const Field& f : m.fields) codes.push_back(code_field(m, f));
-  const auto all = [&](std::string FieldCode::*part) {
-    std::string out;
-    for (const FieldCode& c : codes) out += c.*part;
-    return out;
-  };
-  h += fmt::format("\nnamespace {} {{\n\n", package);
-  h += fmt::format(
+  return h;
+}
+
+/// `part` of every field's code, in field order.
+std::string all_of(const std::vector<FieldCode>& codes, std::string FieldCode::*part) {
+  std::string out;
+  for (const FieldCode& c : codes) out += c.*part;
+  return out;
+}
+
+std::string view_class(const MessageDef& m, const std::string& type, const std::vector<FieldCode>& codes) {
+  return fmt::format(
       "/// {0} read where it lies (a slot, a buffer): every string and sequence\n"
       "/// is checked against the message's bytes when it is reached (Error\n"
       "/// kInvalidArgument naming the field when it points outside them).\n"
@@ -424,8 +436,11 @@ std::string generate_variable(const MessageDef& m) {
       "  /// The whole message's size in bytes.\n"
       "  [[nodiscard]] std::size_t message_size() const noexcept {{ return m_.size; }}\n\n"
       " private:\n  shmbus::msg::Bytes m_;\n  std::uint32_t at_ = 0;\n}};\n\n",
-      m.name, type, m.size, m.align, all(&FieldCode::view));
-  h += fmt::format(
+      m.name, type, m.size, m.align, all_of(codes, &FieldCode::view));
+}
+
+std::string builder_class(const MessageDef& m, const std::string& type, const std::vector<FieldCode>& codes) {
+  return fmt::format(
       "/// Writes a {0} into a buffer (a loan) through a shmbus::msg::Writer:\n"
       "/// the fixed part starts zeroed; each string or sequence is appended\n"
       "/// when set, and the writer's size() is then the message's. A buffer too\n"
@@ -436,8 +451,12 @@ std::string generate_variable(const MessageDef& m) {
       "  /// The {0} at `at` in the message `w` writes.\n"
       "  {1}_Builder(shmbus::msg::Writer& w, std::uint32_t at) noexcept : w_(&w), at_(at) {{}}\n\n{3}\n"
       " private:\n  shmbus::msg::Writer* w_;\n  std::uint32_t at_ = 0;\n}};\n\n",
-      m.name, type, m.size, all(&FieldCode::builder));
-  h += fmt::format(
+      m.name, type, m.size, all_of(codes, &FieldCode::builder));
+}
+
+std::string owning_struct(const MessageDef& m, const std::string& type, const std::vector<FieldCode>& codes) {
+  const std::string text = MessageSet::canonical_text(m);
+  std::string h = fmt::format(
       "/// {0} (schema hash {1:016x}) as an owning value, with its defaults:\n"
       "/// publish it (its wire_size() bytes are written through build()), or\n"
       "/// make one from a view with from().\n"
@@ -450,7 +469,8 @@ std::string generate_variable(const MessageDef& m) {
     h += fmt::format("  static constexpr {} {} = {};\n", c.is_string ? "const char*" : cpp_primitive(c.primitive),
                      c.name, cpp_constant_value(c));
   }
-  h += fmt::format("  using View = {0}_View;\n  using Builder = {0}_Builder;\n\n{1}\n", type, all(&FieldCode::member));
+  h += fmt::format("  using View = {0}_View;\n  using Builder = {0}_Builder;\n\n{1}\n", type,
+                   all_of(codes, &FieldCode::member));
   h += fmt::format(
       "  /// The bytes build() writes.\n"
       "  [[nodiscard]] std::size_t wire_size() const noexcept {{ return grow(View::kFixedSize); }}\n"
@@ -465,7 +485,28 @@ std::string generate_variable(const MessageDef& m) {
       "    shmbus::msg::Budget budget(v.message_size());\n    return from(v, budget);\n  }}\n"
       "  static {2} from(const View& v, shmbus::msg::Budget& budget) {{\n    {2} out;\n{3}"
       "    static_cast<void>(budget);\n    return out;\n  }}\n}};\n",
-      all(&FieldCode::grow), all(&FieldCode::build), type, all(&FieldCode::from));
+      all_of(codes, &FieldCode::grow), all_of(codes, &FieldCode::build), type, all_of(codes, &FieldCode::from));
+  return h;
+}
+
+/// The header of a type with strings or sequences: `Type_View` (read in
+/// place), `Type_Builder` (write into a loan) and `Type` (owning, with
+/// std::string and std::vector, its defaults and constants).
+std::string generate_variable(const MessageDef& m) {
+  const auto slash = m.name.find('/');
+  const std::string package = m.name.substr(0, slash);
+  const std::string type = m.name.substr(slash + 1);
+  std::vector<FieldCode> codes;
+  codes.reserve(m.fields.size());
+  for (const Field& f : m.fields) codes.push_back(code_field(m, f));
+  std::string h;
+  h += fmt::format("// Generated by shmbus-msggen from {}.msg. Do not edit.\n#pragma once\n\n", m.name);
+  h += "#include <algorithm>\n#include <array>\n#include <cstddef>\n#include <cstdint>\n#include <cstring>\n"
+       "#include <span>\n#include <string>\n#include <string_view>\n#include <vector>\n\n"
+       "#include \"shmbus/error.hpp\"\n#include \"shmbus/fixed_string.hpp\"\n#include \"shmbus/var_message.hpp\"\n";
+  h += dependency_includes(m);
+  h += fmt::format("\nnamespace {} {{\n\n", package);
+  h += view_class(m, type, codes) + builder_class(m, type, codes) + owning_struct(m, type, codes);
   h += fmt::format("\n}}  // namespace {}\n", package);
   h += fmt::format(
       "\nnamespace {0}::msg {{\nusing {1} = {0}::{1};\nusing {1}_View = {0}::{1}_View;\n"
@@ -486,11 +527,7 @@ std::string generate(const MessageDef& m) {
   h += fmt::format("// Generated by shmbus-msggen from {}.msg. Do not edit.\n#pragma once\n\n", m.name);
   h += "#include <array>\n#include <bit>\n#include <cstddef>\n#include <cstdint>\n#include <span>\n"
        "#include <type_traits>\n\n#include \"shmbus/fixed_string.hpp\"\n";
-  std::set<std::string> deps;
-  for (const Field& f : m.fields) {
-    if (f.kind == FieldKind::kMessage) deps.insert(f.message->name);
-  }
-  for (const auto& d : deps) h += fmt::format("#include \"{}.hpp\"\n", d);
+  h += dependency_includes(m);
   h += fmt::format("\nnamespace {} {{\n\n", package);
   h += fmt::format(
       "/// {} (schema hash {:016x}). Initialise it with `{} m{{}};`: its\n"

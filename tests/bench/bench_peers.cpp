@@ -345,7 +345,8 @@ static int run_bench(int argc, char** argv) {
     }
   }
   for (std::size_t s : o.sizes) {
-    const bool in_place_size = std::find(std::begin(kInPlaceSizes), std::end(kInPlaceSizes), s) != std::end(kInPlaceSizes);
+    const bool in_place_size =
+        std::find(std::begin(kInPlaceSizes), std::end(kInPlaceSizes), s) != std::end(kInPlaceSizes);
     if ((s < 8 || s > 4096) && !in_place_size) {
       std::fprintf(stderr,
                    "shmbus-bench: size %zu is out of range; use 8 to 4096 bytes (copied rows), or 65536, 1048576, "
@@ -571,7 +572,8 @@ static int run_bench(int argc, char** argv) {
       }
     }
     if (small != nullptr) {
-      line += fmt::format("{}p50 / p50 at {} B {:.2f}x", line.empty() ? "" : ", ", kInPlaceSizes[0], r.p50 / small->p50);
+      line +=
+          fmt::format("{}p50 / p50 at {} B {:.2f}x", line.empty() ? "" : ", ", kInPlaceSizes[0], r.p50 / small->p50);
     }
     if (!line.empty()) {
       fmt::print("in place {} {} B, median (range) of {} runs: {}\n", to_string(r.mode), r.size, r.p50_runs.size(),

@@ -266,8 +266,7 @@ TEST(BridgeTest, ClientsCreateChannelsOfShippedAndMsgPathTypesNoProcessCarries) 
 /// and a configuration giving /ros2/* room for long strings. Removed when
 /// destroyed.
 struct Ros2MsgRoot {
-  std::filesystem::path root =
-      std::filesystem::temp_directory_path() / ("bridge_ros2_" + std::to_string(::getpid()));
+  std::filesystem::path root = std::filesystem::temp_directory_path() / ("bridge_ros2_" + std::to_string(::getpid()));
   std::filesystem::path config = root / "bridge.toml";
   Ros2MsgRoot() {
     const auto geo = root / "geo_msgs" / "msg";
@@ -734,10 +733,10 @@ TEST(BridgeTest, RoslibInAHeadlessBrowserPublishesRos2TypesKnownOnlyThroughTheMs
   const std::string screenshot = std::string(SHMBUS_TEST_LOG_DIR) + "/roslib_ros2.png";
   std::filesystem::create_directories(SHMBUS_TEST_LOG_DIR);
   std::filesystem::remove(screenshot);
-  ChildProcess browser({"/usr/bin/env", "node", kJs + "/bridge_roslib_ros2.mjs",
-                        "ws://127.0.0.1:" + std::to_string(bridge.port), "geo_msgs/msg/PoseStamped",
-                        "text_msgs/msg/Text", "10000", screenshot},
-                       false);
+  ChildProcess browser(
+      {"/usr/bin/env", "node", kJs + "/bridge_roslib_ros2.mjs", "ws://127.0.0.1:" + std::to_string(bridge.port),
+       "geo_msgs/msg/PoseStamped", "text_msgs/msg/Text", "10000", screenshot},
+      false);
   const int status = browser.wait(60s);
   const std::string& output = browser.output();
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << output << bridge.process->poll_output();

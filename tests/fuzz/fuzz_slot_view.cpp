@@ -11,12 +11,12 @@
 // With SHMBUS_FUZZ_WRITE_SEEDS=DIR set, the target writes a message of
 // each type, every field set, to DIR and exits.
 #include <cstddef>
-#include <cstdlib>
-#include <fstream>
-#include <string>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "ros2_test_msgs/Outer.hpp"

@@ -783,9 +783,9 @@ TEST(ShmtoolRecord, AnImportedRos2RecordingPlaysToANodeOfTheGeneratedType) {
     shmbus::mcap::WriterOptions w;
     w.profile = "ros2";
     shmbus::mcap::Writer writer(ros2, w);
-    const auto id = writer.add_channel(
-        writer.add_schema("ros2_test_msgs/msg/PointCloud", "ros2msg", ros2msg_text(schema.root())), "/cloud", "cdr",
-        {});
+    const auto id =
+        writer.add_channel(writer.add_schema("ros2_test_msgs/msg/PointCloud", "ros2msg", ros2msg_text(schema.root())),
+                           "/cloud", "cdr", {});
     for (std::uint32_t i = 0; i < 3; ++i) {
       Cloud& m = sent[i];
       m.header.stamp = {static_cast<std::int32_t>(i), 5};

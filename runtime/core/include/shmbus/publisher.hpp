@@ -165,16 +165,12 @@ class TypedPublisher {
       : publisher_(channel, type_info_of<T>(), context, options) {}
 
   /// Copies `message` into the channel.
-  PublishResult publish(const T& message) noexcept
-    requires MessageType<T>
-  {
+  PublishResult publish(const T& message) noexcept requires MessageType<T> {
     return publisher_.publish(&message, sizeof(T));
   }
   /// Writes `message` into a slot of its wire_size() and commits it. Throws
   /// Error(kInvalidArgument) when a sequence passes its bound.
-  PublishResult publish(const T& message)
-    requires VariableMessageType<T>
-  {
+  PublishResult publish(const T& message) requires VariableMessageType<T> {
     const std::size_t size = message.wire_size();
     if (size > publisher_.max_message_size()) return PublishResult::kTooLarge;
     Loan loan = publisher_.loan(size);
@@ -184,11 +180,7 @@ class TypedPublisher {
     return publisher_.commit(loan, writer.size());
   }
   /// A slot to construct a T in place; see Loan.
-  [[nodiscard]] Loan loan() noexcept
-    requires MessageType<T>
-  {
-    return publisher_.loan(sizeof(T));
-  }
+  [[nodiscard]] Loan loan() noexcept requires MessageType<T> { return publisher_.loan(sizeof(T)); }
   /// A slot of `size` bytes to write a message into: a msg::Writer over
   /// loan.data(), a T::Builder over the writer, then commit(loan,
   /// writer.size()).

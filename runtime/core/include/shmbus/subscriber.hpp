@@ -202,9 +202,7 @@ class TypedSubscriber {
       : subscriber_(channel, type_info_of<T>(), context, options) {}
 
   /// The next message and its header, or nullopt when there is none.
-  std::optional<T> take(MessageInfo* info = nullptr) noexcept
-    requires MessageType<T>
-  {
+  std::optional<T> take(MessageInfo* info = nullptr) noexcept requires MessageType<T> {
     T value;
     const TakeResult r = subscriber_.take(std::as_writable_bytes(std::span{&value, 1}));
     if (!r.ok()) return std::nullopt;
@@ -214,9 +212,7 @@ class TypedSubscriber {
   /// The next message copied out of its slot and made an owning T, or
   /// nullopt when there is none. Throws Error(kInvalidArgument) naming the
   /// field when the message's strings or sequences point outside it.
-  std::optional<T> take(MessageInfo* info = nullptr)
-    requires VariableMessageType<T>
-  {
+  std::optional<T> take(MessageInfo* info = nullptr) requires VariableMessageType<T> {
     if (buffer_.size() < subscriber_.max_message_size()) buffer_.resize(subscriber_.max_message_size());
     const TakeResult r = subscriber_.take(buffer_);
     if (!r.ok()) return std::nullopt;

@@ -47,9 +47,9 @@ template <typename T>
 concept VariableMessageType = requires(const T& m, typename T::Builder b, const typename T::View& v) {
   {std::string_view{T::kTypeName}};
   {static_cast<std::uint64_t>(T::kTypeHash)};
-  {m.wire_size()} -> std::convertible_to<std::size_t>;
+  { m.wire_size() } -> std::convertible_to<std::size_t>;
   m.build(b);
-  {T::from(v)} -> std::same_as<T>;
+  { T::from(v) } -> std::same_as<T>;
 };
 
 /// Either kind of message type.

@@ -62,10 +62,9 @@ T load(const std::byte* p) noexcept {
 /// elements in memory too. Throws Error(kInvalidArgument) naming `type`.
 inline Bytes message(std::span<const std::byte> bytes, std::uint32_t fixed, const char* type) {
   if (bytes.size() < fixed || bytes.size() > UINT32_MAX || reinterpret_cast<std::uintptr_t>(bytes.data()) % 8 != 0) {
-    throw Error(Errc::kInvalidArgument,
-                std::string(type) + ": a message of " + std::to_string(bytes.size()) +
-                    " bytes, 8-byte aligned, holding at least its " + std::to_string(fixed) +
-                    "-byte fixed part, is needed to view it");
+    throw Error(Errc::kInvalidArgument, std::string(type) + ": a message of " + std::to_string(bytes.size()) +
+                                            " bytes, 8-byte aligned, holding at least its " + std::to_string(fixed) +
+                                            "-byte fixed part, is needed to view it");
   }
   return {bytes.data(), static_cast<std::uint32_t>(bytes.size()), fixed};
 }
@@ -78,10 +77,10 @@ inline const std::byte* block(const Bytes& m, std::uint32_t at, std::uint32_t si
                               std::uint32_t bound, std::uint32_t& count, const char* what) {
   const auto r = load<VarRef>(m.data + at);
   if ((bound != 0 && r.count > bound) || !block_fits(r, m.size, m.fixed, size, align)) {
-    throw Error(Errc::kInvalidArgument,
-                std::string(what) + ": " + std::to_string(r.count) + " elements of " + std::to_string(size) +
-                    " bytes at offset " + std::to_string(r.offset) + " are outside the message's " +
-                    std::to_string(m.size) + " bytes or its bound (a corrupt or hostile writer)");
+    throw Error(Errc::kInvalidArgument, std::string(what) + ": " + std::to_string(r.count) + " elements of " +
+                                            std::to_string(size) + " bytes at offset " + std::to_string(r.offset) +
+                                            " are outside the message's " + std::to_string(m.size) +
+                                            " bytes or its bound (a corrupt or hostile writer)");
   }
   count = r.count;
   return r.count == 0 ? m.data : m.data + r.offset;
@@ -136,38 +135,41 @@ class Sequence {
 
   [[nodiscard]] std::size_t size() const noexcept { return count_; }
   [[nodiscard]] bool empty() const noexcept { return count_ == 0; }
-  value_type operator[](std::size_t i) const { return Read::get(m_, at_ + static_cast<std::uint32_t>(i) * stride_, what_); }
+  value_type operator[](std::size_t i) const {
+    return Read::get(m_, at_ + static_cast<std::uint32_t>(i) * stride_, what_);
+  }
   /// Like operator[], checked: Error(kInvalidArgument) past the end.
   value_type at(std::size_t i) const {
     if (i >= count_) throw Error(Errc::kInvalidArgument, std::string(what_) + ": index out of range");
     return (*this)[i];
   }
 
-  class iterator {
+  /// An input iterator over the elements (a range-for, std::ranges).
+  class Iterator {
    public:
     using iterator_category = std::input_iterator_tag;
     using value_type = Sequence::value_type;
     using difference_type = std::ptrdiff_t;
-    iterator() = default;
-    iterator(const Sequence* s, std::size_t i) noexcept : s_(s), i_(i) {}
+    Iterator() = default;
+    Iterator(const Sequence* s, std::size_t i) noexcept : s_(s), i_(i) {}
     value_type operator*() const { return (*s_)[i_]; }
-    iterator& operator++() noexcept {
+    Iterator& operator++() noexcept {
       ++i_;
       return *this;
     }
-    iterator operator++(int) noexcept {
-      iterator old = *this;
+    Iterator operator++(int) noexcept {
+      Iterator old = *this;
       ++i_;
       return old;
     }
-    bool operator==(const iterator& o) const noexcept { return i_ == o.i_; }
+    bool operator==(const Iterator& o) const noexcept { return i_ == o.i_; }
 
    private:
     const Sequence* s_ = nullptr;
     std::size_t i_ = 0;
   };
-  [[nodiscard]] iterator begin() const noexcept { return {this, 0}; }
-  [[nodiscard]] iterator end() const noexcept { return {this, count_}; }
+  [[nodiscard]] Iterator begin() const noexcept { return {this, 0}; }
+  [[nodiscard]] Iterator end() const noexcept { return {this, count_}; }
 
  private:
   Bytes m_;
@@ -220,8 +222,8 @@ class Writer {
     const std::uint64_t start = (used_ + align - 1) / align * align;
     const std::uint64_t end = start + count * size;
     if (count > UINT32_MAX || end > UINT32_MAX) {
-      throw Error(Errc::kInvalidArgument, std::string(what) + ": " + std::to_string(count) +
-                                              " elements take the message past 4 GiB");
+      throw Error(Errc::kInvalidArgument,
+                  std::string(what) + ": " + std::to_string(count) + " elements take the message past 4 GiB");
     }
     need(end, what);
     std::memset(buffer_.data() + used_, 0, static_cast<std::size_t>((zero ? end : start) - used_));

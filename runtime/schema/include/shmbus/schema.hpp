@@ -86,9 +86,9 @@ std::uint32_t size_of(Primitive p) noexcept;
 enum class FieldKind : std::uint8_t { kPrimitive, kString, kMessage, kUnboundedString };
 
 /// Where a sequence's or a string's elements are (see the layout rule).
-using shmbus::VarRef;
-using shmbus::kVarRefSize;
 using shmbus::kVarRefAlign;
+using shmbus::kVarRefSize;
+using shmbus::VarRef;
 
 struct MessageDef;
 

@@ -265,9 +265,8 @@ class TypedServiceClient {
       : client_(service, service_types_of<S>(), context, options) {}
 
   /// Calls the service; `response` holds the answer when the result is ok().
-  CallResult call(const Request& request, Response& response, std::chrono::nanoseconds timeout) noexcept
-    requires MessageType<Request> && MessageType<Response>
-  {
+  CallResult call(const Request& request, Response& response,
+                  std::chrono::nanoseconds timeout) noexcept requires MessageType<Request> && MessageType<Response> {
     return client_.call(std::as_bytes(std::span{&request, 1}), std::as_writable_bytes(std::span{&response, 1}),
                         timeout);
   }
@@ -275,9 +274,9 @@ class TypedServiceClient {
   /// its Builder, read through its View. Throws Error(kInvalidArgument)
   /// when a sequence passes its bound, or the response points outside its
   /// bytes.
-  CallResult call(const Request& request, Response& response, std::chrono::nanoseconds timeout)
-    requires(VariableMessageType<Request> || VariableMessageType<Response>)
-  {
+  CallResult call(const Request& request, Response& response,
+                  std::chrono::nanoseconds timeout) requires(VariableMessageType<Request> ||
+                                                             VariableMessageType<Response>) {
     std::vector<std::byte> req;
     std::span<const std::byte> req_bytes;
     if constexpr (MessageType<Request>) {
@@ -293,7 +292,8 @@ class TypedServiceClient {
     } else {
       if (buffer_.size() < client_.max_response_size()) buffer_.resize(client_.max_response_size());
       const CallResult r = client_.call(req_bytes, buffer_, timeout);
-      if (r.ok()) response = Response::from(typename Response::View(std::span<const std::byte>(buffer_.data(), r.size)));
+      if (r.ok())
+        response = Response::from(typename Response::View(std::span<const std::byte>(buffer_.data(), r.size)));
       return r;
     }
   }
