@@ -16,7 +16,7 @@
 #include <stdexcept>
 #include <thread>
 
-#include "ros2_test_msgs/PointCloud.hpp"
+#include "point_cloud.hpp"
 #include "shmbus/iceoryx.hpp"
 #include "shmbus/introspect.hpp"
 #include "shmbus/node.hpp"
@@ -111,6 +111,15 @@ class ShmbusLink final : public Link {
   std::unique_ptr<Publisher> pub_;
 };
 
+/// Spins `node` until its callback sets `got` (cleared first): polling
+/// (spin_once(0)) or sleeping in the executor's wait, by mode.
+void spin_until_received(Node& node, bool& got, Mode mode) {
+  got = false;
+  const auto timeout =
+      mode == Mode::kPoll ? std::chrono::nanoseconds(0) : std::chrono::nanoseconds(std::chrono::seconds(1));
+  while (!got) node.spin_once(timeout);
+}
+
 /// The same channels through the Node API: a callback receives each message
 /// (an in-place view, as ShmbusLink reads it), dispatched by spin_once - the
 /// difference to ShmbusLink is the executor's cost per message.
@@ -133,10 +142,7 @@ class NodeLink final : public Link {
   }
   void send(const std::byte* data, std::size_t size) override { pub_->publish(data, size); }
   std::uint64_t receive(Mode mode) override {
-    got_ = false;
-    const auto timeout =
-        mode == Mode::kPoll ? std::chrono::nanoseconds(0) : std::chrono::nanoseconds(std::chrono::seconds(1));
-    while (!got_) node_.spin_once(timeout);
+    spin_until_received(node_, got_, mode);
     return seq_;
   }
   std::uint64_t flow_window() const override { return 192; }
@@ -185,29 +191,11 @@ class NodeCloudLink final : public Link {
     Loan loan = pub_->loan(size + kOverhead);
     if (!loan) throw std::runtime_error("node_cloud: no loan");
     msg::Writer w(loan.data());
-    Cloud::Builder b(w);
-    b.header().set_frame_id("lidar_top");
-    b.set_height(1);
-    b.set_width(static_cast<std::uint32_t>(read_seq(data)));
-    b.resize_fields(4);
-    for (std::size_t i = 0; i < 4; ++i) {
-      auto f = b.fields(i);
-      f.set_name(std::string_view("xyzi").substr(i, 1));
-      f.set_offset(static_cast<std::uint32_t>(4 * i));
-      f.set_datatype(ros2_test_msgs::PointField::FLOAT32);
-      f.set_count(1);
-    }
-    b.set_point_step(16);
-    b.set_row_step(static_cast<std::uint32_t>(size));
-    b.resize_data(size).back() = static_cast<std::uint8_t>(read_seq(data));
-    b.set_is_dense(true);
+    build_cloud(w, size, static_cast<std::uint32_t>(read_seq(data))).back() = static_cast<std::uint8_t>(read_seq(data));
     pub_->commit(loan, w.size());
   }
   std::uint64_t receive(Mode mode) override {
-    got_ = false;
-    const auto timeout =
-        mode == Mode::kPoll ? std::chrono::nanoseconds(0) : std::chrono::nanoseconds(std::chrono::seconds(1));
-    while (!got_) node_.spin_once(timeout);
+    spin_until_received(node_, got_, mode);
     return seq_;
   }
 
