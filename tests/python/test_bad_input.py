@@ -187,15 +187,41 @@ def test_channels_is_what_shmtool_list_json_lists():
     assert ours == theirs and ours[0]["messages"] == 3 and ours[0]["publishers"] == 1
 
 
-def test_a_type_with_strings_or_sequences_python_cannot_view_yet_lists_and_refuses_its_messages():
-    # A ROS 2 type with an unbounded string and a sequence that is not last.
-    schema = "MSG: ros_msgs/Scan\nstring frame_id\nfloat32[] ranges\nuint8 flags\n"
+def test_strings_and_sequences_that_point_outside_their_message_are_refused_naming_the_field():
+    # A ROS 2 type with an unbounded string, a sequence that is not last and
+    # a bounded sequence of messages that hold their own.
+    schema = ("MSG: ros_msgs/Scan\nstring frame_id\nfloat32[] ranges\nuint8 flags\nros_msgs/Item[<=3] items\n"
+              "MSG: ros_msgs/Item\nstring name\n")
     t = shmbus.MessageType("ros_msgs/Scan", 0x1234, schema)
-    assert t.name == "ros_msgs/Scan"  # the type itself is fine: a listing shows it
-    with pytest.raises(shmbus.InvalidArgumentError, match=r"ros_msgs/Scan\.frame_id: Python views hold"):
-        t.new(flags=1)
-    with pytest.raises(shmbus.InvalidArgumentError, match="frame_id"):
-        t.decode(bytes(24))
+    m = t.new(frame_id="laser", ranges=[0.5, 1.5], items=[{"name": "a"}, {"name": "b" * 100}])
+    raw = bytes(m)
+    assert t.decode(raw).to_dict() == {"frame_id": "laser", "ranges": [0.5, 1.5], "flags": 0,
+                                        "items": [{"name": "a"}, {"name": "b" * 100}]}
+    outside = bytearray(raw)
+    outside[0:8] = len(raw).to_bytes(4, "little") + (1).to_bytes(4, "little")  # frame_id past the end
+    bad = t.decode(bytes(outside))
+    with pytest.raises(shmbus.InvalidArgumentError, match=r"ros_msgs/Scan\.frame_id: 1 elements .* outside"):
+        bad.frame_id
+    assert list(bad.ranges) == [0.5, 1.5]  # the other fields still read
+    with pytest.raises(shmbus.InvalidArgumentError, match=r"^items: 4 elements in a sequence of at most 3"):
+        t.new(items=[{}] * 4)
+    # Three items whose names all point at the 100-byte one: each read is
+    # inside the message, but a copy would be larger than the message.
+    raw = bytearray(bytes(t.new(items=[{"name": "a"}, {"name": "c"}, {"name": "b" * 100}])))
+    at = t.dtype.fields["items"][1]  # the items' VarRef in the fixed part
+    block = int.from_bytes(raw[at:at + 4], "little")  # each Item is its name's 8-byte VarRef
+    raw[block:block + 16] = bytes(raw[block + 16:block + 24]) * 2
+    overlapping = t.decode(bytes(raw))
+    assert [len(i.name) for i in overlapping.items] == [100, 100, 100]
+    with pytest.raises(shmbus.InvalidArgumentError, match="overlap"):
+        overlapping.to_dict()
+    with pytest.raises(shmbus.InvalidArgumentError, match="read-only"):
+        m.frame_id = "other"
+    m.flags = 7  # a number in the fixed part stays writable
+    assert t.decode(bytes(m)).flags == 7
+
+
+def test_one_trailing_sequence_of_fixed_elements_is_a_writable_view_through_its_varref():
     # One trailing sequence of fixed elements is viewed, through its VarRef.
     tail = shmbus.MessageType("ros_msgs/Samples", 0x5678, "MSG: ros_msgs/Samples\nuint8 kind\nfloat32[] values\n")
     m = tail.new(kind=3, values=[0.5, 1.5])

@@ -10,7 +10,7 @@ import threading
 import numpy as np
 
 import shmbus
-from conftest import SHMTOOL, shmtool, subscribers, wait_until
+from conftest import SHMTOOL, SOURCE_DIR, shmtool, subscribers, wait_until
 
 COUNT = 5000
 
@@ -107,6 +107,30 @@ def test_a_python_subscriber_of_a_python_publisher_gets_the_trailing_array_and_s
     assert np.array_equal(shmbus.image_array(m), pixels)
     assert m.to_dict()["data"] == pixels.reshape(-1).tolist()
     assert sub.take() is None
+
+
+def test_ros2_types_with_strings_and_sequences_travel_as_str_numpy_views_and_message_views():
+    # ROS 2's interface language (tests/msg_ros2, share layout): a
+    # PointCloud2-shaped message, strings in its header and in a sequence of
+    # messages, the points a NumPy view of the message's bytes.
+    root = os.path.join(SOURCE_DIR, "tests", "msg_ros2")
+    cloud = shmbus.message_type("ros2_test_msgs/msg/PointCloud", msg_path=[root])
+    pub = shmbus.Publisher("/py/cloud", cloud)
+    sub = shmbus.Subscriber("/py/cloud", cloud)
+    points = np.arange(64, dtype=np.uint8)
+    fields = [{"name": n, "offset": 4 * i, "datatype": 7, "count": 1} for i, n in enumerate("xyzi")]
+    assert pub.publish({"header": {"stamp": {"sec": 3, "nanosec": 4}, "frame_id": "lidar_top"}, "height": 1,
+                        "width": 4, "fields": fields, "point_step": 16, "row_step": 64, "data": points,
+                        "is_dense": True})
+    m = sub.read(timeout=5)
+    assert m is not None
+    assert (m.header.frame_id, m.header.stamp.sec, m.width, m.is_dense) == ("lidar_top", 3, 4, True)
+    assert [f.name for f in m.fields] == ["x", "y", "z", "i"] and m.fields[3].offset == 12
+    assert isinstance(m.data, np.ndarray) and np.shares_memory(m.data, m.raw)
+    assert np.array_equal(m.data, points)
+    assert m.fields[0].FLOAT32 == 7  # the element type's constants
+    # The same bytes as shmtool's JSON codec makes of the same message.
+    assert m.to_dict()["fields"] == fields and m.to_dict()["data"] == points.tolist()
 
 
 def test_a_loan_publishes_what_was_written_into_the_ring():

@@ -7,10 +7,18 @@ element's dtype, as long as the count stored in the fixed part says. A
 :class:`Message` reads and writes fields through these views of one buffer:
 bytes copied out of a channel, a loan's slot, or (read-only) the ring
 itself.
+
+A type with strings or sequences elsewhere (ROS 2's ``string``, ``T[]``
+anywhere, nested) holds a VarRef (uint32 offset, uint32 count) in its fixed
+part for each: reading one follows it, checked against the message's bytes
+first, to a ``str``, a NumPy view of the block (sequences of numbers) or
+views of its messages. Such messages are made through the JSON codec
+(``new()``); their strings and sequences are then read-only.
 """
 
 from __future__ import annotations
 
+import json
 import numbers
 import struct
 from typing import Any, Iterable
@@ -36,6 +44,34 @@ _PRIMITIVES = {
 
 _U1 = np.dtype("u1")
 _U32 = struct.Struct("<I")
+# A string's or a sequence's place in the fixed part (the layout rule).
+_VARREF = np.dtype([("offset", "<u4"), ("count", "<u4")])
+
+
+def _block(ctx: tuple, ref: Any, size: int, align: int, bound: int, path: str) -> tuple[int, int]:
+    """Where the VarRef `ref` points, checked before use: inside the
+    message's bytes, after its root's fixed part, aligned, within the
+    sequence's bound (0: none). (offset, count)."""
+    raw, fixed = ctx[0], ctx[1]
+    o, n = int(ref["offset"]), int(ref["count"])
+    if n == 0:
+        return 0, 0
+    if (bound and n > bound) or o < fixed or o % align or o > len(raw) or n * size > len(raw) - o:
+        raise InvalidArgumentError(
+            f"{path}: {n} elements of {size} bytes at offset {o} are outside the message's {len(raw)} bytes "
+            f"(after its {fixed}-byte fixed part, aligned to {align}) or past its bound ({bound or 'none'})")
+    return o, n
+
+
+def _charge(budget: list | None, n: int, size: int, path: str) -> None:
+    """A copy (to_dict) of `n` elements of `size` bytes: within what the
+    message holds (blocks that overlap could make a small message copy into
+    an exponentially large one)."""
+    if budget is None:
+        return
+    budget[0] -= n * max(size, 1)
+    if budget[0] < 0:
+        raise InvalidArgumentError(f"{path}: the message's blocks overlap (they reference more bytes than it holds)")
 
 
 def _check_values(value: Any, dtype: np.dtype, path: str) -> np.ndarray:
@@ -96,34 +132,84 @@ def _decode_string(raw: bytes) -> str:
 class _Field:
     """How one field is read and written through a structured view."""
 
-    __slots__ = ("name", "kind", "dtype", "capacity", "array_length", "definition", "type_text")
+    __slots__ = ("name", "kind", "dtype", "capacity", "array_length", "definition", "type_text", "unbounded",
+                 "bound", "align", "path")
 
     def __init__(self, name: str, kind: str, dtype: np.dtype, capacity: int, array_length: int,
                  definition: "_Definition | None", type_text: str) -> None:
         self.name = name
-        self.kind = kind  # "primitive", "string" or "message"
+        self.kind = kind  # "primitive", "string", "ustring" or "message"
         self.dtype = dtype  # one element's
         self.capacity = capacity
         self.array_length = array_length
         self.definition = definition
         self.type_text = type_text
+        # A sequence (T[], T[<=bound]) read through its VarRef; its
+        # elements' alignment; "pkg/Type.field" for errors.
+        self.unbounded = False
+        self.bound = 0
+        self.align = 1
+        self.path = name
 
-    def get(self, rec: np.ndarray) -> Any:
+    @property
+    def variable(self) -> bool:
+        """Read through a VarRef: a sequence, or a ``string`` (alone or in
+        a fixed array)."""
+        return self.unbounded or self.kind == "ustring"
+
+    def _elements(self, ctx: tuple, block: np.ndarray, budget: list | None) -> Any:
+        """A sequence's (or a fixed array's) elements in `block`."""
+        if self.kind == "primitive":
+            return block.view(self.dtype)
+        if self.kind == "string":
+            return [_decode_string(v.tobytes()) for v in block.view(self.dtype)]
+        if self.kind == "ustring":
+            return [self._string(ctx, r, budget) for r in block.view(_VARREF)]
+        a = block.view(self.definition.dtype)
+        return [Struct(self.definition, a[i:i + 1], ctx) for i in range(len(a))]
+
+    def _string(self, ctx: tuple, ref: Any, budget: list | None) -> str:
+        o, n = _block(ctx, ref, 1, 1, 0, self.path)
+        _charge(budget, n, 1, self.path)
+        return ctx[0][o:o + n].tobytes().decode("utf-8", "replace")
+
+    def get_variable(self, rec: np.ndarray, ctx: tuple, budget: list | None = None) -> Any:
+        """A string or sequence: followed to the message's bytes."""
+        refs = rec[self.name][0]
+        if not self.unbounded:
+            if self.array_length == 0:
+                return self._string(ctx, refs, budget)
+            return [self._string(ctx, r, budget) for r in refs]
+        size = _VARREF.itemsize if self.kind == "ustring" else self.dtype.itemsize
+        o, n = _block(ctx, refs, size, self.align, self.bound, self.path)
+        _charge(budget, n, size, self.path)
+        block = ctx[0][o:o + n * size]
+        if self.kind == "primitive" and n == 0:
+            return np.zeros(0, self.dtype)
+        return self._elements(ctx, block, budget)
+
+    def get(self, rec: np.ndarray, ctx: tuple | None = None) -> Any:
+        if ctx is not None and self.variable:
+            return self.get_variable(rec, ctx)
         column = rec[self.name]  # shape (1,) or (1, n)
         if self.array_length == 0:
             if self.kind == "primitive":
                 return column[0].item()
             if self.kind == "string":
                 return _decode_string(column[0].tobytes())
-            return Struct(self.definition, column)
+            return Struct(self.definition, column, ctx)
         values = column[0]
         if self.kind == "primitive":
             return values
         if self.kind == "string":
             return [_decode_string(v.tobytes()) for v in values]
-        return [Struct(self.definition, values[i:i + 1]) for i in range(self.array_length)]
+        return [Struct(self.definition, values[i:i + 1], ctx) for i in range(self.array_length)]
 
     def set(self, rec: np.ndarray, value: Any, path: str) -> None:
+        if self.variable or (self.kind == "message" and self.definition.variable):
+            raise InvalidArgumentError(
+                f"{path}: a string or sequence is read-only in a message made; give it to new() "
+                f"(the message is written once, through the JSON codec)")
         column = rec[self.name]
         if self.kind == "message":
             targets = [column] if self.array_length == 0 else [column[0][i:i + 1] for i in range(self.array_length)]
@@ -147,14 +233,14 @@ class _Field:
             raise InvalidArgumentError(f"{path}: must be an array of {self.array_length} elements, not shape {a.shape}")
         column[0] = a
 
-    def to_python(self, rec: np.ndarray) -> Any:
-        v = self.get(rec)
+    def to_python(self, rec: np.ndarray, ctx: tuple | None = None, budget: list | None = None) -> Any:
+        v = self.get_variable(rec, ctx, budget) if ctx is not None and self.variable else self.get(rec, ctx)
         if isinstance(v, Struct):
-            return v.to_dict()
+            return v.to_dict(budget)
         if isinstance(v, np.ndarray):
             return v.tolist()
         if isinstance(v, list):
-            return [x.to_dict() if isinstance(x, Struct) else x for x in v]
+            return [x.to_dict(budget) if isinstance(x, Struct) else x for x in v]
         return v
 
 
@@ -176,6 +262,7 @@ class _Definition:
         self.dtype: np.dtype = np.dtype([])
         self.fields: dict[str, _Field] = {}
         self.constants = {c[0]: _constant_value(c[1], c[2]) for c in constants}
+        self.variable = False  # holds a VarRef (here or nested)
 
     def assign(self, rec: np.ndarray, value: Any, path: str) -> None:
         """Writes `value` (a dict of fields, or a Struct of this type) into
@@ -207,8 +294,22 @@ def _constant_value(primitive: str, text: str) -> Any:
     return int(text)
 
 
-class _Unviewable(Exception):
-    """A type whose messages Python cannot view yet (see MessageType)."""
+def _json_value(v: Any) -> Any:
+    """`v` as JSON values for the codec: arrays as lists, views as dicts,
+    bytes as lists of numbers."""
+    if isinstance(v, dict):
+        return {k: _json_value(x) for k, x in v.items()}
+    if isinstance(v, Struct):
+        return v.to_dict()
+    if isinstance(v, np.ndarray):
+        return v.tolist()
+    if isinstance(v, (bytes, bytearray, memoryview)):
+        return list(bytes(v))
+    if isinstance(v, (list, tuple)):
+        return [_json_value(x) for x in v]
+    if isinstance(v, np.generic):
+        return v.item()
+    return v
 
 
 class MessageType:
@@ -226,15 +327,12 @@ class MessageType:
         # The trailing sequence's VarRef (uint32 offset, uint32 count) in
         # the fixed part; its elements are where the offset says.
         self._tail_ref_offset = 0
-        # Set for a type Python cannot view yet (a string or sequence other
-        # than one trailing sequence): its messages are refused, naming the
-        # field, while the type itself can be listed.
-        self._unviewable = ""
+        # A string or sequence other than one trailing sequence of fixed
+        # elements: each read through its VarRef (see the module's doc),
+        # messages made through the JSON codec.
+        self._general = False
         if schema and hash != 0:
-            try:
-                self._build(_shmbus.describe(schema))
-            except _Unviewable as e:
-                self._unviewable = str(e)
+            self._build(_shmbus.describe(schema))
 
     @staticmethod
     def bytes() -> "MessageType":
@@ -285,6 +383,14 @@ class MessageType:
         types = described["types"]
         defs: dict[str, _Definition] = {}
         root = described["root"]
+        # One trailing sequence of fixed elements in the root, and no other
+        # string or sequence: the trailing-array view (writable); anything
+        # else the general one.
+        for name, t in types.items():
+            for i, f in enumerate(t["fields"]):
+                tail = name == root and i == len(t["fields"]) - 1 and f["unbounded"] and not f["variable"]
+                if (f["kind"] == "ustring" or f["unbounded"] or f["variable"]) and not tail:
+                    self._general = True
         # Each type after the types it nests (passes over the list, no
         # recursion; the schema library has refused cycles).
         remaining = dict(types)
@@ -300,19 +406,22 @@ class MessageType:
     def _definition(self, name: str, t: dict, defs: dict[str, _Definition], is_root: bool) -> _Definition:
         d = _Definition(name, t["size"], t["constants"])
         names, formats, offsets = [], [], []
-        for i, f in enumerate(t["fields"]):
-            if f["kind"] == "ustring" or f["variable"] or (f["unbounded"] and not (is_root and i == len(t["fields"]) - 1)):
-                raise _Unviewable(
-                    f"{name}.{f['name']}: Python views hold fixed layouts and one trailing sequence of them; "
-                    f"a string or sequence elsewhere is read through the JSON codec for now "
-                    f"(shmtool echo, the bridge)")
+        for f in t["fields"]:
             field = self._field(f, defs)
-            if f["unbounded"]:
+            field.path = f"{name}.{f['name']}"
+            if f["unbounded"] and not self._general:
                 self.tail = field
                 self._tail_ref_offset = f["offset"]
                 continue
+            slot = field.dtype
+            field.unbounded, field.bound, field.align = f["unbounded"], f["sequence_bound"], f["element_align"]
+            if field.variable:
+                slot = _VARREF
+                d.variable = True
+            elif field.kind == "message" and field.definition.variable:
+                d.variable = True
             names.append(f["name"])
-            formats.append((field.dtype, (f["array_length"],)) if f["array_length"] else field.dtype)
+            formats.append(slot if f["unbounded"] or not f["array_length"] else (slot, (f["array_length"],)))
             offsets.append(f["offset"])
             d.fields[f["name"]] = field
         d.dtype = np.dtype({"names": names, "formats": formats, "offsets": offsets, "itemsize": d.size})
@@ -322,6 +431,8 @@ class MessageType:
     def _field(f: dict, defs: dict[str, _Definition]) -> _Field:
         if f["kind"] == "primitive":
             dt, definition, cap, text = np.dtype(_PRIMITIVES[f["primitive"]]), None, 0, f["primitive"]
+        elif f["kind"] == "ustring":
+            dt, definition, cap, text = _VARREF, None, 0, "string"
         elif f["kind"] == "string":
             dt, definition, cap, text = np.dtype(f"S{f['capacity']}"), None, f["capacity"], f"string<{f['capacity']}>"
         else:
@@ -351,8 +462,9 @@ class MessageType:
         """A new message (writable, zeroed) with the fields given; the
         trailing array's length is the length of the value given for it."""
         given = dict(_fields or {}, **fields)
-        if self._unviewable:
-            raise InvalidArgumentError(self._unviewable)
+        if self._general:
+            raw = _shmbus.encode_json(self.schema, json.dumps(_json_value(given)))
+            return Message(self, np.frombuffer(bytearray(raw), _U1), None)
         if self._root is None:
             data = given.pop("data", b"")
             if given:
@@ -420,11 +532,14 @@ class Struct:
     """A message nested in another (or the fixed part of one): fields are
     attributes; arrays are NumPy views of the message's buffer."""
 
-    __slots__ = ("_def", "_rec")
+    __slots__ = ("_def", "_rec", "_ctx")
 
-    def __init__(self, definition: _Definition, rec: np.ndarray) -> None:
+    def __init__(self, definition: _Definition, rec: np.ndarray, ctx: tuple | None = None) -> None:
         object.__setattr__(self, "_def", definition)
         object.__setattr__(self, "_rec", rec)
+        # (the message's bytes, its root's fixed size): where a VarRef
+        # leads. None in a fixed-layout type.
+        object.__setattr__(self, "_ctx", ctx)
 
     def __getattr__(self, name: str) -> Any:
         d = object.__getattribute__(self, "_def")
@@ -433,7 +548,7 @@ class Struct:
             if name in d.constants:
                 return d.constants[name]
             raise AttributeError(f"{d.name} has no field '{name}'; it has: {', '.join(d.fields)}")
-        return f.get(self._rec)
+        return f.get(self._rec, self._ctx)
 
     def __setattr__(self, name: str, value: Any) -> None:
         f = self._def.fields.get(name)
@@ -446,9 +561,12 @@ class Struct:
     def __dir__(self) -> list[str]:
         return list(self._def.fields) + list(self._def.constants)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self, _budget: list | None = None) -> dict[str, Any]:
         """The fields as plain Python values (lists for arrays)."""
-        return {name: f.to_python(self._rec) for name, f in self._def.fields.items()}
+        ctx = self._ctx
+        if ctx is not None and _budget is None:
+            _budget = [len(ctx[0])]
+        return {name: f.to_python(self._rec, ctx, _budget) for name, f in self._def.fields.items()}
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Struct) and self._def is other._def and self.to_dict() == other.to_dict()
@@ -467,8 +585,6 @@ class Message(Struct):
 
     def __init__(self, mtype: MessageType, raw: np.ndarray, info: Any) -> None:
         # Few steps: an in-place callback pays each in cache misses.
-        if mtype._unviewable:
-            raise InvalidArgumentError(mtype._unviewable)
         root = mtype._root
         if root is not None and len(raw) < root.size:
             raise InvalidArgumentError(
@@ -480,6 +596,7 @@ class Message(Struct):
         set_slot(self, "type", mtype)
         set_slot(self, "raw", raw)
         set_slot(self, "info", info)
+        set_slot(self, "_ctx", (raw, root.size) if mtype._general else None)
         if mtype.tail is not None:
             mtype._check_tail(raw)
 
@@ -521,11 +638,11 @@ class Message(Struct):
     def __len__(self) -> int:
         return len(self.raw)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self, _budget: list | None = None) -> dict[str, Any]:
         t = self.type
         if t._root is None:
             return {"data": self.raw.tolist()}
-        out = Struct.to_dict(self)
+        out = Struct.to_dict(self, _budget)
         if t.tail is not None:
             v = self.__getattr__(t.tail.name)
             out[t.tail.name] = [x.to_dict() for x in v] if t.tail.kind == "message" else (

@@ -37,6 +37,8 @@ py::dict field_dict(const schema::Field& f) {
   }
   d["array_length"] = f.array_length;
   d["unbounded"] = f.unbounded;
+  d["sequence_bound"] = f.sequence_bound;
+  d["element_align"] = f.element_align;
   d["variable"] = f.element_variable();
   d["offset"] = f.offset;
   d["element_size"] = f.element_size;
@@ -90,6 +92,15 @@ void register_messages(py::module_& m) {
       },
       py::arg("name"), py::arg("msg_path") = std::vector<std::string>{},
       "A type by name (package/Name): the shipped definitions, then msg_path, then SHMBUS_MSG_PATH.");
+  m.def(
+      "encode_json",
+      [](const std::string& schema, const std::string& json) {
+        const schema::Schema s = schema::Schema::from_canonical(schema);
+        const std::vector<std::byte> b = s.encode(s.with_defaults(schema::Json::parse(json)));
+        return py::bytes(reinterpret_cast<const char*>(b.data()), b.size());
+      },
+      py::arg("schema"), py::arg("json"),
+      "A message's bytes from JSON text of its fields (the rest from the definition's defaults).");
   m.def(
       "schema_type", [](const std::string& text) { return tuple_of(schema::Schema::from_canonical(text)); },
       py::arg("schema"), "A type from its canonical schema text (as stored in a channel or a recording).");
