@@ -515,12 +515,9 @@ class MessageType:
     def _check_tail(self, raw: np.ndarray) -> None:
         """The trailing sequence's VarRef points inside `raw`, after the
         fixed part, aligned (a message from elsewhere may lie)."""
-        start, n = _U32.unpack_from(raw, self._tail_ref_offset)[0], self._tail_count(raw)
-        es, align = self.tail.dtype.itemsize, self.tail.dtype.alignment
-        if n and (start < self.size or start % align or start > len(raw) or n > (len(raw) - start) // es):
-            raise InvalidArgumentError(
-                f"{self.name}.{self.tail.name}: {n} elements of {es} bytes at offset {start} are outside the "
-                f"message's {len(raw)} bytes (after its {self.size}-byte fixed part, aligned to {align})")
+        ref = {"offset": _U32.unpack_from(raw, self._tail_ref_offset)[0], "count": self._tail_count(raw)}
+        _block((raw, self.size), ref, self.tail.dtype.itemsize, self.tail.dtype.alignment, 0,
+               f"{self.name}.{self.tail.name}")
 
     def decode(self, data: Any, info: Any = None) -> "Message":
         """A message over `data` (bytes-like; not copied)."""
