@@ -235,6 +235,37 @@ TEST(NodeTest, InPlaceViewIsToldWhenItWasOverwritten) {
   EXPECT_GE(sub.subscriber().lost(), 1U);
 }
 
+// A callback that throws on a message overwritten while it read it in place
+// (as a generated view throws on a length that points nowhere in torn
+// bytes) is not a failed callback: the message was never delivered.
+TEST(NodeTest, AnExceptionFromATornInPlaceReadIsNotAnError) {
+  TestDomain d{node_config(8), "n"};
+  Node node("viewer", d.context());
+  TypedPublisher<Num> pub("/torn", d.context());
+  std::vector<std::uint64_t> delivered;
+  SubscriptionOptions o;
+  o.in_place = true;
+  auto& sub = node.subscribe<Num>(
+      "/torn",
+      [&](const Num& m, const MessageInfo& info) {
+        if (info.sequence == 0) {
+          for (std::uint64_t i = 1; i <= 9; ++i) pub.publish(Num{i});  // lap the 8-slot ring
+          throw std::runtime_error("read garbage");
+        }
+        delivered.push_back(m.value);
+        if (info.sequence == 9) node.stop();
+      },
+      o);
+  pub.publish(Num{0});
+  node.after(10s, [&] { node.stop(); });
+  node.spin();
+  EXPECT_EQ(sub.overwritten(), 1U);
+  EXPECT_EQ(node.errors(), 0U) << "the torn read's exception is not the callback's failure";
+  EXPECT_EQ(sub.subscriber().errors(), 0U);
+  ASSERT_FALSE(delivered.empty());
+  EXPECT_EQ(delivered.back(), 9U);
+}
+
 TEST(NodeTest, WhatACallbackPublishesCitesItsTrigger) {
   TestDomain d{node_config(), "n"};
   Node node("relay", d.context());

@@ -73,10 +73,14 @@ Subscription::Dispatch Node::dispatch_in_place(RawCallback callback,
     // read() calls the reader again with the next message when the one it
     // saw was overwritten meanwhile: every call but a delivered last one
     // saw a torn message. The reader is noexcept territory: an exception is
-    // kept and rethrown after the read.
+    // kept and rethrown after the read - unless the message it came from
+    // turned out torn: then it is an artifact of the tearing (a view that
+    // found a length pointing nowhere), not the callback's failure.
     std::uint32_t seen = 0;
     MessageInfo last;
+    std::exception_ptr failed;  ///< the latest call's
     auto torn = [&](const MessageInfo& info) {
+      failed = nullptr;
       s.count(s.overwritten_);
       if (!on_overwritten) return;
       try {
@@ -91,10 +95,11 @@ Subscription::Dispatch Node::dispatch_in_place(RawCallback callback,
       try {
         cb(payload, info);
       } catch (...) {
-        if (!s.in_place_error_) s.in_place_error_ = std::current_exception();
+        failed = std::current_exception();
       }
     });
     if (!r.ok() && seen != 0) torn(last);
+    if (!s.in_place_error_) s.in_place_error_ = failed;
     if (s.in_place_error_) {
       std::exception_ptr e;
       std::swap(e, s.in_place_error_);
