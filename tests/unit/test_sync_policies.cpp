@@ -9,6 +9,7 @@
 
 #include <cstring>
 
+#include "ros2_test_msgs/PointCloud.hpp"
 #include "sensor_msgs/Imu.hpp"
 #include "shmbus/error.hpp"
 #include "shmbus/introspect.hpp"
@@ -376,6 +377,36 @@ TEST(Synchronizer, AlignsSubscribersItIsGivenByAStampField) {
   ASSERT_EQ(view.subscribers.size(), 1U);
   EXPECT_EQ(view.subscribers[0].discarded, 1U);
   EXPECT_FALSE(s.next(std::chrono::milliseconds(20)));
+}
+
+// ROS 2's header: its stamp is a builtin_interfaces/Time (sec, nanosec),
+// read where it lies in a message with strings and sequences.
+TEST(Synchronizer, AlignsRos2MessagesByTheirHeadersStamp) {
+  using Cloud = ros2_test_msgs::msg::PointCloud;
+  shmbus::test::TestDomain d;
+  TypedPublisher<Cloud> left("/left", d.context());
+  TypedPublisher<Cloud> right("/right", d.context());
+  SynchronizerOptions o;
+  o.threshold = 5ns;
+  o.stamp_field = "header.stamp";
+  Synchronizer s({"/left", "/right"}, o, d.context());
+  const auto cloud = [](std::int32_t sec, std::uint32_t nanosec, const char* frame) {
+    Cloud m;
+    m.header.stamp = {sec, nanosec};
+    m.header.frame_id = frame;
+    m.data = {1, 2, 3};
+    return m;
+  };
+  ASSERT_EQ(left.publish(cloud(7, 999'999'990, "left_a")), PublishResult::kOk);
+  ASSERT_EQ(left.publish(cloud(8, 1, "left_b")), PublishResult::kOk);  // its partner comes: 8 s + 3 ns
+  ASSERT_EQ(right.publish(cloud(8, 3, "right")), PublishResult::kOk);
+  const auto set = s.next(std::chrono::seconds(2));
+  ASSERT_TRUE(set);
+  ASSERT_EQ(set->members.size(), 2U);
+  EXPECT_EQ(set->members[0].stamp_ns, 8'000'000'001);
+  EXPECT_EQ(set->members[1].stamp_ns, 8'000'000'003);
+  EXPECT_EQ(set->disparity_ns, 2);
+  EXPECT_EQ(Cloud::View(set->members[0].payload()).header().frame_id(), "left_b");
 }
 
 TEST(Synchronizer, RefusesAStampFieldAnInputDoesNotHave) {

@@ -193,7 +193,8 @@ void add_sync_command(CLI::App& app, Commands& k) {
   sync->add_option("--threshold", k.sync.threshold, "Largest disparity of a set, e.g. 10ms (bounded: required)");
   sync->add_option("--output", k.sync.output, "Channel the sets go to (shmbus_msgs/SyncSet)");
   sync->add_option("--stamp-field", k.sync.stamp_field,
-                   "Timestamp field of the inputs, e.g. header.stamp_ns (default: the publish time)");
+                   "Timestamp field of the inputs: nanoseconds (header.stamp_ns) or a builtin_interfaces/Time "
+                   "(a ROS 2 header's header.stamp); default: the publish time");
   sync->add_option("--queue-size", k.sync.queue_size, "Messages kept per input (default 64)");
   sync->add_option("--master", k.sync.master, "latest: the input that triggers a set (default: the first)");
   sync->add_option("-n,--count", k.sync.count, "Stop after N sets (default: until Ctrl-C)");

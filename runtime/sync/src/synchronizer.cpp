@@ -97,13 +97,7 @@ void Synchronizer::take_all(std::size_t input, std::vector<Set>& sets) {
         if (on_drop_) on_drop_(inputs_[input], DropReason::kNoMatch);
         continue;
       }
-      if (in.stamp->is_signed) {
-        std::memcpy(&item.stamp_ns, in.buffer.data() + in.stamp->offset, 8);
-      } else {
-        std::uint64_t u = 0;
-        std::memcpy(&u, in.buffer.data() + in.stamp->offset, 8);
-        item.stamp_ns = static_cast<std::int64_t>(std::min<std::uint64_t>(u, INT64_MAX));
-      }
+      item.stamp_ns = in.stamp->read(in.buffer.data());
     }
     item.message = std::move(taken);
     aligner_.push(std::move(item), sets);

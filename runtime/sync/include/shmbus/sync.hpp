@@ -155,7 +155,9 @@ class Aligner {
 struct SynchronizerOptions : Options {
   /// Where a message's timestamp is: empty for the publish time in its
   /// header (CLOCK_MONOTONIC), else a path to an int64 or uint64 field of
-  /// nanoseconds in every input's schema, e.g. "header.stamp_ns".
+  /// nanoseconds in every input's schema, e.g. "header.stamp_ns", or to a
+  /// builtin_interfaces/Time (sec, nanosec), e.g. a ROS 2 header's
+  /// "header.stamp".
   std::string stamp_field;
 };
 
