@@ -400,10 +400,10 @@ class MessageType:
             if not ready:
                 raise InvalidArgumentError(f"{root}: its message types nest each other")
             for name in ready:
-                defs[name] = self._definition(name, remaining.pop(name), defs, name == root)
+                defs[name] = self._definition(name, remaining.pop(name), defs)
         self._root = defs[described["root"]]
 
-    def _definition(self, name: str, t: dict, defs: dict[str, _Definition], is_root: bool) -> _Definition:
+    def _definition(self, name: str, t: dict, defs: dict[str, _Definition]) -> _Definition:
         d = _Definition(name, t["size"], t["constants"])
         names, formats, offsets = [], [], []
         for f in t["fields"]:
