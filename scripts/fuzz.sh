@@ -49,7 +49,7 @@ deep() { printf '%*s' "$2" '' | tr ' ' "$1"; }
 seed() { printf '%b' "$2" > "$corpus/session/$1"; printf '%b' "$2" > "$corpus/input/$1"; }
 seed subscribe '\x00{"op":"subscribe","topic":"/chatter","throttle_rate":10,"fragment_size":1024,"id":"s"}'
 seed publish '\x00{"op":"publish","topic":"/chatter","msg":{"data":"hi"}}'
-seed advertise '\x00{"op":"advertise","topic":"/made","type":"std_msgs/String"}'
+seed advertise '\x00{"op":"advertise","topic":"/made","type":"shmbus_msgs/String"}'
 seed call '\x00{"op":"call_service","service":"/rosapi/topics","args":{},"id":"c"}'
 seed fragment '\x00{"op":"fragment","id":"f","data":"{\\"op\\":\\"set_level\\",\\"level\\":\\"info\\"}","num":0,"total":1}'
 seed cbor '\xa2\x62op\x69subscribe\x65topic\x68/chatter'
@@ -57,7 +57,7 @@ printf '\x01' > "$corpus/session/cbor_deep"; deep $'\x81' 3000 >> "$corpus/sessi
 { printf '\x00{"op":"x","id":'; deep '[' 3000; deep ']' 3000; printf '}'; } > "$corpus/session/id_deep"
 cp "$corpus/session/cbor_deep" "$corpus/session/id_deep" "$corpus/input/"
 printf '\x02%s' '{"op":"subscribe","subscriptions":[{"id":1,"channelId":1}]}' > "$corpus/session/fox_subscribe"
-printf '\x02%s' '{"op":"advertise","channels":[{"id":7,"topic":"/chatter","encoding":"json","schemaName":"std_msgs/String"}]}' \
+printf '\x02%s' '{"op":"advertise","channels":[{"id":7,"topic":"/chatter","encoding":"json","schemaName":"shmbus_msgs/String"}]}' \
   > "$corpus/session/fox_advertise"
 printf '\x03\x01\x07\x00\x00\x00%s' '{"data":"x"}' > "$corpus/session/fox_publish"
 printf '\x04%s' '{"op":"publish","topic":"/chatter","msg":{"data":"from afar"}}' > "$corpus/session/uplink_publish"

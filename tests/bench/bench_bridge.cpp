@@ -1,7 +1,7 @@
-// shmbus-bench-bridge: sensor_msgs/Imu published at a fixed rate into shared
+// shmbus-bench-bridge: shmbus_msgs/Imu published at a fixed rate into shared
 // memory, received by N WebSocket clients through shmbus-bridge (a separate
 // process), as rosbridge JSON and as CBOR, and by Foxglove clients as JSON
-// and as CDR, with a 640x480 rgb8 sensor_msgs/Image at 30 Hz as well;
+// and as CDR, with a 640x480 rgb8 shmbus_msgs/Image at 30 Hz as well;
 // latency = receive wall time minus the stamp the publisher wrote into
 // header.stamp_ns (same host, same clock). The floor: a plain Boost.Beast WebSocket server (this program, in
 // another process) broadcasting a message of the same size, with the stamp
@@ -36,13 +36,13 @@
 #include <thread>
 #include <vector>
 
-#include "sensor_msgs/Image.hpp"
-#include "sensor_msgs/Imu.hpp"
 #include "shmbus/cli.hpp"
 #include "shmbus/clock.hpp"
 #include "shmbus/context.hpp"
 #include "shmbus/publisher.hpp"
-#include "std_msgs/Header.hpp"
+#include "shmbus_msgs/Header.hpp"
+#include "shmbus_msgs/Image.hpp"
+#include "shmbus_msgs/Imu.hpp"
 #include "support/test_domain.hpp"
 
 extern char** environ;
@@ -298,7 +298,7 @@ Row measure(const std::string& server, const Subscription& sub, int port, pid_t 
   clients.stop();
   Row r;
   r.server = server;
-  r.message = sub.type.empty() ? "sensor_msgs/Imu" : sub.type;  // the floor sends Imu-sized messages
+  r.message = sub.type.empty() ? "shmbus_msgs/Imu" : sub.type;  // the floor sends Imu-sized messages
   r.encoding = sub.encoding;
   r.clients = n;
   r.cpu_s = cpu_seconds(pid) - cpu0;
@@ -320,7 +320,7 @@ void publish_at(shmbus::Publisher& pub, std::vector<std::byte>& message, double 
   std::uint32_t seq = 0;
   while (next < end) {
     std::this_thread::sleep_until(next);
-    auto* header = reinterpret_cast<std_msgs::Header*>(message.data());
+    auto* header = reinterpret_cast<shmbus_msgs::Header*>(message.data());
     header->seq = seq++;
     header->stamp_ns = static_cast<std::uint64_t>(shmbus::wall_now_ns());
     pub.publish(message);
@@ -402,17 +402,17 @@ int main(int argc, char** argv) {
     shmbus::ChannelRule camera;
     camera.pattern = "/camera/image";
     camera.capacity = 16;
-    camera.max_message_size = sensor_msgs::Image::View::kFixedSize + kPixels;
+    camera.max_message_size = shmbus_msgs::Image::View::kFixedSize + kPixels;
     config.channels.push_back(camera);
     // Runs last, once the publishers and the context are gone (also when a
     // row throws).
     const shmbus::test::DomainCleanup cleanup{config.domain};
     shmbus::Context context(config);
-    shmbus::Publisher imu_pub("/imu", type_of<sensor_msgs::Imu>(), context);
-    shmbus::Publisher image_pub("/camera/image", type_of<sensor_msgs::Image>(), context);
-    std::vector<std::byte> imu(sizeof(sensor_msgs::Imu));
+    shmbus::Publisher imu_pub("/imu", type_of<shmbus_msgs::Imu>(), context);
+    shmbus::Publisher image_pub("/camera/image", type_of<shmbus_msgs::Image>(), context);
+    std::vector<std::byte> imu(sizeof(shmbus_msgs::Imu));
     {
-      sensor_msgs::Imu m{};
+      shmbus_msgs::Imu m{};
       m.orientation = {0.1, 0.2, 0.3, 0.9};
       m.angular_velocity = {0.01, -0.02, 0.03};
       m.linear_acceleration = {0.1, 0.2, 9.81};
@@ -420,7 +420,7 @@ int main(int argc, char** argv) {
     }
     std::vector<std::byte> image;
     {
-      sensor_msgs::Image m;
+      shmbus_msgs::Image m;
       m.height = 480;
       m.width = 640;
       m.encoding.assign("rgb8");
@@ -450,16 +450,16 @@ int main(int argc, char** argv) {
     const int port = std::stoi(listen_port);
     for (const char* encoding : {"json", "cbor"}) {
       for (const int n : counts) {
-        rows.push_back(measure("shmbus-bridge", Subscription{false, encoding, "/imu", "sensor_msgs/Imu"}, port, bridge,
+        rows.push_back(measure("shmbus-bridge", Subscription{false, encoding, "/imu", "shmbus_msgs/Imu"}, port, bridge,
                                n, seconds, rate, publish_imu));
       }
     }
     for (const char* encoding : {"json", "cdr"}) {
       for (const int n : foxglove_counts) {
-        rows.push_back(measure("shmbus-bridge foxglove", Subscription{true, encoding, "/imu", "sensor_msgs/Imu"}, port,
+        rows.push_back(measure("shmbus-bridge foxglove", Subscription{true, encoding, "/imu", "shmbus_msgs/Imu"}, port,
                                bridge, n, seconds, rate, publish_imu));
         rows.push_back(measure("shmbus-bridge foxglove",
-                               Subscription{true, encoding, "/camera/image", "sensor_msgs/Image"}, port, bridge, n,
+                               Subscription{true, encoding, "/camera/image", "shmbus_msgs/Image"}, port, bridge, n,
                                seconds, image_rate, publish_image));
       }
     }

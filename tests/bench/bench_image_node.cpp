@@ -1,5 +1,5 @@
 // shmbus-bench-image-node: the C++ side of bench_python.py's image row. A
-// Node subscribes in place to sensor_msgs/Image frames on CHANNEL and, after
+// Node subscribes in place to shmbus_msgs/Image frames on CHANNEL and, after
 // FRAMES of them, prints the median delay from publish to callback (ns), so
 // that the Python Node's figure is paired with the C++ Node's in one run.
 //   shmbus-bench-image-node CHANNEL FRAMES
@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "sensor_msgs/Image.hpp"
 #include "shmbus/clock.hpp"
 #include "shmbus/node.hpp"
+#include "shmbus_msgs/Image.hpp"
 
 int main(int argc, char** argv) {
   if (argc != 3) {
@@ -23,9 +23,9 @@ int main(int argc, char** argv) {
   delays.reserve(frames);
   shmbus::SubscriptionOptions o;
   o.in_place = true;
-  node.subscribe<sensor_msgs::Image>(
+  node.subscribe<shmbus_msgs::Image>(
       argv[1],
-      [&](const sensor_msgs::Image::View& img, const shmbus::MessageInfo& info) {
+      [&](const shmbus_msgs::Image::View& img, const shmbus::MessageInfo& info) {
         // The same work as the Python callback: the pixels' last byte.
         volatile std::uint8_t last = img.data().back();
         (void)last;

@@ -15,11 +15,11 @@
 #include "channel.hpp"  // runtime/src: the notify hook's stamp alone
 #include "point_cloud.hpp"
 #include "ros2_test_msgs/PointCloud.hpp"
-#include "sensor_msgs/Imu.hpp"
 #include "shmbus/introspect.hpp"
 #include "shmbus/node.hpp"
 #include "shmbus/schema.hpp"
 #include "shmbus/shmbus.hpp"
+#include "shmbus_msgs/Imu.hpp"
 
 using namespace shmbus;
 
@@ -231,8 +231,8 @@ void BM_ObserverReadsTenStamps(benchmark::State& state) {
 }
 BENCHMARK(BM_ObserverReadsTenStamps)->ArgName("pread")->Arg(0)->Arg(1);
 
-sensor_msgs::Imu imu_sample() {
-  sensor_msgs::Imu m{};
+shmbus_msgs::Imu imu_sample() {
+  shmbus_msgs::Imu m{};
   m.header.stamp_ns = 1'700'000'000'000'000'000ULL;
   m.header.frame_id.assign("imu_link");
   m.orientation = {0, 0, 0.7071067811865476, 0.7071067811865476};
@@ -242,19 +242,19 @@ sensor_msgs::Imu imu_sample() {
 }
 
 void BM_DecodeImu(benchmark::State& state) {
-  const auto schema = schema::Schema::from_canonical(sensor_msgs::Imu::kSchema);
-  const sensor_msgs::Imu m = imu_sample();
+  const auto schema = schema::Schema::from_canonical(shmbus_msgs::Imu::kSchema);
+  const shmbus_msgs::Imu m = imu_sample();
   for (auto _ : state) {
     schema::Json j = schema.decode(std::as_bytes(std::span{&m, 1}));
     benchmark::DoNotOptimize(j);
   }
-  state.SetLabel("sensor_msgs/Imu (360 B, 43 numbers) -> JSON object");
+  state.SetLabel("shmbus_msgs/Imu (360 B, 43 numbers) -> JSON object");
 }
 BENCHMARK(BM_DecodeImu);
 
 void BM_DecodeImuToText(benchmark::State& state) {
-  const auto schema = schema::Schema::from_canonical(sensor_msgs::Imu::kSchema);
-  const sensor_msgs::Imu m = imu_sample();
+  const auto schema = schema::Schema::from_canonical(shmbus_msgs::Imu::kSchema);
+  const shmbus_msgs::Imu m = imu_sample();
   for (auto _ : state) {
     std::string text = schema.decode(std::as_bytes(std::span{&m, 1})).dump();
     benchmark::DoNotOptimize(text);
@@ -264,14 +264,14 @@ void BM_DecodeImuToText(benchmark::State& state) {
 BENCHMARK(BM_DecodeImuToText);
 
 void BM_EncodeImu(benchmark::State& state) {
-  const auto schema = schema::Schema::from_canonical(sensor_msgs::Imu::kSchema);
-  const sensor_msgs::Imu m = imu_sample();
+  const auto schema = schema::Schema::from_canonical(shmbus_msgs::Imu::kSchema);
+  const shmbus_msgs::Imu m = imu_sample();
   const schema::Json j = schema.decode(std::as_bytes(std::span{&m, 1}));
   for (auto _ : state) {
     auto bytes = schema.encode(j);
     benchmark::DoNotOptimize(bytes);
   }
-  state.SetLabel("JSON object -> sensor_msgs/Imu bytes");
+  state.SetLabel("JSON object -> shmbus_msgs/Imu bytes");
 }
 BENCHMARK(BM_EncodeImu);
 

@@ -121,7 +121,7 @@ def ping_socket(count):
 
 
 def image_publisher(frames, channel):
-    pub = shmbus.Publisher(channel, "sensor_msgs/Image")
+    pub = shmbus.Publisher(channel, "shmbus_msgs/Image")
     h, w = 1024, 2048  # 6 MiB of rgb8
     while not any(c.get("name") == channel and c.get("subscribers") for c in shmbus.channels()):
         time.sleep(0.01)
@@ -148,7 +148,7 @@ def image_delivery(frames, cpp_program):
         if len(delays) == frames:
             node.stop()
 
-    node.subscribe("/bench/image/py", "sensor_msgs/Image", on_image, in_place=True)
+    node.subscribe("/bench/image/py", "shmbus_msgs/Image", on_image, in_place=True)
     p = mp.get_context("spawn").Process(target=image_publisher, args=(frames, "/bench/image/py"))
     p.start()
     node.spin()

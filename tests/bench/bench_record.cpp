@@ -30,13 +30,13 @@
 #include <vector>
 
 #include "multiprocess/child_process.hpp"
-#include "sensor_msgs/Imu.hpp"
 #include "shmbus/cli.hpp"
 #include "shmbus/clock.hpp"
 #include "shmbus/introspect.hpp"
 #include "shmbus/mcap.hpp"
 #include "shmbus/publisher.hpp"
 #include "shmbus/subscriber.hpp"
+#include "shmbus_msgs/Imu.hpp"
 #include "support/test_domain.hpp"
 
 using namespace shmbus;
@@ -207,14 +207,14 @@ struct Stream {
   std::vector<std::vector<std::byte>> messages;
 };
 
-/// sensor_msgs/Imu at 1 kHz: a slowly turning body with noisy rates and
+/// shmbus_msgs/Imu at 1 kHz: a slowly turning body with noisy rates and
 /// fixed covariances, as a driver publishes it.
 Stream imu_stream(int n) {
-  Stream s{"imu (sensor_msgs/Imu, 1 kHz)", 1'000'000, {}};
+  Stream s{"imu (shmbus_msgs/Imu, 1 kHz)", 1'000'000, {}};
   std::mt19937 rng(7);
   std::normal_distribution<double> noise(0.0, 0.01);
   for (int i = 0; i < n; ++i) {
-    sensor_msgs::Imu m{};
+    shmbus_msgs::Imu m{};
     m.header.stamp_ns = 1'800'000'000'000'000'000ULL + static_cast<std::uint64_t>(i) * 1'000'000ULL;
     m.header.seq = static_cast<std::uint32_t>(i);
     m.header.frame_id.assign("imu_link");

@@ -204,7 +204,7 @@ inline double metric(int port, const std::string& name, const std::string& token
 inline std::unique_ptr<ChildProcess> start_publisher(const std::string& domain, const std::string& channel,
                                                      const std::string& rate = "100") {
   auto p =
-      std::make_unique<ChildProcess>(std::vector<std::string>{kShmtool, "pub", channel, "--type", "std_msgs/String",
+      std::make_unique<ChildProcess>(std::vector<std::string>{kShmtool, "pub", channel, "--type", "shmbus_msgs/String",
                                                               R"({"data": "hello"})", "--rate", rate},
                                      true, std::vector<std::string>{"SHMBUS_DOMAIN=" + domain});
   const std::int64_t deadline = shmbus::mono_now_ns() + 10'000'000'000;

@@ -31,7 +31,8 @@
 #include "shmbus/publisher.hpp"
 #include "shmbus/service.hpp"
 #include "shmbus/subscriber.hpp"
-#include "std_msgs/Header.hpp"
+#include "shmbus_msgs/Header.hpp"
+#include "shmbus_msgs/String.hpp"
 #include "std_msgs/String.hpp"
 #include "support/certificate.hpp"
 #include "support/channel_checks.hpp"
@@ -60,7 +61,7 @@ TEST(BridgeTest, RoslibDiscoversSubscribesPublishesAndCallsAService) {
   const auto adder = start_adder(domain);
   ASSERT_TRUE(adder);
   // The shmbus side of what roslib publishes: a subscriber that made /to_bus.
-  shmbus::TypedSubscriber<std_msgs::String> from_roslib("/to_bus", d.context());
+  shmbus::TypedSubscriber<shmbus_msgs::String> from_roslib("/to_bus", d.context());
   BridgeProcess bridge(domain);
   ASSERT_NE(bridge.port, 0);
 
@@ -70,11 +71,11 @@ TEST(BridgeTest, RoslibDiscoversSubscribesPublishesAndCallsAService) {
   EXPECT_EQ(r["errors"], json::array());
   // getTopics: topics and their types; the service channels are not topics.
   EXPECT_EQ(r["topics"]["topics"], json({"/chatter", "/to_bus"}));
-  EXPECT_EQ(r["topics"]["types"], json({"std_msgs/String", "std_msgs/String"}));
-  EXPECT_EQ(r["topicType"], "std_msgs/String");
+  EXPECT_EQ(r["topics"]["types"], json({"shmbus_msgs/String", "shmbus_msgs/String"}));
+  EXPECT_EQ(r["topicType"], "shmbus_msgs/String");
   EXPECT_NE(std::find(r["services"].begin(), r["services"].end(), "/example/add"), r["services"].end());
   EXPECT_EQ(r["serviceType"], "example_srvs/AddTwoInts");
-  EXPECT_EQ(r["typedefs"][0]["type"], "std_msgs/String");
+  EXPECT_EQ(r["typedefs"][0]["type"], "shmbus_msgs/String");
   EXPECT_EQ(r["typedefs"][0]["fieldnames"], json({"data"}));
   // The subscription (type given as std_msgs/msg/String) decodes the messages.
   ASSERT_EQ(r["received"].size(), 3U);
@@ -85,8 +86,8 @@ TEST(BridgeTest, RoslibDiscoversSubscribesPublishesAndCallsAService) {
   for (const json& m : r["receivedFragmented"]) EXPECT_EQ(m, json({{"data", "hello"}}));
   // The wrong type: an error status naming both types, and no message.
   EXPECT_EQ(r["wrongType"]["level"], "error");
-  EXPECT_NE(r["wrongType"]["msg"].get<std::string>().find("std_msgs/Header"), std::string::npos);
-  EXPECT_NE(r["wrongType"]["msg"].get<std::string>().find("std_msgs/String"), std::string::npos);
+  EXPECT_NE(r["wrongType"]["msg"].get<std::string>().find("shmbus_msgs/Header"), std::string::npos);
+  EXPECT_NE(r["wrongType"]["msg"].get<std::string>().find("shmbus_msgs/String"), std::string::npos);
   EXPECT_EQ(r["wrongType"]["messages"], 0);
   // A publish that does not fit the schema names the field.
   EXPECT_EQ(r["badPublish"]["level"], "error");
@@ -104,7 +105,7 @@ TEST(BridgeTest, FoxgloveClientGetsServerInfoChannelsWithJsonSchemaAndMessagesIn
   shmbus::test::TestDomain d;
   const std::string domain = d.context().domain();
   auto publisher = start_publisher(domain, "/chatter");
-  shmbus::TypedSubscriber<std_msgs::String> from_foxglove("/from_studio", d.context());
+  shmbus::TypedSubscriber<shmbus_msgs::String> from_foxglove("/from_studio", d.context());
   BridgeProcess bridge(domain, {"--foxglove-encoding", "json"});
   ASSERT_NE(bridge.port, 0);
 
@@ -118,7 +119,7 @@ TEST(BridgeTest, FoxgloveClientGetsServerInfoChannelsWithJsonSchemaAndMessagesIn
             r["serverInfo"]["capabilities"].end());
   EXPECT_EQ(r["channel"], json({{"topic", "/chatter"},
                                 {"encoding", "json"},
-                                {"schemaName", "std_msgs/String"},
+                                {"schemaName", "shmbus_msgs/String"},
                                 {"schemaEncoding", "jsonschema"}}));
   ASSERT_EQ(r["received"].size(), 3U);
   const std::int64_t now = shmbus::wall_now_ns();
@@ -129,7 +130,7 @@ TEST(BridgeTest, FoxgloveClientGetsServerInfoChannelsWithJsonSchemaAndMessagesIn
   }
   ASSERT_TRUE(r["wrongType"].is_object()) << r.dump();
   EXPECT_EQ(r["wrongType"]["level"], 2);
-  EXPECT_NE(r["wrongType"]["message"].get<std::string>().find("std_msgs/Header"), std::string::npos);
+  EXPECT_NE(r["wrongType"]["message"].get<std::string>().find("shmbus_msgs/Header"), std::string::npos);
   const std::vector<std::string> got = take_strings(from_foxglove, 9, 2s);
   ASSERT_EQ(got.size(), 8U);
   for (std::size_t i = 0; i < got.size(); ++i) EXPECT_EQ(got[i], "from foxglove " + std::to_string(i));
@@ -140,7 +141,7 @@ TEST(BridgeTest, FoxgloveClientsAreToldWhenChannelsComeAndGo) {
   BridgeProcess bridge(d.context().domain());
   RawClient client(bridge.port, "foxglove.websocket.v1");
   ASSERT_TRUE(client.read_until("serverInfo"));
-  std::optional<shmbus::TypedPublisher<std_msgs::String>> late;
+  std::optional<shmbus::TypedPublisher<shmbus_msgs::String>> late;
   late.emplace("/late/channel", d.context());
   const auto advertised = client.read_until("\"advertise\"");
   ASSERT_TRUE(advertised);
@@ -209,9 +210,9 @@ TEST(BridgeTest, ClientsCreateChannelsOfShippedAndMsgPathTypesNoProcessCarries) 
 
   // rosbridge: a shipped type, published 20 times, read by a shmbus process.
   RawClient ros(bridge.port);
-  ros.send(R"({"op": "advertise", "topic": "/greeting", "type": "std_msgs/String", "id": "g"})");
+  ros.send(R"({"op": "advertise", "topic": "/greeting", "type": "shmbus_msgs/String", "id": "g"})");
   ASSERT_TRUE(channel_appears(domain, "/greeting")) << bridge.process->poll_output();
-  shmbus::TypedSubscriber<std_msgs::String> greeting("/greeting", d.context());
+  shmbus::TypedSubscriber<shmbus_msgs::String> greeting("/greeting", d.context());
   std::vector<std::string> sent;
   for (int i = 0; i < 20; ++i) {
     sent.push_back("hello " + std::to_string(i));
@@ -221,8 +222,8 @@ TEST(BridgeTest, ClientsCreateChannelsOfShippedAndMsgPathTypesNoProcessCarries) 
 
   // Each advertise id holds the topic: unadvertising "g" leaves "g2"'s; a
   // third id with another type is refused; the last id releases it.
-  ros.send(R"({"op": "advertise", "topic": "/greeting", "type": "std_msgs/String", "id": "g2"})");
-  ros.send(R"({"op": "advertise", "topic": "/greeting", "type": "std_msgs/Header", "id": "wrong"})");
+  ros.send(R"({"op": "advertise", "topic": "/greeting", "type": "shmbus_msgs/String", "id": "g2"})");
+  ros.send(R"({"op": "advertise", "topic": "/greeting", "type": "shmbus_msgs/Header", "id": "wrong"})");
   const auto mismatch = ros.read_until("\"wrong\"");
   ASSERT_TRUE(mismatch);
   EXPECT_NE((*mismatch)["msg"].get<std::string>().find("type mismatch on /greeting"), std::string::npos)
@@ -253,9 +254,9 @@ TEST(BridgeTest, ClientsCreateChannelsOfShippedAndMsgPathTypesNoProcessCarries) 
   RawClient fox(bridge.port, "foxglove.websocket.v1");
   ASSERT_TRUE(fox.read_until("serverInfo"));
   fox.send(R"({"op": "advertise", "channels": [{"id": 3, "topic": "/fox/said", "encoding": "json",
-              "schemaName": "std_msgs/String"}]})");
+              "schemaName": "shmbus_msgs/String"}]})");
   ASSERT_TRUE(channel_appears(domain, "/fox/said")) << bridge.process->poll_output();
-  shmbus::TypedSubscriber<std_msgs::String> said("/fox/said", d.context());
+  shmbus::TypedSubscriber<shmbus_msgs::String> said("/fox/said", d.context());
   fox.send_binary(std::string("\x01\x03\x00\x00\x00", 5) + R"({"data": "from foxglove"})");
   EXPECT_EQ(take_strings(said, 1, 10s), std::vector<std::string>{"from foxglove"});
   std::filesystem::remove_all(root);
@@ -338,8 +339,8 @@ TEST(BridgeTest, RosDefinitionsWithUnboundedFieldsTravelThroughTheBridge) {
   EXPECT_EQ((*text)["data"], long_text);
 }
 
-std_msgs::String text(const std::string& s) {
-  std_msgs::String m{};
+shmbus_msgs::String text(const std::string& s) {
+  shmbus_msgs::String m{};
   m.data.assign(s);
   return m;
 }
@@ -364,7 +365,7 @@ TEST(BridgeTest, ASubscriptionMadeBeforeItsChannelWaitsAndDeliversFromTheFirstMe
   ASSERT_NE(bridge.port, 0);
   RawClient c(bridge.port);
   c.send(R"({"op": "set_level", "level": "info"})");
-  c.send(R"({"op": "subscribe", "topic": "/later", "type": "std_msgs/String", "id": "s"})");
+  c.send(R"({"op": "subscribe", "topic": "/later", "type": "shmbus_msgs/String", "id": "s"})");
   const auto waiting = c.read_until("waiting for it");
   ASSERT_TRUE(waiting);
   EXPECT_EQ((*waiting)["level"], "info");
@@ -372,13 +373,13 @@ TEST(BridgeTest, ASubscriptionMadeBeforeItsChannelWaitsAndDeliversFromTheFirstMe
   // Without a type it waits too, and takes the channel's; a type that
   // turns out different is refused when the channel appears.
   c.send(R"({"op": "subscribe", "topic": "/later/untyped"})");
-  c.send(R"({"op": "subscribe", "topic": "/later/header", "type": "std_msgs/Header", "id": "h"})");
+  c.send(R"({"op": "subscribe", "topic": "/later/header", "type": "shmbus_msgs/Header", "id": "h"})");
   ASSERT_TRUE(c.read_until("/later/header"));
 
   // The channels appear with their first messages already published.
-  shmbus::TypedPublisher<std_msgs::String> later("/later", d.context());
-  shmbus::TypedPublisher<std_msgs::String> untyped("/later/untyped", d.context());
-  shmbus::TypedPublisher<std_msgs::String> header("/later/header", d.context());
+  shmbus::TypedPublisher<shmbus_msgs::String> later("/later", d.context());
+  shmbus::TypedPublisher<shmbus_msgs::String> untyped("/later/untyped", d.context());
+  shmbus::TypedPublisher<shmbus_msgs::String> header("/later/header", d.context());
   std::vector<std::string> sent;
   for (int i = 0; i < 50; ++i) {
     sent.push_back("m" + std::to_string(i));
@@ -399,8 +400,8 @@ TEST(BridgeTest, ASubscriptionMadeBeforeItsChannelWaitsAndDeliversFromTheFirstMe
     const std::string topic = op.value("topic", "");
     if (kind == "status" && op.value("id", "") == "h") {
       EXPECT_NE(op["msg"].get<std::string>().find(
-                    "type mismatch on /later/header: the client says std_msgs/Header, the channel carries "
-                    "std_msgs/String"),
+                    "type mismatch on /later/header: the client says shmbus_msgs/Header, the channel carries "
+                    "shmbus_msgs/String"),
                 std::string::npos)
           << *m;
       refused = true;
@@ -418,7 +419,7 @@ TEST(BridgeTest, ASubscriptionMadeBeforeItsChannelWaitsAndDeliversFromTheFirstMe
 TEST(BridgeTest, EachSubscribeIdIsItsOwnSubscription) {
   shmbus::test::TestDomain d;
   const std::string domain = d.context().domain();
-  shmbus::TypedPublisher<std_msgs::String> pub("/two", d.context());
+  shmbus::TypedPublisher<shmbus_msgs::String> pub("/two", d.context());
   BridgeProcess bridge(domain);
   ASSERT_NE(bridge.port, 0);
   RawClient c(bridge.port);
@@ -465,8 +466,8 @@ TEST(BridgeTest, EachSubscribeIdIsItsOwnSubscription) {
 TEST(BridgeTest, SixtyFourBitIntegersGoAsStringsWhenAskedAndComeBackExact) {
   shmbus::test::TestDomain d;
   const std::string domain = d.context().domain();
-  shmbus::TypedPublisher<std_msgs::Header> stamps("/stamps", d.context());
-  shmbus::TypedPublisher<std_msgs::Header> numbers("/numbers", d.context());
+  shmbus::TypedPublisher<shmbus_msgs::Header> stamps("/stamps", d.context());
+  shmbus::TypedPublisher<shmbus_msgs::Header> numbers("/numbers", d.context());
   BridgeProcess bridge(domain, {"--json-int64", "string"});
   ASSERT_NE(bridge.port, 0);
   RawClient c(bridge.port);
@@ -477,7 +478,7 @@ TEST(BridgeTest, SixtyFourBitIntegersGoAsStringsWhenAskedAndComeBackExact) {
   ASSERT_TRUE(c.read_until("\"sync\""));
   // Published until both arrive: the bridge's reader attaches each
   // subscription on its own thread, after the answer above.
-  std_msgs::Header h{};
+  shmbus_msgs::Header h{};
   h.stamp_ns = (std::uint64_t{1} << 53) + 1;  // a JavaScript number would round it
   auto bytes_of_h = [&h](std::uint32_t) {
     const auto* p = reinterpret_cast<const std::byte*>(&h);
@@ -499,9 +500,9 @@ TEST(BridgeTest, SixtyFourBitIntegersGoAsStringsWhenAskedAndComeBackExact) {
   EXPECT_EQ(got["/stamps"]["seq"], 0) << "only 64-bit integers become strings";
   EXPECT_EQ(got["/numbers"]["stamp_ns"], std::uint64_t{9007199254740993ULL});
   // A client publishes the string form back; the bus gets the exact value.
-  c.send(R"({"op": "advertise", "topic": "/back", "type": "std_msgs/Header"})");
+  c.send(R"({"op": "advertise", "topic": "/back", "type": "shmbus_msgs/Header"})");
   ASSERT_TRUE(channel_appears(domain, "/back"));
-  shmbus::TypedSubscriber<std_msgs::Header> back("/back", d.context());
+  shmbus::TypedSubscriber<shmbus_msgs::Header> back("/back", d.context());
   c.send(R"({"op": "publish", "topic": "/back", "msg": {"stamp_ns": "18446744073709551615"}})");
   ASSERT_TRUE(back.wait(10s));
   const auto header = back.take();
@@ -514,8 +515,8 @@ TEST(BridgeTest, RosapiNamesNodesWithWhatEachPublishesSubscribesAndServesAndGive
   const std::string domain = d.context().domain();
   const auto adder = start_adder(domain);
   ASSERT_TRUE(adder);
-  shmbus::TypedPublisher<std_msgs::Header> out("/graph/out", d.context());
-  shmbus::TypedSubscriber<std_msgs::String> in("/graph/in", d.context());
+  shmbus::TypedPublisher<shmbus_msgs::Header> out("/graph/out", d.context());
+  shmbus::TypedSubscriber<shmbus_msgs::String> in("/graph/in", d.context());
   BridgeProcess bridge(domain);
   ASSERT_NE(bridge.port, 0);
   RawClient c(bridge.port);
@@ -555,7 +556,7 @@ TEST(BridgeTest, RosapiNamesNodesWithWhatEachPublishesSubscribesAndServesAndGive
   const auto at = std::find(topics.begin(), topics.end(), "/graph/out");
   ASSERT_NE(at, topics.end());
   const auto i = static_cast<std::size_t>(at - topics.begin());
-  EXPECT_EQ(raw["values"]["types"][i], "std_msgs/Header");
+  EXPECT_EQ(raw["values"]["types"][i], "shmbus_msgs/Header");
   EXPECT_EQ(raw["values"]["typedefs_full_text"][i], "uint64 stamp_ns\nuint32 seq\nstring<=52 frame_id\n");
 }
 
@@ -650,7 +651,7 @@ TEST(BridgeTest, AClientThatNeverReadsLosesMessagesCountedAndOthersAreServed) {
   RawClient stuck(bridge.port);
   stuck.send(R"({"op": "subscribe", "topic": "/big"})");
   RawClient healthy(bridge.port);
-  healthy.send(R"({"op": "subscribe", "topic": "/chatter", "type": "std_msgs/String"})");
+  healthy.send(R"({"op": "subscribe", "topic": "/chatter", "type": "shmbus_msgs/String"})");
   ASSERT_TRUE(healthy.read_until("hello"));
   const std::vector<std::byte> payload(60'000, std::byte{7});
   const std::int64_t deadline = shmbus::mono_now_ns() + 20'000'000'000;
@@ -693,16 +694,17 @@ TEST(BridgeTest, RoslibInAHeadlessBrowserSubscribesBeforeThePublisherCreatesACha
   // The page subscribed to /browser/in, which nothing carries yet: the
   // publisher starts now and the page must get every message from the first.
   ASSERT_TRUE(browser.wait_for_output("browser ready", 60s)) << browser.output();
-  shmbus::TypedPublisher<std_msgs::String> in("/browser/in", d.context());
+  // Both channels carry ROS 2's std_msgs/String, as a roslib page expects.
+  shmbus::TypedPublisher<std_msgs::msg::String> in("/browser/in", d.context());
   std::vector<std::string> sent;
   for (int i = 0; i < kCount; ++i) {
     sent.push_back("to the browser " + std::to_string(i));
-    in.publish(text(sent.back()));
+    in.publish(std_msgs::msg::String{.data = sent.back()});
   }
   // What the page published made /browser/out; read from its first message.
   ASSERT_TRUE(channel_appears(domain, "/browser/out")) << bridge.process->poll_output();
-  shmbus::TypedSubscriber<std_msgs::String> out("/browser/out", d.context(),
-                                                shmbus::SubscriberOptions{.from_first = true});
+  shmbus::TypedSubscriber<std_msgs::msg::String> out("/browser/out", d.context(),
+                                                     shmbus::SubscriberOptions{.from_first = true});
   std::vector<std::string> expected_out;
   for (int i = 0; i < kCount; ++i) expected_out.push_back("from the browser " + std::to_string(i));
   EXPECT_EQ(take_strings(out, kCount, 10s), expected_out);
@@ -720,7 +722,7 @@ TEST(BridgeTest, RoslibInAHeadlessBrowserSubscribesBeforeThePublisherCreatesACha
 }
 
 // The same ROS 2 types from roslib in a browser: a PoseStamped given in
-// part and a 10,000-character std_msgs/String-like message, known to the
+// part and a 10,000-character shmbus_msgs/String-like message, known to the
 // bridge only through --msg-path, published by the page and received back
 // by its own subscriptions, every field as sent.
 TEST(BridgeTest, RoslibInAHeadlessBrowserPublishesRos2TypesKnownOnlyThroughTheMsgPath) {
@@ -852,9 +854,9 @@ struct LinkedDomains {
   }
   shmbus::test::TestDomain a, b;
   std::string a_domain, b_domain;
-  std::optional<shmbus::TypedSubscriber<std_msgs::String>> a_in, b_in;
-  shmbus::TypedPublisher<std_msgs::String> clash_a;
-  shmbus::TypedPublisher<std_msgs::Header> clash_b;
+  std::optional<shmbus::TypedSubscriber<shmbus_msgs::String>> a_in, b_in;
+  shmbus::TypedPublisher<shmbus_msgs::String> clash_a;
+  shmbus::TypedPublisher<shmbus_msgs::Header> clash_b;
   std::unique_ptr<ChildProcess> pub_a, pub_b;
   std::unique_ptr<BridgeProcess> server;
   int port = 0;
@@ -864,11 +866,11 @@ struct LinkedDomains {
 TEST(BridgeConnectTest, TwoDomainsExchangeBothWaysRefuseAMismatchAndResumeAfterTheServerRestarts) {
   LinkedDomains l;
   ASSERT_NE(l.port, 0);
-  ASSERT_TRUE(l.uplink->wait_for_output("export /a_out (std_msgs/String): flowing", 10s)) << l.uplink->output();
-  ASSERT_TRUE(l.uplink->wait_for_output("import /b_out (std_msgs/String): flowing", 10s)) << l.uplink->output();
+  ASSERT_TRUE(l.uplink->wait_for_output("export /a_out (shmbus_msgs/String): flowing", 10s)) << l.uplink->output();
+  ASSERT_TRUE(l.uplink->wait_for_output("import /b_out (shmbus_msgs/String): flowing", 10s)) << l.uplink->output();
   // The mismatch refuses that topic only, naming both types.
   ASSERT_TRUE(l.uplink->wait_for_output("export /clash: refused: type mismatch", 10s)) << l.uplink->output();
-  EXPECT_NE(l.uplink->output().find("the remote side says std_msgs/Header, the channel carries std_msgs/String"),
+  EXPECT_NE(l.uplink->output().find("the remote side says shmbus_msgs/Header, the channel carries shmbus_msgs/String"),
             std::string::npos);
   // Both ways, decoded equal.
   auto got = take_strings(*l.b_in, 5, 5s);
@@ -876,7 +878,7 @@ TEST(BridgeConnectTest, TwoDomainsExchangeBothWaysRefuseAMismatchAndResumeAfterT
   for (const auto& m : got) EXPECT_EQ(m, "hello");
   got = take_strings(*l.a_in, 5, 5s);
   ASSERT_EQ(got.size(), 5U);
-  for (int i = 0; i < 50; ++i) l.clash_a.publish(std_msgs::String{});
+  for (int i = 0; i < 50; ++i) l.clash_a.publish(shmbus_msgs::String{});
   std::this_thread::sleep_for(300ms);
   EXPECT_EQ(shmbus::introspect::ChannelReader(l.b_domain, "/clash").view().messages, 0U)
       << "nothing of A's /clash reached B's";
@@ -901,7 +903,7 @@ TEST(BridgeConnectTest, TwoDomainsExchangeBothWaysRefuseAMismatchAndResumeAfterT
 
 TEST(BridgeConnectTiming, ExportsAndImportsKeepTheirRateWithinOnePercent) {
   LinkedDomains l;
-  ASSERT_TRUE(l.uplink->wait_for_output("import /b_out (std_msgs/String): flowing", 10s)) << l.uplink->output();
+  ASSERT_TRUE(l.uplink->wait_for_output("import /b_out (shmbus_msgs/String): flowing", 10s)) << l.uplink->output();
   std::this_thread::sleep_for(2500ms);  // a full window of bridged messages
   // hz on each side at once: the bridged copy against what its source
   // really carried in the same window.
@@ -968,7 +970,7 @@ TEST(BridgeTlsTest, ClientsSpeakWssAndHttpsPlainOnesAreRefusedAndTheUplinkVerifi
   EXPECT_EQ(r["errors"], json::array()) << r.dump();
   EXPECT_NE(r.value("plain", std::string{}).rfind("error: ", 0), std::string::npos) << r.dump();
   EXPECT_NE(r["topics"]["topics"].dump().find("/tls_chatter"), std::string::npos) << r.dump();
-  EXPECT_EQ(r["topicType"], "std_msgs/String");
+  EXPECT_EQ(r["topicType"], "shmbus_msgs/String");
   ASSERT_EQ(r["received"].size(), 3U) << r.dump();
   for (const auto& m : r["received"]) EXPECT_EQ(m["data"], "hello");
   EXPECT_EQ(r["metricsStatus"], 200);
@@ -990,11 +992,11 @@ TEST(BridgeTlsTest, ClientsSpeakWssAndHttpsPlainOnesAreRefusedAndTheUplinkVerifi
     const int status = untrusting.wait(10s);
     EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << untrusting.output();
   }
-  shmbus::TypedSubscriber<std_msgs::String> imported("/tls_chatter", client_side.context());
+  shmbus::TypedSubscriber<shmbus_msgs::String> imported("/tls_chatter", client_side.context());
   ChildProcess uplink({kBridge, "connect", "wss://localhost:" + std::to_string(bridge.port), "--tls-ca", cert,
                        "--import", "/tls_chatter"},
                       true, env);
-  ASSERT_TRUE(uplink.wait_for_output("import /tls_chatter (std_msgs/String): flowing", 10s)) << uplink.output();
+  ASSERT_TRUE(uplink.wait_for_output("import /tls_chatter (shmbus_msgs/String): flowing", 10s)) << uplink.output();
   const auto got = take_strings(imported, 5, 5s);
   ASSERT_EQ(got.size(), 5U) << uplink.output();
   for (const auto& m : got) EXPECT_EQ(m, "hello");

@@ -17,11 +17,11 @@
 #include <vector>
 
 #include "bridge/bridge_harness.hpp"
-#include "sensor_msgs/Image.hpp"
 #include "shmbus/publisher.hpp"
 #include "shmbus/schema.hpp"
 #include "shmbus_msgs/Clock.hpp"
-#include "std_msgs/Header.hpp"
+#include "shmbus_msgs/Header.hpp"
+#include "shmbus_msgs/Image.hpp"
 #include "support/test_domain.hpp"
 #include "test_msgs/AllKinds.hpp"
 #include "test_msgs/WithTail.hpp"
@@ -77,7 +77,7 @@ std::vector<std::byte> with_tail(std::uint32_t i) {
 
 /// A 3x2 rgb8 image whose pixels count from i.
 std::vector<std::byte> image(std::uint32_t i) {
-  sensor_msgs::Image m;
+  shmbus_msgs::Image m;
   m.header.seq = i;
   m.header.stamp_ns = 1'700'000'000'123'456'789ULL + i;
   m.header.frame_id.assign("camera");
@@ -104,7 +104,7 @@ TEST(BridgeFoxgloveTest, TypedAndRawChannelsInCdrDecodeExactlyWithFoxglovesReade
   const std::string domain = d.context().domain();
   shmbus::Publisher kinds_pub("/kinds", type_of<test_msgs::AllKinds>(), d.context());
   shmbus::Publisher tail_pub("/tail", type_of<test_msgs::WithTail>(), d.context());
-  shmbus::Publisher image_pub("/camera/image", type_of<sensor_msgs::Image>(), d.context());
+  shmbus::Publisher image_pub("/camera/image", type_of<shmbus_msgs::Image>(), d.context());
   shmbus::Publisher raw_pub("/camera/raw", shmbus::TypeInfo::bytes(), d.context());
   BridgeProcess bridge(domain);  // cdr is the default
   ASSERT_NE(bridge.port, 0);
@@ -131,17 +131,17 @@ TEST(BridgeFoxgloveTest, TypedAndRawChannelsInCdrDecodeExactlyWithFoxglovesReade
   std::map<std::string, json> channels;
   for (const json& c : r["channels"]) channels[c["topic"]] = c;
   ASSERT_EQ(channels.size(), 4U) << r["channels"].dump();
-  EXPECT_EQ(channels["/camera/image"]["schemaName"], "sensor_msgs/msg/Image");
+  EXPECT_EQ(channels["/camera/image"]["schemaName"], "shmbus_msgs/msg/Image");
   EXPECT_EQ(channels["/camera/image"]["schemaEncoding"], "ros2msg");
   const std::string image_schema = channels["/camera/image"]["schema"];
   EXPECT_NE(image_schema.find("string<=16 encoding\n"), std::string::npos) << image_schema;
-  EXPECT_NE(image_schema.find("\nMSG: std_msgs/Header\n"), std::string::npos) << image_schema;
+  EXPECT_NE(image_schema.find("\nMSG: shmbus_msgs/Header\n"), std::string::npos) << image_schema;
   EXPECT_EQ(channels["/camera/raw"]["schemaName"], "shmbus/msg/Bytes");
   EXPECT_EQ(channels["/camera/raw"]["schema"], "uint8[] data\n");
 
   const auto kinds_schema = shmbus::schema::Schema::from_canonical(test_msgs::AllKinds::kSchema);
   const auto tail_schema = shmbus::schema::Schema::from_canonical(test_msgs::WithTail::kSchema);
-  const auto img_schema = shmbus::schema::Schema::from_canonical(sensor_msgs::Image::kSchema);
+  const auto img_schema = shmbus::schema::Schema::from_canonical(shmbus_msgs::Image::kSchema);
   // Each message as Foxglove decoded it equals the one published with its
   // number, field for field.
   std::size_t checked = 0;
@@ -180,7 +180,7 @@ TEST(BridgeFoxgloveTest, TypedAndRawChannelsInCdrDecodeExactlyWithFoxglovesReade
 TEST(BridgeFoxgloveTest, BothEncodingsOfferEachChannelTwiceAndJsonAloneKeepsTheJsonSchema) {
   shmbus::test::TestDomain d;
   const std::string domain = d.context().domain();
-  shmbus::Publisher image_pub("/camera/image", type_of<sensor_msgs::Image>(), d.context());
+  shmbus::Publisher image_pub("/camera/image", type_of<shmbus_msgs::Image>(), d.context());
   shmbus::Publisher raw_pub("/camera/raw", shmbus::TypeInfo::bytes(), d.context());
   for (const auto& [mode, encodings] : std::vector<std::pair<std::string, std::multiset<std::string>>>{
            {"both", {"cdr", "cdr", "json", "json"}}, {"json", {"json", "json"}}}) {
@@ -210,7 +210,7 @@ TEST(BridgeFoxgloveTest, ClientsCallServicesFollowTheGraphAndTheReplaysClock) {
   const std::string domain = d.context().domain();
   const auto adder = start_adder(domain);
   ASSERT_TRUE(adder);
-  shmbus::Publisher topic("/graph/topic", type_of<std_msgs::Header>(), d.context());
+  shmbus::Publisher topic("/graph/topic", type_of<shmbus_msgs::Header>(), d.context());
   // A replay's clock, as `shmtool play --clock` publishes it.
   shmbus::Publisher clock_pub("/shmbus/clock", type_of<shmbus_msgs::Clock>(), d.context());
   constexpr std::uint64_t kStart = 1'700'000'000'000'000'007ULL;

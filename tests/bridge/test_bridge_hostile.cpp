@@ -94,7 +94,7 @@ TEST(BridgeHostileTest, DeeplyNestedFramesAreRefusedAndOthersServed) {
   RawClient fox(bridge.port, "foxglove.websocket.v1");
   ASSERT_TRUE(fox.read_until("serverInfo"));
   fox.send(R"({"op": "advertise", "channels": [{"id": 7, "topic": "/chatter", "encoding": "json",
-              "schemaName": "std_msgs/String"}]})");
+              "schemaName": "shmbus_msgs/String"}]})");
   std::string frame("\x01\x07\x00\x00\x00", 5);
   frame += R"({"data": )" + nested_arrays(200'000) + "}";
   fox.send_binary(frame);
@@ -215,7 +215,7 @@ TEST(BridgeHostileTest, AClientCreatesFewSmallChannelsAndTheyGoWithIt) {
     RawClient c(bridge.port);
     for (int i = 0; i < 5; ++i) {
       c.send(R"({"op": "advertise", "topic": "/made/)" + std::to_string(i) +
-             R"(", "type": "std_msgs/String", "id": "a)" + std::to_string(i) + "\"}");
+             R"(", "type": "shmbus_msgs/String", "id": "a)" + std::to_string(i) + "\"}");
     }
     // The fourth and fifth are over max_created_channels.
     auto s = c.read_until("max_created_channels");
@@ -223,7 +223,7 @@ TEST(BridgeHostileTest, AClientCreatesFewSmallChannelsAndTheyGoWithIt) {
     EXPECT_EQ((*s)["id"], "a3");
     // 64 slots of 1 MiB: over max_created_channel_bytes (16 MiB).
     c.send(R"({"op": "unadvertise", "topic": "/made/0"})");
-    c.send(R"({"op": "advertise", "topic": "/camera/x", "type": "std_msgs/String", "id": "cam"})");
+    c.send(R"({"op": "advertise", "topic": "/camera/x", "type": "shmbus_msgs/String", "id": "cam"})");
     s = c.read_until("max_created_channel_bytes");
     ASSERT_TRUE(s);
     EXPECT_EQ((*s)["id"], "cam");
@@ -250,7 +250,7 @@ TEST(BridgeHostileTest, AClientCreatesFewSmallChannelsAndTheyGoWithIt) {
   // A created channel another process also uses stays when its client goes.
   {
     RawClient c(bridge.port);
-    c.send(R"({"op": "advertise", "topic": "/made/shared", "type": "std_msgs/String"})");
+    c.send(R"({"op": "advertise", "topic": "/made/shared", "type": "shmbus_msgs/String"})");
     c.send(R"({"op": "call_service", "service": "/rosapi/topics", "id": "t"})");
     ASSERT_TRUE(c.read_until("/made/shared"));
     ChildProcess echo({kShmtool, "echo", "/made/shared", "--count", "1"}, true, {"SHMBUS_DOMAIN=" + domain});
@@ -282,7 +282,7 @@ TEST(BridgeHostileTest, AllClientsTogetherFillAtMostAQuarterOfTheRegistry) {
     clients.push_back(std::make_unique<RawClient>(bridge.port));
     for (int i = 0; i < 2; ++i) {
       clients.back()->send(R"({"op": "advertise", "topic": "/q/)" + std::to_string(c) + "_" + std::to_string(i) +
-                           R"(", "type": "std_msgs/String"})");
+                           R"(", "type": "shmbus_msgs/String"})");
     }
   }
   // 16 / 4 = 4 made; two advertisements (of whichever clients came last)
@@ -308,7 +308,7 @@ TEST(BridgeHostileTest, AllClientsTogetherFillAtMostAQuarterOfTheRegistry) {
             4)
       << topics.dump();
   // A process still finds room.
-  ChildProcess pub({kShmtool, "pub", "/victim", "--type", "std_msgs/String", R"({"data": "x"})", "--once"}, true,
+  ChildProcess pub({kShmtool, "pub", "/victim", "--type", "shmbus_msgs/String", R"({"data": "x"})", "--once"}, true,
                    {"SHMBUS_DOMAIN=" + domain});
   const int status = pub.wait(10s);
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << pub.output();

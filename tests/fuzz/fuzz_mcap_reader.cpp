@@ -32,7 +32,7 @@ void write_seeds(const std::string& dir) {
     o.compression = c;
     o.chunk_size = 512;
     mcap::Writer w(dir + "/seed_" + std::string{mcap::compression_name(c)} + ".mcap", o);
-    const auto schema = w.add_schema("std_msgs/String", "shmbus.msg", "MSG: std_msgs/String\nstring<16> data\n");
+    const auto schema = w.add_schema("shmbus_msgs/String", "shmbus.msg", "MSG: shmbus_msgs/String\nstring<16> data\n");
     const auto a = w.add_channel(schema, "/a", "shmbus.cdr", {{"k", "v"}});
     const auto b = w.add_channel(0, "/b", "", {});
     w.write_metadata({lineage::kModulesMetadata, {{"node", R"({"reads": ["/a"], "writes": ["/b"]})"}}});

@@ -16,10 +16,10 @@
 #include <string>
 #include <vector>
 
-#include "sensor_msgs/Image.hpp"
-#include "sensor_msgs/Imu.hpp"
 #include "shmbus/schema.hpp"
 #include "shmbus/schema/type_catalog.hpp"
+#include "shmbus_msgs/Image.hpp"
+#include "shmbus_msgs/Imu.hpp"
 #include "shmbus_msgs/Statistics.hpp"
 #include "test_msgs/AllKinds.hpp"
 #include "test_msgs/WithTail.hpp"
@@ -34,8 +34,8 @@ Schema ros2(const char* type) {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  static const std::vector<Schema> schemas = {Schema::from_canonical(sensor_msgs::Imu::kSchema),
-                                              Schema::from_canonical(sensor_msgs::Image::kSchema),
+  static const std::vector<Schema> schemas = {Schema::from_canonical(shmbus_msgs::Imu::kSchema),
+                                              Schema::from_canonical(shmbus_msgs::Image::kSchema),
                                               Schema::from_canonical(shmbus_msgs::Statistics::kSchema),
                                               Schema::from_canonical(test_msgs::AllKinds::kSchema),
                                               Schema::from_canonical(test_msgs::WithTail::kSchema),

@@ -11,7 +11,7 @@
 
 #include "shmbus/clock.hpp"
 #include "shmbus/publisher.hpp"
-#include "std_msgs/String.hpp"
+#include "shmbus_msgs/String.hpp"
 #include "support/channel_checks.hpp"
 #include "support/test_domain.hpp"
 
@@ -22,10 +22,10 @@ namespace shmbus::test {
 /// side and nothing comes back. `logs()` is printed on a failure.
 inline void expect_each_message_once_each_way(TestDomain& a, TestDomain& b, const std::function<std::string()>& logs) {
   using namespace std::chrono_literals;
-  TypedPublisher<std_msgs::String> x("/gw/x", a.context());
-  TypedPublisher<std_msgs::String> y("/gw/y", b.context());
+  TypedPublisher<shmbus_msgs::String> x("/gw/x", a.context());
+  TypedPublisher<shmbus_msgs::String> y("/gw/y", b.context());
   const auto text = [](const std::string& s) {
-    std_msgs::String m{};
+    shmbus_msgs::String m{};
     m.data.assign(s);
     return m;
   };

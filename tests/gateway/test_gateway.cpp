@@ -17,8 +17,8 @@
 #include "shmbus/introspect.hpp"
 #include "shmbus/publisher.hpp"
 #include "shmbus/subscriber.hpp"
-#include "std_msgs/Header.hpp"
-#include "std_msgs/String.hpp"
+#include "shmbus_msgs/Header.hpp"
+#include "shmbus_msgs/String.hpp"
 #include "support/channel_checks.hpp"
 #include "support/test_domain.hpp"
 #include "support/unit_file.hpp"
@@ -85,8 +85,8 @@ json info_of(const std::string& domain, const std::string& channel) {
   }
 }
 
-std_msgs::String text(const std::string& s) {
-  std_msgs::String m{};
+shmbus_msgs::String text(const std::string& s) {
+  shmbus_msgs::String m{};
   m.data.assign(s);
   return m;
 }
@@ -94,13 +94,13 @@ std_msgs::String text(const std::string& s) {
 TEST(GatewayTest, TwoDomainsCarryTypedChannelsBothWaysDecodableAndNamedAfterTheirOrigin) {
   shmbus::test::TestDomain a, b;
   const int dds = fresh_dds_domain();
-  shmbus::TypedPublisher<std_msgs::String> a_out("/gw/a_out", a.context());
-  shmbus::TypedPublisher<std_msgs::String> b_out("/gw/b_out", b.context());
+  shmbus::TypedPublisher<shmbus_msgs::String> a_out("/gw/a_out", a.context());
+  shmbus::TypedPublisher<shmbus_msgs::String> b_out("/gw/b_out", b.context());
   GatewayProcess ga(a.domain(), "[[gateway]]\nexport = [\"/gw/a_out\"]\nimport = [\"/gw/b_out\"]\n", dds);
   GatewayProcess gb(b.domain(), "[[gateway]]\nexport = [\"/gw/b_out\"]\nimport = [\"/gw/a_out\"]\n", dds);
   // The receiving side has no such channel, nor its type: the gateway
   // creates it with the sender's schema.
-  std::optional<shmbus::TypedSubscriber<std_msgs::String>> b_in, a_in;
+  std::optional<shmbus::TypedSubscriber<shmbus_msgs::String>> b_in, a_in;
   const std::int64_t deadline = shmbus::mono_now_ns() + 15'000'000'000;
   std::uint64_t i = 0;
   while ((messages_of(b.domain(), "/gw/a_out") == 0 || messages_of(a.domain(), "/gw/b_out") == 0) &&
@@ -132,8 +132,8 @@ TEST(GatewayTest, TwoDomainsCarryTypedChannelsBothWaysDecodableAndNamedAfterThei
   ::gethostname(host.data(), host.size() - 1);
   EXPECT_EQ(m["node"], std::string("shmbus-gateway@") + host.data());
   const auto view = shmbus::introspect::ChannelReader(b.domain(), "/gw/a_out").view();
-  EXPECT_EQ(view.type_name, "std_msgs/String");
-  EXPECT_EQ(view.type_hash, std_msgs::String::kTypeHash);
+  EXPECT_EQ(view.type_name, "shmbus_msgs/String");
+  EXPECT_EQ(view.type_hash, shmbus_msgs::String::kTypeHash);
   // Each message's transit (receive minus the origin's wall stamp) is on
   // the gateway's publisher: shmtool info shows it.
   const json info = info_of(b.domain(), "/gw/a_out");
@@ -159,8 +159,8 @@ TEST(GatewayTest, WildcardsBothWaysCarryEachMessageExactlyOnce) {
 TEST(GatewayTest, ATypeMismatchBetweenHostsIsRefusedNamingBothTypes) {
   shmbus::test::TestDomain a, b;
   const int dds = fresh_dds_domain();
-  shmbus::TypedPublisher<std_msgs::String> a_clash("/gw/clash", a.context());
-  shmbus::TypedPublisher<std_msgs::Header> b_clash("/gw/clash", b.context());
+  shmbus::TypedPublisher<shmbus_msgs::String> a_clash("/gw/clash", a.context());
+  shmbus::TypedPublisher<shmbus_msgs::Header> b_clash("/gw/clash", b.context());
   GatewayProcess ga(a.domain(), "[[gateway]]\nexport = [\"/gw/*\"]\n", dds);
   GatewayProcess gb(b.domain(), "[[gateway]]\nimport = [\"/gw/*\"]\n", dds);
   const std::int64_t deadline = shmbus::mono_now_ns() + 15'000'000'000;
@@ -170,18 +170,18 @@ TEST(GatewayTest, ATypeMismatchBetweenHostsIsRefusedNamingBothTypes) {
   }
   const std::string out = gb.process->output();
   EXPECT_NE(out.find("import /gw/clash from"), std::string::npos) << out;
-  EXPECT_NE(out.find("has type std_msgs/Header"), std::string::npos) << out;
-  EXPECT_NE(out.find("you asked for std_msgs/String"), std::string::npos) << out;
+  EXPECT_NE(out.find("has type shmbus_msgs/Header"), std::string::npos) << out;
+  EXPECT_NE(out.find("you asked for shmbus_msgs/String"), std::string::npos) << out;
   EXPECT_EQ(messages_of(b.domain(), "/gw/clash"), 0U) << "nothing of A's /gw/clash reached B's";
 }
 
 TEST(GatewayTest, EitherGatewayRestartsResumesAndTheLossIsCounted) {
   shmbus::test::TestDomain a, b;
   const int dds = fresh_dds_domain();
-  auto pub =
-      std::make_unique<ChildProcess>(std::vector<std::string>{kShmtool, "pub", "/gw/steady", "--type",
-                                                              "std_msgs/String", R"({"data": "s"})", "--rate", "200"},
-                                     true, std::vector<std::string>{"SHMBUS_DOMAIN=" + a.domain()});
+  auto pub = std::make_unique<ChildProcess>(
+      std::vector<std::string>{kShmtool, "pub", "/gw/steady", "--type", "shmbus_msgs/String", R"({"data": "s"})",
+                               "--rate", "200"},
+      true, std::vector<std::string>{"SHMBUS_DOMAIN=" + a.domain()});
   ASSERT_TRUE(wait_messages(a.domain(), "/gw/steady", 1, 10s)) << pub->output();
   GatewayProcess ga(a.domain(), "[[gateway]]\nexport = [\"/gw/*\"]\n", dds);
   GatewayProcess gb(b.domain(), "[[gateway]]\nimport = [\"/gw/*\"]\n", dds);

@@ -24,7 +24,7 @@
 #include "shmbus/subscriber.hpp"
 #include "shmbus_msgs/Alert.hpp"
 #include "shmbus_msgs/Statistics.hpp"
-#include "std_msgs/String.hpp"
+#include "shmbus_msgs/String.hpp"
 #include "support/channel_checks.hpp"
 #include "support/test_domain.hpp"
 #include "support/two_hosts.hpp"
@@ -80,9 +80,10 @@ class TwoHosts : public ::testing::Test {
 
 std::unique_ptr<ChildProcess> publisher(const std::string& domain, const std::string& channel,
                                         const std::string& data) {
-  return std::make_unique<ChildProcess>(std::vector<std::string>{kShmtool, "pub", channel, "--type", "std_msgs/String",
-                                                                 R"({"data": ")" + data + R"("})", "--rate", "200"},
-                                        true, std::vector<std::string>{"SHMBUS_DOMAIN=" + domain});
+  return std::make_unique<ChildProcess>(
+      std::vector<std::string>{kShmtool, "pub", channel, "--type", "shmbus_msgs/String",
+                               R"({"data": ")" + data + R"("})", "--rate", "200"},
+      true, std::vector<std::string>{"SHMBUS_DOMAIN=" + domain});
 }
 
 // B's configuration: the thresholds of the channel that comes from A, and
@@ -128,8 +129,8 @@ TEST_F(TwoHosts, ChannelsCrossBothWaysDecodedEqualAndShmbusdOnBAlertsWhenAsPubli
   ASSERT_TRUE(wait_messages(a.domain(), "/gw/back", 1, 20s)) << gateways_[0]->output() << gateways_[1]->output();
 
   // Decoded equal on the other host, both ways.
-  shmbus::TypedSubscriber<std_msgs::String> on_b("/gw/rate", b.context());
-  shmbus::TypedSubscriber<std_msgs::String> on_a("/gw/back", a.context());
+  shmbus::TypedSubscriber<shmbus_msgs::String> on_b("/gw/rate", b.context());
+  shmbus::TypedSubscriber<shmbus_msgs::String> on_a("/gw/back", a.context());
   ASSERT_TRUE(on_b.wait(5s));
   ASSERT_TRUE(on_a.wait(5s));
   EXPECT_EQ(on_b.take()->data.str(), "from host A");

@@ -55,9 +55,9 @@ report.received = await new Promise((resolve) => {
 
 // A client channel with the wrong type is refused (status level 2).
 const before = report.statuses.length;
-client.advertise({ topic: subTopic, encoding: 'json', schemaName: 'std_msgs/Header' });
+client.advertise({ topic: subTopic, encoding: 'json', schemaName: 'shmbus_msgs/Header' });
 // A client channel of the right type publishes into the bus.
-const out = client.advertise({ topic: pubTopic, encoding: 'json', schemaName: 'std_msgs/String' });
+const out = client.advertise({ topic: pubTopic, encoding: 'json', schemaName: 'shmbus_msgs/String' });
 const encoder = new TextEncoder();
 for (let i = 0; i < pubCount; i += 1) client.sendMessage(out, encoder.encode(JSON.stringify({ data: `from foxglove ${i}` })));
 report.published = pubCount;

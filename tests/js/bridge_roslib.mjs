@@ -28,7 +28,7 @@ report.topicType = await step('getTopicType', (ok, fail) => ros.getTopicType(sub
 report.services = await step('getServices', (ok, fail) => ros.getServices(ok, fail));
 report.serviceType = await step('getServiceType', (ok, fail) => ros.getServiceType(service, ok, fail));
 report.typedefs = await step('getMessageDetails', (ok, fail) =>
-  ros.getMessageDetails(report.topicType ?? 'std_msgs/String', ok, fail));
+  ros.getMessageDetails(report.topicType ?? 'shmbus_msgs/String', ok, fail));
 
 // A subscription naming the channel's type, given as pkg/msg/Type.
 const type = report.topicType ?? '';
@@ -78,7 +78,7 @@ report.receivedFragmented = await step('subscribe fragmented', (ok) => {
 // bridge sent before it read the unsubscribe above must be gone first.)
 await new Promise((resolve) => setTimeout(resolve, 300));
 report.wrongType = await step('wrong type', (ok) => {
-  const topic = new Topic({ ros, name: subTopic, messageType: 'std_msgs/Header' });
+  const topic = new Topic({ ros, name: subTopic, messageType: 'shmbus_msgs/Header' });
   let messages = 0;
   topic.subscribe(() => { messages += 1; });
   ros.once(`status:${topic.subscribeId}`, (status) => {
@@ -87,7 +87,7 @@ report.wrongType = await step('wrong type', (ok) => {
 });
 
 // Publishing into the bus.
-const out = new Topic({ ros, name: pubTopic, messageType: 'std_msgs/String' });
+const out = new Topic({ ros, name: pubTopic, messageType: 'shmbus_msgs/String' });
 for (let i = 0; i < pubCount; i += 1) out.publish({ data: `from roslib ${i}` });
 report.published = pubCount;
 

@@ -44,7 +44,7 @@ await new Promise((resolve) => ros.getTopics(resolve, (e) => { r.errors.push('ge
 window.subscribed = true;
 state('subscribed; waiting for ' + cfg.subTopic);
 // Publish to a channel nobody carries yet: the bridge creates it.
-const out = new Topic({ ros, name: cfg.pubTopic, messageType: 'std_msgs/String' });
+const out = new Topic({ ros, name: cfg.pubTopic, messageType: 'std_msgs/msg/String' });
 for (let i = 0; i < cfg.count; i += 1) out.publish({ data: 'from the browser ' + i });
 r.sum = await new Promise((resolve) => {
   new Service({ ros, name: cfg.service, serviceType: 'example_srvs/AddTwoInts' })

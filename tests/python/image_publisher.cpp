@@ -1,4 +1,4 @@
-// A C++ publisher of 640x480 rgb8 sensor_msgs/Image frames for the Python
+// A C++ publisher of 640x480 rgb8 shmbus_msgs/Image frames for the Python
 // package's tests. Reads lines from stdin: each a count N; publishes N
 // frames (header.seq counting from 0, pixel (y, x, c) = (y + 2x + 3c +
 // seq) mod 256), then prints "published TOTAL". Exits at end of input.
@@ -7,8 +7,8 @@
 #include <iostream>
 #include <string>
 
-#include "sensor_msgs/Image.hpp"
 #include "shmbus/publisher.hpp"
+#include "shmbus_msgs/Image.hpp"
 
 int main(int argc, char** argv) {
   if (argc != 2) {
@@ -18,17 +18,17 @@ int main(int argc, char** argv) {
   constexpr std::uint32_t kWidth = 640;
   constexpr std::uint32_t kHeight = 480;
   constexpr std::uint32_t kStep = kWidth * 3;
-  shmbus::TypedPublisher<sensor_msgs::Image> pub(argv[1]);
+  shmbus::TypedPublisher<shmbus_msgs::Image> pub(argv[1]);
   std::uint32_t seq = 0;
   std::string line;
   while (std::getline(std::cin, line)) {
     const unsigned long n = std::stoul(line);
     for (unsigned long i = 0; i < n; ++i, ++seq) {
       // Built in the loan: the fixed part, then the pixels after it.
-      shmbus::Loan loan = pub.loan(sensor_msgs::Image::View::kFixedSize + 8 + std::size_t{kStep} * kHeight);
+      shmbus::Loan loan = pub.loan(shmbus_msgs::Image::View::kFixedSize + 8 + std::size_t{kStep} * kHeight);
       if (!loan) return 1;
       shmbus::msg::Writer writer(loan.data());
-      sensor_msgs::Image::Builder img(writer);
+      shmbus_msgs::Image::Builder img(writer);
       img.header().seq = seq;
       img.set_height(kHeight);
       img.set_width(kWidth);

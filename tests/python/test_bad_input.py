@@ -17,10 +17,10 @@ def test_an_unknown_channel_is_not_found_with_exit_code_3():
 
 
 def test_a_channel_opened_with_another_type_is_a_type_mismatch():
-    shmbus.Publisher("/py/typed", "std_msgs/String")
+    shmbus.Publisher("/py/typed", "shmbus_msgs/String")
     with pytest.raises(shmbus.TypeMismatchError) as e:
-        shmbus.Subscriber("/py/typed", "sensor_msgs/Imu")
-    assert e.value.exit_code == 2 and "std_msgs/String" in str(e.value)
+        shmbus.Subscriber("/py/typed", "shmbus_msgs/Imu")
+    assert e.value.exit_code == 2 and "shmbus_msgs/String" in str(e.value)
 
 
 def test_an_unknown_type_names_where_it_was_looked_for():
@@ -30,7 +30,7 @@ def test_an_unknown_type_names_where_it_was_looked_for():
 
 
 def test_wrong_values_are_refused_with_the_field_named():
-    imu = shmbus.message_type("sensor_msgs/Imu")
+    imu = shmbus.message_type("shmbus_msgs/Imu")
     pub = shmbus.Publisher("/py/bad_values", imu)
     for fields, what in [({"header": {"seq": -1}}, "header.seq: -1 is out of range for uint32"),
                          ({"header": {"seq": 2**40}}, "out of range"),
@@ -47,7 +47,7 @@ def test_wrong_values_are_refused_with_the_field_named():
     with pytest.raises(shmbus.InvalidArgumentError, match="shorter"):
         pub.publish(b"\0" * 10)
     with pytest.raises(shmbus.TypeMismatchError):
-        pub.publish(shmbus.message_type("std_msgs/String").new())
+        pub.publish(shmbus.message_type("shmbus_msgs/String").new())
     big = np.zeros(imu.size + 5000, np.uint8)
     with pytest.raises(shmbus.InvalidArgumentError, match="max_message_size"):
         pub.publish(big)
@@ -55,8 +55,8 @@ def test_wrong_values_are_refused_with_the_field_named():
 
 
 def test_closed_objects_refuse_use():
-    pub = shmbus.Publisher("/py/closing", "std_msgs/String")
-    sub = shmbus.Subscriber("/py/closing", "std_msgs/String")
+    pub = shmbus.Publisher("/py/closing", "shmbus_msgs/String")
+    sub = shmbus.Subscriber("/py/closing", "shmbus_msgs/String")
     pub.close()
     sub.close()
     with pytest.raises(shmbus.InvalidArgumentError, match="closed"):
@@ -66,8 +66,8 @@ def test_closed_objects_refuse_use():
 
 
 def test_a_view_outlives_its_closed_subscriber_without_a_crash():
-    pub = shmbus.Publisher("/py/view_close", "std_msgs/String")
-    sub = shmbus.Subscriber("/py/view_close", "std_msgs/String")
+    pub = shmbus.Publisher("/py/view_close", "shmbus_msgs/String")
+    sub = shmbus.Subscriber("/py/view_close", "shmbus_msgs/String")
     pub.publish({"data": "kept mapped"})
     view = sub.read(view=True, timeout=5)
     sub.close()
@@ -79,7 +79,7 @@ def test_a_view_outlives_its_closed_subscriber_without_a_crash():
 def test_a_random_sequence_of_calls_raises_only_shmbus_or_argument_errors():
     rng = random.Random(43)
     names = ["/py/fz/a", "/py/fz/b", "", "bad name", "/py/fz/" + "x" * 300, "/py/fz/a/_request"]
-    types = ["std_msgs/String", "sensor_msgs/Imu", "shmbus/Bytes", "nope/X", 7, None]
+    types = ["shmbus_msgs/String", "shmbus_msgs/Imu", "shmbus/Bytes", "nope/X", 7, None]
     values = [b"", b"\0" * 64, {"data": "s"}, {"data": 1}, {"header": {}}, "str", 5, None, np.zeros(3),
               np.zeros((2, 2)).T, {"nope": 1}, [1]]
     objects = []
@@ -109,7 +109,7 @@ def test_a_random_sequence_of_calls_raises_only_shmbus_or_argument_errors():
 def test_a_closed_node_leaves_its_channels_and_refuses_use():
     from conftest import subscribers
     node = shmbus.Node("py_closing")
-    sub = node.subscribe("/py/node_close", "std_msgs/String", lambda m: node.stop())  # refers to its node
+    sub = node.subscribe("/py/node_close", "shmbus_msgs/String", lambda m: node.stop())  # refers to its node
     node.every(1.0, lambda: None)
     assert subscribers("/py/node_close") == 1
     node.close()
@@ -120,17 +120,17 @@ def test_a_closed_node_leaves_its_channels_and_refuses_use():
     with pytest.raises(shmbus.InvalidArgumentError, match="closed"):
         sub.calls
     with pytest.raises(shmbus.InvalidArgumentError, match="closed"):
-        node.subscribe("/py/node_close", "std_msgs/String", print)
+        node.subscribe("/py/node_close", "shmbus_msgs/String", print)
 
 
 def test_an_exception_in_a_callback_is_raised_from_spin():
     node = shmbus.Node("py_raiser")
-    pub = node.publisher("/py/raise", "std_msgs/String")
+    pub = node.publisher("/py/raise", "shmbus_msgs/String")
 
     def boom(msg):
         raise KeyError(msg.data)
 
-    node.subscribe("/py/raise", "std_msgs/String", boom)
+    node.subscribe("/py/raise", "shmbus_msgs/String", boom)
     node.after(0.01, lambda: pub.publish({"data": "from the timer"}))
     with pytest.raises(KeyError, match="from the timer"):
         node.spin()
@@ -154,7 +154,7 @@ def test_ctrl_c_ends_a_spinning_node_with_keyboard_interrupt():
     script = textwrap.dedent("""
         import shmbus, sys
         node = shmbus.Node("py_sleeper")
-        node.subscribe("/py/never", "std_msgs/String", print)
+        node.subscribe("/py/never", "shmbus_msgs/String", print)
         # Said from a timer, so the signal arrives while spin() runs.
         node.after(0.05, lambda: print("spinning", flush=True))
         try:
@@ -177,7 +177,7 @@ def test_ctrl_c_ends_a_spinning_node_with_keyboard_interrupt():
 def test_channels_is_what_shmtool_list_json_lists():
     import json
     from conftest import shmtool
-    pub = shmbus.Publisher("/py/listed", "std_msgs/String")
+    pub = shmbus.Publisher("/py/listed", "shmbus_msgs/String")
     for i in range(3):
         pub.publish({"data": str(i)})
     ours = [c for c in shmbus.channels() if c.get("name") == "/py/listed"]

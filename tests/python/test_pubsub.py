@@ -8,6 +8,7 @@ import tempfile
 import threading
 
 import numpy as np
+import pytest
 
 import shmbus
 from conftest import SHMTOOL, SOURCE_DIR, shmtool, subscribers, wait_until
@@ -25,7 +26,7 @@ def imu_fields(i: int) -> dict:
 
 
 def test_a_python_publisher_reaches_a_cpp_subscriber_message_for_message():
-    imu = shmbus.message_type("sensor_msgs/Imu")
+    imu = shmbus.message_type("shmbus_msgs/Imu")
     node = shmbus.Node("py_talker")
     pub = node.publisher("/py/to_cpp", imu)
     with tempfile.TemporaryFile("w+") as out:
@@ -73,7 +74,7 @@ def test_a_cpp_publisher_reaches_a_python_node_callback_message_for_message():
         if len(got) == COUNT:
             node.stop()
 
-    sub = node.subscribe("/py/from_cpp", "sensor_msgs/Imu", on_imu)
+    sub = node.subscribe("/py/from_cpp", "shmbus_msgs/Imu", on_imu)
     pub = subprocess.Popen([SHMTOOL, "pub", "/py/from_cpp", '{"orientation": [1, 2.5, -3, 4], '
                             '"linear_acceleration": [0.125, 0, 9.75]}', "--rate", "1000", "--count", str(COUNT),
                             "--stamp"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -96,7 +97,7 @@ def test_a_cpp_publisher_reaches_a_python_node_callback_message_for_message():
 
 
 def test_a_python_subscriber_of_a_python_publisher_gets_the_trailing_array_and_strings():
-    img = shmbus.message_type("sensor_msgs/Image")
+    img = shmbus.message_type("shmbus_msgs/Image")
     pub = shmbus.Publisher("/py/small_image", img)
     sub = shmbus.Subscriber("/py/small_image")  # any type: the channel's schema gives the fields
     pixels = np.arange(2 * 3 * 3, dtype=np.uint8).reshape(2, 3, 3)
@@ -107,6 +108,25 @@ def test_a_python_subscriber_of_a_python_publisher_gets_the_trailing_array_and_s
     assert np.array_equal(shmbus.image_array(m), pixels)
     assert m.to_dict()["data"] == pixels.reshape(-1).tolist()
     assert sub.take() is None
+
+
+def test_ros2s_own_image_travels_and_its_pixels_are_a_view_of_the_message():
+    img = shmbus.message_type("sensor_msgs/msg/Image")  # shipped, ROS 2's fields
+    assert img.name == "sensor_msgs/Image"
+    pub = shmbus.Publisher("/py/ros2_image", img)
+    sub = shmbus.Subscriber("/py/ros2_image")
+    pixels = np.arange(4 * 5 * 3, dtype=np.uint8).reshape(4, 5, 3)
+    stamp = {"sec": 17, "nanosec": 250}
+    assert pub.publish(shmbus.image_message(pixels, "bgr8", type="sensor_msgs/Image",
+                                            header={"stamp": stamp, "frame_id": "camera_optical"}))
+    m = sub.read(timeout=5)
+    assert m is not None and m.type == img
+    assert (m.header.stamp.sec, m.header.stamp.nanosec, m.header.frame_id) == (17, 250, "camera_optical")
+    assert (m.height, m.width, m.step, m.encoding) == (4, 5, 15, "bgr8")
+    a = shmbus.image_array(m)
+    assert np.array_equal(a, pixels) and np.shares_memory(a, m.raw)
+    with pytest.raises(shmbus.InvalidArgumentError, match="image_array needs a sensor_msgs/Image"):
+        shmbus.image_array(shmbus.message_type("std_msgs/String").new(data="x"))
 
 
 def test_ros2_types_with_strings_and_sequences_travel_as_str_numpy_views_and_message_views():
@@ -134,7 +154,7 @@ def test_ros2_types_with_strings_and_sequences_travel_as_str_numpy_views_and_mes
 
 
 def test_a_loan_publishes_what_was_written_into_the_ring():
-    img = shmbus.message_type("sensor_msgs/Image")
+    img = shmbus.message_type("shmbus_msgs/Image")
     pub = shmbus.Publisher("/py/loaned", img)
     sub = shmbus.Subscriber("/py/loaned", img)
     with pub.loan(4 * 4 * 3) as m:
@@ -153,16 +173,16 @@ def test_a_loan_publishes_what_was_written_into_the_ring():
 
 def test_what_a_python_callback_publishes_cites_the_message_that_triggered_it():
     node = shmbus.Node("py_stage")
-    out = node.publisher("/py/prov_out", "std_msgs/String")
+    out = node.publisher("/py/prov_out", "shmbus_msgs/String")
 
     def stage(msg):
         out.publish({"data": msg.data.upper()})
         if msg.info.sequence == 2:
             node.stop()
 
-    node.subscribe("/py/prov_in", "std_msgs/String", stage)
-    source = shmbus.Publisher("/py/prov_in", "std_msgs/String")
-    results = shmbus.Subscriber("/py/prov_out", "std_msgs/String")
+    node.subscribe("/py/prov_in", "shmbus_msgs/String", stage)
+    source = shmbus.Publisher("/py/prov_in", "shmbus_msgs/String")
+    results = shmbus.Subscriber("/py/prov_out", "shmbus_msgs/String")
     for word in ("a", "b", "c"):
         assert source.publish({"data": word})
     node.spin()

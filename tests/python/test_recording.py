@@ -85,7 +85,7 @@ def test_filters_by_time_keep_the_window(recording):
 @pytest.mark.parametrize("compression", ["zstd", "lz4", "none"])
 def test_a_recording_written_in_python_reads_back_in_python_and_in_shmtool(compression, tmp_path):
     path = str(tmp_path / f"w_{compression}.mcap")
-    imu = shmbus.message_type("sensor_msgs/Imu")
+    imu = shmbus.message_type("shmbus_msgs/Imu")
     with shmbus.record.Writer(path, compression) as w:
         for i in range(100):
             w.write("/py/imu", imu.new(header={"seq": i}, orientation=[i, 0, 0, 1]), log_time=1_000_000 + i)
@@ -93,4 +93,4 @@ def test_a_recording_written_in_python_reads_back_in_python_and_in_shmtool(compr
     assert [r.message.header.seq for r in back] == list(range(100))
     assert back[7].message.orientation.tolist() == [7.0, 0.0, 0.0, 1.0]
     info = json.loads(shmtool("bag", "info", path, "--json").stdout)
-    assert info["channels"][0]["messages"] == 100 and info["channels"][0]["type"] == "sensor_msgs/Imu"
+    assert info["channels"][0]["messages"] == 100 and info["channels"][0]["type"] == "shmbus_msgs/Imu"

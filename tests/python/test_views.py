@@ -46,7 +46,7 @@ class ImagePublisher:
 
 
 def test_an_image_from_cpp_is_a_numpy_view_inside_the_channels_mapping_and_an_overwrite_is_caught():
-    sub = shmbus.Subscriber("/py/image", "sensor_msgs/Image")
+    sub = shmbus.Subscriber("/py/image", "shmbus_msgs/Image")
     pub = ImagePublisher("/py/image")
     try:
         assert pub.publish(1) == 1
@@ -98,7 +98,7 @@ def test_an_in_place_node_callback_gets_the_view_and_hears_of_an_overwrite():
             pub.publish(5)  # laps the ring while this callback reads
         node.stop()
 
-    sub = node.subscribe("/py/image_node", "sensor_msgs/Image", on_image, in_place=True,
+    sub = node.subscribe("/py/image_node", "shmbus_msgs/Image", on_image, in_place=True,
                          wait_for_channel=True, on_overwritten=lambda info: overwritten.append(info.sequence))
     try:
         pub.publish(1)

@@ -17,7 +17,7 @@
 #include "shmbus/introspect.hpp"
 #include "shmbus/record/recorder.hpp"
 #include "shmbus/record/recording.hpp"
-#include "std_msgs/String.hpp"
+#include "shmbus_msgs/String.hpp"
 
 namespace shmbus::record {
 
@@ -86,8 +86,8 @@ class Running {
   std::thread thread_;
 };
 
-inline std_msgs::String text(const std::string& s) {
-  std_msgs::String m{};
+inline shmbus_msgs::String text(const std::string& s) {
+  shmbus_msgs::String m{};
   m.data.assign(s);
   return m;
 }

@@ -28,7 +28,7 @@ std::string record_chat(const std::string& path, int n, std::chrono::millisecond
   test::TestDomain d(ring_config(), "rec");
   Config config = ring_config();
   config.domain = d.domain();
-  TypedPublisher<std_msgs::String> pub("/chat", d.context());
+  TypedPublisher<shmbus_msgs::String> pub("/chat", d.context());
   RecorderOptions o;
   o.output = path;
   o.patterns = {"/chat"};
@@ -58,7 +58,7 @@ struct Target {
   }
   test::TestDomain d;
   Config config = ring_config();
-  TypedSubscriber<std_msgs::String> sub;
+  TypedSubscriber<shmbus_msgs::String> sub;
 };
 
 std::vector<std::string> expected_texts(int n) {
@@ -141,7 +141,7 @@ TEST_F(PlayerTest, AControlStepsOneMessageAtATimeWhilePausedAndResumes) {
 TEST_F(PlayerTest, RemapsFiltersAndStopsWhenAsked) {
   const std::string file = record_chat(temp_path("chat.mcap"), 10, 1ms);
   Target target;
-  TypedSubscriber<std_msgs::String> replayed("/chat_replayed", target.d.context());
+  TypedSubscriber<shmbus_msgs::String> replayed("/chat_replayed", target.d.context());
   PlayerOptions o;
   o.files = {file};
   o.rate = 1000;

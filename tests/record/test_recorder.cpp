@@ -23,7 +23,7 @@
 #include "shmbus/publisher.hpp"
 #include "shmbus/record/recorder.hpp"
 #include "shmbus/record/recording.hpp"
-#include "std_msgs/String.hpp"
+#include "shmbus_msgs/String.hpp"
 #include "support/test_domain.hpp"
 
 namespace shmbus::record {
@@ -57,7 +57,7 @@ Read read_file(const std::string& path, const std::string& channel) {
   }
   reader.read_messages([&](const mcap::MessageView& m) {
     if (m.channel_id != id) return true;
-    std_msgs::String s{};
+    shmbus_msgs::String s{};
     EXPECT_EQ(m.data.size(), sizeof s);
     std::memcpy(&s, m.data.data(), std::min(m.data.size(), sizeof s));
     r.texts.emplace_back(s.data.view());
@@ -71,7 +71,7 @@ TEST_F(RecorderTest, RecordsEveryMessageOfARingIntoAFileInProcess) {
   test::TestDomain d(ring_config(), "rec");
   Config config = ring_config();
   config.domain = d.domain();
-  TypedPublisher<std_msgs::String> pub("/chat", d.context());
+  TypedPublisher<shmbus_msgs::String> pub("/chat", d.context());
   RecorderOptions o;
   o.output = temp_path("ring.mcap");
   o.patterns = {"/ch*"};
@@ -109,12 +109,12 @@ TEST_F(RecorderTest, AChannelMadeWhileRecordingIsRecordedFromItsFirstMessage) {
   o.all = true;
   // A channel there from the start: once the recorder reads it, its first
   // look at the domain is done, and /late is new to it.
-  TypedPublisher<std_msgs::String> early("/early", d.context());
+  TypedPublisher<shmbus_msgs::String> early("/early", d.context());
   Recorder recorder(config, o);
   Running running(recorder);
   ASSERT_TRUE(recorder_received(config, "/early", 0));
   // Published at once, before the recorder can have found the channel.
-  TypedPublisher<std_msgs::String> pub("/late", d.context());
+  TypedPublisher<shmbus_msgs::String> pub("/late", d.context());
   for (int i = 0; i < 50; ++i) ASSERT_EQ(pub.publish(text("l" + std::to_string(i))), PublishResult::kOk);
   ASSERT_TRUE(recorder_received(config, "/late", 50));
   const RecordSummary summary = running.finish();
@@ -129,7 +129,7 @@ TEST_F(RecorderTest, ATriggerWritesTheSnapshotWindowWithItsReason) {
   test::TestDomain d(ring_config(), "rec");
   Config config = ring_config();
   config.domain = d.domain();
-  TypedPublisher<std_msgs::String> pub("/snap", d.context());
+  TypedPublisher<shmbus_msgs::String> pub("/snap", d.context());
   RecorderOptions o;
   o.output = temp_path("snap.mcap");
   o.patterns = {"/snap"};

@@ -35,12 +35,13 @@ constexpr int kFrames = 6;
 class Upper {
  public:
   Upper(Context& context, std::string suffix)
-      : node_("upper", context, NodeOptions{.handle_signals = false}), out_(node_.publisher<std_msgs::String>("/out")) {
+      : node_("upper", context, NodeOptions{.handle_signals = false}),
+        out_(node_.publisher<shmbus_msgs::String>("/out")) {
     SubscriptionOptions o;
     o.subscriber.wait_for_channel = true;
-    node_.subscribe<std_msgs::String>(
+    node_.subscribe<shmbus_msgs::String>(
         "/in",
-        [this, suffix](const std_msgs::String& m, const MessageInfo&) {
+        [this, suffix](const shmbus_msgs::String& m, const MessageInfo&) {
           std::string s(m.data.view());
           for (char& c : s) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
           out_.publish(text(s + suffix));
@@ -57,7 +58,7 @@ class Upper {
 
  private:
   Node node_;
-  NodePublisher<TypedPublisher<std_msgs::String>> out_;
+  NodePublisher<TypedPublisher<shmbus_msgs::String>> out_;
   std::thread thread_;
 };
 
@@ -66,7 +67,7 @@ std::string record_module(const std::string& path) {
   test::TestDomain d(ring_config(), "rec");
   Config config = ring_config();
   config.domain = d.domain();
-  TypedPublisher<std_msgs::String> in("/in", d.context());
+  TypedPublisher<shmbus_msgs::String> in("/in", d.context());
   Upper upper(d.context(), "");
   RecorderOptions o;
   o.output = path;
@@ -94,7 +95,7 @@ std::vector<std::pair<std::string, std::uint32_t>> texts_of(const std::string& p
   std::vector<std::pair<std::string, std::uint32_t>> out;
   reader.read_messages([&](const mcap::MessageView& m) {
     if (m.channel_id != id) return true;
-    std_msgs::String s{};
+    shmbus_msgs::String s{};
     std::memcpy(&s, m.data.data(), std::min(m.data.size(), sizeof s));
     out.emplace_back(std::string(s.data.view()), m.sequence);
     return true;

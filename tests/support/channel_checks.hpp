@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -18,7 +19,7 @@
 #include "shmbus/clock.hpp"
 #include "shmbus/introspect.hpp"
 #include "shmbus/subscriber.hpp"
-#include "std_msgs/String.hpp"
+#include "shmbus_msgs/String.hpp"
 
 namespace shmbus::test {
 
@@ -42,14 +43,20 @@ inline bool wait_messages(const std::string& domain, const std::string& channel,
   return false;
 }
 
-/// Takes up to `n` strings from `sub` within `within`.
-inline std::vector<std::string> take_strings(TypedSubscriber<std_msgs::String>& sub, std::size_t n,
-                                             std::chrono::milliseconds within) {
+/// The `data` of the next `n` messages of a string type (shmbus_msgs/String
+/// or ROS 2's std_msgs/String) within `within`.
+template <class StringType>
+std::vector<std::string> take_strings(TypedSubscriber<StringType>& sub, std::size_t n,
+                                      std::chrono::milliseconds within) {
   std::vector<std::string> got;
   const std::int64_t deadline = mono_now_ns() + within.count() * 1'000'000;
   while (got.size() < n && mono_now_ns() < deadline) {
     if (auto m = sub.take()) {
-      got.push_back(m->data.str());
+      if constexpr (requires { m->data.view(); }) {
+        got.emplace_back(m->data.view());
+      } else {
+        got.push_back(std::move(m->data));
+      }
     } else {
       sub.wait(std::chrono::milliseconds(10));
     }

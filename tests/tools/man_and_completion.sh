@@ -34,10 +34,10 @@ cleanup() {
   "$tool" --domain "$domain" clean >/dev/null 2>&1 || true
 }
 trap cleanup EXIT
-"$tool" --domain "$domain" pub /completion/live_channel --type std_msgs/String --rate 10 '{"data": "x"}' >/dev/null &
+"$tool" --domain "$domain" pub /completion/live_channel --type shmbus_msgs/String --rate 10 '{"data": "x"}' >/dev/null &
 pub=$!
 for _ in $(seq 200); do
-  "$tool" --domain "$domain" find std_msgs/String 2>/dev/null | grep -q live_channel && break
+  "$tool" --domain "$domain" find shmbus_msgs/String 2>/dev/null | grep -q live_channel && break
   sleep 0.05
 done
 

@@ -69,7 +69,7 @@ TEST(ShmtoolTiming, HzReportsWhatThePublishedStampsSayAndPubIsNeverEarly) {
   constexpr double kPeriodNs = 5e6;  // 200 Hz
   auto echo = start_tool({"echo", "/rate", "--json", "-n", std::to_string(kCount)}, d.name, true);
   ASSERT_TRUE(echo->wait_for_output("waiting for /rate", 10s)) << echo->output();
-  const ToolRun pub = shmtool(tool_args({"pub", "/rate", "--type", "std_msgs/String", "--rate", "200", "--count",
+  const ToolRun pub = shmtool(tool_args({"pub", "/rate", "--type", "shmbus_msgs/String", "--rate", "200", "--count",
                                          std::to_string(kCount), R"({"data": "tick"})"},
                                         d.name));
   ASSERT_EQ(pub.code, 0) << pub.err;
@@ -124,9 +124,10 @@ TEST(Shmtool, EchoStartedBeforeItsChannelShowsEveryMessageFromTheFirst) {
       std::ofstream(config) << "[[channel]]\nname = \"/first\"\nstall_timeout = \"10s\"\n";
       auto echo = start_tool({"--config", config.string(), "echo", "/first", "--json"}, d.name, true);
       ASSERT_TRUE(echo->wait_for_output("waiting for /first", 10s)) << echo->output();
-      const ToolRun pub = shmtool(tool_args({"--config", config.string(), "pub", "/first", "--type", "std_msgs/String",
-                                             "--rate", rate, "--count", std::to_string(count), R"({"data": "x"})"},
-                                            d.name));
+      const ToolRun pub =
+          shmtool(tool_args({"--config", config.string(), "pub", "/first", "--type", "shmbus_msgs/String", "--rate",
+                             rate, "--count", std::to_string(count), R"({"data": "x"})"},
+                            d.name));
       std::filesystem::remove(config);
       ASSERT_EQ(pub.code, 0) << pub.err;
       // The last message is never overwritten: once it is shown, all are.
@@ -164,7 +165,7 @@ TEST(TestHarness, EnvironmentEntriesOfAChildReplaceInheritedOnes) {
 
 TEST(Shmtool, EchoDecodesWhatPubSent) {
   DomainGuard d;
-  auto pub = start_tool({"pub", "/imu", "--type", "sensor_msgs/Imu", "--rate", "100", "--stamp",
+  auto pub = start_tool({"pub", "/imu", "--type", "shmbus_msgs/Imu", "--rate", "100", "--stamp",
                          R"({"header": {"frame_id": "imu_link"}, "angular_velocity": [0.5, -1.25, 3]})"},
                         d.name);
   wait_for_stamps(d.name, "/imu", 1);
@@ -201,12 +202,41 @@ TEST(Shmtool, EchoDecodesWhatPubSent) {
   EXPECT_TRUE(exited_zero(pub->wait(10s)));
 }
 
+// ROS 2's sensor_msgs/Imu as shipped: pub starts from the definition's
+// defaults (an identity orientation), --stamp fills header.stamp with the
+// wall clock, and echo prints the fields as ROS 2 names them.
+TEST(Shmtool, PubStampsAndEchoDecodesRos2sImu) {
+  DomainGuard d;
+  auto pub = start_tool({"pub", "/ros2/imu", "--type", "sensor_msgs/msg/Imu", "--rate", "100", "--stamp",
+                         R"({"header": {"frame_id": "imu_link"}, "angular_velocity": {"z": 0.25}})"},
+                        d.name);
+  wait_for_stamps(d.name, "/ros2/imu", 1);
+  const ToolRun echo = shmtool(tool_args({"echo", "/ros2/imu", "-n", "2", "--json"}, d.name));
+  ASSERT_EQ(echo.code, 0) << echo.err;
+  const std::vector<json> messages = json_lines(echo.out);
+  ASSERT_EQ(messages.size(), 2U) << echo.out;
+  for (const json& m : messages) {
+    SCOPED_TRACE(m.dump());
+    const json& data = m["data"];
+    EXPECT_EQ(data["header"]["frame_id"], "imu_link");
+    EXPECT_EQ(data["orientation"], json({{"x", 0.0}, {"y", 0.0}, {"z", 0.0}, {"w", 1.0}}));
+    EXPECT_EQ(data["angular_velocity"], json({{"x", 0.0}, {"y", 0.0}, {"z", 0.25}}));
+    const auto stamp_ns = data["header"]["stamp"]["sec"].get<std::int64_t>() * 1'000'000'000 +
+                          data["header"]["stamp"]["nanosec"].get<std::int64_t>();
+    EXPECT_LT(data["header"]["stamp"]["nanosec"].get<std::int64_t>(), 1'000'000'000);
+    // The wall clock of the publish that stamped the time list.
+    EXPECT_NEAR(static_cast<double>(stamp_ns), static_cast<double>(m["publish_wall_ns"].get<std::int64_t>()), 1e8);
+  }
+  pub->signal(SIGTERM);
+  EXPECT_TRUE(exited_zero(pub->wait(10s)));
+}
+
 // bw reads messages in place and reports their sizes and bytes per second;
 // find lists the channels of a type, in either spelling.
 TEST(Shmtool, BwMeasuresMessageSizesAndFindListsChannelsOfAType) {
   DomainGuard d;
-  auto imu = start_tool({"pub", "/imu", "--type", "sensor_msgs/Imu", "--rate", "100", "{}"}, d.name);
-  auto text = start_tool({"pub", "/text", "--type", "std_msgs/String", "--rate", "10", R"({"data": "x"})"}, d.name);
+  auto imu = start_tool({"pub", "/imu", "--type", "shmbus_msgs/Imu", "--rate", "100", "{}"}, d.name);
+  auto text = start_tool({"pub", "/text", "--type", "shmbus_msgs/String", "--rate", "10", R"({"data": "x"})"}, d.name);
   wait_for_stamps(d.name, "/imu", 1);
   wait_for_stamps(d.name, "/text", 1);
   const ToolRun bw =
@@ -231,11 +261,11 @@ TEST(Shmtool, BwMeasuresMessageSizesAndFindListsChannelsOfAType) {
     EXPECT_EQ(f.code, 0) << f.err;
     return f.code == 0 ? json::parse(f.out) : json();
   };
-  EXPECT_EQ(found("sensor_msgs/Imu"), json::array({"/imu"}));
-  EXPECT_EQ(found("sensor_msgs/msg/Imu"), json::array({"/imu"}));
-  EXPECT_EQ(found("std_msgs/String"), json::array({"/text"}));
+  EXPECT_EQ(found("shmbus_msgs/Imu"), json::array({"/imu"}));
+  EXPECT_EQ(found("shmbus_msgs/msg/Imu"), json::array({"/imu"}));
+  EXPECT_EQ(found("shmbus_msgs/String"), json::array({"/text"}));
   EXPECT_EQ(found("nothing/Here"), json::array());
-  const ToolRun plain = shmtool(tool_args({"find", "std_msgs/String"}, d.name));
+  const ToolRun plain = shmtool(tool_args({"find", "shmbus_msgs/String"}, d.name));
   EXPECT_EQ(plain.out, "/text\n");
   for (auto* p : {imu.get(), text.get()}) {
     p->signal(SIGTERM);
@@ -263,7 +293,7 @@ TEST(Shmtool, ListAndInfoShowPublishersAndSubscribers) {
   ChildProcess pub1({kPeer, "pub", d.name, "/a", "1", "0", "64", "2000"});
   ChildProcess pub2({kPeer, "pub", d.name, "/a", "2", "0", "64", "2000"});
   ChildProcess sub({kPeer, "sub", d.name, "/a", "0", "60000"});
-  auto pub_b = start_tool({"pub", "/b", "--type", "std_msgs/String", "--rate", "20", R"({"data": "b"})"}, d.name);
+  auto pub_b = start_tool({"pub", "/b", "--type", "shmbus_msgs/String", "--rate", "20", R"({"data": "b"})"}, d.name);
   shmbus::test::wait_for_subscribers(d.name, "/a", 1);
   wait_for_stamps(d.name, "/a", 100);
   wait_for_stamps(d.name, "/b", 5);
@@ -291,7 +321,7 @@ TEST(Shmtool, ListAndInfoShowPublishersAndSubscribers) {
   EXPECT_EQ(a["level"], "unmonitored");
   EXPECT_TRUE(a.contains("lost"));
   EXPECT_EQ(b["name"], "/b");
-  EXPECT_EQ(b["type"], "std_msgs/String");
+  EXPECT_EQ(b["type"], "shmbus_msgs/String");
   EXPECT_EQ(b["publishers"], 1);
   EXPECT_EQ(b["subscribers"], 0);
   EXPECT_GT(b_rate, 0.0);
@@ -351,7 +381,7 @@ TEST(Shmtool, ListAndInfoShowPublishersAndSubscribers) {
 // Ctrl-C ends echo, hz, pub and top cleanly: exit 0 and no endpoint left.
 TEST(Shmtool, CtrlCLeavesNoEndpointBehind) {
   DomainGuard d;
-  auto pub = start_tool({"pub", "/c", "--type", "std_msgs/String", "--rate", "50"}, d.name);
+  auto pub = start_tool({"pub", "/c", "--type", "shmbus_msgs/String", "--rate", "50"}, d.name);
   wait_for_stamps(d.name, "/c", 1);
   auto echo = start_tool({"echo", "/c"}, d.name);
   auto hz = start_tool({"hz", "/c"}, d.name);
@@ -371,7 +401,7 @@ TEST(Shmtool, CtrlCLeavesNoEndpointBehind) {
 // `top` on a real terminal: a full-screen table, and `q` quits.
 TEST(Shmtool, TopRefreshesOnATerminalAndQuitsOnQ) {
   DomainGuard d;
-  const ToolRun pub = shmtool(tool_args({"pub", "/t", "--type", "std_msgs/String", "--once"}, d.name));
+  const ToolRun pub = shmtool(tool_args({"pub", "/t", "--type", "shmbus_msgs/String", "--once"}, d.name));
   ASSERT_EQ(pub.code, 0) << pub.err;
   ToolOnPty top({"top", "--interval", "0.2"}, d.name);
   EXPECT_TRUE(top.read_until("(r rate, l level, n name, q quit)")) << top.screen;
@@ -387,11 +417,11 @@ TEST(Shmtool, AlertsUseTheConfiguredThresholds) {
   DomainGuard d;
   const std::filesystem::path config = std::filesystem::temp_directory_path() / (d.name + ".toml");
   std::ofstream(config) << "[[channel]]\nname = \"/mon/*\"\nthresholds_hz = [90.0, 110.0, 400.0]\n";
-  auto slow = start_tool({"--config", config.string(), "pub", "/mon/slow", "--type", "std_msgs/String", "--rate", "40"},
-                         d.name);
-  auto ok =
-      start_tool({"--config", config.string(), "pub", "/mon/ok", "--type", "std_msgs/String", "--rate", "100"}, d.name);
-  auto other = start_tool({"pub", "/other", "--type", "std_msgs/String", "--rate", "10"}, d.name);
+  auto slow = start_tool(
+      {"--config", config.string(), "pub", "/mon/slow", "--type", "shmbus_msgs/String", "--rate", "40"}, d.name);
+  auto ok = start_tool({"--config", config.string(), "pub", "/mon/ok", "--type", "shmbus_msgs/String", "--rate", "100"},
+                       d.name);
+  auto other = start_tool({"pub", "/other", "--type", "shmbus_msgs/String", "--rate", "10"}, d.name);
   wait_for_stamps(d.name, "/mon/ok", 1);
   wait_for_stamps(d.name, "/mon/slow", 1);
   wait_for_stamps(d.name, "/other", 1);
@@ -626,7 +656,7 @@ TEST(Shmtool, EchoHzAndSyncStartedBeforeTheirChannelsWaitForThem) {
 // Bad input: one line on stderr that names the thing, and the exit code.
 TEST(Shmtool, BadInputExitCodesAndOneLineErrors) {
   DomainGuard d;
-  const ToolRun made = shmtool(tool_args({"pub", "/known", "--type", "sensor_msgs/Imu", "--once"}, d.name));
+  const ToolRun made = shmtool(tool_args({"pub", "/known", "--type", "shmbus_msgs/Imu", "--once"}, d.name));
   ASSERT_EQ(made.code, 0) << made.err;
   const std::vector<Refusal> cases{
       {{"info", "/missing"}, 3, "channel /missing not found"},
@@ -638,13 +668,15 @@ TEST(Shmtool, BadInputExitCodesAndOneLineErrors) {
       {{"pub", "/known", "{not json"}, 2, "DATA is not JSON"},
       {{"pub", "/known", "--rate", "0"}, 2, "--rate 0 is not a rate"},
       {{"pub", "/known", "--rate", "-5"}, 2, "--rate -5 is not a rate"},
-      {{"pub", "/known", "--type", "std_msgs/String", "--once"}, 2, "you asked for std_msgs/String"},
+      {{"pub", "/known", "--type", "shmbus_msgs/String", "--once"}, 2, "you asked for shmbus_msgs/String"},
       {{"pub", "/new", "--once"}, 2, "give its type with --type"},
       {{"pub", "/new", "--type", "no_pkg/Nothing", "--once"}, 2, "unknown message type 'no_pkg/Nothing'"},
-      {{"pub", "/text", "--stamp", "--type", "std_msgs/String"}, 2, "--stamp needs a std_msgs/Header field"},
-      {{"pub", "/known", "--raw-size", "8", "--once"}, 2, "has type sensor_msgs/Imu"},
+      {{"pub", "/text", "--stamp", "--type", "shmbus_msgs/String"},
+       2,
+       "--stamp needs a field 'header' of std_msgs/Header or shmbus_msgs/Header"},
+      {{"pub", "/known", "--raw-size", "8", "--once"}, 2, "has type shmbus_msgs/Imu"},
       {{"pub", "/r", "--raw-size", "2", "0a0b0c", "--once"}, 2, "DATA has 3 bytes, more than --raw-size 2"},
-      {{"pub", "/known", "--type", "sensor_msgs/Imu", "--raw-size", "8"}, 2, "excludes"},
+      {{"pub", "/known", "--type", "shmbus_msgs/Imu", "--raw-size", "8"}, 2, "excludes"},
       {{"echo", "/known", "--json", "--hex"}, 2, "excludes"},
       {{"hz", "/known", "--window", "0"}, 2, "--window: must be a number of seconds > 0"},
       {{"info", "bad name"}, 2, "channel name \"bad name\""},
@@ -663,7 +695,7 @@ TEST(Shmtool, SyncPublishesFusedSetsFromRealPublishers) {
   DomainGuard d;
   std::vector<std::unique_ptr<ChildProcess>> pubs;
   for (const char* c : {"/s/a", "/s/b", "/s/c"}) {
-    pubs.push_back(start_tool({"pub", c, "--type", "sensor_msgs/Imu", "--rate", "100", "--stamp"}, d.name));
+    pubs.push_back(start_tool({"pub", c, "--type", "shmbus_msgs/Imu", "--rate", "100", "--stamp"}, d.name));
   }
   for (const char* c : {"/s/a", "/s/b", "/s/c"}) wait_for_stamps(d.name, c, 1);
   // Publishers at 100 Hz with unrelated phases: any three latest stamps lie
@@ -722,7 +754,7 @@ TEST(Shmtool, SyncPublishesFusedSetsFromRealPublishers) {
 TEST(Shmtool, SyncRefusesBadParametersWithOneLine) {
   DomainGuard d;
   for (const char* c : {"/x", "/y"}) {
-    const ToolRun made = shmtool(tool_args({"pub", c, "--type", "std_msgs/String", "--once"}, d.name));
+    const ToolRun made = shmtool(tool_args({"pub", c, "--type", "shmbus_msgs/String", "--once"}, d.name));
     ASSERT_EQ(made.code, 0) << made.err;
   }
   const std::vector<Refusal> cases{
@@ -734,7 +766,7 @@ TEST(Shmtool, SyncRefusesBadParametersWithOneLine) {
       {{"sync", "--inputs", "/x", "--threshold", "5ms", "--output", "/f"}, 2, "at least 2 input channels, got 1"},
       {{"sync", "--inputs", "/x,/y", "--threshold", "5ms", "--output", "/f", "--stamp-field", "header.stamp_ns"},
        2,
-       "input /x has type std_msgs/String, which has no field 'header.stamp_ns'"},
+       "input /x has type shmbus_msgs/String, which has no field 'header.stamp_ns'"},
       {{"sync", "--inputs", "/x,/y", "--threshold", "5ms", "--output", "/f", "--policy", "fastest"},
        2,
        "--policy fastest is unknown"},
@@ -752,7 +784,7 @@ TEST(Shmtool, SyncRefusesBadParametersWithOneLine) {
   std::ofstream(bad) << "[[sync]]\nname = \"one\"\ninputs = [\"/x\"]\noutput = \"/f\"\n";
   std::vector<Refusal> all = cases;
   all.push_back(
-      {{"--config", good.string(), "sync", "xy"}, 2, "input /x has type std_msgs/String, which has no field"});
+      {{"--config", good.string(), "sync", "xy"}, 2, "input /x has type shmbus_msgs/String, which has no field"});
   all.push_back({{"--config", good.string(), "sync", "nope"}, 2, "no [[sync]] entry named nope"});
   all.push_back({{"--config", bad.string(), "sync", "one"}, 2, ":1:1: sync one needs inputs"});
   all.push_back({{"sync", "--threshold", "5ms"}, 2, "give --inputs and --output, or the name of a [[sync]] entry"});

@@ -140,7 +140,7 @@ TEST(ShmtoolIceoryx, SyncFusesSetsFromIceoryxChannels) {
   std::vector<std::unique_ptr<ChildProcess>> pubs;
   for (const char* c : {"/s/a", "/s/b", "/s/c"}) {
     pubs.push_back(start_tool(
-        {"--config", config.string(), "pub", c, "--type", "sensor_msgs/Imu", "--rate", "100", "--stamp"}, d.name));
+        {"--config", config.string(), "pub", c, "--type", "shmbus_msgs/Imu", "--rate", "100", "--stamp"}, d.name));
   }
   for (const char* c : {"/s/a", "/s/b", "/s/c"}) wait_for_stamps(d.name, c, 1);
   auto sync = start_tool({"--config", config.string(), "sync", "imu_fusion"}, d.name);

@@ -124,9 +124,9 @@ void wait_for_subscriber(const std::string& domain, const std::string& channel) 
   FAIL() << channel << " got no subscriber";
 }
 
-/// Publishes `count` std_msgs/String on `channel` at `rate` Hz, to its end.
+/// Publishes `count` shmbus_msgs/String on `channel` at `rate` Hz, to its end.
 void publish_strings(const std::string& domain, const std::string& channel, int rate, int count) {
-  const ToolRun r = shmtool(tool_args({"pub", channel, "--type", "std_msgs/String", "--rate", std::to_string(rate),
+  const ToolRun r = shmtool(tool_args({"pub", channel, "--type", "shmbus_msgs/String", "--rate", std::to_string(rate),
                                        "--count", std::to_string(count), R"({"data": "x"})"},
                                       domain));
   ASSERT_EQ(r.code, 0) << r.err;
@@ -145,9 +145,10 @@ TEST(ShmtoolRecord, RecordThreeChannelsAndBagInfoCountsEqualWhatWasPublished) {
   ASSERT_TRUE(recorder->wait_for_output("recording", 20s)) << recorder->output();
   std::vector<std::unique_ptr<shmbus::test::ChildProcess>> pubs;
   pubs.push_back(start_tool(
-      {"pub", "/r/a", "--type", "std_msgs/String", "--rate", "200", "--count", "100", R"({"data": "abc"})"}, d.name));
+      {"pub", "/r/a", "--type", "shmbus_msgs/String", "--rate", "200", "--count", "100", R"({"data": "abc"})"},
+      d.name));
   pubs.push_back(
-      start_tool({"pub", "/r/b", "--type", "sensor_msgs/Imu", "--rate", "100", "--count", "50", "{}"}, d.name));
+      start_tool({"pub", "/r/b", "--type", "shmbus_msgs/Imu", "--rate", "100", "--count", "50", "{}"}, d.name));
   pubs.push_back(start_tool({"pub", "/r/c", "--raw-size", "64", "--rate", "50", "--count", "25", "00ff"}, d.name));
   for (auto& p : pubs) ASSERT_TRUE(exited_zero(p->wait(20s))) << p->output();
   // The recorder shows as a subscriber of each channel, under its node name.
@@ -171,15 +172,15 @@ TEST(ShmtoolRecord, RecordThreeChannelsAndBagInfoCountsEqualWhatWasPublished) {
   for (const json& c : b["channels"]) channels[c["name"]] = c;
   ASSERT_EQ(channels.size(), 3U) << bag.out;
   EXPECT_EQ(channels["/r/a"]["messages"], 100);
-  EXPECT_EQ(channels["/r/a"]["type"], "std_msgs/String");
+  EXPECT_EQ(channels["/r/a"]["type"], "shmbus_msgs/String");
   EXPECT_EQ(channels["/r/b"]["messages"], 50);
-  EXPECT_EQ(channels["/r/b"]["type"], "sensor_msgs/Imu");
+  EXPECT_EQ(channels["/r/b"]["type"], "shmbus_msgs/Imu");
   EXPECT_EQ(channels["/r/c"]["messages"], 25);
   EXPECT_EQ(channels["/r/c"]["type"], "shmbus/Bytes");
   for (const auto& [name, c] : channels) EXPECT_EQ(c["lost"], 0) << name;
   const ToolRun text = shmtool({"bag", "info", file});
   ASSERT_EQ(text.code, 0) << text.err;
-  EXPECT_NE(text.out.find("sensor_msgs/Imu"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("shmbus_msgs/Imu"), std::string::npos) << text.out;
 
   // The reference reader sees the same.
   const std::string reader = std::string(SHMBUS_SOURCE_DIR) + "/tests/js/mcap_read.mjs";
@@ -246,7 +247,7 @@ TEST(ShmtoolRecord, PlayPublishesARecordingAgainAtItsSpacing) {
   auto recorder = start_tool({"record", "-o", file, "/p/*"}, rec.name);
   ASSERT_TRUE(recorder->wait_for_output("recording", 20s)) << recorder->output();
   auto a = start_tool(
-      {"pub", "/p/a", "--type", "std_msgs/String", "--rate", "200", "--count", "100", R"({"data": "z"})"}, rec.name);
+      {"pub", "/p/a", "--type", "shmbus_msgs/String", "--rate", "200", "--count", "100", R"({"data": "z"})"}, rec.name);
   auto b = start_tool({"pub", "/p/b", "--raw-size", "16", "--rate", "50", "--count", "25", "01"}, rec.name);
   ASSERT_TRUE(exited_zero(a->wait(20s))) << a->output();
   ASSERT_TRUE(exited_zero(b->wait(20s))) << b->output();
@@ -282,11 +283,11 @@ TEST(ShmtoolRecord, PlayPublishesARecordingAgainAtItsSpacing) {
   EXPECT_GT(fast_s, 0.4 * span_s) << "--rate 2 plays twice as fast, not faster";
 
   DomainGuard other;
-  ASSERT_EQ(shmtool(tool_args({"pub", "/p/a", "--type", "sensor_msgs/Imu", "--once", "{}"}, other.name)).code, 0);
+  ASSERT_EQ(shmtool(tool_args({"pub", "/p/a", "--type", "shmbus_msgs/Imu", "--once", "{}"}, other.name)).code, 0);
   const ToolRun refused = shmtool(tool_args({"play", file}, other.name));
   EXPECT_EQ(refused.code, 2) << refused.err;
-  EXPECT_NE(refused.err.find("sensor_msgs/Imu"), std::string::npos) << refused.err;
-  EXPECT_NE(refused.err.find("std_msgs/String"), std::string::npos) << refused.err;
+  EXPECT_NE(refused.err.find("shmbus_msgs/Imu"), std::string::npos) << refused.err;
+  EXPECT_NE(refused.err.find("shmbus_msgs/String"), std::string::npos) << refused.err;
   std::filesystem::remove(file);
 }
 
@@ -533,10 +534,10 @@ TEST(ShmtoolRecord, ExportJsonValidatesAgainstItsJsonSchemas) {
   const std::string out = temp_path("shmtool_export_out");
   record_while(d.name, {"-o", file, "/e/*"}, [&] {
     std::vector<std::unique_ptr<shmbus::test::ChildProcess>> pubs;
-    pubs.push_back(start_tool(
-        {"pub", "/e/a", "--type", "std_msgs/String", "--rate", "200", "--count", "40", R"({"data": "\u00e9t\u00e9"})"},
-        d.name));
-    pubs.push_back(start_tool({"pub", "/e/b", "--type", "sensor_msgs/Imu", "--rate", "100", "--count", "20",
+    pubs.push_back(start_tool({"pub", "/e/a", "--type", "shmbus_msgs/String", "--rate", "200", "--count", "40",
+                               R"({"data": "\u00e9t\u00e9"})"},
+                              d.name));
+    pubs.push_back(start_tool({"pub", "/e/b", "--type", "shmbus_msgs/Imu", "--rate", "100", "--count", "20",
                                R"({"linear_acceleration": [0, 0, 9.81]})"},
                               d.name));
     pubs.push_back(start_tool({"pub", "/e/c", "--raw-size", "8", "--rate", "100", "--count", "10", "0102"}, d.name));
@@ -572,10 +573,10 @@ TEST(ShmtoolRecord, ExportCdrDecodesWithFoxglovesReaderExactly) {
   const std::string out = temp_path("shmtool_export_cdr_out");
   record_while(d.name, {"-o", file, "/x/*"}, [&] {
     std::vector<std::unique_ptr<shmbus::test::ChildProcess>> pubs;
-    pubs.push_back(start_tool({"pub", "/x/header", "--type", "std_msgs/Header", "--rate", "200", "--count", "30",
+    pubs.push_back(start_tool({"pub", "/x/header", "--type", "shmbus_msgs/Header", "--rate", "200", "--count", "30",
                                R"({"stamp_ns": 18446744073709551615, "seq": 7, "frame_id": "map"})"},
                               d.name));
-    pubs.push_back(start_tool({"pub", "/x/imu", "--type", "sensor_msgs/Imu", "--rate", "100", "--count", "20",
+    pubs.push_back(start_tool({"pub", "/x/imu", "--type", "shmbus_msgs/Imu", "--rate", "100", "--count", "20",
                                R"({"header": {"stamp_ns": 9007199254740993}, "linear_acceleration": [0, 0, 9.81]})"},
                               d.name));
     pubs.push_back(start_tool({"pub", "/x/raw", "--raw-size", "8", "--rate", "100", "--count", "10", "0102"}, d.name));
@@ -587,7 +588,7 @@ TEST(ShmtoolRecord, ExportCdrDecodesWithFoxglovesReaderExactly) {
   const json j = run_node("mcap_cdr_read.mjs", out);
   EXPECT_EQ(j["profile"], "ros2");
   EXPECT_EQ(j["channels"]["/x/imu"],
-            json({{"messageEncoding", "cdr"}, {"schemaEncoding", "ros2msg"}, {"schemaName", "sensor_msgs/msg/Imu"}}));
+            json({{"messageEncoding", "cdr"}, {"schemaEncoding", "ros2msg"}, {"schemaName", "shmbus_msgs/msg/Imu"}}));
   EXPECT_EQ(j["channels"]["/x/raw"]["schemaName"], "shmbus/msg/Bytes");
 
   // What the recording holds, decoded by shmbus with 64-bit integers as
@@ -645,18 +646,16 @@ TEST(ShmtoolRecord, ExportCdrDecodesWithFoxglovesReaderExactly) {
   EXPECT_EQ(played.code, 0) << played.err;
   EXPECT_NE(played.out.find("played 60 messages"), std::string::npos) << played.out;
 
-  // ROS 2's own std_msgs/Header (a builtin_interfaces/Time stamp) is not
-  // shmbus's: refused naming the channel and the type, nothing written.
+  // A file whose std_msgs/msg/Header is not ROS 2's (shmbus's old fixed
+  // layout under that name) disagrees with the shipped one: refused naming
+  // the channel, the type and the field, nothing written.
   const std::string ros2 = temp_path("shmtool_import_ros2");
   {
     shmbus::mcap::WriterOptions w;
     w.profile = "ros2";
     shmbus::mcap::Writer writer(ros2, w);
     const auto sid =
-        writer.add_schema("std_msgs/msg/Header", "ros2msg",
-                          "builtin_interfaces/Time stamp\nstring frame_id\n"
-                          "================================================================================\n"
-                          "MSG: builtin_interfaces/Time\nint32 sec\nuint32 nanosec\n");
+        writer.add_schema("std_msgs/msg/Header", "ros2msg", "uint64 stamp_ns\nuint32 seq\nstring frame_id\n");
     writer.add_channel(sid, "/ros/header", "cdr", {});
     writer.close();
   }
@@ -665,7 +664,7 @@ TEST(ShmtoolRecord, ExportCdrDecodesWithFoxglovesReaderExactly) {
   EXPECT_EQ(refused.code, 2) << refused.err;
   EXPECT_NE(refused.err.find("channel /ros/header: the file's std_msgs/msg/Header differs from "
                              "<shipped>/std_msgs/Header.msg on the msg path in std_msgs/Header: the file has "
-                             "'builtin_interfaces/Time stamp', the msg path 'uint64 stamp_ns'"),
+                             "'uint64 stamp_ns', the msg path 'builtin_interfaces/Time stamp'"),
             std::string::npos)
       << refused.err;
   EXPECT_EQ(refused.err_lines(), 1U) << refused.err;
@@ -983,7 +982,7 @@ TEST(ShmtoolRecord, SnapshotIsWrittenOnSigusr1TriggerAndShmbusdAlert) {
 
   // /n/b nominal at 100 Hz under shmbusd, then its publisher stops: the
   // alert (nominal -> critical) writes the seconds before it.
-  auto pub = start_tool({"pub", "/n/b", "--type", "std_msgs/String", "--rate", "100", R"({"data": "b"})"}, d.name);
+  auto pub = start_tool({"pub", "/n/b", "--type", "shmbus_msgs/String", "--rate", "100", R"({"data": "b"})"}, d.name);
   wait_for_stamps(d.name, "/n/b", 1);
   auto shmbusd = std::make_unique<shmbus::test::ChildProcess>(
       std::vector<std::string>{kDaemon, "--foreground", "--config", config, "--domain", d.name}, true);
@@ -1037,7 +1036,8 @@ TEST(ShmtoolRecord, BagFilterCompressDecompressAndCatAgreeWithTheReferenceReader
   const std::string file = temp_path("shmtool_ops");
   record_while(d.name, {"-o", file, "/ops/*", "--chunk-size", "2048"}, [&] {
     auto a = start_tool(
-        {"pub", "/ops/a", "--type", "std_msgs/String", "--rate", "200", "--count", "100", R"({"data": "a"})"}, d.name);
+        {"pub", "/ops/a", "--type", "shmbus_msgs/String", "--rate", "200", "--count", "100", R"({"data": "a"})"},
+        d.name);
     publish_strings(d.name, "/ops/b", 200, 60);
     ASSERT_TRUE(exited_zero(a->wait(20s))) << a->output();
   });
@@ -1101,7 +1101,7 @@ TEST(ShmtoolRecord, BagFilterCompressDecompressAndCatAgreeWithTheReferenceReader
   }
   const ToolRun text = shmtool({"bag", "cat", file, "--channels", "/ops/a"});
   EXPECT_EQ(std::count(text.out.begin(), text.out.end(), '\n'), 100) << text.out;
-  EXPECT_NE(text.out.find(" /ops/a [std_msgs/String] {\"data\":\"a\"}\n"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find(" /ops/a [shmbus_msgs/String] {\"data\":\"a\"}\n"), std::string::npos) << text.out;
 
   // On a terminal (script(1) gives it one), a progress line on stderr,
   // erased before the summary; none with --quiet.
@@ -1158,7 +1158,7 @@ TEST(ShmtoolRecord, BagDoctorFindsEachOfTwentyCorruptions) {
   DomainGuard d;
   const std::string file = temp_path("shmtool_doctor");
   record_while(d.name, {"-o", file, "/doc/*", "--chunk-size", "2048"}, [&] {
-    auto a = start_tool({"pub", "/doc/a", "--type", "std_msgs/String", "--rate", "500", "--count", "300",
+    auto a = start_tool({"pub", "/doc/a", "--type", "shmbus_msgs/String", "--rate", "500", "--count", "300",
                          R"({"data": "some text to fill the chunks"})"},
                         d.name);
     publish_strings(d.name, "/doc/b", 500, 200);
@@ -1270,7 +1270,7 @@ TEST(ShmtoolRecord, BagDoctorFindsEachOfTwentyCorruptions) {
 TEST(ShmtoolRecord, RecordShowsALiveStatusLineOnATerminal) {
   DomainGuard d;
   const std::string file = temp_path("shmtool_record_status");
-  auto pub = start_tool({"pub", "/st/a", "--type", "std_msgs/String", "--rate", "200", R"({"data": "s"})"}, d.name);
+  auto pub = start_tool({"pub", "/st/a", "--type", "shmbus_msgs/String", "--rate", "200", R"({"data": "s"})"}, d.name);
   wait_for_stamps(d.name, "/st/a", 1);
   ToolOnPty rec({"record", "-o", file, "/st/*"}, d.name);
   ASSERT_TRUE(rec.read_until("recording: ")) << rec.screen;

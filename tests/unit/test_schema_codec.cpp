@@ -12,16 +12,16 @@
 #include <sstream>
 
 #include "geometry_msgs/Quaternion.hpp"
-#include "sensor_msgs/Image.hpp"
-#include "sensor_msgs/Imu.hpp"
 #include "shmbus/error.hpp"
 #include "shmbus/publisher.hpp"
 #include "shmbus/schema.hpp"
 #include "shmbus/subscriber.hpp"
 #include "shmbus_msgs/Alert.hpp"
+#include "shmbus_msgs/Header.hpp"
+#include "shmbus_msgs/Image.hpp"
+#include "shmbus_msgs/Imu.hpp"
 #include "shmbus_msgs/Statistics.hpp"
-#include "std_msgs/Header.hpp"
-#include "std_msgs/String.hpp"
+#include "shmbus_msgs/String.hpp"
 #include "support/test_domain.hpp"
 #include "test_msgs/AllKinds.hpp"
 #include "test_msgs/Ros2Syntax.hpp"
@@ -154,8 +154,8 @@ TEST(SchemaCodecTest, SixtyFourBitIntegersAsStringsRoundTripExactly) {
 }
 
 TEST(SchemaCodecTest, CdrIsWhatRos2WritesAndItsSchemaTheRos2MsgText) {
-  const Schema s = schema_of(std_msgs::Header::kSchema);
-  std_msgs::Header h{};
+  const Schema s = schema_of(shmbus_msgs::Header::kSchema);
+  shmbus_msgs::Header h{};
   h.stamp_ns = 0x0102030405060708ULL;
   h.seq = 9;
   h.frame_id.assign("map");
@@ -171,13 +171,13 @@ TEST(SchemaCodecTest, CdrIsWhatRos2WritesAndItsSchemaTheRos2MsgText) {
       24);
   EXPECT_EQ(cdr, want);
   EXPECT_EQ(ros2msg_text(s.root()), "uint64 stamp_ns\nuint32 seq\nstring<=52 frame_id\n");
-  const Schema img = schema_of(sensor_msgs::Image::kSchema);
+  const Schema img = schema_of(shmbus_msgs::Image::kSchema);
   EXPECT_EQ(ros2msg_text(img.root()),
-            "std_msgs/Header header\nuint32 height\nuint32 width\nstring<=16 encoding\nuint8 is_bigendian\n"
+            "shmbus_msgs/Header header\nuint32 height\nuint32 width\nstring<=16 encoding\nuint8 is_bigendian\n"
             "uint32 step\nuint8[] data\n" +
-                std::string(80, '=') + "\nMSG: std_msgs/Header\nuint64 stamp_ns\nuint32 seq\nstring<=52 frame_id\n");
+                std::string(80, '=') + "\nMSG: shmbus_msgs/Header\nuint64 stamp_ns\nuint32 seq\nstring<=52 frame_id\n");
   // A buffer that lies about its trailing array is refused as decode() refuses it.
-  constexpr std::uint32_t kImageFixed = sensor_msgs::Image::View::kFixedSize;
+  constexpr std::uint32_t kImageFixed = shmbus_msgs::Image::View::kFixedSize;
   std::vector<std::byte> lying(kImageFixed + 2);
   const VarRef three{kImageFixed, 3};
   std::memcpy(lying.data() + img.root().fields.back().offset, &three, 8);
@@ -198,8 +198,8 @@ std::string refused_by(const Schema& s, const std::string& cdr) {
 // from_cdr, the reverse (bag import): what to_cdr wrote comes back byte for
 // byte; foreign CDR that cannot be held is refused naming the field.
 TEST(SchemaCodecTest, CdrDecodesBackAndForeignCdrIsCheckedFieldByField) {
-  const Schema s = schema_of(std_msgs::Header::kSchema);
-  std_msgs::Header h{};
+  const Schema s = schema_of(shmbus_msgs::Header::kSchema);
+  shmbus_msgs::Header h{};
   h.stamp_ns = 0xfffffffffffffffeULL;
   h.seq = 7;
   h.frame_id.assign("base_link");
@@ -216,7 +216,7 @@ TEST(SchemaCodecTest, CdrDecodesBackAndForeignCdrIsCheckedFieldByField) {
     }
     return std::string("accepted");
   };
-  EXPECT_NE(refused(cdr.substr(0, 10)).find("std_msgs/Header.stamp_ns: CDR cut short"), std::string::npos);
+  EXPECT_NE(refused(cdr.substr(0, 10)).find("shmbus_msgs/Header.stamp_ns: CDR cut short"), std::string::npos);
   std::string big_endian = cdr;
   big_endian[1] = '\x00';
   EXPECT_NE(refused(big_endian).find("not little-endian"), std::string::npos);
@@ -226,16 +226,16 @@ TEST(SchemaCodecTest, CdrDecodesBackAndForeignCdrIsCheckedFieldByField) {
   long_name.append(reinterpret_cast<const char*>(&n), 4);
   long_name += std::string(59, 'y') + '\0';
   long_name[1] = '\x01';
-  EXPECT_NE(refused(long_name).find("std_msgs/Header.frame_id: a string of 59 bytes does not fit string<52>"),
+  EXPECT_NE(refused(long_name).find("shmbus_msgs/Header.frame_id: a string of 59 bytes does not fit string<52>"),
             std::string::npos)
       << refused(long_name);
   // A trailing array's count beyond the bytes left: refused before any allocation.
-  const Schema img = schema_of(sensor_msgs::Image::kSchema);
+  const Schema img = schema_of(shmbus_msgs::Image::kSchema);
   std::string image_cdr;
-  img.to_cdr(shmbus::msg::to_bytes(sensor_msgs::Image{}), image_cdr);
+  img.to_cdr(shmbus::msg::to_bytes(shmbus_msgs::Image{}), image_cdr);
   const std::uint32_t huge = 0xffffffffU;
   std::memcpy(image_cdr.data() + image_cdr.size() - 4, &huge, 4);
-  EXPECT_NE(refused_by(img, image_cdr).find("sensor_msgs/Image.data: 4294967295 elements in 0 bytes"),
+  EXPECT_NE(refused_by(img, image_cdr).find("shmbus_msgs/Image.data: 4294967295 elements in 0 bytes"),
             std::string::npos);
   const std::string raw(
       "\x00\x01\x00\x00\x02\x00\x00\x00"
@@ -245,18 +245,18 @@ TEST(SchemaCodecTest, CdrDecodesBackAndForeignCdrIsCheckedFieldByField) {
 }
 
 TEST(SchemaCodecTest, ShortBufferIsAnErrorNeverAnOverread) {
-  const Schema s = schema_of(sensor_msgs::Imu::kSchema);
+  const Schema s = schema_of(shmbus_msgs::Imu::kSchema);
   // Exactly as long as claimed, on the heap, so ASan sees any read past it.
-  std::vector<std::byte> short_buf(sizeof(sensor_msgs::Imu) - 1);
+  std::vector<std::byte> short_buf(sizeof(shmbus_msgs::Imu) - 1);
   try {
     (void)s.decode(short_buf);
     FAIL() << "no error";
   } catch (const CodecError& e) {
-    EXPECT_STREQ(e.what(), "sensor_msgs/Imu: buffer of 359 bytes is shorter than the 360 bytes the message needs");
+    EXPECT_STREQ(e.what(), "shmbus_msgs/Imu: buffer of 359 bytes is shorter than the 360 bytes the message needs");
   }
-  const Schema img = schema_of(sensor_msgs::Image::kSchema);
-  std::vector<std::byte> lying(sensor_msgs::Image::View::kFixedSize + 10);
-  const VarRef eleven{sensor_msgs::Image::View::kFixedSize, 11};
+  const Schema img = schema_of(shmbus_msgs::Image::kSchema);
+  std::vector<std::byte> lying(shmbus_msgs::Image::View::kFixedSize + 10);
+  const VarRef eleven{shmbus_msgs::Image::View::kFixedSize, 11};
   std::memcpy(lying.data() + img.root().fields.back().offset, &eleven, 8);
   try {
     (void)img.decode(lying);
@@ -282,7 +282,7 @@ TEST(SchemaCodecTest, BadJsonIsRefusedNamingTheField) {
     return std::string{"no error"};
   };
   EXPECT_EQ(error_with([](json& j) { j["header"].erase("seq"); }),
-            "header.seq: missing (a uint32 field of std_msgs/Header)");
+            "header.seq: missing (a uint32 field of shmbus_msgs/Header)");
   EXPECT_EQ(error_with([](json& j) { j["u8"] = 256; }), "u8: 256 is out of range for uint8 (0 to 255)");
   EXPECT_EQ(error_with([](json& j) { j["i16"] = -40000; }), "i16: -40000 is out of range for int16 (-32768 to 32767)");
   EXPECT_EQ(error_with([](json& j) { j["u32"] = -1; }), "u32: -1 is out of range for uint32 (0 to 4294967295)");
@@ -303,8 +303,8 @@ TEST(SchemaCodecTest, BadJsonIsRefusedNamingTheField) {
 }
 
 TEST(SchemaCodecTest, InvalidUtf8DecodesToReplacementCharacters) {
-  const Schema s = schema_of(std_msgs::String::kSchema);
-  std_msgs::String m{};
+  const Schema s = schema_of(shmbus_msgs::String::kSchema);
+  shmbus_msgs::String m{};
   std::memcpy(m.data.data, "ok\xff\xc3(", 5);
   const json j = s.decode(bytes_of(m));
   EXPECT_EQ(j["data"], "ok\xEF\xBF\xBD\xEF\xBF\xBD(");
@@ -312,15 +312,15 @@ TEST(SchemaCodecTest, InvalidUtf8DecodesToReplacementCharacters) {
 }
 
 TEST(SchemaGoldenTest, ShippedMessagesHaveTheDocumentedLayout) {
-  EXPECT_EQ(sizeof(std_msgs::Header), 64U);
-  EXPECT_EQ(offsetof(std_msgs::Header, seq), 8U);
-  EXPECT_EQ(offsetof(std_msgs::Header, frame_id), 12U);
-  EXPECT_EQ(sizeof(std_msgs::String), 256U);
-  EXPECT_EQ(sizeof(sensor_msgs::Imu), 360U);
-  EXPECT_EQ(offsetof(sensor_msgs::Imu, angular_velocity), 168U);
-  EXPECT_EQ(offsetof(sensor_msgs::Imu, linear_acceleration_covariance), 288U);
-  const Schema img = schema_of(sensor_msgs::Image::kSchema);
-  EXPECT_EQ(sensor_msgs::Image::View::kFixedSize, 104U);
+  EXPECT_EQ(sizeof(shmbus_msgs::Header), 64U);
+  EXPECT_EQ(offsetof(shmbus_msgs::Header, seq), 8U);
+  EXPECT_EQ(offsetof(shmbus_msgs::Header, frame_id), 12U);
+  EXPECT_EQ(sizeof(shmbus_msgs::String), 256U);
+  EXPECT_EQ(sizeof(shmbus_msgs::Imu), 360U);
+  EXPECT_EQ(offsetof(shmbus_msgs::Imu, angular_velocity), 168U);
+  EXPECT_EQ(offsetof(shmbus_msgs::Imu, linear_acceleration_covariance), 288U);
+  const Schema img = schema_of(shmbus_msgs::Image::kSchema);
+  EXPECT_EQ(shmbus_msgs::Image::View::kFixedSize, 104U);
   EXPECT_EQ(img.root().fields[5].offset, 92U);  // step
   EXPECT_EQ(img.root().fields[6].offset, 96U);  // data's VarRef
   EXPECT_EQ(sizeof(shmbus_msgs::StatisticSummary), 40U);
@@ -334,7 +334,7 @@ TEST(SchemaGoldenTest, ShippedMessagesHaveTheDocumentedLayout) {
 }
 
 TEST(SchemaGoldenTest, ImuBytesAndJsonMatchTheCheckedInFiles) {
-  sensor_msgs::Imu m{};
+  shmbus_msgs::Imu m{};
   m.header.stamp_ns = 1'700'000'000'000'000'000ULL;
   m.header.seq = 7;
   m.header.frame_id.assign("imu_link");
@@ -344,7 +344,7 @@ TEST(SchemaGoldenTest, ImuBytesAndJsonMatchTheCheckedInFiles) {
   m.linear_acceleration = {0.1, 0.2, 9.81};
   m.linear_acceleration_covariance = {0.01, 0, 0, 0, 0.01, 0, 0, 0, 0.04};
   EXPECT_EQ(hex(bytes_of(m)), golden("sensor_msgs_Imu.hex", hex(bytes_of(m))));
-  const json decoded = schema_of(sensor_msgs::Imu::kSchema).decode(bytes_of(m));
+  const json decoded = schema_of(shmbus_msgs::Imu::kSchema).decode(bytes_of(m));
   EXPECT_EQ(decoded, json::parse(golden("sensor_msgs_Imu.json", decoded.dump(2) + "\n"))) << decoded.dump(2);
 }
 
@@ -364,26 +364,26 @@ TEST(SchemaGoldenTest, AlertJsonMatchesTheCheckedInFile) {
 
 TEST(SchemaChannelTest, ChannelStoresTheSchemaAndRefusesAnotherDefinitionOfTheSameName) {
   shmbus::test::TestDomain d{Config{}, "schema"};
-  TypedPublisher<sensor_msgs::Imu> pub("/imu", d.context());
+  TypedPublisher<shmbus_msgs::Imu> pub("/imu", d.context());
   Subscriber any("/imu", std::nullopt, d.context());
-  EXPECT_EQ(any.type().schema, sensor_msgs::Imu::kSchema);
+  EXPECT_EQ(any.type().schema, shmbus_msgs::Imu::kSchema);
   const Schema from_channel = Schema::from_canonical(any.type().schema);
-  EXPECT_EQ(from_channel.hash(), sensor_msgs::Imu::kTypeHash);
+  EXPECT_EQ(from_channel.hash(), shmbus_msgs::Imu::kTypeHash);
   // Same type name, another schema: refused with both hashes and the first
   // differing line.
-  std::string text = sensor_msgs::Imu::kSchema;
+  std::string text = shmbus_msgs::Imu::kSchema;
   text.replace(text.find("float64[4] orientation"), 22, "float32[4] orientation");
-  const TypeInfo other{"sensor_msgs/Imu", hash_text(text), text};
+  const TypeInfo other{"shmbus_msgs/Imu", hash_text(text), text};
   try {
     Publisher wrong("/imu", other, d.context());
     FAIL() << "no error";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), Errc::kTypeMismatch);
     EXPECT_EQ(std::string{e.what()},
-              fmt::format("channel /imu has type sensor_msgs/Imu (hash {:016x}), you asked for sensor_msgs/Imu (hash "
-                          "{:016x}); in sensor_msgs/Imu, line 2 differs: 'float64[4] orientation' here, 'float32[4] "
+              fmt::format("channel /imu has type shmbus_msgs/Imu (hash {:016x}), you asked for shmbus_msgs/Imu (hash "
+                          "{:016x}); in shmbus_msgs/Imu, line 2 differs: 'float64[4] orientation' here, 'float32[4] "
                           "orientation' there (here = the channel, there = yours)",
-                          sensor_msgs::Imu::kTypeHash, hash_text(text)));
+                          shmbus_msgs::Imu::kTypeHash, hash_text(text)));
   }
 }
 

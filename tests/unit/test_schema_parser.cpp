@@ -145,7 +145,7 @@ TEST(SchemaParserTest, FilesAreReadFromPackageFolders) {
   MessageSet set;
   set.add_directory(SHMBUS_SOURCE_DIR "/runtime/msg");
   set.resolve();
-  EXPECT_NE(set.find("sensor_msgs/Imu"), nullptr);
+  EXPECT_NE(set.find("shmbus_msgs/Imu"), nullptr);
   EXPECT_NE(set.find("shmbus_msgs/Alert"), nullptr);
   try {
     MessageSet missing;
@@ -212,15 +212,15 @@ TEST(TypeCatalogTest, ShippedTypesThenMsgPathThenTheEnvironment) {
       std::filesystem::temp_directory_path() / ("shmbus_catalog_" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir / "cli_msgs");
   std::filesystem::create_directories(dir / "env" / "env_msgs");
-  std::ofstream(dir / "cli_msgs" / "Pose.msg") << "std_msgs/Header header\nfloat64 x\n";
+  std::ofstream(dir / "cli_msgs" / "Pose.msg") << "shmbus_msgs/Header header\nfloat64 x\n";
   std::ofstream(dir / "env" / "env_msgs" / "Tick.msg") << "uint64 n\n";
   const std::string env_roots = "::" + (dir / "env").string() + ":";
   ASSERT_EQ(::setenv("SHMBUS_MSG_PATH", env_roots.c_str(), 1), 0);
 
   const TypeCatalog shipped_only({}, false);
-  EXPECT_TRUE(shipped_only.contains("sensor_msgs/Image"));
+  EXPECT_TRUE(shipped_only.contains("shmbus_msgs/Image"));
   EXPECT_FALSE(shipped_only.contains("env_msgs/Tick"));
-  EXPECT_EQ(shipped_only.find("std_msgs/String").root().name, "std_msgs/String");
+  EXPECT_EQ(shipped_only.find("shmbus_msgs/String").root().name, "shmbus_msgs/String");
 
   const TypeCatalog all({dir.string()});
   EXPECT_EQ(all.roots(), (std::vector<std::string>{dir.string(), (dir / "env").string()}));

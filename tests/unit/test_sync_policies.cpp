@@ -10,11 +10,11 @@
 #include <cstring>
 
 #include "ros2_test_msgs/PointCloud.hpp"
-#include "sensor_msgs/Imu.hpp"
 #include "shmbus/error.hpp"
 #include "shmbus/introspect.hpp"
 #include "shmbus/publisher.hpp"
 #include "shmbus/sync.hpp"
+#include "shmbus_msgs/Imu.hpp"
 #include "support/sync_streams.hpp"
 #include "support/test_domain.hpp"
 
@@ -339,8 +339,8 @@ TEST(SyncOptions, BadParametersAreRefusedWithTheFix) {
 // the subscriber's entry.
 TEST(Synchronizer, AlignsSubscribersItIsGivenByAStampField) {
   shmbus::test::TestDomain d;
-  TypedPublisher<sensor_msgs::Imu> left("/left", d.context());
-  TypedPublisher<sensor_msgs::Imu> right("/right", d.context());
+  TypedPublisher<shmbus_msgs::Imu> left("/left", d.context());
+  TypedPublisher<shmbus_msgs::Imu> right("/right", d.context());
   std::vector<Subscriber> subs;
   subs.emplace_back("/left", std::nullopt, d.context());
   subs.emplace_back("/right", std::nullopt, d.context());
@@ -352,7 +352,7 @@ TEST(Synchronizer, AlignsSubscribersItIsGivenByAStampField) {
   s.on_drop(
       [&](const std::string& channel, DropReason r) { drops.push_back(channel + ":" + std::string{to_string(r)}); });
   const auto imu = [](std::uint64_t stamp, double x) {
-    sensor_msgs::Imu m{};
+    shmbus_msgs::Imu m{};
     m.header.stamp_ns = stamp;
     m.angular_velocity = {x, 0, 0};
     return m;
@@ -367,7 +367,7 @@ TEST(Synchronizer, AlignsSubscribersItIsGivenByAStampField) {
   EXPECT_EQ(set->members[0].stamp_ns, 200);
   EXPECT_EQ(set->members[1].stamp_ns, 203);
   EXPECT_EQ(set->disparity_ns, 3);
-  sensor_msgs::Imu got{};
+  shmbus_msgs::Imu got{};
   ASSERT_EQ(set->members[1].payload().size(), sizeof(got));
   std::memcpy(&got, set->members[1].payload().data(), sizeof(got));
   EXPECT_EQ(got.angular_velocity[0], 3.0);
@@ -411,7 +411,7 @@ TEST(Synchronizer, AlignsRos2MessagesByTheirHeadersStamp) {
 
 TEST(Synchronizer, RefusesAStampFieldAnInputDoesNotHave) {
   shmbus::test::TestDomain d;
-  TypedPublisher<sensor_msgs::Imu> a("/a", d.context());
+  TypedPublisher<shmbus_msgs::Imu> a("/a", d.context());
   Publisher b("/b", TypeInfo::bytes(), d.context());
   SynchronizerOptions o;
   o.threshold = 5ms;
@@ -448,15 +448,15 @@ TEST(Synchronizer, RefusesAStampFieldAnInputDoesNotHave) {
 // Before: now + nanoseconds::max() overflowed and next() gave up at once.
 TEST(Synchronizer, NextWithoutATimeoutWaitsForASet) {
   shmbus::test::TestDomain d;
-  TypedPublisher<sensor_msgs::Imu> left("/left", d.context());
-  TypedPublisher<sensor_msgs::Imu> right("/right", d.context());
+  TypedPublisher<shmbus_msgs::Imu> left("/left", d.context());
+  TypedPublisher<shmbus_msgs::Imu> right("/right", d.context());
   SynchronizerOptions o;
   o.threshold = std::chrono::seconds(1);
   Synchronizer s(std::vector<std::string>{"/left", "/right"}, o, d.context());
   std::thread late([&] {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    left.publish(sensor_msgs::Imu{});
-    right.publish(sensor_msgs::Imu{});
+    left.publish(shmbus_msgs::Imu{});
+    right.publish(shmbus_msgs::Imu{});
   });
   const auto set = s.next(std::chrono::nanoseconds::max());
   late.join();

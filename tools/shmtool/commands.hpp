@@ -67,7 +67,7 @@ struct PubOptions {
   std::optional<std::uint32_t> raw_size;  ///< raw bytes of this size
   double rate_hz = 1.0;
   std::uint64_t count = 0;  ///< 0: until Ctrl-C
-  bool stamp = false;       ///< fill header.stamp_ns and header.seq
+  bool stamp = false;       ///< fill header.stamp (std_msgs) or header.stamp_ns and header.seq (shmbus_msgs)
   std::string data;         ///< JSON (typed) or hex (raw)
 };
 int run_pub(const Globals& g, const PubOptions& o);

@@ -173,7 +173,9 @@ void add_traffic_commands(CLI::App& app, Commands& k) {
   pub->add_option("--rate", k.pub.rate_hz, "Messages per second (default 1)");
   CLI::Option* count_opt = pub->add_option("--count", k.pub.count, "Stop after N messages (default: until Ctrl-C)");
   pub->add_flag("--once", k.once, "Publish one message and exit")->excludes(count_opt);
-  pub->add_flag("--stamp", k.pub.stamp, "Set header.stamp_ns (wall clock) and header.seq in every message");
+  pub->add_flag("--stamp", k.pub.stamp,
+                "Stamp every message with the wall clock: a std_msgs/Header's header.stamp, or a shmbus_msgs/Header's "
+                "header.stamp_ns and header.seq");
   k.run["echo"] = [&k] { return run_echo(k.g, k.echo); };
   k.run["hz"] = [&k] { return run_hz(k.g, k.hz); };
   k.run["bw"] = [&k] { return run_bw(k.g, k.bw); };

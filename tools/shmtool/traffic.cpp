@@ -321,6 +321,7 @@ struct PubMessage {
   std::optional<schema::Schema> schema;  ///< typed channels
   Json message;                          ///< typed channels: what is encoded
   std::vector<std::byte> payload;
+  bool ros2_header = false;  ///< --stamp: header.stamp (ROS 2) rather than stamp_ns and seq
 };
 
 /// The type: --raw-size, --type, or the existing channel's.
@@ -357,11 +358,16 @@ void encode_typed(const PubOptions& o, PubMessage& out) {
   if (o.stamp) {
     const auto header = std::find_if(schema.root().fields.begin(), schema.root().fields.end(),
                                      [](const schema::Field& f) { return f.name == "header"; });
-    if (header == schema.root().fields.end() || header->message == nullptr ||
-        header->message->name != "std_msgs/Header" || header->array_length != 0) {
+    const bool stampable =
+        header != schema.root().fields.end() && header->message != nullptr && header->array_length == 0 &&
+        !header->unbounded && header->sequence_bound == 0 &&
+        (header->message->name == "std_msgs/Header" || header->message->name == "shmbus_msgs/Header");
+    if (!stampable) {
       throw Error(Errc::kInvalidArgument,
-                  fmt::format("--stamp needs a std_msgs/Header field named 'header'; {} has none", out.type.name));
+                  fmt::format("--stamp needs a field 'header' of std_msgs/Header or shmbus_msgs/Header; {} has none",
+                              out.type.name));
     }
+    out.ros2_header = header->message->name == "std_msgs/Header";
   }
   out.payload = schema.encode(out.message);
 }
@@ -399,8 +405,14 @@ void publish_paced(Publisher& pub, const PubOptions& o, PubMessage& m) {
       tick = due;
     }
     if (o.stamp) {
-      m.message["header"]["stamp_ns"] = static_cast<std::uint64_t>(wall_now_ns());
-      m.message["header"]["seq"] = static_cast<std::uint32_t>(sent);
+      const auto now_ns = static_cast<std::uint64_t>(wall_now_ns());
+      if (m.ros2_header) {
+        m.message["header"]["stamp"] = {{"sec", static_cast<std::int32_t>(now_ns / 1'000'000'000)},
+                                        {"nanosec", static_cast<std::uint32_t>(now_ns % 1'000'000'000)}};
+      } else {
+        m.message["header"]["stamp_ns"] = now_ns;
+        m.message["header"]["seq"] = static_cast<std::uint32_t>(sent);
+      }
       m.payload = m.schema->encode(m.message);
     }
     if (pub.publish(m.payload) == PublishResult::kOk) {

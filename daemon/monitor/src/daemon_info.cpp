@@ -5,7 +5,7 @@
 #include "shmbus/error.hpp"
 #include "shmbus/introspect.hpp"
 #include "shmbus/subscriber.hpp"
-#include "std_msgs/String.hpp"
+#include "shmbus_msgs/String.hpp"
 
 namespace shmbus::monitor {
 
@@ -33,7 +33,7 @@ std::optional<DaemonInfo> find_daemon(const Config& config) {
   if (live_publisher(config, kWebChannel) != pid) return info;
   try {
     Context context(config);
-    TypedSubscriber<std_msgs::String> web(kWebChannel, context, SubscriberOptions{.history = 1});
+    TypedSubscriber<shmbus_msgs::String> web(kWebChannel, context, SubscriberOptions{.history = 1});
     while (const auto m = web.take()) info.web = std::string{m->data.view()};
   } catch (const Error&) {
     // gone meanwhile, or another type: no page to name

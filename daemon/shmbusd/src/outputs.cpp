@@ -46,7 +46,7 @@ BusOutputs::BusOutputs(Context& context)
 
 void BusOutputs::publish_web_address(const std::string& address) {
   if (!web_) web_.emplace(kWebChannel, context_);
-  std_msgs::String m{};
+  shmbus_msgs::String m{};
   m.data.assign(address);
   web_->publish(m);
 }

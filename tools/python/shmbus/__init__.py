@@ -43,11 +43,13 @@ def message_type(name: str, msg_path: Iterable[str] | None = None) -> MessageTyp
     return t
 
 
-def image_message(array: np.ndarray, encoding: str = "rgb8", **fields: Any) -> Message:
-    """A new sensor_msgs/Image holding `array` ((height, width, channels)),
-    with `fields` (``header=...``) set."""
+def image_message(array: np.ndarray, encoding: str = "rgb8", type: str = "shmbus_msgs/Image",
+                  **fields: Any) -> Message:
+    """A new image (`type`: shmbus_msgs/Image, made in place, or ROS 2's
+    sensor_msgs/Image) holding `array` ((height, width, channels)), with
+    `fields` (``header=...``) set."""
     h, w, step = image_encoding(array, encoding)
-    return message_type("sensor_msgs/Image").new(
+    return message_type(type).new(
         fields, height=h, width=w, step=step, encoding=encoding,
         data=np.ascontiguousarray(array).reshape(-1).view(_U1))
 
@@ -65,7 +67,7 @@ class Publisher:
                  create: bool = True, _wrapped: Any = None) -> None:
         t = type_of(type, msg_path)
         if t is None:
-            raise InvalidArgumentError("a publisher needs a type (a name such as std_msgs/String, or "
+            raise InvalidArgumentError("a publisher needs a type (a name such as shmbus_msgs/String, or "
                                        "shmbus.MessageType.bytes() for raw bytes)")
         self.type: MessageType = t
         self._pub = _wrapped if _wrapped is not None else _shmbus._Publisher(channel, t.info, "", create)

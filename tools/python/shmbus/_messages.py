@@ -704,28 +704,35 @@ def _image_layout(t: MessageType) -> tuple[struct.Struct, int, tuple[int, ...]] 
 
 
 def image_array(msg: Message) -> np.ndarray:
-    """A sensor_msgs/Image's pixels as a (height, width, channels) array
-    over the message's own buffer (no copy; read-only for a view)."""
+    """An image's pixels (a sensor_msgs/Image or a shmbus_msgs/Image) as a
+    (height, width, channels) array over the message's own buffer (no copy;
+    read-only for a view)."""
     t = msg.type
     layout = _image_layout(t)
-    if layout is None:
-        raise InvalidArgumentError(f"image_array needs a sensor_msgs/Image, not a {t.name}")
-    unpack, offset, order = layout
-    raw = msg.raw
-    values = unpack.unpack_from(raw, offset)  # the five fields in one call
-    h, w, enc, big, step = (values[i] for i in order)
-    enc = _decode_string(enc)
+    if layout is not None:  # the fixed fields in one struct call
+        unpack, offset, order = layout
+        raw = msg.raw
+        values = unpack.unpack_from(raw, offset)
+        h, w, enc, big, step = (values[i] for i in order)
+        enc = _decode_string(enc)
+        data = t._tail_view(raw, t._tail_count(raw))
+    elif set(_IMAGE_FIELDS + ("data",)) <= set(t.fields):  # each field read where it lies
+        h, w, big, step = (int(getattr(msg, n)) for n in ("height", "width", "is_bigendian", "step"))
+        enc = msg.encoding
+        data = msg.data
+    else:
+        raise InvalidArgumentError(f"image_array needs a sensor_msgs/Image or a shmbus_msgs/Image, not a {t.name}")
     pixel = _ENCODINGS.get(enc)
     if pixel is None:
         raise InvalidArgumentError(f"image encoding '{enc}' is not one of {', '.join(_ENCODINGS)}")
     base, channels = pixel
     dt = _PIXEL_DTYPES[base, bool(big)]
-    n = t._tail_count(raw)
-    if step < w * channels * dt.itemsize or n < step * h or t.size + n > len(raw):
+    if not isinstance(data, np.ndarray) or data.dtype != _U1:
+        raise InvalidArgumentError(f"image_array needs {t.name}.data to be a uint8[]")
+    if step < w * channels * dt.itemsize or len(data) < step * h:
         raise InvalidArgumentError(
-            f"image of {h}x{w} {enc} with step {step} needs {step * h} bytes; the message holds {n}")
-    return np.ndarray((h, w, channels), dt, buffer=raw, offset=t.size,
-                      strides=(step, channels * dt.itemsize, dt.itemsize))
+            f"image of {h}x{w} {enc} with step {step} needs {step * h} bytes; the message holds {len(data)}")
+    return np.ndarray((h, w, channels), dt, buffer=data, strides=(step, channels * dt.itemsize, dt.itemsize))
 
 
 def image_encoding(array: np.ndarray, encoding: str) -> tuple[int, int, int]:

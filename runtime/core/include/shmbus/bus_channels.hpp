@@ -6,7 +6,7 @@
 /// mode listens to the alerts; `shmtool play --clock` publishes the
 /// recording's time (shmbus_msgs/Clock), which the bridge offers Foxglove
 /// as its time. shmbusd publishes its web page's address on /shmbus/web
-/// (std_msgs/String, once at start) for `shmtool list` to print.
+/// (shmbus_msgs/String, once at start) for `shmtool list` to print.
 
 #include <string_view>
 

@@ -19,7 +19,7 @@
 #include "shmbus/publisher.hpp"
 #include "shmbus_msgs/Alert.hpp"
 #include "shmbus_msgs/Statistics.hpp"
-#include "std_msgs/String.hpp"
+#include "shmbus_msgs/String.hpp"
 
 namespace shmbus::daemon {
 
@@ -39,7 +39,7 @@ class BusOutputs {
   Context& context_;
   TypedPublisher<shmbus_msgs::Alert> alerts_;
   TypedPublisher<shmbus_msgs::Statistics> statistics_;
-  std::optional<TypedPublisher<std_msgs::String>> web_;
+  std::optional<TypedPublisher<shmbus_msgs::String>> web_;
   std::uint32_t alert_seq_ = 0;
   std::uint32_t statistics_seq_ = 0;
 };
