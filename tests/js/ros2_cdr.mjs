@@ -10,22 +10,7 @@
 import { readFile } from 'node:fs/promises';
 import { parse } from '@foxglove/rosmsg';
 import { MessageReader, MessageWriter } from '@foxglove/rosmsg2-serialization';
-import { exact } from './exact.mjs';
-
-/// `value` of a field of `type` as the writer takes it: 64-bit integers as
-/// BigInt, nested messages field by field.
-function writable(value, type, types) {
-  if (type === 'int64' || type === 'uint64') return BigInt(value);
-  const nested = types.get(type);
-  if (nested === undefined || value === null || typeof value !== 'object') return value;
-  const out = {};
-  for (const f of nested) {
-    if (f.isConstant === true || !(f.name in value)) continue;
-    const v = value[f.name];
-    out[f.name] = f.isArray === true ? v.map((e) => writable(e, f.type, types)) : writable(v, f.type, types);
-  }
-  return out;
-}
+import { exact, writable } from './exact.mjs';
 
 const input = JSON.parse(await readFile(process.argv[2], 'utf8'));
 const cases = [];

@@ -9,12 +9,13 @@
 #include <optional>
 #include <sstream>
 
-#include "ros2_test_msgs/PointCloud.hpp"
+#include "sensor_msgs/PointCloud2.hpp"
 #include "shmbus/introspect.hpp"
 #include "shmbus/mcap.hpp"
 #include "shmbus/node.hpp"
 #include "shmbus/publisher.hpp"
 #include "shmbus/schema.hpp"
+#include "std_msgs/String.hpp"
 #include "support/node_script.hpp"
 #include "tools/shmtool_harness.hpp"
 
@@ -60,6 +61,20 @@ std::string temp_path(const std::string& stem) {
 /// Runs a script of tests/js with node; its stdout parsed as JSON.
 json run_node(const std::string& script, const std::string& file) {
   return shmbus::test::run_node_script(script, file);
+}
+
+/// example_interfaces/srv/AddTwoInts_Event as rosbag2 records a service's
+/// introspection: bounded sequences of its request and response.
+std::string add_two_ints_event_text() {
+  const std::string rule(80, '=');
+  return "service_msgs/ServiceEventInfo info\nAddTwoInts_Request[<=1] request\nAddTwoInts_Response[<=1] response\n" +
+         rule +
+         "\nMSG: service_msgs/ServiceEventInfo\nuint8 REQUEST_SENT = 0\nuint8 REQUEST_RECEIVED = 1\n"
+         "uint8 RESPONSE_SENT = 2\nuint8 RESPONSE_RECEIVED = 3\nuint8 event_type\nbuiltin_interfaces/Time stamp\n"
+         "char[16] client_gid\nint64 sequence_number\n" +
+         rule + "\nMSG: builtin_interfaces/Time\nint32 sec\nuint32 nanosec\n" + rule +
+         "\nMSG: example_interfaces/srv/AddTwoInts_Request\nint64 a\nint64 b\n" + rule +
+         "\nMSG: example_interfaces/srv/AddTwoInts_Response\nint64 sum\n";
 }
 
 /// `bag info --json` of a file; fails the test when it is refused.
@@ -683,15 +698,7 @@ TEST(ShmtoolRecord, ImportTakesATypeTheMsgPathLacksFromTheFilesOwnDefinition) {
       "# a scan\nbuiltin_interfaces/Time stamp\nstring frame_id\nfloat32[] ranges\n"
       "string[] tags\n" +
       rule + "MSG: builtin_interfaces/Time\nint32 sec\nuint32 nanosec\n";
-  const std::string event_text =
-      "service_msgs/ServiceEventInfo info\nAddTwoInts_Request[<=1] request\nAddTwoInts_Response[<=1] response\n" +
-      rule +
-      "MSG: service_msgs/ServiceEventInfo\nuint8 REQUEST_SENT = 0\nuint8 REQUEST_RECEIVED = 1\n"
-      "uint8 RESPONSE_SENT = 2\nuint8 RESPONSE_RECEIVED = 3\nuint8 event_type\nbuiltin_interfaces/Time stamp\n"
-      "char[16] client_gid\nint64 sequence_number\n" +
-      rule + "MSG: builtin_interfaces/Time\nint32 sec\nuint32 nanosec\n" + rule +
-      "MSG: example_interfaces/srv/AddTwoInts_Request\nint64 a\nint64 b\n" + rule +
-      "MSG: example_interfaces/srv/AddTwoInts_Response\nint64 sum\n";
+  const std::string event_text = add_two_ints_event_text();
   const auto schema_of_text = [](const std::string& text, const std::string& name) {
     auto set = std::make_shared<shmbus::schema::MessageSet>();
     const std::string root = set->add_ros2msg(text, name, "the test");
@@ -768,64 +775,160 @@ TEST(ShmtoolRecord, ImportTakesATypeTheMsgPathLacksFromTheFilesOwnDefinition) {
   remove_all({ros2, out, exported});
 }
 
-// A rosbag2-style recording of a PointCloud2-shaped type (ROS 2's fields:
-// strings in the header and in a sequence of messages, then the points),
-// imported, then played to a Node of the type's generated C++: every
-// message arrives, every field as recorded (the imported definition is the
-// generated type's, so the channel's name and hash agree).
-TEST(ShmtoolRecord, AnImportedRos2RecordingPlaysToANodeOfTheGeneratedType) {
-  using Cloud = ros2_test_msgs::msg::PointCloud;
-  const auto schema = shmbus::schema::Schema::from_canonical(Cloud::kSchema);
-  std::vector<Cloud> sent(3);
-  const std::string ros2 = temp_path("shmtool_import_cloud");
-  {
-    shmbus::mcap::WriterOptions w;
-    w.profile = "ros2";
-    shmbus::mcap::Writer writer(ros2, w);
-    const auto id =
-        writer.add_channel(writer.add_schema("ros2_test_msgs/msg/PointCloud", "ros2msg", ros2msg_text(schema.root())),
-                           "/cloud", "cdr", {});
-    for (std::uint32_t i = 0; i < 3; ++i) {
-      Cloud& m = sent[i];
-      m.header.stamp = {static_cast<std::int32_t>(i), 5};
-      m.header.frame_id = "lidar_" + std::to_string(i);
-      m.fields.resize(i + 1);
-      for (std::uint32_t k = 0; k <= i; ++k) m.fields[k].name = std::string(k + 1, static_cast<char>('x' + k));
-      m.width = 8 * i;
-      m.data.resize(16 * m.width);
-      for (std::size_t k = 0; k < m.data.size(); ++k) m.data[k] = static_cast<std::uint8_t>(k * 3 + i);
-      m.is_dense = i % 2 == 0;
-      std::string cdr;
-      schema.to_cdr(shmbus::msg::to_bytes(m), cdr);
-      writer.write({id, i, 1000000 + i * 1000000ULL, 1000000 + i * 1000000ULL, std::as_bytes(std::span{cdr})});
+// A ROS 2 recording written without shmbus, as rosbag2 writes one
+// (tests/js/ros2_bag_write.mjs: @mcap/core, zstd chunks, each definition
+// the .msg files concatenated, CDR by @foxglove/rosmsg2-serialization):
+// std_msgs/String (one of 10,000 characters), sensor_msgs/PointCloud2
+// (strings in its header and in a sequence of messages, then the points)
+// and a service event type no msg path defines. Imported, decoded by bag
+// cat, then played to a Node of the shipped types' generated C++: every
+// message arrives, every field as written.
+TEST(ShmtoolRecord, ARosbag2RecordingImportsDecodesAndPlaysToANodeOfTheShippedTypes) {
+  using Cloud = sensor_msgs::msg::PointCloud2;
+  using Text = std_msgs::msg::String;
+  const auto cloud_schema = shmbus::schema::Schema::from_canonical(Cloud::kSchema);
+  const auto text_schema = shmbus::schema::Schema::from_canonical(Text::kSchema);
+  std::vector<Cloud> clouds(3);
+  std::vector<Text> texts(3);
+  std::vector<json> sent;  // in log-time order, as bag cat prints them
+  json chatter = json::array();
+  json points = json::array();
+  json events = json::array();
+  for (std::uint32_t i = 0; i < 3; ++i) {
+    texts[i].data = i == 1 ? std::string(10000, 'y') : "hello " + std::to_string(i);
+    Cloud& m = clouds[i];
+    m.header.stamp = {static_cast<std::int32_t>(i), 5};
+    m.header.frame_id = "lidar_" + std::to_string(i);
+    m.fields.resize(i + 1);
+    for (std::uint32_t k = 0; k <= i; ++k) {
+      m.fields[k].name = std::string(k + 1, static_cast<char>('x' + k));
+      m.fields[k].offset = 4 * k;
+      m.fields[k].datatype = sensor_msgs::msg::PointField::FLOAT32;
+      m.fields[k].count = 1;
     }
-    writer.close();
+    m.height = 1;
+    m.width = 8 * i;
+    m.point_step = 16;
+    m.row_step = 16 * m.width;
+    m.data.resize(m.row_step);
+    for (std::size_t k = 0; k < m.data.size(); ++k) m.data[k] = static_cast<std::uint8_t>(k * 3 + i);
+    m.is_dense = i % 2 == 0;
+    const std::uint64_t t = 1'000'000'000ULL + i * 100'000'000ULL;
+    chatter.push_back({{"log_time", std::to_string(t)}, {"data", text_schema.decode(shmbus::msg::to_bytes(texts[i]))}});
+    points.push_back(
+        {{"log_time", std::to_string(t + 1)}, {"data", cloud_schema.decode(shmbus::msg::to_bytes(clouds[i]))}});
+    sent.push_back(chatter.back()["data"]);
+    sent.push_back(points.back()["data"]);
   }
-  const std::string out = temp_path("shmtool_import_cloud_out");
+  const auto event_schema = [] {
+    auto set = std::make_shared<shmbus::schema::MessageSet>();
+    const std::string root =
+        set->add_ros2msg(add_two_ints_event_text(), "example_interfaces/srv/AddTwoInts_Event", "the test");
+    set->resolve();
+    return shmbus::schema::Schema::from_set(set, root);
+  }();
+  const json gid(std::vector<int>(16, 7));
+  for (const json& e : {json{{"info", {{"event_type", 0}, {"client_gid", gid}, {"sequence_number", 1}}},
+                             {"request", json::array({{{"a", 2}, {"b", 40}}})}},
+                        json{{"info", {{"event_type", 2}, {"client_gid", gid}, {"sequence_number", 1}}},
+                             {"response", json::array({{{"sum", 42}}})}}}) {
+    events.push_back({{"log_time", std::to_string(2'000'000'000ULL + events.size())},
+                      {"data", event_schema.decode(event_schema.encode(event_schema.with_defaults(e)))}});
+    sent.push_back(events.back()["data"]);
+  }
+  const std::string ros2 = temp_path("shmtool_rosbag2");
+  const std::string spec_file = temp_path("shmtool_rosbag2_spec") + ".json";
+  std::ofstream(spec_file) << json{
+      {"out", ros2},
+      {"msg_roots", json::array({std::string(SHMBUS_SOURCE_DIR) + "/runtime/msg"})},
+      {"topics", json::array({{{"topic", "/chatter"}, {"type", "std_msgs/msg/String"}, {"messages", chatter}},
+                              {{"topic", "/points"}, {"type", "sensor_msgs/msg/PointCloud2"}, {"messages", points}},
+                              {{"topic", "/add/_service_event"},
+                               {"type", "example_interfaces/srv/AddTwoInts_Event"},
+                               {"definition", add_two_ints_event_text()},
+                               {"messages", events}}})}};
+  const json written = run_node("ros2_bag_write.mjs", spec_file);
+  ASSERT_EQ(written["messages"], 8) << written.dump();
+  EXPECT_GT(written["chunks"].get<int>(), 1) << "zstd chunks of 4 KiB";
+
+  const std::string out = temp_path("shmtool_rosbag2_out");
   const ToolRun imported = shmtool({"bag", "import", ros2, "-o", out});
   ASSERT_EQ(imported.code, 0) << imported.err;
+  EXPECT_NE(imported.out.find("wrote 8 messages on 3 channels"), std::string::npos) << imported.out;
+  // bag cat decodes the ROS 2 file through its own definitions, and the
+  // imported one through shmbus's: the same lines, every field as sent.
+  const ToolRun cat = shmtool({"bag", "cat", out, "--json"});
+  ASSERT_EQ(cat.code, 0) << cat.err;
+  const ToolRun cat_ros2 = shmtool({"bag", "cat", ros2, "--json"});
+  ASSERT_EQ(cat_ros2.code, 0) << cat_ros2.err;
+  EXPECT_EQ(cat_ros2.out, cat.out);
+  std::istringstream lines(cat.out);
+  std::size_t k = 0;
+  for (std::string line; std::getline(lines, line); ++k) {
+    ASSERT_LT(k, sent.size()) << cat.out;
+    EXPECT_EQ(json::parse(line)["data"], sent[k]) << k;
+  }
+  EXPECT_EQ(k, sent.size());
+
+  // Played where /chatter keeps the configuration's 4096 B: the long string
+  // is not published, and play says so, naming the channel and the fix.
+  DomainGuard small;
+  const ToolRun cut = shmtool(tool_args({"play", out, "--channels", "/chatter"}, small.name));
+  EXPECT_EQ(cut.code, 1) << cut.err;
+  EXPECT_NE(cut.out.find("played 2 messages"), std::string::npos) << cut.out;
+  EXPECT_NE(cut.err.find("play: /chatter: 1 message(s) of up to 10008 B not published: the channel's "
+                         "max_message_size is 4096 B; give /chatter a max_message_size of at least 10008"),
+            std::string::npos)
+      << cut.err;
+
   DomainGuard replay;
   shmbus::Config config;
   config.domain = replay.name;
+  config.channels.push_back(shmbus::ChannelRule{.pattern = "/chatter", .max_message_size = 16384});
   shmbus::Context context(config);
   shmbus::Node node("cloud_viewer", context);
-  std::vector<Cloud> got;
-  node.subscribe<Cloud>("/cloud", [&](const Cloud& m, const shmbus::MessageInfo&) {
-    got.push_back(m);
-    if (got.size() == 3) node.stop();
+  std::vector<Cloud> got_clouds;
+  std::vector<Text> got_texts;
+  std::vector<json> got_events;
+  const auto done = [&] {
+    if (got_clouds.size() == 3 && got_texts.size() == 3 && got_events.size() == 2) node.stop();
+  };
+  shmbus::SubscriptionOptions any_type;
+  any_type.subscriber.wait_for_channel = true;
+  node.subscribe_raw(
+      "/add/_service_event", std::nullopt,
+      [&](std::span<const std::byte> m, const shmbus::MessageInfo&) {
+        got_events.push_back(event_schema.decode(m));
+        done();
+      },
+      any_type);
+  node.subscribe<Cloud>("/points", [&](const Cloud& m, const shmbus::MessageInfo&) {
+    got_clouds.push_back(m);
+    done();
   });
-  const ToolRun played = shmtool(tool_args({"play", out, "--wait-for-subscribers"}, replay.name));
-  ASSERT_EQ(played.code, 0) << played.err;
+  node.subscribe<Text>("/chatter", [&](const Text& m, const shmbus::MessageInfo&) {
+    got_texts.push_back(m);
+    done();
+  });
+  // The event's subscription attaches while the node spins, once play has
+  // made the channel: play runs beside the spinning node.
+  auto play = start_tool({"play", out, "--wait-for-subscribers", "--rate", "10"}, replay.name);
   const auto deadline = std::chrono::steady_clock::now() + 20s;
   while (node.ok() && std::chrono::steady_clock::now() < deadline) node.spin_once(100ms);
-  ASSERT_EQ(got.size(), 3U);
+  EXPECT_TRUE(exited_zero(play->wait(20s))) << play->output();
+  ASSERT_EQ(got_clouds.size(), 3U);
+  ASSERT_EQ(got_texts.size(), 3U);
+  ASSERT_EQ(got_events.size(), 2U);
+  EXPECT_EQ(got_events[0], sent[6]);
+  EXPECT_EQ(got_events[1], sent[7]);
   for (std::size_t i = 0; i < 3; ++i) {
-    EXPECT_EQ(shmbus::msg::to_bytes(got[i]), shmbus::msg::to_bytes(sent[i])) << i;
-    EXPECT_EQ(got[i].header.frame_id, sent[i].header.frame_id);
-    EXPECT_EQ(got[i].fields.back().name, sent[i].fields.back().name);
-    EXPECT_EQ(got[i].data, sent[i].data);
+    EXPECT_EQ(shmbus::msg::to_bytes(got_clouds[i]), shmbus::msg::to_bytes(clouds[i])) << i;
+    EXPECT_EQ(got_clouds[i].header.frame_id, clouds[i].header.frame_id);
+    EXPECT_EQ(got_clouds[i].fields.back().name, clouds[i].fields.back().name);
+    EXPECT_EQ(got_clouds[i].data, clouds[i].data);
+    EXPECT_EQ(got_texts[i].data, texts[i].data);
   }
-  remove_all({ros2, out});
+  remove_all({ros2, out, spec_file});
 }
 
 // A shipped type recorded with ROS 2's own text of it (short names, its

@@ -30,7 +30,7 @@ bool asked_to_stop(const std::function<bool()>& stop) { return stop && stop(); }
 /// One file's channels as publishers in the domain (by MCAP channel id).
 struct PlayedFile {
   std::unique_ptr<mcap::Reader> reader;
-  std::map<std::uint16_t, Publisher*> publishers;
+  std::map<std::uint16_t, std::pair<std::string, Publisher*>> publishers;  ///< by channel id: played name, publisher
 };
 
 /// What part of the recording plays: [from, to] of its span [start, last]
@@ -199,7 +199,7 @@ class Player::Impl {
     const std::int64_t started = mono_now_ns();
     Pacer pacer(o_.rate, o_.start_paused, window_.from, window_.length_s(), control_);
     do {
-      summary.stopped = !play_once(pacer, stop, summary.played) || (o_.loop && asked_to_stop(stop));
+      summary.stopped = !play_once(pacer, stop, summary) || (o_.loop && asked_to_stop(stop));
     } while (!summary.stopped && o_.loop);
     summary.took_s = static_cast<double>(mono_now_ns() - started) / 1e9;
     return summary;
@@ -226,7 +226,7 @@ class Player::Impl {
         const std::string& name = remapped == o_.remap.end() ? ch.topic : remapped->second;
         auto& p = publishers_[name];
         if (!p) p = std::make_unique<Publisher>(name, recorded_type(info, ch), context_);
-        f.publishers[ch.id] = p.get();
+        f.publishers[ch.id] = {name, p.get()};
       }
     }
     if (publishers_.empty()) {
@@ -236,7 +236,7 @@ class Player::Impl {
 
   /// Publishes the window's messages of every file once, paced; false
   /// when stopped.
-  bool play_once(Pacer& pacer, const std::function<bool()>& stop, std::uint64_t& played) {
+  bool play_once(Pacer& pacer, const std::function<bool()>& stop, PlaySummary& summary) {
     std::uint64_t last_clock = 0;
     bool stopped = false;
     pacer.restart();
@@ -246,7 +246,7 @@ class Player::Impl {
         if (m.log_time > window_.to) return false;
         const auto it = f.publishers.find(m.channel_id);
         if (m.log_time < window_.from || it == f.publishers.end()) return true;
-        if (!pacer.wait(m.log_time, played, stop)) {
+        if (!pacer.wait(m.log_time, summary.played, stop)) {
           stopped = true;
           return false;
         }
@@ -256,8 +256,15 @@ class Player::Impl {
           clock_->publish(t);
           last_clock = m.log_time;
         }
-        it->second->publish(m.data);
-        ++played;
+        auto& [name, publisher] = it->second;
+        if (publisher->publish(m.data) == PublishResult::kTooLarge) {
+          TooLarge& t = summary.too_large[name];
+          ++t.messages;
+          t.largest = std::max(t.largest, m.data.size());
+          t.max_message_size = publisher->max_message_size();
+        } else {
+          ++summary.played;
+        }
         return true;
       });
     }

@@ -65,10 +65,21 @@ class PlayControl {
   virtual void status(const PlayStatus& /*status*/) {}
 };
 
+/// Messages of one channel that its max_message_size could not take.
+struct TooLarge {
+  std::uint64_t messages = 0;
+  std::size_t largest = 0;  ///< bytes of the largest of them
+  std::size_t max_message_size = 0;
+};
+
 struct PlaySummary {
   std::uint64_t played = 0;  ///< messages published
   double took_s = 0;
   bool stopped = false;  ///< the stop predicate ended it before the end
+  /// Per played channel name: messages not published, each larger than
+  /// the channel's max_message_size (a channel made before with a smaller
+  /// one, or the configuration's). Never counted in `played`.
+  std::map<std::string, TooLarge> too_large;
 };
 
 class Player {
