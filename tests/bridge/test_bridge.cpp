@@ -468,6 +468,8 @@ TEST(BridgeTest, SixtyFourBitIntegersGoAsStringsWhenAskedAndComeBackExact) {
   const std::string domain = d.context().domain();
   shmbus::TypedPublisher<shmbus_msgs::Header> stamps("/stamps", d.context());
   shmbus::TypedPublisher<shmbus_msgs::Header> numbers("/numbers", d.context());
+  const auto adder = start_adder(domain);
+  ASSERT_TRUE(adder);
   BridgeProcess bridge(domain, {"--json-int64", "string"});
   ASSERT_NE(bridge.port, 0);
   RawClient c(bridge.port);
@@ -508,6 +510,12 @@ TEST(BridgeTest, SixtyFourBitIntegersGoAsStringsWhenAskedAndComeBackExact) {
   const auto header = back.take();
   ASSERT_TRUE(header);
   EXPECT_EQ(header->stamp_ns, std::numeric_limits<std::uint64_t>::max());
+  // A service's response too: the adder's int64 sum above 2^53, exact.
+  c.send(R"({"op": "call_service", "service": "/example/add", "id": "add",
+             "args": {"a": "9007199254740993", "b": "-4"}})");
+  const auto added = c.read_until("\"add\"");
+  ASSERT_TRUE(added);
+  EXPECT_EQ((*added)["values"]["sum"], "9007199254740989") << added->dump();
 }
 
 TEST(BridgeTest, RosapiNamesNodesWithWhatEachPublishesSubscribesAndServesAndGivesRawTypes) {

@@ -404,11 +404,23 @@ TEST(BridgeHostileTest, BrowserPagesOfOtherSitesAreRefusedLoopbackAndListedOnesA
     EXPECT_TRUE(bridge.process->wait_for_output("Origin \"http://evil.example\" refused", 5s));
     EXPECT_GE(metric(bridge.port, "shmbus_bridge_connections_refused_total"), 2);
   }
-  BridgeProcess bridge(domain, {"--allow-origin", "https://ops.example.com", "--allow-origin", "https://*.robots.lan"});
+  {
+    // --allow-origin adds to the loopback hosts: Foxglove's app and the
+    // operator's own pages both connect.
+    BridgeProcess bridge(domain,
+                         {"--allow-origin", "https://app.foxglove.dev", "--allow-origin", "https://*.robots.lan"});
+    ASSERT_NE(bridge.port, 0);
+    EXPECT_EQ(upgrade_status(bridge.port, "https://app.foxglove.dev"), 101);
+    EXPECT_EQ(upgrade_status(bridge.port, "https://r2.robots.lan"), 101);
+    EXPECT_EQ(upgrade_status(bridge.port, "http://localhost:8080"), 101);
+    EXPECT_EQ(upgrade_status(bridge.port, "http://evil.example"), 403);
+  }
+  // --no-loopback-origins: only what --allow-origin names.
+  BridgeProcess bridge(domain, {"--allow-origin", "https://app.foxglove.dev", "--no-loopback-origins"});
   ASSERT_NE(bridge.port, 0);
-  EXPECT_EQ(upgrade_status(bridge.port, "https://ops.example.com"), 101);
-  EXPECT_EQ(upgrade_status(bridge.port, "https://r2.robots.lan"), 101);
+  EXPECT_EQ(upgrade_status(bridge.port, "https://app.foxglove.dev"), 101);
   EXPECT_EQ(upgrade_status(bridge.port, "http://localhost:8080"), 403);
+  EXPECT_EQ(upgrade_status(bridge.port, "http://127.0.0.1:3000"), 403);
 }
 
 TEST(BridgeHostileTest, OddNumbersAndTypesGetTheirAnswer) {

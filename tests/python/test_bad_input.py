@@ -123,6 +123,19 @@ def test_a_closed_node_leaves_its_channels_and_refuses_use():
         node.subscribe("/py/node_close", "shmbus_msgs/String", print)
 
 
+def test_every_handle_of_a_closed_node_refuses_use_though_its_publisher_is_held():
+    node = shmbus.Node("py_closing_all")
+    pub = node.publisher("/py/node_close_all", "shmbus_msgs/String")
+    timer = node.every(1.0, lambda: None)
+    sub = node.subscribe("/py/node_close_all", "shmbus_msgs/String", lambda m: None)
+    assert pub.publish({"data": "while open"})
+    node.close()  # `pub` still holds the C++ node
+    for use in (lambda: pub.publish({"data": "after close"}), lambda: pub.loan(size=8), timer.cancel,
+                lambda: timer.runs, sub.cancel, lambda: sub.calls):
+        with pytest.raises(shmbus.InvalidArgumentError, match="closed"):
+            use()
+
+
 def test_an_exception_in_a_callback_is_raised_from_spin():
     node = shmbus.Node("py_raiser")
     pub = node.publisher("/py/raise", "shmbus_msgs/String")

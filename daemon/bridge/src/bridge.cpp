@@ -71,13 +71,14 @@ std::string presented_token(const http::request<http::string_body>& req) {
 /// Whether a browser page at `origin` may open a WebSocket: no Origin (not
 /// a browser) always; else one of `allowed` (globs), or with none given a
 /// loopback host (the operator's own machine).
-bool origin_allowed(const std::string& origin, const std::vector<std::string>& allowed) {
+bool origin_allowed(const std::string& origin, const BridgeSettings& settings) {
   if (origin.empty()) return true;
-  if (!allowed.empty()) {
-    return std::any_of(allowed.begin(), allowed.end(), [&](const std::string& glob) {
-      return glob == origin || ::fnmatch(glob.c_str(), origin.c_str(), 0) == 0;
-    });
+  if (std::any_of(settings.allow_origins.begin(), settings.allow_origins.end(), [&](const std::string& glob) {
+        return glob == origin || ::fnmatch(glob.c_str(), origin.c_str(), 0) == 0;
+      })) {
+    return true;
   }
+  if (!settings.loopback_origins) return false;
   // scheme://host[:port]: the host, brackets and all.
   const auto scheme = origin.find("://");
   if (scheme == std::string::npos) return false;
@@ -205,7 +206,8 @@ std::optional<std::string> Hub::call_service(const std::string& service, const s
     if (r.status != CallStatus::kOk) counters.service_failures.fetch_add(1, std::memory_order_relaxed);
     done(std::move(r));
   };
-  if (!services->call(service, service_types, std::move(request), responses->schema, timeout, std::move(counted))) {
+  if (!services->call(service, service_types, std::move(request), responses->schema, timeout,
+                      settings.json_int64 == JsonInt64::kString, std::move(counted))) {
     return fail(fmt::format("{}: {} calls are already waiting for this service; try again later", service,
                             ServiceCaller::kMaxQueued));
   }
@@ -498,7 +500,7 @@ void Connection::on_request(beast::error_code ec) {
   if (websocket::is_upgrade(req)) {
     const std::string offered{req[http::field::sec_websocket_protocol]};
     const bool foxglove = offered.find(kFoxgloveSubprotocol) != std::string::npos;
-    if (const std::string origin{req[http::field::origin]}; !origin_allowed(origin, hub.settings.allow_origins)) {
+    if (const std::string origin{req[http::field::origin]}; !origin_allowed(origin, hub.settings)) {
       // A page of another site in an operator's browser: refused.
       hub.counters.connections_refused.fetch_add(1, std::memory_order_relaxed);
       beast::error_code ignored;
@@ -590,6 +592,7 @@ struct BridgeArgs {
   std::optional<std::string> listen, token_file, tls_cert, tls_key, foxglove_encoding, json_int64;
   std::vector<std::string> allow, deny, allow_origins, msg_path;
   std::optional<std::uint32_t> max_clients, max_frame_bytes, send_queue, max_ops, max_client_bytes;
+  bool no_loopback_origins = false;
 };
 
 void add_bridge_options(CLI::App& app, BridgeArgs& a) {
@@ -608,7 +611,9 @@ void add_bridge_options(CLI::App& app, BridgeArgs& a) {
   app.add_option("--max-client-bytes", a.max_client_bytes,
                  "bytes queued per client before its oldest messages are dropped (default 4 MiB)");
   app.add_option("--allow-origin", a.allow_origins,
-                 "browser Origins (globs) that may connect (default: loopback hosts; no Origin: always)");
+                 "browser Origins (globs) that may connect besides loopback hosts' (no Origin: always)");
+  app.add_flag("--no-loopback-origins", a.no_loopback_origins,
+               "refuse pages from loopback hosts unless --allow-origin names them");
   app.add_option("--msg-path", a.msg_path,
                  "root of <package>/<Name>.msg files for the types clients create channels of (repeatable; "
                  "after the shipped types, before SHMBUS_MSG_PATH)");
@@ -644,6 +649,7 @@ void apply_bridge_args(const BridgeArgs& a, BridgeSettings& b) {
   if (a.max_ops) b.max_ops_per_second = std::max<std::uint32_t>(1, *a.max_ops);
   if (a.max_client_bytes) b.max_client_bytes = std::max<std::uint32_t>(64 * 1024, *a.max_client_bytes);
   if (!a.allow_origins.empty()) b.allow_origins = a.allow_origins;
+  if (a.no_loopback_origins) b.loopback_origins = false;
   if (!a.msg_path.empty()) b.msg_path = a.msg_path;
   if (a.foxglove_encoding) b.foxglove_encoding = *foxglove_encoding_of(*a.foxglove_encoding);
   if (a.json_int64) b.json_int64 = *json_int64_of(*a.json_int64);

@@ -734,9 +734,9 @@ void RosbridgeSession::advertise_service(const Json& op) {
           dump_json(Json{{"op", "call_service"}, {"id", id}, {"service", service}, {"args", std::move(args)}}));
     });
   };
-  served_[service] =
-      std::make_unique<ClientService>(hub_.context, service, types, std::move(request), std::move(response),
-                                      hub_.settings.service_timeout, std::move(ask));
+  served_[service] = std::make_unique<ClientService>(hub_.context, service, types, std::move(request),
+                                                     std::move(response), hub_.settings.service_timeout,
+                                                     hub_.settings.json_int64 == JsonInt64::kString, std::move(ask));
   spdlog::info("client {} serves {} ({})", peer_, service, type);
 }
 

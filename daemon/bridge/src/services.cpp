@@ -22,7 +22,7 @@ ServiceCaller::~ServiceCaller() {
 
 bool ServiceCaller::call(const std::string& service, const ServiceTypes& types, std::vector<std::byte> request,
                          std::shared_ptr<const schema::Schema> response_schema, std::chrono::nanoseconds timeout,
-                         Done done) {
+                         bool int64_as_string, Done done) {
   Worker* w = nullptr;
   {
     const std::lock_guard lock(mutex_);
@@ -37,7 +37,8 @@ bool ServiceCaller::call(const std::string& service, const ServiceTypes& types, 
   {
     const std::lock_guard lock(w->mutex);
     if (w->jobs.size() >= kMaxQueued) return false;
-    w->jobs.push_back(Job{types, std::move(request), std::move(response_schema), timeout, std::move(done)});
+    w->jobs.push_back(
+        Job{types, std::move(request), std::move(response_schema), timeout, int64_as_string, std::move(done)});
   }
   w->wake.notify_one();
   return true;
@@ -67,7 +68,8 @@ void ServiceCaller::run(const std::string& service, Worker& w) {
       const CallResult r = client->call(job.request, response, job.timeout);
       result.status = r.status;
       if (r.ok()) {
-        result.response = job.response_schema->decode(std::span<const std::byte>{response.data(), r.size});
+        result.response =
+            job.response_schema->decode(std::span<const std::byte>{response.data(), r.size}, job.int64_as_string);
       } else {
         result.error = fmt::format("service {}: {}", service, to_string(r.status));
       }
@@ -86,10 +88,10 @@ namespace shmbus::bridge {
 ClientService::ClientService(Context& context, const std::string& service, const ServiceTypes& types,
                              std::shared_ptr<const schema::Schema> request_schema,
                              std::shared_ptr<const schema::Schema> response_schema, std::chrono::nanoseconds timeout,
-                             Ask ask) {
+                             bool int64_as_string, Ask ask) {
   auto handler = [service, request_schema = std::move(request_schema), response_schema = std::move(response_schema),
-                  timeout, ask = std::move(ask)](std::span<const std::byte> request, const MessageInfo&,
-                                                 std::span<std::byte> out) {
+                  timeout, int64_as_string, ask = std::move(ask)](std::span<const std::byte> request,
+                                                                  const MessageInfo&, std::span<std::byte> out) {
     // NOLINTNEXTLINE(bugprone-exception-escape): json's implicit members only may throw (allocation)
     struct Reply {
       std::mutex mutex;
@@ -99,7 +101,7 @@ ClientService::ClientService(Context& context, const std::string& service, const
       schema::Json values;
     };
     auto reply = std::make_shared<Reply>();
-    ask(request_schema->decode(request), [reply](bool ok, schema::Json values) {
+    ask(request_schema->decode(request, int64_as_string), [reply](bool ok, schema::Json values) {
       const std::lock_guard lock(reply->mutex);
       if (reply->answered) return;
       reply->answered = true;

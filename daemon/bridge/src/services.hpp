@@ -42,10 +42,12 @@ class ServiceCaller {
   ServiceCaller& operator=(const ServiceCaller&) = delete;
 
   /// Queues a call of `service` (of `types`) with the encoded `request`;
-  /// `done` gets the response decoded with `response_schema`. False when
-  /// kMaxQueued calls of this service are already waiting.
+  /// `done` gets the response decoded with `response_schema` (64-bit
+  /// integers as strings when `int64_as_string`). False when kMaxQueued
+  /// calls of this service are already waiting.
   bool call(const std::string& service, const ServiceTypes& types, std::vector<std::byte> request,
-            std::shared_ptr<const schema::Schema> response_schema, std::chrono::nanoseconds timeout, Done done);
+            std::shared_ptr<const schema::Schema> response_schema, std::chrono::nanoseconds timeout,
+            bool int64_as_string, Done done);
 
  private:
   struct Job {
@@ -53,6 +55,7 @@ class ServiceCaller {
     std::vector<std::byte> request;
     std::shared_ptr<const schema::Schema> response_schema;
     std::chrono::nanoseconds timeout;
+    bool int64_as_string = false;
     Done done;
   };
   struct Worker {
@@ -86,9 +89,12 @@ class ClientService {
 
   /// Serves `service` until destroyed. Throws Error like ServiceServer
   /// (kResource: already served; kTypeMismatch: the channels differ).
+  /// `ask` gets each request decoded (64-bit integers as strings when
+  /// `int64_as_string`).
   ClientService(Context& context, const std::string& service, const ServiceTypes& types,
                 std::shared_ptr<const schema::Schema> request_schema,
-                std::shared_ptr<const schema::Schema> response_schema, std::chrono::nanoseconds timeout, Ask ask);
+                std::shared_ptr<const schema::Schema> response_schema, std::chrono::nanoseconds timeout,
+                bool int64_as_string, Ask ask);
   ~ClientService();
   ClientService(const ClientService&) = delete;
   ClientService& operator=(const ClientService&) = delete;

@@ -76,6 +76,10 @@ BridgeSettings read_bridge_settings(const cli::ConfigFile& file) {
       b.tls_key = r.string_of(v, key);
     } else if (key == "allow_origins") {
       b.allow_origins = r.strings_of(v, key);
+    } else if (key == "loopback_origins") {
+      const auto* flag = v.as_boolean();
+      if (flag == nullptr) r.fail(v, "bridge.loopback_origins must be true or false");
+      b.loopback_origins = flag->get();
     } else if (key == "msg_path") {
       b.msg_path = r.strings_of(v, key);
     } else if (key == "foxglove_encoding") {

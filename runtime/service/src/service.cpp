@@ -38,6 +38,8 @@ std::string_view to_string(CallStatus status) noexcept {
       return "request dropped";
     case CallStatus::kLost:
       return "lost";
+    case CallStatus::kInterrupted:
+      return "interrupted";
   }
   return "?";
 }
@@ -309,6 +311,24 @@ struct ServiceClient::Impl {
     return server();
   }
 
+  /// Waits until the service has a live server, set in `server`: kOk, or
+  /// kNoServer at `deadline` (or when its channels go), or kInterrupted
+  /// when `stop()` says so.
+  CallStatus await_server(std::int64_t deadline, const std::function<bool()>& stop,
+                          std::optional<introspect::EndpointView>& server) noexcept {
+    try {
+      while (!(server = recent_server())) {
+        const std::int64_t left = deadline - mono_now_ns();
+        if (left <= 0) return CallStatus::kNoServer;
+        if (stop()) return CallStatus::kInterrupted;
+        std::this_thread::sleep_for(std::chrono::nanoseconds(std::min<std::int64_t>(left, 10'000'000)));
+      }
+    } catch (const std::exception&) {  // a channel removed under us: nobody serves it
+      return CallStatus::kNoServer;
+    }
+    return CallStatus::kOk;
+  }
+
   void remember_unanswered(std::uint64_t sequence) noexcept {
     unanswered[unanswered_count % unanswered.size()] = sequence;
     ++unanswered_count;
@@ -415,6 +435,13 @@ bool ServiceClient::wait_for_server(std::chrono::nanoseconds timeout) {
 
 CallResult ServiceClient::call(std::span<const std::byte> request, std::span<std::byte> response,
                                std::chrono::nanoseconds timeout) noexcept {
+  return call(request, response, timeout, {});
+}
+
+CallResult ServiceClient::call(std::span<const std::byte> request, std::span<std::byte> response,
+                               std::chrono::nanoseconds timeout, const std::function<bool()>& interrupted) noexcept {
+  constexpr std::int64_t kInterruptCheckNs = 20'000'000;
+  const std::function<bool()> stop = [&interrupted] { return interrupted && interrupted(); };
   Impl& c = *impl_;
   CallResult result;
   ++c.calls;
@@ -423,19 +450,8 @@ CallResult ServiceClient::call(std::span<const std::byte> request, std::span<std
   c.take_responses(c.answers(), 0, false, {}, result);
   if (c.own) c.take_responses(c.responses, 0, false, {}, result);
   std::optional<introspect::EndpointView> server;
-  try {
-    while (!(server = c.recent_server())) {
-      const std::int64_t left = deadline - mono_now_ns();
-      if (left <= 0) {
-        result.status = CallStatus::kNoServer;
-        return result;
-      }
-      std::this_thread::sleep_for(std::chrono::nanoseconds(std::min<std::int64_t>(left, 10'000'000)));
-    }
-  } catch (const std::exception&) {  // a channel removed under us: nobody serves it
-    result.status = CallStatus::kNoServer;
-    return result;
-  }
+  result.status = c.await_server(deadline, stop, server);
+  if (result.status != CallStatus::kOk) return result;
   if (request.size() > c.requests.max_message_size()) {
     result.status = CallStatus::kTooLarge;
     return result;
@@ -481,7 +497,13 @@ CallResult ServiceClient::call(std::span<const std::byte> request, std::span<std
         return result;
       }
     }
-    c.answers().wait(std::chrono::nanoseconds(std::min(deadline, next_check) - now));
+    if (stop()) {
+      c.remember_unanswered(sequence);
+      result.status = CallStatus::kInterrupted;
+      return result;
+    }
+    const std::int64_t until = std::min(deadline, next_check);
+    c.answers().wait(std::chrono::nanoseconds(interrupted ? std::min(until - now, kInterruptCheckNs) : until - now));
   }
 }
 

@@ -9,8 +9,9 @@ The domain is the process's default: ``SHMBUS_DOMAIN`` and
 
 from __future__ import annotations
 
+import math
 import time
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Iterator
 
 import numpy as np
 
@@ -54,8 +55,22 @@ def image_message(array: np.ndarray, encoding: str = "rgb8", type: str = "shmbus
         data=np.ascontiguousarray(array).reshape(-1).view(_U1))
 
 
-def _seconds(timeout: float | None) -> float:
-    return 86400.0 if timeout is None else float(timeout)
+# A wait longer than this is cut into slices of it, between which Python
+# runs its signal handlers: Ctrl-C raises KeyboardInterrupt within one.
+_SLICE = 0.02
+
+
+def _slices(timeout: float | None) -> Iterator[float]:
+    """The slices of a wait of `timeout` seconds (None: for ever; 0 or less:
+    one slice of 0, a look without waiting), each at most _SLICE."""
+    if timeout is None:
+        while True:
+            yield _SLICE
+    deadline = time.monotonic() + float(timeout)
+    left = deadline - time.monotonic()
+    yield min(max(left, 0.0), _SLICE)
+    while (left := deadline - time.monotonic()) > 0:
+        yield min(left, _SLICE)
 
 
 class Publisher:
@@ -222,15 +237,16 @@ class Subscriber:
 
     def wait(self, timeout: float | None = None) -> bool:
         """Blocks until a message may be taken or `timeout` seconds pass
-        (None: a day); False on timeout. The GIL is released meanwhile."""
-        return self._sub.wait(_seconds(timeout))
+        (None: for ever); False on timeout. The GIL is released meanwhile,
+        and Ctrl-C raises KeyboardInterrupt within 20 ms."""
+        return any(self._sub.wait(s) for s in _slices(timeout))
 
-    def read(self, view: bool = False, timeout: float = 0.0) -> Message | MessageView | None:
-        """The next message, waiting up to `timeout` seconds; None when none
-        came. With ``view=True`` a MessageView of the message in the ring
-        (no copy), to be used in a ``with`` block."""
-        deadline = time.monotonic() + max(float(timeout), 0.0)
-        while True:
+    def read(self, view: bool = False, timeout: float | None = 0.0) -> Message | MessageView | None:
+        """The next message, waiting up to `timeout` seconds (0, the
+        default: only what is there; None: for ever); None when none came.
+        With ``view=True`` a MessageView of the message in the ring (no
+        copy), to be used in a ``with`` block. Ctrl-C interrupts it."""
+        for s in _slices(timeout):
             if view:
                 r = self._sub.read_view()
                 if r is not None:
@@ -239,9 +255,9 @@ class Subscriber:
                 m = self.take()
                 if m is not None:
                     return m
-            left = deadline - time.monotonic()
-            if left <= 0 or not self._sub.wait(left):
-                return None
+            if s > 0:
+                self._sub.wait(s)
+        return None
 
     def __iter__(self) -> "Subscriber":
         return self
@@ -252,7 +268,7 @@ class Subscriber:
             m = self.take()
             if m is not None:
                 return m
-            self._sub.wait(0.1)  # Python's signal handlers run as it returns
+            self._sub.wait(_SLICE)  # Python's signal handlers run as it returns
 
     @property
     def channel(self) -> str:
@@ -348,10 +364,15 @@ class Node:
         """Runs callbacks until stop(), an exception or Ctrl-C."""
         self._node.spin()
 
-    def spin_once(self, timeout: float = 0.0) -> int:
-        """Runs what is ready, waiting up to `timeout` seconds for work;
-        returns how many callbacks ran."""
-        return self._node.spin_once(float(timeout))
+    def spin_once(self, timeout: float | None = 0.0) -> int:
+        """Runs what is ready, waiting up to `timeout` seconds for work (0,
+        the default: none; None: for ever); returns how many callbacks ran.
+        Ctrl-C interrupts the wait."""
+        for s in _slices(timeout):
+            n = self._node.spin_once(s)
+            if n:
+                return n
+        return 0
 
     def stop(self) -> None:
         """Ends spin() (from a callback, a timer or another thread)."""
@@ -407,14 +428,18 @@ class ServiceClient:
         self.request_type, self.response_type = req, rsp
         self._client = _shmbus._ServiceClient(name, type, req.info, rsp.info)
 
-    def call(self, request: Message | dict | Any, timeout: float = 5.0) -> Message:
-        """The response to `request`, within `timeout` seconds. Raises
-        NotFoundError (no server), ServiceTimeout or ServiceFailed."""
-        data, info = self._client.call(encode(self.request_type, request), float(timeout))
+    def call(self, request: Message | dict | Any, timeout: float | None = 5.0) -> Message:
+        """The response to `request`, within `timeout` seconds (None: for
+        ever). Raises NotFoundError (no server), ServiceTimeout or
+        ServiceFailed; Ctrl-C raises KeyboardInterrupt within 20 ms."""
+        data, info = self._client.call(encode(self.request_type, request),
+                                       math.inf if timeout is None else float(timeout))
         return Message(self.response_type, np.frombuffer(data, _U1), info)
 
-    def wait_for_server(self, timeout: float = 5.0) -> bool:
-        return self._client.wait_for_server(float(timeout))
+    def wait_for_server(self, timeout: float | None = 5.0) -> bool:
+        """Whether a server came within `timeout` seconds (None: for ever);
+        Ctrl-C interrupts it."""
+        return any(self._client.wait_for_server(s) for s in _slices(timeout))
 
     @property
     def server_ready(self) -> bool:

@@ -3,6 +3,7 @@
 // and a MessageInfo cross into Python, and each part's registration.
 #include <pybind11/pybind11.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -33,7 +34,9 @@ std::chrono::nanoseconds seconds_to_ns(double seconds);
 py::bytes copy_bytes(std::span<const std::byte> payload);
 
 /// A publisher as the Python _Publisher (a node's shares the node).
-py::object wrap_publisher(std::shared_ptr<Publisher> p);
+/// `node_open`: a node's publisher, usable while the flag is true
+/// (Node.close() clears it); nullptr for a publisher of its own.
+py::object wrap_publisher(std::shared_ptr<Publisher> p, std::shared_ptr<const std::atomic<bool>> node_open = nullptr);
 
 void register_messages(py::module_& m);
 void register_pubsub(py::module_& m);

@@ -114,7 +114,8 @@ bool publish_result(PublishResult r, const Publisher& p, std::size_t size) {
 /// A publisher shared with the loans it gave out (a loan keeps it alive).
 class PyPublisher {
  public:
-  explicit PyPublisher(std::shared_ptr<Publisher> p) : p_(std::move(p)) {}
+  explicit PyPublisher(std::shared_ptr<Publisher> p, std::shared_ptr<const std::atomic<bool>> node_open = nullptr)
+      : p_(std::move(p)), node_open_(std::move(node_open)) {}
 
   bool publish(const py::buffer& b) {
     const Bytes bytes = contiguous(b);
@@ -132,6 +133,10 @@ class PyPublisher {
 
   Publisher& get() const {
     if (!p_) throw Error(Errc::kInvalidArgument, "the publisher is closed");
+    if (node_open_ && !node_open_->load()) {
+      throw Error(Errc::kInvalidArgument,
+                  fmt::format("the publisher of {} belongs to a closed node; make a new node", p_->channel()));
+    }
     return *p_;
   }
   [[nodiscard]] const std::shared_ptr<Publisher>& shared() const { return p_; }
@@ -139,6 +144,7 @@ class PyPublisher {
 
  private:
   std::shared_ptr<Publisher> p_;
+  std::shared_ptr<const std::atomic<bool>> node_open_;
 };
 
 /// A slot lent by a publisher: writable memory in the ring, committed
@@ -287,7 +293,9 @@ py::object read_view(const PySubscriber& ps) {
 
 }  // namespace
 
-py::object wrap_publisher(std::shared_ptr<Publisher> p) { return py::cast(PyPublisher(std::move(p))); }
+py::object wrap_publisher(std::shared_ptr<Publisher> p, std::shared_ptr<const std::atomic<bool>> node_open) {
+  return py::cast(PyPublisher(std::move(p), std::move(node_open)));
+}
 
 namespace {
 

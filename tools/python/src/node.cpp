@@ -6,6 +6,9 @@
 
 #include <fmt/format.h>
 
+#include <atomic>
+#include <chrono>
+#include <cmath>
 #include <memory>
 #include <optional>
 #include <string>
@@ -50,13 +53,17 @@ std::shared_ptr<py::function> shared_callable(py::function f) {
 class PyNode;
 
 /// A subscription or timer of a node, as Python holds it: usable while its
-/// node is (Node.close() ends them).
+/// node is open (Node.close() ends them, though a publisher of the node
+/// may keep the C++ node alive).
 template <typename T>
 struct Handle {
   std::weak_ptr<Node> node;
   T* item;
+  std::shared_ptr<const std::atomic<bool>> open;
   T& get() const {
-    if (node.expired()) throw Error(Errc::kInvalidArgument, "the node is closed");
+    if (node.expired() || !open->load()) {
+      throw Error(Errc::kInvalidArgument, "its node is closed; make a new node");
+    }
     return *item;
   }
 };
@@ -78,6 +85,7 @@ class PyNode {
   /// held. Called with the GIL.
   void close() {
     if (!node_) return;
+    open_->store(false);
     node_->stop();
     for (const auto& f : callables_) *f = py::function();
     callables_.clear();
@@ -122,7 +130,7 @@ class PyNode {
         });
       };
     }
-    return {node_, &node.subscribe_raw(channel, t, std::move(cb), o)};
+    return {node_, &node.subscribe_raw(channel, t, std::move(cb), o), open_};
   }
 
   PyTimer timer(double period_s, py::function callback, bool periodic) {
@@ -139,25 +147,26 @@ class PyNode {
     };
     Timer& t = periodic ? node.every(seconds_to_ns(period_s), std::move(cb))
                         : node.after(seconds_to_ns(period_s), std::move(cb));
-    return {node_, &t};
+    return {node_, &t, open_};
   }
 
   py::object publisher(const std::string& channel, const TypeTuple& type) {
     NodePublisher<Publisher>& p = live().publisher(channel, type_of(type));
-    return wrap_publisher(std::shared_ptr<Publisher>(node_, &*p));  // shares the node's ownership
+    return wrap_publisher(std::shared_ptr<Publisher>(node_, &*p), open_);  // shares the node's ownership
   }
 
   /// Runs the node until stop(), a callback's exception (re-raised here)
   /// or a signal's Python exception (Ctrl-C: KeyboardInterrupt). The
   /// executor waits without the GIL; Python signal handlers run between
-  /// waits of at most 100 ms.
+  /// waits of at most 20 ms (as every blocking call's slices in
+  /// shmbus/__init__.py).
   void spin() {
     const std::shared_ptr<Node> node = node_;  // close() from a callback ends the loop, not the node
     if (!node) throw Error(Errc::kInvalidArgument, "the node is closed; make a new one");
     while (node->ok()) {
       {
         const py::gil_scoped_release unlocked;
-        node->spin_once(std::chrono::milliseconds(100));
+        node->spin_once(std::chrono::milliseconds(20));
       }
       after_work();
     }
@@ -218,6 +227,7 @@ class PyNode {
   }
 
   std::shared_ptr<Node> node_;
+  std::shared_ptr<std::atomic<bool>> open_ = std::make_shared<std::atomic<bool>>(true);
   std::vector<std::shared_ptr<py::function>> callables_;
   std::optional<py::error_already_set> error_;
 };
@@ -337,9 +347,16 @@ void register_services(py::module_& m) {
              CallResult r;
              {
                const py::gil_scoped_release unlocked;
+               // Python's signal handlers run while it waits: Ctrl-C ends
+               // the call within 20 ms, raising KeyboardInterrupt.
                r = c.call({static_cast<const std::byte*>(b.ptr), static_cast<std::size_t>(b.size * b.itemsize)},
-                          response, seconds_to_ns(timeout_s));
+                          response, std::isinf(timeout_s) ? std::chrono::nanoseconds::max() : seconds_to_ns(timeout_s),
+                          [] {
+                            const py::gil_scoped_acquire locked;
+                            return PyErr_CheckSignals() != 0;
+                          });
              }
+             if (r.status == CallStatus::kInterrupted) throw py::error_already_set();
              if (!r.ok()) call_failed(c, r, timeout_s);
              return py::make_tuple(copy_bytes({response.data(), r.size}), r.info);
            })

@@ -85,6 +85,7 @@ enum class CallStatus {
   kBufferTooSmall,  ///< the response did not fit the caller's buffer (`size` says how large it is)
   kDropped,         ///< the request could not be published (a stuck writer held its slot)
   kLost,            ///< the request or its response was lost in a ring (noticed by the server, or skipped)
+  kInterrupted,     ///< the caller's `interrupted()` said stop (a late response is counted, then discarded)
 };
 
 /// One lowercase word per status (`timeout`, `no server`, ...).
@@ -177,6 +178,12 @@ class ServiceClient {
   /// stall_timeout (at least 1 ms).
   CallResult call(std::span<const std::byte> request, std::span<std::byte> response,
                   std::chrono::nanoseconds timeout) noexcept;
+  /// The same, asking `interrupted()` (which must not throw) at least every
+  /// 20 ms while it waits for a server or the response: once it returns
+  /// true the call ends with kInterrupted. Bindings use it so that Ctrl-C
+  /// ends a call at once rather than at its timeout.
+  CallResult call(std::span<const std::byte> request, std::span<std::byte> response, std::chrono::nanoseconds timeout,
+                  const std::function<bool()>& interrupted) noexcept;
 
   /// Whether a live server serves the service now.
   [[nodiscard]] bool server_ready() const;

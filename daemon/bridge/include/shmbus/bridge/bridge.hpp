@@ -71,10 +71,12 @@ struct BridgeSettings {
   /// A client from which nothing arrives for this long is closed; a ping
   /// goes out at half of it, so a live idle client (which answers) stays.
   std::chrono::nanoseconds idle_timeout = std::chrono::seconds(60);
-  /// Browser Origins (globs, e.g. "https://ops.example.com") allowed to
-  /// open a WebSocket; empty: loopback hosts only. Requests without an
-  /// Origin (not from a browser) are always allowed.
+  /// Browser Origins (globs, e.g. "https://app.foxglove.dev") allowed to
+  /// open a WebSocket, besides loopback hosts' (localhost, 127.0.0.0/8,
+  /// [::1]) while `loopback_origins`. Requests without an Origin (not from
+  /// a browser) are always allowed.
   std::vector<std::string> allow_origins;
+  bool loopback_origins = true;
   /// Roots of `<package>/<Name>.msg` files for the types clients name when
   /// they create a channel, searched after the shipped definitions and
   /// before SHMBUS_MSG_PATH (the order shmtool uses).
