@@ -55,6 +55,10 @@ def test_a_python_client_calls_the_cpp_adder():
         with pytest.raises(shmbus.ServiceFailed) as e:
             client.call({"a": 2**63 - 1, "b": 1}, timeout=10)
         assert e.value.exit_code == 1
+        # No type given: the service's channels name it.
+        untyped = shmbus.ServiceClient("/py/add_cpp")
+        assert untyped.call({"a": 1, "b": 2}, timeout=10).sum == 3
+        assert untyped.request_type == client.request_type
     finally:
         adder.terminate()
         adder.wait(timeout=10)
@@ -65,3 +69,5 @@ def test_a_call_without_a_server_is_not_found_with_exit_code_3():
     with pytest.raises(shmbus.NotFoundError) as e:
         client.call({"a": 1, "b": 2}, timeout=0.2)
     assert e.value.exit_code == 3 and "/py/add_nobody" in str(e.value)
+    with pytest.raises(shmbus.NotFoundError, match="/py/add_never"):
+        shmbus.ServiceClient("/py/add_never")  # no type, and no channels to read it from

@@ -421,10 +421,16 @@ class ServiceServer:
 
 
 class ServiceClient:
-    """Calls service `name` of type `type` (package/Name of its .srv)."""
+    """Calls service `name` of type `type` (package/Name of its .srv); with
+    no type, the types its channels in this domain store (as `shmtool
+    service call` does; the service must exist)."""
 
-    def __init__(self, name: str, type: str, *, msg_path: Iterable[str] | None = None) -> None:
-        req, rsp = (MessageType(*t) for t in _shmbus.service_types(type, list(msg_path or [])))
+    def __init__(self, name: str, type: str | None = None, *, msg_path: Iterable[str] | None = None) -> None:
+        if type is None:
+            type, *types = _shmbus.service_types_of(name)
+        else:
+            types = _shmbus.service_types(type, list(msg_path or []))
+        req, rsp = (MessageType(*t) for t in types)
         self.request_type, self.response_type = req, rsp
         self._client = _shmbus._ServiceClient(name, type, req.info, rsp.info)
 

@@ -2,14 +2,19 @@
 // package builds its NumPy dtypes from it), and types resolved by name.
 #include <pybind11/stl.h>
 
+#include <fmt/format.h>
+
 #include <set>
 #include <string>
 #include <vector>
 
 #include "binding.hpp"
+#include "shmbus/context.hpp"
+#include "shmbus/error.hpp"
 #include "shmbus/names.hpp"
 #include "shmbus/schema.hpp"
 #include "shmbus/schema/type_catalog.hpp"
+#include "shmbus/service.hpp"
 
 namespace shmbus::python {
 
@@ -113,6 +118,23 @@ void register_messages(py::module_& m) {
       },
       py::arg("service_type"), py::arg("msg_path") = std::vector<std::string>{},
       "A service type's (request, response) types, from its .srv.");
+  m.def(
+      "service_types_of",
+      [](const std::string& service) {
+        const Context& context = Context::process_default();
+        const introspect::ServiceView v =
+            introspect::service_view(context.domain(), service, context.config().access());
+        if (!v.responses) {
+          throw Error(Errc::kNotFound, fmt::format("service {} in domain \"{}\" has no response channel yet; give "
+                                                   "its type (package/Name of its .srv)",
+                                                   service, context.domain()));
+        }
+        const auto type = [](const introspect::ChannelView& c) {
+          return TypeTuple{c.type_name, c.type_hash, c.schema};
+        };
+        return py::make_tuple(v.service_type, type(v.requests), type(*v.responses));
+      },
+      py::arg("service"), "A service's (type, request, response) as its channels in this domain store them.");
 }
 
 }  // namespace shmbus::python
