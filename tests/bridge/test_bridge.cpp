@@ -558,6 +558,7 @@ TEST(BridgeTest, RosapiNamesNodesWithWhatEachPublishesSubscribesAndServesAndGive
   EXPECT_FALSE(unknown["result"].get<bool>());
   EXPECT_NE(unknown["values"].get<std::string>().find("no node /nobody"), std::string::npos) << unknown.dump();
 
+  const shmbus::Publisher raw_out("/graph/raw", shmbus::TypeInfo::bytes(), d.context());
   const json raw = call("/rosapi/topics_and_raw_types", json::object());
   ASSERT_TRUE(raw["result"].get<bool>()) << raw.dump();
   const json& topics = raw["values"]["topics"];
@@ -566,6 +567,10 @@ TEST(BridgeTest, RosapiNamesNodesWithWhatEachPublishesSubscribesAndServesAndGive
   const auto i = static_cast<std::size_t>(at - topics.begin());
   EXPECT_EQ(raw["values"]["types"][i], "shmbus_msgs/Header");
   EXPECT_EQ(raw["values"]["typedefs_full_text"][i], "uint64 stamp_ns\nuint32 seq\nstring<=52 frame_id\n");
+  // A raw channel: the uint8[] Foxglove's clients are told of.
+  const auto at_raw = std::find(topics.begin(), topics.end(), "/graph/raw");
+  ASSERT_NE(at_raw, topics.end()) << raw.dump();
+  EXPECT_EQ(raw["values"]["typedefs_full_text"][static_cast<std::size_t>(at_raw - topics.begin())], "uint8[] data\n");
 }
 
 TEST(BridgeTest, BadInputGetsItsAnswerAndTheBridgeServesOthers) {

@@ -626,7 +626,8 @@ bool RosbridgeSession::rosapi(const std::string& service, const Json& args, Json
       if (e.service_channel || !hub_.allowed(name)) continue;
       topics.push_back(name);
       types.push_back(e.type.name);
-      texts.push_back(e.schema ? schema::ros2msg_text(e.schema->root()) : std::string{});
+      // Raw bytes: the one uint8[] Foxglove's clients are told of too.
+      texts.push_back(e.schema ? schema::ros2msg_text(e.schema->root()) : std::string{schema::kBytesRos2msgText});
     }
     values = Json{{"topics", std::move(topics)}, {"types", std::move(types)}, {"typedefs_full_text", std::move(texts)}};
   } else if (api == "nodes" || api == "node_details") {
