@@ -11,6 +11,7 @@
 #include <limits>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -212,9 +213,10 @@ TEST(BridgeFoxgloveTest, ClientsCallServicesFollowTheGraphAndTheReplaysClock) {
   ASSERT_TRUE(adder);
   shmbus::Publisher topic("/graph/topic", type_of<shmbus_msgs::Header>(), d.context());
   // A replay's clock, as `shmtool play --clock` publishes it.
-  shmbus::Publisher clock_pub("/shmbus/clock", type_of<shmbus_msgs::Clock>(), d.context());
+  std::optional<shmbus::Publisher> clock_pub;
+  clock_pub.emplace("/shmbus/clock", type_of<shmbus_msgs::Clock>(), d.context());
   constexpr std::uint64_t kStart = 1'700'000'000'000'000'007ULL;
-  Feeder clock(clock_pub, [](std::uint32_t i) {
+  Feeder clock(*clock_pub, [](std::uint32_t i) {
     shmbus_msgs::Clock c{};
     c.clock_ns = kStart + std::uint64_t{i} * 1'000'000;
     std::vector<std::byte> b(sizeof(c));
@@ -253,6 +255,19 @@ TEST(BridgeFoxgloveTest, ClientsCallServicesFollowTheGraphAndTheReplaysClock) {
     EXPECT_GT(ns, last);
     last = ns;
   }
+  // The replay ends: a client that connects now is not offered time; the
+  // next replay's clock brings it back.
+  const auto offers_time = [&] {
+    const json info =
+        run_node({kJs + "/bridge_foxglove_cdr.mjs", "ws://127.0.0.1:" + std::to_string(bridge.port), "0", "--info"});
+    const json& offered = info["serverInfo"]["capabilities"];
+    EXPECT_TRUE(offered.is_array()) << info.dump();
+    return std::find(offered.begin(), offered.end(), "time") != offered.end();
+  };
+  clock_pub.reset();
+  EXPECT_FALSE(offers_time());
+  clock_pub.emplace("/shmbus/clock", type_of<shmbus_msgs::Clock>(), d.context());
+  EXPECT_TRUE(offers_time());
 }
 
 TEST(BridgeFoxgloveTest, AnUnknownEncodingIsBadUsage) {

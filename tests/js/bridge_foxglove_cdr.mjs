@@ -5,11 +5,12 @@
 // exactly (64-bit integers as decimal strings, typed arrays as arrays,
 // non-finite floats as "NaN"/"Infinity"/"-Infinity", as shmbus's JSON
 // writes them). With options it also calls a service with a JSON request,
-// follows the connection graph until it names a topic, and takes time
-// messages. Prints one JSON report on stdout.
+// follows the connection graph until it names a topic, takes time
+// messages, or (--info) waits for the server's info. Prints one JSON
+// report on stdout.
 //
 // usage: node bridge_foxglove_cdr.mjs ws://127.0.0.1:PORT COUNT [TOPIC...]
-//          [--call=SERVICE=JSON] [--graph=TOPIC] [--time=N]
+//          [--call=SERVICE=JSON] [--graph=TOPIC] [--time=N] [--info]
 import { startReport } from './report.mjs';
 import { exact } from './exact.mjs';
 import foxglove from '@foxglove/ws-protocol';
@@ -22,6 +23,7 @@ const [url, countText, ...rest] = process.argv.slice(2);
 const count = Number(countText);
 const option = (name) => rest.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
 const topics = rest.filter((a) => !a.startsWith('--'));
+const infoOnly = rest.includes('--info');
 const call = option('call');
 const graphTopic = option('graph');
 const timeCount = Number(option('time') ?? '0');
@@ -30,11 +32,14 @@ const { report, finish } = startReport({ statuses: [], channels: [], messages: {
 const client = new FoxgloveClient({ ws: new WebSocket(url, [FoxgloveClient.SUPPORTED_SUBPROTOCOL]) });
 client.on('error', (e) => report.errors.push(`connection: ${e?.message ?? e}`));
 client.on('status', (s) => report.statuses.push(s));
-client.on('serverInfo', (info) => { report.serverInfo = info; });
+client.on('serverInfo', (info) => {
+  report.serverInfo = info;
+  if (infoOnly) done();
+});
 
 const readers = new Map();  // subscription id -> { topic, reader }
 // What is still awaited: each topic's messages, the call, the graph, the time.
-let pending = topics.length + (call ? 1 : 0) + (graphTopic ? 1 : 0) + (timeCount > 0 ? 1 : 0);
+let pending = topics.length + (call ? 1 : 0) + (graphTopic ? 1 : 0) + (timeCount > 0 ? 1 : 0) + (infoOnly ? 1 : 0);
 function done() {
   pending -= 1;
   if (pending === 0) {
