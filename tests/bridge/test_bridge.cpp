@@ -317,9 +317,12 @@ TEST(BridgeTest, RosDefinitionsWithUnboundedFieldsTravelThroughTheBridge) {
   ASSERT_TRUE(channel_appears(domain, "/ros2/pose")) << bridge.process->poll_output();
   ASSERT_TRUE(channel_appears(domain, "/ros2/text")) << bridge.process->poll_output();
   ASSERT_TRUE(publishers_become(domain, "/ros2/text", 1));
+  // The bridge attaches the subscriptions on its reader's thread: publish
+  // once it reads both channels (a read that times out closes the client).
+  ASSERT_TRUE(bridge_reads(domain, "/ros2/pose"));
+  ASSERT_TRUE(bridge_reads(domain, "/ros2/text"));
   const std::string long_text(10000, 'r');
-  // The subscriber may attach after the first publish: publish until it
-  // has both (bounded).
+  // Publish until the subscriber has both (bounded).
   std::optional<json> pose;
   std::optional<json> text;
   for (int i = 0; i < 50 && !(pose && text); ++i) {
@@ -571,6 +574,22 @@ TEST(BridgeTest, RosapiNamesNodesWithWhatEachPublishesSubscribesAndServesAndGive
   const auto at_raw = std::find(topics.begin(), topics.end(), "/graph/raw");
   ASSERT_NE(at_raw, topics.end()) << raw.dump();
   EXPECT_EQ(raw["values"]["typedefs_full_text"][static_cast<std::size_t>(at_raw - topics.begin())], "uint8[] data\n");
+
+  // Services: those served now. A client alone (its channels, no server)
+  // is not listed; a service whose server is gone leaves the list.
+  const shmbus::TypedServiceClient<example_srvs::AddTwoInts> nobody("/graph/nobody", d.context());
+  const auto services = [&] { return call("/rosapi/services", json::object())["values"]["services"]; };
+  const auto listed = [](const json& list, const std::string& s) {
+    return std::find(list.begin(), list.end(), s) != list.end();
+  };
+  json now = services();
+  EXPECT_TRUE(listed(now, "/example/add")) << now.dump();
+  EXPECT_FALSE(listed(now, "/graph/nobody")) << now.dump();
+  adder->signal(SIGTERM);
+  EXPECT_TRUE(WIFEXITED(adder->wait(10s)));
+  now = services();
+  EXPECT_FALSE(listed(now, "/example/add")) << now.dump();
+  EXPECT_TRUE(listed(now, "/rosapi/topics")) << now.dump();
 }
 
 TEST(BridgeTest, BadInputGetsItsAnswerAndTheBridgeServesOthers) {

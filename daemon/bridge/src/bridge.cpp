@@ -171,6 +171,13 @@ void Hub::refresh() {
   for (const auto& s : all) s->channels_changed(added, removed);
 }
 
+void Hub::services_tick() {
+  std::vector<std::shared_ptr<Session>> all;
+  all.reserve(sessions.size());
+  for (Session* s : sessions) all.push_back(s->shared_from_this());
+  for (const auto& s : all) s->services_tick();
+}
+
 void Hub::graph_tick() {
   std::vector<std::shared_ptr<Session>> watchers;
   for (Session* s : sessions) {
@@ -424,7 +431,10 @@ struct Bridge::Impl {
         hub.refresh();
         // Who publishes what changes without the registry changing: the
         // graph is read again once a second for the clients that follow it.
-        if (++ticks % 5 == 0) hub.graph_tick();
+        if (++ticks % 5 == 0) {
+          hub.graph_tick();
+          hub.services_tick();
+        }
       } catch (const std::exception& e) {
         spdlog::warn("reading domain \"{}\": {}", hub.config.domain, e.what());
       }

@@ -130,6 +130,11 @@ std::optional<introspect::ChannelView> Catalog::view(std::string_view name) cons
   }
 }
 
+bool Catalog::served(std::string_view service) const {
+  const auto v = view(service_request_channel(std::string(service)));
+  return v && std::any_of(v->subscribers.begin(), v->subscribers.end(), [](const auto& e) { return e.alive; });
+}
+
 BusGraph bus_graph(const Catalog& catalog, const std::function<bool(std::string_view)>& allowed) {
   BusGraph g;
   // Each live endpoint: its node gets `name` in `what` (and `index[name]`

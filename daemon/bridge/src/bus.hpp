@@ -65,6 +65,10 @@ class Catalog {
       std::string_view type) const;
   /// A live view of one channel (endpoints, counters), or nullopt when gone.
   [[nodiscard]] std::optional<introspect::ChannelView> view(std::string_view name) const;
+  /// Whether a live process serves `service` now (subscribes to its
+  /// request channel): a service only clients made, or whose server is
+  /// gone, is not offered to clients.
+  [[nodiscard]] bool served(std::string_view service) const;
   [[nodiscard]] const std::string& domain() const noexcept { return domain_; }
   [[nodiscard]] const SegmentAccess& access() const noexcept { return access_; }
 

@@ -190,7 +190,7 @@ void FoxgloveSession::update_services() {
   std::map<std::uint32_t, std::string> now;  // by the request channel's id
   for (const auto& [name, e] : hub_.catalog.channels()) {
     const std::string service = service_of_request_channel(name);
-    if (service.empty() || !e.schema || !hub_.allowed(service)) continue;
+    if (service.empty() || !e.schema || !hub_.allowed(service) || !hub_.catalog.served(service)) continue;
     const ChannelEntry* response = hub_.catalog.find(service_response_channel(service));
     if (response != nullptr && response->schema) now[e.id] = service;
   }

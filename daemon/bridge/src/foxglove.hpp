@@ -31,6 +31,7 @@ class FoxgloveSession final : public Session {
   [[nodiscard]] bool wants_graph() const noexcept override { return graph_subscribed_; }
   /// Sends what changed since the graph last sent (connectionGraphUpdate).
   void graph_now(const BusGraph& graph) override;
+  void services_tick() override { update_services(); }
 
  private:
   [[nodiscard]] const char* protocol_name() const noexcept override { return "foxglove.websocket.v1"; }
@@ -52,7 +53,7 @@ class FoxgloveSession final : public Session {
   [[nodiscard]] bool is_cdr(std::uint32_t channel_id) const noexcept;
   [[nodiscard]] const ChannelEntry* entry_of(std::uint32_t channel_id) const;
   [[nodiscard]] schema::Json channel_json(const ChannelEntry& e, std::uint32_t channel_id) const;
-  /// Advertises the services the domain has now and withdraws those gone.
+  /// Advertises the services served now and withdraws those gone.
   void update_services();
   /// A service call request (binary opcode 2), answered when the service
   /// answers (opcode 3) or failed (serviceCallFailure).

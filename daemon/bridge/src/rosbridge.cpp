@@ -600,7 +600,7 @@ bool RosbridgeSession::rosapi(const std::string& service, const Json& args, Json
     }
     for (const auto& [name, e] : channels) {
       const std::string s = service_of_request_channel(name);
-      if (!s.empty() && hub_.allowed(s)) services.push_back(s);
+      if (!s.empty() && hub_.allowed(s) && hub_.catalog.served(s)) services.push_back(s);
     }
     values = Json{{"services", std::move(services)}};
   } else if (api == "service_type") {

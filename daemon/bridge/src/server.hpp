@@ -82,6 +82,8 @@ struct Hub {
   void refresh();
   /// The bus graph to the sessions that follow it (computed once for all).
   void graph_tick();
+  /// Each session's offered services against those served now.
+  void services_tick();
 
   /// A channel a client may create, `topic` of `type` (package/Name), when
   /// that client made `client_made` already: within the limits of
@@ -165,6 +167,9 @@ class Session : public std::enable_shared_from_this<Session> {
   /// about once a second with the current one).
   [[nodiscard]] virtual bool wants_graph() const noexcept { return false; }
   virtual void graph_now(const BusGraph& graph) { (void)graph; }
+  /// About once a second: servers come and go without the channels
+  /// changing (the protocols that advertise services).
+  virtual void services_tick() {}
   /// Client mode (shmbus-bridge connect): the handshake as the client of a
   /// remote server at `host` (the Host header) and `target`; `on_open` runs
   /// once it is done. The remote side is then this session's peer.
