@@ -94,9 +94,10 @@ struct Hub {
                                           std::size_t client_made) const;
   /// Calls shmbus service `service` with the JSON `args` (fields left out
   /// are zero), for any protocol: `done` runs on the service's worker
-  /// thread, with the response's 64-bit integers as json_int64 says. Returns why the call could not start (not allowed,
-  /// no such service, a request that does not fit, too many waiting), counted as a failure, or nothing. Counts the
-  /// call.
+  /// thread, with the response's 64-bit integers as json_int64 says.
+  /// Returns why the call could not start (not allowed, no such service, a
+  /// request that does not fit, too many waiting), counted as a failure,
+  /// or nothing. Counts the call.
   std::optional<std::string> call_service(const std::string& service, const schema::Json& args,
                                           std::chrono::nanoseconds timeout, ServiceCaller::Done done);
   /// Takes a share of the publisher of `channel` (which exists, or is
