@@ -130,9 +130,20 @@ std::optional<introspect::ChannelView> Catalog::view(std::string_view name) cons
   }
 }
 
+namespace {
+bool any_alive(const std::vector<introspect::EndpointView>& endpoints) {
+  return std::any_of(endpoints.begin(), endpoints.end(), [](const auto& e) { return e.alive; });
+}
+}  // namespace
+
 bool Catalog::served(std::string_view service) const {
   const auto v = view(service_request_channel(std::string(service)));
-  return v && std::any_of(v->subscribers.begin(), v->subscribers.end(), [](const auto& e) { return e.alive; });
+  return v && any_alive(v->subscribers);
+}
+
+bool Catalog::published(std::string_view name) const {
+  const auto v = view(name);
+  return v && any_alive(v->publishers);
 }
 
 BusGraph bus_graph(const Catalog& catalog, const std::function<bool(std::string_view)>& allowed) {

@@ -69,6 +69,8 @@ class Catalog {
   /// request channel): a service only clients made, or whose server is
   /// gone, is not offered to clients.
   [[nodiscard]] bool served(std::string_view service) const;
+  /// Whether a live process publishes channel `name` now.
+  [[nodiscard]] bool published(std::string_view name) const;
   [[nodiscard]] const std::string& domain() const noexcept { return domain_; }
   [[nodiscard]] const SegmentAccess& access() const noexcept { return access_; }
 

@@ -2,13 +2,11 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
-#include <algorithm>
 #include <cstring>
 
 #include "foxglove.hpp"
 #include "shmbus/bus_channels.hpp"
 #include "shmbus/clock.hpp"
-#include "shmbus/introspect.hpp"
 #include "shmbus/names.hpp"
 #include "shmbus/schema/json_input.hpp"
 #include "shmbus_msgs/Clock.hpp"
@@ -165,7 +163,8 @@ void FoxgloveSession::opened() {
   // connects (a capability cannot be added later in this protocol): the
   // clock channel with a live publisher, not one a finished replay left.
   const ChannelEntry* clock = hub_.catalog.find(kClockChannel);
-  time_ = clock != nullptr && clock->type.name == kClockType && hub_.allowed(kClockChannel) && clock_published();
+  time_ = clock != nullptr && clock->type.name == kClockType && hub_.allowed(kClockChannel) &&
+          hub_.catalog.published(kClockChannel);
   Json capabilities = Json::array({"clientPublish", "services", "connectionGraph"});
   if (time_) capabilities.push_back("time");
   send_text(dump_json(Json{{"op", "serverInfo"},
@@ -306,16 +305,6 @@ void FoxgloveSession::channels_changed(const std::vector<const ChannelEntry*>& a
   }
   for (const ChannelEntry* e : added) {
     if (e->name == kClockChannel && e->type.name == kClockType && clock_key_ == 0) follow_clock(*e);
-  }
-}
-
-bool FoxgloveSession::clock_published() const {
-  try {
-    const introspect::ChannelView v =
-        introspect::ChannelReader(hub_.catalog.domain(), kClockChannel, false, hub_.context.config().access()).view();
-    return std::any_of(v.publishers.begin(), v.publishers.end(), [](const auto& p) { return p.alive; });
-  } catch (const std::exception&) {  // removed meanwhile
-    return false;
   }
 }
 

@@ -61,8 +61,6 @@ class FoxgloveSession final : public Session {
   void service_failure(std::uint32_t service_id, std::uint32_t call_id, const std::string& why);
   /// The time capability: follows the clock channel a replay publishes.
   void follow_clock(const ChannelEntry& e);
-  /// Whether a live process publishes kClockChannel now.
-  [[nodiscard]] bool clock_published() const;
   /// A clock message as a Foxglove time frame (binary opcode 2).
   void send_time(const OutMessage& message, std::uint64_t key);
 
