@@ -31,7 +31,7 @@ packages=(
   help2man                          # the man pages, generated from the programs' --help at build time
   chromium                          # the browser tests (headless, driven by puppeteer-core from tests/js)
   python3-dev pybind11-dev python3-numpy   # the Python package (tools/python)
-  python3-pytest                    # its tests (tests/python, run by ctest)
+  python3-pytest mypy               # its tests (tests/python, run by ctest; mypy checks the typed stubs)
 )
 
 missing=()

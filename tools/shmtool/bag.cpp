@@ -143,10 +143,7 @@ int run_play(const Globals& g, const PlayOptions& o) {
   const PlaySummary summary = player.run(stop);
   print(fmt::format("played {} messages in {:.3f} s\n", summary.played, summary.took_s));
   for (const auto& [name, t] : summary.too_large) {
-    fmt::print(stderr,
-               "play: {}: {} message(s) of up to {} B not published: the channel's max_message_size is {} B; "
-               "give {} a max_message_size of at least {} in the configuration ([[channel]])\n",
-               name, t.messages, t.largest, t.max_message_size, name, t.largest);
+    fmt::print(stderr, "play: {}: {} message(s) not published: {}\n", name, t.messages, t.why);
   }
   return summary.too_large.empty() ? 0 : 1;
 }

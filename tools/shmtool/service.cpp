@@ -210,8 +210,7 @@ int run_service_call(const Globals& g, const ServiceCallOptions& o) {
                               "`shmtool service info {}` counts it); call again, or raise the capacity of {}",
                               o.name, o.name, service_request_channel(o.name)));
     case CallStatus::kTooLarge:
-      throw Error(Errc::kInvalidArgument, fmt::format("the request is {} bytes; {} takes at most {}", request.size(),
-                                                      service_request_channel(o.name), client.max_request_size()));
+      throw Error(Errc::kInvalidArgument, fmt::format("{}: {}", o.name, client.request_too_large(request.size())));
     default:
       throw Error(Errc::kResource, fmt::format("call to {} failed: {}", o.name, to_string(r.status)));
   }

@@ -447,10 +447,7 @@ int run_pub(const Globals& g, const PubOptions& o) {
   Context ctx = make_context(config);
   Publisher pub(o.channel, m.type, ctx);
   if (m.payload.size() > pub.max_message_size()) {
-    throw Error(Errc::kInvalidArgument,
-                fmt::format("a {} message is {} bytes; channel {} takes at most {}: raise max_message_size for it "
-                            "in the configuration",
-                            m.type.name, m.payload.size(), o.channel, pub.max_message_size()));
+    throw Error(Errc::kInvalidArgument, fmt::format("{}: {}", m.type.name, pub.too_large(m.payload.size())));
   }
   print(fmt::format("publishing {} to {} at {}{}; Ctrl-C stops\n", m.type.name, o.channel, human_rate(o.rate_hz),
                     o.count ? fmt::format(", {} message{}", o.count, o.count == 1 ? "" : "s") : ""));

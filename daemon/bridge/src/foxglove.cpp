@@ -452,11 +452,13 @@ void FoxgloveSession::on_binary(std::string_view data) {
   try {
     const Json msg = schema::parse_json(data.substr(5));
     const std::vector<std::byte> bytes = out.schema->encode(out.schema->with_defaults(msg));
-    if (out.publisher.publish(bytes) == PublishResult::kOk) {
+    const PublishResult r = out.publisher.publish(bytes);
+    if (r == PublishResult::kOk) {
       hub_.counters.messages_published.fetch_add(1, std::memory_order_relaxed);
     } else {
-      refuse(fmt::format("{}: not published ({} bytes; max_message_size {})", it->second, bytes.size(),
-                         out.publisher.max_message_size()));
+      refuse(fmt::format("{}: not published: {}", it->second,
+                         r == PublishResult::kTooLarge ? out.publisher.too_large(bytes.size())
+                                                       : "a stuck writer held its slot (counted as dropped)"));
     }
   } catch (const schema::JsonInputError& e) {
     refuse(fmt::format("{}: the payload is not JSON: {}", it->second, e.what()));

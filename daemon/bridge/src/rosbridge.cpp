@@ -555,8 +555,7 @@ void RosbridgeSession::publish(const Json& op) {
       hub_.counters.messages_published.fetch_add(1, std::memory_order_relaxed);
       break;
     case PublishResult::kTooLarge:
-      throw Error(Errc::kInvalidArgument, fmt::format("{}: {} bytes is over the channel's max_message_size {}", topic,
-                                                      bytes.size(), out.publisher.max_message_size()));
+      throw Error(Errc::kInvalidArgument, fmt::format("{}: {}", topic, out.publisher.too_large(bytes.size())));
     case PublishResult::kDropped:
       status("warning", fmt::format("{}: the message was dropped (a stuck writer held its slot)", topic));
       break;

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <bit>
 #include <cstddef>
+#include <cstdio>
 #include <cstring>
 
 #include "futex.hpp"
@@ -165,6 +166,9 @@ Channel::Channel(Segment s, std::string name) : segment_(std::move(s)), name_(st
   type_name_.assign(h.type_name, strnlen(h.type_name, sizeof(h.type_name)));
   type_hash_ = h.type_hash;
   schema_.assign(reinterpret_cast<const char*>(base + h.schema_offset), h.schema_size);
+  creator_pid_ = h.segment.creator_pid;
+  creator_program_.assign(h.creator_program, strnlen(h.creator_program, sizeof(h.creator_program)));
+  sizes_from_.assign(h.sizes_from, strnlen(h.sizes_from, sizeof(h.sizes_from)));
   // The schema, read once, lies after the ring: an observer keeps only what
   // comes before the slot claims, so the ring is out of its memory.
   const std::size_t mapped = segment_.size();
@@ -252,6 +256,8 @@ std::shared_ptr<Channel> Channel::create_or_open(const std::string& domain, cons
           h->overflow = static_cast<std::uint32_t>(settings.overflow);
           h->block_timeout_ns = settings.block_timeout.count();
           h->window_ns = settings.window.count();
+          copy_name(h->creator_program, sizeof(h->creator_program), program_invocation_short_name);
+          copy_name(h->sizes_from, sizeof(h->sizes_from), settings.sizes_from);
           if (settings.thresholds_hz) {
             h->has_thresholds = 1;
             for (int i = 0; i < 3; ++i) h->thresholds_hz[i] = (*settings.thresholds_hz)[i];
@@ -270,6 +276,7 @@ std::shared_ptr<Channel> Channel::create_or_open(const std::string& domain, cons
     refuse_mismatch(name.view(), "overflow", to_string(static_cast<Overflow>(h.overflow)),
                     to_string(settings.overflow));
   }
+  if (type != nullptr) ch->report_other_sizes(settings);
   // Every opener makes sure the channel is listed: a creator killed between
   // creating the segment and listing it is repaired by the next opener.
   const std::uint32_t index = registry.ensure(name.view(), ch->type_name_, ch->type_hash_, h.transport);
@@ -278,6 +285,42 @@ std::shared_ptr<Channel> Channel::create_or_open(const std::string& domain, cons
 }
 
 std::string_view Channel::schema_text() const noexcept { return schema_; }
+
+std::string Channel::sizes_origin() const {
+  return fmt::format("from {} of {} (pid {}), which created the channel",
+                     sizes_from_.empty() ? "the built-in defaults" : sizes_from_,
+                     creator_program_.empty() ? "a process" : creator_program_, creator_pid_);
+}
+
+std::string Channel::too_large(std::size_t size) const {
+  return fmt::format(
+      "a message of {} bytes does not fit channel {}: its max_message_size is {} ({}); give {} a max_message_size "
+      "of at least {} where it is created (the configuration's [[channel]] entry, or a publisher's option), then "
+      "stop the processes using it (shmtool info {}) and run `shmtool clean` so that it is made anew",
+      size, name_, max_message_size_, sizes_origin(), name_, size, name_);
+}
+
+void Channel::report_other_sizes(const ChannelSettings& settings) const {
+  if (settings.sizes_from.empty()) return;  // the built-in defaults: this process names no size
+  const ChannelHeader& h = *header_;
+  std::string stored;
+  std::string wanted;
+  const auto compare = [&](std::string_view key, std::uint32_t has, std::uint32_t asked) {
+    if (has == asked) return;
+    stored += fmt::format("{}{} {}", stored.empty() ? "" : ", ", key, has);
+    wanted += fmt::format("{}{} {}", wanted.empty() ? "" : ", ", key, asked);
+  };
+  compare("max_message_size", max_message_size_, settings.max_message_size);
+  compare("capacity", h.capacity, settings.capacity);
+  compare("time_list_capacity", h.time_list_capacity, settings.time_list_capacity);
+  if (stored.empty()) return;
+  std::fprintf(stderr, "%s\n",
+               fmt::format("shmbus: channel {} exists with {} ({}); this process asks for {} ({}): the channel's "
+                           "values hold. To use yours, stop the processes using it (shmtool info {}) and run "
+                           "`shmtool clean`",
+                           name_, stored, sizes_origin(), wanted, settings.sizes_from, name_)
+                   .c_str());
+}
 
 TypeInfo Channel::type() const { return TypeInfo{type_name_, type_hash_, schema_}; }
 
@@ -590,7 +633,10 @@ std::shared_ptr<Channel> DomainState::channel(const ChannelName& name, const Cha
   if (auto it = channels_.find(name.view()); it != channels_.end()) {
     auto ch = it->second.lock();
     if (ch && !ch->segment().replaced()) {
-      if (type != nullptr) check_type(name.view(), ch->type(), *type);
+      if (type != nullptr) {
+        check_type(name.view(), ch->type(), *type);
+        ch->report_other_sizes(settings);
+      }
       return ch;
     }
   }

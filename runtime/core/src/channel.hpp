@@ -51,6 +51,17 @@ class Channel {
   [[nodiscard]] Transport transport() const noexcept { return transport_; }
   [[nodiscard]] Overflow overflow() const noexcept { return overflow_; }
   [[nodiscard]] std::int64_t block_timeout_ns() const noexcept { return block_timeout_ns_; }
+  /// Where the ring's sizes came from: "from FILE:LINE:COLUMN of PROGRAM
+  /// (pid N), which created the channel" (or from the built-in defaults,
+  /// or the publisher's options).
+  [[nodiscard]] std::string sizes_origin() const;
+  /// The one line for a message of `size` bytes over max_message_size:
+  /// the sizes' origin and what to do.
+  [[nodiscard]] std::string too_large(std::size_t size) const;
+  /// An opener whose `settings` name sizes other than the channel's (the
+  /// channel was made before, by another configuration): one line on
+  /// stderr naming both and the fix. The channel's sizes hold.
+  void report_other_sizes(const ChannelSettings& settings) const;
 
   [[nodiscard]] layout::SlotHeader* slot(std::uint64_t seq) const noexcept {
     return reinterpret_cast<layout::SlotHeader*>(slots_ + (seq & slot_mask_) * slot_stride_);
@@ -212,6 +223,9 @@ class Channel {
   std::string type_name_;
   std::uint64_t type_hash_;
   std::string schema_;
+  std::uint32_t creator_pid_;
+  std::string creator_program_;
+  std::string sizes_from_;
   std::atomic<std::uint64_t>* time_list_;
   std::uint64_t time_list_mask_;
   std::uint32_t time_list_log2_;

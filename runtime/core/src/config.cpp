@@ -178,6 +178,7 @@ class ConfigReader : public TomlReader {
         if (t == nullptr) fail(v, "defaults must be a table ([defaults])");
         ChannelRule r;
         c.defaults_where = position(v);
+        r.where = c.defaults_where;
         for (const auto& [dk, dv] : *t) {
           if (!channel_key(dk.str(), dv, r)) fail(dk.source(), "unknown key defaults." + std::string{dk.str()});
         }
@@ -219,6 +220,7 @@ class ConfigReader : public TomlReader {
       s.overflow_set = true;
     }
     if (r.block_timeout) s.block_timeout = *r.block_timeout;
+    if (r.capacity || r.max_message_size || r.time_list_capacity) s.sizes_from = r.where;
     if (r.capacity) s.capacity = *r.capacity;
     if (r.max_message_size) s.max_message_size = *r.max_message_size;
     if (r.time_list_capacity) s.time_list_capacity = *r.time_list_capacity;

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cstdlib>
 #include <cstring>
 #include <thread>
@@ -734,11 +735,43 @@ struct Publisher::Impl {
   }
 };
 
+namespace {
+
+/// The configuration's settings for a channel with the publisher's own
+/// sizes, when it gives any (checked as the configuration checks them).
+ChannelSettings with_options(ChannelSettings s, const PublisherOptions& o) {
+  if (o.max_message_size != 0) {
+    if (o.max_message_size > kMaxMessageSize) {
+      throw Error(Errc::kInvalidArgument,
+                  fmt::format("max_message_size {} is over {} bytes", o.max_message_size, kMaxMessageSize));
+    }
+    s.max_message_size = o.max_message_size;
+  }
+  if (o.capacity != 0) {
+    if (!std::has_single_bit(o.capacity) || o.capacity > kMaxCapacity) {
+      throw Error(Errc::kInvalidArgument,
+                  fmt::format("capacity {} is not a power of two up to {}", o.capacity, kMaxCapacity));
+    }
+    s.capacity = o.capacity;
+  }
+  if (o.min_capacity > s.capacity) {
+    if (o.min_capacity > kMaxCapacity) {
+      throw Error(Errc::kInvalidArgument, fmt::format("a depth of {} is over {}", o.min_capacity, kMaxCapacity));
+    }
+    s.capacity = std::bit_ceil(o.min_capacity);
+    s.sizes_from = "the publisher's options";
+  }
+  if (o.max_message_size != 0 || o.capacity != 0) s.sizes_from = "the publisher's options";
+  return s;
+}
+
+}  // namespace
+
 Publisher::Publisher(std::string_view channel, const TypeInfo& type, Context& context, const PublisherOptions& options)
     : impl_(std::make_unique<Impl>()) {
   // The name is checked and the channel's settings resolved once, here.
   const ChannelName name(channel);
-  const ChannelSettings settings = context.config().channel(name.view());
+  const ChannelSettings settings = with_options(context.config().channel(name.view()), options);
   if (!options.create && !Segment::exists(channel_object_name(context.domain(), name.view()))) {
     throw Error(Errc::kNotFound,
                 fmt::format("channel {} does not exist in domain \"{}\"", name.view(), context.domain()));
@@ -924,6 +957,7 @@ std::uint32_t Publisher::channel_index() const noexcept {
   return impl_->header->registry_index.load(std::memory_order_relaxed);
 }
 std::size_t Publisher::max_message_size() const noexcept { return impl_->max_size; }
+std::string Publisher::too_large(std::size_t size) const { return impl_->channel->too_large(size); }
 std::uint64_t Publisher::published() const noexcept { return impl_->entry->messages.load(std::memory_order_relaxed); }
 std::uint64_t Publisher::dropped() const noexcept { return impl_->entry->dropped().load(std::memory_order_relaxed); }
 

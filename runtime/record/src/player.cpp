@@ -262,6 +262,7 @@ class Player::Impl {
           ++t.messages;
           t.largest = std::max(t.largest, m.data.size());
           t.max_message_size = publisher->max_message_size();
+          t.why = publisher->too_large(t.largest);
         } else {
           ++summary.played;
         }

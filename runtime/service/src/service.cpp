@@ -509,6 +509,7 @@ CallResult ServiceClient::call(std::span<const std::byte> request, std::span<std
 
 const std::string& ServiceClient::name() const noexcept { return impl_->name; }
 std::size_t ServiceClient::max_request_size() const noexcept { return impl_->requests.max_message_size(); }
+std::string ServiceClient::request_too_large(std::size_t size) const { return impl_->requests.too_large(size); }
 std::size_t ServiceClient::max_response_size() const noexcept { return impl_->answers().max_message_size(); }
 std::uint64_t ServiceClient::calls() const noexcept { return impl_->calls; }
 std::uint64_t ServiceClient::timeouts() const noexcept { return impl_->timeouts; }

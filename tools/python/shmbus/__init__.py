@@ -9,7 +9,9 @@ The domain is the process's default: ``SHMBUS_DOMAIN`` and
 
 from __future__ import annotations
 
+import logging
 import math
+import sys
 import time
 from typing import Any, Callable, Iterable, Iterator
 
@@ -22,7 +24,6 @@ from .errors import (ConfigError, Error, InvalidArgumentError, LayoutError, NotF
 
 MessageInfo = _shmbus.MessageInfo
 Input = _shmbus.Input
-Subscription = _shmbus.Subscription
 Timer = _shmbus.Timer
 
 __all__ = [
@@ -55,6 +56,16 @@ def image_message(array: np.ndarray, encoding: str = "rgb8", type: str = "shmbus
         data=np.ascontiguousarray(array).reshape(-1).view(_U1))
 
 
+def _repr(obj: Any, describe: Callable[[], str]) -> str:
+    """``<shmbus.Class what>``, or ``<shmbus.Class (closed)>`` when the
+    object refuses use."""
+    try:
+        what = describe()
+    except Error:
+        what = "(closed)"
+    return f"<shmbus.{obj.__class__.__name__} {what}>"
+
+
 # A wait longer than this is cut into slices of it, between which Python
 # runs its signal handlers: Ctrl-C raises KeyboardInterrupt within one.
 _SLICE = 0.02
@@ -73,19 +84,55 @@ def _slices(timeout: float | None) -> Iterator[float]:
         yield min(left, _SLICE)
 
 
+def _sizes(max_message_size: int | None, capacity: int | None, depth: int | None) -> dict[str, int]:
+    """A publisher's size options as the binding takes them (0: the
+    configuration's), each refused unless a positive integer."""
+    out = {}
+    for key, value in (("max_message_size", max_message_size), ("capacity", capacity), ("depth", depth)):
+        if value is None:
+            value = 0
+        elif isinstance(value, bool) or not isinstance(value, int) or not 0 < value < 2**32:
+            raise InvalidArgumentError(f"{key}={value!r}: give a positive number (or None: the configuration's)")
+        out[key] = value
+    return out
+
+
+def _depth(qos_profile: Any) -> int:
+    """rclpy's history depth: an int, or an object with ``depth`` (a
+    QoSProfile)."""
+    depth = getattr(qos_profile, "depth", qos_profile)
+    if isinstance(depth, bool) or not isinstance(depth, int) or depth < 1:
+        raise InvalidArgumentError(f"qos_profile={qos_profile!r}: give a history depth (an int >= 1) or an "
+                                   "object with .depth")
+    return depth
+
+
 class Publisher:
     """Publishes on one channel, creating it with `type` if it does not
     exist. ``publish`` takes a :class:`Message`, a dict of fields or any
-    bytes-like object (NumPy arrays included)."""
+    bytes-like object (NumPy arrays included).
+
+    A publisher that creates the channel gives it the configuration's
+    sizes (``SHMBUS_CONFIG``; 4096-byte messages and 64 slots by default)
+    unless `max_message_size` (bytes), `capacity` (slots, a power of two)
+    or `depth` (at least that many slots) say otherwise. A channel that
+    exists keeps its own sizes (``max_message_size`` says them; a line on
+    stderr says when they differ from those asked for)."""
 
     def __init__(self, channel: str, type: MessageType | str, *, msg_path: Iterable[str] | None = None,
-                 create: bool = True, _wrapped: Any = None) -> None:
+                 create: bool = True, max_message_size: int | None = None, capacity: int | None = None,
+                 depth: int | None = None, _wrapped: Any = None) -> None:
         t = type_of(type, msg_path)
         if t is None:
             raise InvalidArgumentError("a publisher needs a type (a name such as shmbus_msgs/String, or "
                                        "shmbus.MessageType.bytes() for raw bytes)")
         self.type: MessageType = t
-        self._pub = _wrapped if _wrapped is not None else _shmbus._Publisher(channel, t.info, "", create)
+        self._pub = _wrapped if _wrapped is not None else _shmbus._Publisher(
+            channel, t.info, "", create, **_sizes(max_message_size, capacity, depth))
+
+    def __repr__(self) -> str:
+        return _repr(self, lambda: f"{self.channel} {self.type.name} published={self.published} "
+                                   f"dropped={self.dropped} max_message_size={self.max_message_size}")
 
     def publish(self, message: Message | dict | Any) -> bool:
         """Publishes `message`; True when committed, False when dropped (a
@@ -218,6 +265,10 @@ class Subscriber:
         self._sub = _shmbus._Subscriber(channel, self._type.info if self._type else None, bool(wait_for_channel),
                                         history, from_first, "")
 
+    def __repr__(self) -> str:
+        return _repr(self, lambda: f"{self.channel} {self._type.name if self._type else '(type from the channel)'} "
+                                   f"received={self.received} lost={self.lost}")
+
     @property
     def type(self) -> MessageType:
         """The channel's type (from the channel when none was given)."""
@@ -307,6 +358,52 @@ class Subscriber:
         self.close()
 
 
+class Subscription:
+    """A node's subscription (Node.subscribe): its counters, its type (as
+    Subscriber.type) and cancel()."""
+
+    def __init__(self, type: MessageType | None) -> None:
+        self._type = type
+        self._sub: Any = None
+
+    @property
+    def type(self) -> MessageType:
+        """The channel's type (from the channel when none was given)."""
+        if self._type is None:
+            self._type = MessageType(*self._sub.type())
+        return self._type
+
+    @property
+    def channel(self) -> str:
+        return self._sub.channel
+
+    @property
+    def calls(self) -> int:
+        return self._sub.calls
+
+    @property
+    def errors(self) -> int:
+        return self._sub.errors
+
+    @property
+    def overwritten(self) -> int:
+        """In-place deliveries whose message a publisher overwrote while
+        the callback read it."""
+        return self._sub.overwritten
+
+    @property
+    def lost(self) -> int:
+        return self._sub.lost
+
+    def cancel(self) -> None:
+        """No more calls (the subscriber stays open)."""
+        self._sub.cancel()
+
+    def __repr__(self) -> str:
+        return _repr(self, lambda: f"{self.channel} {self._type.name if self._type else '(type from the channel)'} "
+                                   f"calls={self.calls} lost={self.lost}")
+
+
 class Node:
     """A node: subscriptions whose callbacks get each message, publishers,
     timers, services; ``spin()`` runs them; ``close()`` (or a ``with``
@@ -317,10 +414,11 @@ class Node:
 
     def __init__(self, name: str) -> None:
         self._node = _shmbus._Node(name)
+        self._name: str = self._node.name
 
     @property
     def name(self) -> str:
-        return self._node.name
+        return self._name
 
     def subscribe(self, channel: str, type: MessageType | str | None, callback: Callable[[Message], Any], *,
                   in_place: bool = False, history: int = 0, wait_for_channel: bool = False,
@@ -331,26 +429,92 @@ class Node:
         read-only view of the ring, valid only during the call; a message
         overwritten while the callback read it calls `on_overwritten(info)`
         (and counts in ``Subscription.overwritten``)."""
-        t = type_of(type, msg_path)
-        holder: list[Any] = [t]
-        sub: list[Any] = []
+        s = Subscription(type_of(type, msg_path))
 
         def deliver(data: Any, info: MessageInfo) -> None:
-            mtype = holder[0]
-            if mtype is None:
-                mtype = holder[0] = MessageType(*sub[0].type())
-            callback(Message(mtype, np.frombuffer(data, _U1), info))
+            callback(Message(s.type, np.frombuffer(data, _U1), info))
 
-        s = self._node.subscribe(channel, t.info if t else None, deliver, in_place, history, wait_for_channel,
-                                 on_overwritten)
-        sub.append(s)
+        t = s._type
+        s._sub = self._node.subscribe(channel, t.info if t else None, deliver, in_place, history, wait_for_channel,
+                                      on_overwritten)
         return s
 
-    def publisher(self, channel: str, type: MessageType | str, *, msg_path: Iterable[str] | None = None) -> Publisher:
+    def publisher(self, channel: str, type: MessageType | str, *, msg_path: Iterable[str] | None = None,
+                  max_message_size: int | None = None, capacity: int | None = None,
+                  depth: int | None = None) -> Publisher:
+        """A publisher of the node (see Publisher for the size options)."""
         t = type_of(type, msg_path)
         if t is None:
             raise InvalidArgumentError("a publisher needs a type")
-        return Publisher(channel, t, _wrapped=self._node.publisher(channel, t.info))
+        return Publisher(channel, t, _wrapped=self._node.publisher(channel, t.info,
+                                                                   **_sizes(max_message_size, capacity, depth)))
+
+    # rclpy's names, with rclpy's argument order: the type first, then the
+    # name; qos_profile is a history depth (an int, or anything with .depth).
+
+    def create_publisher(self, msg_type: MessageType | str, topic: str, qos_profile: Any = 10, **options: Any
+                         ) -> Publisher:
+        """rclpy's create_publisher: ``publisher(topic, msg_type,
+        depth=...)``; a channel it creates keeps at least `depth` messages
+        (more when the configuration says so)."""
+        return self.publisher(topic, msg_type, depth=_depth(qos_profile), **options)
+
+    def create_subscription(self, msg_type: MessageType | str | None, topic: str,
+                            callback: Callable[[Message], Any], qos_profile: Any = 10, **options: Any
+                            ) -> Subscription:
+        """rclpy's create_subscription: ``subscribe(topic, msg_type,
+        callback)``. The depth is checked, and the queue a subscription may
+        fall behind by is the channel's ring (its capacity; a slower
+        subscription counts what the ring overwrote in ``lost``)."""
+        _depth(qos_profile)
+        return self.subscribe(topic, msg_type, callback, **options)
+
+    def create_timer(self, timer_period_sec: float, callback: Callable[[], Any]) -> Timer:
+        """rclpy's create_timer: ``every(timer_period_sec, callback)``."""
+        return self.every(timer_period_sec, callback)
+
+    def create_service(self, srv_type: str, srv_name: str, callback: Callable[[Message, Message], Any], **options: Any
+                       ) -> "ServiceServer":
+        """rclpy's create_service: ``callback(request, response)`` fills
+        the response it is given (a new one of the service's response type)
+        and returns it."""
+        server: list[ServiceServer] = []
+
+        def handler(request: Message) -> Any:
+            return callback(request, server[0].response_type.new())
+
+        server.append(ServiceServer(self, srv_name, srv_type, handler, **options))
+        return server[0]
+
+    def create_client(self, srv_type: str | None, srv_name: str, **options: Any) -> "ServiceClient":
+        """rclpy's create_client: ``ServiceClient(srv_name, srv_type)``
+        (call, wait_for_service)."""
+        return ServiceClient(srv_name, srv_type, **options)
+
+    def get_logger(self) -> logging.Logger:
+        """rclpy's get_logger(): a logging.Logger that writes to stderr, as
+        the node's own lines (``shmbus: node "NAME": ...``), INFO and above
+        unless its level is set (``logging.getLogger("shmbus.node.NAME")``)."""
+        logger = logging.getLogger(f"shmbus.node.{self.name}")
+        if not logger.handlers:
+            handler = logging.StreamHandler(sys.stderr)
+            handler.setFormatter(logging.Formatter(f'shmbus: node "{self.name}": [%(levelname)s] %(message)s'))
+            logger.addHandler(handler)
+            logger.propagate = False
+            if logger.level == logging.NOTSET:
+                logger.setLevel(logging.INFO)
+        return logger
+
+    def get_name(self) -> str:
+        """rclpy's get_name(): the node's name."""
+        return self.name
+
+    def destroy_node(self) -> None:
+        """rclpy's destroy_node(): close()."""
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<shmbus.Node {self.name}{'' if self._node.is_open() else ' (closed)'}>"
 
     def every(self, period: float, callback: Callable[[], Any]) -> Timer:
         """Calls `callback()` every `period` seconds."""
@@ -411,6 +575,9 @@ class ServiceServer:
 
         self._server = _shmbus._ServiceServer(node._node, name, type, req.info, rsp.info, serve)
 
+    def __repr__(self) -> str:
+        return f"<shmbus.ServiceServer {self._server.name} served={self.served} failed={self.failed}>"
+
     @property
     def served(self) -> int:
         return self._server.served
@@ -433,6 +600,10 @@ class ServiceClient:
         req, rsp = (MessageType(*t) for t in types)
         self.request_type, self.response_type = req, rsp
         self._client = _shmbus._ServiceClient(name, type, req.info, rsp.info)
+        self.name, self.type = name, type
+
+    def __repr__(self) -> str:
+        return f"<shmbus.ServiceClient {self.name} {self.type}>"
 
     def call(self, request: Message | dict | Any, timeout: float | None = 5.0) -> Message:
         """The response to `request`, within `timeout` seconds (None: for
@@ -450,6 +621,14 @@ class ServiceClient:
     @property
     def server_ready(self) -> bool:
         return self._client.server_ready
+
+    def wait_for_service(self, timeout_sec: float | None = None) -> bool:
+        """rclpy's wait_for_service: wait_for_server(timeout_sec)."""
+        return self.wait_for_server(timeout_sec)
+
+    def service_is_ready(self) -> bool:
+        """rclpy's service_is_ready: server_ready."""
+        return self.server_ready
 
 
 def channels(domain: str | None = None, config: str | None = None) -> list[dict[str, Any]]:

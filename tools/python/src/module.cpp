@@ -101,10 +101,7 @@ bool publish_result(PublishResult r, const Publisher& p, std::size_t size) {
     case PublishResult::kOk:
       return true;
     case PublishResult::kTooLarge:
-      throw Error(Errc::kInvalidArgument,
-                  fmt::format("a message of {} bytes does not fit channel {} (max_message_size {}); raise "
-                              "max_message_size in the channel's configuration",
-                              size, p.channel(), p.max_message_size()));
+      throw Error(Errc::kInvalidArgument, p.too_large(size));
     case PublishResult::kDropped:
       return false;
   }
@@ -155,10 +152,7 @@ class PyLoan {
     loan_ = p_->loan(size);
     if (!loan_) {
       if (size > p_->max_message_size()) {
-        throw Error(Errc::kInvalidArgument,
-                    fmt::format("a loan of {} bytes does not fit channel {} (max_message_size {}); raise "
-                                "max_message_size in the channel's configuration",
-                                size, p_->channel(), p_->max_message_size()));
+        throw Error(Errc::kInvalidArgument, p_->too_large(size));
       }
       throw Error(Errc::kResource, fmt::format("channel {}: no slot to lend (a stuck writer holds it)", p_->channel()));
     }
@@ -327,13 +321,18 @@ void register_info(py::module_& m) {
 
 void register_publisher(py::module_& m) {
   py::class_<PyPublisher>(m, "_Publisher")
-      .def(py::init([](const std::string& channel, const TypeTuple& type, const std::string& node, bool create) {
+      .def(py::init([](const std::string& channel, const TypeTuple& type, const std::string& node, bool create,
+                       std::uint32_t max_message_size, std::uint32_t capacity, std::uint32_t depth) {
              PublisherOptions o;
              o.node = node;
              o.create = create;
+             o.max_message_size = max_message_size;
+             o.capacity = capacity;
+             o.min_capacity = depth;
              return PyPublisher(std::make_shared<Publisher>(channel, type_of(type), Context::process_default(), o));
            }),
-           py::arg("channel"), py::arg("type"), py::arg("node") = "", py::arg("create") = true)
+           py::arg("channel"), py::arg("type"), py::arg("node") = "", py::arg("create") = true,
+           py::arg("max_message_size") = 0, py::arg("capacity") = 0, py::arg("depth") = 0)
       .def("publish", &PyPublisher::publish)
       .def("loan",
            [](const PyPublisher& p, std::size_t size) {

@@ -93,6 +93,7 @@ class PyNode {
   }
   PyNode(const PyNode&) = delete;
   PyNode& operator=(const PyNode&) = delete;
+  [[nodiscard]] bool is_open() const { return node_ != nullptr; }
 
   PySubscription subscribe(const std::string& channel, const std::optional<TypeTuple>& type, py::function callback,
                            bool in_place, std::uint32_t history, bool wait_for_channel,
@@ -150,8 +151,13 @@ class PyNode {
     return {node_, &t, open_};
   }
 
-  py::object publisher(const std::string& channel, const TypeTuple& type) {
-    NodePublisher<Publisher>& p = live().publisher(channel, type_of(type));
+  py::object publisher(const std::string& channel, const TypeTuple& type, std::uint32_t max_message_size,
+                       std::uint32_t capacity, std::uint32_t depth) {
+    PublisherOptions o;
+    o.max_message_size = max_message_size;
+    o.capacity = capacity;
+    o.min_capacity = depth;
+    NodePublisher<Publisher>& p = live().publisher(channel, type_of(type), o);
     return wrap_publisher(std::shared_ptr<Publisher>(node_, &*p), open_);  // shares the node's ownership
   }
 
@@ -232,7 +238,7 @@ class PyNode {
   std::optional<py::error_already_set> error_;
 };
 
-[[noreturn]] void call_failed(const ServiceClient& c, const CallResult& r, double timeout_s) {
+[[noreturn]] void call_failed(const ServiceClient& c, const CallResult& r, double timeout_s, std::size_t request_size) {
   const std::string& name = c.name();
   switch (r.status) {
     case CallStatus::kNoServer:
@@ -246,9 +252,7 @@ class PyNode {
     case CallStatus::kServerError:
       raise_python("ServiceFailed", fmt::format("service {}: the server's handler failed on this request", name));
     case CallStatus::kTooLarge:
-      throw Error(Errc::kInvalidArgument,
-                  fmt::format("service {}: the request is larger than its channel's max_message_size ({} bytes)", name,
-                              c.max_request_size()));
+      throw Error(Errc::kInvalidArgument, fmt::format("service {}: {}", name, c.request_too_large(request_size)));
     default:
       throw Error(Errc::kResource, fmt::format("service {}: the call failed: {}", name, to_string(r.status)));
   }
@@ -263,7 +267,7 @@ void register_handles(py::module_& m) {
       .def_buffer(&Transient::buffer)
       .def_property_readonly("address", &Transient::address);
 
-  py::class_<PySubscription>(m, "Subscription", "A node's subscription.")
+  py::class_<PySubscription>(m, "_Subscription", "A node's subscription (shmbus.Subscription wraps it).")
       .def_property_readonly("channel", [](const PySubscription& s) { return s.get().channel(); })
       .def_property_readonly("calls", [](const PySubscription& s) { return s.get().calls(); })
       .def_property_readonly("errors", [](const PySubscription& s) { return s.get().errors(); })
@@ -280,7 +284,17 @@ void register_handles(py::module_& m) {
       .def_property_readonly("cancelled", [](const PyTimer& t) { return t.get().cancelled(); })
       .def_property_readonly("runs", [](const PyTimer& t) { return t.get().runs(); })
       .def_property_readonly(
-          "missed", [](const PyTimer& t) { return t.get().missed(); }, "periods skipped because a run was late");
+          "missed", [](const PyTimer& t) { return t.get().missed(); }, "periods skipped because a run was late")
+      .def("__repr__", [](const PyTimer& t) {
+        try {
+          const Timer& timer = t.get();
+          return fmt::format("<shmbus.Timer period={:g}s runs={} missed={}{}>",
+                             std::chrono::duration<double>(timer.period()).count(), timer.runs(), timer.missed(),
+                             timer.cancelled() ? " (cancelled)" : "");
+        } catch (const Error&) {
+          return std::string{"<shmbus.Timer (closed)>"};
+        }
+      });
 }
 
 void register_node_class(py::module_& m) {
@@ -290,12 +304,14 @@ void register_node_class(py::module_& m) {
            py::arg("in_place") = false, py::arg("history") = 0, py::arg("wait_for_channel") = false,
            py::arg("on_overwritten") = py::none())
       .def("timer", &PyNode::timer, py::arg("period"), py::arg("callback"), py::arg("periodic"))
-      .def("publisher", &PyNode::publisher)
+      .def("publisher", &PyNode::publisher, py::arg("channel"), py::arg("type"), py::arg("max_message_size") = 0,
+           py::arg("capacity") = 0, py::arg("depth") = 0)
       .def("spin", &PyNode::spin)
       .def("spin_once", &PyNode::spin_once, py::arg("timeout"))
       .def("stop", &PyNode::stop)
       .def("close", &PyNode::close)
       .def("ok", &PyNode::ok)
+      .def("is_open", [](const PyNode& n) { return n.is_open(); })
       .def_property_readonly("name", [](const PyNode& n) { return n.node().name(); })
       .def_property_readonly("calls", [](const PyNode& n) { return n.node().calls(); });
 }
@@ -357,7 +373,7 @@ void register_services(py::module_& m) {
                           });
              }
              if (r.status == CallStatus::kInterrupted) throw py::error_already_set();
-             if (!r.ok()) call_failed(c, r, timeout_s);
+             if (!r.ok()) call_failed(c, r, timeout_s, static_cast<std::size_t>(b.size * b.itemsize));
              return py::make_tuple(copy_bytes({response.data(), r.size}), r.info);
            })
       .def("wait_for_server",

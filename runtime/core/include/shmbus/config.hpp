@@ -45,9 +45,15 @@ struct ChannelSettings {
   /// overtakes the subscribers holding it up (counted as block_timeouts;
   /// they count what they lose). Dead subscribers never hold anyone up.
   std::chrono::nanoseconds block_timeout = std::chrono::seconds(1);
-  std::uint32_t capacity = 64;                                ///< ring slots, a power of two
-  std::uint32_t max_message_size = 4096;                      ///< payload bytes
-  std::uint32_t time_list_capacity = 1024;                    ///< stamps, a power of two
+  std::uint32_t capacity = 64;              ///< ring slots, a power of two
+  std::uint32_t max_message_size = 4096;    ///< payload bytes
+  std::uint32_t time_list_capacity = 1024;  ///< stamps, a power of two
+  /// Where the three sizes above were set: the `file:line:column` of the
+  /// last [defaults] or [[channel]] entry naming one, or a publisher's
+  /// options; empty: the built-in defaults. A channel stores it (with its
+  /// creator) so that a message that does not fit can say where to look,
+  /// and an opener whose configuration names other sizes says so.
+  std::string sizes_from;
   std::chrono::nanoseconds window = std::chrono::seconds(1);  ///< frequency window W
   std::optional<std::array<double, 3>> thresholds_hz;         ///< f1 < f2 < f3
   /// How long a claimed but unfinished slot may hold up readers before the

@@ -38,6 +38,16 @@ struct PublisherOptions {
   /// never create it; a service server opens its clients' response
   /// channels so.
   bool create = true;
+  /// When this publisher creates the channel: its ring's sizes instead of
+  /// the configuration's (0: the configuration's). Ignored by a channel
+  /// that exists; its own sizes hold (a line on stderr says so).
+  /// max_message_size: 1 to 2^30 bytes; capacity: a power of two to 2^20.
+  std::uint32_t max_message_size = 0;
+  std::uint32_t capacity = 0;
+  /// When this publisher creates the channel: at least this many slots
+  /// (rounded up to a power of two), when the capacity it would have is
+  /// less (rclpy's history depth).
+  std::uint32_t min_capacity = 0;
 };
 
 class Publisher;
@@ -138,6 +148,11 @@ class Publisher {
   /// The channel's index in the domain registry (used in Provenance).
   [[nodiscard]] std::uint32_t channel_index() const noexcept;
   [[nodiscard]] std::size_t max_message_size() const noexcept;
+  /// The one line to show for a message of `size` bytes that does not fit
+  /// (PublishResult::kTooLarge): the channel's max_message_size, where it
+  /// came from (the configuration entry or defaults of the process that
+  /// created the channel, and its pid) and what to do.
+  [[nodiscard]] std::string too_large(std::size_t size) const;
   /// Messages published and dropped by this publisher.
   [[nodiscard]] std::uint64_t published() const noexcept;
   [[nodiscard]] std::uint64_t dropped() const noexcept;

@@ -96,6 +96,8 @@ inline constexpr std::uint32_t kMaxPublishers = 32;
 inline constexpr std::uint32_t kMaxSubscribers = 64;
 inline constexpr std::size_t kNameBytes = 128;
 inline constexpr std::size_t kTypeNameBytes = 96;
+inline constexpr std::size_t kCreatorProgramBytes = 32;
+inline constexpr std::size_t kSizesFromBytes = 224;
 inline constexpr std::size_t kNodeBytes = 64;
 inline constexpr std::size_t kProvenanceEntries = 16;
 
@@ -361,6 +363,13 @@ struct ChannelHeader {
   /// entry's Live store); loaded by Channel::entries_used (acquire).
   std::atomic<std::uint32_t> publishers_used;
   std::atomic<std::uint32_t> subscribers_used;
+  /// Where the ring's sizes came from, for the messages that name them
+  /// (written once by the creator, NUL-terminated, read bounded): the
+  /// creator's program name, and the `file:line:column` of the
+  /// configuration entry that set them ("" for the built-in defaults, or
+  /// the publisher's own options).
+  char creator_program[kCreatorProgramBytes];
+  char sizes_from[kSizesFromBytes];
 
   /// Next sequence to claim; fetch_add by publishers. Own line: it is the
   /// one word every publisher writes.
@@ -470,6 +479,7 @@ inline constexpr std::uint64_t kChannelLayoutHash = layout_hash_of(
     offsetof(SlotHeader, flags), kProvenanceEntries, kMaxPublishers, kMaxSubscribers, offsetof(ChannelHeader, solo),
     kInlineSequenceBits, offsetof(ChannelHeader, solo_cursor), offsetof(ChannelHeader, solo_busy),
     offsetof(ChannelHeader, solo_busy_stamp), offsetof(ChannelHeader, solo_time_list_head), kInlinePayloadBytes,
-    inline_payload_offset(1), offsetof(ChannelHeader, publishers_used), offsetof(ChannelHeader, subscribers_used));
+    inline_payload_offset(1), offsetof(ChannelHeader, publishers_used), offsetof(ChannelHeader, subscribers_used),
+    offsetof(ChannelHeader, creator_program), offsetof(ChannelHeader, sizes_from));
 
 }  // namespace shmbus::layout

@@ -193,6 +193,9 @@ class ServiceClient {
   [[nodiscard]] const std::string& name() const noexcept;
   /// The request channel's max_message_size.
   [[nodiscard]] std::size_t max_request_size() const noexcept;
+  /// The one line for a request of `size` bytes that does not fit
+  /// (kTooLarge): Publisher::too_large of the request channel.
+  [[nodiscard]] std::string request_too_large(std::size_t size) const;
   /// The response channel's max_message_size.
   [[nodiscard]] std::size_t max_response_size() const noexcept;
   /// Calls made, calls that timed out, responses that came after their

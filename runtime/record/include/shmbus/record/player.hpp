@@ -70,6 +70,9 @@ struct TooLarge {
   std::uint64_t messages = 0;
   std::size_t largest = 0;  ///< bytes of the largest of them
   std::size_t max_message_size = 0;
+  /// Publisher::too_large for the largest: where the channel's size came
+  /// from and what to do.
+  std::string why;
 };
 
 struct PlaySummary {
