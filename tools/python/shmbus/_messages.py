@@ -483,6 +483,11 @@ class MessageType:
                 self._tail_view(raw, n)[:] = tail_value
         return msg
 
+    def __call__(self, _fields: dict | None = None, /, **fields: Any) -> "Message":
+        """new(): a type makes its messages as rclpy's classes do
+        (``String(data="hi")``)."""
+        return self.new(_fields, **fields)
+
     def _tail_array(self, value: Any) -> Any:
         t = self.tail
         path = t.name
