@@ -168,6 +168,8 @@ Json info_json(const InfoFacts& f) {
   j["capacity"] = v.capacity;
   j["max_message_size"] = v.max_message_size;
   j["time_list_capacity"] = v.time_list_capacity;
+  j["creator"] = {{"pid", v.creator_pid}, {"program", v.creator_program}};
+  j["sizes_from"] = v.sizes_from;
   j["stall_timeout_s"] = seconds(v.stall_timeout_ns);
   j["overflow"] = std::string{to_string(v.overflow)};
   if (v.overflow == Overflow::kBlock) j["block_timeout_s"] = seconds(v.block_timeout_ns);
@@ -201,6 +203,8 @@ std::string info_summary(const InfoFacts& f, bool colour) {
   t.add({"type", fmt::format("{} (hash {:016x})", v.type_name, v.type_hash)});
   t.add({"transport", std::string{to_string(v.transport)}});
   t.add({"ring", fmt::format("{} slots of at most {} B", v.capacity, v.max_message_size)});
+  t.add({"created by", fmt::format("{} (pid {}), sizes from {}", v.creator_program.empty() ? "?" : v.creator_program,
+                                   v.creator_pid, v.sizes_from.empty() ? "the built-in defaults" : v.sizes_from)});
   std::string covers;
   if (m.frequency_hz > 0) {
     covers = fmt::format(" (covers {} at the current rate)",

@@ -167,8 +167,9 @@ Channel::Channel(Segment s, std::string name) : segment_(std::move(s)), name_(st
   type_hash_ = h.type_hash;
   schema_.assign(reinterpret_cast<const char*>(base + h.schema_offset), h.schema_size);
   creator_pid_ = h.segment.creator_pid;
-  creator_program_.assign(h.creator_program, strnlen(h.creator_program, sizeof(h.creator_program)));
-  sizes_from_.assign(h.sizes_from, strnlen(h.sizes_from, sizeof(h.sizes_from)));
+  // Text from another process's memory: bounded, and escaped for messages.
+  creator_program_ = escape_name({h.creator_program, strnlen(h.creator_program, sizeof(h.creator_program))});
+  sizes_from_ = escape_name({h.sizes_from, strnlen(h.sizes_from, sizeof(h.sizes_from))});
   // The schema, read once, lies after the ring: an observer keeps only what
   // comes before the slot claims, so the ring is out of its memory.
   const std::size_t mapped = segment_.size();

@@ -55,6 +55,11 @@ class Channel {
   /// (pid N), which created the channel" (or from the built-in defaults,
   /// or the publisher's options).
   [[nodiscard]] std::string sizes_origin() const;
+  [[nodiscard]] std::uint32_t creator_pid() const noexcept { return creator_pid_; }
+  [[nodiscard]] const std::string& creator_program() const noexcept { return creator_program_; }
+  /// The configuration entry of the sizes ("" for the built-in defaults).
+  /// Both strings are read bounded from the segment and escaped.
+  [[nodiscard]] const std::string& sizes_from() const noexcept { return sizes_from_; }
   /// The one line for a message of `size` bytes over max_message_size:
   /// the sizes' origin and what to do.
   [[nodiscard]] std::string too_large(std::size_t size) const;

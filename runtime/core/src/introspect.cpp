@@ -115,6 +115,9 @@ ChannelView ChannelReader::view() const {
   v.capacity = static_cast<std::uint32_t>(ch.capacity());
   v.max_message_size = ch.max_message_size();
   v.time_list_capacity = h.time_list_capacity;
+  v.creator_pid = ch.creator_pid();
+  v.creator_program = ch.creator_program();  // escaped when the channel was opened
+  v.sizes_from = ch.sizes_from();
   v.stall_timeout_ns = ch.stall_timeout_ns();
   v.overflow = ch.overflow();
   v.block_timeout_ns = ch.block_timeout_ns();

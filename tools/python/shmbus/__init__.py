@@ -9,10 +9,12 @@ The domain is the process's default: ``SHMBUS_DOMAIN`` and
 
 from __future__ import annotations
 
+import atexit
 import logging
 import math
 import sys
 import time
+import weakref
 from typing import Any, Callable, Iterable, Iterator
 
 import numpy as np
@@ -29,8 +31,9 @@ Timer = _shmbus.Timer
 __all__ = [
     "ConfigError", "Error", "Input", "InvalidArgumentError", "LayoutError", "Loan", "Message", "MessageInfo", "MessageType",
     "MessageView", "Node", "NotFoundError", "OverwrittenError", "PermissionDeniedError", "Publisher",
-    "ResourceError", "ServiceClient", "ServiceFailed", "ServiceServer", "ServiceTimeout", "Struct", "Subscriber",
-    "Subscription", "Timer", "TypeMismatchError", "channels", "image_array", "image_message", "message_type",
+    "ResourceError", "ServiceClient", "ServiceFailed", "ServiceServer", "ServiceTimeout", "ServiceType", "Struct",
+    "Subscriber", "Subscription", "Timer", "TypeMismatchError", "channels", "image_array", "image_message",
+    "message_type", "service_type",
 ]
 
 _U1 = np.dtype("u1")
@@ -64,6 +67,21 @@ def _repr(obj: Any, describe: Callable[[], str]) -> str:
     except Error:
         what = "(closed)"
     return f"<shmbus.{obj.__class__.__name__} {what}>"
+
+
+# Nodes spinning now (in any thread). When the interpreter exits, each is
+# stopped and given a moment to return: a spin left running in a daemon
+# thread would otherwise be inside C++ while Python finalizes.
+_spinning: "weakref.WeakSet[Node]" = weakref.WeakSet()
+
+
+@atexit.register
+def _stop_spinning_nodes() -> None:
+    for node in list(_spinning):
+        node.stop()
+    deadline = time.monotonic() + 1.0
+    while _spinning and time.monotonic() < deadline:
+        time.sleep(0.005)
 
 
 # A wait longer than this is cut into slices of it, between which Python
@@ -415,6 +433,9 @@ class Node:
     def __init__(self, name: str) -> None:
         self._node = _shmbus._Node(name)
         self._name: str = self._node.name
+        # The node's services live as long as it does (rclpy's node keeps
+        # its services): a server need not be held by the caller.
+        self._servers: list[ServiceServer] = []
 
     @property
     def name(self) -> str:
@@ -452,12 +473,19 @@ class Node:
     # rclpy's names, with rclpy's argument order: the type first, then the
     # name; qos_profile is a history depth (an int, or anything with .depth).
 
+    def _resolve(self, name: str) -> str:
+        """A name as rclpy resolves it in the root namespace: ``topic`` is
+        ``/topic``, ``~/topic`` ``/NODE/topic``."""
+        if name.startswith("~"):
+            return f"/{self.name}{name[1:]}" if name == "~" or name.startswith("~/") else name
+        return name if name.startswith("/") else "/" + name
+
     def create_publisher(self, msg_type: MessageType | str, topic: str, qos_profile: Any = 10, **options: Any
                          ) -> Publisher:
         """rclpy's create_publisher: ``publisher(topic, msg_type,
         depth=...)``; a channel it creates keeps at least `depth` messages
         (more when the configuration says so)."""
-        return self.publisher(topic, msg_type, depth=_depth(qos_profile), **options)
+        return self.publisher(self._resolve(topic), msg_type, depth=_depth(qos_profile), **options)
 
     def create_subscription(self, msg_type: MessageType | str | None, topic: str,
                             callback: Callable[[Message], Any], qos_profile: Any = 10, **options: Any
@@ -467,14 +495,14 @@ class Node:
         fall behind by is the channel's ring (its capacity; a slower
         subscription counts what the ring overwrote in ``lost``)."""
         _depth(qos_profile)
-        return self.subscribe(topic, msg_type, callback, **options)
+        return self.subscribe(self._resolve(topic), msg_type, callback, **options)
 
     def create_timer(self, timer_period_sec: float, callback: Callable[[], Any]) -> Timer:
         """rclpy's create_timer: ``every(timer_period_sec, callback)``."""
         return self.every(timer_period_sec, callback)
 
-    def create_service(self, srv_type: str, srv_name: str, callback: Callable[[Message, Message], Any], **options: Any
-                       ) -> "ServiceServer":
+    def create_service(self, srv_type: "ServiceType | str", srv_name: str, callback: Callable[[Message, Message], Any],
+                       **options: Any) -> "ServiceServer":
         """rclpy's create_service: ``callback(request, response)`` fills
         the response it is given (a new one of the service's response type)
         and returns it."""
@@ -483,13 +511,13 @@ class Node:
         def handler(request: Message) -> Any:
             return callback(request, server[0].response_type.new())
 
-        server.append(ServiceServer(self, srv_name, srv_type, handler, **options))
+        server.append(ServiceServer(self, self._resolve(srv_name), srv_type, handler, **options))
         return server[0]
 
-    def create_client(self, srv_type: str | None, srv_name: str, **options: Any) -> "ServiceClient":
+    def create_client(self, srv_type: "ServiceType | str | None", srv_name: str, **options: Any) -> "ServiceClient":
         """rclpy's create_client: ``ServiceClient(srv_name, srv_type)``
         (call, wait_for_service)."""
-        return ServiceClient(srv_name, srv_type, **options)
+        return ServiceClient(self._resolve(srv_name), srv_type, **options)
 
     def get_logger(self) -> logging.Logger:
         """rclpy's get_logger(): a logging.Logger that writes to stderr, as
@@ -526,7 +554,11 @@ class Node:
 
     def spin(self) -> None:
         """Runs callbacks until stop(), an exception or Ctrl-C."""
-        self._node.spin()
+        _spinning.add(self)
+        try:
+            self._node.spin()
+        finally:
+            _spinning.discard(self)
 
     def spin_once(self, timeout: float | None = 0.0) -> int:
         """Runs what is ready, waiting up to `timeout` seconds for work (0,
@@ -550,6 +582,7 @@ class Node:
         that refers to its node keeps both alive until then) and its
         subscriptions leave their channels (once no publisher of the node is
         held). rclpy's destroy_node()."""
+        self._servers.clear()
         self._node.close()
 
     def __enter__(self) -> "Node":
@@ -559,21 +592,46 @@ class Node:
         self.close()
 
 
+class ServiceType:
+    """A service type (package/Name of its .srv, or package/srv/Name): its
+    name and its two message types, ``Request`` and ``Response``, which
+    make messages as rclpy's srv classes do (``AddTwoInts.Request(a=1,
+    b=2)``)."""
+
+    def __init__(self, name: str, msg_path: Iterable[str] | None = None) -> None:
+        self.name = name
+        self.Request, self.Response = (MessageType(*t) for t in _shmbus.service_types(name, list(msg_path or [])))
+
+    def __repr__(self) -> str:
+        return f"<shmbus.ServiceType {self.name}>"
+
+
+def service_type(name: str, msg_path: Iterable[str] | None = None) -> ServiceType:
+    """The service type `name`, found as message_type finds a type."""
+    return ServiceType(name, msg_path)
+
+
+def _service_types(type: "ServiceType | str", msg_path: Iterable[str] | None) -> tuple[str, MessageType, MessageType]:
+    t = type if isinstance(type, ServiceType) else ServiceType(type, msg_path)
+    return t.name, t.Request, t.Response
+
+
 class ServiceServer:
     """Serves service `name` of type `type` (a .srv: package/Name) on
     `node`: ``handler(request)`` returns the response (a Message, a dict of
     fields or bytes). A handler that raises fails that call (the client
     gets ServiceFailed; the traceback goes to stderr)."""
 
-    def __init__(self, node: Node, name: str, type: str, handler: Callable[[Message], Any], *,
+    def __init__(self, node: Node, name: str, type: ServiceType | str, handler: Callable[[Message], Any], *,
                  msg_path: Iterable[str] | None = None) -> None:
-        req, rsp = (MessageType(*t) for t in _shmbus.service_types(type, list(msg_path or [])))
+        type, req, rsp = _service_types(type, msg_path)
         self.request_type, self.response_type = req, rsp
 
         def serve(data: bytes, info: MessageInfo) -> Any:
             return encode(rsp, handler(Message(req, np.frombuffer(data, _U1), info)))
 
         self._server = _shmbus._ServiceServer(node._node, name, type, req.info, rsp.info, serve)
+        node._servers.append(self)
 
     def __repr__(self) -> str:
         return f"<shmbus.ServiceServer {self._server.name} served={self.served} failed={self.failed}>"
@@ -592,12 +650,13 @@ class ServiceClient:
     no type, the types its channels in this domain store (as `shmtool
     service call` does; the service must exist)."""
 
-    def __init__(self, name: str, type: str | None = None, *, msg_path: Iterable[str] | None = None) -> None:
+    def __init__(self, name: str, type: ServiceType | str | None = None, *,
+                 msg_path: Iterable[str] | None = None) -> None:
         if type is None:
             type, *types = _shmbus.service_types_of(name)
+            req, rsp = (MessageType(*t) for t in types)
         else:
-            types = _shmbus.service_types(type, list(msg_path or []))
-        req, rsp = (MessageType(*t) for t in types)
+            type, req, rsp = _service_types(type, msg_path)
         self.request_type, self.response_type = req, rsp
         self._client = _shmbus._ServiceClient(name, type, req.info, rsp.info)
         self.name, self.type = name, type

@@ -68,6 +68,12 @@ struct ChannelView {
   std::uint32_t capacity = 0;
   std::uint32_t max_message_size = 0;
   std::uint32_t time_list_capacity = 0;
+  /// Who created the channel, and where its three sizes above came from
+  /// (the `file:line:column` of its configuration entry, "the publisher's
+  /// options", or "" for the built-in defaults).
+  std::uint32_t creator_pid = 0;
+  std::string creator_program;
+  std::string sizes_from;
   std::int64_t stall_timeout_ns = 0;
   Overflow overflow = Overflow::kOverwrite;
   std::int64_t block_timeout_ns = 0;                   ///< overflow = block only
