@@ -62,11 +62,12 @@ node.spin()
 """
 
 
-def _interrupt(setup: str, call: str) -> float:
+def _interrupt(setup: str, call: str, env: dict | None = None) -> float:
     """Starts the child, sends SIGINT once it is blocked in `call`, and
     returns the seconds from the kill to its except clause."""
     code = _CHILD.format(setup=setup, call=textwrap.indent(call, "    ").strip())
-    child = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    child = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             env=env)
     try:
         assert child.stdout is not None
         assert child.stdout.readline().strip() == "ready", child.stderr.read() if child.stderr else ""
@@ -98,6 +99,29 @@ def test_ctrl_c_ends_a_call_waiting_for_its_response_within_100_ms():
     finally:
         server.kill()
         server.wait()
+
+
+# A channel whose publishers wait for room (overflow = "block") for 30 s,
+# full: its subscriber takes nothing.
+_BLOCK_CONFIG = '[[channel]]\nname = "/py/block/*"\noverflow = "block"\nblock_timeout = "30s"\ncapacity = 4\n'
+_FULL = {
+    "publish": ('pub = shmbus.Publisher("/py/block/publish", "std_msgs/String")\n'
+                'sub = shmbus.Subscriber("/py/block/publish", "std_msgs/String")\n'
+                'assert all(pub.publish({"data": "x"}) for _ in range(4))', 'pub.publish({"data": "y"})'),
+    "loan": ('pub = shmbus.Publisher("/py/block/loan", shmbus.MessageType.bytes())\n'
+             'sub = shmbus.Subscriber("/py/block/loan")\n'
+             'assert all(pub.publish(b"12345678") for _ in range(4))', "pub.loan(size=8)"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_FULL))
+def test_ctrl_c_ends_a_wait_for_room_within_100_ms(name, tmp_path):
+    config = tmp_path / "block.toml"
+    config.write_text(_BLOCK_CONFIG)
+    setup, call = _FULL[name]
+    # (That nothing is published then, counted as dropped: the runtime's
+    # OverflowConfigTest.AnInterruptedWaitForRoomPublishesNothing.)
+    assert _interrupt(setup, call, dict(os.environ, SHMBUS_CONFIG=str(config))) < 0.1
 
 
 def test_a_wait_with_a_timeout_still_ends_at_it():

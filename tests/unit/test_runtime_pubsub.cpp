@@ -3,6 +3,7 @@
 
 #include <array>
 #include <cstring>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -779,6 +780,46 @@ TEST(OverflowConfigTest, ASubscriberThatDoesNotTakeIsOvertakenAfterBlockTimeoutO
   ASSERT_EQ(pub.publish(bytes_of(41)), PublishResult::kOk);
   EXPECT_GE(std::chrono::steady_clock::now() - t1, 50ms);
   EXPECT_EQ(pub.block_timeouts(), 2U);
+}
+
+// A wait for room that its interrupt ends publishes nothing: the publish is
+// counted as dropped, no sequence is used (the subscriber then reads on
+// without a gap), and the interrupt is asked only while the publish waits.
+// Solo (one publisher) and shared (two) claims alike.
+TEST(OverflowConfigTest, AnInterruptedWaitForRoomPublishesNothing) {
+  for (const bool shared : {false, true}) {
+    SCOPED_TRACE(shared ? "shared" : "solo");
+    Config c = small_ring();
+    c.defaults.overflow = Overflow::kBlock;
+    c.defaults.block_timeout = 60s;  // only the interrupt ends these waits
+    TestDomain d{c, shared ? "ovfis" : "ovfi1"};
+    Publisher pub("/a", TypeInfo::bytes(), d.context());
+    std::optional<Publisher> other;
+    if (shared) other.emplace("/a", TypeInfo::bytes(), d.context());
+    Subscriber sub("/a", TypeInfo::bytes(), d.context());
+    int asked = 0;
+    pub.set_interrupt([&] { return ++asked >= 3; });
+    for (std::uint32_t i = 0; i < 8; ++i) ASSERT_EQ(pub.publish(bytes_of(i)), PublishResult::kOk);
+    EXPECT_EQ(asked, 0) << "room without waiting: never asked";
+    const auto t0 = std::chrono::steady_clock::now();
+    EXPECT_EQ(pub.publish(bytes_of(8)), PublishResult::kDropped);
+    EXPECT_EQ(asked, 3);
+    EXPECT_GE(std::chrono::steady_clock::now() - t0, 40ms) << "asked every 20 ms";
+    EXPECT_FALSE(pub.loan(4).valid()) << "a loan's wait ends alike";
+    EXPECT_EQ(asked, 4);
+    EXPECT_EQ(pub.dropped(), 2U);
+    EXPECT_EQ(pub.published(), 8U);
+    EXPECT_EQ(pub.block_timeouts(), 0U);
+    std::vector<std::byte> buf(64);
+    ASSERT_TRUE(sub.take(buf).ok());
+    EXPECT_EQ(value_of(buf), 0U);
+    ASSERT_EQ(pub.publish(bytes_of(8)), PublishResult::kOk) << "a slot was freed: no wait";
+    for (std::uint32_t i = 1; i <= 8; ++i) {
+      ASSERT_TRUE(sub.take(buf).ok());
+      EXPECT_EQ(value_of(buf), i);
+    }
+    EXPECT_EQ(sub.lost(), 0U);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Transports, PubSubTest, ::testing::Values(Transport::kShm, Transport::kIceoryx),

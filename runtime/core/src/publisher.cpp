@@ -8,6 +8,7 @@
 #include <bit>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <thread>
 #include <utility>
 
@@ -64,6 +65,11 @@ struct Publisher::Impl {
   std::array<std::uint64_t, kMaxSubscribers> overtaken_cursor{};
   std::array<std::uint32_t, kMaxSubscribers> overtaken_tenancy{};
   bool waited = false;  ///< the last claim waited for room (its publish time is read after)
+  /// set_interrupt: asked while a claim waits for room; true ends the wait.
+  std::function<bool()> interrupt;
+  /// What claim_room returns when `interrupt` ended its wait.
+  static constexpr std::uint64_t kInterrupted = UINT64_MAX;
+  static constexpr std::int64_t kInterruptCheckNs = 20'000'000;
   /// Solo publisher (layout/channel_layout.hpp): our grant word while we
   /// hold it (else 0); shared publishes
   /// since we last asked for one; loans open (no grant while any is: a
@@ -88,7 +94,13 @@ struct Publisher::Impl {
   /// nullptr when the message must be dropped (counted by the caller).
   SlotHeader* claim(std::uint64_t& seq, bool& fast) noexcept {
     std::uint64_t s = 0;
-    fast = solo_grant != 0 && solo_begin(s);
+    fast = false;
+    if (solo_grant != 0) {
+      // The room is waited for before the solo words are touched: a wait
+      // that is interrupted leaves them as they were.
+      if (blocking && (s = claim_room(true)) == kInterrupted) return nullptr;
+      fast = solo_begin(s);
+    }
     if (fast) {
       SlotHeader* slot = claim_slot(s, seq, true);
       if (slot == nullptr) solo_end();
@@ -97,16 +109,18 @@ struct Publisher::Impl {
     // relaxed: the cursor only hands out numbers; what readers may read is
     // published through the slot state (SYNC POINT below).
     s = blocking ? claim_room(false) : header->write_cursor.fetch_add(1, std::memory_order_relaxed);
+    if (s == kInterrupted) return nullptr;
     return claim_slot(s, seq, false);
   }
 
-  /// A solo publish begins: the sequence `s` from our own cursor, the busy
-  /// words, then the grant checked. False, with the grant given up, when it
-  /// was revoked: the publish takes the shared path.
+  /// A solo publish begins: the sequence `s` from our own cursor (on a
+  /// block channel, the one claim_room gave), the busy words, then the
+  /// grant checked. False, with the grant given up, when it was revoked:
+  /// the publish takes the shared path.
   bool solo_begin(std::uint64_t& s) noexcept {
     ChannelHeader& h = *header;
     // relaxed: while we hold the grant we alone write the solo words.
-    s = blocking ? claim_room(true) : h.solo_cursor.load(std::memory_order_relaxed);
+    if (!blocking) s = h.solo_cursor.load(std::memory_order_relaxed);
     solo_stamp = h.solo_time_list_head.load(std::memory_order_relaxed);
     h.solo_busy_stamp.store(notify_hook ? solo_stamp + 1 : 0, std::memory_order_relaxed);
     // release: a revoker that sees solo_busy (acquire) sees solo_busy_stamp.
@@ -210,10 +224,13 @@ struct Publisher::Impl {
   /// the subscribers still holding the slot are overtaken: counted in
   /// block_timeouts here, and in their own lost counts when they go on.
   /// `solo`: the sequence is our solo cursor's, which solo_begin advances.
+  /// While it waits, `interrupt` (when set) is asked every 20 ms; true
+  /// returns kInterrupted, nothing claimed.
   std::uint64_t claim_room(bool solo) noexcept {
     std::int64_t since = 0;       // the wait began (blocked_ns)
     std::int64_t bound_from = 0;  // block_timeout counts from here
     std::int64_t next_reclaim = 0;
+    std::int64_t next_interrupt_check = 0;
     std::int64_t nap_ns = 0;
     std::uint32_t spins = 0;
     waited = false;
@@ -225,10 +242,7 @@ struct Publisher::Impl {
       if (w < room_until) {
         if (solo || header->write_cursor.compare_exchange_weak(w, w + 1, std::memory_order_relaxed)) {
           if (since != 0) {
-            // Single writer: relaxed, statistics.
-            entry->blocked_ns().store(
-                entry->blocked_ns().load(std::memory_order_relaxed) + static_cast<std::uint64_t>(mono_now_ns() - since),
-                std::memory_order_relaxed);
+            add_blocked(mono_now_ns() - since);
             waited = true;
           }
           return w;
@@ -240,6 +254,14 @@ struct Publisher::Impl {
         since = now;
         bound_from = now;
         next_reclaim = now + kDeadWriterCheckNs;
+        next_interrupt_check = now + kInterruptCheckNs;
+      }
+      if (interrupt && now >= next_interrupt_check) {
+        next_interrupt_check = now + kInterruptCheckNs;
+        if (asked_to_stop()) {
+          add_blocked(now - since);
+          return kInterrupted;
+        }
       }
       if (now >= next_reclaim) {
         next_reclaim = now + 10'000'000;
@@ -274,6 +296,21 @@ struct Publisher::Impl {
         nap_ns = std::min<std::int64_t>(std::max<std::int64_t>(nap_ns * 2, 10'000), 200'000);
         std::this_thread::sleep_for(std::chrono::nanoseconds(nap_ns));
       }
+    }
+  }
+
+  void add_blocked(std::int64_t ns) noexcept {
+    // Single writer: relaxed, statistics.
+    entry->blocked_ns().store(entry->blocked_ns().load(std::memory_order_relaxed) + static_cast<std::uint64_t>(ns),
+                              std::memory_order_relaxed);
+  }
+
+  /// The interrupt predicate; one that throws counts as asking to stop.
+  bool asked_to_stop() noexcept {
+    try {
+      return interrupt();
+    } catch (...) {
+      return true;
     }
   }
 
@@ -958,6 +995,8 @@ std::uint32_t Publisher::channel_index() const noexcept {
 }
 std::size_t Publisher::max_message_size() const noexcept { return impl_->max_size; }
 std::string Publisher::too_large(std::size_t size) const { return impl_->channel->too_large(size); }
+void Publisher::set_interrupt(std::function<bool()> interrupted) { impl_->interrupt = std::move(interrupted); }
+bool Publisher::may_wait() const noexcept { return impl_->blocking; }
 std::uint64_t Publisher::published() const noexcept { return impl_->entry->messages.load(std::memory_order_relaxed); }
 std::uint64_t Publisher::dropped() const noexcept { return impl_->entry->dropped().load(std::memory_order_relaxed); }
 

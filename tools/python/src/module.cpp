@@ -108,23 +108,38 @@ bool publish_result(PublishResult r, const Publisher& p, std::size_t size) {
   return false;
 }
 
+/// Ctrl-C for a publish or loan waiting for room (overflow = block): the
+/// wait runs without the GIL, which this takes to run Python's signal
+/// handlers; a KeyboardInterrupt they raise ends the wait.
+void interruptible(Publisher& p) {
+  p.set_interrupt([] {
+    const py::gil_scoped_acquire locked;
+    return PyErr_CheckSignals() != 0;
+  });
+}
+
 /// A publisher shared with the loans it gave out (a loan keeps it alive).
 class PyPublisher {
  public:
   explicit PyPublisher(std::shared_ptr<Publisher> p, std::shared_ptr<const std::atomic<bool>> node_open = nullptr)
-      : p_(std::move(p)), node_open_(std::move(node_open)) {}
+      : p_(std::move(p)), node_open_(std::move(node_open)) {
+    if (p_) interruptible(*p_);
+  }
 
   bool publish(const py::buffer& b) {
     const Bytes bytes = contiguous(b);
     const std::span<const std::byte> s = bytes.span();
     Publisher& p = get();
     PublishResult r;
-    if (s.size() > kReleaseGilAbove) {
+    // A publish that may wait for room (overflow = block) waits without the
+    // GIL, and Ctrl-C ends the wait (interruptible()).
+    if (s.size() > kReleaseGilAbove || p.may_wait()) {
       const py::gil_scoped_release unlocked;
       r = p.publish(s);
     } else {
       r = p.publish(s);
     }
+    if (PyErr_Occurred() != nullptr) throw py::error_already_set();  // interrupted: nothing was published
     return publish_result(r, p, s.size());
   }
 
@@ -149,7 +164,13 @@ class PyPublisher {
 class PyLoan {
  public:
   PyLoan(std::shared_ptr<Publisher> p, std::size_t size) : p_(std::move(p)) {
-    loan_ = p_->loan(size);
+    if (p_->may_wait()) {
+      const py::gil_scoped_release unlocked;
+      loan_ = p_->loan(size);
+    } else {
+      loan_ = p_->loan(size);
+    }
+    if (PyErr_Occurred() != nullptr) throw py::error_already_set();  // interrupted while it waited for room
     if (!loan_) {
       if (size > p_->max_message_size()) {
         throw Error(Errc::kInvalidArgument, p_->too_large(size));

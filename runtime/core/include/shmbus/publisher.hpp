@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <new>
 #include <span>
@@ -153,6 +154,15 @@ class Publisher {
   /// came from (the configuration entry or defaults of the process that
   /// created the channel, and its pid) and what to do.
   [[nodiscard]] std::string too_large(std::size_t size) const;
+  /// overflow = block: while a publish or loan waits for room, `interrupted`
+  /// is asked every 20 ms (from the waiting thread); when it returns true
+  /// the wait ends and nothing is published: publish returns kDropped and
+  /// loan an invalid Loan, counted in dropped(). For a caller whose user
+  /// may cancel (Ctrl-C in Python). Empty (the default): the wait runs to
+  /// block_timeout. Not while a publish is in flight.
+  void set_interrupt(std::function<bool()> interrupted);
+  /// True on an overflow = block channel: a publish or loan may wait.
+  [[nodiscard]] bool may_wait() const noexcept;
   /// Messages published and dropped by this publisher.
   [[nodiscard]] std::uint64_t published() const noexcept;
   [[nodiscard]] std::uint64_t dropped() const noexcept;
