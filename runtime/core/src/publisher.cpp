@@ -98,7 +98,10 @@ struct Publisher::Impl {
     if (solo_grant != 0) {
       // The room is waited for before the solo words are touched: a wait
       // that is interrupted leaves them as they were.
-      if (blocking && (s = claim_room(true)) == kInterrupted) return nullptr;
+      if (blocking) {
+        s = claim_room(true);
+        if (s == kInterrupted) return nullptr;
+      }
       fast = solo_begin(s);
     }
     if (fast) {
