@@ -877,9 +877,10 @@ TEST(ShmtoolRecord, ARosbag2RecordingImportsDecodesAndPlaysToANodeOfTheShippedTy
   EXPECT_EQ(cut.code, 1) << cut.err;
   EXPECT_NE(cut.out.find("played 2 messages"), std::string::npos) << cut.out;
   EXPECT_NE(cut.err.find("play: /chatter: 1 message(s) not published: a message of 10008 bytes does not fit "
-                         "channel /chatter: its max_message_size is 4096 (from the built-in defaults of shmtool"),
+                         "channel /chatter: its max_message_size is 4096 (from "),
             std::string::npos)
       << cut.err;
+  EXPECT_NE(cut.err.find(".toml:1:1 of shmtool (pid "), std::string::npos) << "the entry that sized it: " << cut.err;
   EXPECT_NE(cut.err.find("give /chatter a max_message_size of at least 10008"), std::string::npos) << cut.err;
 
   DomainGuard replay;

@@ -83,7 +83,7 @@ TEST_F(SegmentTest, WrongVersionIsRefused) {
   const std::uint32_t version = 99;
   poke(object_, 8, &version, sizeof(version));
   const std::string e = open_error(domain_, "/seg");
-  EXPECT_NE(e.find("has layout version 99, this build uses 5"), std::string::npos) << e;
+  EXPECT_NE(e.find("has layout version 99, this build uses 6"), std::string::npos) << e;
 }
 
 TEST_F(SegmentTest, WrongLayoutHashIsRefused) {
@@ -183,6 +183,23 @@ TEST_F(SegmentTest, UnalignedOffsetIsRefused) {
   poke(object_, kTimeListOffsetAt, &offset, sizeof(offset));
   const std::string e = open_error(domain_, "/seg");
   EXPECT_NE(e.find("has its time list unaligned"), std::string::npos) << e;
+}
+
+// Who created a channel and where its sizes came from are text another
+// process wrote: read bounded (no NUL needed) and escaped before they
+// reach a message or `shmtool info`.
+TEST_F(SegmentTest, ACreatorsTextIsReadBoundedAndEscaped) {
+  constexpr std::size_t kCreatorProgramAt = 448;  // after subscribers_used
+  constexpr std::size_t kSizesFromAt = kCreatorProgramAt + 32;
+  const std::string escapes(32, '\x1b');
+  const std::string xs(224, 'x');
+  poke(object_, kCreatorProgramAt, escapes.data(), escapes.size());
+  poke(object_, kSizesFromAt, xs.data(), xs.size());
+  const introspect::ChannelView v = introspect::ChannelReader(domain_.domain(), "/seg").view();
+  EXPECT_EQ(v.sizes_from, xs);
+  EXPECT_EQ(v.creator_program.find('\x1b'), std::string::npos) << v.creator_program;
+  EXPECT_EQ(v.creator_program.substr(0, 4), "\\x1b") << v.creator_program;
+  EXPECT_EQ(v.creator_program.size(), 32 * 4U);
 }
 
 TEST_F(SegmentTest, UnterminatedNameIsRefused) {
