@@ -782,6 +782,32 @@ TEST(OverflowConfigTest, ASubscriberThatDoesNotTakeIsOvertakenAfterBlockTimeoutO
   EXPECT_EQ(pub.block_timeouts(), 2U);
 }
 
+// create = false opens a channel that exists and never makes one: the
+// error is the one every opener of a missing channel gets, and nothing is
+// left behind.
+TEST(OpenOnlyTest, APublisherThatMayNotCreateOpensOnlyWhatExists) {
+  TestDomain d{small_ring(), "open"};
+  PublisherOptions only_open;
+  only_open.create = false;
+  try {
+    Publisher absent("/absent", TypeInfo::bytes(), d.context(), only_open);
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), Errc::kNotFound);
+    EXPECT_EQ(std::string{e.what()}, "channel /absent does not exist in domain \"" + d.domain() + "\"");
+  }
+  EXPECT_THROW(introspect::ChannelReader(d.domain(), "/absent"), Error) << "nothing was created";
+  Subscriber sub("/there", TypeInfo::bytes(), d.context());
+  Config other = small_ring();
+  other.domain = d.domain();
+  Context elsewhere{other};  // its own mapping: the open path, not the process's cache
+  Publisher there("/there", TypeInfo::bytes(), elsewhere, only_open);
+  ASSERT_EQ(there.publish(bytes_of(7)), PublishResult::kOk);
+  std::vector<std::byte> buf(64);
+  ASSERT_TRUE(sub.take(buf).ok());
+  EXPECT_EQ(value_of(buf), 7U);
+}
+
 // A wait for room that its interrupt ends publishes nothing: the publish is
 // counted as dropped, no sequence is used (the subscriber then reads on
 // without a gap), and the interrupt is asked only while the publish waits.

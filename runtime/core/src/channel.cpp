@@ -223,13 +223,13 @@ namespace {
 
 std::shared_ptr<Channel> Channel::create_or_open(const std::string& domain, const ChannelName& name,
                                                  const TypeInfo* type, const ChannelSettings& settings,
-                                                 const SegmentAccess& access, Registry& registry) {
+                                                 const SegmentAccess& access, Registry& registry, bool create) {
   if (type != nullptr && type->name.size() >= kTypeNameBytes) {
     throw Error(Errc::kInvalidArgument,
                 fmt::format("type name \"{}\" is longer than {} bytes", type->name, kTypeNameBytes - 1));
   }
   std::shared_ptr<Channel> ch;
-  if (type == nullptr) {
+  if (type == nullptr || !create) {
     ch = open_existing(domain, name, true, access, Residency::kPopulated);
   } else {
     const Geometry g = geometry(settings, type->schema.size());
@@ -629,7 +629,7 @@ Registry& DomainState::registry() {
 }
 
 std::shared_ptr<Channel> DomainState::channel(const ChannelName& name, const ChannelSettings& settings,
-                                              const TypeInfo* type) {
+                                              const TypeInfo* type, bool create) {
   std::lock_guard lock(mutex_);
   if (auto it = channels_.find(name.view()); it != channels_.end()) {
     auto ch = it->second.lock();
@@ -653,11 +653,11 @@ std::shared_ptr<Channel> DomainState::channel(const ChannelName& name, const Cha
   // behind. An existing channel is opened first: that its transport differs
   // from ours is the error to report, and an iceoryx one checks for RouDi
   // when its port is made.
-  if (settings.transport == Transport::kIceoryx && type != nullptr &&
+  if (create && settings.transport == Transport::kIceoryx && type != nullptr &&
       !Segment::exists(channel_object_name(config_.domain, name.view()))) {
     ensure_iceoryx_runtime(name.view());
   }
-  auto ch = Channel::create_or_open(config_.domain, name, type, settings, config_.access(), registry());
+  auto ch = Channel::create_or_open(config_.domain, name, type, settings, config_.access(), registry(), create);
   channels_[name.str()] = ch;
   return ch;
 }

@@ -34,10 +34,12 @@ class Channel {
   static std::shared_ptr<Channel> open_existing(const std::string& domain, const ChannelName& name, bool writable,
                                                 const SegmentAccess& access, Residency residency = Residency::kOnTouch);
   /// Creates the channel with `settings` and `type`, or opens it; checks the
-  /// type (when `type` is given) and lists it in `registry`.
+  /// type (when `type` is given) and lists it in `registry`. Without `type`,
+  /// or without `create`, only an existing channel is opened
+  /// (Error(kNotFound) naming it otherwise).
   static std::shared_ptr<Channel> create_or_open(const std::string& domain, const ChannelName& name,
                                                  const TypeInfo* type, const ChannelSettings& settings,
-                                                 const SegmentAccess& access, Registry& registry);
+                                                 const SegmentAccess& access, Registry& registry, bool create = true);
 
   [[nodiscard]] layout::ChannelHeader& header() const noexcept { return *header_; }
   [[nodiscard]] const std::string& name() const noexcept { return name_; }
@@ -247,7 +249,9 @@ class DomainState {
   /// resolved once (config.channel(name)), and create it when it is new. A
   /// mapping whose object was removed (`shmtool clean`) is replaced by the
   /// current one.
-  std::shared_ptr<Channel> channel(const ChannelName& name, const ChannelSettings& settings, const TypeInfo* type);
+  /// Without `create` an existing channel is opened, never made.
+  std::shared_ptr<Channel> channel(const ChannelName& name, const ChannelSettings& settings, const TypeInfo* type,
+                                   bool create = true);
   /// The registry; re-opened when its object was removed, so channels
   /// created later are listed where monitors look.
   Registry& registry();

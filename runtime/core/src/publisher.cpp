@@ -812,11 +812,7 @@ Publisher::Publisher(std::string_view channel, const TypeInfo& type, Context& co
   // The name is checked and the channel's settings resolved once, here.
   const ChannelName name(channel);
   const ChannelSettings settings = with_options(context.config().channel(name.view()), options);
-  if (!options.create && !Segment::exists(channel_object_name(context.domain(), name.view()))) {
-    throw Error(Errc::kNotFound,
-                fmt::format("channel {} does not exist in domain \"{}\"", name.view(), context.domain()));
-  }
-  auto ch = context.state().channel(name, settings, &type);
+  auto ch = context.state().channel(name, settings, &type, options.create);
   if (ch->transport() == Transport::kIceoryx) ensure_iceoryx_runtime(name.view());
   impl_->read_test_pause();
   impl_->entry_index = ch->register_publisher(options.node.empty() ? context.node() : options.node, impl_->id);

@@ -36,7 +36,8 @@ inline constexpr std::int64_t kAttachRetryNs = 10'000'000;
 
 struct Subscriber::Impl {
   /// The name checked and the channel's settings resolved once.
-  Impl(ChannelName checked_name, ChannelSettings resolved) : name(std::move(checked_name)), settings(resolved) {}
+  Impl(ChannelName checked_name, ChannelSettings resolved)
+      : name(std::move(checked_name)), settings(std::move(resolved)) {}
   Impl(const Impl&) = delete;
   Impl& operator=(const Impl&) = delete;
   Impl(Impl&&) = delete;
