@@ -187,7 +187,7 @@ Exported exported(const mcap::FileInfo& info, const mcap::Channel& ch, TypeInfo&
     e.from_cdr = true;
     type = TypeInfo{e.schema->root().name, e.schema->hash(), e.schema->text()};
   } else {
-    e.schema = schema_of(type);
+    e.schema = schema::Schema::of(type);
   }
   return e;
 }

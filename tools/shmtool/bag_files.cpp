@@ -37,7 +37,7 @@ std::map<std::uint16_t, Shown> shown_channels(const mcap::FileInfo& info) {
     Shown s;
     const mcap::Schema* sc = info.schema(ch.schema_id);
     s.type = sc != nullptr ? sc->name : "";
-    if (ch.message_encoding == "shmbus") s.schema = schema_of(record::recorded_type(info, ch));
+    if (ch.message_encoding == "shmbus") s.schema = schema::Schema::of(record::recorded_type(info, ch));
     // A ROS 2 recording (rosbag2, `bag export --encoding cdr`): decoded
     // through the definition the file carries.
     if (record::is_ros2_channel(ch, sc)) {

@@ -76,13 +76,8 @@ bool await_attached(const Config& config, const std::vector<Subscriber*>& subscr
   return !stop_requested();
 }
 
-std::optional<schema::Schema> schema_of(const TypeInfo& type) {
-  if (type.schema.empty() || type.hash == TypeInfo::bytes().hash) return std::nullopt;
-  return schema::Schema::from_canonical(type.schema);
-}
-
 std::optional<schema::Schema> schema_of(const introspect::ChannelView& view) {
-  return schema_of(TypeInfo{view.type_name, view.type_hash, view.schema});
+  return schema::Schema::of(TypeInfo{view.type_name, view.type_hash, view.schema});
 }
 
 ProvenanceNames::ProvenanceNames(const Config& config, std::string_view channel)

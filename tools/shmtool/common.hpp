@@ -68,8 +68,7 @@ Subscriber subscribe_reader(const Config& config, Context& context, std::string_
 bool await_attached(const Config& config, const std::vector<Subscriber*>& subscribers);
 
 /// The schema a channel stores, or nullopt for raw (`shmbus/Bytes`) and
-/// schema-less channels.
-std::optional<schema::Schema> schema_of(const TypeInfo& type);
+/// schema-less channels (schema::Schema::of for a TypeInfo).
 std::optional<schema::Schema> schema_of(const introspect::ChannelView& view);
 
 /// A context for commands that publish or subscribe: the node is "shmtool"

@@ -124,7 +124,7 @@ int run_bag_diff(const Globals& g, const std::string& a_path, const std::string&
     throw Error(Errc::kNotFound,
                 fmt::format("bag diff: neither {} nor {} recorded {}; see shmtool bag info", a_path, b_path, channel));
   }
-  const std::optional<schema::Schema> schema = schema_of(a.type ? *a.type : *b.type);
+  const std::optional<schema::Schema> schema = schema::Schema::of(a.type ? *a.type : *b.type);
   std::uint64_t matched = 0;
   std::uint64_t equal = 0;
   std::uint64_t missing = 0;

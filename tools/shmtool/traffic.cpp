@@ -113,7 +113,7 @@ int run_echo(const Globals& g, const EchoOptions& o) {
   Subscriber sub = subscribe_reader(config, ctx, o.channel, o.no_wait, SubscriberOptions{.history = o.history});
   if (!await_attached(config, {&sub})) return 0;  // Ctrl-C while waiting
   const TypeInfo type = sub.type();
-  const std::optional<schema::Schema> schema = o.hex ? std::nullopt : schema_of(type);
+  const std::optional<schema::Schema> schema = o.hex ? std::nullopt : schema::Schema::of(type);
   std::vector<std::byte> buffer(sub.max_message_size());
   ProvenanceNames names(config, o.channel);
   std::uint64_t shown = 0;

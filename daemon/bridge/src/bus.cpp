@@ -59,7 +59,7 @@ bool Catalog::refresh(std::vector<const ChannelEntry*>& added, std::vector<Chann
     e.id = next_id_++;
     e.type = TypeInfo{v.type_name, v.type_hash, v.schema};
     e.service_channel = !service_of_channel(name).empty();
-    if (!v.schema.empty() && v.type_hash != 0) {
+    if (e.type.carries_schema()) {
       // A schema another process wrote: parsed once per type, within the
       // schema limits; a refused one keeps its channel off the bridge.
       auto& cached = schemas_[v.type_hash];

@@ -277,7 +277,8 @@ struct Gateway::Impl {
     if (v.max_message_size > kSynchronousDeliveryMaxBytes) dds_qset_transport_priority(qos.get(), -1);
     e->writer = dds::Entity(dds_create_writer(endpoints.publisher.get(), e->topic.get(), qos.get(), nullptr),
                             "writer of " + topic);
-    if (v.type_hash != 0 && !v.schema.empty() && schemas_sent.insert({&rule, v.type_hash}).second) {
+    if (TypeInfo{v.type_name, v.type_hash, v.schema}.carries_schema() &&
+        schemas_sent.insert({&rule, v.type_hash}).second) {
       shmbus_gateway_Schema s{};
       s.type_hash = v.type_hash;
       s.type_name =

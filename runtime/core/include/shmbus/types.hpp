@@ -27,6 +27,9 @@ struct TypeInfo {
 
   /// The type of raw byte channels (`shmbus/Bytes`, hash 0).
   static TypeInfo bytes() { return {"shmbus/Bytes", 0, ""}; }
+  /// Whether the type carries a schema to decode it by: raw bytes (hash 0)
+  /// and a type stored without its text carry none.
+  [[nodiscard]] bool carries_schema() const noexcept { return hash != 0 && !schema.empty(); }
 };
 
 /// A trivially copyable struct that declares `static constexpr` members

@@ -48,6 +48,7 @@
 #include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -55,6 +56,7 @@
 
 #include "shmbus/error.hpp"
 #include "shmbus/schema_text.hpp"
+#include "shmbus/types.hpp"
 #include "shmbus/var_message.hpp"
 
 namespace shmbus::schema {
@@ -268,6 +270,13 @@ class Schema {
  public:
   /// From a canonical text (as stored in a channel). Throws SchemaError.
   static Schema from_canonical(std::string_view canonical_text);
+  /// The schema `type` carries (from_canonical of its text), or nullopt
+  /// when it carries none (TypeInfo::carries_schema). Throws SchemaError
+  /// as from_canonical.
+  static std::optional<Schema> of(const TypeInfo& type) {
+    if (!type.carries_schema()) return std::nullopt;
+    return from_canonical(type.schema);
+  }
   /// The message `full_name` of a resolved set.
   static Schema from_set(std::shared_ptr<const MessageSet> set, std::string_view full_name);
 
