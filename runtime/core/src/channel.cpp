@@ -303,7 +303,6 @@ std::string Channel::too_large(std::size_t size) const {
 
 void Channel::report_other_sizes(const ChannelSettings& settings) const {
   if (settings.sizes_from.empty()) return;  // the built-in defaults: this process names no size
-  const ChannelHeader& h = *header_;
   std::string stored;
   std::string wanted;
   const auto compare = [&](std::string_view key, std::uint32_t has, std::uint32_t asked) {
@@ -312,8 +311,9 @@ void Channel::report_other_sizes(const ChannelSettings& settings) const {
     wanted += fmt::format("{}{} {}", wanted.empty() ? "" : ", ", key, asked);
   };
   compare("max_message_size", max_message_size_, settings.max_message_size);
-  compare("capacity", h.capacity, settings.capacity);
-  compare("time_list_capacity", h.time_list_capacity, settings.time_list_capacity);
+  // The geometry copied at open, not the shared header's words.
+  compare("capacity", static_cast<std::uint32_t>(capacity()), settings.capacity);
+  compare("time_list_capacity", static_cast<std::uint32_t>(time_list_mask_ + 1), settings.time_list_capacity);
   if (stored.empty()) return;
   std::fprintf(stderr, "%s\n",
                fmt::format("shmbus: channel {} exists with {} ({}); this process asks for {} ({}): the channel's "

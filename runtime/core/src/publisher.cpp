@@ -111,8 +111,12 @@ struct Publisher::Impl {
     }
     // relaxed: the cursor only hands out numbers; what readers may read is
     // published through the slot state (SYNC POINT below).
-    s = blocking ? claim_room(false) : header->write_cursor.fetch_add(1, std::memory_order_relaxed);
-    if (s == kInterrupted) return nullptr;
+    if (blocking) {
+      s = claim_room(false);
+      if (s == kInterrupted) return nullptr;  // only a wait for room can be interrupted
+    } else {
+      s = header->write_cursor.fetch_add(1, std::memory_order_relaxed);
+    }
     return claim_slot(s, seq, false);
   }
 
