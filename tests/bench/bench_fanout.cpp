@@ -312,15 +312,20 @@ class MqFanSubscriber final : public FanSubscriber {
 };
 
 #if SHMBUS_BENCH_ICEORYX
-const iox::capro::ServiceDescription kFanService{"ShmbusBench", "Fan", "Bytes"};
+/// The run's service, named after its domain: RouDi's monitoring is off, so
+/// a process that died before giving its ports back stays listed, and a
+/// later run's blocking publisher must never wait for its queue.
+iox::capro::ServiceDescription fan_service(const std::string& domain) {
+  return {"ShmbusBench", iox::capro::IdString_t{iox::cxx::TruncateToCapacity, domain.c_str()}, "Fan"};
+}
 
 class IceoryxFanPublisher final : public FanPublisher {
  public:
-  IceoryxFanPublisher() {
+  explicit IceoryxFanPublisher(const std::string& domain) {
     init_iceoryx_runtime(iceoryx::runtime_name("fan_publisher", ::getpid()));
     iox::popo::PublisherOptions po;
     po.subscriberTooSlowPolicy = iox::popo::ConsumerTooSlowPolicy::WAIT_FOR_CONSUMER;
-    pub_.emplace(kFanService, po);
+    pub_.emplace(fan_service(domain), po);
   }
   ~IceoryxFanPublisher() override { pub_.reset(); }
   void send(std::uint64_t tag, std::span<std::byte> message, bool loan) override {
@@ -347,12 +352,12 @@ class IceoryxFanPublisher final : public FanPublisher {
 
 class IceoryxFanSubscriber final : public FanSubscriber {
  public:
-  explicit IceoryxFanSubscriber(std::size_t size) : size_(size) {
+  IceoryxFanSubscriber(const std::string& domain, std::size_t size) : size_(size) {
     init_iceoryx_runtime(iceoryx::runtime_name("fan_subscriber", ::getpid()));
     iox::popo::SubscriberOptions so;
     so.queueCapacity = depth_for(size);
     so.queueFullPolicy = iox::popo::QueueFullPolicy::BLOCK_PRODUCER;
-    sub_.emplace(kFanService, so);
+    sub_.emplace(fan_service(domain), so);
     waitset_.emplace();
     waitset_->attachState(*sub_, iox::popo::SubscriberState::HAS_DATA).or_else([](auto) {
       throw std::runtime_error("iceoryx: cannot attach the subscriber to a WaitSet");
@@ -390,7 +395,7 @@ std::string queue_name(const std::string& domain) { return domain + "_mq"; }
 
 std::unique_ptr<FanPublisher> make_publisher(const Row& r, const std::string& domain) {
 #if SHMBUS_BENCH_ICEORYX
-  if (r.transport == "iceoryx") return std::make_unique<IceoryxFanPublisher>();
+  if (r.transport == "iceoryx") return std::make_unique<IceoryxFanPublisher>(domain);
 #endif
   if (r.transport == "boost_mq") return std::make_unique<MqFanPublisher>(queue_name(domain));
   return std::make_unique<ShmbusFanPublisher>(domain, r.size);
@@ -398,7 +403,7 @@ std::unique_ptr<FanPublisher> make_publisher(const Row& r, const std::string& do
 
 std::unique_ptr<FanSubscriber> make_subscriber(const Row& r, const std::string& domain) {
 #if SHMBUS_BENCH_ICEORYX
-  if (r.transport == "iceoryx") return std::make_unique<IceoryxFanSubscriber>(r.size);
+  if (r.transport == "iceoryx") return std::make_unique<IceoryxFanSubscriber>(domain, r.size);
 #endif
   if (r.transport == "boost_mq") return std::make_unique<MqFanSubscriber>(queue_name(domain), r.size);
   return std::make_unique<ShmbusFanSubscriber>(domain, r.size);

@@ -22,6 +22,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <thread>
 
 #include "peer_transports.hpp"
 #include "pmu_counters.hpp"
@@ -259,10 +260,20 @@ std::optional<Report> run_pair(Transport& t, Mode mode, std::size_t size, Task t
       r.counters = sum;
     }
   }
+  // Each side ends by itself once the run is over, giving its ports back
+  // (iceoryx: RouDi's monitoring is off, so a side killed mid-teardown
+  // would stay listed); one that has not within 10 s is of no more use.
   for (pid_t pid : pids) {
-    ::kill(pid, SIGKILL);  // both have finished or are of no more use
     int status = 0;
-    ::waitpid(pid, &status, 0);
+    bool ended = false;
+    for (int waited_ms = 0; reported && !ended && waited_ms < 10'000; waited_ms += 5) {
+      ended = ::waitpid(pid, &status, WNOHANG) == pid;
+      if (!ended) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    if (!ended) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, &status, 0);
+    }
   }
   for (int fd : {report_pipe[0], report_pipe[1], ready_pipe[0], ready_pipe[1], go_pipe[0], go_pipe[1], counters_pipe[0],
                  counters_pipe[1]}) {

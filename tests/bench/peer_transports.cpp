@@ -332,7 +332,11 @@ class IceoryxLink final : public Link {
  public:
   /// `in_place` ("iceoryx_loan"): a loan of `size` bytes whose sequence and
   /// last byte only are written, and read in place (node_cloud's peer).
-  IceoryxLink(Side side, std::size_t max_size, bool in_place = false) : max_size_(max_size), in_place_(in_place) {
+  /// `run` names this run's services: RouDi's monitoring is off, so a side
+  /// that died before giving its ports back leaves them listed, and a
+  /// blocking publisher of a later run must never wait for its queue.
+  IceoryxLink(const std::string& run, Side side, std::size_t max_size, bool in_place)
+      : max_size_(max_size), in_place_(in_place) {
     const bool leader = side == Side::kLeader;
     init_iceoryx_runtime(iceoryx::runtime_name(leader ? "bench_leader" : "bench_follower", ::getpid()));
     iox::popo::PublisherOptions po;
@@ -340,8 +344,9 @@ class IceoryxLink final : public Link {
     iox::popo::SubscriberOptions so;
     so.queueCapacity = 256;
     so.queueFullPolicy = iox::popo::QueueFullPolicy::BLOCK_PRODUCER;
-    pub_.emplace(iox::capro::ServiceDescription{"ShmbusBench", leader ? "Ping" : "Pong", "Bytes"}, po);
-    sub_.emplace(iox::capro::ServiceDescription{"ShmbusBench", leader ? "Pong" : "Ping", "Bytes"}, so);
+    const iox::capro::IdString_t instance{iox::cxx::TruncateToCapacity, run.c_str()};
+    pub_.emplace(iox::capro::ServiceDescription{"ShmbusBench", instance, leader ? "Ping" : "Pong"}, po);
+    sub_.emplace(iox::capro::ServiceDescription{"ShmbusBench", instance, leader ? "Pong" : "Ping"}, so);
     waitset_.emplace();
     waitset_->attachState(*sub_, iox::popo::SubscriberState::HAS_DATA).or_else([](auto) {
       throw std::runtime_error("iceoryx: cannot attach the subscriber to a WaitSet");
@@ -401,10 +406,12 @@ class IceoryxLink final : public Link {
 /// leader's send() sends the request, its receive() takes the response.
 class IceoryxServiceLink final : public Link {
  public:
-  IceoryxServiceLink(Side side, std::size_t size) : size_(size) {
+  /// `run` names this run's service, as for IceoryxLink.
+  IceoryxServiceLink(const std::string& run, Side side, std::size_t size) : size_(size) {
     const bool leader = side == Side::kLeader;
     init_iceoryx_runtime(iceoryx::runtime_name(leader ? "bench_client" : "bench_server", ::getpid()));
-    const iox::capro::ServiceDescription service{"ShmbusBench", "Echo", "Bytes"};
+    const iox::capro::ServiceDescription service{
+        "ShmbusBench", iox::capro::IdString_t{iox::cxx::TruncateToCapacity, run.c_str()}, "Echo"};
     waitset_.emplace();
     if (leader) {
       iox::popo::ClientOptions co;
@@ -504,10 +511,10 @@ class IceoryxTransport final : public Transport {
     if (!roudi_) roudi_ = BenchRoudi::shared(dir_, peer_pools());
   }
   std::unique_ptr<Link> connect(Side side, std::size_t max_size) override {
-    if (kind_ == Kind::kService) return std::make_unique<IceoryxServiceLink>(side, max_size);
+    if (kind_ == Kind::kService) return std::make_unique<IceoryxServiceLink>(domain_, side, max_size);
     if (kind_ == Kind::kShmbus)
       return std::make_unique<ShmbusLink>(domain_, side, max_size, shmbus::Transport::kIceoryx);
-    return std::make_unique<IceoryxLink>(side, max_size, kind_ == Kind::kLoan);
+    return std::make_unique<IceoryxLink>(domain_, side, max_size, kind_ == Kind::kLoan);
   }
   void cleanup() override {
     if (kind_ == Kind::kShmbus) introspect::clean_domain(domain_, false);
