@@ -808,6 +808,32 @@ TEST(OpenOnlyTest, APublisherThatMayNotCreateOpensOnlyWhatExists) {
   EXPECT_EQ(value_of(buf), 7U);
 }
 
+// A channel's name is resolved to its shared-memory object once per
+// mapping: a publisher's construction resolves it once (the open-only path
+// too), and every later endpoint of the process finds the mapping.
+TEST(OpenOnlyTest, AChannelIsResolvedToItsObjectOncePerMapping) {
+  TestDomain d{small_ring(), "once"};
+  const auto calls = [] { return detail::channel_object_name_calls(); };
+  std::uint64_t before = calls();
+  Publisher first("/once", TypeInfo::bytes(), d.context());
+  EXPECT_EQ(calls() - before, 1U) << "a new channel";
+  before = calls();
+  Publisher second("/once", TypeInfo::bytes(), d.context());
+  Subscriber sub("/once", TypeInfo::bytes(), d.context());
+  EXPECT_EQ(calls() - before, 0U) << "the process's mapping";
+  Config other = small_ring();
+  other.domain = d.domain();
+  Context elsewhere{other};
+  PublisherOptions only_open;
+  only_open.create = false;
+  before = calls();
+  Publisher opened("/once", TypeInfo::bytes(), elsewhere, only_open);
+  EXPECT_EQ(calls() - before, 1U) << "an existing channel, opened only";
+  before = calls();
+  EXPECT_THROW(Publisher("/none", TypeInfo::bytes(), elsewhere, only_open), Error);
+  EXPECT_EQ(calls() - before, 1U) << "a missing one";
+}
+
 // A wait for room that its interrupt ends publishes nothing: the publish is
 // counted as dropped, no sequence is used (the subscriber then reads on
 // without a gap), and the interrupt is asked only while the publish waits.

@@ -195,8 +195,14 @@ Channel::Channel(Segment s, std::string name) : segment_(std::move(s)), name_(st
 
 std::shared_ptr<Channel> Channel::open_existing(const std::string& domain, const ChannelName& name, bool writable,
                                                 const SegmentAccess& access, Residency residency) {
+  return open_object(channel_object_name(domain, name.view()), domain, name, writable, access, residency);
+}
+
+std::shared_ptr<Channel> Channel::open_object(const std::string& object, const std::string& domain,
+                                              const ChannelName& name, bool writable, const SegmentAccess& access,
+                                              Residency residency) {
   try {
-    Segment s = Segment::open(channel_object_name(domain, name.view()), kSpec, writable, access, residency);
+    Segment s = Segment::open(object, kSpec, writable, access, residency);
     return std::shared_ptr<Channel>(new Channel(std::move(s), name.str()));
   } catch (const Error& e) {
     if (e.code() == Errc::kNotFound) {
@@ -221,50 +227,50 @@ namespace {
 
 }  // namespace
 
-std::shared_ptr<Channel> Channel::create_or_open(const std::string& domain, const ChannelName& name,
-                                                 const TypeInfo* type, const ChannelSettings& settings,
-                                                 const SegmentAccess& access, Registry& registry, bool create) {
+std::shared_ptr<Channel> Channel::create_or_open(const std::string& object, const std::string& domain,
+                                                 const ChannelName& name, const TypeInfo* type,
+                                                 const ChannelSettings& settings, const SegmentAccess& access,
+                                                 Registry& registry, bool create) {
   if (type != nullptr && type->name.size() >= kTypeNameBytes) {
     throw Error(Errc::kInvalidArgument,
                 fmt::format("type name \"{}\" is longer than {} bytes", type->name, kTypeNameBytes - 1));
   }
   std::shared_ptr<Channel> ch;
   if (type == nullptr || !create) {
-    ch = open_existing(domain, name, true, access, Residency::kPopulated);
+    ch = open_object(object, domain, name, true, access, Residency::kPopulated);
   } else {
     const Geometry g = geometry(settings, type->schema.size());
-    Segment s =
-        Segment::create_or_open(channel_object_name(domain, name.view()), g.total, access, kSpec, [&](void* base) {
-          auto* h = static_cast<ChannelHeader*>(base);
-          copy_name(h->name, sizeof(h->name), name.view());
-          copy_name(h->type_name, sizeof(h->type_name), type->name);
-          h->type_hash = type->hash;
-          h->capacity = settings.capacity;
-          h->max_message_size = settings.max_message_size;
-          h->slot_stride = static_cast<std::uint32_t>(slot_stride_for(settings.max_message_size));  // <= 2^30 + 128
-          h->time_list_capacity = settings.time_list_capacity;
-          h->transport = static_cast<std::uint32_t>(settings.transport);
-          h->max_publishers = kMaxPublishers;
-          h->max_subscribers = kMaxSubscribers;
-          h->schema_size = static_cast<std::uint32_t>(type->schema.size());
-          h->publishers_offset = g.publishers;
-          h->subscribers_offset = g.subscribers;
-          h->time_list_offset = g.time_list;
-          h->claims_offset = g.claims;
-          h->slots_offset = g.slots;
-          h->schema_offset = g.schema;
-          h->stall_timeout_ns = settings.stall_timeout.count();
-          h->overflow = static_cast<std::uint32_t>(settings.overflow);
-          h->block_timeout_ns = settings.block_timeout.count();
-          h->window_ns = settings.window.count();
-          copy_name(h->creator_program, sizeof(h->creator_program), program_invocation_short_name);
-          copy_name(h->sizes_from, sizeof(h->sizes_from), settings.sizes_from);
-          if (settings.thresholds_hz) {
-            h->has_thresholds = 1;
-            for (int i = 0; i < 3; ++i) h->thresholds_hz[i] = (*settings.thresholds_hz)[i];
-          }
-          std::memcpy(static_cast<std::byte*>(base) + g.schema, type->schema.data(), type->schema.size());
-        });
+    Segment s = Segment::create_or_open(object, g.total, access, kSpec, [&](void* base) {
+      auto* h = static_cast<ChannelHeader*>(base);
+      copy_name(h->name, sizeof(h->name), name.view());
+      copy_name(h->type_name, sizeof(h->type_name), type->name);
+      h->type_hash = type->hash;
+      h->capacity = settings.capacity;
+      h->max_message_size = settings.max_message_size;
+      h->slot_stride = static_cast<std::uint32_t>(slot_stride_for(settings.max_message_size));  // <= 2^30 + 128
+      h->time_list_capacity = settings.time_list_capacity;
+      h->transport = static_cast<std::uint32_t>(settings.transport);
+      h->max_publishers = kMaxPublishers;
+      h->max_subscribers = kMaxSubscribers;
+      h->schema_size = static_cast<std::uint32_t>(type->schema.size());
+      h->publishers_offset = g.publishers;
+      h->subscribers_offset = g.subscribers;
+      h->time_list_offset = g.time_list;
+      h->claims_offset = g.claims;
+      h->slots_offset = g.slots;
+      h->schema_offset = g.schema;
+      h->stall_timeout_ns = settings.stall_timeout.count();
+      h->overflow = static_cast<std::uint32_t>(settings.overflow);
+      h->block_timeout_ns = settings.block_timeout.count();
+      h->window_ns = settings.window.count();
+      copy_name(h->creator_program, sizeof(h->creator_program), program_invocation_short_name);
+      copy_name(h->sizes_from, sizeof(h->sizes_from), settings.sizes_from);
+      if (settings.thresholds_hz) {
+        h->has_thresholds = 1;
+        for (int i = 0; i < 3; ++i) h->thresholds_hz[i] = (*settings.thresholds_hz)[i];
+      }
+      std::memcpy(static_cast<std::byte*>(base) + g.schema, type->schema.data(), type->schema.size());
+    });
     ch = std::shared_ptr<Channel>(new Channel(std::move(s), name.str()));
   }
   const ChannelHeader& h = ch->header();
@@ -653,11 +659,13 @@ std::shared_ptr<Channel> DomainState::channel(const ChannelName& name, const Cha
   // behind. An existing channel is opened first: that its transport differs
   // from ours is the error to report, and an iceoryx one checks for RouDi
   // when its port is made.
-  if (create && settings.transport == Transport::kIceoryx && type != nullptr &&
-      !Segment::exists(channel_object_name(config_.domain, name.view()))) {
+  const std::string object = channel_object_name(config_.domain, name.view());
+  if (create && settings.transport == Transport::kIceoryx && type != nullptr && !Segment::exists(object)) {
     ensure_iceoryx_runtime(name.view());
   }
-  auto ch = Channel::create_or_open(config_.domain, name, type, settings, config_.access(), registry(), create);
+  auto ch = Channel::create_or_open(object, config_.domain, name, type, settings, config_.access(), registry(), create);
+  // Every endpoint of an iceoryx channel needs this process's runtime.
+  if (ch->transport() == Transport::kIceoryx) ensure_iceoryx_runtime(name.view());
   channels_[name.str()] = ch;
   return ch;
 }

@@ -36,10 +36,13 @@ class Channel {
   /// Creates the channel with `settings` and `type`, or opens it; checks the
   /// type (when `type` is given) and lists it in `registry`. Without `type`,
   /// or without `create`, only an existing channel is opened
-  /// (Error(kNotFound) naming it otherwise).
-  static std::shared_ptr<Channel> create_or_open(const std::string& domain, const ChannelName& name,
-                                                 const TypeInfo* type, const ChannelSettings& settings,
-                                                 const SegmentAccess& access, Registry& registry, bool create = true);
+  /// (Error(kNotFound) naming it otherwise). `object` is the channel's
+  /// shared-memory object name, resolved by the caller
+  /// (channel_object_name).
+  static std::shared_ptr<Channel> create_or_open(const std::string& object, const std::string& domain,
+                                                 const ChannelName& name, const TypeInfo* type,
+                                                 const ChannelSettings& settings, const SegmentAccess& access,
+                                                 Registry& registry, bool create);
 
   [[nodiscard]] layout::ChannelHeader& header() const noexcept { return *header_; }
   [[nodiscard]] const std::string& name() const noexcept { return name_; }
@@ -238,6 +241,11 @@ class Channel {
   std::uint32_t time_list_log2_;
   layout::EndpointEntry* publishers_;
   layout::EndpointEntry* subscribers_;
+
+  /// open_existing of the channel whose object name is `object`.
+  static std::shared_ptr<Channel> open_object(const std::string& object, const std::string& domain,
+                                              const ChannelName& name, bool writable, const SegmentAccess& access,
+                                              Residency residency);
 };
 
 /// What a Context has mapped of its domain: the registry and a cache of
@@ -249,7 +257,9 @@ class DomainState {
   /// resolved once (config.channel(name)), and create it when it is new. A
   /// mapping whose object was removed (`shmtool clean`) is replaced by the
   /// current one.
-  /// Without `create` an existing channel is opened, never made.
+  /// Without `create` an existing channel is opened, never made. The name
+  /// is resolved to its object here, once per mapping, and this process's
+  /// iceoryx runtime is started here for an iceoryx channel.
   std::shared_ptr<Channel> channel(const ChannelName& name, const ChannelSettings& settings, const TypeInfo* type,
                                    bool create = true);
   /// The registry; re-opened when its object was removed, so channels

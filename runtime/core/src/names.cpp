@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <array>
+#include <atomic>
 #include <charconv>
 
 #include "shmbus/error.hpp"
@@ -118,7 +119,16 @@ std::string domain_object_prefix(std::string_view domain) { return "shmbus." + s
 
 std::string registry_object_name(std::string_view domain) { return domain_object_prefix(domain) + "registry"; }
 
+namespace {
+std::atomic<std::uint64_t> g_channel_object_name_calls{0};
+}  // namespace
+
+std::uint64_t detail::channel_object_name_calls() noexcept {
+  return g_channel_object_name_calls.load(std::memory_order_relaxed);
+}
+
 std::string channel_object_name(std::string_view domain, std::string_view channel) {
+  g_channel_object_name_calls.fetch_add(1, std::memory_order_relaxed);
   // '/' cannot appear in a POSIX shm name; '.' cannot appear in a channel
   // name, so the mapping is one-to-one.
   std::string out = domain_object_prefix(domain) + "c";

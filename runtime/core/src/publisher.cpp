@@ -817,7 +817,6 @@ Publisher::Publisher(std::string_view channel, const TypeInfo& type, Context& co
   const ChannelName name(channel);
   const ChannelSettings settings = with_options(context.config().channel(name.view()), options);
   auto ch = context.state().channel(name, settings, &type, options.create);
-  if (ch->transport() == Transport::kIceoryx) ensure_iceoryx_runtime(name.view());
   impl_->read_test_pause();
   impl_->entry_index = ch->register_publisher(options.node.empty() ? context.node() : options.node, impl_->id);
   impl_->channel = std::move(ch);

@@ -42,7 +42,6 @@ void Subscriber::Impl::open(const std::optional<TypeInfo>& type, bool from_start
   // attached (try_attach tries again).
   std::unique_ptr<IceoryxSubscriberPort> port;
   if (ch->transport() == Transport::kIceoryx) {
-    ensure_iceoryx_runtime(name.view());
     // A channel that appeared after we subscribed holds only messages sent
     // after: as on the ring, we take them from its start (iceoryx's
     // history, up to 16 of them).

@@ -88,4 +88,10 @@ std::string domain_object_prefix(std::string_view domain);
 /// This machine's host name (gethostname), or "unknown".
 std::string host_name();
 
+namespace detail {
+/// How many times this process has called channel_object_name: a channel
+/// is resolved to its object once per mapping (tests count it).
+std::uint64_t channel_object_name_calls() noexcept;
+}  // namespace detail
+
 }  // namespace shmbus
