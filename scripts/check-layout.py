@@ -10,6 +10,8 @@ configure time) and fails, one line per fault, where
   - an include climbs out of its folder ("../");
   - a library or program links a target of a higher folder (runtime/ <
     daemon/ < tools/ < examples/);
+  - a library links shmbus_cli (command-line parsing, CLI11): programs
+    alone do;
   - the drawing in docs/architecture.md (the mermaid block after the line
     "<!-- layout: targets -->") is not the CMake link graph of the
     libraries and programs, drawn without the arrows another path implies.
@@ -28,6 +30,8 @@ HIDDEN = {"shmbus_gateway_envelope", "shmbus_runtime_test_seams"}
 # drawing are checked only where they are built. The Python module is not
 # built in sanitizer and fuzzer builds (SHMBUS_BUILD_PYTHON).
 OPTIONAL = {"python": "SHMBUS_BUILD_PYTHON"}
+# Command-line parsing: linked by programs, never by a library.
+CLI = "shmbus_cli"
 INCLUDE = re.compile(r'^\s*#\s*include\s*[<"]([^>"]+)[>"]', re.M)
 
 
@@ -146,6 +150,9 @@ def check_links(targets, faults):
             d = targets[l]
             if d.folder in RANK and RANK[d.folder] > RANK[t.folder]:
                 faults.append(f"{t.name} ({t.folder}/) links {l} of the higher folder {d.folder}/")
+            if l == CLI and t.kind.endswith("LIBRARY"):
+                faults.append(f"{t.name} is a library and links {CLI}: the command line is its program's "
+                              "(src/program.cpp); take the library's options as a struct")
 
 
 def drawn_graph(targets):

@@ -1,5 +1,5 @@
 // The configuration file as every program reads it: the transport's keys
-// (Config::parse through cli::ConfigFile) and each program's section,
+// (Config::parse through ConfigFile) and each program's section,
 // read by its library. Anything is refused with Error(kConfig) or read;
 // nothing crashes, hangs or recurses without bound (toml++ stops nesting
 // at 256 levels; the file is at most 1 MiB before it is parsed).
@@ -8,7 +8,7 @@
 #include <string_view>
 
 #include "shmbus/bridge/bridge.hpp"
-#include "shmbus/cli/config_file.hpp"
+#include "shmbus/config_file.hpp"
 #include "shmbus/config.hpp"
 #include "shmbus/error.hpp"
 #include "shmbus/gateway/gateway.hpp"
@@ -19,7 +19,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (size > shmbus::Config::kMaxConfigBytes) return 0;  // load_file refuses it before parsing
   const std::string_view text(reinterpret_cast<const char*>(data), size);
   try {
-    const shmbus::cli::ConfigFile file = shmbus::cli::ConfigFile::parse(text, "fuzz.toml");
+    const shmbus::ConfigFile file = shmbus::ConfigFile::parse(text, "fuzz.toml");
     (void)file.config().channel("/camera/front");
     const auto read = [&](auto&& section) {
       try {

@@ -44,19 +44,22 @@ inline bool wait_messages(const std::string& domain, const std::string& channel,
 }
 
 /// The `data` of the next `n` messages of a string type (shmbus_msgs/String
-/// or ROS 2's std_msgs/String) within `within`.
+/// or ROS 2's std_msgs/String) within `within`, leaving out those that
+/// start with `skip_prefix` (when given).
 template <class StringType>
-std::vector<std::string> take_strings(TypedSubscriber<StringType>& sub, std::size_t n,
-                                      std::chrono::milliseconds within) {
+std::vector<std::string> take_strings(TypedSubscriber<StringType>& sub, std::size_t n, std::chrono::milliseconds within,
+                                      std::string_view skip_prefix = {}) {
   std::vector<std::string> got;
   const std::int64_t deadline = mono_now_ns() + within.count() * 1'000'000;
   while (got.size() < n && mono_now_ns() < deadline) {
     if (auto m = sub.take()) {
+      std::string text;
       if constexpr (requires { m->data.view(); }) {
-        got.emplace_back(m->data.view());
+        text = m->data.view();
       } else {
-        got.push_back(std::move(m->data));
+        text = std::move(m->data);
       }
+      if (skip_prefix.empty() || !text.starts_with(skip_prefix)) got.push_back(std::move(text));
     } else {
       sub.wait(std::chrono::milliseconds(10));
     }

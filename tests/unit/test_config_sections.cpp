@@ -1,4 +1,4 @@
-// The configuration as programs load it (cli::ConfigFile: the file, then
+// The configuration as programs load it (ConfigFile: the file, then
 // SHMBUS_DOMAIN, then --domain) and each program's own section, read by
 // its library: [monitor], [bridge], [[gateway]], [[sync]].
 #include <gtest/gtest.h>
@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "shmbus/bridge/bridge.hpp"
-#include "shmbus/cli/config_file.hpp"
+#include "shmbus/config_file.hpp"
 #include "shmbus/error.hpp"
 #include "shmbus/gateway/gateway.hpp"
 #include "shmbus/monitor/settings.hpp"
@@ -21,7 +21,7 @@ using namespace std::chrono_literals;
 
 namespace {
 
-cli::ConfigFile file_of(std::string_view text) { return cli::ConfigFile::parse(text, "test.toml"); }
+ConfigFile file_of(std::string_view text) { return ConfigFile::parse(text, "test.toml"); }
 
 /// The one line a section's reader refuses `text` with.
 template <typename Read>
@@ -43,19 +43,19 @@ TEST(ConfigFileTest, TheFileThenShmbusDomainThenTheDomainOption) {
   std::ofstream(path) << "domain = \"fromfile\"\n[monitor]\nscan_period = \"50ms\"\n";
   ::unsetenv("SHMBUS_DOMAIN");
   ::setenv("SHMBUS_CONFIG", path.c_str(), 1);
-  EXPECT_EQ(cli::ConfigFile::load({}).config().domain, "fromfile");
+  EXPECT_EQ(ConfigFile::load({}).config().domain, "fromfile");
   EXPECT_EQ(monitor::load_monitor_config({}).monitor.scan_period, 50ms);  // the same file's section
   ::setenv("SHMBUS_DOMAIN", "fromenv", 1);
-  EXPECT_EQ(cli::ConfigFile::load({}).config().domain, "fromenv");
-  EXPECT_EQ(cli::ConfigFile::load({.path = "", .domain = "fromoption"}).config().domain, "fromoption");
+  EXPECT_EQ(ConfigFile::load({}).config().domain, "fromenv");
+  EXPECT_EQ(ConfigFile::load({.path = "", .domain = "fromoption"}).config().domain, "fromoption");
   ::unsetenv("SHMBUS_CONFIG");
-  EXPECT_EQ(cli::ConfigFile::load({.path = path, .domain = std::nullopt}).config().domain, "fromenv");
-  EXPECT_EQ(cli::ConfigFile::load({}).section("monitor"), nullptr);  // the embedded default has none
+  EXPECT_EQ(ConfigFile::load({.path = path, .domain = std::nullopt}).config().domain, "fromenv");
+  EXPECT_EQ(ConfigFile::load({}).section("monitor"), nullptr);  // the embedded default has none
   ::setenv("SHMBUS_DOMAIN", "bad domain", 1);
-  EXPECT_THROW((void)cli::ConfigFile::load({}), Error);
+  EXPECT_THROW((void)ConfigFile::load({}), Error);
   ::unsetenv("SHMBUS_DOMAIN");
   try {
-    (void)cli::ConfigFile::load({.path = "", .domain = "bad domain"});
+    (void)ConfigFile::load({.path = "", .domain = "bad domain"});
     FAIL();
   } catch (const Error& e) {
     EXPECT_EQ(e.exit_code(), 2);
@@ -82,7 +82,7 @@ webhook = "http://127.0.0.1:9093/api/v2/alerts"
   EXPECT_EQ(m.metrics_listen, "off");
   EXPECT_EQ(m.statistics_period, 2s);
   EXPECT_EQ(m.webhook, "http://127.0.0.1:9093/api/v2/alerts");
-  const auto read = [](const cli::ConfigFile& f) { return monitor::read_monitor_settings(f); };
+  const auto read = [](const ConfigFile& f) { return monitor::read_monitor_settings(f); };
   EXPECT_EQ(error_of("[monitor]\ndebounce_scans = 0\n", read),
             "test.toml:2:18: debounce_scans = 0 must be from 1 to 1000");
   EXPECT_EQ(error_of("[monitor]\nscan = 1\n", read), "test.toml:2:1: unknown key monitor.scan");
@@ -118,7 +118,7 @@ service_timeout = "250ms"
   EXPECT_EQ(b.send_queue, 16U);
   EXPECT_EQ(b.max_ops_per_second, 100U);
   EXPECT_EQ(b.service_timeout, 250ms);
-  const auto read = [](const cli::ConfigFile& f) { return bridge::read_bridge_settings(f); };
+  const auto read = [](const ConfigFile& f) { return bridge::read_bridge_settings(f); };
   EXPECT_EQ(error_of("[bridge]\nmax_clients = 0\n", read), "test.toml:2:15: max_clients = 0 must be from 1 to 100000");
   EXPECT_EQ(error_of("[bridge]\nallow = \"/a\"\n", read), "test.toml:2:9: allow must be an array of strings");
   EXPECT_EQ(error_of("[bridge]\nport = 1\n", read), "test.toml:2:1: unknown key bridge.port");
@@ -126,7 +126,7 @@ service_timeout = "250ms"
 
 TEST(ConfigSectionTest, GatewayEntriesKeepTheirOrderAndQosAndRefuseWhatTheyCannotUse) {
   EXPECT_TRUE(gateway::read_gateway_rules(file_of("")).empty());
-  const std::vector<gateway::GatewayRule> g = gateway::read_gateway_rules(cli::ConfigFile::parse(R"(
+  const std::vector<gateway::GatewayRule> g = gateway::read_gateway_rules(ConfigFile::parse(R"(
 [[gateway]]
 export = ["/robot/*"]
 import = ["/base/*", "/cmd"]
@@ -147,7 +147,7 @@ partition = "fleet"
   EXPECT_EQ(g[1].reliability, gateway::GatewayRule::Reliability::kBestEffort);
   EXPECT_EQ(g[1].history_depth, 2U);
   EXPECT_EQ(g[1].partition, "fleet");
-  const auto read = [](const cli::ConfigFile& f) { return gateway::read_gateway_rules(f); };
+  const auto read = [](const ConfigFile& f) { return gateway::read_gateway_rules(f); };
   EXPECT_EQ(error_of("[[gateway]]\nexport = [\"/a\"]\nreliability = \"sure\"\n", read),
             "test.toml:3:15: reliability = \"sure\" must be \"reliable\" or \"best_effort\"");
   EXPECT_EQ(error_of("[[gateway]]\nreliability = \"reliable\"\n", read),
@@ -159,7 +159,7 @@ partition = "fleet"
 }
 
 TEST(ConfigSectionTest, SyncStagesAreReadInOrderAndRefusedWithTheirPosition) {
-  const auto read = [](const cli::ConfigFile& f) { return sync::read_stage_settings(f.reader(), f.section("sync")); };
+  const auto read = [](const ConfigFile& f) { return sync::read_stage_settings(f.reader(), f.section("sync")); };
   EXPECT_TRUE(read(file_of("")).empty());
   const std::vector<sync::StageSettings> s = read(file_of(R"(
 [[sync]]

@@ -6,15 +6,15 @@
 
 #include <cerrno>
 
-#include "shmbus/cli/config_file.hpp"
+#include "shmbus/config_file.hpp"
 #include "shmbus/error.hpp"
 #include "shmbus/schema/json_input.hpp"
 
 namespace shmbus::tool {
 
-cli::ConfigSource config_source(const Globals& g) { return cli::ConfigSource{g.config_path, g.domain}; }
+ConfigSource config_source(const Globals& g) { return ConfigSource{g.config_path, g.domain}; }
 
-Config load_config(const Globals& g) { return cli::ConfigFile::load(config_source(g)).config(); }
+Config load_config(const Globals& g) { return ConfigFile::load(config_source(g)).config(); }
 
 monitor::MonitorConfig load_monitor_config(const Globals& g) { return monitor::load_monitor_config(config_source(g)); }
 

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "shmbus/cli.hpp"
-#include "shmbus/cli/config_source.hpp"
+#include "shmbus/config_source.hpp"
 #include "shmbus/clock.hpp"
 #include "shmbus/config.hpp"
 #include "shmbus/context.hpp"
@@ -34,8 +34,8 @@ struct Globals {
 };
 
 /// Where the global options say the configuration is (--config, --domain).
-cli::ConfigSource config_source(const Globals& g);
-/// The configuration the global options select (cli::ConfigFile, so every
+ConfigSource config_source(const Globals& g);
+/// The configuration the global options select (ConfigFile, so every
 /// program reads a file the same way). Throws Error(kConfig).
 Config load_config(const Globals& g);
 /// The same with shmbusd's [monitor] section, for the commands that measure.

@@ -11,7 +11,7 @@
 
 #include "commands.hpp"
 #include "format.hpp"
-#include "shmbus/cli/config_file.hpp"
+#include "shmbus/config_file.hpp"
 #include "shmbus/context.hpp"
 #include "shmbus/error.hpp"
 #include "shmbus/names.hpp"
@@ -39,7 +39,7 @@ std::string drops_text(const sync::Synchronizer& s) {
 }
 
 /// A [[sync]] entry of the configuration, with the command line on top.
-SyncOptions with_config_entry(const cli::ConfigFile& file, const SyncOptions& given) {
+SyncOptions with_config_entry(const ConfigFile& file, const SyncOptions& given) {
   SyncOptions o = given;
   if (given.name.empty()) return o;
   const std::vector<sync::StageSettings> stages = sync::read_stage_settings(file.reader(), file.section("sync"));
@@ -124,7 +124,7 @@ shmbus_msgs::SyncSet to_message(const sync::AlignedSet& s, const std::string& po
 }  // namespace
 
 int run_sync(const Globals& g, const SyncOptions& given) {
-  const cli::ConfigFile file = cli::ConfigFile::load(config_source(g));
+  const ConfigFile file = ConfigFile::load(config_source(g));
   const Config& config = file.config();
   SyncOptions o = with_config_entry(file, given);
   const sync::SynchronizerOptions options = stage_options(o);

@@ -2,7 +2,7 @@
 #include <string>
 
 #include "shmbus/bridge/bridge.hpp"
-#include "shmbus/cli/config_file.hpp"
+#include "shmbus/config_file.hpp"
 
 namespace shmbus::bridge {
 
@@ -55,7 +55,7 @@ std::optional<JsonInt64> json_int64_of(std::string_view text) {
   return std::nullopt;
 }
 
-BridgeSettings read_bridge_settings(const cli::ConfigFile& file) {
+BridgeSettings read_bridge_settings(const ConfigFile& file) {
   BridgeSettings b;
   const toml::node* section = file.section("bridge");
   if (section == nullptr) return b;

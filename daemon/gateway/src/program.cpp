@@ -7,18 +7,19 @@
 #include <optional>
 
 #include "shmbus/cli.hpp"
-#include "shmbus/cli/config_file.hpp"
+#include "shmbus/config_file.hpp"
 #include "shmbus/gateway/gateway.hpp"
 #include "shmbus/service_shell.hpp"
 
 namespace shmbus::gateway {
+namespace {
 
 int gateway_main(int argc, char** argv) {
   CLI::App app{
       "shmbus gateway: carries channels between hosts over Cyclone DDS ([[gateway]] entries of the "
       "configuration)",
       "shmbus-gateway"};
-  cli::ConfigSource source;
+  ConfigSource source;
   std::string domain;
   GatewayOptions options;
   app.add_option("-c,--config", source.path, "configuration file (default: SHMBUS_CONFIG); its [[gateway]] entries");
@@ -28,7 +29,7 @@ int gateway_main(int argc, char** argv) {
   if (auto rc = cli::parse(app, argc, argv)) return *rc;
   if (!domain.empty()) source.domain = domain;
   return cli::guarded("shmbus-gateway", [&] {
-    const cli::ConfigFile file = cli::ConfigFile::load(source);
+    const ConfigFile file = ConfigFile::load(source);
     Config config = file.config();
     options.rules = read_gateway_rules(file);
     if (config.node.empty()) config.node = "shmbus-gateway";
@@ -53,4 +54,9 @@ int gateway_main(int argc, char** argv) {
   });
 }
 
+}  // namespace
 }  // namespace shmbus::gateway
+
+int main(int argc, char** argv) {
+  return shmbus::cli::guarded("shmbus-gateway", [&] { return shmbus::gateway::gateway_main(argc, argv); });
+}

@@ -2,7 +2,7 @@
 #include <string>
 #include <vector>
 
-#include "shmbus/cli/config_file.hpp"
+#include "shmbus/config_file.hpp"
 #include "shmbus/gateway/gateway.hpp"
 
 namespace shmbus::gateway {
@@ -43,7 +43,7 @@ GatewayRule read_rule(const TomlReader& r, const toml::table& t) {
 
 }  // namespace
 
-std::vector<GatewayRule> read_gateway_rules(const cli::ConfigFile& file) {
+std::vector<GatewayRule> read_gateway_rules(const ConfigFile& file) {
   std::vector<GatewayRule> rules;
   const toml::node* section = file.section("gateway");
   if (section == nullptr) return rules;

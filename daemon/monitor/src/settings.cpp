@@ -1,10 +1,10 @@
 #include "shmbus/monitor/settings.hpp"
 
-#include "shmbus/cli/config_file.hpp"
+#include "shmbus/config_file.hpp"
 
 namespace shmbus::monitor {
 
-MonitorSettings read_monitor_settings(const cli::ConfigFile& file) {
+MonitorSettings read_monitor_settings(const ConfigFile& file) {
   MonitorSettings m;
   const toml::node* section = file.section("monitor");
   if (section == nullptr) return m;
@@ -34,8 +34,8 @@ MonitorSettings read_monitor_settings(const cli::ConfigFile& file) {
   return m;
 }
 
-MonitorConfig load_monitor_config(const cli::ConfigSource& source) {
-  const cli::ConfigFile file = cli::ConfigFile::load(source);
+MonitorConfig load_monitor_config(const ConfigSource& source) {
+  const ConfigFile file = ConfigFile::load(source);
   return {file.config(), read_monitor_settings(file)};
 }
 

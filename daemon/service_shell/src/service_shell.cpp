@@ -14,9 +14,9 @@
 
 #include <fmt/format.h>
 
-#include "shmbus/cli.hpp"
 #include "shmbus/clock.hpp"
 #include "shmbus/error.hpp"
+#include "shmbus/stop_signals.hpp"
 
 namespace shmbus::service_shell {
 
@@ -40,7 +40,7 @@ void run_until_stopped(const std::function<std::string()>& status) {
   std::uint64_t watchdog_usec = 0;
   const bool watchdog = sd_watchdog_enabled(0, &watchdog_usec) > 0;
   std::int64_t next_status = 0, next_watchdog = 0;
-  while (!cli::stop_requested()) {
+  while (!stop_signalled()) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
     const std::int64_t now = mono_now_ns();
     if (now >= next_status) {

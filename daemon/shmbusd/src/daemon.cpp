@@ -7,7 +7,6 @@
 #include <unistd.h>
 
 #include <fmt/format.h>
-#include <CLI/CLI.hpp>
 #include <array>
 #include <chrono>
 #include <cstdlib>
@@ -17,7 +16,6 @@
 #include <string_view>
 
 #include "shmbus/bus_channels.hpp"
-#include "shmbus/cli.hpp"
 #include "shmbus/clock.hpp"
 #include "shmbus/daemon/http.hpp"
 #include "shmbus/daemon/metrics.hpp"
@@ -39,6 +37,15 @@ using monitor::Level;
 using monitor::Transition;
 
 namespace {
+
+/// What the run loop takes synchronously (sigtimedwait): SIGHUP reloads,
+/// SIGTERM and SIGINT stop.
+sigset_t loop_signals() {
+  sigset_t set;
+  ::sigemptyset(&set);
+  for (const int s : {SIGHUP, SIGTERM, SIGINT}) ::sigaddset(&set, s);
+  return set;
+}
 
 constexpr std::int64_t kStatusPeriodNs = 1'000'000'000;
 /// How often the open web pages get the channels (at most: a scan period
@@ -124,7 +131,7 @@ class Daemon {
   }
 
   int run() {
-    const sigset_t signals = cli::signal_set({SIGHUP, SIGTERM, SIGINT});
+    const sigset_t signals = loop_signals();
     std::int64_t next_scan = mono_now_ns();
     next_statistics_ = next_scan + config_.monitor.statistics_period.count();
     spdlog::info("watching domain \"{}\": scan every {}, statistics every {}", domain_,
@@ -373,67 +380,15 @@ monitor::MonitorConfig load_config(const Options& options) {
   return c;
 }
 
+void block_loop_signals() {
+  const sigset_t signals = loop_signals();
+  ::pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+}
+
 int run(const Options& options, bool to_journal) {
   spdlog::set_default_logger(service_shell::make_logger("shmbusd", to_journal));
   Daemon daemon(options);
   return daemon.run();
-}
-
-int daemon_main(int argc, char** argv) {
-  CLI::App app{"shmbus monitoring daemon: frequencies, alerts and statistics of every channel", "shmbusd"};
-  Options options;
-  std::string check;
-  std::string domain;
-  std::string listen;
-  app.add_option("-c,--config", options.source.path, "configuration file (default: SHMBUS_CONFIG)");
-  app.add_option("--domain", domain, "domain to watch (overrides the file and SHMBUS_DOMAIN)");
-  app.add_option("--metrics-listen", listen, "ADDRESS:PORT for /metrics, /healthz and the web page, or off");
-  std::string token_file;
-  app.add_option("--token-file", token_file,
-                 "file holding the token HTTP clients must present (Bearer, or ?token= in the page's address)");
-  std::string tls_cert;
-  std::string tls_key;
-  app.add_option("--tls-cert", tls_cert, "PEM certificate chain: serve https:// and wss:// only (with --tls-key)");
-  app.add_option("--tls-key", tls_key, "PEM private key of --tls-cert");
-  app.add_option("--check-config", check, "validate FILE, print the effective settings, exit 0 or 2");
-  app.add_flag("--foreground", options.foreground, "stay in the foreground (systemd runs it so anyway)");
-  app.add_flag("--roudi", options.roudi,
-               "run iceoryx's RouDi (iox-roudi) for the iceoryx channels, pools sized from the configuration");
-  bool print_roudi_config = false;
-  app.add_flag("--roudi-config", print_roudi_config,
-               "print the RouDi configuration (iox-roudi -c) derived from the configuration, exit");
-  if (auto rc = cli::parse(app, argc, argv)) return *rc;
-  if (!domain.empty()) options.source.domain = domain;
-  if (!listen.empty()) options.metrics_listen = listen;
-  if (!token_file.empty()) options.token_file = token_file;
-  if (!tls_cert.empty()) options.tls_cert = tls_cert;
-  if (!tls_key.empty()) options.tls_key = tls_key;
-  return cli::guarded("shmbusd", [&] {
-    if (print_roudi_config) {
-      std::fputs(iceoryx::roudi_config(load_config(options).config).c_str(), stdout);
-      return 0;
-    }
-    if (!check.empty()) {
-      Options o = options;
-      o.source.path = check;
-      const monitor::MonitorConfig c = load_config(o);
-      std::fputs(monitor::describe_config(c).c_str(), stdout);
-      for (const std::string& w : monitor::config_warnings(c.config)) std::fprintf(stderr, "%s\n", w.c_str());
-      return 0;
-    }
-    // Signals are taken synchronously by the loop (sigtimedwait): block them
-    // before any thread starts, so every thread inherits the mask.
-    const sigset_t signals = cli::signal_set({SIGHUP, SIGTERM, SIGINT});
-    ::pthread_sigmask(SIG_BLOCK, &signals, nullptr);
-    bool to_journal = service_shell::stderr_is_journal();
-    if (!options.foreground && !to_journal &&
-        std::getenv("NOTIFY_SOCKET") == nullptr) {  // NOLINT(concurrency-mt-unsafe)
-      // Classic daemon: detach from the terminal; logs go to the journal.
-      if (::daemon(0, 0) != 0) throw Error(Errc::kResource, "cannot detach into the background (daemon(3) failed)");
-      to_journal = true;
-    }
-    return run(options, to_journal);
-  });
 }
 
 }  // namespace shmbus::daemon

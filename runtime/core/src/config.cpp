@@ -202,7 +202,7 @@ class ConfigReader : public TomlReader {
         }
       } else if (std::find(Config::kProgramSections.begin(), Config::kProgramSections.end(), key) !=
                  Config::kProgramSections.end()) {
-        // Read by the program that owns it (shmbus/cli/config_file.hpp).
+        // Read by the program that owns it (shmbus/config_file.hpp).
       } else {
         fail(k.source(), "unknown key " + std::string{key});
       }

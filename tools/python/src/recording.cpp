@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "binding.hpp"
-#include "shmbus/cli/config_source.hpp"
+#include "shmbus/config_source.hpp"
 #include "shmbus/error.hpp"
 #include "shmbus/lineage.hpp"
 #include "shmbus/mcap.hpp"
@@ -201,7 +201,7 @@ void register_recording(py::module_& m) {
   m.def(
       "channels",
       [](const std::optional<std::string>& domain, const std::string& config) {
-        const monitor::MonitorConfig loaded = monitor::load_monitor_config(cli::ConfigSource{config, domain});
+        const monitor::MonitorConfig loaded = monitor::load_monitor_config(ConfigSource{config, domain});
         monitor::Monitor mon(loaded.config, loaded.monitor, monitor::Monitor::Role::kObserver);
         return json_to_python(monitor::list_domain(mon).json());
       },

@@ -24,7 +24,7 @@ bool stderr_is_journal();
 
 /// Tells systemd READY once, then `status()` as STATUS every second and
 /// the watchdog at half its period, until a stop signal
-/// (cli::install_stop_handlers); then STOPPING.
+/// (install_stop_signals, shmbus/stop_signals.hpp); then STOPPING.
 void run_until_stopped(const std::function<std::string()>& status);
 
 /// The token in the file at `path` (trailing white space dropped); "" for

@@ -118,7 +118,7 @@ class Config {
   std::vector<ChannelRule> channels;
 
   /// The top-level tables the transport leaves to the programs that own
-  /// them: each program's library reads its own (shmbus/cli/config_file.hpp);
+  /// them: each program's library reads its own (shmbus/config_file.hpp);
   /// any other unknown key is refused.
   static constexpr std::array<std::string_view, 4> kProgramSections{"monitor", "bridge", "gateway", "sync"};
 

@@ -3,7 +3,7 @@
 /// Typed values from a TOML configuration file, each bad one refused as
 /// Error(kConfig) "file:line:column: what is wrong, and the fix". The core
 /// reads the transport's keys with it, and each program's library its own
-/// section (shmbus/cli/config_file.hpp hands them the file).
+/// section (shmbus/config_file.hpp hands them the file).
 
 #include <toml++/toml.h>
 

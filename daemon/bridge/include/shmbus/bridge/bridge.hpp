@@ -21,8 +21,8 @@
 #include <string_view>
 #include <vector>
 
-#include "shmbus/cli/config_source.hpp"
 #include "shmbus/config.hpp"
+#include "shmbus/config_source.hpp"
 
 namespace shmbus::bridge {
 
@@ -93,7 +93,7 @@ std::optional<JsonInt64> json_int64_of(std::string_view text);
 
 /// The [bridge] section of `file` (its defaults when it has none). Throws
 /// Error(kConfig) "file:line:column: what" for a bad or unknown key.
-BridgeSettings read_bridge_settings(const cli::ConfigFile& file);
+BridgeSettings read_bridge_settings(const ConfigFile& file);
 
 /// Totals since start (the /metrics counters).
 struct BridgeStats {
@@ -175,9 +175,5 @@ class Uplink {
  private:
   std::unique_ptr<Impl> impl_;
 };
-
-/// The program: `shmbus-bridge [--listen A:P] [--domain D] ...`, and
-/// `shmbus-bridge connect ws://HOST:PORT --export ... --import ...`.
-int bridge_main(int argc, char** argv);
 
 }  // namespace shmbus::bridge

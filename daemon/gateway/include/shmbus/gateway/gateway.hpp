@@ -23,8 +23,8 @@
 #include <string>
 #include <vector>
 
-#include "shmbus/cli/config_source.hpp"
 #include "shmbus/config.hpp"
+#include "shmbus/config_source.hpp"
 
 namespace shmbus::gateway {
 
@@ -59,7 +59,7 @@ struct GatewayRule {
 
 /// The [[gateway]] entries of a configuration file, in file order. Throws
 /// Error(kConfig) "file:line:column: what".
-std::vector<GatewayRule> read_gateway_rules(const cli::ConfigFile& file);
+std::vector<GatewayRule> read_gateway_rules(const ConfigFile& file);
 
 /// What the gateway carries and where it speaks DDS.
 struct GatewayOptions {
@@ -85,8 +85,5 @@ class Gateway {
  private:
   std::unique_ptr<Impl> impl_;
 };
-
-/// The program: `shmbus-gateway [--config FILE] [--domain D] [--dds-domain N]`.
-int gateway_main(int argc, char** argv);
 
 }  // namespace shmbus::gateway

@@ -2,14 +2,14 @@
 /// @file settings.hpp
 /// shmbusd's own section of the configuration file, `[monitor]`, and the
 /// configuration shmbusd and the tools load: the transport's settings and
-/// this section, from one file (shmbus/cli/config_file.hpp).
+/// this section, from one file (shmbus/config_file.hpp).
 
 #include <chrono>
 #include <cstdint>
 #include <string>
 
-#include "shmbus/cli/config_source.hpp"
 #include "shmbus/config.hpp"
+#include "shmbus/config_source.hpp"
 
 namespace shmbus::monitor {
 
@@ -27,7 +27,7 @@ struct MonitorSettings {
 
 /// The [monitor] section of `file` (its defaults when it has none). Throws
 /// Error(kConfig) "file:line:column: what" for a bad or unknown key.
-MonitorSettings read_monitor_settings(const cli::ConfigFile& file);
+MonitorSettings read_monitor_settings(const ConfigFile& file);
 
 /// What a monitor runs with.
 struct MonitorConfig {
@@ -35,7 +35,7 @@ struct MonitorConfig {
   MonitorSettings monitor;  ///< [monitor]
 };
 
-/// Loads `source` (cli::ConfigFile::load) with its [monitor] section.
-MonitorConfig load_monitor_config(const cli::ConfigSource& source);
+/// Loads `source` (ConfigFile::load) with its [monitor] section.
+MonitorConfig load_monitor_config(const ConfigSource& source);
 
 }  // namespace shmbus::monitor

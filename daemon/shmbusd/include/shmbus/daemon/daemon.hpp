@@ -1,17 +1,18 @@
 #pragma once
 // shmbusd as a library: options, the configuration it runs with, and the
-// run loop. main.cpp only calls daemon_main(); the tests link this library.
+// run loop. The program (src/program.cpp) maps its command line onto
+// Options; the tests link this library.
 
 #include <optional>
 #include <string>
 
-#include "shmbus/cli/config_source.hpp"
+#include "shmbus/config_source.hpp"
 #include "shmbus/monitor/settings.hpp"
 
 namespace shmbus::daemon {
 
 struct Options {
-  cli::ConfigSource source;                   ///< --config / --domain
+  ConfigSource source;                        ///< --config / --domain
   std::optional<std::string> metrics_listen;  ///< --metrics-listen, overrides the file
   std::optional<std::string> token_file;      ///< --token-file, overrides the file
   std::optional<std::string> tls_cert;        ///< --tls-cert, overrides the file
@@ -26,12 +27,15 @@ struct Options {
 /// Error(kConfig).
 monitor::MonitorConfig load_config(const Options& options);
 
-/// Runs the monitor loop until SIGTERM/SIGINT (SIGHUP reloads). The caller
-/// must have blocked SIGHUP, SIGTERM and SIGINT in every thread. Logs to
-/// the journal when `to_journal`, else to stderr. Returns the exit code.
-int run(const Options& options, bool to_journal);
+/// Blocks SIGHUP, SIGTERM and SIGINT in the calling thread, for run() to
+/// take them: call it before any thread starts, so every thread inherits
+/// the mask.
+void block_loop_signals();
 
-/// The whole program: arguments, signals, run. Returns the exit code.
-int daemon_main(int argc, char** argv);
+/// Runs the monitor loop until SIGTERM/SIGINT (SIGHUP reloads). The caller
+/// must have blocked SIGHUP, SIGTERM and SIGINT in every thread
+/// (block_loop_signals). Logs to the journal when `to_journal`, else to
+/// stderr. Returns the exit code.
+int run(const Options& options, bool to_journal);
 
 }  // namespace shmbus::daemon

@@ -11,11 +11,11 @@
 #include <string>
 #include <string_view>
 
-#include "shmbus/cli/config_source.hpp"
 #include "shmbus/config.hpp"
 #include "shmbus/config_reader.hpp"
+#include "shmbus/config_source.hpp"
 
-namespace shmbus::cli {
+namespace shmbus {
 
 class ConfigFile {
  public:
@@ -37,4 +37,4 @@ class ConfigFile {
   std::shared_ptr<const toml::table> document_;  ///< null: the embedded default
 };
 
-}  // namespace shmbus::cli
+}  // namespace shmbus

@@ -1,12 +1,12 @@
 #pragma once
 /// @file config_source.hpp
 /// Where a program's configuration comes from (the command line's part);
-/// shmbus/cli/config_file.hpp loads it.
+/// shmbus/config_file.hpp loads it.
 
 #include <optional>
 #include <string>
 
-namespace shmbus::cli {
+namespace shmbus {
 
 struct ConfigSource {
   std::string path;                   ///< --config, else SHMBUS_CONFIG, else the embedded default
@@ -15,4 +15,4 @@ struct ConfigSource {
 
 class ConfigFile;
 
-}  // namespace shmbus::cli
+}  // namespace shmbus

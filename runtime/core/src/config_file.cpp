@@ -1,11 +1,11 @@
-#include "shmbus/cli/config_file.hpp"
+#include "shmbus/config_file.hpp"
 
 #include <string>
 
 #include "shmbus/error.hpp"
 #include "shmbus/names.hpp"
 
-namespace shmbus::cli {
+namespace shmbus {
 
 ConfigFile ConfigFile::parse(std::string_view text, const std::string& source) {
   ConfigFile f;
@@ -35,4 +35,4 @@ const toml::node* ConfigFile::section(std::string_view name) const {
   return document_ ? document_->get(name) : nullptr;
 }
 
-}  // namespace shmbus::cli
+}  // namespace shmbus
