@@ -113,21 +113,13 @@ int run_play(const Globals& g, const PlayOptions& o) {
   const Config config = load_config(g);
   install_stop_handlers();
   const bool terminal = ::isatty(STDIN_FILENO) == 1;
-  if (o.paused && !terminal) {
+  if (o.player.start_paused && !terminal) {
     throw Error(Errc::kInvalidArgument, "play: --paused needs a terminal on stdin (space resumes); run it from one");
   }
-  PlayerOptions options;
-  options.files = o.files;
-  options.rate = o.rate;
-  options.loop = o.loop;
-  options.channels = o.channels;
-  options.exclude = o.exclude;
+  PlayerOptions options = o.player;
   options.remap = parse_remaps(o.remap);
-  options.start_offset_s = o.start_offset_s;
   if (!o.begin.empty()) options.begin_ns = parse_wall_time("play", "--begin", o.begin);
   if (!o.end.empty()) options.end_ns = parse_wall_time("play", "--end", o.end);
-  options.start_paused = o.paused;
-  options.clock = o.clock;
   std::optional<TerminalControl> control;
   if (terminal) control.emplace();
   Player player(config, std::move(options), control ? &*control : nullptr);
@@ -137,8 +129,8 @@ int run_play(const Globals& g, const PlayOptions& o) {
     if (!player.wait_for_subscribers(stop)) return 0;
   }
   print(fmt::format("playing {} channels from {} file(s) at {}x{}{}; {}Ctrl-C stops\n", player.channel_count(),
-                    player.file_count(), o.rate, o.loop ? ", looping" : "",
-                    o.clock ? fmt::format(", time on {}", kClockChannel) : "",
+                    player.file_count(), o.player.rate, o.player.loop ? ", looping" : "",
+                    o.player.clock ? fmt::format(", time on {}", kClockChannel) : "",
                     control ? "space pauses, s steps, +/- change the rate; " : ""));
   const PlaySummary summary = player.run(stop);
   print(fmt::format("played {} messages in {:.3f} s\n", summary.played, summary.took_s));

@@ -108,8 +108,7 @@ int run_bag_cat(const Globals& g, const BagCatOptions& o) {
   const std::map<std::uint16_t, Shown> shown = shown_channels(info);
   std::map<std::uint16_t, bool> selected;
   for (const auto& ch : info.channels) {
-    selected[ch.id] =
-        (o.channels.empty() || record::matches_any(o.channels, ch.topic)) && !record::matches_any(o.exclude, ch.topic);
+    selected[ch.id] = record::selected(o.channels, o.exclude, ch.topic);
   }
   std::string out;
   reader.read_messages([&](const mcap::MessageView& m) {

@@ -9,6 +9,9 @@
 #include <vector>
 
 #include "common.hpp"
+#include "shmbus/record/player.hpp"
+#include "shmbus/record/recorder.hpp"
+#include "shmbus/record/step_replay.hpp"
 
 namespace shmbus::tool {
 
@@ -86,40 +89,26 @@ struct SyncOptions {
 };
 int run_sync(const Globals& g, const SyncOptions& o);
 
+/// record: the library's options, bound by the command line, and what
+/// only the verb has.
 struct RecordOptions {
-  std::string output;                 ///< FILE.mcap
-  std::vector<std::string> patterns;  ///< channel names or globs
-  bool all = false;                   ///< every channel
-  std::vector<std::string> exclude;   ///< globs never recorded
-  std::string compression = "zstd";   ///< zstd, lz4 or none
-  std::uint64_t chunk_size = 1U << 20;
-  double duration_s = 0;                   ///< 0: until Ctrl-C
-  std::uint64_t queue_bytes = 256U << 20;  ///< between the reader and the writer thread
-  std::uint64_t split_bytes = 0;           ///< a new file once this many bytes are written
-  double split_duration_s = 0;             ///< a new file after this much recorded time
-  double snapshot_s = 0;                   ///< keep the last DUR in memory; write it when triggered
-  bool trigger = false;                    ///< send a trigger to the snapshot recorders and exit
-  std::string reason;                      ///< the trigger's reason
-  bool quiet = false;                      ///< no status line on a terminal
+  record::RecorderOptions recorder;  ///< output, channels, sizes, split and snapshot settings
+  std::string compression = "zstd";  ///< --compression's text (recorder.compression once parsed)
+  bool trigger = false;              ///< send a trigger to the snapshot recorders and exit
+  std::string reason;                ///< the trigger's reason
+  bool quiet = false;                ///< no status line on a terminal
 };
 int run_record(const Globals& g, const RecordOptions& o);
+/// play: the library's options, bound by the command line, and the texts
+/// they are parsed from.
 struct PlayOptions {
-  std::vector<std::string> files;         ///< played one after the other, by their start times
-  double rate = 1.0;                      ///< speed factor
-  bool loop = false;                      ///< start again at the end
-  std::vector<std::string> channels;      ///< globs of the recorded names to play (default: all)
-  std::vector<std::string> exclude;       ///< globs never played
-  std::vector<std::string> remap;         ///< FROM=TO: publish FROM's messages on TO
+  record::PlayerOptions player;           ///< files, rate, loop, channels, exclude, offset, paused, clock
+  std::vector<std::string> remap;         ///< FROM=TO texts (player.remap once parsed)
+  std::string begin;                      ///< wall time text, ISO 8601 or ns (player.begin_ns once parsed)
+  std::string end;                        ///< wall time text (player.end_ns once parsed)
   bool wait_for_subscribers = false;      ///< start once every played channel has a subscriber
-  double start_offset_s = 0;              ///< skip this much of the recording's start
-  std::string begin;                      ///< play from this wall time (ISO 8601 or ns since the epoch)
-  std::string end;                        ///< play up to this wall time
-  bool paused = false;                    ///< start paused (space resumes)
-  bool clock = false;                     ///< publish the recording's time on /shmbus/clock
   bool step = false;                      ///< replay in module-dependency order (step.cpp)
-  std::vector<std::string> step_modules;  ///< --step: the live modules
-  std::string output;                     ///< --step: the replayed run's recording
-  double step_timeout_s = 5.0;            ///< --step: how long a live module may take to answer
+  record::StepReplayOptions step_replay;  ///< --step: the live modules, the output, the timeout
 };
 int run_play(const Globals& g, const PlayOptions& o);
 /// play FILE --step --modules M -o OUT: replay in module-dependency order.

@@ -13,9 +13,9 @@
 #include <vector>
 
 #include "shmbus/cli.hpp"
-#include "shmbus/config_source.hpp"
 #include "shmbus/clock.hpp"
 #include "shmbus/config.hpp"
+#include "shmbus/config_source.hpp"
 #include "shmbus/context.hpp"
 #include "shmbus/introspect.hpp"
 #include "shmbus/monitor/settings.hpp"

@@ -210,28 +210,30 @@ void add_record_commands(CLI::App& app, Commands& k) {
   CLI::Option* trigger = record->add_flag("--trigger", k.record.trigger,
                                           "Make the recorders in --snapshot mode write what they keep, then exit");
   record->add_option("--reason", k.record.reason, "With --trigger: why (written into the snapshot)")->needs(trigger);
-  record->add_option("-o,--output", k.record.output, "The file to write (FILE.mcap)")->excludes(trigger);
-  record->add_option("CHANNELS", k.record.patterns, "Channel names or globs (e.g. /camera/*)");
-  record->add_flag("--all", k.record.all, "Record every channel, also those that appear later");
+  record->add_option("-o,--output", k.record.recorder.output, "The file to write (FILE.mcap)")->excludes(trigger);
+  record->add_option("CHANNELS", k.record.recorder.patterns, "Channel names or globs (e.g. /camera/*)");
+  record->add_flag("--all", k.record.recorder.all, "Record every channel, also those that appear later");
   record->add_flag("-q,--quiet", k.record.quiet,
                    "No live status line on a terminal (it shows messages, MiB, lost, rate; Enter: per channel)");
-  record->add_option("--exclude", k.record.exclude, "Globs of channels never recorded (repeatable)");
+  record->add_option("--exclude", k.record.recorder.exclude, "Globs of channels never recorded (repeatable)");
   record->add_option("--compression", k.record.compression, "Chunk compression: zstd (default), lz4 or none")
       ->check(CLI::IsMember({"zstd", "lz4", "none"}));
-  record->add_option("--chunk-size", k.record.chunk_size, "Uncompressed bytes per chunk (default 1 MiB)")
+  record->add_option("--chunk-size", k.record.recorder.chunk_size, "Uncompressed bytes per chunk (default 1 MiB)")
       ->check(CLI::Range(std::uint64_t{1024}, std::uint64_t{1} << 32));
-  record->add_option("--duration", k.record.duration_s, "Stop after DURATION (e.g. 30s)")->transform(kDuration);
-  record->add_option("--queue-size", k.record.queue_bytes,
+  record->add_option("--duration", k.record.recorder.duration_s, "Stop after DURATION (e.g. 30s)")
+      ->transform(kDuration);
+  record->add_option("--queue-size", k.record.recorder.queue_bytes,
                      "Bytes buffered between reading the rings and writing the file (default 256 MiB); "
                      "with --snapshot, the most kept in memory");
-  CLI::Option* split_size =
-      record->add_option("--split-size", k.record.split_bytes, "Start a new file (FILE_0, FILE_1, ...) past BYTES")
-          ->check(CLI::Range(std::uint64_t{4096}, UINT64_MAX));
+  CLI::Option* split_size = record
+                                ->add_option("--split-size", k.record.recorder.split_bytes,
+                                             "Start a new file (FILE_0, FILE_1, ...) past BYTES")
+                                ->check(CLI::Range(std::uint64_t{4096}, UINT64_MAX));
   CLI::Option* split_duration =
-      record->add_option("--split-duration", k.record.split_duration_s, "Start a new file every DURATION")
+      record->add_option("--split-duration", k.record.recorder.split_duration_s, "Start a new file every DURATION")
           ->transform(kDuration);
   record
-      ->add_option("--snapshot", k.record.snapshot_s,
+      ->add_option("--snapshot", k.record.recorder.snapshot_s,
                    "Keep the last DURATION in memory; write it (FILE_0, FILE_1, ...) when triggered")
       ->transform(kDuration)
       ->excludes(split_size)
@@ -242,28 +244,30 @@ void add_record_commands(CLI::App& app, Commands& k) {
 /// play FILE...: a recording published again (--step: in module order).
 void add_play_command(CLI::App& app, Commands& k) {
   CLI::App* play = app.add_subcommand("play", "Publish a recording again, at its recorded spacing");
-  play->add_option("FILES", k.play.files, "MCAP files (a split recording plays as one)")->required();
-  play->add_option("--rate", k.play.rate, "Speed factor (default 1)")->check(CLI::Range(0.001, 1000.0));
-  play->add_flag("--loop", k.play.loop, "Start again at the end, until Ctrl-C");
-  play->add_option("--channels", k.play.channels, "Globs of the recorded channels to play (default: all)");
-  play->add_option("--exclude", k.play.exclude, "Globs of recorded channels not to play");
+  play->add_option("FILES", k.play.player.files, "MCAP files (a split recording plays as one)")->required();
+  play->add_option("--rate", k.play.player.rate, "Speed factor (default 1)")->check(CLI::Range(0.001, 1000.0));
+  play->add_flag("--loop", k.play.player.loop, "Start again at the end, until Ctrl-C");
+  play->add_option("--channels", k.play.player.channels, "Globs of the recorded channels to play (default: all)");
+  play->add_option("--exclude", k.play.player.exclude, "Globs of recorded channels not to play");
   play->add_option("--remap", k.play.remap, "FROM=TO: publish FROM's messages on TO (repeatable)");
   play->add_flag("--wait-for-subscribers", k.play.wait_for_subscribers,
                  "Start once every played channel has a subscriber");
-  play->add_option("--start-offset", k.play.start_offset_s, "Skip the first DURATION of the recording")
+  play->add_option("--start-offset", k.play.player.start_offset_s, "Skip the first DURATION of the recording")
       ->transform(kDuration);
   play->add_option("--begin", k.play.begin, "Play from this wall time (2026-11-23T10:00:00Z, or ns since the epoch)");
   play->add_option("--end", k.play.end, "Play up to this wall time");
-  play->add_flag("--paused", k.play.paused, "Start paused (on a terminal: space resumes, s steps one message)");
-  play->add_flag("--clock", k.play.clock, "Publish the recording's time on /shmbus/clock (rosgraph_msgs-like)");
+  play->add_flag("--paused", k.play.player.start_paused,
+                 "Start paused (on a terminal: space resumes, s steps one message)");
+  play->add_flag("--clock", k.play.player.clock, "Publish the recording's time on /shmbus/clock (rosgraph_msgs-like)");
   CLI::Option* step = play->add_flag(
       "--step", k.play.step,
       "Replay in module-dependency order: feed the live --modules exactly the recorded inputs of each frame");
-  play->add_option("--modules", k.play.step_modules, "With --step: the modules running live (m1,m2)")
+  play->add_option("--modules", k.play.step_replay.modules, "With --step: the modules running live (m1,m2)")
       ->delimiter(',')
       ->needs(step);
-  play->add_option("-o,--output", k.play.output, "With --step: the recording of the replayed run")->needs(step);
-  play->add_option("--timeout", k.play.step_timeout_s,
+  play->add_option("-o,--output", k.play.step_replay.output, "With --step: the recording of the replayed run")
+      ->needs(step);
+  play->add_option("--timeout", k.play.step_replay.timeout_s,
                    "With --step: how long a live module may take to answer a frame (default 5s)")
       ->transform(kDuration)
       ->needs(step);

@@ -34,26 +34,16 @@ extern "C" void on_sigusr1(int /*signal*/) {
 }
 
 record::RecorderOptions recorder_options(const RecordOptions& o) {
-  if (o.output.empty()) throw Error(Errc::kInvalidArgument, "record: give the file to write with -o FILE.mcap");
-  if (o.patterns.empty() && !o.all) {
+  record::RecorderOptions r = o.recorder;
+  if (r.output.empty()) throw Error(Errc::kInvalidArgument, "record: give the file to write with -o FILE.mcap");
+  if (r.patterns.empty() && !r.all) {
     throw Error(Errc::kInvalidArgument, "record: no channel to record; name channels or globs, or give --all");
   }
   const auto compression = mcap::parse_compression(o.compression);
   if (!compression) {
     throw Error(Errc::kInvalidArgument, "record: unknown --compression '" + o.compression + "'; use zstd, lz4 or none");
   }
-  record::RecorderOptions r;
-  r.output = o.output;
-  r.patterns = o.patterns;
-  r.all = o.all;
-  r.exclude = o.exclude;
   r.compression = *compression;
-  r.chunk_size = o.chunk_size;
-  r.duration_s = o.duration_s;
-  r.queue_bytes = o.queue_bytes;
-  r.split_bytes = o.split_bytes;
-  r.split_duration_s = o.split_duration_s;
-  r.snapshot_s = o.snapshot_s;
   r.direct_trigger_reason = "SIGUSR1";
   r.on_snapshot = [](const record::SnapshotWritten& s) {
     print(fmt::format("snapshot {}: {} messages, the {:.1f} s before the trigger ({})\n", s.path, s.messages, s.seconds,
@@ -160,8 +150,9 @@ int run_record(const Globals& g, const RecordOptions& o) {
     return 0;
   }
   record::Recorder recorder(config, recorder_options(o));
-  const std::string what = o.all ? std::string("every channel") : fmt::format("{}", fmt::join(o.patterns, " "));
-  if (o.snapshot_s > 0) {
+  const record::RecorderOptions& r = o.recorder;
+  const std::string what = r.all ? std::string("every channel") : fmt::format("{}", fmt::join(r.patterns, " "));
+  if (r.snapshot_s > 0) {
     g_snapshot_recorder = &recorder;
     struct sigaction sa {};
     sa.sa_handler = on_sigusr1;
@@ -171,14 +162,14 @@ int run_record(const Globals& g, const RecordOptions& o) {
     print(
         fmt::format("recording {} in memory, keeping the last {:g} s; SIGUSR1 (kill -USR1 {}), shmtool record "
                     "--trigger or a shmbusd alert on a recorded channel writes it to {}; Ctrl-C stops\n",
-                    what, o.snapshot_s, ::getpid(), recorder.first_file()));
+                    what, r.snapshot_s, ::getpid(), recorder.first_file()));
   } else {
     print(fmt::format("recording {} into {} ({} compression); Ctrl-C stops\n", what, recorder.first_file(),
                       o.compression));
   }
   // The status line in the normal mode only: a snapshot recorder writes
   // nothing until triggered, and says so on its own line.
-  RecordStatus status(recorder, !o.quiet && o.snapshot_s <= 0 && ::isatty(STDERR_FILENO) == 1);
+  RecordStatus status(recorder, !o.quiet && r.snapshot_s <= 0 && ::isatty(STDERR_FILENO) == 1);
   const record::RecordSummary summary = recorder.run([&status] {
     status.tick();
     return stop_requested();

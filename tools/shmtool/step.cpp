@@ -12,21 +12,19 @@ namespace shmbus::tool {
 int run_play_step(const Globals& g, const PlayOptions& o) {
   const Config config = load_config(g);
   install_stop_handlers();
-  if (o.files.size() != 1) {
+  const std::vector<std::string>& files = o.player.files;
+  if (files.size() != 1) {
     throw Error(Errc::kInvalidArgument, "play --step: give one recording (a split recording: merge it first)");
   }
-  record::StepReplayOptions options;
-  options.recording = o.files.front();
-  options.modules = o.step_modules;
-  options.output = o.output;
-  options.timeout_s = o.step_timeout_s;
+  record::StepReplayOptions options = o.step_replay;
+  options.recording = files.front();
   options.on_note = [](const std::string& line) { print(line); };
   record::StepReplay replay(config, std::move(options));
   const auto stop = [] { return stop_requested(); };
   replay.await_modules(stop);
-  print(fmt::format("step replay of {}: {} frames through {} (live), first module {}; writing {}\n", o.files.front(),
+  print(fmt::format("step replay of {}: {} frames through {} (live), first module {}; writing {}\n", files.front(),
                     replay.frame_count(), fmt::join(replay.live_modules(), ", "), replay.live_modules().front(),
-                    o.output));
+                    o.step_replay.output));
   const auto& unframed = replay.unframed();
   for (std::size_t k = 0; k < unframed.size() && k < 3; ++k) {
     print(fmt::format("recorded {} is in no frame and is not replayed\n", unframed[k]));

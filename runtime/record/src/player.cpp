@@ -218,9 +218,7 @@ class Player::Impl {
     for (PlayedFile& f : files_) {
       const mcap::FileInfo& info = f.reader->info();
       for (const auto& ch : info.channels) {
-        if ((!o_.channels.empty() && !matches_any(o_.channels, ch.topic)) || matches_any(o_.exclude, ch.topic)) {
-          continue;
-        }
+        if (!selected(o_.channels, o_.exclude, ch.topic)) continue;
         if (ch.topic == kProvenanceChannel) continue;  // facts about the recording, never traffic
         const auto remapped = o_.remap.find(ch.topic);
         const std::string& name = remapped == o_.remap.end() ? ch.topic : remapped->second;

@@ -17,6 +17,11 @@ bool matches_any(const std::vector<std::string>& globs, const std::string& name)
   return false;
 }
 
+bool selected(const std::vector<std::string>& channels, const std::vector<std::string>& exclude,
+              const std::string& name) {
+  return (channels.empty() || matches_any(channels, name)) && !matches_any(exclude, name);
+}
+
 std::map<std::string, std::uint64_t> recorded_losses(const mcap::FileInfo& info) {
   std::map<std::string, std::uint64_t> lost;
   for (const auto& m : info.metadata) {

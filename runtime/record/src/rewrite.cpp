@@ -176,10 +176,6 @@ class ChannelMap {
   std::map<std::tuple<std::string, std::uint16_t, std::string>, std::uint16_t> channels_;
 };
 
-bool selected(const RewriteOptions& o, const std::string& topic) {
-  return (o.channels.empty() || matches_any(o.channels, topic)) && !matches_any(o.exclude, topic);
-}
-
 /// The input whose next message comes first (the earlier file on a tie).
 Input* earliest(std::vector<Input>& inputs) {
   Input* first = nullptr;
@@ -224,7 +220,7 @@ RewriteReport rewrite(const std::vector<std::string>& inputs, const std::string&
     input.renumber = topology.add(info);
     for (const mcap::Channel& c : info.channels) {
       if (c.topic == kProvenanceChannel) input.provenance = c.id;
-      if (selected(o, c.topic)) input.channel_out[c.id] = channels.channel(info, c);
+      if (selected(o.channels, o.exclude, c.topic)) input.channel_out[c.id] = channels.channel(info, c);
     }
     for (const mcap::Metadata& m : info.metadata) {
       if (!is_topology(m.name)) writer.write_metadata(m);

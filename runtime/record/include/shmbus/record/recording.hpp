@@ -66,6 +66,10 @@ shmbus_msgs::MessageProvenance provenance_record(const ProvenanceFacts& f, std::
 
 /// Whether `name` matches one of the fnmatch(3) globs.
 bool matches_any(const std::vector<std::string>& globs, const std::string& name);
+/// The channel-selection rule of play, rewrite and `bag cat`: `name`
+/// matches one of `channels` (none: every channel) and none of `exclude`.
+bool selected(const std::vector<std::string>& channels, const std::vector<std::string>& exclude,
+              const std::string& name);
 /// The per-channel losses a recording's metadata holds, by channel name.
 std::map<std::string, std::uint64_t> recorded_losses(const mcap::FileInfo& info);
 /// `output` as the n-th file of a series: "run.mcap" -> "run_3.mcap".
