@@ -372,12 +372,14 @@ monitor::MonitorConfig load_config(const Options& options) {
   if (options.token_file) c.monitor.token_file = *options.token_file;
   if (options.tls_cert) c.monitor.tls_cert = *options.tls_cert;
   if (options.tls_key) c.monitor.tls_key = *options.tls_key;
-  (void)service_shell::read_token(c.monitor.token_file, "token_file in [monitor], or --token-file");
-  // The files are read now, so a bad one is a configuration error (exit 2).
-  (void)service_shell::server_tls(c.monitor.tls_cert, c.monitor.tls_key, "monitor");
   if (c.monitor.metrics_listen != "off") (void)parse_host_port(c.monitor.metrics_listen, "metrics_listen");
   if (!c.monitor.webhook.empty()) (void)parse_http_url(c.monitor.webhook);
   return c;
+}
+
+void check_config_files(const monitor::MonitorConfig& c) {
+  (void)service_shell::read_token(c.monitor.token_file, "token_file in [monitor], or --token-file");
+  (void)service_shell::server_tls(c.monitor.tls_cert, c.monitor.tls_key, "monitor");
 }
 
 void block_loop_signals() {

@@ -55,6 +55,7 @@ int daemon_main(int argc, char** argv) {
       Options o = options;
       o.source.path = check;
       const monitor::MonitorConfig c = load_config(o);
+      check_config_files(c);
       std::fputs(monitor::describe_config(c).c_str(), stdout);
       for (const std::string& w : monitor::config_warnings(c.config)) std::fprintf(stderr, "%s\n", w.c_str());
       return 0;

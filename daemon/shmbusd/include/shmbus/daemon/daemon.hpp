@@ -24,8 +24,13 @@ struct Options {
 
 /// The configuration the options name, with the overrides applied and the
 /// daemon's own settings (metrics_listen, webhook) checked. Throws
-/// Error(kConfig).
+/// Error(kConfig). The files it names (token, TLS) are read where they are
+/// used, once: by run(), or by check_config_files.
 monitor::MonitorConfig load_config(const Options& options);
+
+/// Reads the token and TLS files `config` names, as run() would: a missing
+/// or unusable one throws Error(kConfig) naming it (--check-config).
+void check_config_files(const monitor::MonitorConfig& config);
 
 /// Blocks SIGHUP, SIGTERM and SIGINT in the calling thread, for run() to
 /// take them: call it before any thread starts, so every thread inherits
