@@ -15,6 +15,7 @@
 #include "shmbus/monitor/frequency.hpp"
 #include "shmbus/monitor/levels.hpp"
 #include "shmbus/publisher.hpp"
+#include "shmbus/service_shell.hpp"
 #include "support/test_domain.hpp"
 
 using namespace shmbus;
@@ -210,6 +211,23 @@ TEST(CheckConfigTest, BadListenAddressAndWebhookAreConfigErrors) {
   }
   EXPECT_THROW((void)parse_http_url("https://x/api"), Error);
   EXPECT_EQ(parse_http_url("http://127.0.0.1:9093/api/v2/alerts").port, 9093);
+}
+
+// The token rule of shmbusd's listener and the bridge's: a Bearer header,
+// or any token= pair of the query, percent-decoded; nothing else.
+TEST(TokenTest, ABearerHeaderOrAQueryPairCarriesTheToken) {
+  using shmbus::service_shell::carries_token;
+  const std::string token = "s3cr%t&x";
+  EXPECT_TRUE(carries_token("/", "Bearer s3cr%t&x", token));
+  EXPECT_TRUE(carries_token("/api?token=s3cr%25t%26x", "", token));
+  EXPECT_TRUE(carries_token("/?a=1&token=s3cr%25t%26x&b=2", "", token));
+  EXPECT_TRUE(carries_token("/?token=wrong&token=s3cr%25t%26x", "", token)) << "any pair";
+  EXPECT_FALSE(carries_token("/?token=s3cr%t&x", "", token)) << "undecoded: the & ends the pair";
+  EXPECT_FALSE(carries_token("/?xtoken=s3cr%25t%26x", "", token));
+  EXPECT_FALSE(carries_token("/token=s3cr%25t%26x", "", token)) << "not in a query";
+  EXPECT_FALSE(carries_token("/", "Basic s3cr%t&x", token));
+  EXPECT_FALSE(carries_token("/", "Bearer s3cr%t&", token));
+  EXPECT_FALSE(carries_token("/?token=%", "", token)) << "a cut escape is kept as it is";
 }
 
 TEST(MonitorTest, ChannelsAppearingAndDisappearingAreFollowed) {

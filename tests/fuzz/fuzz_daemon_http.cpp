@@ -1,15 +1,16 @@
-// What reaches shmbusd's HTTP listener: a request head parsed with the
-// listener's bounds (Beast's parser, 8 KiB of head, 1 KiB of body), then
-// the token check of its target and Authorization header (percent-decoding
-// of the query). Anything is refused or answered; nothing crashes, hangs
-// or reads out of bounds.
+// What reaches shmbusd's HTTP listener (and the bridge's): a request head
+// parsed with the listener's bounds (Beast's parser, 8 KiB of head, 1 KiB
+// of body), then the token check of its target and Authorization header
+// (service_shell::carries_token, percent-decoding of the query). Anything
+// is refused or answered; nothing crashes, hangs or reads out of bounds.
 #include <boost/beast/http.hpp>
 
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
 
-#include "shmbus/daemon/http.hpp"
+#include "shmbus/service_shell.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   namespace http = boost::beast::http;
@@ -21,12 +22,15 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (ec || !parser.is_header_done()) {
     // A raw target as well: the check must hold for any bytes.
     const std::string raw(reinterpret_cast<const char*>(data), size);
-    (void)shmbus::daemon::carries_token({raw, raw}, "s3cr%t");
+    (void)shmbus::service_shell::carries_token(raw, raw, "s3cr%t");
     return 0;
   }
   const auto& request = parser.get();
-  const shmbus::daemon::HttpRequest r{std::string{request.target()}, std::string{request[http::field::authorization]}};
-  (void)shmbus::daemon::carries_token(r, "s3cr%t");
-  (void)shmbus::daemon::carries_token(r, "");
+  const auto t = request.target();
+  const auto a = request[http::field::authorization];
+  const std::string_view target{t.data(), t.size()};
+  const std::string_view authorization{a.data(), a.size()};
+  (void)shmbus::service_shell::carries_token(target, authorization, "s3cr%t");
+  (void)shmbus::service_shell::carries_token(target, authorization, "");
   return 0;
 }

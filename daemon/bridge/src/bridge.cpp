@@ -45,21 +45,6 @@ std::pair<asio::ip::address, std::uint16_t> parse_listen(const std::string& text
   return {address, static_cast<std::uint16_t>(std::stoul(port))};
 }
 
-/// The token a client shows in its upgrade request: `Authorization: Bearer
-/// TOKEN` or `?token=TOKEN`.
-std::string presented_token(const http::request<http::string_body>& req) {
-  const std::string auth{req[http::field::authorization]};
-  if (auth.starts_with("Bearer ")) return auth.substr(7);
-  const std::string target{req.target()};
-  const std::string_view t = target;
-  const auto q = t.find("token=");
-  if (q != std::string_view::npos && q > 0 && (t[q - 1] == '?' || t[q - 1] == '&')) {
-    const std::string_view rest = t.substr(q + 6);
-    return std::string{rest.substr(0, rest.find('&'))};
-  }
-  return {};
-}
-
 /// Whether a browser page at `origin` may open a WebSocket: no Origin (not
 /// a browser) always; else one of `allowed` (globs), or with none given a
 /// loopback host (the operator's own machine).
@@ -299,7 +284,10 @@ void Connection::on_request(beast::error_code ec) {
   if (ec) return;
   http::request<http::string_body> req = parser_.release();
   Hub& hub = bridge_.hub;
-  const std::string token = presented_token(req);
+  const auto raw_target = req.target();
+  const auto authorization = req[http::field::authorization];
+  const bool has_token = service_shell::carries_token({raw_target.data(), raw_target.size()},
+                                                      {authorization.data(), authorization.size()}, hub.token);
   if (websocket::is_upgrade(req)) {
     const std::string offered{req[http::field::sec_websocket_protocol]};
     const bool foxglove = offered.find(kFoxgloveSubprotocol) != std::string::npos;
@@ -313,7 +301,7 @@ void Connection::on_request(beast::error_code ec) {
              "shmbus-bridge: this Origin may not connect; the bridge's --allow-origin lists those that may\n");
       return;
     }
-    const bool needs_auth = !hub.token.empty() && !service_shell::same_token(token, hub.token);
+    const bool needs_auth = !hub.token.empty() && !has_token;
     if (needs_auth && !foxglove && hub.pending_auth >= hub.settings.max_pending_auth) {
       hub.counters.connections_refused.fetch_add(1, std::memory_order_relaxed);
       answer(http::status::service_unavailable, "text/plain",
@@ -347,7 +335,7 @@ void Connection::on_request(beast::error_code ec) {
   } else if (target == "/metrics") {
     // With a token, the counters are the token's too (Prometheus sends it
     // as authorization.credentials); /healthz stays open for probes.
-    if (!hub.token.empty() && !service_shell::same_token(token, hub.token)) {
+    if (!hub.token.empty() && !has_token) {
       hub.counters.connections_refused.fetch_add(1, std::memory_order_relaxed);
       answer(http::status::unauthorized, "text/plain",
              "shmbus-bridge: /metrics needs the token (Authorization: Bearer TOKEN)\n");

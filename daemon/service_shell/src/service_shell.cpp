@@ -73,4 +73,47 @@ bool same_token(std::string_view a, std::string_view b) noexcept {
   return diff == 0;
 }
 
+namespace {
+
+int hex_digit(char c) noexcept {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+/// `%XX` decoded, `+` as a space (a value in a query string).
+std::string percent_decoded(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const int high = text[i] == '%' && i + 2 < text.size() ? hex_digit(text[i + 1]) : -1;
+    const int low = high >= 0 ? hex_digit(text[i + 2]) : -1;
+    if (low >= 0) {
+      out.push_back(static_cast<char>(high * 16 + low));
+      i += 2;
+    } else {
+      out.push_back(text[i] == '+' ? ' ' : text[i]);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+bool carries_token(std::string_view target, std::string_view authorization, std::string_view token) {
+  constexpr std::string_view kBearer = "Bearer ";
+  if (authorization.starts_with(kBearer) && same_token(authorization.substr(kBearer.size()), token)) return true;
+  const auto query = target.find('?');
+  if (query == std::string_view::npos) return false;
+  std::string_view rest = target.substr(query + 1);
+  while (!rest.empty()) {
+    const auto amp = rest.find('&');
+    const std::string_view pair = rest.substr(0, amp);
+    if (pair.starts_with("token=") && same_token(percent_decoded(pair.substr(6)), token)) return true;
+    rest = amp == std::string_view::npos ? std::string_view{} : rest.substr(amp + 1);
+  }
+  return false;
+}
+
 }  // namespace shmbus::service_shell

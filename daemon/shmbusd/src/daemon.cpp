@@ -192,7 +192,8 @@ class Daemon {
   /// /healthz asks for it.
   HttpResponse answer(const HttpRequest& request) {
     const std::string target = request.target.substr(0, request.target.find('?'));
-    if (!token_.empty() && target != "/healthz" && !carries_token(request, token_)) {
+    if (!token_.empty() && target != "/healthz" &&
+        !service_shell::carries_token(request.target, request.authorization, token_)) {
       return {401, "text/plain; charset=utf-8",
               "this shmbusd asks for its token: send \"Authorization: Bearer TOKEN\", or open the page as "
               "/?token=TOKEN\n"};

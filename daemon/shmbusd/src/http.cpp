@@ -73,43 +73,6 @@ HttpUrl parse_http_url(const std::string& url) {
 
 namespace {
 
-/// `%XX` decoded (a token in a query string).
-std::string percent_decoded(std::string_view text) {
-  std::string out;
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    if (text[i] == '%' && i + 2 < text.size() && std::isxdigit(static_cast<unsigned char>(text[i + 1])) != 0 &&
-        std::isxdigit(static_cast<unsigned char>(text[i + 2])) != 0) {
-      out.push_back(static_cast<char>(std::stoi(std::string{text.substr(i + 1, 2)}, nullptr, 16)));
-      i += 2;
-    } else {
-      out.push_back(text[i] == '+' ? ' ' : text[i]);
-    }
-  }
-  return out;
-}
-
-}  // namespace
-
-bool carries_token(const HttpRequest& request, std::string_view token) {
-  constexpr std::string_view kBearer = "Bearer ";
-  if (request.authorization.starts_with(kBearer) &&
-      service_shell::same_token(std::string_view{request.authorization}.substr(kBearer.size()), token)) {
-    return true;
-  }
-  const auto query = request.target.find('?');
-  if (query == std::string::npos) return false;
-  std::string_view rest = std::string_view{request.target}.substr(query + 1);
-  while (!rest.empty()) {
-    const auto amp = rest.find('&');
-    const std::string_view pair = rest.substr(0, amp);
-    if (pair.starts_with("token=") && service_shell::same_token(percent_decoded(pair.substr(6)), token)) return true;
-    rest = amp == std::string_view::npos ? std::string_view{} : rest.substr(amp + 1);
-  }
-  return false;
-}
-
-namespace {
-
 /// Connections served at once, event streams included; more are closed on
 /// accept (a scraper needs one, a person's browser a few).
 constexpr int kMaxConnections = 64;

@@ -36,4 +36,11 @@ std::string read_token(const std::string& path, std::string_view option = "--tok
 /// time taken does not tell how much matched).
 bool same_token(std::string_view a, std::string_view b) noexcept;
 
+/// Whether an HTTP request carries `token`: "Authorization: Bearer TOKEN",
+/// or a token=TOKEN pair (percent-encoded) in the query of its `target`
+/// (a browser's address, an EventSource, a WebSocket client that cannot
+/// set headers). Compared in constant time. shmbusd's listener and the
+/// bridge's ask it alike.
+bool carries_token(std::string_view target, std::string_view authorization, std::string_view token);
+
 }  // namespace shmbus::service_shell

@@ -17,11 +17,6 @@ struct HttpRequest {
   std::string authorization;  ///< the Authorization header ("" when none)
 };
 
-/// Whether `request` carries `token`: "Authorization: Bearer TOKEN", or
-/// token=TOKEN (percent-encoded) in the query string (a browser's address,
-/// an EventSource). Compared in constant time.
-bool carries_token(const HttpRequest& request, std::string_view token);
-
 /// What a handler answers.
 struct HttpResponse {
   int status = 200;
