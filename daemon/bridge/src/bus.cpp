@@ -39,7 +39,8 @@ bool Catalog::refresh(std::vector<const ChannelEntry*>& added, std::vector<Chann
   const std::vector<std::string> names = view_->channel_names();
   std::erase_if(refused_, [&](const auto& r) { return !std::binary_search(names.begin(), names.end(), r.first); });
   for (auto it = channels_.begin(); it != channels_.end();) {
-    if (std::binary_search(names.begin(), names.end(), it->first)) {
+    // Listed and still the segment we mapped (not removed and made again).
+    if (std::binary_search(names.begin(), names.end(), it->first) && !it->second.reader->replaced()) {
       ++it;
     } else {
       removed.push_back(std::move(it->second));
@@ -48,14 +49,17 @@ bool Catalog::refresh(std::vector<const ChannelEntry*>& added, std::vector<Chann
   }
   for (const std::string& name : names) {
     if (channels_.contains(name) || refused_.contains(name)) continue;
+    std::shared_ptr<const introspect::ChannelReader> reader;
     introspect::ChannelView v;
     try {
-      v = introspect::ChannelReader(domain_, name, false, access_).view();
+      reader = std::make_shared<const introspect::ChannelReader>(domain_, name, false, access_);
+      v = reader->view();
     } catch (const Error&) {
       continue;  // removed meanwhile, or not ours: the next change re-reads
     }
     ChannelEntry e;
     e.name = name;
+    e.reader = std::move(reader);
     e.id = next_id_++;
     e.type = TypeInfo{v.type_name, v.type_hash, v.schema};
     e.service_channel = !service_of_channel(name).empty();
@@ -124,7 +128,8 @@ std::pair<std::shared_ptr<const schema::Schema>, const schema::MessageDef*> Cata
 
 std::optional<introspect::ChannelView> Catalog::view(std::string_view name) const {
   try {
-    return introspect::ChannelReader(domain_, name, false, access_).view();
+    if (const ChannelEntry* e = find(name)) return e->reader->view();
+    return introspect::ChannelReader(domain_, name, false, access_).view();  // not listed (yet)
   } catch (const Error&) {
     return std::nullopt;
   }

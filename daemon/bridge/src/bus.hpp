@@ -42,6 +42,9 @@ struct ChannelEntry {
   TypeInfo type;
   std::shared_ptr<const schema::Schema> schema;  ///< null: raw bytes or no schema stored
   bool service_channel = false;                  ///< a service's (names.hpp service_of_channel)
+  /// The channel mapped once, when it is listed: the graph and the
+  /// served/published checks read its endpoints without opening it again.
+  std::shared_ptr<const introspect::ChannelReader> reader;
 };
 
 /// The channels of a domain, re-read when its registry changes. Used on the
@@ -63,7 +66,8 @@ class Catalog {
   /// no channel has it.
   [[nodiscard]] std::pair<std::shared_ptr<const schema::Schema>, const schema::MessageDef*> find_type(
       std::string_view type) const;
-  /// A live view of one channel (endpoints, counters), or nullopt when gone.
+  /// A live view of one channel (endpoints, counters), read through the
+  /// mapping made when it was listed; nullopt when gone.
   [[nodiscard]] std::optional<introspect::ChannelView> view(std::string_view name) const;
   /// Whether a live process serves `service` now (subscribes to its
   /// request channel): a service only clients made, or whose server is

@@ -101,6 +101,8 @@ void collect_endpoints(const EndpointEntry* table, std::uint32_t n, bool publish
 
 }  // namespace
 
+bool ChannelReader::replaced() const noexcept { return impl_->channel->segment().replaced(); }
+
 ChannelView ChannelReader::view() const {
   const Channel& ch = *impl_->channel;
   const ChannelHeader& h = ch.header();

@@ -152,6 +152,9 @@ class ChannelReader {
 
   /// A fresh view of the channel's identity, endpoints and counters.
   [[nodiscard]] ChannelView view() const;
+  /// Whether the channel's name now names another segment, or none (it was
+  /// removed, and perhaps made again): this reader maps what is gone.
+  [[nodiscard]] bool replaced() const noexcept;
   /// Incremental read for monitors: appends to `out` every stamp stored
   /// since the last call with `cursor` (at most one list's worth; pending
   /// ones first, then in index order, so not always in time order) and
