@@ -20,7 +20,7 @@ check > "$tmp/clean.txt" || { echo "FAIL: the unchanged copy has faults:"; cat "
 # command-line one; a wrong arrow drawn.
 sed -i '0,/^#include "shmbus\/node.hpp"/s//&\n#include "shmbus\/mcap.hpp"\n#include "..\/..\/core\/src\/ring.hpp"/' \
   "$tmp/runtime/node/src/node.cpp"
-sed -i -E 's#^(shmbus_schema\|[^|]*\|[^|]*\|)#\1shmbus_monitor,#' "$tmp/build/layout-targets.txt"
+sed -i -E 's#^(shmbus_schema\|[^|]*\|[^|]*\|)#\1shmbus_bridge,#' "$tmp/build/layout-targets.txt"
 sed -i -E 's#^(shmbus_record\|[^|]*\|[^|]*\|)#\1shmbus_cli,#' "$tmp/build/layout-targets.txt"
 sed -i 's/^  mcap --> runtime$/  mcap --> node/' "$tmp/docs/architecture.md"
 rc=0
@@ -29,7 +29,7 @@ cat "$tmp/faults.txt"
 [ "$rc" = 1 ] || { echo "FAIL: exit $rc, want 1"; exit 1; }
 for want in "runtime/node/src/node.cpp: includes shmbus/mcap.hpp of shmbus_mcap, which shmbus_node does not link" \
             "runtime/node/src/node.cpp: includes ../../core/src/ring.hpp by a relative path out of its folder" \
-            "shmbus_schema (runtime/) links shmbus_monitor of the higher folder daemon/" \
+            "shmbus_schema (runtime/) links shmbus_bridge of the higher folder daemon/" \
             "shmbus_record is a library and links shmbus_cli" \
             "docs/architecture.md: the drawing lacks mcap --> runtime" \
             "docs/architecture.md: the drawing has mcap --> node"; do

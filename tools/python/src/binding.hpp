@@ -22,6 +22,15 @@ using TypeTuple = std::tuple<std::string, std::uint64_t, std::string>;
 
 inline TypeInfo type_of(const TypeTuple& t) { return {std::get<0>(t), std::get<1>(t), std::get<2>(t)}; }
 inline TypeTuple tuple_of(const TypeInfo& t) { return {t.name, t.hash, t.schema}; }
+/// The sizes Python's `max_message_size=`, `capacity=` and `depth=` give
+/// the channel a publisher creates (0: the configuration's).
+inline PublisherOptions sized_options(std::uint32_t max_message_size, std::uint32_t capacity, std::uint32_t depth) {
+  PublisherOptions o;
+  o.max_message_size = max_message_size;
+  o.capacity = capacity;
+  o.min_capacity = depth;
+  return o;
+}
 
 /// Seconds (a float, as Python's time APIs take) to a duration; negative and
 /// NaN are zero, and anything above a day is a day (a bound, not a hang).

@@ -153,11 +153,8 @@ class PyNode {
 
   py::object publisher(const std::string& channel, const TypeTuple& type, std::uint32_t max_message_size,
                        std::uint32_t capacity, std::uint32_t depth) {
-    PublisherOptions o;
-    o.max_message_size = max_message_size;
-    o.capacity = capacity;
-    o.min_capacity = depth;
-    NodePublisher<Publisher>& p = live().publisher(channel, type_of(type), o);
+    NodePublisher<Publisher>& p =
+        live().publisher(channel, type_of(type), sized_options(max_message_size, capacity, depth));
     return wrap_publisher(std::shared_ptr<Publisher>(node_, &*p), open_);  // shares the node's ownership
   }
 

@@ -344,12 +344,9 @@ void register_publisher(py::module_& m) {
   py::class_<PyPublisher>(m, "_Publisher")
       .def(py::init([](const std::string& channel, const TypeTuple& type, const std::string& node, bool create,
                        std::uint32_t max_message_size, std::uint32_t capacity, std::uint32_t depth) {
-             PublisherOptions o;
+             PublisherOptions o = sized_options(max_message_size, capacity, depth);
              o.node = node;
              o.create = create;
-             o.max_message_size = max_message_size;
-             o.capacity = capacity;
-             o.min_capacity = depth;
              return PyPublisher(std::make_shared<Publisher>(channel, type_of(type), Context::process_default(), o));
            }),
            py::arg("channel"), py::arg("type"), py::arg("node") = "", py::arg("create") = true,
