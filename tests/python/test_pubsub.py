@@ -153,6 +153,30 @@ def test_ros2_types_with_strings_and_sequences_travel_as_str_numpy_views_and_mes
     assert m.to_dict()["fields"] == fields and m.to_dict()["data"] == points.tolist()
 
 
+def test_fields_named_type_info_and_raw_win_over_the_messages_own_attributes(tmp_path):
+    # As visualization_msgs/Marker has a `type` and nav_msgs/OccupancyGrid
+    # an `info`: the field is read and written; msg._type, msg._info and
+    # msg._raw stay the message's own.
+    (tmp_path / "shape_msgs" / "msg").mkdir(parents=True)
+    (tmp_path / "shape_msgs" / "msg" / "Shape.msg").write_text(
+        "uint8 ARROW=0\nuint8 CUBE=1\nint32 type\nstring info\nuint8[] raw\n")
+    shape = shmbus.message_type("shape_msgs/msg/Shape", msg_path=[str(tmp_path)])
+    pub = shmbus.Publisher("/py/shape", shape)
+    sub = shmbus.Subscriber("/py/shape", shape)
+    made = shape.new(type=shape.constants["CUBE"], info="a cube", raw=[7, 8])
+    assert (made.type, made.info, list(made.raw)) == (1, "a cube", [7, 8])
+    assert made._type == shape and made._info is None and made._raw.tobytes() == bytes(made)
+    made.type = 0
+    assert made.type == 0 and made.to_dict()["type"] == 0
+    assert pub.publish(made)
+    m = sub.read(timeout=5)
+    assert m is not None and (m.type, m.info, list(m.raw)) == (0, "a cube", [7, 8])
+    assert m._info.sequence == 0 and m._type == shape
+    # A type without such fields keeps them as the message's own.
+    plain = shmbus.message_type("std_msgs/String").new(data="x")
+    assert plain.type == plain._type and plain.info is None and bytes(plain.raw) == bytes(plain)
+
+
 def test_a_loan_publishes_what_was_written_into_the_ring():
     img = shmbus.message_type("shmbus_msgs/Image")
     pub = shmbus.Publisher("/py/loaned", img)

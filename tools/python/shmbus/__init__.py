@@ -261,7 +261,7 @@ class MessageView:
         """Raises OverwrittenError when the message was overwritten."""
         if not self._view.unchanged():
             raise OverwrittenError(
-                f"channel {self._channel}: message {self.message.info.sequence} was overwritten by a publisher "
+                f"channel {self._channel}: message {self.message._info.sequence} was overwritten by a publisher "
                 "while it was read in place (the ring lapped this reader); discard what was read from it")
 
     def __enter__(self) -> Message:

@@ -577,13 +577,21 @@ class Struct:
         return f"{self._def.name}({self.to_dict()!r:.200})"
 
 
+# A message's own attributes, each also as _NAME (a field of the name wins).
+_OWN = frozenset({"type", "raw", "info"})
+
+
 class Message(Struct):
     """One message: its fields as attributes (`msg.header.stamp_ns`), its
     trailing array as a NumPy array (`msg.data`), ``bytes(msg)`` its wire
     form, ``msg.info`` what the transport said (a shmbus.MessageInfo, or
-    None for a message made here)."""
+    None for a message made here), ``msg.type`` its MessageType and
+    ``msg.raw`` its bytes as a NumPy array. A field of one of those names
+    wins (ROS 2's visualization_msgs/Marker has a ``type``,
+    nav_msgs/OccupancyGrid an ``info``): ``msg._info``, ``msg._type`` and
+    ``msg._raw`` are always these (no ROS 2 field starts with ``_``)."""
 
-    __slots__ = ("type", "raw", "info")
+    __slots__ = ("_type", "_raw", "_info")
 
     def __init__(self, mtype: MessageType, raw: np.ndarray, info: Any) -> None:
         # Few steps: an in-place callback pays each in cache misses.
@@ -595,55 +603,58 @@ class Message(Struct):
         # wants the pixels does not pay for it.
         set_slot = object.__setattr__
         set_slot(self, "_def", root or _BYTES_DEF)
-        set_slot(self, "type", mtype)
-        set_slot(self, "raw", raw)
-        set_slot(self, "info", info)
+        set_slot(self, "_type", mtype)
+        set_slot(self, "_raw", raw)
+        set_slot(self, "_info", info)
         set_slot(self, "_ctx", (raw, root.size) if mtype._general else None)
         if mtype.tail is not None:
             mtype._check_tail(raw)
 
     def __getattr__(self, name: str) -> Any:
-        t = object.__getattribute__(self, "type")
+        t = object.__getattribute__(self, "_type")
         if name == "_rec":
-            raw = object.__getattribute__(self, "raw")
+            raw = object.__getattribute__(self, "_raw")
             rec = np.ndarray((1,), t._root.dtype, buffer=raw) if t._root else raw[:0]
             object.__setattr__(self, "_rec", rec)
             return rec
         if t._root is None and name == "data":
-            return object.__getattribute__(self, "raw")
+            return object.__getattribute__(self, "_raw")
         if t.tail is not None and name == t.tail.name:
-            raw = object.__getattribute__(self, "raw")
+            raw = object.__getattribute__(self, "_raw")
             a = t._tail_view(raw, t._tail_count(raw))
             if t.tail.kind == "string":
                 return [_decode_string(v.tobytes()) for v in a]
             if t.tail.kind == "message":
                 return [Struct(t.tail.definition, a[i:i + 1]) for i in range(len(a))]
             return a
+        root = t._root
+        if name in _OWN and (root is None or (name not in root.fields and name not in root.constants)):
+            return object.__getattribute__(self, "_" + name)
         return Struct.__getattr__(self, name)
 
     def __setattr__(self, name: str, value: Any) -> None:
-        t = self.type
+        t = self._type
         if t.tail is not None and name == t.tail.name:
             a = t._tail_array(value)
-            n = t._tail_count(self.raw)
+            n = t._tail_count(self._raw)
             if len(a) != n:
                 raise InvalidArgumentError(
                     f"{t.name}.{name}: has {n} elements; a message's trailing array keeps the length it was made "
                     f"with (make a new message: {t.name.split('/')[-1]}.new({name}=...))")
-            t._tail_view(self.raw, n)[:] = a
+            t._tail_view(self._raw, n)[:] = a
             return
         Struct.__setattr__(self, name, value)
 
     def __bytes__(self) -> bytes:
-        return self.raw.tobytes()
+        return self._raw.tobytes()
 
     def __len__(self) -> int:
-        return len(self.raw)
+        return len(self._raw)
 
     def to_dict(self, _budget: list | None = None) -> dict[str, Any]:
-        t = self.type
+        t = self._type
         if t._root is None:
-            return {"data": self.raw.tolist()}
+            return {"data": self._raw.tolist()}
         out = Struct.to_dict(self, _budget)
         if t.tail is not None:
             v = self.__getattr__(t.tail.name)
@@ -652,13 +663,13 @@ class Message(Struct):
         return out
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, Message) and self.type == other.type and bytes(self) == bytes(other)
+        return isinstance(other, Message) and self._type == other._type and bytes(self) == bytes(other)
 
     def __dir__(self) -> list[str]:
-        return self.type.fields + list(self.type.constants)
+        return self._type.fields + list(self._type.constants)
 
     def __repr__(self) -> str:
-        return f"{self.type.name}({self.to_dict()!r:.200})"
+        return f"{self._type.name}({self.to_dict()!r:.200})"
 
 
 _BYTES_DEF = _Definition("shmbus/Bytes", 0, [])
@@ -712,11 +723,11 @@ def image_array(msg: Message) -> np.ndarray:
     """An image's pixels (a sensor_msgs/Image or a shmbus_msgs/Image) as a
     (height, width, channels) array over the message's own buffer (no copy;
     read-only for a view)."""
-    t = msg.type
+    t = msg._type
     layout = _image_layout(t)
     if layout is not None:  # the fixed fields in one struct call
         unpack, offset, order = layout
-        raw = msg.raw
+        raw = msg._raw
         values = unpack.unpack_from(raw, offset)
         h, w, enc, big, step = (values[i] for i in order)
         enc = _decode_string(enc)
@@ -770,13 +781,13 @@ def encode(mtype: MessageType | None, obj: Any) -> Any:
     """What publish sends for `obj`: a Message's buffer, a dict encoded with
     the channel's type, or any bytes-like object as it is."""
     if isinstance(obj, Message):
-        if mtype is not None and mtype.has_schema and obj.type != mtype:
-            raise TypeMismatchError(f"a {obj.type.name} message on a channel of {mtype.name}")
-        return obj.raw
+        if mtype is not None and mtype.has_schema and obj._type != mtype:
+            raise TypeMismatchError(f"a {obj._type.name} message on a channel of {mtype.name}")
+        return obj._raw
     if isinstance(obj, dict):
         if mtype is None or not mtype.has_schema:
             raise InvalidArgumentError("a dict needs a channel type with a schema; publish bytes on a raw channel")
-        return mtype.new(obj).raw
+        return mtype.new(obj)._raw
     if isinstance(obj, (str, int, float, list, tuple)) or obj is None:
         raise InvalidArgumentError(
             f"publish takes a shmbus.Message, a dict of fields or a bytes-like object, not {type(obj).__name__}")

@@ -13,10 +13,12 @@ from . import MessageInfo
 M = TypeVar("M")
 
 class TypedMessage:
-    """What every message has, besides its fields."""
-    type: MessageType
-    raw: NDArray[Any]
-    info: MessageInfo | None
+    """What every message has, besides its fields. ``type``, ``raw`` and
+    ``info`` too, declared on each generated class that has no field of
+    the name (a field wins)."""
+    _type: MessageType
+    _raw: NDArray[Any]
+    _info: MessageInfo | None
     def to_dict(self) -> dict[str, Any]: ...
     def __bytes__(self) -> bytes: ...
     def __len__(self) -> int: ...

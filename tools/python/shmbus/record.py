@@ -109,8 +109,8 @@ class Writer:
         counts from 0 per channel unless given."""
         seq = self._sequences.get(channel, 0) if sequence is None else sequence
         self._sequences[channel] = seq + 1
-        self._writer.write(channel, message.type.info, seq, int(log_time),
-                           int(log_time if publish_time is None else publish_time), encode(message.type, message))
+        self._writer.write(channel, message._type.info, seq, int(log_time),
+                           int(log_time if publish_time is None else publish_time), encode(message._type, message))
 
     def close(self) -> None:
         self._writer.close()
