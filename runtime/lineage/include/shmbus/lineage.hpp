@@ -24,8 +24,8 @@ class Reader;
 
 namespace shmbus::lineage {
 
-// Where a recording keeps provenance and topology (shmtool record writes
-// them, Lineage reads them: the file format's names, defined once).
+// The names of the recording format, defined once: the recorder writes
+// them; Lineage, the bag commands and replay read them.
 /// The file-only channel of shmbus_msgs/MessageProvenance records.
 inline constexpr const char* kProvenanceChannel = "/shmbus/provenance";
 /// Metadata: channel name -> registry index.
@@ -36,6 +36,15 @@ inline constexpr const char* kChannelTypesMetadata = "shmbus.channel_types";
 inline constexpr const char* kWritersMetadata = "shmbus.writers";
 /// Metadata: node -> {"reads": [...], "writes": [...]} (JSON).
 inline constexpr const char* kModulesMetadata = "shmbus.modules";
+/// Metadata: channel name -> messages lost while recording this file.
+inline constexpr const char* kLostMetadata = "shmbus.lost";
+/// Metadata: host, domain, start, recorder, part of a split.
+inline constexpr const char* kRecordingMetadata = "shmbus.recording";
+/// Metadata of a snapshot: why and when it was written.
+inline constexpr const char* kSnapshotMetadata = "shmbus.snapshot";
+/// Metadata of a step replay's output: source, live modules, frames,
+/// failed frames, duration.
+inline constexpr const char* kReplayMetadata = "shmbus.replay";
 
 /// One recorded message: its channel and 64-bit sequence.
 struct MessageId {

@@ -21,25 +21,19 @@ namespace shmbus::record {
 
 /// The node name the recorder's subscriptions register under.
 inline constexpr const char* kRecorderNode = "shmtool-record";
-/// Metadata record: channel name -> messages lost while recording this file.
-inline constexpr const char* kLostMetadata = "shmbus.lost";
-/// Metadata record: host, domain, start, recorder, part of a split.
-inline constexpr const char* kRecordingMetadata = "shmbus.recording";
-/// Metadata record of a snapshot: why and when it was written.
-inline constexpr const char* kSnapshotMetadata = "shmbus.snapshot";
 /// The channel a recorder in snapshot mode takes triggers from.
 inline constexpr const char* kTriggerChannel = "/shmbus/record/trigger";
 
-/// Provenance and topology in a recording (shmbus/lineage.hpp defines the
-/// names: the recorder writes what Lineage reads).
+/// The recording format's names (shmbus/lineage.hpp defines them all).
 using lineage::kChannelIndexesMetadata;
 using lineage::kChannelTypesMetadata;
+using lineage::kLostMetadata;
 using lineage::kModulesMetadata;
 using lineage::kProvenanceChannel;
+using lineage::kRecordingMetadata;
+using lineage::kReplayMetadata;
+using lineage::kSnapshotMetadata;
 using lineage::kWritersMetadata;
-/// Metadata record of a step replay's output: source, live modules,
-/// frames, failed frames, duration.
-inline constexpr const char* kReplayMetadata = "shmbus.replay";
 
 /// The channel `shmtool play --clock` publishes the recording's time on.
 using shmbus::kClockChannel;
