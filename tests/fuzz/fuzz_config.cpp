@@ -8,8 +8,8 @@
 #include <string_view>
 
 #include "shmbus/bridge/bridge.hpp"
-#include "shmbus/config_file.hpp"
 #include "shmbus/config.hpp"
+#include "shmbus/config_file.hpp"
 #include "shmbus/error.hpp"
 #include "shmbus/gateway/gateway.hpp"
 #include "shmbus/monitor/settings.hpp"

@@ -137,7 +137,7 @@ reliability = "best_effort"
 history_depth = 2
 partition = "fleet"
 )",
-                                                                                                 "gw.toml"));
+                                                                                            "gw.toml"));
   ASSERT_EQ(g.size(), 2U);
   EXPECT_EQ(g[0].exports, std::vector<std::string>{"/robot/*"});
   EXPECT_EQ(g[0].imports, (std::vector<std::string>{"/base/*", "/cmd"}));
