@@ -475,7 +475,8 @@ TEST(DaemonWeb, WithTlsTheApiThePageAndItsStreamAreHttpsAndWssOnly) {
         << bus.daemon().poll_output();
   }
   // Half a pair, a file that is not there, or one that is no certificate:
-  // one line, exit 2.
+  // one line, exit 2, and nothing left in shared memory (the files are read
+  // before the daemon's bus channels exist).
   const std::string config = (dir / "empty.toml").string();
   std::ofstream(config) << "";
   for (const auto& [args, says] : std::vector<std::pair<std::vector<std::string>, std::string>>{
@@ -488,9 +489,13 @@ TEST(DaemonWeb, WithTlsTheApiThePageAndItsStreamAreHttpsAndWssOnly) {
             "TLS certificate " + (dir / "key.pem").string() + " cannot be used"}}) {
     std::vector<std::string> command{kDaemon, "--foreground", "--config", config, "--metrics-listen", "127.0.0.1:0"};
     command.insert(command.end(), args.begin(), args.end());
-    ChildProcess d(command, true, {"SHMBUS_DOMAIN=" + shmbus::test::unique_domain("webtls")});
+    const std::string domain = shmbus::test::unique_domain("webtls");
+    ChildProcess d(command, true, {"SHMBUS_DOMAIN=" + domain});
     const int status = d.wait(20s);
     EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 2) << d.output();
+    for (const auto& e : fs::directory_iterator("/dev/shm")) {
+      EXPECT_FALSE(e.path().filename().string().starts_with("shmbus." + domain + ".")) << e.path() << " left behind";
+    }
     EXPECT_NE(d.output().find("shmbusd: " + says), std::string::npos) << d.output();
     EXPECT_EQ(std::count(d.output().begin(), d.output().end(), '\n'), 1) << d.output();
   }

@@ -13,6 +13,7 @@
 #include <ctime>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string_view>
 
 #include "shmbus/bus_channels.hpp"
@@ -37,6 +38,13 @@ using monitor::Level;
 using monitor::Transition;
 
 namespace {
+
+/// The listener's TLS context from the configured files (exit 2 for a bad
+/// one); null for plain HTTP.
+HttpTls server_tls(const std::string& cert, const std::string& key) {
+  std::optional<boost::asio::ssl::context> made = service_shell::server_tls(cert, key, "monitor");
+  return made ? std::make_shared<boost::asio::ssl::context>(std::move(*made)) : nullptr;
+}
 
 /// What the run loop takes synchronously (sigtimedwait): SIGHUP reloads,
 /// SIGTERM and SIGINT stop.
@@ -117,7 +125,9 @@ class Daemon {
         domain_(config_.config.domain),
         listen_(config_.monitor.metrics_listen),
         token_(service_shell::read_token(config_.monitor.token_file, "token_file in [monitor], or --token-file")),
-        tls_{config_.monitor.tls_cert, config_.monitor.tls_key},
+        tls_cert_(config_.monitor.tls_cert),
+        tls_key_(config_.monitor.tls_key),
+        tls_(server_tls(tls_cert_, tls_key_)),
         monitor_(config_.config, config_.monitor),
         roudi_(options.roudi ? std::make_unique<RoudiSupervisor>(config_.config, roudi_file()) : nullptr),
         bus_context_(bus_config(config_.config)),
@@ -183,7 +193,7 @@ class Daemon {
   void serve_metrics() {
     http_ = std::make_unique<HttpServer>(
         listen_, [this](const HttpRequest& request) { return answer(request); }, tls_);
-    const std::string address = page_address(listen_, http_->port(), !tls_.cert.empty());
+    const std::string address = page_address(listen_, http_->port(), tls_ != nullptr);
     spdlog::info("serving /metrics, /healthz and the web page {} on {} (port {})", address, listen_, http_->port());
     bus_.publish_web_address(address);
   }
@@ -323,7 +333,7 @@ class Daemon {
       if (service_shell::read_token(fresh.monitor.token_file, "token_file in [monitor]") != token_) {
         spdlog::warn("reload: the token changed; it takes effect at restart");
       }
-      if (fresh.monitor.tls_cert != tls_.cert || fresh.monitor.tls_key != tls_.key) {
+      if (fresh.monitor.tls_cert != tls_cert_ || fresh.monitor.tls_key != tls_key_) {
         spdlog::warn("reload: tls_cert or tls_key changed; it takes effect at restart");
       }
       for (const std::string& w : monitor::config_warnings(fresh.config)) spdlog::warn("{}", w);
@@ -343,9 +353,13 @@ class Daemon {
   monitor::MonitorConfig config_;
   const std::string domain_;
   const std::string listen_;
-  const std::string token_;  ///< "" : none
-  const HttpTls tls_;        ///< both empty: plain HTTP
-  std::mutex mutex_;         ///< monitor_, figures_, web_ and last_scan_ns_, between the loop and the HTTP thread
+  const std::string token_;     ///< "" : none
+  const std::string tls_cert_;  ///< "" : plain HTTP
+  const std::string tls_key_;
+  /// Made from the files once, before the bus: a bad file leaves nothing
+  /// behind. Null: plain HTTP.
+  const HttpTls tls_;
+  std::mutex mutex_;  ///< monitor_, figures_, web_ and last_scan_ns_, between the loop and the HTTP thread
   monitor::Monitor monitor_;
   WebState web_;
   DaemonFigures figures_;

@@ -287,7 +287,7 @@ class Session : public EventStream, public std::enable_shared_from_this<Session<
 
 struct HttpServer::Impl {
   Shared shared;
-  std::optional<ssl::context> tls;  ///< serving https:// and wss:// only
+  HttpTls tls;  ///< serving https:// and wss:// only
   asio::io_context io{1};
   tcp::acceptor acceptor{io};
   std::thread thread;
@@ -307,9 +307,8 @@ struct HttpServer::Impl {
   }
 };
 
-HttpServer::HttpServer(const std::string& listen, Handler handler, const HttpTls& tls)
-    : impl_(std::make_unique<Impl>()) {
-  impl_->tls = service_shell::server_tls(tls.cert, tls.key, "monitor");
+HttpServer::HttpServer(const std::string& listen, Handler handler, HttpTls tls) : impl_(std::make_unique<Impl>()) {
+  impl_->tls = std::move(tls);
   const auto [host, port] = parse_host_port(listen, "metrics_listen");
   beast::error_code ec;
   const auto address = asio::ip::make_address(host, ec);

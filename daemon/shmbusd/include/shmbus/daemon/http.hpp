@@ -9,6 +9,10 @@
 #include <string>
 #include <string_view>
 
+namespace boost::asio::ssl {
+class context;  // NOLINT(readability-identifier-naming): Asio's name
+}  // namespace boost::asio::ssl
+
 namespace shmbus::daemon {
 
 /// What a handler is asked.
@@ -28,12 +32,9 @@ struct HttpResponse {
   bool event_stream = false;
 };
 
-/// TLS for a listener: a PEM certificate chain and its key. Both empty:
-/// plain HTTP.
-struct HttpTls {
-  std::string cert;
-  std::string key;
-};
+/// TLS for a listener: the context made once from a PEM certificate chain
+/// and its key (service_shell::server_tls); null: plain HTTP.
+using HttpTls = std::shared_ptr<boost::asio::ssl::context>;
 
 /// Serves GET requests on its own thread; answers each with the handler's
 /// response and closes, or keeps an event stream open. At most 64
@@ -46,11 +47,11 @@ struct HttpTls {
 class HttpServer {
  public:
   using Handler = std::function<HttpResponse(const HttpRequest& request)>;
-  /// Listens on "ADDRESS:PORT" (PORT 0: any free port). Throws Error:
-  /// kConfig for an address that does not parse or TLS files that cannot
-  /// be used, kResource when it cannot bind (with the address and the
+  /// Listens on "ADDRESS:PORT" (PORT 0: any free port), with TLS when
+  /// `tls` is given. Throws Error: kConfig for an address that does not
+  /// parse, kResource when it cannot bind (with the address and the
   /// reason).
-  HttpServer(const std::string& listen, Handler handler, const HttpTls& tls = {});
+  HttpServer(const std::string& listen, Handler handler, HttpTls tls = nullptr);
   ~HttpServer();
   HttpServer(const HttpServer&) = delete;
   HttpServer& operator=(const HttpServer&) = delete;
