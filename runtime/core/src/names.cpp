@@ -120,6 +120,8 @@ std::string domain_object_prefix(std::string_view domain) { return "shmbus." + s
 std::string registry_object_name(std::string_view domain) { return domain_object_prefix(domain) + "registry"; }
 
 namespace {
+/// Relaxed throughout: a count read by tests, ordering nothing else (no
+/// partner); only channel opens touch it, never a publish or a take.
 std::atomic<std::uint64_t> g_channel_object_name_calls{0};
 }  // namespace
 
