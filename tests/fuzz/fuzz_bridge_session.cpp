@@ -58,7 +58,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const std::uint8_t mode = data[0] % 6;
   const std::string frame(reinterpret_cast<const char*>(data) + 1, size - 1);
   const Protocol protocol = mode == 2 || mode == 3 ? Protocol::kFoxglove : Protocol::kRosbridge;
-  auto session = make_session(*bench.hub, Stream(std::in_place_type<PlainStream>, bench.io), protocol);
+  auto session = make_session(*bench.hub, Stream(tcp::socket(bench.io)), protocol);
   if (mode >= 4) session->as_uplink();
   session->receive(frame, mode % 2 == 0);
   session->shutdown();

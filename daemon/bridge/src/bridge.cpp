@@ -82,36 +82,24 @@ namespace {
 class Connection : public std::enable_shared_from_this<Connection> {
  public:
   Connection(Bridge::Impl& bridge, tcp::socket socket, ssl::context* tls)
-      : bridge_(bridge),
-        stream_(tls != nullptr ? Stream(std::in_place_type<TlsStream>, PlainStream(std::move(socket)), *tls)
-                               : Stream(std::in_place_type<PlainStream>, std::move(socket))) {}
+      : bridge_(bridge), stream_(tls != nullptr ? Stream(std::move(socket), *tls) : Stream(std::move(socket))) {}
   void start() {
     parser_.body_limit(std::uint64_t{16} * 1024);
     tcp_layer().expires_after(std::chrono::seconds(10));  // the handshake and the request
-    if (auto* tls = std::get_if<TlsStream>(&stream_)) {
-      tls->async_handshake(ssl::stream_base::server, [self = shared_from_this()](beast::error_code ec) {
-        if (ec) {
-          self->refuse_handshake(ec);
-          return;
-        }
-        self->read_request();
-      });
-    } else {
-      read_request();
-    }
+    stream_.async_handshake(beast::role_type::server, [self = shared_from_this()](beast::error_code ec) {
+      if (ec) {
+        self->refuse_handshake(ec);
+        return;
+      }
+      self->read_request();
+    });
   }
 
  private:
-  beast::tcp_stream& tcp_layer() {
-    return std::visit([](auto& s) -> beast::tcp_stream& { return beast::get_lowest_layer(s); }, stream_);
-  }
+  beast::tcp_stream& tcp_layer() { return stream_.tcp(); }
   void read_request() {
-    std::visit(
-        [&](auto& s) {
-          http::async_read(s, buffer_, parser_,
-                           [self = shared_from_this()](beast::error_code ec, std::size_t) { self->on_request(ec); });
-        },
-        stream_);
+    http::async_read(stream_, buffer_, parser_,
+                     [self = shared_from_this()](beast::error_code ec, std::size_t) { self->on_request(ec); });
   }
   void refuse_handshake(beast::error_code ec);
   void on_request(beast::error_code ec);
@@ -123,23 +111,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
     response_.keep_alive(false);
     response_.body() = std::move(body);
     response_.prepare_payload();
-    std::visit(
-        [&](auto& s) {
-          http::async_write(s, response_, [self = shared_from_this()](beast::error_code, std::size_t) { self->end(); });
-        },
-        stream_);
-  }
-  /// After the answer: TLS's close_notify, then the TCP shutdown.
-  void end() {
-    if (auto* tls = std::get_if<TlsStream>(&stream_)) {
-      tls->async_shutdown([self = shared_from_this()](beast::error_code) {
-        beast::error_code ignored;
-        self->tcp_layer().socket().shutdown(tcp::socket::shutdown_send, ignored);
-      });
-      return;
-    }
-    beast::error_code ignored;
-    tcp_layer().socket().shutdown(tcp::socket::shutdown_send, ignored);
+    http::async_write(stream_, response_, [self = shared_from_this()](beast::error_code, std::size_t) {
+      // TLS's close_notify, then the TCP shutdown.
+      self->stream_.async_shutdown([self] {});
+    });
   }
 
   Bridge::Impl& bridge_;

@@ -8,7 +8,6 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
-#include <boost/beast/ssl/ssl_stream.hpp>
 #include <boost/beast/websocket.hpp>
 
 #include <atomic>
@@ -21,7 +20,6 @@
 #include <optional>
 #include <set>
 #include <string>
-#include <variant>
 #include <vector>
 
 #include "bus.hpp"
@@ -29,6 +27,7 @@
 #include "shmbus/bridge/bridge.hpp"
 #include "shmbus/publisher.hpp"
 #include "shmbus/schema/type_catalog.hpp"
+#include "shmbus/service_shell/stream.hpp"
 
 namespace shmbus::bridge {
 
@@ -40,9 +39,7 @@ namespace ssl = asio::ssl;
 using tcp = asio::ip::tcp;
 
 /// A connection's bytes: plain TCP, or TLS over it (wss://, https://).
-using PlainStream = beast::tcp_stream;
-using TlsStream = beast::ssl_stream<beast::tcp_stream>;
-using Stream = std::variant<PlainStream, TlsStream>;
+using Stream = service_shell::Stream;
 
 /// Counters shared by every thread (relaxed: totals for /metrics).
 struct Counters {
@@ -241,9 +238,7 @@ class Session : public std::enable_shared_from_this<Session> {
   bool client_mode_ = false;
 
  private:
-  using Ws = std::variant<websocket::stream<PlainStream>, websocket::stream<TlsStream>>;
-  static Ws make_ws(Stream stream);
-  [[nodiscard]] beast::tcp_stream& tcp_layer();
+  [[nodiscard]] beast::tcp_stream& tcp_layer() { return ws_.next_layer().tcp(); }
   /// The options both roles share, then the handshake's decorator.
   template <typename Decorator>
   void prepare(beast::role_type role, Decorator decorator);
@@ -260,7 +255,7 @@ class Session : public std::enable_shared_from_this<Session> {
   void report_drops();
 
   std::function<void()> on_close_;
-  Ws ws_;
+  websocket::stream<Stream> ws_;
   beast::flat_buffer buffer_;
   std::deque<Frame> queue_;
   std::size_t queued_bytes_ = 0;

@@ -14,20 +14,7 @@
 
 namespace shmbus::bridge {
 
-Session::Ws Session::make_ws(Stream stream) {
-  return std::visit(
-      [](auto&& next) -> Ws {
-        using Next = std::decay_t<decltype(next)>;
-        return Ws(std::in_place_type<websocket::stream<Next>>, std::forward<decltype(next)>(next));
-      },
-      std::move(stream));
-}
-
-beast::tcp_stream& Session::tcp_layer() {
-  return std::visit([](auto& ws) -> beast::tcp_stream& { return beast::get_lowest_layer(ws); }, ws_);
-}
-
-Session::Session(Hub& hub, Stream stream) : hub_(hub), ws_(make_ws(std::move(stream))) {
+Session::Session(Hub& hub, Stream stream) : hub_(hub), ws_(std::move(stream)) {
   beast::error_code ec;
   const auto remote = tcp_layer().socket().remote_endpoint(ec);
   peer_ = ec ? std::string{"?"} : fmt::format("{}:{}", remote.address().to_string(), remote.port());
@@ -50,23 +37,18 @@ template <typename Decorator>
 void Session::prepare(beast::role_type role, Decorator decorator) {
   hub_.sessions.insert(this);
   tcp_layer().expires_never();
-  std::visit(
-      [&](auto& ws) {
-        // A peer from which nothing arrives (not even the pong to the ping
-        // sent at half the time) for idle_timeout is gone: closed.
-        auto timeout = websocket::stream_base::timeout::suggested(role);
-        timeout.idle_timeout =
-            std::chrono::duration_cast<std::chrono::steady_clock::duration>(hub_.settings.idle_timeout);
-        timeout.keep_alive_pings = true;
-        ws.set_option(timeout);
-        ws.set_option(websocket::stream_base::decorator(std::move(decorator)));
-        // read() bounds a message at max_frame_bytes itself and closes with
-        // 1009 through a closing handshake. Beast's own bound (1.74) closes
-        // the socket with the rest of the message unread: a client still
-        // writing it gets a reset instead of the close code.
-        ws.read_message_max(0);
-      },
-      ws_);
+  // A peer from which nothing arrives (not even the pong to the ping sent
+  // at half the time) for idle_timeout is gone: closed.
+  auto timeout = websocket::stream_base::timeout::suggested(role);
+  timeout.idle_timeout = std::chrono::duration_cast<std::chrono::steady_clock::duration>(hub_.settings.idle_timeout);
+  timeout.keep_alive_pings = true;
+  ws_.set_option(timeout);
+  ws_.set_option(websocket::stream_base::decorator(std::move(decorator)));
+  // read() bounds a message at max_frame_bytes itself and closes with 1009
+  // through a closing handshake. Beast's own bound (1.74) closes the socket
+  // with the rest of the message unread: a client still writing it gets a
+  // reset instead of the close code.
+  ws_.read_message_max(0);
 }
 
 void Session::start(const http::request<http::string_body>& request, const std::string& subprotocol) {
@@ -80,11 +62,11 @@ void Session::start(const http::request<http::string_body>& request, const std::
       return;
     }
     spdlog::info("client {} connected ({}{})", self->peer_, self->protocol_name(),
-                 std::holds_alternative<websocket::stream<TlsStream>>(self->ws_) ? ", TLS" : "");
+                 self->ws_.next_layer().tls() ? ", TLS" : "");
     self->opened();
     self->read();
   };
-  std::visit([&](auto& ws) { ws.async_accept(request, std::move(on_accept)); }, ws_);
+  ws_.async_accept(request, std::move(on_accept));
 }
 
 void Session::start_auth_timer() {
@@ -125,7 +107,7 @@ void Session::start_client(const std::string& host, const std::string& target, s
     on_open();
     self->read();
   };
-  std::visit([&](auto& ws) { ws.async_handshake(host, target, std::move(on_handshake)); }, ws_);
+  ws_.async_handshake(host, target, std::move(on_handshake));
 }
 
 void Session::read() {
@@ -137,8 +119,7 @@ void Session::read() {
       self->finish();
       return;
     }
-    const bool done = std::visit([](auto& ws) { return ws.is_message_done(); }, self->ws_);
-    if (!done) {
+    if (!self->ws_.is_message_done()) {
       if (self->buffer_.size() <= self->hub_.settings.max_frame_bytes) {
         self->read();
         return;
@@ -151,11 +132,11 @@ void Session::read() {
     }
     std::string data = beast::buffers_to_string(self->buffer_.data());
     self->buffer_.consume(self->buffer_.size());
-    const bool text = std::visit([](auto& ws) { return ws.got_text(); }, self->ws_);
+    const bool text = self->ws_.got_text();
     if (self->admit_op()) self->on_frame(data, text);
     if (!self->closed_) self->read();
   };
-  std::visit([&](auto& ws) { ws.async_read_some(buffer_, room, std::move(on_read)); }, ws_);
+  ws_.async_read_some(buffer_, room, std::move(on_read));
 }
 
 bool Session::admit_op() {
@@ -287,29 +268,16 @@ void Session::write_next() {
     self->queue_.pop_front();
     self->write_next();
   };
-  std::visit(
-      [&](auto& ws) {
-        ws.binary(f.binary);
-        if (f.head_len != 0) {
-          const std::array<asio::const_buffer, 2> buffers{asio::buffer(f.head.data(), f.head_len),
-                                                          asio::buffer(*f.body)};
-          ws.async_write(buffers, std::move(on_written));
-        } else {
-          ws.async_write(asio::buffer(*f.body), std::move(on_written));
-        }
-      },
-      ws_);
+  ws_.binary(f.binary);
+  const std::array<asio::const_buffer, 2> buffers{asio::buffer(f.head.data(), f.head_len), asio::buffer(*f.body)};
+  ws_.async_write(buffers, std::move(on_written));
 }
 
 void Session::close(websocket::close_code code, const std::string& reason) {
   if (closed_) return;
   spdlog::warn("client {}: closing ({})", peer_, reason);
   closed_ = true;
-  std::visit(
-      [&](auto& ws) {
-        ws.async_close(websocket::close_reason(code, reason), [self = shared_from_this()](beast::error_code) {});
-      },
-      ws_);
+  ws_.async_close(websocket::close_reason(code, reason), [self = shared_from_this()](beast::error_code) {});
   finish();
 }
 

@@ -6,7 +6,6 @@
 #include <spdlog/spdlog.h>
 
 #include <boost/asio/connect.hpp>
-#include <boost/asio/ssl/host_name_verification.hpp>
 #include <mutex>
 #include <thread>
 
@@ -120,7 +119,7 @@ struct Uplink::Impl {
         if (tls) {
           handshake(std::move(*socket));
         } else {
-          open(Stream(std::in_place_type<PlainStream>, std::move(*socket)));
+          open(Stream(std::move(*socket)));
         }
       });
     });
@@ -129,13 +128,10 @@ struct Uplink::Impl {
   /// wss://: the TLS handshake, verifying the server's certificate against
   /// the trusted authorities and the URL's host name.
   void handshake(tcp::socket socket) {
-    auto stream = std::make_shared<TlsStream>(PlainStream(std::move(socket)), *tls);
-    beast::error_code ec;
-    asio::ip::make_address(url.host, ec);
-    if (ec) SSL_set_tlsext_host_name(stream->native_handle(), url.host.c_str());  // SNI: names only
-    stream->set_verify_callback(ssl::host_name_verification(url.host));
-    beast::get_lowest_layer(*stream).expires_after(std::chrono::seconds(10));
-    stream->async_handshake(ssl::stream_base::client, [this, stream](beast::error_code hec) {
+    auto stream = std::make_shared<Stream>(std::move(socket), *tls);
+    stream->verify_host(url.host);
+    stream->tcp().expires_after(std::chrono::seconds(10));
+    stream->async_handshake(beast::role_type::client, [this, stream](beast::error_code hec) {
       if (hec) {
         spdlog::warn("remote {}: TLS handshake failed: {}{}; retrying in {} ms", options.url,
                      service_shell::tls_failure(hec),

@@ -6,7 +6,6 @@
 #include <boost/asio/ssl/context.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
-#include <boost/beast/ssl/ssl_stream.hpp>
 #include <boost/beast/websocket.hpp>
 
 #include <array>
@@ -16,12 +15,12 @@
 #include <optional>
 #include <string_view>
 #include <thread>
-#include <type_traits>
 #include <vector>
 
 #include "shmbus/clock.hpp"
 #include "shmbus/error.hpp"
 #include "shmbus/service_shell.hpp"
+#include "shmbus/service_shell/stream.hpp"
 #include "shmbus/service_shell/tls.hpp"
 
 namespace shmbus::daemon {
@@ -30,7 +29,6 @@ namespace asio = boost::asio;
 namespace beast = boost::beast;
 namespace http = beast::http;
 namespace websocket = beast::websocket;
-namespace ssl = asio::ssl;
 using tcp = asio::ip::tcp;
 
 std::pair<std::string, std::uint16_t> parse_host_port(const std::string& text, const std::string& what) {
@@ -104,19 +102,13 @@ struct Shared {
   std::vector<std::shared_ptr<EventStream>> event_streams;  ///< the server thread's
 };
 
-using PlainStream = beast::tcp_stream;
-using TlsStream = beast::ssl_stream<beast::tcp_stream>;
+using service_shell::Stream;
 
-/// One connection: a request answered and closed, or an event stream.
-/// `Stream` is PlainStream (http://, ws://) or TlsStream (https://, wss://).
-template <class Stream>
-class Session : public EventStream, public std::enable_shared_from_this<Session<Stream>> {
-  static constexpr bool kTls = std::is_same_v<Stream, TlsStream>;
-
+/// One connection, plain (http://, ws://) or TLS (https://, wss://): a
+/// request answered and closed, or an event stream.
+class Session : public EventStream, public std::enable_shared_from_this<Session> {
  public:
-  /// `tls...`: the server's TLS context, for a TlsStream.
-  template <class... Tls>
-  Session(Shared& shared, tcp::socket socket, Tls&... tls) : stream_(std::move(socket), tls...), shared_(shared) {
+  Session(Shared& shared, Stream stream) : stream_(std::move(stream)), shared_(shared) {
     shared_.open.fetch_add(1, std::memory_order_relaxed);
   }
   ~Session() override {
@@ -128,18 +120,14 @@ class Session : public EventStream, public std::enable_shared_from_this<Session<
 
   void start() {
     // The handshake and the request head, within the timeout together.
-    beast::get_lowest_layer(stream_).expires_after(kIoTimeout);
-    if constexpr (kTls) {
-      stream_.async_handshake(ssl::stream_base::server, [self = this->shared_from_this()](beast::error_code ec) {
-        if (ec) {
-          self->handshake_failed(ec);
-        } else {
-          self->read_request();
-        }
-      });
-    } else {
-      read_request();
-    }
+    stream_.tcp().expires_after(kIoTimeout);
+    stream_.async_handshake(beast::role_type::server, [self = shared_from_this()](beast::error_code ec) {
+      if (ec) {
+        self->handshake_failed(ec);
+      } else {
+        self->read_request();
+      }
+    });
   }
 
   void send_event(const std::shared_ptr<const std::string>& event) override {
@@ -149,7 +137,7 @@ class Session : public EventStream, public std::enable_shared_from_this<Session<
       return;
     }
     writing_ = true;
-    ws_->async_write(asio::buffer(*event), [self = this->shared_from_this(), event](beast::error_code ec, std::size_t) {
+    ws_->async_write(asio::buffer(*event), [self = shared_from_this(), event](beast::error_code ec, std::size_t) {
       self->writing_ = false;
       if (ec) self->close();
     });
@@ -160,7 +148,7 @@ class Session : public EventStream, public std::enable_shared_from_this<Session<
     // A GET has no body; the head is bounded by Beast (8 KiB).
     parser_.body_limit(1024);
     http::async_read(stream_, buffer_, parser_,
-                     [self = this->shared_from_this()](beast::error_code ec, std::size_t) { self->on_read(ec); });
+                     [self = shared_from_this()](beast::error_code ec, std::size_t) { self->on_read(ec); });
   }
 
   /// A client that does not speak TLS to a TLS listener (http:// to an
@@ -170,7 +158,7 @@ class Session : public EventStream, public std::enable_shared_from_this<Session<
     if (now - shared_.last_tls_warning_ns < 1'000'000'000) return;
     shared_.last_tls_warning_ns = now;
     beast::error_code ignored;
-    const auto remote = beast::get_lowest_layer(stream_).socket().remote_endpoint(ignored);
+    const auto remote = stream_.tcp().socket().remote_endpoint(ignored);
     spdlog::warn("TLS handshake from {} failed: {} (a client speaking http:// to this https:// listener?)",
                  remote.address().to_string(), service_shell::tls_failure(ec));
   }
@@ -203,22 +191,11 @@ class Session : public EventStream, public std::enable_shared_from_this<Session<
     response_.keep_alive(false);
     response_.body() = std::move(r.body);
     response_.prepare_payload();
-    http::async_write(stream_, response_,
-                      [self = this->shared_from_this()](beast::error_code, std::size_t) { self->end(); });
-  }
-
-  /// After the response: TLS says close_notify first (within the same
-  /// timeout), then the socket ends.
-  void end() {
-    if constexpr (kTls) {
-      stream_.async_shutdown([self = this->shared_from_this()](beast::error_code) {
-        beast::error_code ignored;
-        beast::get_lowest_layer(self->stream_).socket().shutdown(tcp::socket::shutdown_both, ignored);
-      });
-    } else {
-      beast::error_code ignored;
-      stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
-    }
+    // After the response: TLS says close_notify first (within the same
+    // timeout), then the socket ends.
+    http::async_write(stream_, response_, [self = shared_from_this()](beast::error_code, std::size_t) {
+      self->stream_.async_shutdown([self] {});
+    });
   }
 
   /// The request asked for the event stream: a WebSocket whose first
@@ -228,7 +205,7 @@ class Session : public EventStream, public std::enable_shared_from_this<Session<
     // cannot pass the bound together; the destructor gives the place back.
     streaming_ = true;
     shared_.streams.fetch_add(1, std::memory_order_relaxed);
-    beast::get_lowest_layer(stream_).expires_never();
+    stream_.tcp().expires_never();
     ws_.emplace(std::move(stream_));
     websocket::stream_base::timeout t{};
     t.handshake_timeout = kIoTimeout;
@@ -239,7 +216,7 @@ class Session : public EventStream, public std::enable_shared_from_this<Session<
         [](websocket::response_type& res) { res.set(http::field::server, "shmbusd"); }));
     ws_->read_message_max(4096);
     ws_->text(true);
-    ws_->async_accept(parser_.get(), [self = this->shared_from_this(), first = std::move(first)](beast::error_code ec) {
+    ws_->async_accept(parser_.get(), [self = shared_from_this(), first = std::move(first)](beast::error_code ec) {
       if (ec) return;
       self->shared_.event_streams.push_back(self);
       self->send_event(std::make_shared<const std::string>(first));
@@ -251,7 +228,7 @@ class Session : public EventStream, public std::enable_shared_from_this<Session<
   /// or an error ends the stream.
   void watch() {
     buffer_.clear();
-    ws_->async_read(buffer_, [self = this->shared_from_this()](beast::error_code ec, std::size_t) {
+    ws_->async_read(buffer_, [self = shared_from_this()](beast::error_code ec, std::size_t) {
       if (ec) {
         self->close();
       } else {
@@ -266,10 +243,10 @@ class Session : public EventStream, public std::enable_shared_from_this<Session<
     if (closed_) return;
     closed_ = true;
     beast::error_code ignored;
-    auto& socket = ws_ ? beast::get_lowest_layer(*ws_).socket() : beast::get_lowest_layer(stream_).socket();
+    auto& socket = ws_ ? ws_->next_layer().tcp().socket() : stream_.tcp().socket();
     socket.shutdown(tcp::socket::shutdown_both, ignored);
     socket.close(ignored);
-    std::erase(shared_.event_streams, this->shared_from_this());
+    std::erase(shared_.event_streams, shared_from_this());
   }
 
   Stream stream_;
@@ -296,11 +273,7 @@ struct HttpServer::Impl {
     acceptor.async_accept([this](beast::error_code ec, tcp::socket socket) {
       if (ec) return;  // closed
       if (shared.open.load(std::memory_order_relaxed) < kMaxConnections) {
-        if (tls) {
-          std::make_shared<Session<TlsStream>>(shared, std::move(socket), *tls)->start();
-        } else {
-          std::make_shared<Session<PlainStream>>(shared, std::move(socket))->start();
-        }
+        std::make_shared<Session>(shared, tls ? Stream(std::move(socket), *tls) : Stream(std::move(socket)))->start();
       }  // else: the socket closes here; the client retries
       accept();
     });
