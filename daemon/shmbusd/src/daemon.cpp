@@ -29,6 +29,7 @@
 #include "shmbus/names.hpp"
 #include "shmbus/service_shell.hpp"
 #include "shmbus/service_shell/tls.hpp"
+#include "shmbus/stop_signals.hpp"
 #include "web.hpp"
 
 namespace shmbus::daemon {
@@ -48,12 +49,7 @@ HttpTls server_tls(const std::string& cert, const std::string& key) {
 
 /// What the run loop takes synchronously (sigtimedwait): SIGHUP reloads,
 /// SIGTERM and SIGINT stop.
-sigset_t loop_signals() {
-  sigset_t set;
-  ::sigemptyset(&set);
-  for (const int s : {SIGHUP, SIGTERM, SIGINT}) ::sigaddset(&set, s);
-  return set;
-}
+sigset_t loop_signals() { return signal_set({SIGHUP, SIGTERM, SIGINT}); }
 
 constexpr std::int64_t kStatusPeriodNs = 1'000'000'000;
 /// How often the open web pages get the channels (at most: a scan period

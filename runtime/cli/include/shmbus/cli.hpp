@@ -12,7 +12,6 @@
 #include <csignal>
 #include <cstdio>
 #include <exception>
-#include <initializer_list>
 #include <optional>
 #include <string>
 
@@ -48,14 +47,6 @@ int guarded(const char* program, Body&& body) {
     std::fprintf(stderr, "%s: unexpected error\n", program);
     return 1;
   }
-}
-
-/// A signal set of `signals`.
-inline sigset_t signal_set(std::initializer_list<int> signals) {
-  sigset_t set;
-  ::sigemptyset(&set);
-  for (const int s : signals) ::sigaddset(&set, s);
-  return set;
 }
 
 /// fork(); the child asks for `death_signal` when the parent ends, however

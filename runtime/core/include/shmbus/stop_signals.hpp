@@ -5,6 +5,9 @@
 /// the programs (shmbus::cli) alike. A program then leaves through its
 /// destructors and unregisters its endpoints.
 
+#include <csignal>
+#include <initializer_list>
+
 #include "shmbus/wait_set.hpp"
 
 namespace shmbus {
@@ -21,5 +24,13 @@ void install_stop_signals();
 /// Triggered, and left triggered, by the first SIGINT or SIGTERM: attach
 /// it to a WaitSet to wake on a stop request.
 GuardCondition& stop_signal_guard() noexcept;
+
+/// A signal set of `signals` (for sigprocmask, sigtimedwait).
+inline sigset_t signal_set(std::initializer_list<int> signals) noexcept {
+  sigset_t set;
+  ::sigemptyset(&set);
+  for (const int s : signals) ::sigaddset(&set, s);
+  return set;
+}
 
 }  // namespace shmbus
