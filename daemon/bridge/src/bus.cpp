@@ -128,8 +128,10 @@ std::pair<std::shared_ptr<const schema::Schema>, const schema::MessageDef*> Cata
 
 std::optional<introspect::ChannelView> Catalog::view(std::string_view name) const {
   try {
+    // A name not listed is missing or refused (callers refresh first): no
+    // segment is opened for it here, on the network thread.
     if (const ChannelEntry* e = find(name)) return e->reader->view();
-    return introspect::ChannelReader(domain_, name, false, access_).view();  // not listed (yet)
+    return std::nullopt;
   } catch (const Error&) {
     return std::nullopt;
   }

@@ -67,7 +67,8 @@ class Catalog {
   [[nodiscard]] std::pair<std::shared_ptr<const schema::Schema>, const schema::MessageDef*> find_type(
       std::string_view type) const;
   /// A live view of one channel (endpoints, counters), read through the
-  /// mapping made when it was listed; nullopt when gone.
+  /// mapping made when it was listed; nullopt when gone or not listed (as
+  /// of the last refresh).
   [[nodiscard]] std::optional<introspect::ChannelView> view(std::string_view name) const;
   /// Whether a live process serves `service` now (subscribes to its
   /// request channel): a service only clients made, or whose server is
