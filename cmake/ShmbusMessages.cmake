@@ -5,7 +5,7 @@
 # .action gives <Name>_Goal.hpp, <Name>_Result.hpp and <Name>_Feedback.hpp;
 # a FILE may be in ROS 2's share layout, <pkg>/msg/<Name>.msg) and makes
 # <target> an INTERFACE library that provides them (and links
-# shmbus::runtime). Types a FILE uses are looked up among the FILES and in
+# shmbus::core). Types a FILE uses are looked up among the FILES and in
 # each INCLUDE_DIRS root (<root>/<pkg>/<Name>.msg or <root>/<pkg>/msg/<Name>.msg), e.g. the shipped
 # messages in ${SHMBUS_MESSAGE_DIR}.
 function(shmbus_generate_messages target)
@@ -54,5 +54,5 @@ function(shmbus_generate_messages target)
   add_library(${target} INTERFACE)
   add_dependencies(${target} ${target}_generate)
   target_include_directories(${target} INTERFACE "$<BUILD_INTERFACE:${out_dir}>")
-  target_link_libraries(${target} INTERFACE shmbus::runtime)
+  target_link_libraries(${target} INTERFACE shmbus::core)
 endfunction()

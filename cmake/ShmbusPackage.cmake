@@ -93,7 +93,7 @@ set(CPACK_DEBIAN_DEV_PACKAGE_DEPENDS
     "libboost-dev (>= 1.74), libfmt-dev, libtomlplusplus-dev, nlohmann-json3-dev (>= 3.10), libzstd-dev, liblz4-dev, zlib1g-dev, libisal-dev, libiceoryx-posh-dev")
 string(JOIN "\n" CPACK_DEBIAN_DEV_DESCRIPTION
        "The libraries and headers of shmbus."
-       "libshmbus (publishers, subscribers and wait sets in shared memory),"
+       "libshmbus_core (publishers, subscribers and wait sets in shared memory),"
        "nodes and executors, services (request/response), the schema codec,"
        "the synchronizer, the MCAP writer and reader, the CMake package"
        "(find_package(shmbus)), shmbus-msggen and the shipped message"

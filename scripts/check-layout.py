@@ -25,7 +25,7 @@ import sys
 ROOT = os.environ.get("SHMBUS_LAYOUT_ROOT") or os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RANK = {"runtime": 0, "daemon": 1, "tools": 2, "examples": 3}
 # Generated, or a test seam: drawn as part of the target that owns it.
-HIDDEN = {"shmbus_gateway_envelope", "shmbus_runtime_test_seams"}
+HIDDEN = {"shmbus_gateway_envelope", "shmbus_core_test_seams"}
 # Targets a build may leave out (the option that does): their arrows in the
 # drawing are checked only where they are built. The Python module is not
 # built in sanitizer and fuzzer builds (SHMBUS_BUILD_PYTHON).

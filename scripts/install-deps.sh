@@ -30,7 +30,7 @@ packages=(
   graphviz                          # dot: the module graphs of shmtool bag graph --dot (tests, README)
   help2man                          # the man pages, generated from the programs' --help at build time
   chromium                          # the browser tests (headless, driven by puppeteer-core from tests/js)
-  python3-dev pybind11-dev python3-numpy   # the Python package (tools/python)
+  python3-dev pybind11-dev python3-numpy   # the Python package (runtime/python)
   python3-pytest mypy               # its tests (tests/python, run by ctest; mypy checks the typed stubs)
 )
 

@@ -22,7 +22,7 @@ sed -i '0,/^#include "shmbus\/node.hpp"/s//&\n#include "shmbus\/mcap.hpp"\n#incl
   "$tmp/runtime/node/src/node.cpp"
 sed -i -E 's#^(shmbus_schema\|[^|]*\|[^|]*\|)#\1shmbus_bridge,#' "$tmp/build/layout-targets.txt"
 sed -i -E 's#^(shmbus_record\|[^|]*\|[^|]*\|)#\1shmbus_cli,#' "$tmp/build/layout-targets.txt"
-sed -i 's/^  mcap --> runtime$/  mcap --> node/' "$tmp/docs/architecture.md"
+sed -i 's/^  mcap --> core$/  mcap --> node/' "$tmp/docs/architecture.md"
 rc=0
 check > "$tmp/faults.txt" || rc=$?
 cat "$tmp/faults.txt"
@@ -31,7 +31,7 @@ for want in "runtime/node/src/node.cpp: includes shmbus/mcap.hpp of shmbus_mcap,
             "runtime/node/src/node.cpp: includes ../../core/src/ring.hpp by a relative path out of its folder" \
             "shmbus_schema (runtime/) links shmbus_bridge of the higher folder daemon/" \
             "shmbus_record is a library and links shmbus_cli" \
-            "docs/architecture.md: the drawing lacks mcap --> runtime" \
+            "docs/architecture.md: the drawing lacks mcap --> core" \
             "docs/architecture.md: the drawing has mcap --> node"; do
   grep -qF "$want" "$tmp/faults.txt" || { echo "FAIL: no line: $want"; exit 1; }
 done

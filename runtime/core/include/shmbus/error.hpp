@@ -1,6 +1,6 @@
 #pragma once
 /// @file error.hpp
-/// Errors raised by libshmbus set-up calls. The hot path (publish, take) never
+/// Errors raised by shmbus set-up calls. The hot path (publish, take) never
 /// throws; it returns a status value instead.
 
 #include <stdexcept>

@@ -1,6 +1,6 @@
 #pragma once
 /// @file shmbus.hpp
-/// Everything a client of libshmbus needs: include this one header.
+/// Everything a client of the transport (shmbus::core) needs: include this one header.
 
 #include "shmbus/config.hpp"
 #include "shmbus/context.hpp"
