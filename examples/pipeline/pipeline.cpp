@@ -8,7 +8,7 @@
 // sensors|m1|m2|m3. Each module computes something checkable from its
 // inputs only, so a replay that feeds it the same inputs gets the same
 // output, and --gain (m1) changes it in a known way (a "new version").
-//   m1: c3 = {c1.seq, gain * (c1.value + c2.value)}, c2 the latest taken
+//   m1: c3 = {c1.seq, gain * (c1.value + c2.value)}, c2 of the same frame
 //   m2: c5 = {c3.seq, c3.value + c4.value + c6.value + c3.seq + c4.seq + c6.seq},
 //       c4 and c6 the latest taken
 // Inputs come from Node callbacks (c1, c3) and from what the callback takes
@@ -43,6 +43,17 @@ void take_latest(shmbus::TypedSubscriber<Sample>& sub, Sample& latest) {
   while (const std::optional<Sample> s = sub.take()) latest = *s;
 }
 
+/// Takes `sub`'s messages in order up to the one of frame `seq`, which its
+/// publisher sent before the trigger; a later frame's stays queued for that
+/// frame (a module running late pairs the frames all the same). The last
+/// one taken stays in `latest`.
+void take_frame(shmbus::TypedSubscriber<Sample>& sub, std::uint64_t seq, Sample& latest) {
+  while (const std::optional<Sample> s = sub.take()) {
+    latest = *s;
+    if (s->seq >= seq) return;
+  }
+}
+
 int run(const Options& o) {
   shmbus::Node node(o.module);
   const auto period = std::chrono::nanoseconds(static_cast<std::int64_t>(1e9 / o.rate_hz));
@@ -71,7 +82,7 @@ int run(const Options& o) {
     auto latest_c2 = std::make_shared<Sample>();
     node.subscribe<Sample>("/pipeline/c1",
                            [&c3, c2, latest_c2, gain = o.gain](const Sample& c1, const shmbus::MessageInfo&) {
-                             take_latest(*c2, *latest_c2);
+                             take_frame(*c2, c1.seq, *latest_c2);
                              c3.publish(Sample{c1.seq, gain * (c1.value + latest_c2->value)});
                            });
   } else if (o.module == "m2") {
