@@ -1117,7 +1117,9 @@ TEST(ShmtoolRecordTiming, ReplayKeepsTheRecordedRateWithinOnePercent) {
   DomainGuard replay;
   auto recorder = start_tool({"record", "-o", again, "/rt/*"}, replay.name);
   ASSERT_TRUE(recorder->wait_for_output("recording", 20s)) << recorder->output();
-  const ToolRun played = shmtool(tool_args({"play", file}, replay.name));
+  // The recorder finds /rt/a once play has made it: play starts when it
+  // has (else a loaded machine may publish the first message first).
+  const ToolRun played = shmtool(tool_args({"play", "--wait-for-subscribers", file}, replay.name));
   ASSERT_EQ(played.code, 0) << played.err;
   std::this_thread::sleep_for(300ms);
   recorder->signal(SIGINT);
