@@ -235,6 +235,43 @@ TEST(NodeTest, InPlaceViewIsToldWhenItWasOverwritten) {
   EXPECT_GE(sub.subscriber().lost(), 1U);
 }
 
+// A message lost with none after it (its publisher stalled between claim
+// and commit beyond stall_timeout) is told through on_lost at once, with its
+// sequences; the next message then does not count it again.
+TEST(NodeTest, OnLostTellsOfALossThatNoMessageFollowsAndTheNextDoesNotCountItAgain) {
+  Config c = node_config();
+  c.defaults.stall_timeout = 1ms;
+  TestDomain d{c, "n"};
+  Node node("told", d.context());
+  Publisher pub("/held", type_info_of<Num>(), d.context());
+  std::vector<LostRange> told;
+  std::vector<MessageInfo> got;
+  SubscriptionOptions o;
+  o.on_lost = [&](const LostRange& lost) { told.push_back(lost); };
+  auto& sub = node.subscribe<Num>(
+      "/held", [&](const Num&, const MessageInfo& info) { got.push_back(info); }, o);
+  {
+    Loan held = pub.loan(sizeof(Num));  // claimed, not committed: a stalled publisher
+    ASSERT_TRUE(held.valid());
+    const std::int64_t give_up = mono_now_ns() + 10'000'000'000;
+    while (told.empty() && mono_now_ns() < give_up) node.spin_once(1ms);
+    ASSERT_EQ(told.size(), 1U);
+    EXPECT_EQ(told[0].first, 0U);
+    EXPECT_EQ(told[0].end, 1U);
+    EXPECT_EQ(sub.subscriber().lost(), 1U);
+    *held.as<Num>() = Num{0};
+    pub.commit(held);  // too late: passed over
+  }
+  const Num next{1};
+  ASSERT_EQ(pub.publish(&next, sizeof next), PublishResult::kOk);
+  const std::int64_t give_up = mono_now_ns() + 10'000'000'000;
+  while (got.empty() && mono_now_ns() < give_up) node.spin_once(1ms);
+  ASSERT_EQ(got.size(), 1U);
+  EXPECT_EQ(got[0].sequence, 1U);
+  EXPECT_EQ(got[0].lost_before, 0U);  // told already
+  EXPECT_EQ(told.size(), 1U);
+}
+
 // A callback that throws on a message overwritten while it read it in place
 // (as a generated view throws on a length that points nowhere in torn
 // bytes) is not a failed callback: the message was never delivered.

@@ -7,6 +7,7 @@
 #include <thread>
 #include <vector>
 
+#include "shmbus/clock.hpp"
 #include "shmbus/error.hpp"
 #include "shmbus/introspect.hpp"
 #include "shmbus/names.hpp"
@@ -284,6 +285,48 @@ TEST_P(PubSubTest, DroppedLoanIsSkippedWithoutCountingALoss) {
   EXPECT_EQ(r.info.sequence, 1U);
   EXPECT_EQ(r.info.lost_before, 0U);
   EXPECT_EQ(sub.lost(), 0U);
+}
+
+// A slot a live publisher claimed and has not committed: a subscriber bound
+// by the channel's stall_timeout (1 ms here) counts it lost and hands the
+// loss over once (take_lost); one with a longer bound of its own keeps
+// waiting, for longer than the first took to give up, and takes the message
+// once it is committed.
+TEST(SubscriberStallTest, AnOwnLongerStallTimeoutWaitsForALiveWritersSlotThatTheChannelsGivesUp) {
+  Config c;
+  c.defaults.stall_timeout = 1ms;
+  TestDomain d{c, "stall"};
+  Publisher pub("/s", TypeInfo::bytes(), d.context());
+  Subscriber quick("/s", TypeInfo::bytes(), d.context());
+  Subscriber patient("/s", TypeInfo::bytes(), d.context(), SubscriberOptions{.stall_timeout = 60s});
+  std::vector<std::byte> buf(64);
+  Loan loan = pub.loan(8);
+  ASSERT_TRUE(loan.valid());
+  const std::int64_t claimed = mono_now_ns();
+  const auto poll_until = [&](auto&& done) {
+    while (!done() && mono_now_ns() - claimed < 30'000'000'000) {
+      EXPECT_FALSE(quick.take(buf).ok());
+      EXPECT_FALSE(patient.take(buf).ok());
+      std::this_thread::yield();
+    }
+  };
+  poll_until([&] { return quick.lost() != 0; });
+  const std::int64_t quick_gave_up_after = mono_now_ns() - claimed;
+  ASSERT_EQ(quick.lost(), 1U);
+  poll_until([&] { return mono_now_ns() - claimed >= 2 * quick_gave_up_after; });
+  EXPECT_EQ(patient.lost(), 0U) << "waited " << (mono_now_ns() - claimed) << " ns";
+  *loan.as<std::uint32_t>() = 9;
+  ASSERT_EQ(pub.commit(loan, 4), PublishResult::kOk);
+  const TakeResult r = patient.take(buf);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r.info.sequence, 0U);
+  EXPECT_EQ(value_of(buf), 9U);
+  EXPECT_EQ(quick.take(buf).status, TakeStatus::kNoData) << "passed over";
+  const LostRange lost = quick.take_lost();
+  EXPECT_EQ(lost.first, 0U);
+  EXPECT_EQ(lost.end, 1U);
+  EXPECT_TRUE(quick.take_lost().empty()) << "handed over once";
+  EXPECT_TRUE(patient.take_lost().empty());
 }
 
 TEST_P(PubSubTest, TypedPublishAndTakeRoundTrip) {

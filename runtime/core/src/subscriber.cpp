@@ -71,7 +71,8 @@ void Subscriber::Impl::open(const std::optional<TypeInfo>& type, bool from_start
   Impl& s = *this;
   s.header = &s.channel->header();
   s.entry = &s.channel->subscriber(s.entry_index);
-  s.stall_timeout_ns = s.channel->stall_timeout_ns();
+  s.stall_timeout_ns =
+      options.stall_timeout.count() > 0 ? options.stall_timeout.count() : s.channel->stall_timeout_ns();
   s.max_size = s.channel->max_message_size();
   s.wait_spin_ns = settings.wait_spin.count();
   s.age_sample_every = settings.age_sample_every;
@@ -160,6 +161,13 @@ std::uint64_t Subscriber::received() const noexcept {
 }
 std::uint64_t Subscriber::lost() const noexcept {
   return impl_->entry ? impl_->entry->lost().load(std::memory_order_relaxed) : 0;
+}
+
+LostRange Subscriber::take_lost() noexcept {
+  Impl& s = *impl_;
+  if (s.pending_lost == 0 || s.iox) return {};
+  s.pending_lost = 0;
+  return {s.lost_from, s.next};
 }
 
 void Subscriber::count_discarded(std::uint64_t n) noexcept {

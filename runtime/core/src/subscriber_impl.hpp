@@ -55,8 +55,11 @@ struct Subscriber::Impl {
   std::uint32_t id = 0;
   std::uint64_t next = 0;          ///< next sequence to deliver
   std::uint64_t pending_lost = 0;  ///< lost since the last delivered message
-  std::int64_t stall_since = 0;    ///< when `next` was first seen claimed but unwritten
-  std::int64_t idle_since = 0;     ///< when a poll first found nothing at `next` (0: not yet looked)
+  /// Ring: the first sequence of those (the losses since the last delivered
+  /// message are [lost_from, next), discarded loans between them included).
+  std::uint64_t lost_from = 0;
+  std::int64_t stall_since = 0;  ///< when `next` was first seen claimed but unwritten
+  std::int64_t idle_since = 0;   ///< when a poll first found nothing at `next` (0: not yet looked)
   bool dead_checked = false;
   std::uint32_t idle_polls = 0;
   std::uint32_t age_sample_every = 8;
@@ -116,6 +119,7 @@ struct Subscriber::Impl {
   }
 
   void skip_to(std::uint64_t seq) noexcept {
+    if (pending_lost == 0) lost_from = next;
     count_lost(seq - next);
     advance_to(seq);
   }

@@ -181,6 +181,24 @@ std::int64_t Executor::run_due_timers(std::int64_t now, std::size_t& ran) {
   return earliest;
 }
 
+/// Tells `s`'s on_lost of the messages it lost that no message followed.
+void Executor::report_lost(Subscription& s) {
+  const LostRange lost = s.subscriber_.take_lost();
+  if (lost.empty()) return;
+  try {
+    s.on_lost_(lost);
+  } catch (...) {
+    callback_threw(s);
+  }
+}
+
+/// Counts and handles the exception a callback of `s` threw (being caught).
+void Executor::callback_threw(Subscription& s) {
+  add_one(s.errors_);
+  s.subscriber_.count_error();
+  handle_exception(*s.node_, s.channel(), std::current_exception());
+}
+
 /// Takes and handles up to a batch of `s`'s messages; returns how many.
 std::size_t Executor::drain(Subscription& s) {
   std::size_t n = 0;
@@ -190,12 +208,13 @@ std::size_t Executor::drain(Subscription& s) {
     try {
       status = s.dispatch();
     } catch (...) {
-      add_one(s.errors_);
-      s.subscriber_.count_error();
-      handle_exception(*s.node_, s.channel(), std::current_exception());
+      callback_threw(s);
       status = TakeStatus::kOk;
     }
-    if (status != TakeStatus::kOk) break;
+    if (status != TakeStatus::kOk) {
+      if (status == TakeStatus::kNoData && s.on_lost_) report_lost(s);
+      break;
+    }
     add_one(s.calls_);
     ++n;
     if (stop_requested_.load(std::memory_order_relaxed) || s.node_->stop_requested_.load(std::memory_order_relaxed)) {

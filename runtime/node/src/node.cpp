@@ -41,6 +41,7 @@ Subscription& Node::add_subscription(std::string_view channel, const std::option
   auto s = std::make_unique<Subscription>(Subscriber(channel, type, *context_, subscriber_options),
                                           options.group != nullptr ? options.group : &default_group_, options.batch);
   s->dispatch_ = std::move(dispatch);
+  s->on_lost_ = options.on_lost;
   s->node_ = this;
   Subscription& ref = *s;
   {

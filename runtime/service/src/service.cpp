@@ -70,6 +70,19 @@ void refuse_if_served(const std::string& domain, std::string_view service, const
   }
 }
 
+/// How long a client waits for a response slot the server claimed and is
+/// still writing (descheduled) before it counts it lost. The server is the
+/// only writer of the response channels and a client has one call in
+/// flight, so such a slot holds up nothing behind it: the channel's
+/// stall_timeout (2 ms by default) would turn a server preempted mid-publish
+/// into a lost call. A server that dies mid-write is noticed by the call's
+/// liveness check (kServerDied), one that hangs by the call's timeout.
+constexpr std::chrono::seconds kResponseStallTimeout{1};
+
+SubscriberOptions response_reader_options(const ServiceOptions& options) {
+  return SubscriberOptions{.stall_timeout = kResponseStallTimeout, .node = options.node};
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------- server
@@ -109,9 +122,14 @@ struct ServiceServer::Impl {
     response_type = types.response;
     refuse_if_served(n.context().domain(), service, n.context().config().access());
     responses = &*n.publisher(service_response_channel(service), types.response);
-    requests =
-        &n.subscribe_raw(service_request_channel(service), types.request,
-                         [this](std::span<const std::byte> request, const MessageInfo& info) { serve(request, info); });
+    // Requests lost with none after them (a client stalled between its
+    // claim and its commit, the last one in the ring) are noticed at once
+    // too: their callers are waiting.
+    SubscriptionOptions options;
+    options.on_lost = [this](const LostRange& lost) { notice_lost(lost.first, lost.end); };
+    requests = &n.subscribe_raw(
+        service_request_channel(service), types.request,
+        [this](std::span<const std::byte> request, const MessageInfo& info) { serve(request, info); }, options);
     request_index = requests->subscriber().channel_index();
   }
 
@@ -253,6 +271,10 @@ struct ServiceClient::Impl {
   std::uint64_t timeouts = 0;
   std::uint64_t late = 0;
   std::uint64_t lost = 0;
+  std::uint64_t resent = 0;
+  /// The last kLost came from the server's notice that it never took the
+  /// request (not from a response lost on its way back).
+  bool request_not_taken = false;
 
   Impl(Context& ctx, std::string_view service, const ServiceTypes& types, const ServiceOptions& options)
       : context(&ctx),
@@ -260,7 +282,7 @@ struct ServiceClient::Impl {
         request_channel(service_request_channel(service)),
         response_channel(service_response_channel(service)),
         requests(request_channel, types.request, ctx, PublisherOptions{.node = options.node}),
-        responses(response_channel, types.response, ctx, SubscriberOptions{.node = options.node}),
+        responses(response_channel, types.response, ctx, response_reader_options(options)),
         request_index(requests.channel_index()) {
     const std::int64_t stall = ctx.config().channel(response_channel).stall_timeout.count();
     liveness_period_ns = std::max<std::int64_t>(stall, 1'000'000);
@@ -277,7 +299,7 @@ struct ServiceClient::Impl {
       for (const introspect::EndpointView& p : request_reader->view().publishers) {
         if (p.id != requests.id()) continue;
         own.emplace(service_client_response_channel(name, p.slot), types.response, *context,
-                    SubscriberOptions{.node = options.node});
+                    response_reader_options(options));
       }
     } catch (const Error&) {
       own.reset();
@@ -341,7 +363,7 @@ struct ServiceClient::Impl {
   }
 
   /// What one message on a response channel is to this client.
-  enum class Kind { kOther, kMine, kLate, kLost };
+  enum class Kind { kOther, kMine, kLate, kLost, kNotTaken };
 
   /// Takes every message there is on `from`; returns true once the call
   /// for `sequence` has ended (its result in `result`): its response
@@ -362,7 +384,7 @@ struct ServiceClient::Impl {
         const Provenance& cite = info.provenance[0];
         if (cite.via == kServiceRequestsLost) {
           if (waiting && info.input_count >= 2 && cite.sequence <= sequence && sequence < info.provenance[1].sequence) {
-            kind = Kind::kLost;
+            kind = Kind::kNotTaken;
           }
         } else if (waiting && cite.sequence == sequence) {
           kind = Kind::kMine;
@@ -379,11 +401,11 @@ struct ServiceClient::Impl {
       if (kind == Kind::kLate) {
         ++late;
         from.count_discarded();
-      } else if (kind == Kind::kLost) {
+      } else if (kind == Kind::kLost || kind == Kind::kNotTaken) {
         // The request, or its response, was lost in a ring (overwritten, or
         // a writer stalled beyond stall_timeout); counted where shmtool
         // info shows it.
-        ++lost;
+        request_not_taken = kind == Kind::kNotTaken;
         result.status = CallStatus::kLost;
         return true;
       } else if (kind == Kind::kMine) {
@@ -405,9 +427,84 @@ struct ServiceClient::Impl {
     if (!own) return false;  // `responses` is read all the time
     if (take_responses(responses, sequence, true, out, result)) return true;
     if (own->lost() == own_lost) return false;
-    ++lost;  // a response stalled beyond stall_timeout: ours, as we have no other in flight
+    // A response stalled beyond stall_timeout: ours, as we have no other in flight.
+    request_not_taken = false;
     result.status = CallStatus::kLost;
     return true;
+  }
+
+  /// Publishes `request`: its sequence, or nullopt when it could not be
+  /// (kDropped).
+  std::optional<std::uint64_t> send(std::span<const std::byte> request) noexcept {
+    Loan loan = requests.loan(request.size());
+    if (!loan) return std::nullopt;
+    const std::uint64_t sequence = loan.sequence();
+    if (!request.empty()) std::memcpy(loan.data().data(), request.data(), request.size());  // data() may be null
+    if (requests.commit(loan) != PublishResult::kOk) return std::nullopt;
+    return sequence;
+  }
+
+  /// Whether request `sequence`, which the last kLost says the server
+  /// never took, was passed over rather than overwritten: this client was
+  /// descheduled between its claim and its commit for longer than
+  /// stall_timeout, and the server's reader gave up on the slot. An
+  /// overwrite needs a claim of `sequence + capacity`, which the write
+  /// cursor would show. Such a request is sent again: no handler ran on it.
+  /// (iceoryx has no claims: its losses are a full queue's.)
+  bool passed_over(std::uint64_t sequence) noexcept {
+    if (!request_not_taken || !request_reader) return false;
+    try {
+      const introspect::ChannelView v = request_reader->view();
+      return v.transport == Transport::kShm && v.messages <= sequence + v.capacity;
+    } catch (const std::exception&) {
+      return false;
+    }
+  }
+
+  /// Waits for the answer to request `sequence` until `deadline` (asking
+  /// `stop` every `stop_check_ns` when it is not 0), checking every
+  /// liveness period that `server` still serves.
+  CallResult await_response(std::uint64_t sequence, std::uint64_t own_lost, std::int64_t deadline,
+                            const introspect::EndpointView& server, std::span<std::byte> response,
+                            const std::function<bool()>& stop, std::int64_t stop_check_ns) noexcept {
+    CallResult result;
+    std::int64_t next_check = mono_now_ns() + liveness_period_ns;
+    for (;;) {
+      if (take_responses(answers(), sequence, true, response, result)) return result;
+      const std::int64_t now = mono_now_ns();
+      if (now >= deadline) {
+        ++timeouts;
+        remember_unanswered(sequence);
+        result.status = CallStatus::kTimeout;
+        return result;
+      }
+      if (now >= next_check) {
+        next_check = now + liveness_period_ns;
+        if (check_shared(sequence, own_lost, response, result)) return result;
+        std::optional<introspect::EndpointView> now_serving;
+        try {
+          now_serving = this->server();
+        } catch (const std::exception&) {
+        }
+        if (!now_serving || now_serving->pid != server.pid || now_serving->id != server.id) {
+          // Its last words, if any.
+          if (take_responses(answers(), sequence, true, response, result) ||
+              check_shared(sequence, own_lost, response, result)) {
+            return result;
+          }
+          remember_unanswered(sequence);
+          result.status = CallStatus::kServerDied;
+          return result;
+        }
+      }
+      if (stop()) {
+        remember_unanswered(sequence);
+        result.status = CallStatus::kInterrupted;
+        return result;
+      }
+      const std::int64_t until = std::min(deadline, next_check);
+      answers().wait(std::chrono::nanoseconds(stop_check_ns != 0 ? std::min(until - now, stop_check_ns) : until - now));
+    }
   }
 };
 
@@ -456,55 +553,22 @@ CallResult ServiceClient::call(std::span<const std::byte> request, std::span<std
     result.status = CallStatus::kTooLarge;
     return result;
   }
-  Loan loan = c.requests.loan(request.size());
-  if (!loan) {
-    result.status = CallStatus::kDropped;
-    return result;
-  }
-  const std::uint64_t sequence = loan.sequence();
-  const std::uint64_t own_lost = c.own ? c.own->lost() : 0;
-  if (!request.empty()) std::memcpy(loan.data().data(), request.data(), request.size());  // data() may be null
-  if (c.requests.commit(loan) != PublishResult::kOk) {
-    result.status = CallStatus::kDropped;
-    return result;
-  }
-  std::int64_t next_check = mono_now_ns() + c.liveness_period_ns;
+  // A request the server passed over while this client was descheduled
+  // mid-publish is sent again (see passed_over); the deadline bounds it.
   for (;;) {
-    if (c.take_responses(c.answers(), sequence, true, response, result)) return result;
-    const std::int64_t now = mono_now_ns();
-    if (now >= deadline) {
-      ++c.timeouts;
-      c.remember_unanswered(sequence);
-      result.status = CallStatus::kTimeout;
+    const std::uint64_t own_lost = c.own ? c.own->lost() : 0;
+    const std::optional<std::uint64_t> sequence = c.send(request);
+    if (!sequence) {
+      result.status = CallStatus::kDropped;
       return result;
     }
-    if (now >= next_check) {
-      next_check = now + c.liveness_period_ns;
-      if (c.check_shared(sequence, own_lost, response, result)) return result;
-      std::optional<introspect::EndpointView> now_serving;
-      try {
-        now_serving = c.server();
-      } catch (const std::exception&) {
-      }
-      if (!now_serving || now_serving->pid != server->pid || now_serving->id != server->id) {
-        // Its last words, if any.
-        if (c.take_responses(c.answers(), sequence, true, response, result) ||
-            c.check_shared(sequence, own_lost, response, result)) {
-          return result;
-        }
-        c.remember_unanswered(sequence);
-        result.status = CallStatus::kServerDied;
-        return result;
-      }
-    }
-    if (stop()) {
-      c.remember_unanswered(sequence);
-      result.status = CallStatus::kInterrupted;
-      return result;
-    }
-    const std::int64_t until = std::min(deadline, next_check);
-    c.answers().wait(std::chrono::nanoseconds(interrupted ? std::min(until - now, kInterruptCheckNs) : until - now));
+    result =
+        c.await_response(*sequence, own_lost, deadline, *server, response, stop, interrupted ? kInterruptCheckNs : 0);
+    if (result.status != CallStatus::kLost || !c.passed_over(*sequence)) break;
+    ++c.resent;
   }
+  if (result.status == CallStatus::kLost) ++c.lost;  // counted where shmtool info shows it, too
+  return result;
 }
 
 const std::string& ServiceClient::name() const noexcept { return impl_->name; }
@@ -515,6 +579,7 @@ std::uint64_t ServiceClient::calls() const noexcept { return impl_->calls; }
 std::uint64_t ServiceClient::timeouts() const noexcept { return impl_->timeouts; }
 std::uint64_t ServiceClient::late_responses() const noexcept { return impl_->late; }
 std::uint64_t ServiceClient::lost() const noexcept { return impl_->lost; }
+std::uint64_t ServiceClient::resent() const noexcept { return impl_->resent; }
 
 // ---------------------------------------------------------------- views
 

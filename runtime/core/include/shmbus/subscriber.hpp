@@ -34,6 +34,13 @@ struct TakeResult {
   [[nodiscard]] bool ok() const noexcept { return status == TakeStatus::kOk; }
 };
 
+/// Ring sequences [first, end) that a subscriber counted lost.
+struct LostRange {
+  std::uint64_t first = 0;
+  std::uint64_t end = 0;
+  [[nodiscard]] bool empty() const noexcept { return first == end; }
+};
+
 /// Options of a subscriber.
 struct SubscriberOptions {
   /// Also deliver up to this many messages already in the ring when the
@@ -52,6 +59,12 @@ struct SubscriberOptions {
   /// channel made while it records). What the ring no longer holds is
   /// counted lost. Overrides `history`.
   bool from_first = false;
+  /// How long a slot claimed by a live publisher and not yet committed is
+  /// waited for before it is counted lost; 0: the channel's stall_timeout.
+  /// A longer bound suits a reader of a channel with one writer whose every
+  /// message it needs (a service client's responses): a stalled slot there
+  /// holds up nothing behind it. A writer that died is judged as always.
+  std::chrono::nanoseconds stall_timeout{0};
   /// The node name shown for this subscriber (shmtool info, the monitor);
   /// empty: the context's node. A shmbus::Node sets its own name.
   std::string node{};
@@ -169,6 +182,13 @@ class Subscriber {
 
   [[nodiscard]] std::uint64_t received() const noexcept;
   [[nodiscard]] std::uint64_t lost() const noexcept;
+  /// The ring sequences counted lost since the last message delivered
+  /// (overwritten, or claimed by a writer that stalled beyond
+  /// stall_timeout), handed over now: the next message's lost_before no
+  /// longer counts them. For a reader that must learn of a loss when no
+  /// message follows it (a service server). Empty when there is none, and
+  /// on iceoryx channels, whose losses only the next message shows.
+  [[nodiscard]] LostRange take_lost() noexcept;
 
   /// Counts `n` messages this subscriber took and then discarded (a
   /// synchronizer that found no partner for them), so that `shmtool info`

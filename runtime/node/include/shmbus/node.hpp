@@ -87,6 +87,13 @@ struct SubscriptionOptions {
   /// (Subscription::overwritten, and lost in shmtool info).
   bool in_place = false;
   std::function<void(const MessageInfo&)> on_overwritten;
+  /// Called, in the callback's turn, when messages were counted lost
+  /// (overwritten, or claimed by a publisher that stalled beyond
+  /// stall_timeout) and no message came after them to tell it in its
+  /// MessageInfo::lost_before: with their sequences, which the next
+  /// message then does not count again. rclcpp's message-lost event; ring
+  /// channels only (on iceoryx the next message tells).
+  std::function<void(const LostRange&)> on_lost;
   /// Messages handled per wakeup before the executor looks at its other
   /// sources again (fairness between a busy channel and the rest).
   std::uint32_t batch = 32;
@@ -135,6 +142,7 @@ class Subscription {
   CallbackGroup* group_;
   std::uint32_t batch_;
   Dispatch dispatch_;
+  std::function<void(const LostRange&)> on_lost_;
   std::vector<std::byte> buffer_;      ///< raw copies
   std::exception_ptr in_place_error_;  ///< thrown inside an in-place read
   std::atomic<bool> in_flight_{false};
@@ -376,6 +384,8 @@ class Executor {
   std::int64_t run_due_timers(std::int64_t now, std::size_t& ran);
   void fire(Timer& t, std::int64_t now);
   std::size_t drain(Subscription& s);
+  void report_lost(Subscription& s);
+  void callback_threw(Subscription& s);
   void handle_exception(Node& node, const std::string& source, const std::exception_ptr& error);
   void wait_for_work(std::vector<std::size_t>& ready);
   void spin_single();

@@ -175,7 +175,9 @@ class ServiceClient {
   /// on the futex) until the response, copied into `response`, or until
   /// `timeout`. Waits for a server first (within the same timeout); a server
   /// that dies with the request is noticed within the channel's
-  /// stall_timeout (at least 1 ms).
+  /// stall_timeout (at least 1 ms). A request the server passed over
+  /// because this client was descheduled between claiming its slot and
+  /// committing it (longer than stall_timeout) is sent again (resent()).
   CallResult call(std::span<const std::byte> request, std::span<std::byte> response,
                   std::chrono::nanoseconds timeout) noexcept;
   /// The same, asking `interrupted()` (which must not throw) at least every
@@ -206,6 +208,10 @@ class ServiceClient {
   /// Calls that ended kLost (their request or response was overwritten or
   /// stalled in its ring: also counted LOST in shmtool info).
   [[nodiscard]] std::uint64_t lost() const noexcept;
+  /// Requests sent again because the server passed over them, never taken,
+  /// while this client was descheduled mid-publish (the server's LOST in
+  /// shmtool info counts them).
+  [[nodiscard]] std::uint64_t resent() const noexcept;
 
   struct Impl;
 
