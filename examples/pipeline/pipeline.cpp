@@ -16,6 +16,7 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <cstdlib>
+#include <limits>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -38,16 +39,13 @@ struct Options {
   std::uint64_t count = 0;  ///< sensors, m3: stop after this many c1 (c6) messages; 0: until Ctrl-C
 };
 
-/// Takes every message waiting on `sub`; the latest one stays in `latest`.
-void take_latest(shmbus::TypedSubscriber<Sample>& sub, Sample& latest) {
-  while (const std::optional<Sample> s = sub.take()) latest = *s;
-}
-
-/// Takes `sub`'s messages in order up to the one of frame `seq`, which its
-/// publisher sent before the trigger; a later frame's stays queued for that
-/// frame (a module running late pairs the frames all the same). The last
-/// one taken stays in `latest`.
-void take_frame(shmbus::TypedSubscriber<Sample>& sub, std::uint64_t seq, Sample& latest) {
+/// Takes `sub`'s messages in order up to the one of frame `seq` (default:
+/// every one waiting). A frame's message its publisher sent before the
+/// trigger is found; a later frame's stays queued for that frame (a module
+/// running late pairs the frames all the same). The last one taken stays in
+/// `latest`.
+void take_until(shmbus::TypedSubscriber<Sample>& sub, Sample& latest,
+                std::uint64_t seq = std::numeric_limits<std::uint64_t>::max()) {
   while (const std::optional<Sample> s = sub.take()) {
     latest = *s;
     if (s->seq >= seq) return;
@@ -82,7 +80,7 @@ int run(const Options& o) {
     auto latest_c2 = std::make_shared<Sample>();
     node.subscribe<Sample>("/pipeline/c1",
                            [&c3, c2, latest_c2, gain = o.gain](const Sample& c1, const shmbus::MessageInfo&) {
-                             take_frame(*c2, c1.seq, *latest_c2);
+                             take_until(*c2, *latest_c2, c1.seq);
                              c3.publish(Sample{c1.seq, gain * (c1.value + latest_c2->value)});
                            });
   } else if (o.module == "m2") {
@@ -91,8 +89,8 @@ int run(const Options& o) {
     auto c6 = std::make_shared<shmbus::TypedSubscriber<Sample>>("/pipeline/c6", node.context(), side);
     auto latest = std::make_shared<std::pair<Sample, Sample>>();
     node.subscribe<Sample>("/pipeline/c3", [&c5, c4, c6, latest](const Sample& c3, const shmbus::MessageInfo&) {
-      take_latest(*c4, latest->first);
-      take_latest(*c6, latest->second);
+      take_until(*c4, latest->first);
+      take_until(*c6, latest->second);
       const Sample& s4 = latest->first;
       const Sample& s6 = latest->second;
       c5.publish(Sample{c3.seq, c3.value + s4.value + s6.value + static_cast<double>(c3.seq + s4.seq + s6.seq)});

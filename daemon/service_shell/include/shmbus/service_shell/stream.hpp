@@ -55,10 +55,8 @@ class ErasedHandler {
   };
   template <class Handler>
   struct Impl final : Base {
-    Impl(Handler&& h, const executor_type& fallback)
+    Impl(Handler h, const executor_type& fallback)
         : Base(boost::asio::get_associated_executor(h, fallback)), handler(std::move(h)) {}
-    Impl(const Handler& h, const executor_type& fallback)
-        : Base(boost::asio::get_associated_executor(h, fallback)), handler(h) {}
     void run(Args... args) override {
       Handler h(std::move(handler));
       delete this;
