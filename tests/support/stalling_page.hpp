@@ -29,11 +29,12 @@ class StallingPage {
     // (a memcpy does; a system call reading the page would fail instead).
     uffd_ = static_cast<int>(::syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK | UFFD_USER_MODE_ONLY));
     if (uffd_ < 0) return;
+    void* page = ::mmap(nullptr, page_size_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (page == MAP_FAILED) return;
+    page_ = static_cast<std::byte*>(page);  // unmapped by the destructor from here on
     uffdio_api api{};
     api.api = UFFD_API;
-    void* page = ::mmap(nullptr, page_size_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (::ioctl(uffd_, UFFDIO_API, &api) != 0 || page == MAP_FAILED) return;
-    page_ = static_cast<std::byte*>(page);
+    if (::ioctl(uffd_, UFFDIO_API, &api) != 0) return;
     uffdio_register reg{};
     reg.range = {reinterpret_cast<std::uintptr_t>(page_), page_size_};
     reg.mode = UFFDIO_REGISTER_MODE_MISSING;
