@@ -99,7 +99,11 @@ class StallingPage {
   int uffd_ = -1;
   std::byte* page_ = nullptr;
   std::byte* source_ = nullptr;
+  /// Set by serve() (release) once the fault is read; wait_for_touch()
+  /// loads it (acquire). Only the flag passes: no data is published by it.
   std::atomic<bool> touched_{false};
+  /// Set by release() (release); serve() loads it (acquire) and then fills
+  /// the page from source_, which was written before the handler started.
   std::atomic<bool> released_{false};
   std::thread handler_;
 };
