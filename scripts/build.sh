@@ -68,9 +68,17 @@ if [ -n "$sanitize" ]; then
 fi
 
 bash scripts/install-deps.sh "${deps_args[@]}" >&2
+# Debian's ccache, when installed, caches every compile: CI's clean clones
+# then reuse what this machine compiled before (the cache is keyed by the
+# preprocessed source and flags, not by the clone's path: base_dir).
+launcher=()
+if command -v ccache >/dev/null; then
+  export CCACHE_BASEDIR="$PWD" CCACHE_NOHASHDIR=true
+  launcher=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+fi
 # Configured as the Debian packages are (prefix /usr, Debian's unit
 # directory): the package test packs this very tree (tests/package/deb.sh).
-cmake -S . -B "$dir" -G Ninja "${compiler[@]}" "${cross[@]}" -DCMAKE_BUILD_TYPE="$build_type" -DSHMBUS_SANITIZE="$sanitize" \
+cmake -S . -B "$dir" -G Ninja "${compiler[@]}" "${cross[@]}" "${launcher[@]}" -DCMAKE_BUILD_TYPE="$build_type" -DSHMBUS_SANITIZE="$sanitize" \
   -DSHMBUS_BUILD_BENCHMARKS="$benchmarks" -DSHMBUS_BUILD_FUZZERS="$fuzzers" ${SHMBUS_WERROR:+-DSHMBUS_WERROR="$SHMBUS_WERROR"} \
   ${SHMBUS_LINE_TABLES_ONLY:+-DSHMBUS_LINE_TABLES_ONLY="$SHMBUS_LINE_TABLES_ONLY"} \
   -DCMAKE_INSTALL_PREFIX=/usr -DSHMBUS_SYSTEMD_UNIT_DIR=/lib/systemd/system >&2

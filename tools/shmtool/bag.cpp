@@ -187,7 +187,7 @@ Exported exported(const mcap::FileInfo& info, const mcap::Channel& ch, TypeInfo&
 }  // namespace
 
 int run_bag_export(const Globals& /*g*/, const std::string& in, const std::string& out, const std::string& encoding,
-                   bool quiet) {
+                   bool quiet, bool strict) {
   const bool cdr = encoding == "cdr";
   if (encoding != "json" && !cdr) {
     throw Error(Errc::kInvalidArgument, "bag export: unknown --encoding '" + encoding + "'; use json or cdr");
@@ -204,9 +204,18 @@ int run_bag_export(const Globals& /*g*/, const std::string& in, const std::strin
   mcap::Writer writer(out, w);
   std::map<std::uint16_t, Exported> channels;
   std::map<std::string, std::uint16_t> schema_ids;  // schema text -> id
+  std::map<std::uint16_t, std::string> unreadable;   // channels skipped, and why
+  Undecoded undecoded;
   for (const auto& ch : info.channels) {
     TypeInfo type;
-    Exported e = exported(info, ch, type);
+    Exported e;
+    try {
+      e = exported(info, ch, type);
+    } catch (const Error& x) {
+      if (strict) throw;
+      unreadable[ch.id] = x.what();
+      continue;
+    }
     std::string text;
     if (cdr) {
       text = e.schema ? schema::ros2msg_text(e.schema->root()) : std::string{schema::kBytesRos2msgText};
@@ -229,17 +238,27 @@ int run_bag_export(const Globals& /*g*/, const std::string& in, const std::strin
   ProgressLine progress("export", quiet);
   reader.read_messages([&](const mcap::MessageView& m) {
     if (n % 4096 == 0) progress.update(n, info.statistics.message_count, writer.bytes());
+    const std::string& topic = info.channel(m.channel_id)->topic;
+    const mcap::Schema* sc = info.schema(info.channel(m.channel_id)->schema_id);
+    if (const auto u = unreadable.find(m.channel_id); u != unreadable.end()) {
+      undecoded.add(topic, sc != nullptr ? sc->name : "", u->second);
+      return true;
+    }
     const Exported& e = channels.at(m.channel_id);
     text.clear();
     std::vector<std::byte> held;
     std::span<const std::byte> bytes = m.data;
     if (e.from_cdr) {
+      schema::CdrNotes notes;
       try {
-        held = e.schema->from_cdr(m.data);
+        held = e.schema->from_cdr(m.data, schema::Schema::kMaxDecodedBytes, &notes);
       } catch (const schema::CodecError& x) {
-        throw Error(Errc::kInvalidArgument, fmt::format("bag export: {}: message {} on {} does not decode: {}", in,
-                                                        m.sequence, info.channel(m.channel_id)->topic, x.what()));
+        const std::string why = fmt::format("message {} does not decode: {}", m.sequence, x.what());
+        if (strict) throw Error(Errc::kInvalidArgument, fmt::format("bag export: {}: {} on {}", in, why, topic));
+        undecoded.add(topic, sc != nullptr ? sc->name : "", why);
+        return true;
       }
+      undecoded.strings_without_nul(topic, notes.strings_without_nul);
       bytes = held;
     }
     if (cdr) {
@@ -259,7 +278,7 @@ int run_bag_export(const Globals& /*g*/, const std::string& in, const std::strin
   progress.clear();
   print(fmt::format("exported {} messages on {} channels from {} into {} ({}, {})\n", n, channels.size(), in, out,
                     encoding, human_bytes(writer.bytes())));
-  return 0;
+  return undecoded.say("bag export", "skipped");
 }
 
 namespace {

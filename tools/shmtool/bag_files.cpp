@@ -23,15 +23,17 @@ namespace {
 using Json = schema::Json;
 
 /// How one channel's messages are shown: decoded by its shmbus schema, by
-/// the ROS 2 definition the file carries (CDR), parsed as JSON, or as bytes.
+/// the ROS 2 definition the file carries (CDR), parsed as JSON, or as bytes;
+/// or not at all, with the reason in `unreadable`.
 struct Shown {
   std::string type;
   std::optional<schema::Schema> schema;
   bool cdr = false;
   bool json = false;
+  std::string unreadable;
 };
 
-std::map<std::uint16_t, Shown> shown_channels(const mcap::FileInfo& info) {
+std::map<std::uint16_t, Shown> shown_channels(const mcap::FileInfo& info, bool strict) {
   std::map<std::uint16_t, Shown> out;
   for (const auto& ch : info.channels) {
     Shown s;
@@ -41,8 +43,13 @@ std::map<std::uint16_t, Shown> shown_channels(const mcap::FileInfo& info) {
     // A ROS 2 recording (rosbag2, `bag export --encoding cdr`): decoded
     // through the definition the file carries.
     if (record::is_ros2_channel(ch, sc)) {
-      s.schema = record::schema_of_ros2msg(*sc, ch.topic);
-      s.cdr = true;
+      try {
+        s.schema = record::schema_of_ros2msg(*sc, ch.topic);
+        s.cdr = true;
+      } catch (const Error& e) {
+        if (strict) throw;
+        s.unreadable = e.what();
+      }
     }
     s.json = ch.message_encoding == "json";
     out[ch.id] = std::move(s);
@@ -51,8 +58,8 @@ std::map<std::uint16_t, Shown> shown_channels(const mcap::FileInfo& info) {
 }
 
 /// A message's content as JSON: its fields, or {"data": base64}.
-Json content(const Shown& s, std::span<const std::byte> data) {
-  if (s.schema && s.cdr) return s.schema->decode(s.schema->from_cdr(data));
+Json content(const Shown& s, std::span<const std::byte> data, schema::CdrNotes& notes) {
+  if (s.schema && s.cdr) return s.schema->decode(s.schema->from_cdr(data, schema::Schema::kMaxDecodedBytes, &notes));
   if (s.schema) return s.schema->decode(data);
   if (s.json) {
     try {
@@ -105,23 +112,32 @@ int run_bag_cat(const Globals& g, const BagCatOptions& o) {
   const std::uint64_t end = o.end.empty() ? UINT64_MAX : parse_wall_time("bag cat", "--end", o.end);
   mcap::Reader reader(o.file);
   const mcap::FileInfo& info = reader.info();
-  const std::map<std::uint16_t, Shown> shown = shown_channels(info);
+  const std::map<std::uint16_t, Shown> shown = shown_channels(info, o.strict);
   std::map<std::uint16_t, bool> selected;
   for (const auto& ch : info.channels) {
     selected[ch.id] = record::selected(o.channels, o.exclude, ch.topic);
   }
   std::string out;
+  Undecoded undecoded;
   reader.read_messages([&](const mcap::MessageView& m) {
     if (!selected[m.channel_id] || m.log_time < begin || m.log_time >= end) return true;
     const Shown& s = shown.at(m.channel_id);
     const std::string& topic = info.channel(m.channel_id)->topic;
-    Json data;
-    try {
-      data = content(s, m.data);
-    } catch (const schema::CodecError& e) {
-      throw Error(Errc::kInvalidArgument, fmt::format("bag cat: {}: message {} on {} (log time {}) does not decode: {}",
-                                                      o.file, m.sequence, topic, m.log_time, e.what()));
+    if (!s.unreadable.empty()) {
+      undecoded.add(topic, s.type, s.unreadable);
+      return true;
     }
+    Json data;
+    schema::CdrNotes notes;
+    try {
+      data = content(s, m.data, notes);
+    } catch (const schema::CodecError& e) {
+      const std::string why = fmt::format("message {} (log time {}) does not decode: {}", m.sequence, m.log_time, e.what());
+      if (o.strict) throw Error(Errc::kInvalidArgument, fmt::format("bag cat: {}: {} on {}", o.file, why, topic));
+      undecoded.add(topic, s.type, why);
+      return true;
+    }
+    undecoded.strings_without_nul(topic, notes.strings_without_nul);
     if (g.json) {
       out += Json{{"topic", topic},
                   {"sequence", m.sequence},
@@ -140,7 +156,37 @@ int run_bag_cat(const Globals& g, const BagCatOptions& o) {
     return true;
   });
   print(out);
-  return 0;
+  return undecoded.say("bag cat", "skipped");
+}
+
+void Undecoded::add(const std::string& topic, const std::string& type, const std::string& why, std::uint64_t messages) {
+  Channel& c = channels_[topic];
+  if (c.why.empty()) {
+    c.type = type;
+    c.why = why;
+  }
+  c.messages += messages;
+}
+
+void Undecoded::strings_without_nul(const std::string& topic, std::uint64_t n) {
+  if (n != 0) channels_[topic].strings_without_nul += n;
+}
+
+int Undecoded::say(std::string_view verb, std::string_view what) const {
+  int rc = 0;
+  for (const auto& [topic, c] : channels_) {
+    if (!c.why.empty()) {
+      fmt::print(stderr, "{}: {} ({}): {} message(s) {}: {}\n", verb, topic, c.type.empty() ? "no schema" : c.type,
+                 c.messages, what, c.why);
+      rc = 1;
+    }
+    if (c.strings_without_nul != 0) {
+      fmt::print(stderr,
+                 "{}: {}: {} string(s) without their terminating NUL, kept whole as ROS 2's Fast-CDR reads them\n",
+                 verb, topic, c.strings_without_nul);
+    }
+  }
+  return rc;
 }
 
 int run_bag_doctor(const Globals& g, const std::string& file) {
@@ -158,9 +204,10 @@ int run_bag_doctor(const Globals& g, const std::string& file) {
   return faults.empty() ? 0 : 1;
 }
 
-int run_bag_import(const Globals& g, const std::string& in, const std::string& out, bool quiet) {
+int run_bag_import(const Globals& g, const std::string& in, const std::string& out, bool quiet, bool strict) {
   record::ImportOptions o;
   o.msg_paths = g.msg_paths;
+  o.strict = strict;
   ProgressLine progress("import", quiet);
   o.progress = [&progress](const record::RewriteProgress& p) {
     progress.update(p.messages, p.total_messages, p.bytes_written);
@@ -169,7 +216,10 @@ int run_bag_import(const Globals& g, const std::string& in, const std::string& o
   progress.clear();
   print(fmt::format("import: wrote {} messages on {} channels from {} into {} ({})\n", r.messages, r.channels, in, out,
                     human_bytes(r.bytes)));
-  return 0;
+  Undecoded undecoded;
+  for (const record::UndecodedChannel& c : r.undecoded) undecoded.add(c.topic, c.type, c.why, c.messages);
+  for (const auto& [topic, n] : r.strings_without_nul) undecoded.strings_without_nul(topic, n);
+  return undecoded.say("bag import", "kept raw, undecoded");
 }
 
 }  // namespace shmbus::tool

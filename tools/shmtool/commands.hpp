@@ -142,16 +142,45 @@ struct BagCatOptions {
   std::vector<std::string> exclude;
   std::string begin;
   std::string end;
+  bool strict = false;  ///< stop at the first message that does not decode
 };
 int run_bag_cat(const Globals& g, const BagCatOptions& o);
 /// bag doctor FILE: every fault of the file, one line each (exit 1), or
 /// none (exit 0).
 int run_bag_doctor(const Globals& g, const std::string& file);
 /// bag import IN -o OUT: a ROS 2 recording (cdr, ros2msg) as a shmbus one.
-int run_bag_import(const Globals& g, const std::string& in, const std::string& out, bool quiet);
+/// A channel that cannot be read or a message that does not decode is
+/// kept raw and said (exit 1); with `strict` the first refuses the file.
+int run_bag_import(const Globals& g, const std::string& in, const std::string& out, bool quiet, bool strict);
 /// bag export IN -o OUT --encoding json: the recording with JSON messages.
+/// What does not decode is skipped and said (exit 1), or with `strict`
+/// refuses the file.
 int run_bag_export(const Globals& g, const std::string& in, const std::string& out, const std::string& encoding,
-                   bool quiet);
+                   bool quiet, bool strict);
+
+/// What a bag command left undecoded, per channel, said once at its end:
+/// one line each on stderr with the count and the first reason.
+class Undecoded {
+ public:
+  /// `messages` of `topic` (a ROS 2 type `type`) not decoded because of
+  /// `why` (the first reason of a channel is the one said).
+  void add(const std::string& topic, const std::string& type, const std::string& why, std::uint64_t messages = 1);
+  /// Says each channel's line, "VERB: TOPIC (TYPE): N message(s) WHAT: WHY",
+  /// and returns the exit code: 1 when anything was left, else 0.
+  [[nodiscard]] int say(std::string_view verb, std::string_view what) const;
+  /// `n` strings of `topic` whose CDR had no terminating NUL, kept whole as
+  /// Fast-CDR reads them: said by say(), without changing its exit code.
+  void strings_without_nul(const std::string& topic, std::uint64_t n);
+
+ private:
+  struct Channel {
+    std::string type;
+    std::uint64_t messages = 0;
+    std::string why;
+    std::uint64_t strings_without_nul = 0;
+  };
+  std::map<std::string, Channel> channels_;
+};
 
 /// service list: the domain's services, their servers and counters.
 int run_service_list(const Globals& g);

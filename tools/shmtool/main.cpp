@@ -96,6 +96,7 @@ struct Commands {
   bool one_file = false;               ///< bag info
   std::string bag_output;              ///< bag recover, export
   std::string encoding = "json";       ///< bag export
+  bool bag_strict = false;             ///< bag export, import
   bool dot = false;                    ///< bag graph
   std::string bag_other;               ///< bag diff
   std::string bag_channel;             ///< bag diff
@@ -314,6 +315,7 @@ std::function<std::optional<int>()> add_bag_file_commands(CLI::App* bag, Command
   cat->add_option("--exclude", k.cat.exclude, "Not the channels matching these globs");
   cat->add_option("--begin", k.cat.begin, "From this wall time (UTC ISO 8601 or ns since the epoch)");
   cat->add_option("--end", k.cat.end, "Before this wall time");
+  cat->add_flag("--strict", k.cat.strict, "Stop at the first message that does not decode (else skipped and said)");
   json_flag(cat, k);
   CLI::App* doctor = bag->add_subcommand(
       "doctor", "Check every record, CRC and index of a file; one line per fault (exit 1), none (exit 0)");
@@ -324,10 +326,12 @@ std::function<std::optional<int>()> add_bag_file_commands(CLI::App* bag, Command
   import->add_option("FILE", k.bag_file, "A ROS 2 MCAP file")->required();
   import->add_option("-o,--output", k.bag_output, "The file to write")->required();
   import->add_flag("-q,--quiet", k.rewrite.quiet, "No progress line on a terminal");
+  import->add_flag("--strict", k.bag_strict,
+                   "Refuse the file at the first channel or message that does not decode (else kept raw and said)");
   return [&k, filter, merge, compress, decompress, cat, doctor, import]() -> std::optional<int> {
     if (cat->parsed()) return run_bag_cat(k.g, k.cat);
     if (doctor->parsed()) return run_bag_doctor(k.g, k.bag_file);
-    if (import->parsed()) return run_bag_import(k.g, k.bag_file, k.bag_output, k.rewrite.quiet);
+    if (import->parsed()) return run_bag_import(k.g, k.bag_file, k.bag_output, k.rewrite.quiet, k.bag_strict);
     for (CLI::App* c : {filter, merge, compress, decompress}) {
       if (!c->parsed()) continue;
       k.rewrite.verb = c->get_name();
@@ -362,6 +366,7 @@ void add_bag_commands(CLI::App& app, Commands& k) {
                   "Message encoding of the copy: json (jsonschema) or cdr (ros2 profile, ros2msg schemas)")
       ->check(CLI::IsMember({"json", "cdr"}));
   exp->add_flag("-q,--quiet", k.rewrite.quiet, "No progress line on a terminal");
+  exp->add_flag("--strict", k.bag_strict, "Refuse the file at the first message that does not decode (else skipped and said)");
   CLI::App* graph = bag->add_subcommand(
       "graph",
       "The modules and channels of a recording as a graph (module -> channel -> module), in topological order");
@@ -381,7 +386,7 @@ void add_bag_commands(CLI::App& app, Commands& k) {
     if (diff->parsed()) return run_bag_diff(k.g, k.bag_file, k.bag_other, k.bag_channel);
     if (graph->parsed()) return run_bag_graph(k.g, k.bag_file, k.dot);
     if (recover->parsed()) return run_bag_recover(k.g, k.bag_file, k.bag_output, k.rewrite.quiet);
-    return run_bag_export(k.g, k.bag_file, k.bag_output, k.encoding, k.rewrite.quiet);
+    return run_bag_export(k.g, k.bag_file, k.bag_output, k.encoding, k.rewrite.quiet, k.bag_strict);
   };
 }
 

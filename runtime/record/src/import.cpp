@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <unistd.h>
+
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <optional>
@@ -19,10 +22,14 @@ namespace shmbus::record {
 
 namespace {
 
-/// One imported channel: its schema (none: raw bytes) and its id in the output.
+/// One imported channel: its schema (none: raw bytes), its id in the
+/// output, and why it is kept undecoded (empty: it is decoded).
 struct Imported {
   std::optional<schema::Schema> schema;
   std::uint16_t id = 0;
+  std::string undecoded;
+  std::uint64_t messages = 0;
+  std::uint64_t strings_without_nul = 0;
 };
 
 /// Resolves a channel's type; refuses what cannot map, naming why.
@@ -88,59 +95,160 @@ schema::Schema schema_of_ros2msg(const mcap::Schema& s, std::string_view topic) 
   }
 }
 
+namespace {
+
+/// A file beside `output` that becomes it by rename() only when the
+/// import is finished: a refused import leaves nothing behind, and never
+/// replaces a file that was there.
+class StagedOutput {
+ public:
+  explicit StagedOutput(const std::string& output)
+      : output_(output), staged_(fmt::format("{}.importing-{}", output, ::getpid())) {}
+  ~StagedOutput() {
+    if (!committed_) std::filesystem::remove(staged_, ignored_);
+  }
+  StagedOutput(const StagedOutput&) = delete;
+  StagedOutput& operator=(const StagedOutput&) = delete;
+  StagedOutput(StagedOutput&&) = delete;
+  StagedOutput& operator=(StagedOutput&&) = delete;
+
+  [[nodiscard]] const std::string& path() const noexcept { return staged_; }
+  void commit() {
+    std::error_code ec;
+    std::filesystem::rename(staged_, output_, ec);
+    if (ec) throw Error(Errc::kResource, fmt::format("bag import: cannot rename {} to {}: {}", staged_, output_, ec.message()));
+    committed_ = true;
+  }
+
+ private:
+  std::string output_;
+  std::string staged_;
+  bool committed_ = false;
+  std::error_code ignored_;
+};
+
+/// One pass over the input's messages. With a writer, each is written as
+/// its channel is imported; without one, each decoded channel's messages
+/// are only decoded. A message that does not decode is refused
+/// (`strict`) or marks its channel undecoded; returns how many channels
+/// it marked.
+std::size_t import_pass(mcap::Reader& reader, const std::string& input, std::map<std::uint16_t, Imported>& channels,
+                        mcap::Writer* writer, bool strict, ProgressReporter* progress, ImportReport& report) {
+  const mcap::FileInfo& info = reader.info();
+  std::size_t marked = 0;
+  schema::CdrNotes notes;
+  reader.read_messages([&](const mcap::MessageView& m) {
+    Imported& im = channels.at(m.channel_id);
+    std::vector<std::byte> bytes;
+    if (!im.undecoded.empty()) {
+      bytes.assign(m.data.begin(), m.data.end());  // kept as it was, with its schema text
+    } else {
+      try {
+        const std::uint64_t before = notes.strings_without_nul;
+        bytes = im.schema ? im.schema->from_cdr(m.data, schema::Schema::kMaxDecodedBytes, &notes)
+                          : schema::bytes_from_cdr(m.data);
+        im.strings_without_nul += notes.strings_without_nul - before;
+      } catch (const schema::CodecError& e) {
+        const std::string why = fmt::format("message {} (log time {}) does not decode: {}", m.sequence, m.log_time,
+                                            e.what());
+        if (strict) {
+          throw Error(Errc::kConfig, fmt::format("bag import: {}: {} on {}", input, why,
+                                                 info.channel(m.channel_id)->topic));
+        }
+        im.undecoded = why;
+        ++marked;
+        if (writer != nullptr) return false;  // written decoded so far: the pass starts again
+        return true;
+      }
+    }
+    if (writer == nullptr) return true;
+    writer->write({im.id, m.sequence, m.log_time, m.publish_time, bytes});
+    ++report.messages;
+    ++im.messages;
+    progress->read_one(*writer);
+    return true;
+  });
+  return marked;
+}
+
+}  // namespace
+
 ImportReport import_ros2(const std::string& input, const std::string& output, const ImportOptions& o) {
   if (input == output) throw Error(Errc::kInvalidArgument, "bag import: -o must name another file than " + input);
   mcap::Reader reader(input);
   const mcap::FileInfo& info = reader.info();
   const schema::TypeCatalog catalog(o.msg_paths);
-  std::map<std::uint16_t, std::optional<schema::Schema>> types;
-  for (const mcap::Channel& c : info.channels) types[c.id] = resolve(catalog, c, info.schema(c.schema_id));
-
-  mcap::WriterOptions w;
-  w.library = "shmtool bag import";
-  w.compression = mcap::parse_compression(info.compression).value_or(mcap::Compression::kZstd);
-  mcap::Writer writer(output, w);
   std::map<std::uint16_t, Imported> channels;
-  std::map<std::string, std::uint16_t> schema_ids;
   for (const mcap::Channel& c : info.channels) {
-    Imported im;
-    im.schema = types.at(c.id);
-    const TypeInfo type =
-        im.schema ? TypeInfo{im.schema->root().name, im.schema->hash(), im.schema->text()} : TypeInfo::bytes();
-    std::uint16_t schema_id = 0;
-    if (im.schema) {
-      auto it = schema_ids.find(type.name);
-      if (it == schema_ids.end()) {
-        it = schema_ids.emplace(type.name, writer.add_schema(type.name, "shmbus.msg", type.schema)).first;
-      }
-      schema_id = it->second;
-    }
-    im.id = writer.add_channel(schema_id, c.topic, "shmbus",
-                               {{"type_name", type.name}, {"type_hash", fmt::format("{:016x}", type.hash)}});
-    channels[c.id] = std::move(im);
-  }
-  for (const mcap::Metadata& m : info.metadata) writer.write_metadata(m);
-  ImportReport report;
-  ProgressReporter progress(o.progress, info.statistics.message_count);
-  reader.read_messages([&](const mcap::MessageView& m) {
-    const Imported& im = channels.at(m.channel_id);
-    std::vector<std::byte> bytes;
+    Imported& im = channels[c.id];
     try {
-      bytes = im.schema ? im.schema->from_cdr(m.data) : schema::bytes_from_cdr(m.data);
-    } catch (const schema::CodecError& e) {
-      throw Error(Errc::kConfig,
-                  fmt::format("bag import: {}: message {} of {} (log time {}) does not decode: {}", input, m.sequence,
-                              info.channel(m.channel_id)->topic, m.log_time, e.what()));
+      im.schema = resolve(catalog, c, info.schema(c.schema_id));
+    } catch (const Error& e) {
+      if (o.strict) throw;
+      im.undecoded = e.what();
     }
-    writer.write({im.id, m.sequence, m.log_time, m.publish_time, bytes});
-    ++report.messages;
-    progress.read_one(writer);
-    return true;
-  });
-  writer.close();
+  }
+  StagedOutput staged(output);
+  ImportReport report;
+  // At most three passes: the first finds a message that does not decode,
+  // the second every other one, the third writes with all of them known.
+  for (int attempt = 0;; ++attempt) {
+    mcap::WriterOptions w;
+    w.library = "shmtool bag import";
+    w.compression = mcap::parse_compression(info.compression).value_or(mcap::Compression::kZstd);
+    mcap::Writer writer(staged.path(), w);
+    std::map<std::string, std::uint16_t> schema_ids;
+    for (const mcap::Channel& c : info.channels) {
+      Imported& im = channels.at(c.id);
+      im.messages = 0;
+      if (!im.undecoded.empty()) {
+        // Its bytes as they were, under its own schema record: nothing lost.
+        const mcap::Schema* s = info.schema(c.schema_id);
+        const std::uint16_t schema_id =
+            s != nullptr ? writer.add_schema(s->name, s->encoding, s->data) : std::uint16_t{0};
+        mcap::KeyValues metadata = c.metadata;
+        metadata.emplace_back("type_name", TypeInfo::bytes().name);
+        metadata.emplace_back("type_hash", fmt::format("{:016x}", 0));
+        im.id = writer.add_channel(schema_id, c.topic, c.message_encoding, std::move(metadata));
+        continue;
+      }
+      const TypeInfo type =
+          im.schema ? TypeInfo{im.schema->root().name, im.schema->hash(), im.schema->text()} : TypeInfo::bytes();
+      std::uint16_t schema_id = 0;
+      if (im.schema) {
+        auto it = schema_ids.find(type.name);
+        if (it == schema_ids.end()) {
+          it = schema_ids.emplace(type.name, writer.add_schema(type.name, "shmbus.msg", type.schema)).first;
+        }
+        schema_id = it->second;
+      }
+      im.id = writer.add_channel(schema_id, c.topic, "shmbus",
+                                 {{"type_name", type.name}, {"type_hash", fmt::format("{:016x}", type.hash)}});
+    }
+    for (const mcap::Metadata& m : info.metadata) writer.write_metadata(m);
+    report = ImportReport{};
+    ProgressReporter progress(o.progress, info.statistics.message_count);
+    if (import_pass(reader, input, channels, &writer, o.strict, &progress, report) == 0) {
+      writer.close();
+      report.bytes = writer.bytes();
+      progress.done(report.bytes);
+      break;
+    }
+    // A message did not decode after others of its channel were written:
+    // every channel is checked to the end once, then written once more
+    // with those that do not decode kept raw.
+    if (attempt == 0) (void)import_pass(reader, input, channels, nullptr, false, nullptr, report);
+  }
+  staged.commit();
   report.channels = channels.size();
-  report.bytes = writer.bytes();
-  progress.done(report.bytes);
+  for (const mcap::Channel& c : info.channels) {
+    const Imported& im = channels.at(c.id);
+    const mcap::Schema* s = info.schema(c.schema_id);
+    if (!im.undecoded.empty()) {
+      report.undecoded.push_back({c.topic, s != nullptr ? s->name : std::string{}, im.messages, im.undecoded});
+    }
+    if (im.strings_without_nul != 0) report.strings_without_nul.emplace_back(c.topic, im.strings_without_nul);
+  }
   return report;
 }
 

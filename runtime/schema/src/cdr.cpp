@@ -65,7 +65,10 @@ class CdrEncoder {
  private:
   void elements(const Field& f, std::size_t at, std::size_t n) {
     if (f.kind == FieldKind::kPrimitive && f.primitive != Primitive::kBool) {
-      // Back to back here as in CDR, both little-endian: one copy.
+      // Back to back here as in CDR, both little-endian: one copy. Aligned
+      // only before an element: an empty sequence of float64 has no pad
+      // after its count (Fast-CDR's serializeArray writes nothing for 0).
+      if (n == 0) return;
       w_.align(size_of(f.primitive));
       w_.raw(bytes_.data() + at, n * f.element_size);
       return;
@@ -182,8 +185,8 @@ class CdrReader {
 /// block appended as it is met (detail::add_block).
 class CdrDecoder {
  public:
-  CdrDecoder(std::span<const std::byte> cdr, std::vector<std::byte>& out, std::size_t max_bytes)
-      : r_(cdr), out_(out), max_bytes_(max_bytes) {}
+  CdrDecoder(std::span<const std::byte> cdr, std::vector<std::byte>& out, std::size_t max_bytes, CdrNotes* notes)
+      : r_(cdr), out_(out), max_bytes_(max_bytes), notes_(notes) {}
 
   void message(const MessageDef& m, std::size_t base) {
     if (m.fields.empty()) (void)r_.take(1, m.name);
@@ -211,6 +214,7 @@ class CdrDecoder {
  private:
   void elements(const Field& f, std::size_t at, std::size_t n, const std::string& what) {
     if (f.kind == FieldKind::kPrimitive && f.primitive != Primitive::kBool) {
+      if (n == 0) return;  // no pad without an element, as the writer
       r_.align(size_of(f.primitive));
       std::memcpy(out_.data() + at, r_.take(n * f.element_size, what), n * f.element_size);
       return;
@@ -236,6 +240,12 @@ class CdrDecoder {
           throw CodecError(
               fmt::format("{}: a string of {} bytes does not fit string<{}>", what, length, f.string_capacity));
         }
+        // In place a string ends at its first NUL: one inside would cut it
+        // short when read, so it is refused rather than changed.
+        if (std::memchr(string_bytes_, 0, length) != nullptr) {
+          throw CodecError(fmt::format("{}: a string<={} with a NUL inside it cannot be held in place", what,
+                                       f.string_capacity));
+        }
         std::memcpy(out_.data() + at, string_bytes_, length);
         return;
       }
@@ -253,11 +263,16 @@ class CdrDecoder {
   }
 
   /// A CDR string: its length (without the NUL the CDR length counts);
-  /// its bytes are at string_bytes_.
+  /// its bytes are at string_bytes_. What Fast-CDR (rmw_fastrtps) reads:
+  /// the terminating NUL dropped, a string without one (length 0, or a
+  /// last byte that is not NUL) kept whole and counted in
+  /// CdrNotes::strings_without_nul, bytes after an inner NUL kept.
   std::uint32_t read_string(const std::string& what) {
     const std::uint32_t n = r_.u32(what);  // with the terminating NUL
     string_bytes_ = r_.take(n, what);
-    return n == 0 ? 0 : n - 1;
+    if (n != 0 && string_bytes_[n - 1] == std::byte{0}) return n - 1;
+    if (notes_ != nullptr) ++notes_->strings_without_nul;
+    return n;
   }
 
   /// A new block, within max_bytes_.
@@ -272,14 +287,16 @@ class CdrDecoder {
   CdrReader r_;
   std::vector<std::byte>& out_;
   std::size_t max_bytes_;
+  CdrNotes* notes_;
   const std::byte* string_bytes_ = nullptr;
 };
 
 }  // namespace
 
-std::vector<std::byte> Schema::from_cdr(std::span<const std::byte> cdr, std::size_t max_bytes) const {
+std::vector<std::byte> Schema::from_cdr(std::span<const std::byte> cdr, std::size_t max_bytes,
+                                        CdrNotes* notes) const {
   std::vector<std::byte> out(root_->size);
-  CdrDecoder(cdr, out, max_bytes).message(*root_, 0);
+  CdrDecoder(cdr, out, max_bytes, notes).message(*root_, 0);
   return out;
 }
 

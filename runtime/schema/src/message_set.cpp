@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
@@ -729,39 +730,44 @@ void MessageSet::add_file(const std::string& path) {
     add(package, stem, text.str(), path);
     return;
   }
-  // A service: request, a line "---", response. An action: goal, "---",
-  // result, "---", feedback. Each part keeps its line numbers (it starts
-  // at its line of the file).
-  const std::string body = text.str();
   const std::vector<std::string> parts =
       ext == ".srv" ? std::vector<std::string>{service_request_type(stem), service_response_type(stem)}
                     : std::vector<std::string>{stem + "_Goal", stem + "_Result", stem + "_Feedback"};
+  add_parts(package, parts, text.str(), path, 0);
+}
+
+void MessageSet::add_parts(const std::string& package, const std::vector<std::string>& parts, std::string_view body,
+                           const std::string& source, int first_line) {
+  // A service: request, a line "---", response. An action: goal, "---",
+  // result, "---", feedback. Each part keeps its line numbers (it starts
+  // at its line of the file).
+  const bool service = parts.size() == 2;
   std::size_t part = 0;
   std::size_t part_start = 0;
-  int part_line = 0;
+  int part_line = first_line;
   std::size_t pos = 0;
-  int line = 0;
+  int line = first_line;
   while (pos <= body.size()) {
     const std::size_t eol = std::min(body.find('\n', pos), body.size());
-    std::string_view l = std::string_view(body).substr(pos, eol - pos);
+    std::string_view l = body.substr(pos, eol - pos);
     ++line;
     while (!l.empty() && (l.back() == ' ' || l.back() == '\t' || l.back() == '\r')) l.remove_suffix(1);
     const bool end = eol == body.size();
     if (l == "---" || end) {
       if (!end && part + 1 == parts.size()) {
-        Impl::fail(path, line,
-                   fmt::format("a {} has {} parts; this is line '---' number {}", ext == ".srv" ? "service" : "action",
+        Impl::fail(source, line,
+                   fmt::format("a {} has {} parts; this is line '---' number {}", service ? "service" : "action",
                                parts.size(), parts.size()));
       }
       if (end && part + 1 != parts.size()) {
-        // The file's last line (not the empty one after its last newline).
-        Impl::fail(path, std::max(1, line - (body.ends_with('\n') ? 1 : 0)),
-                   ext == ".srv" ? "a service definition needs a line '---' between the request and the response fields"
-                                 : "an action definition needs the goal, result and feedback parts, separated by "
-                                   "lines '---'");
+        // The last line (not the empty one after its last newline).
+        Impl::fail(source, std::max(first_line + 1, line - (body.ends_with('\n') ? 1 : 0)),
+                   service ? "a service definition needs a line '---' between the request and the response fields"
+                           : "an action definition needs the goal, result and feedback parts, separated by "
+                             "lines '---'");
       }
       const std::size_t stop = end ? body.size() : pos;
-      add_at(package, parts[part], body.substr(part_start, stop - part_start), path, part_line);
+      add_at(package, parts[part], body.substr(part_start, stop - part_start), source, part_line);
       ++part;
       part_start = std::min(eol + 1, body.size());
       part_line = line;
@@ -797,6 +803,51 @@ void MessageSet::load_missing(const std::function<bool(const std::string& full_n
 }
 
 bool MessageSet::has(std::string_view full_name) const { return impl_->raw_names.count(full_name) != 0; }
+
+namespace {
+
+/// The suffix of a service event type (rosidl: `pkg/srv/Name_Event`).
+constexpr std::string_view kEventTypeSuffix = "_Event";
+
+/// The definitions a service event uses beside its request and response,
+/// as ROS 2 (Jazzy) ships them: what add_sections() adds where a
+/// recording's text leaves them out.
+constexpr std::array<std::pair<std::string_view, std::string_view>, 2> kServiceEventTypes{{
+    {"service_msgs/ServiceEventInfo",
+     "uint8 REQUEST_SENT = 0\nuint8 REQUEST_RECEIVED = 1\nuint8 RESPONSE_SENT = 2\nuint8 RESPONSE_RECEIVED = 3\n"
+     "uint8 event_type\nbuiltin_interfaces/Time stamp\nchar[16] client_gid\nint64 sequence_number\n"},
+    {"builtin_interfaces/Time", "int32 sec\nuint32 nanosec\n"},
+}};
+
+/// A section's definition as compared with a later one of the same name:
+/// each line without trailing white space, no blank lines at the end.
+std::string section_text(std::string_view body) {
+  std::string out;
+  std::size_t pos = 0;
+  while (pos < body.size()) {
+    const std::size_t eol = std::min(body.find('\n', pos), body.size());
+    std::string_view line = body.substr(pos, eol - pos);
+    while (!line.empty() && std::isspace(static_cast<unsigned char>(line.back())) != 0) line.remove_suffix(1);
+    out.append(line);
+    out.push_back('\n');
+    pos = eol + 1;
+  }
+  while (out.ends_with("\n\n")) out.pop_back();
+  return out;
+}
+
+/// True when `body` has a line `---` (a `.srv`'s).
+bool has_separator_line(std::string_view body) {
+  std::size_t pos = 0;
+  while (pos < body.size()) {
+    const std::size_t eol = std::min(body.find('\n', pos), body.size());
+    if (trim(body.substr(pos, eol - pos)) == "---") return true;
+    pos = eol + 1;
+  }
+  return false;
+}
+
+}  // namespace
 
 void MessageSet::add_directory(const std::string& root) {
   std::vector<std::string> files;
@@ -836,12 +887,34 @@ std::string MessageSet::add_sections(std::string_view text, const std::string& s
   std::string current = root_name;
   std::string body;
   int body_first_line = 0;
+  // rosbag2 writes a type once for each path that reaches it: a section
+  // seen before is skipped when it says the same, refused when it differs.
+  std::map<std::string, std::pair<std::string, int>, std::less<>> sections;  // name -> text, MSG line
+  bool service_event = false;
   const auto flush = [&] {
     if (current.empty()) return;
     const auto slash = current.find('/');
     if (slash == std::string::npos) Impl::fail(source, body_first_line, fmt::format("bad MSG name '{}'", current));
+    const auto [seen, first] = sections.try_emplace(current, section_text(body), body_first_line);
+    if (!first) {
+      if (seen->second.first != section_text(body)) {
+        Impl::fail(source, body_first_line + 1,
+                   fmt::format("message {} is defined twice, differently: at line {} and at line {}", current,
+                               std::max(seen->second.second, 1), body_first_line));
+      }
+      return;
+    }
+    const std::string package = current.substr(0, slash);
+    const std::string name = current.substr(slash + 1);
+    // A service's events as rosbag2 records them (`pkg/srv/Name_Event`):
+    // the schema's text is the `.srv` itself, request, `---`, response.
+    if (ros2msg && current == root && name.ends_with(kEventTypeSuffix) && has_separator_line(body)) {
+      add_service_event(package, name.substr(0, name.size() - kEventTypeSuffix.size()), body, source, body_first_line);
+      service_event = true;
+      return;
+    }
     // Line numbers of errors point into `text`.
-    add_at(current.substr(0, slash), current.substr(slash + 1), body, source, body_first_line);
+    add_at(package, name, body, source, body_first_line);
   };
   while (pos < text.size()) {
     const std::size_t eol = std::min(text.find('\n', pos), text.size());
@@ -869,7 +942,29 @@ std::string MessageSet::add_sections(std::string_view text, const std::string& s
   }
   flush();
   if (root.empty()) Impl::fail(source, 1, "empty schema: expected 'MSG: package/Name'");
+  // The types an event derived from a `.srv` uses, where the text leaves
+  // them out (rosbag2 lists only the request's and response's).
+  if (service_event) {
+    for (const auto& [type, definition] : kServiceEventTypes) {
+      if (!has(type)) {
+        const auto slash = type.find('/');
+        add_at(std::string{type.substr(0, slash)}, std::string{type.substr(slash + 1)}, definition,
+               "ROS 2's " + std::string{type}, 0);
+      }
+    }
+  }
   return root;
+}
+
+void MessageSet::add_service_event(const std::string& package, const std::string& service, std::string_view srv_text,
+                                   const std::string& source, int first_line) {
+  const std::string request = service_request_type(service);
+  const std::string response = service_response_type(service);
+  add_parts(package, {request, response}, srv_text, source, first_line);
+  // What rosidl derives from a `.srv` for service introspection.
+  add_at(package, service + std::string{kEventTypeSuffix},
+         fmt::format("service_msgs/ServiceEventInfo info\n{}[<=1] request\n{}[<=1] response\n", request, response),
+         source, first_line);
 }
 
 void MessageSet::resolve() { impl_->build(); }

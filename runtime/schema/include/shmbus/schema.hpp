@@ -220,6 +220,11 @@ class MessageSet {
   /// Foxglove carry: ros2msg_text()): the root type `type` (`pkg/msg/Type`
   /// or `pkg/Type`) first, then each type it uses after a line of '=' and
   /// "MSG: pkg/msg/Type". Returns `pkg/Type`. Bounded as add_canonical().
+  /// As rosbag2 writes it: a section repeated with the same definition is
+  /// read once (one that differs is refused, naming both lines), and the
+  /// text of a service event type (`pkg/srv/Name_Event`) may be the
+  /// `.srv` itself (request, `---`, response), read as the event type ROS
+  /// 2 derives from it (add_service_event()).
   std::string add_ros2msg(std::string_view text, std::string_view type, const std::string& source);
   /// Resolves type names, refuses recursion and computes every layout.
   /// Throws SchemaError "file:line: message". Idempotent.
@@ -237,6 +242,16 @@ class MessageSet {
  private:
   /// add_canonical() (`root_name` empty) or add_ros2msg().
   std::string add_sections(std::string_view text, const std::string& source, const std::string& root_name);
+  /// The parts of a `.srv` (`parts`: request, response) or `.action`
+  /// (goal, result, feedback) text, split at its lines `---`, added to
+  /// `package`; line numbers count from first_line + 1.
+  void add_parts(const std::string& package, const std::vector<std::string>& parts, std::string_view body,
+                 const std::string& source, int first_line);
+  /// The event type ROS 2 derives from the `.srv` text of `service`
+  /// (`Name_Event`: service_msgs/ServiceEventInfo info, the request and the
+  /// response as sequences of at most one), with its request and response.
+  void add_service_event(const std::string& package, const std::string& service, std::string_view srv_text,
+                         const std::string& source, int first_line);
   /// add() of text whose first line is line first_line + 1 of `source`.
   void add_at(const std::string& package, const std::string& name, std::string_view text, const std::string& source,
               int first_line);
@@ -263,6 +278,13 @@ void bytes_to_cdr(std::span<const std::byte> bytes, std::string& out);
 /// The reverse: the bytes of a CDR `uint8[] data` message. Throws
 /// CodecError for CDR that is cut short or not little-endian.
 std::vector<std::byte> bytes_from_cdr(std::span<const std::byte> cdr);
+
+/// What Schema::from_cdr() accepted that ROS 2's middlewares read
+/// differently, counted so that a caller can say it: Fast-CDR keeps a
+/// string without its terminating NUL whole, Cyclone DDS refuses it.
+struct CdrNotes {
+  std::uint64_t strings_without_nul = 0;
+};
 
 /// One message type, self-contained, ready to decode and encode.
 /// Thread-safety: immutable; share freely.
@@ -301,8 +323,14 @@ class Schema {
   /// than its capacity, a sequence longer than its bound, a bool not 0 or
   /// 1, CDR cut short or big-endian, a message past `max_bytes` is a
   /// CodecError naming the field. No recursion deeper than the schema's.
+  /// Accepts what Fast-CDR (rmw_fastrtps's serializer) accepts: no pad
+  /// after the count of an empty sequence, a string whose CDR length is 0
+  /// or whose last byte is not NUL (kept whole, counted in `notes`), bytes
+  /// after a NUL inside an unbounded string. A NUL inside a `string<=N`,
+  /// which its in-place layout cannot hold, is a CodecError.
   [[nodiscard]] std::vector<std::byte> from_cdr(std::span<const std::byte> cdr,
-                                                std::size_t max_bytes = kMaxDecodedBytes) const;
+                                                std::size_t max_bytes = kMaxDecodedBytes,
+                                                CdrNotes* notes = nullptr) const;
   /// What encode() and from_cdr() make at most unless told otherwise: a
   /// bounded string (`string<=N`) takes N bytes here however short it is in
   /// JSON or CDR, so a small input may ask for a large message.

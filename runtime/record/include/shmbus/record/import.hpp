@@ -22,12 +22,28 @@ struct ImportOptions {
   std::vector<std::string> msg_paths;
   /// Called every 4096 messages and at the end.
   std::function<void(const RewriteProgress&)> progress;
+  /// Refuse the whole file at the first channel whose type cannot be read
+  /// or message that does not decode (else that channel is kept raw).
+  bool strict = false;
+};
+
+/// A channel imported as it was, undecoded: its bytes, its schema's name
+/// and text (a raw shmbus channel, type shmbus/Bytes, that plays its CDR).
+struct UndecodedChannel {
+  std::string topic;
+  std::string type;  ///< its schema's name
+  std::uint64_t messages = 0;
+  std::string why;  ///< the first reason
 };
 
 struct ImportReport {
   std::uint64_t messages = 0;
   std::uint64_t channels = 0;
   std::uint64_t bytes = 0;  ///< of the output
+  std::vector<UndecodedChannel> undecoded;
+  /// Per channel: strings whose CDR had no terminating NUL, kept whole as
+  /// Fast-CDR reads them (Schema::from_cdr).
+  std::vector<std::pair<std::string, std::uint64_t>> strings_without_nul;
 };
 
 /// True when channel `c` is ROS 2's (rosbag2's MCAP, `bag export
@@ -49,10 +65,14 @@ schema::Schema schema_of_ros2msg(const mcap::Schema& s, std::string_view topic);
 /// blank lines, each definition by name), one that is not comes from that
 /// text (schema_of_ros2msg); `shmbus/msg/Bytes` channels become raw
 /// channels.
-/// Throws Error(kInvalidArgument) naming the channel and type for a type
-/// that is not found, differs, or is not ros2msg/cdr (nothing is written
-/// then), Error(kConfig) for a message whose CDR does not decode (naming
-/// it), and what mcap::Reader and Writer throw.
+/// A channel whose type is not found, differs, or is not ros2msg/cdr, or
+/// one of whose messages does not decode, is kept undecoded (listed in
+/// ImportReport::undecoded). With `strict`, the first of those throws
+/// instead: Error(kInvalidArgument) naming the channel and type,
+/// Error(kConfig) naming the message. `output` is written beside itself
+/// and renamed into place when the import is finished: a refused import
+/// leaves nothing there, and an existing file as it was. Throws what
+/// mcap::Reader and Writer throw.
 ImportReport import_ros2(const std::string& input, const std::string& output, const ImportOptions& o);
 
 }  // namespace shmbus::record
