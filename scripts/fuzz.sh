@@ -14,7 +14,8 @@ seconds="${1:-60}"
 case "$seconds" in ''|*[!0-9]*) echo "fuzz.sh: SECONDS_PER_TARGET must be a whole number, not '$seconds'" >&2; exit 2 ;; esac
 # The targets live in the ASan+UBSan tree (clang; scripts/build.sh): after
 # `scripts/test.sh --sanitize address` they are built already.
-targets=(schema_parser schema_decoder slot_view segment_open json_input bridge_session mcap_reader config daemon_http)
+targets=(schema_parser schema_decoder slot_view segment_open json_input bridge_session mcap_reader config daemon_http
+  cdr_fastcdr)
 target_args=()
 for t in "${targets[@]}"; do target_args+=(--target "fuzz_$t"); done
 dir=$(bash scripts/build.sh --sanitize address "${target_args[@]}")
@@ -22,7 +23,7 @@ dir=$(bash scripts/build.sh --sanitize address "${target_args[@]}")
 corpus="$dir/corpus"
 rm -rf "$corpus"
 mkdir -p "$corpus/parser" "$corpus/decoder" "$corpus/view" "$corpus/open" "$corpus/input" "$corpus/session" "$corpus/reader" "$corpus/config" \
-  "$corpus/http"
+  "$corpus/http" "$corpus/cdr"
 # Named by their paths: definitions of different packages share names.
 for f in runtime/msg/*/*.msg tests/msg/*/*.msg tests/msg_ros2/*/*/*; do cp "$f" "$corpus/parser/${f//\//_}"; done
 # Configuration seeds: the shipped example (every key) and each section.
@@ -33,6 +34,12 @@ printf '[bridge]\nallow = ["/a"]\nmax_clients = 4\nidle_timeout = "1s"\n' > "$co
 # Decoder seeds: a selector byte, then the golden Imu bytes.
 printf '\x00' > "$corpus/decoder/imu.bin"
 xxd -r -p tests/golden/sensor_msgs_Imu.hex >> "$corpus/decoder/imu.bin"
+
+# Differential CDR seeds: a selector byte, then a message after its header
+# (f/Seqs with empty and one-element sequences; f/Odd; f/Empty).
+printf '\x00\x07\x00\x00\x00\x00\x00\x00\x00\x01\x00\x00\x00\x02\x00\x00\x00\x00\x00\x00\x00' > "$corpus/cdr/seqs.bin"
+printf '\x01\x01\x00\x00\x00\x00\x00\x00\x00\x05\x06' > "$corpus/cdr/odd.bin"
+printf '\x03\x00' > "$corpus/cdr/empty.bin"
 
 # Segment seeds: channel / registry selector, then (offset, xor) patches of
 # the header fields (capacity, max_message_size, offsets; registry capacity).
@@ -75,7 +82,7 @@ cp tests/fuzz/regressions/session/* "$corpus/session/"
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 declare -A corpus_of=([schema_parser]=parser [schema_decoder]=decoder [slot_view]=view [segment_open]=open [json_input]=input
-  [bridge_session]=session [mcap_reader]=reader [config]=config [daemon_http]=http)
+  [bridge_session]=session [mcap_reader]=reader [config]=config [daemon_http]=http [cdr_fastcdr]=cdr)
 # One libFuzzer process per core at a time (each is single-threaded).
 run_target() {
   local rc=0

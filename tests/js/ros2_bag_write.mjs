@@ -11,6 +11,9 @@
 // a definition gets one as rosbag2 makes it: the type's .msg file from a
 // root (<root>/<pkg>/msg/<Name>.msg or <root>/<pkg>/<Name>.msg), comments
 // and all, then each type it uses after a line of '=' and "MSG: pkg/Type".
+// A topic's "schema_text", when given, is what its schema record holds
+// instead of its definition (rosbag2 writes a service event's as the .srv
+// text); a message's "cdr" (hex), when given, is written as it is.
 // Prints {"messages": N, "chunks": C}. Strings must be ASCII: @foxglove/cdr
 // 3.5.0 writes a string's UTF-16 length as its byte count, which cuts a
 // non-ASCII one short (fixed upstream after that release).
@@ -84,14 +87,15 @@ for (const t of spec.topics) {
   t.definition ??= definitionOf(t.type, spec.msg_roots ?? []);
   const definitions = parse(t.definition, { ros2: true });
   const types = new Map(definitions.map((d) => [d.name ?? '', d.definitions]));
-  const schemaId = await writer.registerSchema({ name: t.type, encoding: 'ros2msg', data: encoder.encode(t.definition) });
+  const schemaId = await writer.registerSchema({ name: t.type, encoding: 'ros2msg',
+    data: encoder.encode(t.schema_text ?? t.definition) });
   const channelId = await writer.registerChannel({
     topic: t.topic, schemaId, messageEncoding: 'cdr', metadata: new Map([['offered_qos_profiles', qos]]),
   });
   const cdr = new MessageWriter(definitions);
   const root = definitions[0].name ?? '';
   t.messages.forEach((m, i) => pending.push({ channelId, sequence: i, time: BigInt(m.log_time),
-    data: cdr.writeMessage(writable(m.data, root, types)) }));
+    data: m.cdr !== undefined ? Buffer.from(m.cdr, 'hex') : cdr.writeMessage(writable(m.data, root, types)) }));
 }
 // rosbag2 writes messages in the order they arrived: by log time.
 pending.sort((a, b) => (a.time < b.time ? -1 : a.time > b.time ? 1 : 0));

@@ -675,7 +675,15 @@ TEST(ShmtoolRecord, ExportCdrDecodesWithFoxglovesReaderExactly) {
     writer.close();
   }
   const std::string refused_out = temp_path("shmtool_import_refused");
-  const ToolRun refused = shmtool({"bag", "import", ros2, "-o", refused_out});
+  // Without --strict the channel is kept raw and said; with it, refused.
+  const ToolRun kept = shmtool({"bag", "import", ros2, "-o", refused_out});
+  EXPECT_EQ(kept.code, 1) << kept.err;
+  EXPECT_NE(kept.err.find("bag import: /ros/header (std_msgs/msg/Header): 0 message(s) kept raw, undecoded: "
+                          "bag import: channel /ros/header: the file's std_msgs/msg/Header differs"),
+            std::string::npos)
+      << kept.err;
+  std::filesystem::remove(refused_out);
+  const ToolRun refused = shmtool({"bag", "import", ros2, "-o", refused_out, "--strict"});
   EXPECT_EQ(refused.code, 2) << refused.err;
   EXPECT_NE(refused.err.find("channel /ros/header: the file's std_msgs/msg/Header differs from "
                              "<shipped>/std_msgs/Header.msg on the msg path in std_msgs/Header: the file has "
@@ -936,6 +944,185 @@ TEST(ShmtoolRecord, ARosbag2RecordingImportsDecodesAndPlaysToANodeOfTheShippedTy
 // A shipped type recorded with ROS 2's own text of it (short names, its
 // comments, defaults written "0", `pkg/msg/` sections): the same type,
 // imported as the shipped one; a field that differs is refused naming it.
+/// The CDR messages of `topic` in an MCAP file, in log-time order.
+std::vector<std::string> cdr_of(const std::string& file, const std::string& topic) {
+  shmbus::mcap::Reader r(file);
+  std::vector<std::string> out;
+  r.read_messages([&](const shmbus::mcap::MessageView& m) {
+    if (r.info().channel(m.channel_id)->topic == topic) {
+      out.emplace_back(reinterpret_cast<const char*>(m.data.data()), m.data.size());
+    }
+    return true;
+  });
+  return out;
+}
+
+TEST(ShmtoolRecord, ARecordingAsRosbag2WritesItImportsCatsAndExportsPastAChannelThatDoesNotDecode) {
+  const std::string rule(80, '=');
+  const std::string time_text = "int32 sec\nuint32 nanosec\n";
+  const std::string header_text = "builtin_interfaces/Time stamp\nstring frame_id\n";
+  // sensor_msgs/JointState, with empty velocity and effort: the count of
+  // an empty float64[] is not followed by a pad.
+  const std::string joint_state =
+      "std_msgs/Header header\nstring[] name\nfloat64[] position\nfloat64[] velocity\n"
+      "float64[] effort\n" +
+      rule + "\nMSG: std_msgs/Header\n" + header_text + rule + "\nMSG: builtin_interfaces/Time\n" + time_text;
+  // rcl_interfaces/ParameterEvent as rosbag2 writes it: a section once per
+  // path that reaches it (Parameter and ParameterValue twice).
+  const std::string value =
+      "uint8 type\nbool bool_value\nint64 integer_value\nfloat64 double_value\n"
+      "string string_value\nbyte[] byte_array_value\nbool[] bool_array_value\n"
+      "int64[] integer_array_value\nfloat64[] double_array_value\nstring[] string_array_value\n";
+  const std::string parameter = "string name\nParameterValue value\n";
+  const std::string parameter_event =
+      "builtin_interfaces/Time stamp\nstring node\nParameter[] new_parameters\nParameter[] changed_parameters\n"
+      "Parameter[] deleted_parameters\n" +
+      rule + "\nMSG: builtin_interfaces/Time\n" + time_text + rule + "\nMSG: rcl_interfaces/Parameter\n" + parameter +
+      rule + "\nMSG: rcl_interfaces/ParameterValue\n" + value + rule + "\nMSG: rcl_interfaces/Parameter\n" + parameter +
+      rule + "\nMSG: rcl_interfaces/ParameterValue\n" + value;
+  const json joints = json::array({{{"log_time", "1000"},
+                                    {"data",
+                                     {{"header", {{"stamp", {{"sec", 1}, {"nanosec", 2}}}, {"frame_id", "base"}}},
+                                      {"name", {"j1", "j2"}},
+                                      {"position", {0.5, -1.25}},
+                                      {"velocity", json::array()},
+                                      {"effort", json::array()}}}},
+                                   {{"log_time", "2000"},
+                                    {"data",
+                                     {{"header", {{"stamp", {{"sec", 3}, {"nanosec", 4}}}, {"frame_id", "b"}}},
+                                      {"name", json::array()},
+                                      {"position", json::array()},
+                                      {"velocity", {7.0}},
+                                      {"effort", json::array()}}}}});
+  const json param_value = {{"type", 2},
+                            {"bool_value", false},
+                            {"integer_value", "42"},
+                            {"double_value", 0.0},
+                            {"string_value", ""},
+                            {"byte_array_value", json::array()},
+                            {"bool_array_value", json::array()},
+                            {"integer_array_value", json::array()},
+                            {"double_array_value", json::array()},
+                            {"string_array_value", json::array()}};
+  const json params = json::array({{{"log_time", "1500"},
+                                    {"data",
+                                     {{"stamp", {{"sec", 5}, {"nanosec", 6}}},
+                                      {"node", "/talker"},
+                                      {"new_parameters", json::array({{{"name", "rate"}, {"value", param_value}}})},
+                                      {"changed_parameters", json::array()},
+                                      {"deleted_parameters", json::array()}}}}});
+  const json gid(std::vector<int>(16, 7));
+  const json events = json::array(
+      {{{"log_time", "1700"},
+        {"data",
+         {{"info",
+           {{"event_type", 0}, {"stamp", {{"sec", 0}, {"nanosec", 0}}}, {"client_gid", gid}, {"sequence_number", "1"}}},
+          {"request", json::array({{{"a", "2"}, {"b", "40"}}})},
+          {"response", json::array()}}}}});
+  // A channel shmbus cannot read (wstring), its bytes written as they are.
+  const json wide = json::array({{{"log_time", "1200"}, {"cdr", "0001000003000000610062000000"}, {"data", nullptr}},
+                                 {{"log_time", "1800"}, {"cdr", "00010000010000000000"}, {"data", nullptr}}});
+  const std::string ros2 = temp_path("shmtool_rosbag2_mixed");
+  const std::string spec_file = temp_path("shmtool_rosbag2_mixed_spec") + ".json";
+  std::ofstream(spec_file) << json{{"out", ros2},
+                                   {"topics", json::array({{{"topic", "/joint_states"},
+                                                            {"type", "sensor_msgs/msg/JointState"},
+                                                            {"definition", joint_state},
+                                                            {"messages", joints}},
+                                                           {{"topic", "/parameter_events"},
+                                                            {"type", "rcl_interfaces/msg/ParameterEvent"},
+                                                            {"definition", parameter_event},
+                                                            {"messages", params}},
+                                                           {{"topic", "/add/_service_event"},
+                                                            {"type", "example_interfaces/srv/AddTwoInts_Event"},
+                                                            {"definition", add_two_ints_event_text()},
+                                                            {"schema_text", "int64 a\nint64 b\n---\nint64 sum\n"},
+                                                            {"messages", events}},
+                                                           {{"topic", "/wide"},
+                                                            {"type", "test_msgs/msg/WStrings"},
+                                                            {"definition", "string w\n"},
+                                                            {"schema_text", "wstring w\n"},
+                                                            {"messages", wide}}})}};
+  const json written = run_node("ros2_bag_write.mjs", spec_file);
+  ASSERT_EQ(written["messages"], 6) << written.dump();
+
+  // cat: every good message exact, the wstring channel skipped with one line.
+  const ToolRun cat = shmtool({"bag", "cat", ros2, "--json"});
+  EXPECT_EQ(cat.code, 1) << cat.err;
+  EXPECT_NE(cat.err.find("bag cat: /wide (test_msgs/msg/WStrings): 2 message(s) skipped"), std::string::npos)
+      << cat.err;
+  std::map<std::string, std::vector<json>> got;
+  std::istringstream lines(cat.out);
+  for (std::string line; std::getline(lines, line);) {
+    const json j = json::parse(line);
+    got[j["topic"]].push_back(j["data"]);
+  }
+  ASSERT_EQ(got["/joint_states"].size(), 2U) << cat.out;
+  EXPECT_EQ(got["/joint_states"][1]["velocity"], json::array({7.0}));
+  EXPECT_EQ(got["/joint_states"][0]["effort"], json::array());
+  EXPECT_EQ(got["/joint_states"][0]["position"], json::array({0.5, -1.25}));
+  ASSERT_EQ(got["/parameter_events"].size(), 1U);
+  EXPECT_EQ(got["/parameter_events"][0]["new_parameters"][0]["value"]["integer_value"], 42);
+  ASSERT_EQ(got["/add/_service_event"].size(), 1U);
+  EXPECT_EQ(got["/add/_service_event"][0]["request"][0]["b"], 40);
+  EXPECT_EQ(got.count("/wide"), 0U);
+  EXPECT_EQ(shmtool({"bag", "cat", ros2, "--strict"}).code, 2);
+
+  // export --encoding cdr: the good channels' CDR byte for byte what
+  // Foxglove's serializer wrote; the unreadable one left out, said.
+  const std::string exported = temp_path("shmtool_rosbag2_mixed_cdr");
+  const ToolRun exp = shmtool({"bag", "export", ros2, "-o", exported, "--encoding", "cdr"});
+  EXPECT_EQ(exp.code, 1) << exp.err;
+  EXPECT_NE(exp.err.find("bag export: /wide"), std::string::npos) << exp.err;
+  for (const char* topic : {"/joint_states", "/parameter_events", "/add/_service_event"}) {
+    EXPECT_EQ(cdr_of(exported, topic), cdr_of(ros2, topic)) << topic;
+  }
+  EXPECT_TRUE(cdr_of(exported, "/wide").empty());
+
+  // import: all or nothing on disk with --strict; else the bad channel
+  // kept raw with its schema name and text, its bytes as they were.
+  const std::string out = temp_path("shmtool_rosbag2_mixed_out");
+  std::ofstream(out) << "an older file";
+  const ToolRun strict = shmtool({"bag", "import", ros2, "-o", out, "--strict"});
+  EXPECT_EQ(strict.code, 2) << strict.err;
+  EXPECT_NE(strict.err.find("/wide"), std::string::npos) << strict.err;
+  std::stringstream kept;
+  kept << std::ifstream(out).rdbuf();
+  EXPECT_EQ(kept.str(), "an older file") << "a refused import replaced the file";
+  const ToolRun imported = shmtool({"bag", "import", ros2, "-o", out});
+  EXPECT_EQ(imported.code, 1) << imported.err;
+  EXPECT_NE(imported.err.find("bag import: /wide (test_msgs/msg/WStrings): 2 message(s) kept raw, undecoded"),
+            std::string::npos)
+      << imported.err;
+  for (const auto& f : fs::directory_iterator(fs::path(out).parent_path())) {
+    EXPECT_EQ(f.path().string().find(fs::path(out).filename().string() + ".importing"), std::string::npos) << f.path();
+  }
+  EXPECT_EQ(cdr_of(out, "/wide"), cdr_of(ros2, "/wide"));
+  {
+    shmbus::mcap::Reader r(out);
+    for (const auto& ch : r.info().channels) {
+      if (ch.topic != "/wide") continue;
+      const shmbus::mcap::Schema* sc = r.info().schema(ch.schema_id);
+      ASSERT_NE(sc, nullptr);
+      EXPECT_EQ(sc->name, "test_msgs/msg/WStrings");
+      EXPECT_EQ(sc->data, "wstring w\n");
+    }
+  }
+  const ToolRun cat_imported = shmtool({"bag", "cat", out, "--json", "--exclude", "/wide"});
+  EXPECT_EQ(cat_imported.code, 0) << cat_imported.err;
+  std::istringstream imported_lines(cat_imported.out);
+  std::size_t n = 0;
+  for (std::string line; std::getline(imported_lines, line); ++n) {
+    const json j = json::parse(line);
+    const std::string topic = j["topic"];
+    if (topic == "/joint_states") EXPECT_EQ(j["data"]["velocity"].size(), j["log_time"] == 2000 ? 1U : 0U);
+    if (topic == "/parameter_events") EXPECT_EQ(j["data"], got["/parameter_events"][0]);
+    if (topic == "/add/_service_event") EXPECT_EQ(j["data"], got["/add/_service_event"][0]);
+  }
+  EXPECT_EQ(n, 4U) << cat_imported.out;
+  for (const std::string& f : {ros2, spec_file, exported, out}) fs::remove(f);
+}
+
 TEST(ShmtoolRecord, ImportComparesDefinitionsByMeaningNotSpelling) {
   const std::string rule = "================================================================================\n";
   const std::string pose = "# A representation of pose in free space\nPoint position\nQuaternion orientation\n" + rule +
@@ -966,7 +1153,8 @@ TEST(ShmtoolRecord, ImportComparesDefinitionsByMeaningNotSpelling) {
   std::string changed = pose;
   changed.replace(changed.find("float64 z\n"), 10, "float32 z\n");
   write(other, changed);
-  const ToolRun refused = shmtool({"bag", "import", other, "-o", temp_path("shmtool_import_pose_refused")});
+  const ToolRun refused =
+      shmtool({"bag", "import", other, "-o", temp_path("shmtool_import_pose_refused"), "--strict"});
   EXPECT_EQ(refused.code, 2) << refused.err;
   EXPECT_NE(refused.err.find("in geometry_msgs/Point: the file has 'float32 z', the msg path 'float64 z'"),
             std::string::npos)

@@ -45,10 +45,18 @@ Json random_message(const MessageDef& m, std::mt19937_64& rng, int depth) {
       // of an alignment after the count.
       const std::size_t most = f.sequence_bound != 0 ? f.sequence_bound : 5;
       switch (rng() % 4) {
-        case 0: n = 0; break;
-        case 1: n = 1; break;
-        case 2: n = most; break;
-        default: n = rng() % (most + 1); break;
+        case 0:
+          n = 0;
+          break;
+        case 1:
+          n = 1;
+          break;
+        case 2:
+          n = most;
+          break;
+        default:
+          n = rng() % (most + 1);
+          break;
       }
     }
     Json a = Json::array();
@@ -66,24 +74,39 @@ std::string random_text(std::size_t most, std::mt19937_64& rng) {
 
 Json random_element(const Field& f, std::mt19937_64& rng, int depth) {
   switch (f.kind) {
-    case FieldKind::kString: return random_text(f.string_capacity, rng);
-    case FieldKind::kUnboundedString: return random_text(12, rng);
-    case FieldKind::kMessage: return random_message(*f.message, rng, depth + 1);
-    case FieldKind::kPrimitive: break;
+    case FieldKind::kString:
+      return random_text(f.string_capacity, rng);
+    case FieldKind::kUnboundedString:
+      return random_text(12, rng);
+    case FieldKind::kMessage:
+      return random_message(*f.message, rng, depth + 1);
+    case FieldKind::kPrimitive:
+      break;
   }
   const std::uint64_t r = rng();
   switch (f.primitive) {
-    case Primitive::kBool: return (r & 1) != 0;
-    case Primitive::kInt8: return static_cast<std::int8_t>(r);
-    case Primitive::kUint8: return static_cast<std::uint8_t>(r);
-    case Primitive::kInt16: return static_cast<std::int16_t>(r);
-    case Primitive::kUint16: return static_cast<std::uint16_t>(r);
-    case Primitive::kInt32: return static_cast<std::int32_t>(r);
-    case Primitive::kUint32: return static_cast<std::uint32_t>(r);
-    case Primitive::kInt64: return static_cast<std::int64_t>(r);
-    case Primitive::kUint64: return r;
-    case Primitive::kFloat32: return static_cast<double>(static_cast<float>(static_cast<std::int32_t>(r)) / 64.0F);
-    case Primitive::kFloat64: return static_cast<double>(static_cast<std::int64_t>(r)) / 1024.0;
+    case Primitive::kBool:
+      return (r & 1) != 0;
+    case Primitive::kInt8:
+      return static_cast<std::int8_t>(r);
+    case Primitive::kUint8:
+      return static_cast<std::uint8_t>(r);
+    case Primitive::kInt16:
+      return static_cast<std::int16_t>(r);
+    case Primitive::kUint16:
+      return static_cast<std::uint16_t>(r);
+    case Primitive::kInt32:
+      return static_cast<std::int32_t>(r);
+    case Primitive::kUint32:
+      return static_cast<std::uint32_t>(r);
+    case Primitive::kInt64:
+      return static_cast<std::int64_t>(r);
+    case Primitive::kUint64:
+      return r;
+    case Primitive::kFloat32:
+      return static_cast<double>(static_cast<float>(static_cast<std::int32_t>(r)) / 64.0F);
+    case Primitive::kFloat64:
+      return static_cast<double>(static_cast<std::int64_t>(r)) / 1024.0;
   }
   return nullptr;
 }
@@ -162,17 +185,27 @@ TEST(CdrAgainstFastCdr, StringsWithoutTheirNulReadAsFastCdrReadsThemAndAreCounte
   EXPECT_EQ(ours, theirs);
   EXPECT_EQ(ours["s"], "abcd");
   EXPECT_EQ(notes.strings_without_nul, 1U);
-  // A NUL inside a bounded string cannot be held in place: refused, not cut.
+  EXPECT_EQ(notes.strings_cut_at_nul, 0U);
+  // A NUL inside: the string ends there, as a ROS 2 string does (Fast-CDR
+  // writes a std::string's c_str()), and the cut is counted.
   std::vector<char> inner{0, 1, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 4, 0, 0, 0, 'x', 0, 'y', 0};
-  EXPECT_THROW((void)s.from_cdr(std::as_bytes(std::span{inner})), CodecError);
+  CdrNotes cut;
+  const Json read = s.decode(s.from_cdr(std::as_bytes(std::span{inner}), Schema::kMaxDecodedBytes, &cut));
+  EXPECT_EQ(read["b"], "x");
+  EXPECT_EQ(cut.strings_cut_at_nul, 1U);
+  std::string ours_again;
+  s.to_cdr(s.encode(read), ours_again);
+  const std::vector<char> theirs_again =
+      shmbus::test::fastcdr_write(s.root(), shmbus::test::fastcdr_read(s.root(), inner));
+  EXPECT_EQ(hex(std::as_bytes(std::span{ours_again})), hex(std::as_bytes(std::span{theirs_again})));
 }
 
 TEST(CdrAgainstFastCdr, EveryAlignmentCaseOfEverySequenceElementType) {
   // Fields ending at each offset mod 8, then a sequence (unbounded and
   // bounded) and a fixed array of each element size, then fields of each
   // size after them.
-  const std::vector<std::string> elements{"bool", "uint8", "int16", "uint32", "float32", "int64",
-                                          "float64", "string", "string<=3", "t/Small"};
+  const std::vector<std::string> elements{"bool",  "uint8",   "int16",  "uint32",    "float32",
+                                          "int64", "float64", "string", "string<=3", "t/Small"};
   auto set = std::make_shared<MessageSet>();
   set->add("t", "Small", "uint8 a\nfloat64 b\n", "small");
   std::vector<std::string> names;
@@ -180,8 +213,8 @@ TEST(CdrAgainstFastCdr, EveryAlignmentCaseOfEverySequenceElementType) {
     for (std::size_t e = 0; e < elements.size(); ++e) {
       const std::string& t = elements[e];
       std::string text = lead == 0 ? "" : fmt::format("uint8[{}] lead\n", lead);
-      text += fmt::format("{}[] seq\nuint8 one\n{}[<=3] bounded\nuint16 two\n{}[2] fixed\nfloat64 eight\n{}[] last\n", t,
-                          t, t, t);
+      text += fmt::format("{}[] seq\nuint8 one\n{}[<=3] bounded\nuint16 two\n{}[2] fixed\nfloat64 eight\n{}[] last\n",
+                          t, t, t, t);
       const std::string name = fmt::format("Align{}x{}", lead, e);
       set->add("t", name, text, name);
       names.push_back("t/" + name);

@@ -392,3 +392,70 @@ TEST(Ros2GeneratedTest, AViewRefusesBlocksOutsideItsMessageAndACopyRefusesOverla
   EXPECT_NE(what([&] { (void)b.resize_small(5); }).find("5 elements in a sequence of at most 4"), std::string::npos);
   EXPECT_NE(what([&] { b.set_short_name("ninechars"); }).find("do not fit string<8>"), std::string::npos);
 }
+
+namespace {
+
+std::string rosbag2_rule() { return std::string(80, '=') + "\n"; }
+
+}  // namespace
+
+TEST(SchemaRos2, ASectionRepeatedAsRosbag2WritesItIsReadOnceAndOneThatDiffersIsRefusedNamingBoth) {
+  const std::string same = "a/B b\na/C c\n" + rosbag2_rule() + "MSG: a/B\na/C inner\n" + rosbag2_rule() +
+                           "MSG: a/msg/C\nint32 x\n\n" + rosbag2_rule() + "MSG: a/C\nint32 x\n";
+  MessageSet set;
+  EXPECT_EQ(set.add_ros2msg(same, "a/msg/A", "same"), "a/A");
+  set.resolve();
+  ASSERT_NE(set.find("a/C"), nullptr);
+  EXPECT_EQ(set.find("a/A")->fields.size(), 2U);
+
+  const std::string differs =
+      "a/C c\n" + rosbag2_rule() + "MSG: a/C\nint32 x\n" + rosbag2_rule() + "MSG: a/C\nint64 x\n";
+  MessageSet other;
+  try {
+    (void)other.add_ros2msg(differs, "a/msg/A", "differs");
+    FAIL() << "a section that differs was accepted";
+  } catch (const SchemaError& e) {
+    EXPECT_NE(std::string(e.what()).find("message a/C is defined twice, differently: at line 3 and at line 6"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(SchemaRos2, AServiceEventWhoseSchemaIsTheSrvTextIsTheEventTypeRos2DerivesFromIt) {
+  // rosbag2's schema of example_interfaces/srv/AddTwoInts_Event: the .srv.
+  MessageSet from_srv;
+  const std::string root = from_srv.add_ros2msg("# request\nint64 a\nint64 b\n---\nint64 sum\n",
+                                                "example_interfaces/srv/AddTwoInts_Event", "srv");
+  EXPECT_EQ(root, "example_interfaces/AddTwoInts_Event");
+  from_srv.resolve();
+  // The same type written out in full.
+  const std::string rule = rosbag2_rule();
+  MessageSet full;
+  full.add_ros2msg(
+      "service_msgs/ServiceEventInfo info\nAddTwoInts_Request[<=1] request\n"
+      "AddTwoInts_Response[<=1] response\n" +
+          rule +
+          "MSG: service_msgs/ServiceEventInfo\nuint8 REQUEST_SENT = 0\nuint8 REQUEST_RECEIVED = 1\n"
+          "uint8 RESPONSE_SENT = 2\nuint8 RESPONSE_RECEIVED = 3\nuint8 event_type\n"
+          "builtin_interfaces/Time stamp\nchar[16] client_gid\nint64 sequence_number\n" +
+          rule + "MSG: builtin_interfaces/Time\nint32 sec\nuint32 nanosec\n" + rule +
+          "MSG: example_interfaces/srv/AddTwoInts_Request\nint64 a\nint64 b\n" + rule +
+          "MSG: example_interfaces/srv/AddTwoInts_Response\nint64 sum\n",
+      "example_interfaces/srv/AddTwoInts_Event", "full");
+  full.resolve();
+  const MessageDef* a = from_srv.find(root);
+  const MessageDef* b = full.find(root);
+  ASSERT_NE(a, nullptr);
+  ASSERT_NE(b, nullptr);
+  EXPECT_EQ(MessageSet::canonical_text(*a), MessageSet::canonical_text(*b));
+  EXPECT_EQ(a->fields.at(1).sequence_bound, 1U);
+  // A request line that is broken is still named by its line.
+  MessageSet broken;
+  try {
+    (void)broken.add_ros2msg("int64 a\nint64\n---\nint64 sum\n", "x/srv/S_Event", "broken");
+    broken.resolve();
+    FAIL() << "a broken request was accepted";
+  } catch (const SchemaError& e) {
+    EXPECT_NE(std::string(e.what()).find("broken:2:"), std::string::npos) << e.what();
+  }
+}

@@ -204,7 +204,7 @@ int run_bag_export(const Globals& /*g*/, const std::string& in, const std::strin
   mcap::Writer writer(out, w);
   std::map<std::uint16_t, Exported> channels;
   std::map<std::string, std::uint16_t> schema_ids;  // schema text -> id
-  std::map<std::uint16_t, std::string> unreadable;   // channels skipped, and why
+  std::map<std::uint16_t, std::string> unreadable;  // channels skipped, and why
   Undecoded undecoded;
   for (const auto& ch : info.channels) {
     TypeInfo type;
@@ -258,7 +258,7 @@ int run_bag_export(const Globals& /*g*/, const std::string& in, const std::strin
         undecoded.add(topic, sc != nullptr ? sc->name : "", why);
         return true;
       }
-      undecoded.strings_without_nul(topic, notes.strings_without_nul);
+      undecoded.note(topic, notes);
       bytes = held;
     }
     if (cdr) {

@@ -132,12 +132,13 @@ int run_bag_cat(const Globals& g, const BagCatOptions& o) {
     try {
       data = content(s, m.data, notes);
     } catch (const schema::CodecError& e) {
-      const std::string why = fmt::format("message {} (log time {}) does not decode: {}", m.sequence, m.log_time, e.what());
+      const std::string why =
+          fmt::format("message {} (log time {}) does not decode: {}", m.sequence, m.log_time, e.what());
       if (o.strict) throw Error(Errc::kInvalidArgument, fmt::format("bag cat: {}: {} on {}", o.file, why, topic));
       undecoded.add(topic, s.type, why);
       return true;
     }
-    undecoded.strings_without_nul(topic, notes.strings_without_nul);
+    undecoded.note(topic, notes);
     if (g.json) {
       out += Json{{"topic", topic},
                   {"sequence", m.sequence},
@@ -168,8 +169,11 @@ void Undecoded::add(const std::string& topic, const std::string& type, const std
   c.messages += messages;
 }
 
-void Undecoded::strings_without_nul(const std::string& topic, std::uint64_t n) {
-  if (n != 0) channels_[topic].strings_without_nul += n;
+void Undecoded::note(const std::string& topic, const schema::CdrNotes& n) {
+  if (n.strings_without_nul == 0 && n.strings_cut_at_nul == 0) return;
+  Channel& c = channels_[topic];
+  c.notes.strings_without_nul += n.strings_without_nul;
+  c.notes.strings_cut_at_nul += n.strings_cut_at_nul;
 }
 
 int Undecoded::say(std::string_view verb, std::string_view what) const {
@@ -180,10 +184,14 @@ int Undecoded::say(std::string_view verb, std::string_view what) const {
                  c.messages, what, c.why);
       rc = 1;
     }
-    if (c.strings_without_nul != 0) {
+    if (c.notes.strings_without_nul != 0) {
       fmt::print(stderr,
                  "{}: {}: {} string(s) without their terminating NUL, kept whole as ROS 2's Fast-CDR reads them\n",
-                 verb, topic, c.strings_without_nul);
+                 verb, topic, c.notes.strings_without_nul);
+    }
+    if (c.notes.strings_cut_at_nul != 0) {
+      fmt::print(stderr, "{}: {}: {} string(s) with a NUL inside, cut there as a ROS 2 string ends\n", verb, topic,
+                 c.notes.strings_cut_at_nul);
     }
   }
   return rc;
@@ -218,7 +226,7 @@ int run_bag_import(const Globals& g, const std::string& in, const std::string& o
                     human_bytes(r.bytes)));
   Undecoded undecoded;
   for (const record::UndecodedChannel& c : r.undecoded) undecoded.add(c.topic, c.type, c.why, c.messages);
-  for (const auto& [topic, n] : r.strings_without_nul) undecoded.strings_without_nul(topic, n);
+  for (const auto& [topic, n] : r.notes) undecoded.note(topic, n);
   return undecoded.say("bag import", "kept raw, undecoded");
 }
 

@@ -168,16 +168,17 @@ class Undecoded {
   /// Says each channel's line, "VERB: TOPIC (TYPE): N message(s) WHAT: WHY",
   /// and returns the exit code: 1 when anything was left, else 0.
   [[nodiscard]] int say(std::string_view verb, std::string_view what) const;
-  /// `n` strings of `topic` whose CDR had no terminating NUL, kept whole as
-  /// Fast-CDR reads them: said by say(), without changing its exit code.
-  void strings_without_nul(const std::string& topic, std::uint64_t n);
+  /// What decoding `topic`'s messages accepted and counted (strings
+  /// without their NUL, strings cut at a NUL inside): said by say(),
+  /// without changing its exit code.
+  void note(const std::string& topic, const schema::CdrNotes& n);
 
  private:
   struct Channel {
     std::string type;
     std::uint64_t messages = 0;
     std::string why;
-    std::uint64_t strings_without_nul = 0;
+    schema::CdrNotes notes;
   };
   std::map<std::string, Channel> channels_;
 };

@@ -29,7 +29,7 @@ struct Imported {
   std::uint16_t id = 0;
   std::string undecoded;
   std::uint64_t messages = 0;
-  std::uint64_t strings_without_nul = 0;
+  schema::CdrNotes notes;
 };
 
 /// Resolves a channel's type; refuses what cannot map, naming why.
@@ -116,7 +116,9 @@ class StagedOutput {
   void commit() {
     std::error_code ec;
     std::filesystem::rename(staged_, output_, ec);
-    if (ec) throw Error(Errc::kResource, fmt::format("bag import: cannot rename {} to {}: {}", staged_, output_, ec.message()));
+    if (ec)
+      throw Error(Errc::kResource,
+                  fmt::format("bag import: cannot rename {} to {}: {}", staged_, output_, ec.message()));
     committed_ = true;
   }
 
@@ -136,7 +138,6 @@ std::size_t import_pass(mcap::Reader& reader, const std::string& input, std::map
                         mcap::Writer* writer, bool strict, ProgressReporter* progress, ImportReport& report) {
   const mcap::FileInfo& info = reader.info();
   std::size_t marked = 0;
-  schema::CdrNotes notes;
   reader.read_messages([&](const mcap::MessageView& m) {
     Imported& im = channels.at(m.channel_id);
     std::vector<std::byte> bytes;
@@ -144,16 +145,14 @@ std::size_t import_pass(mcap::Reader& reader, const std::string& input, std::map
       bytes.assign(m.data.begin(), m.data.end());  // kept as it was, with its schema text
     } else {
       try {
-        const std::uint64_t before = notes.strings_without_nul;
-        bytes = im.schema ? im.schema->from_cdr(m.data, schema::Schema::kMaxDecodedBytes, &notes)
+        bytes = im.schema ? im.schema->from_cdr(m.data, schema::Schema::kMaxDecodedBytes, &im.notes)
                           : schema::bytes_from_cdr(m.data);
-        im.strings_without_nul += notes.strings_without_nul - before;
       } catch (const schema::CodecError& e) {
-        const std::string why = fmt::format("message {} (log time {}) does not decode: {}", m.sequence, m.log_time,
-                                            e.what());
+        const std::string why =
+            fmt::format("message {} (log time {}) does not decode: {}", m.sequence, m.log_time, e.what());
         if (strict) {
-          throw Error(Errc::kConfig, fmt::format("bag import: {}: {} on {}", input, why,
-                                                 info.channel(m.channel_id)->topic));
+          throw Error(Errc::kConfig,
+                      fmt::format("bag import: {}: {} on {}", input, why, info.channel(m.channel_id)->topic));
         }
         im.undecoded = why;
         ++marked;
@@ -201,6 +200,7 @@ ImportReport import_ros2(const std::string& input, const std::string& output, co
     for (const mcap::Channel& c : info.channels) {
       Imported& im = channels.at(c.id);
       im.messages = 0;
+      im.notes = {};
       if (!im.undecoded.empty()) {
         // Its bytes as they were, under its own schema record: nothing lost.
         const mcap::Schema* s = info.schema(c.schema_id);
@@ -247,7 +247,8 @@ ImportReport import_ros2(const std::string& input, const std::string& output, co
     if (!im.undecoded.empty()) {
       report.undecoded.push_back({c.topic, s != nullptr ? s->name : std::string{}, im.messages, im.undecoded});
     }
-    if (im.strings_without_nul != 0) report.strings_without_nul.emplace_back(c.topic, im.strings_without_nul);
+    if (im.notes.strings_without_nul != 0 || im.notes.strings_cut_at_nul != 0)
+      report.notes.emplace_back(c.topic, im.notes);
   }
   return report;
 }

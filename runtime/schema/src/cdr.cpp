@@ -240,12 +240,6 @@ class CdrDecoder {
           throw CodecError(
               fmt::format("{}: a string of {} bytes does not fit string<{}>", what, length, f.string_capacity));
         }
-        // In place a string ends at its first NUL: one inside would cut it
-        // short when read, so it is refused rather than changed.
-        if (std::memchr(string_bytes_, 0, length) != nullptr) {
-          throw CodecError(fmt::format("{}: a string<={} with a NUL inside it cannot be held in place", what,
-                                       f.string_capacity));
-        }
         std::memcpy(out_.data() + at, string_bytes_, length);
         return;
       }
@@ -263,16 +257,24 @@ class CdrDecoder {
   }
 
   /// A CDR string: its length (without the NUL the CDR length counts);
-  /// its bytes are at string_bytes_. What Fast-CDR (rmw_fastrtps) reads:
-  /// the terminating NUL dropped, a string without one (length 0, or a
-  /// last byte that is not NUL) kept whole and counted in
-  /// CdrNotes::strings_without_nul, bytes after an inner NUL kept.
+  /// its bytes are at string_bytes_. The value is what rmw_fastrtps makes
+  /// of it: Fast-CDR takes the bytes before the terminating NUL, or all of
+  /// them when the last is not NUL (counted in
+  /// CdrNotes::strings_without_nul), and a ROS 2 string ends at its first
+  /// NUL (rosidl's C strings; Fast-CDR writes a std::string's c_str()), so
+  /// bytes after a NUL inside are dropped and counted
+  /// (CdrNotes::strings_cut_at_nul).
   std::uint32_t read_string(const std::string& what) {
     const std::uint32_t n = r_.u32(what);  // with the terminating NUL
     string_bytes_ = r_.take(n, what);
-    if (n != 0 && string_bytes_[n - 1] == std::byte{0}) return n - 1;
-    if (notes_ != nullptr) ++notes_->strings_without_nul;
-    return n;
+    const void* nul = n == 0 ? nullptr : std::memchr(string_bytes_, 0, n);
+    if (nul == nullptr) {
+      if (notes_ != nullptr) ++notes_->strings_without_nul;
+      return n;
+    }
+    const auto length = static_cast<std::uint32_t>(static_cast<const std::byte*>(nul) - string_bytes_);
+    if (length + 1 != n && notes_ != nullptr) ++notes_->strings_cut_at_nul;
+    return length;
   }
 
   /// A new block, within max_bytes_.
@@ -293,8 +295,7 @@ class CdrDecoder {
 
 }  // namespace
 
-std::vector<std::byte> Schema::from_cdr(std::span<const std::byte> cdr, std::size_t max_bytes,
-                                        CdrNotes* notes) const {
+std::vector<std::byte> Schema::from_cdr(std::span<const std::byte> cdr, std::size_t max_bytes, CdrNotes* notes) const {
   std::vector<std::byte> out(root_->size);
   CdrDecoder(cdr, out, max_bytes, notes).message(*root_, 0);
   return out;

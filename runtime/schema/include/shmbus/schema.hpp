@@ -279,11 +279,15 @@ void bytes_to_cdr(std::span<const std::byte> bytes, std::string& out);
 /// CodecError for CDR that is cut short or not little-endian.
 std::vector<std::byte> bytes_from_cdr(std::span<const std::byte> cdr);
 
-/// What Schema::from_cdr() accepted that ROS 2's middlewares read
-/// differently, counted so that a caller can say it: Fast-CDR keeps a
-/// string without its terminating NUL whole, Cyclone DDS refuses it.
+/// What Schema::from_cdr() accepted that is not CDR as ROS 2 writes it,
+/// counted so that a caller can say it.
 struct CdrNotes {
+  /// Strings whose CDR length is 0 or whose last byte is not NUL: kept
+  /// whole, as Fast-CDR reads them (Cyclone DDS refuses them).
   std::uint64_t strings_without_nul = 0;
+  /// Strings with bytes after a NUL inside them: cut at that NUL, where a
+  /// ROS 2 string ends (rosidl's C strings; Fast-CDR writes c_str()).
+  std::uint64_t strings_cut_at_nul = 0;
 };
 
 /// One message type, self-contained, ready to decode and encode.
@@ -325,9 +329,8 @@ class Schema {
   /// CodecError naming the field. No recursion deeper than the schema's.
   /// Accepts what Fast-CDR (rmw_fastrtps's serializer) accepts: no pad
   /// after the count of an empty sequence, a string whose CDR length is 0
-  /// or whose last byte is not NUL (kept whole, counted in `notes`), bytes
-  /// after a NUL inside an unbounded string. A NUL inside a `string<=N`,
-  /// which its in-place layout cannot hold, is a CodecError.
+  /// or whose last byte is not NUL (kept whole), a string with a NUL
+  /// inside (cut there, as ROS 2's strings end); both counted in `notes`.
   [[nodiscard]] std::vector<std::byte> from_cdr(std::span<const std::byte> cdr,
                                                 std::size_t max_bytes = kMaxDecodedBytes,
                                                 CdrNotes* notes = nullptr) const;

@@ -41,9 +41,9 @@ struct ImportReport {
   std::uint64_t channels = 0;
   std::uint64_t bytes = 0;  ///< of the output
   std::vector<UndecodedChannel> undecoded;
-  /// Per channel: strings whose CDR had no terminating NUL, kept whole as
-  /// Fast-CDR reads them (Schema::from_cdr).
-  std::vector<std::pair<std::string, std::uint64_t>> strings_without_nul;
+  /// Per channel: what decoding its CDR accepted and counted
+  /// (Schema::from_cdr), where anything was.
+  std::vector<std::pair<std::string, schema::CdrNotes>> notes;
 };
 
 /// True when channel `c` is ROS 2's (rosbag2's MCAP, `bag export
