@@ -75,17 +75,39 @@ Json json_of(T t, bool raw) {
 template <typename F>
 void with_type(Primitive p, F&& f) {
   switch (p) {
-    case Primitive::kBool: f(bool{}); return;
-    case Primitive::kInt8: f(std::int8_t{}); return;
-    case Primitive::kUint8: f(std::uint8_t{}); return;
-    case Primitive::kInt16: f(std::int16_t{}); return;
-    case Primitive::kUint16: f(std::uint16_t{}); return;
-    case Primitive::kInt32: f(std::int32_t{}); return;
-    case Primitive::kUint32: f(std::uint32_t{}); return;
-    case Primitive::kInt64: f(std::int64_t{}); return;
-    case Primitive::kUint64: f(std::uint64_t{}); return;
-    case Primitive::kFloat32: f(float{}); return;
-    case Primitive::kFloat64: f(double{}); return;
+    case Primitive::kBool:
+      f(bool{});
+      return;
+    case Primitive::kInt8:
+      f(std::int8_t{});
+      return;
+    case Primitive::kUint8:
+      f(std::uint8_t{});
+      return;
+    case Primitive::kInt16:
+      f(std::int16_t{});
+      return;
+    case Primitive::kUint16:
+      f(std::uint16_t{});
+      return;
+    case Primitive::kInt32:
+      f(std::int32_t{});
+      return;
+    case Primitive::kUint32:
+      f(std::uint32_t{});
+      return;
+    case Primitive::kInt64:
+      f(std::int64_t{});
+      return;
+    case Primitive::kUint64:
+      f(std::uint64_t{});
+      return;
+    case Primitive::kFloat32:
+      f(float{});
+      return;
+    case Primitive::kFloat64:
+      f(double{});
+      return;
   }
 }
 
@@ -243,7 +265,8 @@ class Reader {
 
 /// `value` (a message of `m`) as Fast-CDR writes it: the encapsulation
 /// header (CDR_LE) and the message.
-inline std::vector<char> fastcdr_write(const schema::MessageDef& m, const schema::Json& value, bool raw_floats = false) {
+inline std::vector<char> fastcdr_write(const schema::MessageDef& m, const schema::Json& value,
+                                       bool raw_floats = false) {
   std::vector<char> buffer(1024);
   for (;;) {
     eprosima::fastcdr::FastBuffer fb(buffer.data(), buffer.size());

@@ -1153,8 +1153,7 @@ TEST(ShmtoolRecord, ImportComparesDefinitionsByMeaningNotSpelling) {
   std::string changed = pose;
   changed.replace(changed.find("float64 z\n"), 10, "float32 z\n");
   write(other, changed);
-  const ToolRun refused =
-      shmtool({"bag", "import", other, "-o", temp_path("shmtool_import_pose_refused"), "--strict"});
+  const ToolRun refused = shmtool({"bag", "import", other, "-o", temp_path("shmtool_import_pose_refused"), "--strict"});
   EXPECT_EQ(refused.code, 2) << refused.err;
   EXPECT_NE(refused.err.find("in geometry_msgs/Point: the file has 'float32 z', the msg path 'float64 z'"),
             std::string::npos)

@@ -184,28 +184,13 @@ Exported exported(const mcap::FileInfo& info, const mcap::Channel& ch, TypeInfo&
   return e;
 }
 
-}  // namespace
-
-int run_bag_export(const Globals& /*g*/, const std::string& in, const std::string& out, const std::string& encoding,
-                   bool quiet, bool strict) {
-  const bool cdr = encoding == "cdr";
-  if (encoding != "json" && !cdr) {
-    throw Error(Errc::kInvalidArgument, "bag export: unknown --encoding '" + encoding + "'; use json or cdr");
-  }
-  if (in == out) throw Error(Errc::kInvalidArgument, "bag export: -o must name another file than " + in);
-  mcap::Reader reader(in);
-  const mcap::FileInfo& info = reader.info();
-  mcap::WriterOptions w;
-  // CDR with ros2msg schemas is the ros2 profile: what rosbag2 writes and
-  // Foxglove reads as ROS 2.
-  w.profile = cdr ? "ros2" : info.profile;
-  w.library = "shmtool bag export";
-  w.compression = mcap::parse_compression(info.compression).value_or(mcap::Compression::kZstd);
-  mcap::Writer writer(out, w);
+/// The copy's channels, each with its schema (ros2msg or jsonschema, one
+/// record per text); those whose type cannot be read are refused
+/// (`strict`) or left out with the reason in `unreadable`.
+std::map<std::uint16_t, Exported> exported_channels(const mcap::FileInfo& info, mcap::Writer& writer, bool cdr,
+                                                    bool strict, std::map<std::uint16_t, std::string>& unreadable) {
   std::map<std::uint16_t, Exported> channels;
   std::map<std::string, std::uint16_t> schema_ids;  // schema text -> id
-  std::map<std::uint16_t, std::string> unreadable;  // channels skipped, and why
-  Undecoded undecoded;
   for (const auto& ch : info.channels) {
     TypeInfo type;
     Exported e;
@@ -232,6 +217,30 @@ int run_bag_export(const Globals& /*g*/, const std::string& in, const std::strin
     e.id = writer.add_channel(it->second, ch.topic, cdr ? "cdr" : "json", ch.metadata);
     channels[ch.id] = std::move(e);
   }
+  return channels;
+}
+
+}  // namespace
+
+int run_bag_export(const Globals& /*g*/, const std::string& in, const std::string& out, const std::string& encoding,
+                   bool quiet, bool strict) {
+  const bool cdr = encoding == "cdr";
+  if (encoding != "json" && !cdr) {
+    throw Error(Errc::kInvalidArgument, "bag export: unknown --encoding '" + encoding + "'; use json or cdr");
+  }
+  if (in == out) throw Error(Errc::kInvalidArgument, "bag export: -o must name another file than " + in);
+  mcap::Reader reader(in);
+  const mcap::FileInfo& info = reader.info();
+  mcap::WriterOptions w;
+  // CDR with ros2msg schemas is the ros2 profile: what rosbag2 writes and
+  // Foxglove reads as ROS 2.
+  w.profile = cdr ? "ros2" : info.profile;
+  w.library = "shmtool bag export";
+  w.compression = mcap::parse_compression(info.compression).value_or(mcap::Compression::kZstd);
+  mcap::Writer writer(out, w);
+  std::map<std::uint16_t, std::string> unreadable;  // channels skipped, and why
+  const std::map<std::uint16_t, Exported> channels = exported_channels(info, writer, cdr, strict, unreadable);
+  Undecoded undecoded;
   for (const auto& m : info.metadata) writer.write_metadata(m);
   std::uint64_t n = 0;
   std::string text;

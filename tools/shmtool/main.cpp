@@ -366,7 +366,8 @@ void add_bag_commands(CLI::App& app, Commands& k) {
                   "Message encoding of the copy: json (jsonschema) or cdr (ros2 profile, ros2msg schemas)")
       ->check(CLI::IsMember({"json", "cdr"}));
   exp->add_flag("-q,--quiet", k.rewrite.quiet, "No progress line on a terminal");
-  exp->add_flag("--strict", k.bag_strict, "Refuse the file at the first message that does not decode (else skipped and said)");
+  exp->add_flag("--strict", k.bag_strict,
+                "Refuse the file at the first message that does not decode (else skipped and said)");
   CLI::App* graph = bag->add_subcommand(
       "graph",
       "The modules and channels of a recording as a graph (module -> channel -> module), in topological order");

@@ -836,6 +836,26 @@ std::string section_text(std::string_view body) {
   return out;
 }
 
+/// rosbag2 writes a type once for each path that reaches it: a section
+/// seen before is skipped when it says the same, refused when it differs.
+class SectionsSeen {
+ public:
+  /// True when `name` was seen before with the same definition; throws
+  /// SchemaError naming both lines when it differs.
+  bool repeated(const std::string& name, std::string_view body, int line, const std::string& source) {
+    const auto [seen, first] = seen_.try_emplace(name, section_text(body), line);
+    if (first) return false;
+    if (seen->second.first != section_text(body)) {
+      throw SchemaError(fmt::format("{}:{}: message {} is defined twice, differently: at line {} and at line {}",
+                                    source, line + 1, name, std::max(seen->second.second, 1), line));
+    }
+    return true;
+  }
+
+ private:
+  std::map<std::string, std::pair<std::string, int>, std::less<>> seen_;  // name -> text, MSG line
+};
+
 /// True when `body` has a line `---` (a `.srv`'s).
 bool has_separator_line(std::string_view body) {
   std::size_t pos = 0;
@@ -887,23 +907,13 @@ std::string MessageSet::add_sections(std::string_view text, const std::string& s
   std::string current = root_name;
   std::string body;
   int body_first_line = 0;
-  // rosbag2 writes a type once for each path that reaches it: a section
-  // seen before is skipped when it says the same, refused when it differs.
-  std::map<std::string, std::pair<std::string, int>, std::less<>> sections;  // name -> text, MSG line
+  SectionsSeen sections;
   bool service_event = false;
   const auto flush = [&] {
     if (current.empty()) return;
     const auto slash = current.find('/');
     if (slash == std::string::npos) Impl::fail(source, body_first_line, fmt::format("bad MSG name '{}'", current));
-    const auto [seen, first] = sections.try_emplace(current, section_text(body), body_first_line);
-    if (!first) {
-      if (seen->second.first != section_text(body)) {
-        Impl::fail(source, body_first_line + 1,
-                   fmt::format("message {} is defined twice, differently: at line {} and at line {}", current,
-                               std::max(seen->second.second, 1), body_first_line));
-      }
-      return;
-    }
+    if (sections.repeated(current, body, body_first_line, source)) return;
     const std::string package = current.substr(0, slash);
     const std::string name = current.substr(slash + 1);
     // A service's events as rosbag2 records them (`pkg/srv/Name_Event`):
@@ -942,18 +952,19 @@ std::string MessageSet::add_sections(std::string_view text, const std::string& s
   }
   flush();
   if (root.empty()) Impl::fail(source, 1, "empty schema: expected 'MSG: package/Name'");
+  if (service_event) add_service_event_types();
+  return root;
+}
+
+void MessageSet::add_service_event_types() {
   // The types an event derived from a `.srv` uses, where the text leaves
   // them out (rosbag2 lists only the request's and response's).
-  if (service_event) {
-    for (const auto& [type, definition] : kServiceEventTypes) {
-      if (!has(type)) {
-        const auto slash = type.find('/');
-        add_at(std::string{type.substr(0, slash)}, std::string{type.substr(slash + 1)}, definition,
-               "ROS 2's " + std::string{type}, 0);
-      }
-    }
+  for (const auto& [type, definition] : kServiceEventTypes) {
+    if (has(type)) continue;
+    const auto slash = type.find('/');
+    add_at(std::string{type.substr(0, slash)}, std::string{type.substr(slash + 1)}, definition,
+           "ROS 2's " + std::string{type}, 0);
   }
-  return root;
 }
 
 void MessageSet::add_service_event(const std::string& package, const std::string& service, std::string_view srv_text,
