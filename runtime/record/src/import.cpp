@@ -207,6 +207,7 @@ ImportReport import_ros2(const std::string& input, const std::string& output, co
         const std::uint16_t schema_id =
             s != nullptr ? writer.add_schema(s->name, s->encoding, s->data) : std::uint16_t{0};
         mcap::KeyValues metadata = c.metadata;
+        std::erase_if(metadata, [](const auto& kv) { return kv.first == "type_name" || kv.first == "type_hash"; });
         metadata.emplace_back("type_name", TypeInfo::bytes().name);
         metadata.emplace_back("type_hash", fmt::format("{:016x}", 0));
         im.id = writer.add_channel(schema_id, c.topic, c.message_encoding, std::move(metadata));

@@ -16,6 +16,7 @@
 #include <set>
 #include <sstream>
 
+#include "shipped_messages.hpp"
 #include "shmbus/names.hpp"
 #include "shmbus/schema.hpp"
 #include "shmbus/types.hpp"
@@ -809,16 +810,6 @@ namespace {
 /// The suffix of a service event type (rosidl: `pkg/srv/Name_Event`).
 constexpr std::string_view kEventTypeSuffix = "_Event";
 
-/// The definitions a service event uses beside its request and response,
-/// as ROS 2 (Jazzy) ships them: what add_sections() adds where a
-/// recording's text leaves them out.
-constexpr std::array<std::pair<std::string_view, std::string_view>, 2> kServiceEventTypes{{
-    {"service_msgs/ServiceEventInfo",
-     "uint8 REQUEST_SENT = 0\nuint8 REQUEST_RECEIVED = 1\nuint8 RESPONSE_SENT = 2\nuint8 RESPONSE_RECEIVED = 3\n"
-     "uint8 event_type\nbuiltin_interfaces/Time stamp\nchar[16] client_gid\nint64 sequence_number\n"},
-    {"builtin_interfaces/Time", "int32 sec\nuint32 nanosec\n"},
-}};
-
 /// A section's definition as compared with a later one of the same name:
 /// each line without trailing white space, no blank lines at the end.
 std::string section_text(std::string_view body) {
@@ -958,12 +949,15 @@ std::string MessageSet::add_sections(std::string_view text, const std::string& s
 
 void MessageSet::add_service_event_types() {
   // The types an event derived from a `.srv` uses, where the text leaves
-  // them out (rosbag2 lists only the request's and response's).
-  for (const auto& [type, definition] : kServiceEventTypes) {
+  // them out (rosbag2 lists only the request's and response's): the
+  // shipped definitions, ROS 2's.
+  for (const std::string_view type : {"service_msgs/ServiceEventInfo", "builtin_interfaces/Time"}) {
     if (has(type)) continue;
-    const auto slash = type.find('/');
-    add_at(std::string{type.substr(0, slash)}, std::string{type.substr(slash + 1)}, definition,
-           "ROS 2's " + std::string{type}, 0);
+    for (const ShippedMessage& m : shipped_messages()) {
+      if (type == fmt::format("{}/{}", m.package, m.name)) {
+        add_at(m.package, m.name, m.text, fmt::format("<shipped>/{}.msg", type), 0);
+      }
+    }
   }
 }
 

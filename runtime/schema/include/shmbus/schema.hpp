@@ -252,8 +252,9 @@ class MessageSet {
   /// response as sequences of at most one), with its request and response.
   void add_service_event(const std::string& package, const std::string& service, std::string_view srv_text,
                          const std::string& source, int first_line);
-  /// service_msgs/ServiceEventInfo and builtin_interfaces/Time, as ROS 2
-  /// ships them, where the set lacks them (add_service_event()'s types).
+  /// service_msgs/ServiceEventInfo and the builtin_interfaces/Time it uses,
+  /// from the shipped definitions, where the set lacks them
+  /// (add_service_event()'s types).
   void add_service_event_types();
   /// add() of text whose first line is line first_line + 1 of `source`.
   void add_at(const std::string& package, const std::string& name, std::string_view text, const std::string& source,
