@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "blocks.hpp"
@@ -143,6 +144,19 @@ void bytes_to_cdr(std::span<const std::byte> bytes, std::string& out) {
 
 namespace {
 
+/// What a CodecError names: a field of a message ("pkg/Type.field"), a
+/// message, or a fixed text. Made into text only when an error is thrown:
+/// decoding names no field on its way.
+struct Where {
+  const std::string* message = nullptr;
+  const std::string* field = nullptr;
+  const char* text = nullptr;
+  [[nodiscard]] std::string str() const {
+    if (text != nullptr) return text;
+    return field == nullptr ? *message : *message + "." + *field;
+  }
+};
+
 /// Reads little-endian CDR (XCDR1) after its encapsulation header, every
 /// read checked against what is left.
 class CdrReader {
@@ -159,15 +173,15 @@ class CdrReader {
     const std::size_t misalign = (at_ - 4) % n;
     if (misalign != 0) skip(n - misalign);
   }
-  const std::byte* take(std::size_t n, const std::string& what) {
+  const std::byte* take(std::size_t n, const Where& what) {
     if (n > in_.size() - at_) {
-      throw CodecError(fmt::format("{}: CDR cut short ({} bytes wanted, {} left)", what, n, in_.size() - at_));
+      throw CodecError(fmt::format("{}: CDR cut short ({} bytes wanted, {} left)", what.str(), n, in_.size() - at_));
     }
     const std::byte* p = in_.data() + at_;
     at_ += n;
     return p;
   }
-  std::uint32_t u32(const std::string& what) {
+  std::uint32_t u32(const Where& what) {
     align(4);
     std::uint32_t v = 0;
     std::memcpy(&v, take(4, what), 4);
@@ -176,7 +190,7 @@ class CdrReader {
   [[nodiscard]] std::size_t left() const noexcept { return in_.size() - at_; }
 
  private:
-  void skip(std::size_t n) { (void)take(n, "padding"); }
+  void skip(std::size_t n) { (void)take(n, Where{.text = "padding"}); }
   std::span<const std::byte> in_;
   std::size_t at_ = 0;
 };
@@ -189,18 +203,19 @@ class CdrDecoder {
       : r_(cdr), out_(out), max_bytes_(max_bytes), notes_(notes) {}
 
   void message(const MessageDef& m, std::size_t base) {
-    if (m.fields.empty()) (void)r_.take(1, m.name);
+    if (m.fields.empty()) (void)r_.take(1, Where{.message = &m.name});
     for (const Field& f : m.fields) {
-      const std::string what = m.name + "." + f.name;
+      const Where what{.message = &m.name, .field = &f.name};
       if (f.unbounded) {
         const std::uint32_t count = r_.u32(what);
         // Each element takes at least one byte of CDR: a count beyond what
         // is left is refused before anything is allocated.
         if (count > r_.left()) {
-          throw CodecError(fmt::format("{}: {} elements in {} bytes of CDR", what, count, r_.left()));
+          throw CodecError(fmt::format("{}: {} elements in {} bytes of CDR", what.str(), count, r_.left()));
         }
         if (f.sequence_bound != 0 && count > f.sequence_bound) {
-          throw CodecError(fmt::format("{}: {} elements in a sequence of at most {}", what, count, f.sequence_bound));
+          throw CodecError(
+              fmt::format("{}: {} elements in a sequence of at most {}", what.str(), count, f.sequence_bound));
         }
         elements(f, block(base + f.offset, count, f.element_size, f.element_align, what), count, what);
       } else if (f.array_length != 0) {
@@ -212,7 +227,7 @@ class CdrDecoder {
   }
 
  private:
-  void elements(const Field& f, std::size_t at, std::size_t n, const std::string& what) {
+  void elements(const Field& f, std::size_t at, std::size_t n, const Where& what) {
     if (f.kind == FieldKind::kPrimitive && f.primitive != Primitive::kBool) {
       if (n == 0) return;  // no pad without an element, as the writer
       r_.align(size_of(f.primitive));
@@ -222,14 +237,14 @@ class CdrDecoder {
     for (std::size_t i = 0; i < n; ++i) element(f, at + i * f.element_size, what);
   }
 
-  void element(const Field& f, std::size_t at, const std::string& what) {
+  void element(const Field& f, std::size_t at, const Where& what) {
     switch (f.kind) {
       case FieldKind::kPrimitive: {
         const std::uint32_t size = size_of(f.primitive);
         r_.align(size);
         const std::byte* p = r_.take(size, what);
         if (f.primitive == Primitive::kBool && std::to_integer<int>(*p) > 1) {
-          throw CodecError(fmt::format("{}: bool {} is neither 0 nor 1", what, std::to_integer<int>(*p)));
+          throw CodecError(fmt::format("{}: bool {} is neither 0 nor 1", what.str(), std::to_integer<int>(*p)));
         }
         std::memcpy(out_.data() + at, p, size);
         return;
@@ -238,7 +253,7 @@ class CdrDecoder {
         const std::uint32_t length = read_string(what);
         if (length > f.string_capacity) {
           throw CodecError(
-              fmt::format("{}: a string of {} bytes does not fit string<{}>", what, length, f.string_capacity));
+              fmt::format("{}: a string of {} bytes does not fit string<{}>", what.str(), length, f.string_capacity));
         }
         std::memcpy(out_.data() + at, string_bytes_, length);
         return;
@@ -264,7 +279,7 @@ class CdrDecoder {
   /// NUL (rosidl's C strings; Fast-CDR writes a std::string's c_str()), so
   /// bytes after a NUL inside are dropped and counted
   /// (CdrNotes::strings_cut_at_nul).
-  std::uint32_t read_string(const std::string& what) {
+  std::uint32_t read_string(const Where& what) {
     const std::uint32_t n = r_.u32(what);  // with the terminating NUL
     string_bytes_ = r_.take(n, what);
     const void* nul = n == 0 ? nullptr : std::memchr(string_bytes_, 0, n);
@@ -278,12 +293,13 @@ class CdrDecoder {
   }
 
   /// A new block, within max_bytes_.
-  std::size_t block(std::size_t at, std::uint64_t count, std::uint32_t size, std::uint32_t align,
-                    const std::string& what) {
-    if (count * size > max_bytes_ || out_.size() + count * size + align > max_bytes_) {
-      throw CodecError(fmt::format("{}: the message would pass {} bytes", what, max_bytes_));
+  std::size_t block(std::size_t at, std::uint64_t count, std::uint32_t size, std::uint32_t align, const Where& what) {
+    // Within a VarRef's reach too, so add_block() has nothing to refuse.
+    const std::uint64_t limit = std::min<std::uint64_t>(max_bytes_, UINT32_MAX);
+    if (count * size > limit || out_.size() + count * size + align > limit) {
+      throw CodecError(fmt::format("{}: the message would pass {} bytes", what.str(), limit));
     }
-    return detail::add_block(out_, at, count, size, align, what);
+    return detail::add_block(out_, at, count, size, align, {});
   }
 
   CdrReader r_;
@@ -297,14 +313,18 @@ class CdrDecoder {
 
 std::vector<std::byte> Schema::from_cdr(std::span<const std::byte> cdr, std::size_t max_bytes, CdrNotes* notes) const {
   std::vector<std::byte> out(root_->size);
+  // The blocks take about what the CDR takes: one allocation, not one per
+  // block that grows the message.
+  out.reserve(std::min<std::size_t>(root_->size + 2 * cdr.size(), max_bytes));
   CdrDecoder(cdr, out, max_bytes, notes).message(*root_, 0);
   return out;
 }
 
 std::vector<std::byte> bytes_from_cdr(std::span<const std::byte> cdr) {
   CdrReader r(cdr);
-  const std::uint32_t n = r.u32("shmbus/msg/Bytes.data");
-  const std::byte* p = r.take(n, "shmbus/msg/Bytes.data");
+  const Where data{.text = "shmbus/msg/Bytes.data"};
+  const std::uint32_t n = r.u32(data);
+  const std::byte* p = r.take(n, data);
   return {p, p + n};
 }
 
