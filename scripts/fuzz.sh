@@ -78,6 +78,7 @@ SHMBUS_FUZZ_WRITE_SEEDS="$corpus/view" "$dir/tests/fuzz/fuzz_slot_view"
 # What the fuzzers once crashed on: run again first, every time.
 cp tests/fuzz/regressions/reader/* "$corpus/reader/"
 cp tests/fuzz/regressions/session/* "$corpus/session/"
+cp tests/fuzz/regressions/cdr/* "$corpus/cdr/"
 
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}

@@ -209,10 +209,17 @@ class Reader {
       with_type(f.primitive, [&](auto t) {
         using T = decltype(t);
         if constexpr (std::is_same_v<T, bool>) {
+          // Fast-CDR 1.0's deserializeArray(bool*) leaves an element whose
+          // byte is neither 0 nor 1 unwritten (its value undefined) and
+          // throws nothing. The same bytes are read here as uint8 and such
+          // a byte refused, as Fast-CDR's read of one bool refuses it.
           const std::size_t n = f.unbounded ? count(f) : f.array_length;
-          std::unique_ptr<bool[]> a(new bool[n + 1]);
-          cdr_.deserializeArray(a.get(), n);
-          for (std::size_t i = 0; i < n; ++i) out.push_back(a[i]);
+          std::vector<std::uint8_t> a(n);
+          cdr_.deserializeArray(a.data(), n);
+          for (const std::uint8_t b : a) {
+            if (b > 1) throw Refused("a bool neither 0 nor 1");
+            out.push_back(b == 1);
+          }
         } else {
           std::vector<T> a;
           if (f.unbounded && f.sequence_bound == 0) {

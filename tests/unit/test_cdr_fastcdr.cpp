@@ -200,6 +200,19 @@ TEST(CdrAgainstFastCdr, StringsWithoutTheirNulReadAsFastCdrReadsThemAndAreCounte
   EXPECT_EQ(hex(std::as_bytes(std::span{ours_again})), hex(std::as_bytes(std::span{theirs_again})));
 }
 
+TEST(CdrAgainstFastCdr, ABoolThatIsNeitherZeroNorOneIsRefusedAloneAndInASequence) {
+  auto set = std::make_shared<MessageSet>();
+  set->add("t", "B", "bool one\nbool[] many\n", "b");
+  set->resolve();
+  const Schema s = Schema::from_set(set, "t/B");
+  for (std::vector<char> cdr : {std::vector<char>{0, 1, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0},
+                                std::vector<char>{0, 1, 0, 0, 1, 0, 0, 0, 2, 0, 0, 0, 1, 2}}) {
+    EXPECT_THROW((void)s.from_cdr(std::as_bytes(std::span{cdr})), CodecError);
+    std::vector<char> copy = cdr;
+    EXPECT_ANY_THROW((void)shmbus::test::fastcdr_read(s.root(), copy));
+  }
+}
+
 TEST(CdrAgainstFastCdr, EveryAlignmentCaseOfEverySequenceElementType) {
   // Fields ending at each offset mod 8, then a sequence (unbounded and
   // bounded) and a fixed array of each element size, then fields of each

@@ -251,9 +251,12 @@ class CdrDecoder {
       }
       case FieldKind::kString: {
         const std::uint32_t length = read_string(what);
-        if (length > f.string_capacity) {
-          throw CodecError(
-              fmt::format("{}: a string of {} bytes does not fit string<{}>", what.str(), length, f.string_capacity));
+        // The bound is on what the CDR holds before its terminating NUL,
+        // bytes after a NUL inside included (rosidl's check of the
+        // std::string Fast-CDR reads), not on what is kept.
+        if (string_size_ > f.string_capacity) {
+          throw CodecError(fmt::format("{}: a string of {} bytes does not fit string<{}>", what.str(), string_size_,
+                                       f.string_capacity));
         }
         std::memcpy(out_.data() + at, string_bytes_, length);
         return;
@@ -282,6 +285,7 @@ class CdrDecoder {
   std::uint32_t read_string(const Where& what) {
     const std::uint32_t n = r_.u32(what);  // with the terminating NUL
     string_bytes_ = r_.take(n, what);
+    string_size_ = n != 0 && string_bytes_[n - 1] == std::byte{0} ? n - 1 : n;
     const void* nul = n == 0 ? nullptr : std::memchr(string_bytes_, 0, n);
     if (nul == nullptr) {
       if (notes_ != nullptr) ++notes_->strings_without_nul;
@@ -307,6 +311,7 @@ class CdrDecoder {
   std::size_t max_bytes_;
   CdrNotes* notes_;
   const std::byte* string_bytes_ = nullptr;
+  std::uint32_t string_size_ = 0;  ///< the last string's bytes before its terminating NUL
 };
 
 }  // namespace
