@@ -14,7 +14,9 @@
 // A topic's "schema_text", when given, is what its schema record holds
 // instead of its definition (rosbag2 writes a service event's as the .srv
 // text); a message's "cdr" (hex), when given, is written as it is.
-// Prints {"messages": N, "chunks": C}. Strings must be ASCII: @foxglove/cdr
+// Prints {"messages": N, "chunks": C, "topics": [{"topic", "type",
+// "definition", "qos", "messages": [{"log_time", "cdr"}]}]}: the bytes
+// written, for other storages of the same recording. Strings must be ASCII: @foxglove/cdr
 // 3.5.0 writes a string's UTF-16 length as its byte count, which cuts a
 // non-ASCII one short (fixed upstream after that release).
 import { existsSync, readFileSync } from 'node:fs';
@@ -83,6 +85,7 @@ const qos = '- history: 3\n  depth: 0\n  reliability: 1\n  durability: 2\n  dead
   '  liveliness_lease_duration:\n    sec: 2147483647\n    nsec: 4294967295\n  avoid_ros_namespace_conventions: false\n';
 const encoder = new TextEncoder();
 const pending = [];
+const written = [];
 for (const t of spec.topics) {
   t.definition ??= definitionOf(t.type, spec.msg_roots ?? []);
   const definitions = parse(t.definition, { ros2: true });
@@ -94,8 +97,13 @@ for (const t of spec.topics) {
   });
   const cdr = new MessageWriter(definitions);
   const root = definitions[0].name ?? '';
-  t.messages.forEach((m, i) => pending.push({ channelId, sequence: i, time: BigInt(m.log_time),
-    data: m.cdr !== undefined ? Buffer.from(m.cdr, 'hex') : cdr.writeMessage(writable(m.data, root, types)) }));
+  const out = { topic: t.topic, type: t.type, definition: t.schema_text ?? t.definition, qos, messages: [] };
+  t.messages.forEach((m, i) => {
+    const data = m.cdr !== undefined ? Buffer.from(m.cdr, 'hex') : cdr.writeMessage(writable(m.data, root, types));
+    pending.push({ channelId, sequence: i, time: BigInt(m.log_time), data });
+    out.messages.push({ log_time: m.log_time, cdr: Buffer.from(data).toString('hex') });
+  });
+  written.push(out);
 }
 // rosbag2 writes messages in the order they arrived: by log time.
 pending.sort((a, b) => (a.time < b.time ? -1 : a.time > b.time ? 1 : 0));
@@ -106,4 +114,4 @@ for (const m of pending) {
 await writer.addMetadata({ name: 'rosbag2', metadata: new Map([['serialized_metadata', 'rosbag2_bagfile_information:\n  version: 8\n']]) });
 await writer.end();
 await writeFile(spec.out, Buffer.concat(parts));
-console.log(JSON.stringify({ messages: pending.length, chunks }));
+console.log(JSON.stringify({ messages: pending.length, chunks, topics: written }));

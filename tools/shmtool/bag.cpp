@@ -10,9 +10,12 @@
 #include <termios.h>
 
 #include <cmath>
+#include <algorithm>
 #include <cstdio>
 #include <ctime>
+#include <filesystem>
 #include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
@@ -118,6 +121,15 @@ int run_play(const Globals& g, const PlayOptions& o) {
   }
   PlayerOptions options = o.player;
   options.remap = parse_remaps(o.remap);
+  // rosbag2's storage and ROS 2's MCAP files play as their imports: each
+  // channel published with its type.
+  std::vector<std::unique_ptr<RecordingInput>> inputs;
+  int rc = 0;
+  for (std::string& f : options.files) {
+    inputs.push_back(std::make_unique<RecordingInput>(g, f, "play", true));
+    f = inputs.back()->path();
+    rc = std::max(rc, inputs.back()->exit_code());
+  }
   if (!o.begin.empty()) options.begin_ns = parse_wall_time("play", "--begin", o.begin);
   if (!o.end.empty()) options.end_ns = parse_wall_time("play", "--end", o.end);
   std::optional<TerminalControl> control;
@@ -137,7 +149,7 @@ int run_play(const Globals& g, const PlayOptions& o) {
   for (const auto& [name, t] : summary.too_large) {
     fmt::print(stderr, "play: {}: {} message(s) not published: {}\n", name, t.messages, t.why);
   }
-  return summary.too_large.empty() ? 0 : 1;
+  return summary.too_large.empty() ? rc : 1;
 }
 
 int run_bag_recover(const Globals& /*g*/, const std::string& in, const std::string& out, bool quiet) {
@@ -222,14 +234,18 @@ std::map<std::uint16_t, Exported> exported_channels(const mcap::FileInfo& info, 
 
 }  // namespace
 
-int run_bag_export(const Globals& /*g*/, const std::string& in, const std::string& out, const std::string& encoding,
+int run_bag_export(const Globals& g, const std::string& in, const std::string& out, const std::string& encoding,
                    bool quiet, bool strict) {
   const bool cdr = encoding == "cdr";
   if (encoding != "json" && !cdr) {
     throw Error(Errc::kInvalidArgument, "bag export: unknown --encoding '" + encoding + "'; use json or cdr");
   }
-  if (in == out) throw Error(Errc::kInvalidArgument, "bag export: -o must name another file than " + in);
-  mcap::Reader reader(in);
+  std::error_code ec;
+  if (in == out || std::filesystem::equivalent(in, out, ec)) {
+    throw Error(Errc::kInvalidArgument, "bag export: -o must name another file than " + in);
+  }
+  const RecordingInput input(g, in, "bag export");
+  mcap::Reader reader(input.path());
   const mcap::FileInfo& info = reader.info();
   mcap::WriterOptions w;
   // CDR with ros2msg schemas is the ros2 profile: what rosbag2 writes and
@@ -287,7 +303,7 @@ int run_bag_export(const Globals& /*g*/, const std::string& in, const std::strin
   progress.clear();
   print(fmt::format("exported {} messages on {} channels from {} into {} ({}, {})\n", n, channels.size(), in, out,
                     encoding, human_bytes(writer.bytes())));
-  return undecoded.say("bag export", "skipped");
+  return std::max(undecoded.say("bag export", "skipped"), input.exit_code());
 }
 
 namespace {
@@ -348,11 +364,41 @@ Json summary_json(const RecordingSummary& s) {
 }  // namespace
 
 int run_bag_info(const Globals& g, const std::vector<std::string>& paths, bool series) {
-  const RecordingSummary s = summarize(paths, series);
+  // rosbag2's sqlite3 files and bag folders through their MCAP copies,
+  // listed by their own files.
+  std::vector<std::unique_ptr<RecordingInput>> inputs;
+  std::vector<std::string> mcaps;
+  std::vector<std::string> shown;
+  for (const std::string& p : paths) {
+    if (!rosbag2::is_rosbag2_storage(p)) {
+      mcaps.push_back(p);
+      continue;
+    }
+    inputs.push_back(std::make_unique<RecordingInput>(g, p, "bag info"));
+    mcaps.push_back(inputs.back()->path());
+    shown.insert(shown.end(), inputs.back()->files().begin(), inputs.back()->files().end());
+  }
+  RecordingSummary s = summarize(mcaps, series);
+  if (!inputs.empty()) {
+    std::erase_if(s.files, [&](const std::string& f) {
+      return std::ranges::any_of(inputs, [&](const auto& in) { return in->path() == f; });
+    });
+    s.files.insert(s.files.end(), shown.begin(), shown.end());
+    // The size is the bag's own, not its copy's.
+    const auto size = [](const std::string& f) {
+      std::error_code ec;
+      const std::uintmax_t n = std::filesystem::file_size(f, ec);
+      return ec ? std::uintmax_t{0} : n;
+    };
+    for (const auto& in : inputs) s.bytes -= size(in->path());
+    for (const std::string& f : shown) s.bytes += size(f);
+  }
+  int rc = 0;
+  for (const auto& in : inputs) rc = std::max(rc, in->exit_code());
   const Json j = summary_json(s);
   if (g.json) {
     print(j.dump(2) + "\n");
-    return 0;
+    return rc;
   }
   auto joined = [](const std::vector<std::string>& v) { return fmt::format("{}", fmt::join(v, ", ")); };
   std::string out = s.files.size() == 1 ? fmt::format("path:        {}\n", s.files[0])
@@ -374,7 +420,7 @@ int run_bag_info(const Globals& g, const std::vector<std::string>& paths, bool s
            std::to_string(c["lost"].get<std::uint64_t>())});
   }
   print(out + t.render(2));
-  return 0;
+  return rc;
 }
 
 }  // namespace shmbus::tool

@@ -3,6 +3,8 @@
 // messages of one as lines.
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <filesystem>
 #include <map>
 #include <optional>
 
@@ -107,10 +109,16 @@ int run_bag_rewrite(const Globals& /*g*/, const BagRewriteOptions& o) {
   return 0;
 }
 
+RecordingInput::RecordingInput(const Globals& g, const std::string& path, std::string_view verb, bool import)
+    : recording_(path, rosbag2::Options{g.msg_paths, {}, import}) {
+  for (const std::string& n : recording_.notes()) fmt::print(stderr, "{}: {}\n", verb, n);
+}
+
 int run_bag_cat(const Globals& g, const BagCatOptions& o) {
   const std::uint64_t begin = o.begin.empty() ? 0 : parse_wall_time("bag cat", "--begin", o.begin);
   const std::uint64_t end = o.end.empty() ? UINT64_MAX : parse_wall_time("bag cat", "--end", o.end);
-  mcap::Reader reader(o.file);
+  const RecordingInput input(g, o.file, "bag cat");
+  mcap::Reader reader(input.path());
   const mcap::FileInfo& info = reader.info();
   const std::map<std::uint16_t, Shown> shown = shown_channels(info, o.strict);
   std::map<std::uint16_t, bool> selected;
@@ -157,7 +165,7 @@ int run_bag_cat(const Globals& g, const BagCatOptions& o) {
     return true;
   });
   print(out);
-  return undecoded.say("bag cat", "skipped");
+  return std::max(undecoded.say("bag cat", "skipped"), input.exit_code());
 }
 
 void Undecoded::add(const std::string& topic, const std::string& type, const std::string& why, std::uint64_t messages) {
@@ -220,14 +228,19 @@ int run_bag_import(const Globals& g, const std::string& in, const std::string& o
   o.progress = [&progress](const record::RewriteProgress& p) {
     progress.update(p.messages, p.total_messages, p.bytes_written);
   };
-  const record::ImportReport r = record::import_ros2(in, out, o);
+  std::error_code ec;
+  if (in == out || std::filesystem::equivalent(in, out, ec)) {
+    throw Error(Errc::kInvalidArgument, "bag import: -o must name another file than " + in);
+  }
+  const RecordingInput input(g, in, "bag import");
+  const record::ImportReport r = record::import_ros2(input.path(), out, o);
   progress.clear();
   print(fmt::format("import: wrote {} messages on {} channels from {} into {} ({})\n", r.messages, r.channels, in, out,
                     human_bytes(r.bytes)));
   Undecoded undecoded;
   for (const record::UndecodedChannel& c : r.undecoded) undecoded.add(c.topic, c.type, c.why, c.messages);
   for (const auto& [topic, n] : r.notes) undecoded.note(topic, n);
-  return undecoded.say("bag import", "kept raw, undecoded");
+  return std::max(undecoded.say("bag import", "kept raw, undecoded"), input.exit_code());
 }
 
 }  // namespace shmbus::tool

@@ -12,6 +12,7 @@
 #include "shmbus/record/player.hpp"
 #include "shmbus/record/recorder.hpp"
 #include "shmbus/record/step_replay.hpp"
+#include "shmbus/rosbag2.hpp"
 
 namespace shmbus::tool {
 
@@ -160,6 +161,24 @@ int run_bag_export(const Globals& g, const std::string& in, const std::string& o
 
 /// What a bag command left undecoded, per channel, said once at its end:
 /// one line each on stderr with the count and the first reason.
+/// A recording named on the command line, read as MCAP: rosbag2's sqlite3
+/// files and bag folders through a converted copy (shmbus::rosbag2),
+/// removed when this goes. Each message the copy left out is said once,
+/// after "VERB: ", and makes exit_code() 1. With `import`, a ROS 2
+/// recording is also imported into a shmbus one (what play publishes).
+class RecordingInput {
+ public:
+  RecordingInput(const Globals& g, const std::string& path, std::string_view verb, bool import = false);
+  /// The MCAP file to read.
+  [[nodiscard]] const std::string& path() const noexcept { return recording_.path(); }
+  /// The files read (a bag folder's split files), as the user knows them.
+  [[nodiscard]] const std::vector<std::string>& files() const noexcept { return recording_.files(); }
+  [[nodiscard]] int exit_code() const noexcept { return recording_.notes().empty() ? 0 : 1; }
+
+ private:
+  rosbag2::Recording recording_;
+};
+
 class Undecoded {
  public:
   /// `messages` of `topic` (a ROS 2 type `type`) not decoded because of

@@ -4,6 +4,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <map>
 #include <memory>
@@ -44,6 +45,8 @@ std::optional<schema::Schema> resolve(const schema::TypeCatalog& catalog, const 
   const std::string type = short_type_name(s->name);
   if (type == "shmbus/Bytes") return std::nullopt;
   // The file's definition, read; a type the msg path does not define is it.
+  // rosbag2 writes an empty one for a type it had no definition of.
+  if (s->data.empty() && catalog.contains(type)) return catalog.find(type);
   schema::Schema theirs = schema_of_ros2msg(*s, c.topic);
   if (!catalog.contains(type)) return theirs;
   schema::Schema ours = [&] {
@@ -83,7 +86,21 @@ bool is_ros2_channel(const mcap::Channel& c, const mcap::Schema* s) noexcept {
   return c.message_encoding == "cdr" && s != nullptr && s->encoding == "ros2msg";
 }
 
+bool is_ros2_recording(const std::string& path) {
+  const mcap::Reader reader(path);
+  const mcap::FileInfo& info = reader.info();
+  return info.profile == "ros2" || std::ranges::any_of(info.channels, [&](const mcap::Channel& c) {
+           return is_ros2_channel(c, info.schema(c.schema_id));
+         });
+}
+
 schema::Schema schema_of_ros2msg(const mcap::Schema& s, std::string_view topic) {
+  if (s.data.empty()) {
+    throw Error(Errc::kInvalidArgument,
+                fmt::format("channel {}: neither the file nor the msg path defines {}; give its .msg with --msg-path "
+                            "(or source the ROS 2 workspace that has it: AMENT_PREFIX_PATH)",
+                            topic, s.name));
+  }
   try {
     auto set = std::make_shared<schema::MessageSet>();
     const std::string root = set->add_ros2msg(s.data, s.name, fmt::format("{} (schema {})", topic, s.name));

@@ -50,6 +50,11 @@ struct ImportReport {
 /// --encoding cdr`): `cdr` messages with a `ros2msg` schema `s`.
 [[nodiscard]] bool is_ros2_channel(const mcap::Channel& c, const mcap::Schema* s) noexcept;
 
+/// True when the MCAP file at `path` is a ROS 2 recording, what
+/// import_ros2 takes: profile `ros2`, or a channel of ROS 2's. Throws what
+/// mcap::Reader throws.
+[[nodiscard]] bool is_ros2_recording(const std::string& path);
+
 /// The type a `ros2msg` schema record defines (its name, `pkg/msg/Type`,
 /// and its text with the types it uses), as a schema of its own. Throws
 /// Error(kInvalidArgument) naming `topic` and the type when the text cannot
