@@ -29,6 +29,8 @@ packages=(
   clang-format clang-tidy-22        # scripts/lint.sh (clang-tidy 22 skips system headers: 3x faster than 14)
   lintian dpkg-dev                  # the Debian package test (tests/package/deb.sh)
   libzstd-dev liblz4-dev zlib1g-dev # MCAP chunk compression and CRC combining (shmbus::record)
+  libsqlite3-dev libyaml-cpp-dev    # rosbag2's sqlite3 files and bag folders' metadata.yaml (shmbus::rosbag2)
+  python3-zstandard                 # the tests' rosbag2 bags compressed as rosbag2 compresses them
   libisal-dev                       # MCAP CRC-32 at memory speed (ISA-L, shmbus::record)
   graphviz                          # dot: the module graphs of shmtool bag graph --dot (tests, README)
   help2man                          # the man pages, generated from the programs' --help at build time
@@ -71,11 +73,12 @@ fi
 if [ "${1:-}" = "--arch" ]; then
   [ "${2:-}" = aarch64 ] || { echo "install-deps: --arch takes aarch64, not '${2:-}'" >&2; exit 2; }
   arm=(crossbuild-essential-arm64 qemu-user qemu-user-binfmt)
-  # Not libisal-dev: it installs for one architecture at a time, and would
-  # replace the build machine's (the cross build computes CRCs with zlib).
+  # Not libisal-dev nor libyaml-cpp-dev: each installs for one architecture
+  # at a time, and would replace the build machine's (the cross build
+  # computes CRCs with zlib, and refuses rosbag2 bag folders).
   for p in libboost-dev libfmt-dev libtomlplusplus-dev libiceoryx-posh-dev libiceoryx-hoofs-dev libgtest-dev \
            libgmock-dev libzstd-dev liblz4-dev zlib1g-dev libspdlog-dev libssl-dev libsystemd-dev \
-           cyclonedds-dev; do
+           cyclonedds-dev libsqlite3-dev; do
     arm+=("$p:arm64")
   done
   sudo_cmd=()

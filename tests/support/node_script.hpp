@@ -11,11 +11,10 @@
 
 namespace shmbus::test {
 
-/// `node tests/js/SCRIPT ARG` (SHMBUS_SOURCE_DIR's); its stdout as JSON,
-/// or an empty object after a test failure.
-inline nlohmann::json run_node_script(const std::string& script, const std::string& arg) {
-  const std::string cmd = "node " + std::string(SHMBUS_SOURCE_DIR) + "/tests/js/" + script + " " + arg + " 2>&1";
-  FILE* p = ::popen(cmd.c_str(), "r");
+/// Runs `cmd` (a shell command line); its stdout as JSON, or an empty
+/// object after a test failure.
+inline nlohmann::json run_json_command(const std::string& cmd) {
+  FILE* p = ::popen((cmd + " 2>&1").c_str(), "r");
   if (p == nullptr) {
     ADD_FAILURE() << "cannot run " << cmd;
     return nlohmann::json::object();
@@ -33,6 +32,12 @@ inline nlohmann::json run_node_script(const std::string& script, const std::stri
     ADD_FAILURE() << "not a JSON report: " << out;
     return nlohmann::json::object();
   }
+}
+
+/// `node tests/js/SCRIPT ARG` (SHMBUS_SOURCE_DIR's); its stdout as JSON,
+/// or an empty object after a test failure.
+inline nlohmann::json run_node_script(const std::string& script, const std::string& arg) {
+  return run_json_command("node " + std::string(SHMBUS_SOURCE_DIR) + "/tests/js/" + script + " " + arg);
 }
 
 }  // namespace shmbus::test

@@ -1120,7 +1120,230 @@ TEST(ShmtoolRecord, ARecordingAsRosbag2WritesItImportsCatsAndExportsPastAChannel
     if (topic == "/add/_service_event") EXPECT_EQ(j["data"], got["/add/_service_event"][0]);
   }
   EXPECT_EQ(n, 4U) << cat_imported.out;
+
+  // play: the ROS 2 file imported on the way, each good channel published
+  // with its type, the unreadable one as its bytes, said, exit 1.
+  DomainGuard replay;
+  shmbus::Config config;
+  config.domain = replay.name;
+  shmbus::Context context(config);
+  shmbus::Node node("listener", context);
+  std::map<std::string, std::vector<std::string>> played;
+  const std::vector<std::string> topics{"/joint_states", "/parameter_events", "/add/_service_event", "/wide"};
+  shmbus::SubscriptionOptions any_type;
+  any_type.subscriber.wait_for_channel = true;
+  for (const std::string& topic : topics) {
+    node.subscribe_raw(
+        topic, std::nullopt,
+        [&, topic](std::span<const std::byte> m, const shmbus::MessageInfo&) {
+          played[topic].emplace_back(reinterpret_cast<const char*>(m.data()), m.size());
+          if (played["/joint_states"].size() == 2 && played["/parameter_events"].size() == 1 &&
+              played["/add/_service_event"].size() == 1 && played["/wide"].size() == 2) {
+            node.stop();
+          }
+        },
+        any_type);
+  }
+  auto play = start_tool({"play", ros2, "--wait-for-subscribers", "--rate", "10"}, replay.name, true);
+  const auto deadline = std::chrono::steady_clock::now() + 20s;
+  while (node.ok() && std::chrono::steady_clock::now() < deadline) node.spin_once(100ms);
+  const int status = play->wait(20s);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 1) << play->output();
+  EXPECT_NE(play->output().find("play: /wide (test_msgs/msg/WStrings): 2 message(s) kept raw, undecoded"),
+            std::string::npos)
+      << play->output();
+  EXPECT_EQ(played["/wide"], cdr_of(ros2, "/wide")) << "an undecoded channel plays its bytes as recorded";
+  EXPECT_EQ(played["/joint_states"].size(), 2U);
+  EXPECT_EQ(played["/parameter_events"].size(), 1U);
+  EXPECT_EQ(played["/add/_service_event"].size(), 1U);
+  for (const std::string& topic : {"/joint_states", "/parameter_events"}) {
+    const ToolRun info = shmtool(tool_args({"info", topic, "--json"}, replay.name));
+    EXPECT_EQ(json::parse(info.out)["type"], topic == "/joint_states" ? "sensor_msgs/JointState"
+                                                                        : "rcl_interfaces/ParameterEvent")
+        << info.out;
+  }
   for (const std::string& f : {ros2, spec_file, exported, out}) fs::remove(f);
+}
+
+/// A rosbag2 sqlite3 bag folder `out` written as rosbag2 writes one
+/// (tests/tools/rosbag2_sqlite_write.py, Python's sqlite3 and zstandard)
+/// of `topics` as ros2_bag_write.mjs reports them. Returns its report.
+json write_sqlite_bag(const json& topics, const std::string& out, const std::string& distro, int files,
+                      const std::string& compression) {
+  const std::string spec = out + ".json";
+  std::ofstream(spec) << json{
+      {"out", out}, {"topics", topics}, {"distro", distro}, {"files", files}, {"compression", compression}};
+  json r = shmbus::test::run_json_command("/usr/bin/python3 " + std::string(SHMBUS_SOURCE_DIR) +
+                                          "/tests/tools/rosbag2_sqlite_write.py " + spec);
+  fs::remove(spec);
+  return r;
+}
+
+/// sensor_msgs/msg/JointState's definition as rosbag2 writes it.
+std::string joint_state_definition() {
+  const std::string rule(80, '=');
+  return "std_msgs/Header header\nstring[] name\nfloat64[] position\nfloat64[] velocity\nfloat64[] effort\n" + rule +
+         "\nMSG: std_msgs/Header\nbuiltin_interfaces/Time stamp\nstring frame_id\n" + rule +
+         "\nMSG: builtin_interfaces/Time\nint32 sec\nuint32 nanosec\n";
+}
+
+// rosbag2's sqlite3 storage (ROS 2's default until Iron): bag folders of
+// Humble's tables (no definitions: the types from the msg path) and
+// Jazzy's (a message_definitions table), split over files that number
+// their topics differently, compressed per message and per file. Each is
+// read as the MCAP file Foxglove's writer made of the same messages:
+// every message exact, in log-time order.
+TEST(ShmtoolRecord, Rosbag2Sqlite3BagsReadAsTheSameRecordingInMcap) {
+  const std::string ros2 = temp_path("shmtool_sqlite_reference");
+  const std::string spec_file = ros2 + ".json";
+  const json joints = json::array({{{"log_time", "2000"},
+                                    {"data",
+                                     {{"header", {{"stamp", {{"sec", 1}, {"nanosec", 2}}}, {"frame_id", "base"}}},
+                                      {"name", {"j1", "j2"}},
+                                      {"position", {0.5, -1.25}},
+                                      {"velocity", json::array()},
+                                      {"effort", json::array()}}}},
+                                   {{"log_time", "4000"},
+                                    {"data",
+                                     {{"header", {{"stamp", {{"sec", 3}, {"nanosec", 4}}}, {"frame_id", "b"}}},
+                                      {"name", json::array()},
+                                      {"position", json::array()},
+                                      {"velocity", {7.0}},
+                                      {"effort", json::array()}}}}});
+  json chatter = json::array();
+  for (int i = 0; i < 5; ++i) {
+    chatter.push_back({{"log_time", std::to_string(1000 + 1000 * i + 500)}, {"data", {{"data", "hello " + std::to_string(i)}}}});
+  }
+  std::ofstream(spec_file) << json{{"out", ros2},
+                                   {"msg_roots", {std::string(SHMBUS_SOURCE_DIR) + "/runtime/msg"}},
+                                   {"topics", json::array({{{"topic", "/chatter"},
+                                                            {"type", "std_msgs/msg/String"},
+                                                            {"messages", chatter}},
+                                                           {{"topic", "/joint_states"},
+                                                            {"type", "sensor_msgs/msg/JointState"},
+                                                            {"definition", joint_state_definition()},
+                                                            {"messages", joints}}})}};
+  const json written = run_node("ros2_bag_write.mjs", spec_file);
+  ASSERT_EQ(written["messages"], 7) << written.dump();
+  const ToolRun reference = shmtool({"bag", "cat", ros2, "--json"});
+  ASSERT_EQ(reference.code, 0) << reference.err;
+  ASSERT_EQ(json_lines(reference.out).size(), 7U) << reference.out;
+
+  // JointState on a msg path as ROS 2 installs it (share/<pkg>/msg/).
+  const fs::path share = fs::temp_directory_path() / ("shmtool_sqlite_share_" + std::to_string(::getpid()));
+  fs::create_directories(share / "sensor_msgs" / "msg");
+  std::ofstream(share / "sensor_msgs" / "msg" / "JointState.msg")
+      << "# as sensor_msgs installs it\nstd_msgs/Header header\n\nstring[] name\nfloat64[] position\n"
+         "float64[] velocity\nfloat64[] effort\n";
+  struct Variant {
+    std::string distro;
+    int files;
+    std::string compression;
+  };
+  for (const Variant& v : {Variant{"jazzy", 1, ""}, Variant{"jazzy", 2, "message"}, Variant{"humble", 2, "file"},
+                           Variant{"humble", 3, ""}}) {
+    const std::string bag = temp_path("shmtool_sqlite_" + v.distro + "_" + v.compression);
+    const json report = write_sqlite_bag(written["topics"], bag, v.distro, v.files, v.compression);
+    ASSERT_EQ(report["files"].size(), static_cast<std::size_t>(v.files)) << report.dump();
+    const std::string what = v.distro + " in " + std::to_string(v.files) + " file(s), compression " + v.compression;
+    std::vector<std::string> msg_path;
+    if (v.distro == "humble") msg_path = {"--msg-path", share.string()};
+    const auto with_msg_path = [&](std::vector<std::string> args) {
+      args.insert(args.end(), msg_path.begin(), msg_path.end());
+      return shmtool(args);
+    };
+    const ToolRun cat = with_msg_path({"bag", "cat", bag, "--json"});
+    EXPECT_EQ(cat.code, 0) << what << ": " << cat.err;
+    EXPECT_EQ(cat.out, reference.out) << what;
+    const ToolRun info = with_msg_path({"bag", "info", bag, "--json"});
+    ASSERT_EQ(info.code, 0) << what << ": " << info.err;
+    const json i = json::parse(info.out);
+    EXPECT_EQ(i["messages"], 7) << what;
+    EXPECT_EQ(i["files"], report["files"]) << what;
+    EXPECT_EQ(i["profile"], "ros2") << what;
+    // The imported recording holds the same messages under shmbus's types.
+    const std::string imported = bag + ".imported.mcap";
+    const ToolRun import = with_msg_path({"bag", "import", bag, "-o", imported});
+    ASSERT_EQ(import.code, 0) << what << ": " << import.err;
+    const ToolRun cat_imported = shmtool({"bag", "cat", imported, "--json"});
+    ASSERT_EQ(cat_imported.code, 0) << cat_imported.err;
+    const std::vector<json> got = json_lines(cat_imported.out);
+    const std::vector<json> want = json_lines(reference.out);
+    ASSERT_EQ(got.size(), want.size()) << what;
+    for (std::size_t k = 0; k < got.size(); ++k) {
+      EXPECT_EQ(got[k]["topic"], want[k]["topic"]) << what << " " << k;
+      EXPECT_EQ(got[k]["log_time"], want[k]["log_time"]) << what << " " << k;
+      EXPECT_EQ(got[k]["data"], want[k]["data"]) << what << " " << k;
+    }
+    // One split file alone: its own messages, in order.
+    if (v.files > 1) {
+      const ToolRun first = with_msg_path({"bag", "cat", report["files"][0].get<std::string>(), "--json"});
+      EXPECT_EQ(first.code, 0) << what << ": " << first.err;
+      const std::vector<json> part = json_lines(first.out);
+      ASSERT_FALSE(part.empty()) << what;
+      EXPECT_LT(part.size(), want.size()) << what;
+      for (std::size_t k = 0; k < part.size(); ++k) EXPECT_EQ(part[k], want[k]) << what << " " << k;
+    }
+    fs::remove(imported);
+    fs::remove_all(bag);
+  }
+
+  // Humble's tables without the msg path's JointState: one line naming the
+  // type, its messages skipped, every other one exact.
+  const std::string humble = temp_path("shmtool_sqlite_humble_plain");
+  write_sqlite_bag(written["topics"], humble, "humble", 2, "");
+  const ToolRun cat = shmtool({"bag", "cat", humble, "--json"});
+  EXPECT_EQ(cat.code, 1) << cat.err;
+  EXPECT_NE(cat.err.find("bag cat: /joint_states (sensor_msgs/msg/JointState): 2 message(s) skipped: channel "
+                         "/joint_states: neither the file nor the msg path defines sensor_msgs/msg/JointState; give "
+                         "its .msg with --msg-path"),
+            std::string::npos)
+      << cat.err;
+  std::vector<json> chatter_only;
+  for (const json& j : json_lines(reference.out)) {
+    if (j["topic"] == "/chatter") chatter_only.push_back(j);
+  }
+  EXPECT_EQ(json_lines(cat.out), chatter_only);
+
+  // play: each channel published with its type, as rosbag2 play does.
+  const std::string jazzy = temp_path("shmtool_sqlite_play");
+  write_sqlite_bag(written["topics"], jazzy, "jazzy", 2, "message");
+  DomainGuard replay;
+  shmbus::Config config;
+  config.domain = replay.name;
+  shmbus::Context context(config);
+  shmbus::Node node("listener", context);
+  std::vector<std::string> texts;
+  std::size_t joint_states = 0;
+  const auto done = [&] {
+    if (texts.size() == 5 && joint_states == 2) node.stop();
+  };
+  node.subscribe<std_msgs::msg::String>("/chatter", [&](const std_msgs::msg::String& m, const shmbus::MessageInfo&) {
+    texts.push_back(m.data);
+    done();
+  });
+  shmbus::SubscriptionOptions any_type;
+  any_type.subscriber.wait_for_channel = true;
+  node.subscribe_raw(
+      "/joint_states", std::nullopt,
+      [&](std::span<const std::byte>, const shmbus::MessageInfo&) {
+        ++joint_states;
+        done();
+      },
+      any_type);
+  auto play = start_tool({"play", jazzy, "--wait-for-subscribers", "--rate", "10"}, replay.name);
+  const auto deadline = std::chrono::steady_clock::now() + 20s;
+  while (node.ok() && std::chrono::steady_clock::now() < deadline) node.spin_once(100ms);
+  EXPECT_TRUE(exited_zero(play->wait(20s))) << play->output();
+  EXPECT_EQ(texts, (std::vector<std::string>{"hello 0", "hello 1", "hello 2", "hello 3", "hello 4"}));
+  EXPECT_EQ(joint_states, 2U);
+  const auto types = shmtool(tool_args({"info", "/joint_states", "--json"}, replay.name));
+  EXPECT_NE(types.out.find("sensor_msgs/JointState"), std::string::npos) << types.out << types.err;
+
+  fs::remove_all(humble);
+  fs::remove_all(jazzy);
+  fs::remove_all(share);
+  remove_all({ros2, spec_file});
 }
 
 TEST(ShmtoolRecord, ImportComparesDefinitionsByMeaningNotSpelling) {
