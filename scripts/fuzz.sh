@@ -6,7 +6,8 @@
 # (segment opener), the hostile frames the bridge must refuse (bridge
 # session, JSON/CBOR parsers) and small recordings of each compression
 # (MCAP reader, lineage and recover), the configuration file with every
-# program's section, and requests to shmbusd's HTTP listener.
+# program's section, requests to shmbusd's HTTP listener, and rosbag2's
+# storage (a metadata.yaml, a sqlite3 file, a per-message zstd frame).
 #   scripts/fuzz.sh [SECONDS_PER_TARGET]     default 60
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -15,7 +16,7 @@ case "$seconds" in ''|*[!0-9]*) echo "fuzz.sh: SECONDS_PER_TARGET must be a whol
 # The targets live in the ASan+UBSan tree (clang; scripts/build.sh): after
 # `scripts/test.sh --sanitize address` they are built already.
 targets=(schema_parser schema_decoder slot_view segment_open json_input bridge_session mcap_reader config daemon_http
-  cdr_fastcdr)
+  cdr_fastcdr rosbag2)
 target_args=()
 for t in "${targets[@]}"; do target_args+=(--target "fuzz_$t"); done
 dir=$(bash scripts/build.sh --sanitize address "${target_args[@]}")
@@ -23,7 +24,7 @@ dir=$(bash scripts/build.sh --sanitize address "${target_args[@]}")
 corpus="$dir/corpus"
 rm -rf "$corpus"
 mkdir -p "$corpus/parser" "$corpus/decoder" "$corpus/view" "$corpus/open" "$corpus/input" "$corpus/session" "$corpus/reader" "$corpus/config" \
-  "$corpus/http" "$corpus/cdr"
+  "$corpus/http" "$corpus/cdr" "$corpus/rosbag2"
 # Named by their paths: definitions of different packages share names.
 for f in runtime/msg/*/*.msg tests/msg/*/*.msg tests/msg_ros2/*/*/*; do cp "$f" "$corpus/parser/${f//\//_}"; done
 # Configuration seeds: the shipped example (every key) and each section.
@@ -72,6 +73,34 @@ printf '\x04%s' '{"op":"publish","topic":"/chatter","msg":{"data":"from afar"}}'
 # Bearer header, a stream.
 printf 'GET /?a=1&token=s3cr%%25t HTTP/1.1\r\nHost: x\r\n\r\n' > "$corpus/http/page"
 printf 'GET /api/channels HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer s3cr%%t\r\n\r\n' > "$corpus/http/bearer"
+# rosbag2 seeds: a selector byte, then a metadata.yaml (0), a sqlite3 file
+# with rosbag2's tables (1), a message compressed per message (2).
+printf '\x00rosbag2_bagfile_information:\n  version: 5\n  storage_identifier: sqlite3\n  relative_file_paths:\n    - b_0.db3\n  compression_format: zstd\n  compression_mode: MESSAGE\n' \
+  > "$corpus/rosbag2/metadata.bin"
+/usr/bin/python3 - "$corpus/rosbag2" <<'PY'
+import os, sqlite3, sys, zstandard
+out = sys.argv[1]
+db = os.path.join(out, "bag.db3")
+con = sqlite3.connect(db)
+con.executescript("""
+PRAGMA page_size=512;
+CREATE TABLE topics(id INTEGER PRIMARY KEY, name TEXT NOT NULL, type TEXT NOT NULL, serialization_format TEXT NOT NULL,
+  offered_qos_profiles TEXT NOT NULL);
+CREATE TABLE message_definitions(id INTEGER PRIMARY KEY, topic_type TEXT NOT NULL, encoding TEXT NOT NULL,
+  encoded_message_definition TEXT NOT NULL, type_description_hash TEXT NOT NULL);
+CREATE TABLE messages(id INTEGER PRIMARY KEY, topic_id INTEGER NOT NULL, timestamp INTEGER NOT NULL, data BLOB NOT NULL);
+INSERT INTO topics VALUES (1, '/chatter', 'std_msgs/msg/String', 'cdr', ''), (2, '/x', 'p/msg/X', 'cdr', '');
+INSERT INTO message_definitions VALUES (1, 'p/msg/X', 'ros2msg', 'int32 a', '');
+INSERT INTO messages VALUES (1, 1, 10, x'0001000006000000686f6c610000'), (2, 2, 20, x'0001000007000000');
+""")
+con.commit()
+con.close()
+with open(db, "rb") as f, open(os.path.join(out, "sqlite.bin"), "wb") as s:
+    s.write(b"\x01" + f.read())
+os.remove(db)
+with open(os.path.join(out, "frame.bin"), "wb") as s:
+    s.write(b"\x02" + zstandard.ZstdCompressor().compress(b"\x00\x01\x00\x00" + b"\x07" * 40))
+PY
 printf 'GET /api/events?token=%%7 HTTP/1.1\r\nHost: x\r\n\r\n' > "$corpus/http/events"
 SHMBUS_FUZZ_WRITE_SEEDS="$corpus/reader" "$dir/tests/fuzz/fuzz_mcap_reader"
 SHMBUS_FUZZ_WRITE_SEEDS="$corpus/view" "$dir/tests/fuzz/fuzz_slot_view"
@@ -83,7 +112,7 @@ cp tests/fuzz/regressions/cdr/* "$corpus/cdr/"
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 declare -A corpus_of=([schema_parser]=parser [schema_decoder]=decoder [slot_view]=view [segment_open]=open [json_input]=input
-  [bridge_session]=session [mcap_reader]=reader [config]=config [daemon_http]=http [cdr_fastcdr]=cdr)
+  [bridge_session]=session [mcap_reader]=reader [config]=config [daemon_http]=http [cdr_fastcdr]=cdr [rosbag2]=rosbag2)
 # One libFuzzer process per core at a time (each is single-threaded).
 run_target() {
   local rc=0
