@@ -40,7 +40,8 @@ const std::string& folder() {
 
 void sqlite_file(std::string_view bytes) {
   const std::string path = folder() + "/bag.db3";
-  std::ofstream(path, std::ios::binary | std::ios::trunc).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  std::ofstream(path, std::ios::binary | std::ios::trunc)
+      .write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
   try {
     rosbag2::Options o;
     o.temp_dir = folder();

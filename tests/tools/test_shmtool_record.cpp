@@ -1158,8 +1158,8 @@ TEST(ShmtoolRecord, ARecordingAsRosbag2WritesItImportsCatsAndExportsPastAChannel
   EXPECT_EQ(played["/add/_service_event"].size(), 1U);
   for (const std::string& topic : {"/joint_states", "/parameter_events"}) {
     const ToolRun info = shmtool(tool_args({"info", topic, "--json"}, replay.name));
-    EXPECT_EQ(json::parse(info.out)["type"], topic == "/joint_states" ? "sensor_msgs/JointState"
-                                                                        : "rcl_interfaces/ParameterEvent")
+    EXPECT_EQ(json::parse(info.out)["type"],
+              topic == "/joint_states" ? "sensor_msgs/JointState" : "rcl_interfaces/ParameterEvent")
         << info.out;
   }
   for (const std::string& f : {ros2, spec_file, exported, out}) fs::remove(f);
@@ -1212,17 +1212,17 @@ TEST(ShmtoolRecord, Rosbag2Sqlite3BagsReadAsTheSameRecordingInMcap) {
                                       {"effort", json::array()}}}}});
   json chatter = json::array();
   for (int i = 0; i < 5; ++i) {
-    chatter.push_back({{"log_time", std::to_string(1000 + 1000 * i + 500)}, {"data", {{"data", "hello " + std::to_string(i)}}}});
+    chatter.push_back(
+        {{"log_time", std::to_string(1000 + 1000 * i + 500)}, {"data", {{"data", "hello " + std::to_string(i)}}}});
   }
-  std::ofstream(spec_file) << json{{"out", ros2},
-                                   {"msg_roots", {std::string(SHMBUS_SOURCE_DIR) + "/runtime/msg"}},
-                                   {"topics", json::array({{{"topic", "/chatter"},
-                                                            {"type", "std_msgs/msg/String"},
-                                                            {"messages", chatter}},
-                                                           {{"topic", "/joint_states"},
-                                                            {"type", "sensor_msgs/msg/JointState"},
-                                                            {"definition", joint_state_definition()},
-                                                            {"messages", joints}}})}};
+  std::ofstream(spec_file) << json{
+      {"out", ros2},
+      {"msg_roots", {std::string(SHMBUS_SOURCE_DIR) + "/runtime/msg"}},
+      {"topics", json::array({{{"topic", "/chatter"}, {"type", "std_msgs/msg/String"}, {"messages", chatter}},
+                              {{"topic", "/joint_states"},
+                               {"type", "sensor_msgs/msg/JointState"},
+                               {"definition", joint_state_definition()},
+                               {"messages", joints}}})}};
   const json written = run_node("ros2_bag_write.mjs", spec_file);
   ASSERT_EQ(written["messages"], 7) << written.dump();
   const ToolRun reference = shmtool({"bag", "cat", ros2, "--json"});

@@ -9,8 +9,8 @@
 #include <poll.h>
 #include <termios.h>
 
-#include <cmath>
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <ctime>
 #include <filesystem>

@@ -7,23 +7,30 @@
 #include <array>
 #include <cerrno>
 #include <cstdio>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <memory>
 #include <stdexcept>
 #include <string_view>
+#include <system_error>
 
 #include "shmbus/error.hpp"
 
 namespace shmbus::rosbag2 {
 
+namespace {
+
+/// errno's text (std::error_code's, which is thread-safe, not strerror's).
+std::string errno_text() { return std::error_code(errno, std::generic_category()).message(); }
+
+}  // namespace
+
 TempFile::TempFile(const std::string& dir, const std::string& suffix) {
   std::string name = fmt::format("{}/shmbus-rosbag2-XXXXXX{}", dir, suffix);
   const int fd = ::mkstemps(name.data(), static_cast<int>(suffix.size()));
   if (fd < 0) {
-    throw Error(Errc::kResource, fmt::format("cannot create a file in {}: {}; set TMPDIR to a writable folder", dir,
-                                             std::strerror(errno)));
+    throw Error(Errc::kResource,
+                fmt::format("cannot create a file in {}: {}; set TMPDIR to a writable folder", dir, errno_text()));
   }
   ::close(fd);
   path_ = std::move(name);
@@ -67,7 +74,7 @@ void unzstd_file(const std::string& in, const std::string& out) {
   const std::unique_ptr<std::FILE, FileClose> src(std::fopen(in.c_str(), "rb"));
   const std::unique_ptr<std::FILE, FileClose> dst(std::fopen(out.c_str(), "wb"));
   if (!src || !dst) {
-    throw Error(Errc::kResource, fmt::format("cannot decompress {} to {}: {}", in, out, std::strerror(errno)));
+    throw Error(Errc::kResource, fmt::format("cannot decompress {} to {}: {}", in, out, errno_text()));
   }
   std::error_code ec;
   const std::uintmax_t room = std::filesystem::space(std::filesystem::path(out).parent_path(), ec).available;
@@ -92,13 +99,13 @@ void unzstd_file(const std::string& in, const std::string& out) {
                                                  in, room, out));
       }
       if (std::fwrite(obuf.data(), 1, output.pos, dst.get()) != output.pos) {
-        throw Error(Errc::kResource, fmt::format("cannot write {}: {}", out, std::strerror(errno)));
+        throw Error(Errc::kResource, fmt::format("cannot write {}: {}", out, errno_text()));
       }
     }
   }
   if (last != 0) throw Error(Errc::kConfig, fmt::format("{}: its zstd stream is cut short", in));
   if (std::fflush(dst.get()) != 0) {
-    throw Error(Errc::kResource, fmt::format("cannot write {}: {}", out, std::strerror(errno)));
+    throw Error(Errc::kResource, fmt::format("cannot write {}: {}", out, errno_text()));
   }
 }
 

@@ -26,7 +26,7 @@ namespace fs = std::filesystem;
 
 /// A bag to read: its files in order, and how it is compressed.
 struct Bag {
-  std::string storage;  ///< "sqlite3", "mcap", or "" (an MCAP file read as it is)
+  std::string storage;             ///< "sqlite3", "mcap", or "" (an MCAP file read as it is)
   std::vector<std::string> files;  ///< as named to the user
   std::vector<std::string> plain;  ///< where each is read (decompressed, when it was whole)
   bool per_message_zstd = false;
@@ -57,8 +57,8 @@ bool per_message(const BagMetadata& m, const std::string& shown) {
   const std::string mode = upper(m.compression_mode);
   if (mode.empty() || mode == "NONE") return false;
   if (m.compression_format != "zstd") {
-    throw Error(Errc::kConfig, fmt::format("{}: compression '{}' is not read; rosbag2's zstd is", shown,
-                                           m.compression_format));
+    throw Error(Errc::kConfig,
+                fmt::format("{}: compression '{}' is not read; rosbag2's zstd is", shown, m.compression_format));
   }
   if (mode != "FILE" && mode != "MESSAGE") {
     throw Error(Errc::kConfig,
@@ -112,9 +112,8 @@ Bag file_bag(const fs::path& file, const std::string& temp_dir, std::vector<Temp
   const fs::path yaml = file.parent_path() / "metadata.yaml";
   if (fs::exists(yaml)) {
     const BagMetadata m = read_metadata(yaml);
-    const bool listed = std::ranges::any_of(m.relative_file_paths, [&](const std::string& rel) {
-      return fs::path(rel).filename() == file.filename();
-    });
+    const bool listed = std::ranges::any_of(
+        m.relative_file_paths, [&](const std::string& rel) { return fs::path(rel).filename() == file.filename(); });
     if (listed) bag.per_message_zstd = per_message(m, yaml.string());
   }
   return bag;
@@ -122,7 +121,8 @@ Bag file_bag(const fs::path& file, const std::string& temp_dir, std::vector<Temp
 
 std::string temp_folder(const Options& o) {
   if (!o.temp_dir.empty()) return o.temp_dir;
-  const char* env = std::getenv("TMPDIR");
+  // getenv is safe here: nothing in shmbus sets the environment.
+  const char* env = std::getenv("TMPDIR");  // NOLINT(concurrency-mt-unsafe)
   return env != nullptr && *env != '\0' ? env : "/tmp";
 }
 

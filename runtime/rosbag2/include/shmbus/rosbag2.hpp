@@ -20,10 +20,10 @@ namespace shmbus::rosbag2 {
 
 /// What a bag folder's `metadata.yaml` says (rosbag2_bagfile_information).
 struct BagMetadata {
-  std::string storage_identifier;               ///< "sqlite3" or "mcap"
+  std::string storage_identifier;                ///< "sqlite3" or "mcap"
   std::vector<std::string> relative_file_paths;  ///< the split files, in order
-  std::string compression_format;               ///< "" or "zstd"
-  std::string compression_mode;                 ///< "", "NONE", "FILE" or "MESSAGE"
+  std::string compression_format;                ///< "" or "zstd"
+  std::string compression_mode;                  ///< "", "NONE", "FILE" or "MESSAGE"
   std::uint64_t message_count = 0;
   std::uint64_t version = 0;  ///< before 4, each path begins with the folder's name
   std::string ros_distro;
@@ -84,7 +84,7 @@ class Recording {
   void import(const std::string& temp_dir, const Options& o);
 
   std::string mcap_;
-  std::string copy_;  ///< the converted file, removed with this
+  std::string copy_;      ///< the converted file, removed with this
   std::string imported_;  ///< the import, removed with this
   bool converted_ = false;
   std::vector<std::string> files_;
