@@ -5,7 +5,9 @@
 // this file, decides every pad. For every type: random messages (empty,
 // one-element and bound-length sequences) whose CDR from shmbus must equal
 // Fast-CDR's byte for byte, and each side must read the other's bytes back
-// to the same fields.
+// to the same fields. The same types and messages go through Foxglove's
+// serializer (@foxglove/rosmsg2-serialization, tests/js/ros2_cdr.mjs) in
+// both directions too.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <gtest/gtest.h>
@@ -16,6 +18,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <random>
 #include <string>
 #include <vector>
@@ -23,6 +26,7 @@
 #include "shmbus/schema.hpp"
 #include "shmbus/schema/type_catalog.hpp"
 #include "support/fastcdr_walk.hpp"
+#include "support/node_script.hpp"
 
 using namespace shmbus::schema;
 namespace fs = std::filesystem;
@@ -213,10 +217,10 @@ TEST(CdrAgainstFastCdr, ABoolThatIsNeitherZeroNorOneIsRefusedAloneAndInASequence
   }
 }
 
-TEST(CdrAgainstFastCdr, EveryAlignmentCaseOfEverySequenceElementType) {
-  // Fields ending at each offset mod 8, then a sequence (unbounded and
-  // bounded) and a fixed array of each element size, then fields of each
-  // size after them.
+/// Types whose fields end at each offset mod 8, then a sequence (unbounded
+/// and bounded) and a fixed array of each element size, then fields of
+/// each size after them.
+std::vector<Schema> alignment_types() {
   const std::vector<std::string> elements{"bool",  "uint8",   "int16",  "uint32",    "float32",
                                           "int64", "float64", "string", "string<=3", "t/Small"};
   auto set = std::make_shared<MessageSet>();
@@ -234,25 +238,38 @@ TEST(CdrAgainstFastCdr, EveryAlignmentCaseOfEverySequenceElementType) {
     }
   }
   set->resolve();
+  std::vector<Schema> out;
+  for (const std::string& n : names) out.push_back(Schema::from_set(set, n));
+  return out;
+}
+
+/// Every shipped ROS 2 type (not shmbus_msgs, shmbus's own).
+std::vector<Schema> shipped_types() {
+  const TypeCatalog catalog({}, false);
+  std::vector<Schema> out;
+  for (const std::string& t : types_under(SHMBUS_SOURCE_DIR "/runtime/msg")) {
+    if (!t.starts_with("shmbus_msgs/")) out.push_back(catalog.find(t));
+  }
+  return out;
+}
+
+/// Debian's ros2-test-interface-files: ROS 2's own test definitions.
+constexpr const char* kTestInterfaceRoot = "/usr/share";
+
+TEST(CdrAgainstFastCdr, EveryAlignmentCaseOfEverySequenceElementType) {
   std::uint64_t seed = 1;
-  for (const std::string& n : names) check_type(Schema::from_set(set, n), kMessagesPerType, seed++);
+  for (const Schema& s : alignment_types()) check_type(s, kMessagesPerType, seed++);
 }
 
 TEST(CdrAgainstFastCdr, EveryShippedRos2Type) {
-  const TypeCatalog catalog({}, false);
   std::uint64_t seed = 100;
-  int types = 0;
-  for (const std::string& t : types_under(SHMBUS_SOURCE_DIR "/runtime/msg")) {
-    if (t.starts_with("shmbus_msgs/")) continue;  // shmbus's own, not ROS 2's
-    check_type(catalog.find(t), kMessagesPerType, seed++);
-    ++types;
-  }
-  EXPECT_GT(types, 30);
+  const std::vector<Schema> types = shipped_types();
+  for (const Schema& s : types) check_type(s, kMessagesPerType, seed++);
+  EXPECT_GT(types.size(), 30U);
 }
 
 TEST(CdrAgainstFastCdr, EveryMessageOfRos2TestInterfaceFiles) {
-  // Debian's ros2-test-interface-files: ROS 2's own test definitions.
-  const std::string root = "/usr/share";
+  const std::string root = kTestInterfaceRoot;
   ASSERT_TRUE(fs::is_directory(root + "/test_interface_files/msg")) << "install ros2-test-interface-files";
   const TypeCatalog catalog({root}, false);
   std::uint64_t seed = 1000;
@@ -269,6 +286,62 @@ TEST(CdrAgainstFastCdr, EveryMessageOfRos2TestInterfaceFiles) {
     checked.push_back(t);
   }
   EXPECT_GE(checked.size(), 11U) << fmt::format("{}", fmt::join(checked, ", "));
+}
+
+/// The same random messages of each of `types` (seeds from `seed`) through
+/// Foxglove's serializer: its CDR must be shmbus's byte for byte, and it
+/// must read shmbus's CDR to the same fields.
+void check_against_foxglove(const std::vector<Schema>& types, std::uint64_t seed) {
+  Json input{{"cases", Json::array()}};
+  std::vector<std::vector<Json>> sent;
+  for (const Schema& s : types) {
+    std::mt19937_64 rng(seed++);
+    Json c{{"definition", ros2msg_text(s.root())}, {"messages", Json::array()}, {"cdr", Json::array()}};
+    sent.emplace_back();
+    for (int i = 0; i < kMessagesPerType; ++i) {
+      const std::vector<std::byte> bytes = s.encode(random_message(s.root(), rng, 0));
+      std::string cdr;
+      s.to_cdr(bytes, cdr);
+      // 64-bit integers as decimal strings: JSON numbers past 2^53 are not
+      // exact in JavaScript.
+      sent.back().push_back(s.decode(bytes, true));
+      c["messages"].push_back(sent.back().back());
+      c["cdr"].push_back(hex(std::as_bytes(std::span{cdr})));
+    }
+    input["cases"].push_back(std::move(c));
+  }
+  const std::string file =
+      (fs::temp_directory_path() / ("shmbus_cdr_foxglove_" + std::to_string(::getpid()) + ".json")).string();
+  std::ofstream(file) << input.dump();
+  const nlohmann::json out = shmbus::test::run_node_script("ros2_cdr.mjs", file);
+  fs::remove(file);
+  ASSERT_EQ(out["cases"].size(), types.size()) << out.dump().substr(0, 2000);
+  for (std::size_t t = 0; t < types.size(); ++t) {
+    const nlohmann::json& c = out["cases"][t];
+    for (std::size_t i = 0; i < sent[t].size(); ++i) {
+      ASSERT_EQ(c["written"][i], input["cases"][t]["cdr"][i])
+          << types[t].root().name << " message " << i << ": " << sent[t][i].dump();
+      ASSERT_EQ(c["read"][i], nlohmann::json::parse(sent[t][i].dump())) << types[t].root().name << " message " << i;
+    }
+  }
+}
+
+TEST(CdrAgainstFoxglove, EveryAlignmentCaseOfEverySequenceElementType) { check_against_foxglove(alignment_types(), 1); }
+
+TEST(CdrAgainstFoxglove, EveryShippedRos2Type) { check_against_foxglove(shipped_types(), 100); }
+
+TEST(CdrAgainstFoxglove, EveryMessageOfRos2TestInterfaceFiles) {
+  const TypeCatalog catalog({kTestInterfaceRoot}, false);
+  std::vector<Schema> tests;
+  for (const std::string& t : types_under(kTestInterfaceRoot, "test_interface_files")) {
+    // Foxglove's parser refuses a definition without fields (Empty; ROS
+    // 2 writes its one dummy byte, as Fast-CDR's test above checks).
+    if (t.ends_with("/WStrings")) continue;
+    Schema s = catalog.find(t);
+    if (!s.root().fields.empty()) tests.push_back(std::move(s));
+  }
+  EXPECT_GE(tests.size(), 9U);
+  check_against_foxglove(tests, 1000);
 }
 
 }  // namespace
