@@ -12,6 +12,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <span>
 #include <stdexcept>
@@ -30,12 +32,14 @@ namespace {
 /// A folder of this process's own: a metadata.yaml elsewhere in /tmp must
 /// not be read as the file's bag.
 const std::string& folder() {
-  static const std::string dir = [] {
-    std::string d = "/tmp/fuzz_rosbag2_XXXXXX";
-    if (::mkdtemp(d.data()) == nullptr) std::abort();
+  // Never destroyed: the exit handler that removes it runs after statics go.
+  static const std::string* const dir = [] {
+    auto* d = new std::string("/tmp/fuzz_rosbag2_XXXXXX");
+    if (::mkdtemp(d->data()) == nullptr) std::abort();
+    std::atexit([] { std::filesystem::remove_all(folder()); });
     return d;
   }();
-  return dir;
+  return *dir;
 }
 
 void sqlite_file(std::string_view bytes) {
