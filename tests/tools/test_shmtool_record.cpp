@@ -1261,6 +1261,11 @@ TEST(ShmtoolRecord, Rosbag2Sqlite3BagsReadAsTheSameRecordingInMcap) {
     EXPECT_EQ(i["messages"], 7) << what;
     EXPECT_EQ(i["files"], report["files"]) << what;
     EXPECT_EQ(i["profile"], "ros2") << what;
+    EXPECT_EQ(i["library"], "rosbag2 sqlite3" + std::string(v.compression == "message" ? ", zstd per message"
+                                                            : v.compression == "file"  ? ", zstd per file"
+                                                                                       : ""))
+        << what;
+    EXPECT_EQ(i["chunks"], 0) << what << ": the copy's chunks are not the bag's";
     // The imported recording holds the same messages under shmbus's types.
     const std::string imported = bag + ".imported.mcap";
     const ToolRun import = with_msg_path({"bag", "import", bag, "-o", imported});
@@ -1340,6 +1345,35 @@ TEST(ShmtoolRecord, Rosbag2Sqlite3BagsReadAsTheSameRecordingInMcap) {
   const auto types = shmtool(tool_args({"info", "/joint_states", "--json"}, replay.name));
   EXPECT_NE(types.out.find("sensor_msgs/JointState"), std::string::npos) << types.out << types.err;
 
+  // A bag folder of MCAP files (rosbag2's default since Iron), split in
+  // two: read as one recording, in the order metadata.yaml gives.
+  const fs::path folder = fs::temp_directory_path() / ("shmtool_mcap_bag_" + std::to_string(::getpid()));
+  fs::create_directories(folder);
+  fs::copy_file(ros2, folder / "run_0.mcap");
+  json later = json::parse(std::ifstream(spec_file));
+  later["out"] = (folder / "run_1.mcap").string();
+  for (json& t : later["topics"]) {
+    for (json& m : t["messages"]) m["log_time"] = std::to_string(std::stoll(m["log_time"].get<std::string>()) + 10000);
+  }
+  std::ofstream(spec_file) << later.dump();
+  ASSERT_EQ(run_node("ros2_bag_write.mjs", spec_file)["messages"], 7);
+  std::ofstream(folder / "metadata.yaml") << "rosbag2_bagfile_information:\n  version: 9\n  storage_identifier: mcap\n"
+                                             "  relative_file_paths:\n    - run_0.mcap\n    - run_1.mcap\n"
+                                             "  compression_format: \"\"\n  compression_mode: \"\"\n";
+  const ToolRun both = shmtool({"bag", "cat", folder.string(), "--json"});
+  ASSERT_EQ(both.code, 0) << both.err;
+  const std::vector<json> lines = json_lines(both.out);
+  ASSERT_EQ(lines.size(), 14U) << both.out;
+  for (std::size_t k = 0; k < 7; ++k) {
+    EXPECT_EQ(lines[k], json_lines(reference.out)[k]) << k;
+    EXPECT_EQ(lines[k + 7]["data"], lines[k]["data"]) << k;
+    EXPECT_EQ(lines[k + 7]["log_time"].get<std::uint64_t>(), lines[k]["log_time"].get<std::uint64_t>() + 10000) << k;
+  }
+  const json folder_info = json::parse(shmtool({"bag", "info", folder.string(), "--json"}).out);
+  EXPECT_EQ(folder_info["messages"], 14);
+  EXPECT_EQ(folder_info["library"], "shmbus tests: @mcap/core") << "the files' own figures";
+
+  fs::remove_all(folder);
   fs::remove_all(humble);
   fs::remove_all(jazzy);
   fs::remove_all(share);

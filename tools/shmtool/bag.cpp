@@ -361,38 +361,54 @@ Json summary_json(const RecordingSummary& s) {
               {"channels", channels}};
 }
 
+/// `s` with the figures of `in`'s copy replaced by its bag's own: its
+/// files and their size, its storage as the library, and none of the
+/// copy's chunks.
+void as_read(RecordingSummary& s, const RecordingInput& in) {
+  const auto size = [](const std::string& f) {
+    std::error_code ec;
+    const std::uintmax_t n = std::filesystem::file_size(f, ec);
+    return ec ? std::uintmax_t{0} : n;
+  };
+  const RecordingSummary copy = summarize({in.path()}, false);
+  std::erase(s.files, in.path());
+  s.files.insert(s.files.end(), in.files().begin(), in.files().end());
+  s.bytes -= copy.bytes;
+  for (const std::string& f : in.files()) s.bytes += size(f);
+  s.chunks -= copy.chunks;
+  for (const auto& [name, f] : copy.compression) {
+    ChunkFigures& ours = s.compression[name];
+    ours.chunks -= f.chunks;
+    ours.compressed_bytes -= f.compressed_bytes;
+    ours.uncompressed_bytes -= f.uncompressed_bytes;
+    if (ours.chunks == 0) s.compression.erase(name);
+  }
+  for (const std::string& l : copy.libraries) std::erase(s.libraries, l);
+  if (std::ranges::find(s.libraries, in.storage()) == s.libraries.end()) s.libraries.push_back(in.storage());
+}
+
 }  // namespace
 
 int run_bag_info(const Globals& g, const std::vector<std::string>& paths, bool series) {
   // rosbag2's sqlite3 files and bag folders through their MCAP copies,
-  // listed by their own files.
+  // listed by their own files; a folder of plain MCAP files as those files.
   std::vector<std::unique_ptr<RecordingInput>> inputs;
   std::vector<std::string> mcaps;
-  std::vector<std::string> shown;
   for (const std::string& p : paths) {
     if (!rosbag2::is_rosbag2_storage(p)) {
       mcaps.push_back(p);
       continue;
     }
-    inputs.push_back(std::make_unique<RecordingInput>(g, p, "bag info"));
-    mcaps.push_back(inputs.back()->path());
-    shown.insert(shown.end(), inputs.back()->files().begin(), inputs.back()->files().end());
+    auto in = std::make_unique<RecordingInput>(g, p, "bag info");
+    if (in->storage() == "rosbag2 mcap") {
+      mcaps.insert(mcaps.end(), in->files().begin(), in->files().end());
+      continue;
+    }
+    mcaps.push_back(in->path());
+    inputs.push_back(std::move(in));
   }
   RecordingSummary s = summarize(mcaps, series);
-  if (!inputs.empty()) {
-    std::erase_if(s.files, [&](const std::string& f) {
-      return std::ranges::any_of(inputs, [&](const auto& in) { return in->path() == f; });
-    });
-    s.files.insert(s.files.end(), shown.begin(), shown.end());
-    // The size is the bag's own, not its copy's.
-    const auto size = [](const std::string& f) {
-      std::error_code ec;
-      const std::uintmax_t n = std::filesystem::file_size(f, ec);
-      return ec ? std::uintmax_t{0} : n;
-    };
-    for (const auto& in : inputs) s.bytes -= size(in->path());
-    for (const std::string& f : shown) s.bytes += size(f);
-  }
+  for (const auto& in : inputs) as_read(s, *in);
   int rc = 0;
   for (const auto& in : inputs) rc = std::max(rc, in->exit_code());
   const Json j = summary_json(s);

@@ -149,14 +149,20 @@ Recording::Recording(const std::string& path, const Options& o) {
     return;
   }
   files_ = bag.files;
-  // Split files compressed whole (FILE mode: name.db3.zstd, name.mcap.zstd).
+  // Split files compressed whole (FILE mode: name.db3.zstd, name.mcap.zstd;
+  // a file named alone was decompressed by file_bag).
   std::vector<std::string>& plain = bag.plain;
-  for (std::string& f : plain) {
-    if (sniff(f) != FileKind::kZstd) continue;
+  bool whole = false;
+  for (std::size_t i = 0; i < plain.size(); ++i) {
+    whole = whole || plain[i] != bag.files[i];
+    if (sniff(plain[i]) != FileKind::kZstd) continue;
+    whole = true;
     temps.emplace_back(temp_dir, bag.storage == "mcap" ? ".mcap" : ".db3");
-    unzstd_file(f, temps.back().path());
-    f = temps.back().path();
+    unzstd_file(plain[i], temps.back().path());
+    plain[i] = temps.back().path();
   }
+  storage_ = fmt::format("rosbag2 {}{}{}", bag.storage, whole ? ", zstd per file" : "",
+                         bag.per_message_zstd ? ", zstd per message" : "");
   if (bag.storage == "mcap" && bag.per_message_zstd) {
     throw Error(Errc::kConfig, fmt::format("{}: MCAP files compressed per message are not read; their chunks are "
                                            "compressed instead (ros2 bag record --storage-preset-profile)",

@@ -71,6 +71,10 @@ class Recording {
   [[nodiscard]] const std::string& path() const noexcept { return mcap_; }
   /// True when `path()` is a copy made from rosbag2's storage.
   [[nodiscard]] bool converted() const noexcept { return converted_; }
+  /// What was read, for a summary: "rosbag2 sqlite3" or "rosbag2 mcap",
+  /// with ", zstd per file" or ", zstd per message"; empty for an MCAP
+  /// file read as it is.
+  [[nodiscard]] const std::string& storage() const noexcept { return storage_; }
   /// The files read, in order (the bag's split files; the path itself).
   [[nodiscard]] const std::vector<std::string>& files() const noexcept { return files_; }
   /// One line for each message left out of the copy (a topic id the file
@@ -84,6 +88,7 @@ class Recording {
   void import(const std::string& temp_dir, const Options& o);
 
   std::string mcap_;
+  std::string storage_;
   std::string copy_;      ///< the converted file, removed with this
   std::string imported_;  ///< the import, removed with this
   bool converted_ = false;
