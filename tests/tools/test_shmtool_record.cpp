@@ -957,16 +957,39 @@ std::vector<std::string> cdr_of(const std::string& file, const std::string& topi
   return out;
 }
 
+/// sensor_msgs/msg/JointState's definition as rosbag2 writes it.
+std::string joint_state_definition() {
+  const std::string rule(80, '=');
+  return "std_msgs/Header header\nstring[] name\nfloat64[] position\nfloat64[] velocity\nfloat64[] effort\n" + rule +
+         "\nMSG: std_msgs/Header\nbuiltin_interfaces/Time stamp\nstring frame_id\n" + rule +
+         "\nMSG: builtin_interfaces/Time\nint32 sec\nuint32 nanosec\n";
+}
+
+/// Two sensor_msgs/JointState messages at log times `t1` and `t2`, with
+/// empty sequences of 8-byte elements (no pad after their counts).
+json joint_state_messages(const std::string& t1, const std::string& t2) {
+  return json::array({{{"log_time", t1},
+                       {"data",
+                        {{"header", {{"stamp", {{"sec", 1}, {"nanosec", 2}}}, {"frame_id", "base"}}},
+                         {"name", {"j1", "j2"}},
+                         {"position", {0.5, -1.25}},
+                         {"velocity", json::array()},
+                         {"effort", json::array()}}}},
+                      {{"log_time", t2},
+                       {"data",
+                        {{"header", {{"stamp", {{"sec", 3}, {"nanosec", 4}}}, {"frame_id", "b"}}},
+                         {"name", json::array()},
+                         {"position", json::array()},
+                         {"velocity", {7.0}},
+                         {"effort", json::array()}}}}});
+}
+
 TEST(ShmtoolRecord, ARecordingAsRosbag2WritesItImportsCatsAndExportsPastAChannelThatDoesNotDecode) {
   const std::string rule(80, '=');
   const std::string time_text = "int32 sec\nuint32 nanosec\n";
-  const std::string header_text = "builtin_interfaces/Time stamp\nstring frame_id\n";
   // sensor_msgs/JointState, with empty velocity and effort: the count of
   // an empty float64[] is not followed by a pad.
-  const std::string joint_state =
-      "std_msgs/Header header\nstring[] name\nfloat64[] position\nfloat64[] velocity\n"
-      "float64[] effort\n" +
-      rule + "\nMSG: std_msgs/Header\n" + header_text + rule + "\nMSG: builtin_interfaces/Time\n" + time_text;
+  const std::string joint_state = joint_state_definition();
   // rcl_interfaces/ParameterEvent as rosbag2 writes it: a section once per
   // path that reaches it (Parameter and ParameterValue twice).
   const std::string value =
@@ -980,20 +1003,7 @@ TEST(ShmtoolRecord, ARecordingAsRosbag2WritesItImportsCatsAndExportsPastAChannel
       rule + "\nMSG: builtin_interfaces/Time\n" + time_text + rule + "\nMSG: rcl_interfaces/Parameter\n" + parameter +
       rule + "\nMSG: rcl_interfaces/ParameterValue\n" + value + rule + "\nMSG: rcl_interfaces/Parameter\n" + parameter +
       rule + "\nMSG: rcl_interfaces/ParameterValue\n" + value;
-  const json joints = json::array({{{"log_time", "1000"},
-                                    {"data",
-                                     {{"header", {{"stamp", {{"sec", 1}, {"nanosec", 2}}}, {"frame_id", "base"}}},
-                                      {"name", {"j1", "j2"}},
-                                      {"position", {0.5, -1.25}},
-                                      {"velocity", json::array()},
-                                      {"effort", json::array()}}}},
-                                   {{"log_time", "2000"},
-                                    {"data",
-                                     {{"header", {{"stamp", {{"sec", 3}, {"nanosec", 4}}}, {"frame_id", "b"}}},
-                                      {"name", json::array()},
-                                      {"position", json::array()},
-                                      {"velocity", {7.0}},
-                                      {"effort", json::array()}}}}});
+  const json joints = joint_state_messages("1000", "2000");
   const json param_value = {{"type", 2},
                             {"bool_value", false},
                             {"integer_value", "42"},
@@ -1179,14 +1189,6 @@ json write_sqlite_bag(const json& topics, const std::string& out, const std::str
   return r;
 }
 
-/// sensor_msgs/msg/JointState's definition as rosbag2 writes it.
-std::string joint_state_definition() {
-  const std::string rule(80, '=');
-  return "std_msgs/Header header\nstring[] name\nfloat64[] position\nfloat64[] velocity\nfloat64[] effort\n" + rule +
-         "\nMSG: std_msgs/Header\nbuiltin_interfaces/Time stamp\nstring frame_id\n" + rule +
-         "\nMSG: builtin_interfaces/Time\nint32 sec\nuint32 nanosec\n";
-}
-
 // rosbag2's sqlite3 storage (ROS 2's default until Iron): bag folders of
 // Humble's tables (no definitions: the types from the msg path) and
 // Jazzy's (a message_definitions table), split over files that number
@@ -1196,20 +1198,7 @@ std::string joint_state_definition() {
 TEST(ShmtoolRecord, Rosbag2Sqlite3BagsReadAsTheSameRecordingInMcap) {
   const std::string ros2 = temp_path("shmtool_sqlite_reference");
   const std::string spec_file = ros2 + ".json";
-  const json joints = json::array({{{"log_time", "2000"},
-                                    {"data",
-                                     {{"header", {{"stamp", {{"sec", 1}, {"nanosec", 2}}}, {"frame_id", "base"}}},
-                                      {"name", {"j1", "j2"}},
-                                      {"position", {0.5, -1.25}},
-                                      {"velocity", json::array()},
-                                      {"effort", json::array()}}}},
-                                   {{"log_time", "4000"},
-                                    {"data",
-                                     {{"header", {{"stamp", {{"sec", 3}, {"nanosec", 4}}}, {"frame_id", "b"}}},
-                                      {"name", json::array()},
-                                      {"position", json::array()},
-                                      {"velocity", {7.0}},
-                                      {"effort", json::array()}}}}});
+  const json joints = joint_state_messages("2000", "4000");
   json chatter = json::array();
   for (int i = 0; i < 5; ++i) {
     chatter.push_back(
