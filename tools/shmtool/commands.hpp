@@ -159,8 +159,6 @@ int run_bag_import(const Globals& g, const std::string& in, const std::string& o
 int run_bag_export(const Globals& g, const std::string& in, const std::string& out, const std::string& encoding,
                    bool quiet, bool strict);
 
-/// What a bag command left undecoded, per channel, said once at its end:
-/// one line each on stderr with the count and the first reason.
 /// A recording named on the command line, read as MCAP: rosbag2's sqlite3
 /// files and bag folders through a converted copy (shmbus::rosbag2),
 /// removed when this goes. Each message the copy left out is said once,
@@ -181,6 +179,8 @@ class RecordingInput {
   rosbag2::Recording recording_;
 };
 
+/// What a bag command left undecoded, per channel, said once at its end:
+/// one line each on stderr with the count and the first reason.
 class Undecoded {
  public:
   /// `messages` of `topic` (a ROS 2 type `type`) not decoded because of

@@ -175,7 +175,7 @@ void SqliteToMcap::add_file(const std::string& path, const std::string& shown, b
     ids[sqlite3_column_int64(topics.get(), 0)] = {id, std::move(t.name)};
   }
   const Stmt messages =
-      prepare(db.get(), "SELECT topic_id, timestamp, data FROM messages ORDER BY timestamp, id", shown);
+      prepare(db.get(), "SELECT topic_id, timestamp, data FROM messages ORDER BY timestamp, rowid", shown);
   std::vector<std::byte> held;
   while (step(db.get(), messages.get(), shown)) {
     const auto topic = ids.find(sqlite3_column_int64(messages.get(), 0));
