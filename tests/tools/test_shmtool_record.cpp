@@ -1298,6 +1298,12 @@ TEST(ShmtoolRecord, Rosbag2Sqlite3BagsReadAsTheSameRecordingInMcap) {
     if (j["topic"] == "/chatter") chatter_only.push_back(j);
   }
   EXPECT_EQ(json_lines(cat.out), chatter_only);
+  const ToolRun info = shmtool({"bag", "info", humble});
+  EXPECT_EQ(info.code, 0) << info.err;
+  EXPECT_NE(info.err.find("bag info: /joint_states (sensor_msgs/msg/JointState): neither the bag nor the msg path "
+                          "defines its type"),
+            std::string::npos)
+      << info.err;
 
   // play: each channel published with its type, as rosbag2 play does.
   const std::string jazzy = temp_path("shmtool_sqlite_play");

@@ -383,6 +383,12 @@ void as_read(RecordingSummary& s, const RecordingInput& in) {
     ours.uncompressed_bytes -= f.uncompressed_bytes;
     if (ours.chunks == 0) s.compression.erase(name);
   }
+  for (const std::string& u : in.undefined()) {
+    fmt::print(stderr,
+               "bag info: {}: neither the bag nor the msg path defines its type: cat, export, import and play carry "
+               "it undecoded; give its .msg with --msg-path\n",
+               u);
+  }
   for (const std::string& l : copy.libraries) std::erase(s.libraries, l);
   if (std::ranges::find(s.libraries, in.storage()) == s.libraries.end()) s.libraries.push_back(in.storage());
 }

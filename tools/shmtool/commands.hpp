@@ -171,6 +171,8 @@ class RecordingInput {
   [[nodiscard]] const std::string& path() const noexcept { return recording_.path(); }
   /// The files read (a bag folder's split files), as the user knows them.
   [[nodiscard]] const std::vector<std::string>& files() const noexcept { return recording_.files(); }
+  /// Channels whose type neither the bag nor the msg path defines.
+  [[nodiscard]] const std::vector<std::string>& undefined() const noexcept { return recording_.undefined(); }
   /// What was read ("rosbag2 sqlite3, zstd per message"; empty: MCAP).
   [[nodiscard]] const std::string& storage() const noexcept { return recording_.storage(); }
   [[nodiscard]] int exit_code() const noexcept { return recording_.notes().empty() ? 0 : 1; }

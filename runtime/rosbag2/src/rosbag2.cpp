@@ -177,6 +177,7 @@ Recording::Recording(const std::string& path, const Options& o) {
     SqliteToMcap writer(out.path(), o.msg_paths);
     for (std::size_t i = 0; i < plain.size(); ++i) writer.add_file(plain[i], bag.files[i], bag.per_message_zstd);
     notes_ = writer.finish();
+    undefined_ = writer.undefined();
   }
   copy_ = out.release();
   mcap_ = copy_;

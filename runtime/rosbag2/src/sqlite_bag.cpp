@@ -146,6 +146,9 @@ std::uint16_t SqliteToMcap::channel(const Topic& t, const std::map<std::string, 
     throw Error(Errc::kConfig, fmt::format("{}: more than {} topics", shown, kMaxTopics));
   }
   const std::uint16_t schema_id = schema(t.type, definitions, t.name, shown);
+  if (!definitions.contains(t.type) && !catalog_.contains(t.type)) {
+    undefined_.push_back(fmt::format("{} ({})", t.name, t.type));
+  }
   mcap::KeyValues metadata;
   if (!t.qos.empty()) metadata.emplace_back("offered_qos_profiles", t.qos);
   const std::uint16_t id = writer_.add_channel(schema_id, t.name, t.format, std::move(metadata));

@@ -22,9 +22,12 @@ class SqliteToMcap {
   /// `per_message_zstd`: each message's data is a zstd frame). Throws
   /// Error(kConfig) naming `shown` when it is not a rosbag2 sqlite3 file.
   void add_file(const std::string& path, const std::string& shown, bool per_message_zstd);
-  /// Finishes the MCAP file; returns a line for each type no definition
-  /// was found for and each message left out.
+  /// Finishes the MCAP file; returns a line for each message left out and
+  /// each definition on the msg path that cannot be read.
   std::vector<std::string> finish();
+  /// The topics whose type neither the file nor the msg path defines:
+  /// "TOPIC (TYPE)".
+  [[nodiscard]] const std::vector<std::string>& undefined() const noexcept { return undefined_; }
 
  private:
   struct Topic {
@@ -41,6 +44,7 @@ class SqliteToMcap {
   std::map<std::uint16_t, std::uint32_t> sequence_;
   std::map<std::string, std::uint16_t> schemas_;
   std::vector<std::string> notes_;
+  std::vector<std::string> undefined_;
   /// Messages left out, by topic: why, and how many.
   std::map<std::string, std::pair<std::string, std::uint64_t>> left_out_;
 };

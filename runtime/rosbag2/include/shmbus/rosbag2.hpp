@@ -83,6 +83,10 @@ class Recording {
   /// neither the file nor the msg path defines gets a schema without text:
   /// the bag commands carry its channel undecoded and say so.
   [[nodiscard]] const std::vector<std::string>& notes() const noexcept { return notes_; }
+  /// The channels whose type neither the file nor the msg path defines,
+  /// "TOPIC (TYPE)", for a summary to name (the bag commands that decode
+  /// say each as they skip it).
+  [[nodiscard]] const std::vector<std::string>& undefined() const noexcept { return undefined_; }
 
  private:
   void import(const std::string& temp_dir, const Options& o);
@@ -94,6 +98,7 @@ class Recording {
   bool converted_ = false;
   std::vector<std::string> files_;
   std::vector<std::string> notes_;
+  std::vector<std::string> undefined_;
 };
 
 /// True when `path` is read through Recording's conversion: a directory, or
