@@ -319,7 +319,7 @@ void check_against_foxglove(const std::vector<Schema>& types, std::uint64_t seed
   for (std::size_t t = 0; t < types.size(); ++t) {
     const nlohmann::json& c = out["cases"][t];
     for (std::size_t i = 0; i < sent[t].size(); ++i) {
-      ASSERT_EQ(c["written"][i], input["cases"][t]["cdr"][i])
+      ASSERT_EQ(c["written"][i].get<std::string>(), input["cases"][t]["cdr"][i].get<std::string>())
           << types[t].root().name << " message " << i << ": " << sent[t][i].dump();
       ASSERT_EQ(c["read"][i], nlohmann::json::parse(sent[t][i].dump())) << types[t].root().name << " message " << i;
     }
