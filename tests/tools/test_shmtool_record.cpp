@@ -1269,6 +1269,16 @@ TEST(ShmtoolRecord, Rosbag2Sqlite3BagsReadAsTheSameRecordingInMcap) {
       EXPECT_EQ(got[k]["log_time"], want[k]["log_time"]) << what << " " << k;
       EXPECT_EQ(got[k]["data"], want[k]["data"]) << what << " " << k;
     }
+    // bag filter (and merge, compress): the bag rewritten as MCAP.
+    const std::string filtered = bag + ".filtered.mcap";
+    const ToolRun filter = with_msg_path({"bag", "filter", bag, "-o", filtered, "--channels", "/chatter"});
+    ASSERT_EQ(filter.code, 0) << what << ": " << filter.err;
+    std::vector<json> chatter_lines;
+    for (const json& j : want) {
+      if (j["topic"] == "/chatter") chatter_lines.push_back(j);
+    }
+    EXPECT_EQ(json_lines(shmtool({"bag", "cat", filtered, "--json"}).out), chatter_lines) << what;
+    fs::remove(filtered);
     // One split file alone: its own messages, in order.
     if (v.files > 1) {
       const ToolRun first = with_msg_path({"bag", "cat", report["files"][0].get<std::string>(), "--json"});

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <optional>
 
 #include "commands.hpp"
@@ -75,7 +76,23 @@ Json content(const Shown& s, std::span<const std::byte> data, schema::CdrNotes& 
 
 }  // namespace
 
-int run_bag_rewrite(const Globals& /*g*/, const BagRewriteOptions& o) {
+int run_bag_rewrite(const Globals& g, const BagRewriteOptions& o) {
+  // rosbag2's sqlite3 files and bag folders through their MCAP copies.
+  for (const std::string& in : o.inputs) {
+    std::error_code ec;
+    if (in == o.output || std::filesystem::equivalent(in, o.output, ec)) {
+      throw Error(Errc::kInvalidArgument,
+                  "bag " + o.verb + ": -o " + o.output + " is one of the inputs; name a new file");
+    }
+  }
+  std::vector<std::unique_ptr<RecordingInput>> opened;
+  std::vector<std::string> inputs;
+  int rc = 0;
+  for (const std::string& in : o.inputs) {
+    opened.push_back(std::make_unique<RecordingInput>(g, in, "bag " + o.verb));
+    inputs.push_back(opened.back()->path());
+    rc = std::max(rc, opened.back()->exit_code());
+  }
   record::RewriteOptions r;
   r.channels = o.channels;
   r.exclude = o.exclude;
@@ -98,7 +115,7 @@ int run_bag_rewrite(const Globals& /*g*/, const BagRewriteOptions& o) {
   r.progress = [&progress](const record::RewriteProgress& p) {
     progress.update(p.messages, p.total_messages, p.bytes_written);
   };
-  const record::RewriteReport report = record::rewrite(o.inputs, o.output, r);
+  const record::RewriteReport report = record::rewrite(inputs, o.output, r);
   progress.clear();
   std::string renumbered;
   if (report.renumbered > 0) {
@@ -106,7 +123,7 @@ int run_bag_rewrite(const Globals& /*g*/, const BagRewriteOptions& o) {
   }
   print(fmt::format("{}: wrote {} messages on {} channels from {} file(s) into {} ({}){}\n", o.verb, report.messages,
                     report.channels, o.inputs.size(), o.output, human_bytes(report.bytes), renumbered));
-  return 0;
+  return rc;
 }
 
 RecordingInput::RecordingInput(const Globals& g, const std::string& path, std::string_view verb, bool import)

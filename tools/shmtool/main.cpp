@@ -245,7 +245,9 @@ void add_record_commands(CLI::App& app, Commands& k) {
 /// play FILE...: a recording published again (--step: in module order).
 void add_play_command(CLI::App& app, Commands& k) {
   CLI::App* play = app.add_subcommand("play", "Publish a recording again, at its recorded spacing");
-  play->add_option("FILES", k.play.player.files, "MCAP files (a split recording plays as one)")->required();
+  play->add_option("FILES", k.play.player.files,
+                   "MCAP files (a split recording plays as one), rosbag2 .db3 files or bag folders")
+      ->required();
   play->add_option("--rate", k.play.player.rate, "Speed factor (default 1)")->check(CLI::Range(0.001, 1000.0));
   play->add_flag("--loop", k.play.player.loop, "Start again at the end, until Ctrl-C");
   play->add_option("--channels", k.play.player.channels, "Globs of the recorded channels to play (default: all)");
@@ -297,11 +299,11 @@ void rewrite_options(CLI::App* c, BagRewriteOptions& o, bool select, bool compre
 /// Returns what runs the one given, if any was.
 std::function<std::optional<int>()> add_bag_file_commands(CLI::App* bag, Commands& k) {
   CLI::App* filter = bag->add_subcommand("filter", "Copy a recording keeping some channels and a time range");
-  filter->add_option("FILE", k.rewrite.inputs, "An MCAP file")->required()->expected(1);
+  filter->add_option("FILE", k.rewrite.inputs, "An MCAP file, a rosbag2 .db3 or a bag folder")->required()->expected(1);
   rewrite_options(filter, k.rewrite, true, true);
   CLI::App* merge = bag->add_subcommand(
       "merge", "Merge recordings into one in log-time order, their module topology and provenance merged too");
-  merge->add_option("FILES", k.rewrite.inputs, "MCAP files")->required();
+  merge->add_option("FILES", k.rewrite.inputs, "MCAP files, rosbag2 .db3 files or bag folders")->required();
   rewrite_options(merge, k.rewrite, false, true);
   CLI::App* compress = bag->add_subcommand("compress", "Rewrite a recording's chunks compressed (zstd by default)");
   compress->add_option("FILE", k.rewrite.inputs, "An MCAP file")->required()->expected(1);
@@ -310,7 +312,7 @@ std::function<std::optional<int>()> add_bag_file_commands(CLI::App* bag, Command
   decompress->add_option("FILE", k.rewrite.inputs, "An MCAP file")->required()->expected(1);
   rewrite_options(decompress, k.rewrite, false, false);
   CLI::App* cat = bag->add_subcommand("cat", "Print a recording's messages, one line each, in log-time order");
-  cat->add_option("FILE", k.cat.file, "An MCAP file")->required();
+  cat->add_option("FILE", k.cat.file, "An MCAP file, a rosbag2 .db3 or a bag folder")->required();
   cat->add_option("--channels", k.cat.channels, "Only the channels matching these globs");
   cat->add_option("--exclude", k.cat.exclude, "Not the channels matching these globs");
   cat->add_option("--begin", k.cat.begin, "From this wall time (UTC ISO 8601 or ns since the epoch)");
@@ -323,7 +325,7 @@ std::function<std::optional<int>()> add_bag_file_commands(CLI::App* bag, Command
   json_flag(doctor, k);
   CLI::App* import = bag->add_subcommand(
       "import", "A ROS 2 recording (cdr messages, ros2msg schemas; rosbag2's MCAP) as a shmbus recording");
-  import->add_option("FILE", k.bag_file, "A ROS 2 MCAP file")->required();
+  import->add_option("FILE", k.bag_file, "A ROS 2 MCAP file, a rosbag2 .db3 or a bag folder")->required();
   import->add_option("-o,--output", k.bag_output, "The file to write")->required();
   import->add_flag("-q,--quiet", k.rewrite.quiet, "No progress line on a terminal");
   import->add_flag("--strict", k.bag_strict,
@@ -350,7 +352,9 @@ void add_bag_commands(CLI::App& app, Commands& k) {
       "info",
       "What a recording holds: library, profile, chunks and compression, time span, channels, encodings, "
       "counts, rates, losses");
-  info->add_option("FILE", k.bag_files, "MCAP files, merged; a split series' first file (FILE_0.mcap) names the series")
+  info->add_option("FILE", k.bag_files,
+                   "MCAP files, merged; a split series' first file (FILE_0.mcap) names the series; rosbag2 .db3 files "
+                   "or bag folders")
       ->required();
   info->add_flag("--one-file", k.one_file, "FILE_0.mcap alone, not the split series it begins");
   json_flag(info, k);
@@ -360,7 +364,7 @@ void add_bag_commands(CLI::App& app, Commands& k) {
   recover->add_flag("-q,--quiet", k.rewrite.quiet, "No progress line on a terminal");
   CLI::App* exp = bag->add_subcommand(
       "export", "Rewrite a recording for other tools: JSON messages with a jsonschema per type, or ROS 2 CDR");
-  exp->add_option("FILE", k.bag_file, "An MCAP file")->required();
+  exp->add_option("FILE", k.bag_file, "An MCAP file, a rosbag2 .db3 or a bag folder")->required();
   exp->add_option("-o,--output", k.bag_output, "The file to write")->required();
   exp->add_option("--encoding", k.encoding,
                   "Message encoding of the copy: json (jsonschema) or cdr (ros2 profile, ros2msg schemas)")
