@@ -70,9 +70,7 @@ BagMetadata parse_metadata(std::string_view text, const std::string& name) {
     if (m.storage_identifier.empty()) throw bad(name, "no 'storage_identifier'");
     m.compression_format = scalar(info, "compression_format", name);
     m.compression_mode = scalar(info, "compression_mode", name);
-    m.message_count = count(info, "message_count", name);
     m.version = count(info, "version", name);
-    m.ros_distro = scalar(info, "ros_distro", name);
     const YAML::Node files = info["relative_file_paths"];
     if (!files || !files.IsSequence() || files.size() == 0) throw bad(name, "no list 'relative_file_paths'");
     if (files.size() > kMaxSplitFiles) {

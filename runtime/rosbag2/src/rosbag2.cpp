@@ -181,7 +181,6 @@ Recording::Recording(const std::string& path, const Options& o) {
   }
   copy_ = out.release();
   mcap_ = copy_;
-  converted_ = true;
   if (!o.import) return;
   try {
     import(temp_dir, o);
@@ -203,7 +202,6 @@ void Recording::import(const std::string& temp_dir, const Options& o) {
   }
   imported_ = out.release();
   mcap_ = imported_;
-  converted_ = true;
 }
 
 Recording::~Recording() {

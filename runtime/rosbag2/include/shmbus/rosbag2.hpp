@@ -24,9 +24,7 @@ struct BagMetadata {
   std::vector<std::string> relative_file_paths;  ///< the split files, in order
   std::string compression_format;                ///< "" or "zstd"
   std::string compression_mode;                  ///< "", "NONE", "FILE" or "MESSAGE"
-  std::uint64_t message_count = 0;
-  std::uint64_t version = 0;  ///< before 4, each path begins with the folder's name
-  std::string ros_distro;
+  std::uint64_t version = 0;                     ///< before 4, each path begins with the folder's name
 };
 
 /// Reads a `metadata.yaml` (`text`, named `name` in errors). Throws
@@ -69,8 +67,6 @@ class Recording {
 
   /// The MCAP file to read.
   [[nodiscard]] const std::string& path() const noexcept { return mcap_; }
-  /// True when `path()` is a copy made from rosbag2's storage.
-  [[nodiscard]] bool converted() const noexcept { return converted_; }
   /// What was read, for a summary: "rosbag2 sqlite3" or "rosbag2 mcap",
   /// with ", zstd per file" or ", zstd per message"; empty for an MCAP
   /// file read as it is.
@@ -95,7 +91,6 @@ class Recording {
   std::string storage_;
   std::string copy_;      ///< the converted file, removed with this
   std::string imported_;  ///< the import, removed with this
-  bool converted_ = false;
   std::vector<std::string> files_;
   std::vector<std::string> notes_;
   std::vector<std::string> undefined_;
