@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <chrono>
 #include <cstring>
@@ -19,6 +20,7 @@
 #include "shmbus/names.hpp"
 #include "shmbus/publisher.hpp"
 #include "shmbus/subscriber.hpp"
+#include "support/cpu_time.hpp"
 #include "support/sanitizers.hpp"
 #include "support/test_domain.hpp"
 
@@ -142,6 +144,9 @@ constexpr std::size_t kSubscribersOffsetAt = 336;
 constexpr std::size_t kTimeListOffsetAt = 344;
 constexpr std::size_t kSchemaSizeAt = 324;
 constexpr std::size_t kSchemaOffsetAt = 360;
+constexpr std::size_t kCapacityAt = 296;
+constexpr std::size_t kSlotStrideAt = 304;
+constexpr std::size_t kSlotsOffsetAt = 352;
 
 std::uint64_t peek64(const std::string& object, std::size_t offset) {
   std::uint64_t v = 0;
@@ -500,4 +505,43 @@ TEST(TestDomainTest, LeftOversOfAnEarlierProcessWithOurPidAreRemovedFirst) {
   TestDomain d({}, "stale");
   ASSERT_EQ(d.domain(), next);
   EXPECT_NO_THROW(Publisher("/fresh", TypeInfo::bytes(), d.context()));
+}
+
+// A process with write access to a segment may write any slot state. A
+// state naming a sequence far beyond the write cursor, in every slot, made
+// each take skip one sequence per pass: about 2^51 passes inside a noexcept
+// take. Each take is now bounded by the ring's geometry.
+TEST_F(SegmentTest, SlotStatesNamingHugeSequencesCostATakeAtMostOnePassOverTheRing) {
+  PublisherOptions po;
+  po.capacity = 8;
+  Publisher pub("/huge", TypeInfo::bytes(), domain_.context(), po);
+  Subscriber sub("/huge", std::nullopt, domain_.context());
+  const std::array<std::byte, 8> payload{};
+  ASSERT_EQ(pub.publish(payload), PublishResult::kOk);
+  const std::string object = channel_object_name(domain_.domain(), "/huge");
+  const std::uint64_t slots = peek64(object, kSlotsOffsetAt);
+  std::uint32_t stride = 0;
+  std::uint32_t capacity = 0;
+  {
+    const int fd = ::shm_open(object.c_str(), O_RDONLY, 0);
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(::pread(fd, &stride, sizeof(stride), kSlotStrideAt), 4);
+    ASSERT_EQ(::pread(fd, &capacity, sizeof(capacity), kCapacityAt), 4);
+    ::close(fd);
+  }
+  ASSERT_EQ(capacity, 8U);
+  // committed_state(2^50): the sequence in the state's upper 51 bits.
+  const std::uint64_t huge = ((1ULL << 50) + 1) << 13;
+  for (std::uint32_t i = 0; i < capacity; ++i) poke(object, slots + std::uint64_t{i} * stride, &huge, sizeof(huge));
+  std::array<std::byte, 64> buffer{};
+  ::alarm(30);  // the unbounded loop this guards against: a failure, not a hang
+  for (int round = 0; round < 3; ++round) {
+    // CPU time, not wall time: a busy machine's preemption is not work.
+    const double start = test::thread_cpu_seconds();
+    const TakeResult r = sub.take(buffer);
+    const double took = test::thread_cpu_seconds() - start;
+    EXPECT_EQ(r.status, TakeStatus::kNoData);
+    EXPECT_LT(took, test::emulated() != nullptr ? 0.02 : 0.001) << "round " << round;
+  }
+  ::alarm(0);
 }
