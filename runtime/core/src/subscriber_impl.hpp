@@ -349,10 +349,15 @@ struct Subscriber::Impl {
   }
 
   /// take_slot's loop: fills `result` (left kNoData when nothing is taken).
+  /// Every pass moves `next` on or returns. A take makes at most two passes
+  /// over the ring (a lap skipped, then a ring of discarded or torn slots)
+  /// and then returns with nothing: the states are another process's
+  /// writes, and a hostile one may name any sequence in each slot (the next
+  /// take goes on from there).
   template <typename Consume>
   void take_slot_into(TakeResult& result, Consume& consume) noexcept {
     const std::uint64_t capacity = channel->capacity();
-    for (;;) {
+    for (std::uint64_t pass = 0; pass <= 2 * capacity + 1; ++pass) {
       SlotHeader* slot = channel->slot(next);
       // SYNC POINT READ: pairs with the publisher's release store of the
       // committed state.
