@@ -5,8 +5,11 @@
 #include <pthread.h>
 #include <time.h>
 
+#include <array>
 #include <atomic>
 #include <chrono>
+#include <optional>
+#include <span>
 #include <stdexcept>
 #include <thread>
 #include <vector>
@@ -515,4 +518,75 @@ TEST(NodeTest, OnExceptionStopRethrowsFromSpinOnce) {
   }
   EXPECT_TRUE(thrown);
   EXPECT_EQ(node.spin_once(10ms), 0U) << "after the rethrow the node spins again";
+}
+
+// A fixed-layout T is delivered only from a message of exactly sizeof(T)
+// bytes. A peer may publish another size under T's type name (a raw or
+// Python publisher): a shorter message was delivered as a whole T (the rest
+// provenance or an older lap's bytes, or past the mapping on the ring's last
+// slot), and a longer one stopped a copying subscription for good
+// (kBufferTooSmall, never consumed). Each is now counted and skipped.
+namespace {
+struct Wide {
+  static constexpr const char* kTypeName = "test/Wide";
+  static constexpr std::uint64_t kTypeHash = 0x776964655f747374ULL;
+  std::uint64_t words[4];
+};
+
+void publish_wrong_sizes_then_one_wide(Publisher& raw) {
+  const std::array<std::byte, 40> bytes{};
+  ASSERT_EQ(raw.publish(std::span{bytes}.first(8)), PublishResult::kOk);   // shorter
+  ASSERT_EQ(raw.publish(std::span{bytes}.first(40)), PublishResult::kOk);  // longer
+  Wide w{{1, 2, 3, 4}};
+  ASSERT_EQ(raw.publish(std::as_bytes(std::span{&w, 1})), PublishResult::kOk);
+}
+}  // namespace
+
+TEST(NodeTest, AFixedTypeIsDeliveredOnlyFromAMessageOfItsSizeInPlaceOrCopied) {
+  for (const bool in_place : {true, false}) {
+    TestDomain d{node_config(8), "n"};
+    Node node("sized", d.context());
+    Publisher raw("/wide", type_info_of<Wide>(), d.context());
+    std::vector<std::uint64_t> seen;
+    SubscriptionOptions o;
+    o.in_place = in_place;
+    auto& sub = node.subscribe<Wide>(
+        "/wide", [&](const Wide& w, const MessageInfo&) { seen.push_back(w.words[3]); }, o);
+    publish_wrong_sizes_then_one_wide(raw);
+    for (int i = 0; i < 50 && seen.empty(); ++i) node.spin_once(10ms);
+    EXPECT_EQ(seen, std::vector<std::uint64_t>{4}) << (in_place ? "in place" : "copied");
+    EXPECT_EQ(sub.subscriber().discarded(), 2U) << (in_place ? "in place" : "copied");
+  }
+}
+
+TEST(NodeTest, ATypedSubscriberTakesOnlyMessagesOfItsSize) {
+  TestDomain d{node_config(8), "n"};
+  Publisher raw("/wide", type_info_of<Wide>(), d.context());
+  TypedSubscriber<Wide> sub("/wide", d.context());
+  publish_wrong_sizes_then_one_wide(raw);
+  const std::optional<Wide> w = sub.take();
+  ASSERT_TRUE(w.has_value());
+  EXPECT_EQ(w->words[3], 4U);
+  EXPECT_EQ(sub.untyped().discarded(), 2U);
+}
+
+TEST(NodeTest, AFixedTypeLargerThanTheChannelsSlotIsRefusedWhenSubscribed) {
+  TestDomain d{node_config(8), "n"};
+  PublisherOptions small;
+  small.max_message_size = 16;
+  Publisher raw("/narrow", type_info_of<Wide>(), d.context(), small);
+  Node node("narrow", d.context());
+  for (const bool in_place : {true, false}) {
+    SubscriptionOptions o;
+    o.in_place = in_place;
+    try {
+      node.subscribe<Wide>("/narrow", [](const Wide&, const MessageInfo&) {}, o);
+      ADD_FAILURE() << "subscribed";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), Errc::kTypeMismatch);
+      EXPECT_NE(std::string(e.what()).find("test/Wide is 32 bytes"), std::string::npos) << e.what();
+      EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_THROW(TypedSubscriber<Wide>("/narrow", d.context()), Error);
 }
