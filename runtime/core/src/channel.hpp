@@ -46,6 +46,7 @@ class Channel {
 
   [[nodiscard]] layout::ChannelHeader& header() const noexcept { return *header_; }
   [[nodiscard]] const std::string& name() const noexcept { return name_; }
+  [[nodiscard]] const std::string& type_name() const noexcept { return type_name_; }
   [[nodiscard]] const Segment& segment() const noexcept { return segment_; }
 
   /// The geometry copied into private memory at open, after validation: a

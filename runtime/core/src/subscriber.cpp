@@ -1,5 +1,7 @@
 #include "shmbus/subscriber.hpp"
 
+#include <fmt/format.h>
+
 #include "shmbus/error.hpp"
 #include "shmbus/names.hpp"
 #include "subscriber_impl.hpp"
@@ -105,6 +107,28 @@ TakeResult Subscriber::read_in_place(InPlaceReader reader, void* context) noexce
     reader(context, std::span<const std::byte>{payload, size}, info);
     return true;
   });
+}
+
+TakeResult Subscriber::take_exact(std::span<std::byte> buffer) noexcept {
+  return impl_->take_sized(buffer.size(), [buffer](const std::byte* payload, std::uint32_t size, const MessageInfo&) {
+    if (size != 0) std::memcpy(buffer.data(), payload, size);
+  });
+}
+
+TakeResult Subscriber::read_exact_in_place(std::size_t size, InPlaceReader reader, void* context) noexcept {
+  return impl_->take_sized(size, [reader, context](const std::byte* payload, std::uint32_t n, const MessageInfo& info) {
+    reader(context, std::span<const std::byte>{payload, n}, info);
+  });
+}
+
+void Subscriber::require_room(std::size_t size, std::string_view type) const {
+  const Impl& s = *impl_;
+  if (!s.channel || size <= s.max_size) return;
+  throw Error(Errc::kTypeMismatch,
+              fmt::format("channel {} holds messages of at most {} bytes ({}), and its type {} is {} bytes: give it a "
+                          "max_message_size of at least {} where it is created, then stop the processes using it "
+                          "(shmtool info {}) and run `shmtool clean`",
+                          s.name.str(), s.max_size, s.channel->sizes_origin(), type, size, size, s.name.str()));
 }
 
 bool Subscriber::reread_in_place(std::uint64_t sequence, InPlaceRereader reader, void* context) const noexcept {

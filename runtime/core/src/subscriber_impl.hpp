@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <cstddef>
+#include <cstdio>
 #include <cstring>
 #include <memory>
 #include <optional>
@@ -61,6 +62,7 @@ struct Subscriber::Impl {
   std::int64_t stall_since = 0;  ///< when `next` was first seen claimed but unwritten
   std::int64_t idle_since = 0;   ///< when a poll first found nothing at `next` (0: not yet looked)
   bool dead_checked = false;
+  bool said_wrong_size = false;  ///< wrong_size has said its line
   std::uint32_t idle_polls = 0;
   std::uint32_t age_sample_every = 8;
   std::uint32_t age_countdown = 1;  ///< the first take is sampled
@@ -327,6 +329,39 @@ struct Subscriber::Impl {
     if (!channel && !try_attach()) return TakeResult{};
     if (iox) return take_chunk(consume);
     return take_slot(consume);
+  }
+
+  /// take_with for messages of exactly `size` bytes (a fixed-layout
+  /// type's): `deliver(payload, size, info)` is called only on those (inside
+  /// the seqlock read, as consume is). Others are skipped and counted
+  /// (wrong_size), at most a ring's worth per call.
+  template <typename Deliver>
+  TakeResult take_sized(std::size_t size, Deliver&& deliver) noexcept {
+    const std::uint64_t tries = channel ? std::uint64_t{channel->capacity()} + 1 : 1;
+    for (std::uint64_t i = 0; i < tries; ++i) {
+      bool other_size = false;
+      TakeResult r = take_with([&](const std::byte* payload, std::uint32_t n, const MessageInfo& info) {
+        other_size = n != size;
+        if (!other_size) deliver(payload, n, info);
+        return true;
+      });
+      if (!r.ok() || !other_size) return r;
+      wrong_size(r.info, size);
+    }
+    return TakeResult{};
+  }
+
+  /// A message that is not of the subscriber's fixed-layout type (another
+  /// size): counted as discarded, and said once.
+  void wrong_size(const MessageInfo& info, std::size_t size) noexcept {
+    entry->discarded.store(entry->discarded.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    if (said_wrong_size) return;
+    said_wrong_size = true;
+    std::fprintf(stderr,
+                 "shmbus: channel %s: a message of %u bytes from publisher %u is not a %s, which is %zu bytes: "
+                 "skipped and counted as discarded (shmtool info %s); later ones are counted only\n",
+                 name.str().c_str(), info.size, info.publisher_id, channel->type_name().c_str(), size,
+                 name.str().c_str());
   }
 
   /// overflow = block: tells publishers how far we have read. Release: our

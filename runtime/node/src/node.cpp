@@ -35,11 +35,13 @@ void Node::announce_change() noexcept {
 }
 
 Subscription& Node::add_subscription(std::string_view channel, const std::optional<TypeInfo>& type,
-                                     const SubscriptionOptions& options, Subscription::Dispatch dispatch) {
+                                     const SubscriptionOptions& options, Subscription::Dispatch dispatch,
+                                     std::size_t fixed_size) {
   SubscriberOptions subscriber_options = options.subscriber;
   subscriber_options.node = name_;
   auto s = std::make_unique<Subscription>(Subscriber(channel, type, *context_, subscriber_options),
                                           options.group != nullptr ? options.group : &default_group_, options.batch);
+  if (fixed_size != 0 && type) s->subscriber().require_room(fixed_size, type->name);
   s->dispatch_ = std::move(dispatch);
   s->on_lost_ = options.on_lost;
   s->node_ = this;
@@ -69,8 +71,9 @@ Subscription& Node::subscribe_raw(std::string_view channel, const std::optional<
 }
 
 Subscription::Dispatch Node::dispatch_in_place(RawCallback callback,
-                                               std::function<void(const MessageInfo&)> on_overwritten) {
-  return [cb = std::move(callback), on_overwritten = std::move(on_overwritten)](Subscription& s) {
+                                               std::function<void(const MessageInfo&)> on_overwritten,
+                                               std::size_t exact_size) {
+  return [cb = std::move(callback), on_overwritten = std::move(on_overwritten), exact_size](Subscription& s) {
     // read() calls the reader again with the next message when the one it
     // saw was overwritten meanwhile: every call but a delivered last one
     // saw a torn message. The reader is noexcept territory: an exception is
@@ -90,7 +93,7 @@ Subscription::Dispatch Node::dispatch_in_place(RawCallback callback,
         if (!s.in_place_error_) s.in_place_error_ = std::current_exception();
       }
     };
-    const TakeResult r = s.subscriber().read([&](std::span<const std::byte> payload, const MessageInfo& info) {
+    auto reader = [&](std::span<const std::byte> payload, const MessageInfo& info) {
       if (seen++ != 0) torn(last);
       last = info;
       try {
@@ -98,7 +101,9 @@ Subscription::Dispatch Node::dispatch_in_place(RawCallback callback,
       } catch (...) {
         failed = std::current_exception();
       }
-    });
+    };
+    const TakeResult r =
+        exact_size != 0 ? s.subscriber().read_exact(exact_size, reader) : s.subscriber().read(reader);
     if (!r.ok() && seen != 0) torn(last);
     if (!s.in_place_error_) s.in_place_error_ = failed;
     if (s.in_place_error_) {

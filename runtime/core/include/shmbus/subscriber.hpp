@@ -134,6 +134,29 @@ class Subscriber {
   using InPlaceReader = void (*)(void* context, std::span<const std::byte> payload, const MessageInfo& info);
   TakeResult read_in_place(InPlaceReader reader, void* context) noexcept;
 
+  /// take() for a fixed-layout type: copies the next message of exactly
+  /// buffer.size() bytes. A message of another size is not one (a peer
+  /// publishing other bytes under the type's name): it is skipped, counted
+  /// as discarded (shmtool info) and said once on stderr. kNoData once a
+  /// ring's worth of them was skipped in one call.
+  TakeResult take_exact(std::span<std::byte> buffer) noexcept;
+  /// read() for a fixed-layout type of `size` bytes: the reader sees only
+  /// messages of exactly that size; others are skipped as take_exact does.
+  template <typename F>
+  TakeResult read_exact(std::size_t size, F&& reader) noexcept {
+    return read_exact_in_place(
+        size,
+        [](void* ctx, std::span<const std::byte> payload, const MessageInfo& info) {
+          (*static_cast<std::remove_reference_t<F>*>(ctx))(payload, info);
+        },
+        &reader);
+  }
+  TakeResult read_exact_in_place(std::size_t size, InPlaceReader reader, void* context) noexcept;
+  /// Throws Error(kTypeMismatch), one line naming the fix, when the
+  /// channel's slots cannot hold a message of `size` bytes: those of
+  /// `type`, a fixed-layout type (checked when attached).
+  void require_room(std::size_t size, std::string_view type) const;
+
   /// Reads again, where it lies, a message this subscriber already took
   /// (by its sequence), if it is still in the ring: calls
   /// `reader(payload, check)`, then checks that no publisher overwrote it
@@ -219,12 +242,15 @@ class TypedSubscriber {
  public:
   explicit TypedSubscriber(std::string_view channel, Context& context = Context::process_default(),
                            const SubscriberOptions& options = {})
-      : subscriber_(channel, type_info_of<T>(), context, options) {}
+      : subscriber_(channel, type_info_of<T>(), context, options) {
+    if constexpr (MessageType<T>) subscriber_.require_room(sizeof(T), T::kTypeName);
+  }
 
-  /// The next message and its header, or nullopt when there is none.
+  /// The next message and its header, or nullopt when there is none. A
+  /// message of another size than T's is skipped (Subscriber::take_exact).
   std::optional<T> take(MessageInfo* info = nullptr) noexcept requires MessageType<T> {
     T value;
-    const TakeResult r = subscriber_.take(std::as_writable_bytes(std::span{&value, 1}));
+    const TakeResult r = subscriber_.take_exact(std::as_writable_bytes(std::span{&value, 1}));
     if (!r.ok()) return std::nullopt;
     if (info != nullptr) *info = r.info;
     return value;

@@ -246,6 +246,8 @@ class Node {
   /// into shared memory.
   template <MessageType T, typename F>
   Subscription& subscribe(std::string_view channel, F&& callback, const SubscriptionOptions& options = {}) {
+    // Only a message of exactly sizeof(T) bytes is a T (read_exact,
+    // take_exact); a channel whose slots cannot hold one is refused here.
     auto cb = std::function<void(const T&, const MessageInfo&)>(std::forward<F>(callback));
     return add_subscription(
         channel, type_info_of<T>(), options,
@@ -253,13 +255,15 @@ class Node {
                                [cb](std::span<const std::byte> p, const MessageInfo& info) {
                                  cb(*std::launder(reinterpret_cast<const T*>(p.data())), info);
                                },
-                               options.on_overwritten)
+                               options.on_overwritten, sizeof(T))
                          : Subscription::Dispatch([cb](Subscription& s) {
                              T value;
-                             const TakeResult r = s.subscriber().take(std::as_writable_bytes(std::span{&value, 1}));
+                             const TakeResult r =
+                                 s.subscriber().take_exact(std::as_writable_bytes(std::span{&value, 1}));
                              if (r.ok()) cb(value, r.info);
                              return r.status;
-                           }));
+                           }),
+        sizeof(T));
   }
 
   /// The same for a type with strings or sequences: `callback(view, info)`
@@ -327,10 +331,15 @@ class Node {
  private:
   friend class Executor;
   friend class Subscription;
+  /// `fixed_size`: a fixed-layout type's size, which the channel's slots
+  /// must hold (0: any type).
   Subscription& add_subscription(std::string_view channel, const std::optional<TypeInfo>& type,
-                                 const SubscriptionOptions& options, Subscription::Dispatch dispatch);
+                                 const SubscriptionOptions& options, Subscription::Dispatch dispatch,
+                                 std::size_t fixed_size = 0);
+  /// `exact_size`: only messages of that size are read (0: all).
   static Subscription::Dispatch dispatch_in_place(RawCallback callback,
-                                                  std::function<void(const MessageInfo&)> on_overwritten);
+                                                  std::function<void(const MessageInfo&)> on_overwritten,
+                                                  std::size_t exact_size = 0);
   Timer& add_timer(std::chrono::nanoseconds period, bool periodic, std::function<void()> callback,
                    TimerOptions options);
   /// Tells the executors that the lists changed: bumps generation_ (release;
