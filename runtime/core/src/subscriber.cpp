@@ -194,6 +194,13 @@ LostRange Subscriber::take_lost() noexcept {
   return {s.lost_from, s.next};
 }
 
+LostRange Subscriber::lost_before(const MessageInfo& info) const noexcept {
+  const Impl& s = *impl_;
+  // lost_from stays until the next loss after a delivered message.
+  if (info.lost_before == 0 || s.iox || s.lost_from > info.sequence) return {};
+  return {s.lost_from, info.sequence};
+}
+
 void Subscriber::count_discarded(std::uint64_t n) noexcept {
   if (!impl_->entry) return;
   // Single writer (this subscriber): a relaxed load and store, no RMW.

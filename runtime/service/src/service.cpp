@@ -180,8 +180,8 @@ struct ServiceServer::Impl {
   /// ring's readers beyond stall_timeout (they would count it lost). The
   /// response cites the request (channel, sequence) and whether it failed.
   void serve(std::span<const std::byte> request, const MessageInfo& info) {
-    if (info.lost_before > 0 && info.lost_before <= info.sequence) {
-      notice_lost(info.sequence - info.lost_before, info.sequence);
+    if (const LostRange lost = requests->subscriber().lost_before(info); !lost.empty()) {
+      notice_lost(lost.first, lost.end);
     }
     Publisher& reply = reply_channel(info.publisher_id);
     if (buffer.size() < reply.max_message_size()) buffer.resize(reply.max_message_size());

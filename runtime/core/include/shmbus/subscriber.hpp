@@ -157,6 +157,12 @@ class Subscriber {
   /// `type`, a fixed-layout type (checked when attached).
   void require_room(std::size_t size, std::string_view type) const;
 
+  /// The ring sequences counted lost before `info`, the message this
+  /// subscriber took last: [first lost, info.sequence), discarded loans
+  /// between them included. Empty when none were (info.lost_before == 0),
+  /// and on iceoryx channels (no channel-wide sequences there).
+  [[nodiscard]] LostRange lost_before(const MessageInfo& info) const noexcept;
+
   /// Reads again, where it lies, a message this subscriber already took
   /// (by its sequence), if it is still in the ring: calls
   /// `reader(payload, check)`, then checks that no publisher overwrote it
