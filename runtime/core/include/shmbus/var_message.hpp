@@ -8,6 +8,8 @@
 /// the message, after the root's fixed part, aligned as one element.
 
 #include <algorithm>
+#include <array>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -57,6 +59,26 @@ T load(const std::byte* p) noexcept {
   return v;
 }
 
+/// The VarRef at `p`, read once. A view may be over a live slot, which a
+/// publisher's next lap rewrites while it is read (the read is validated
+/// after): a copy made with memcpy may be loaded again by the compiler
+/// after the bounds check, so each word is an atomic load (relaxed), and the
+/// check and the use both see that one value. An unaligned VarRef (not in
+/// a message laid out by schema.hpp's rule) is copied through volatile.
+inline VarRef load_ref(const std::byte* p) noexcept {
+  if (reinterpret_cast<std::uintptr_t>(p) % alignof(std::uint32_t) == 0) {
+    const auto* w = reinterpret_cast<const std::uint32_t*>(p);
+    return {std::atomic_ref<const std::uint32_t>(w[0]).load(std::memory_order_relaxed),
+            std::atomic_ref<const std::uint32_t>(w[1]).load(std::memory_order_relaxed)};
+  }
+  std::array<unsigned char, sizeof(VarRef)> b{};
+  const auto* v = reinterpret_cast<const volatile unsigned char*>(p);
+  for (std::size_t i = 0; i < b.size(); ++i) b[i] = v[i];
+  VarRef r;
+  std::memcpy(&r, b.data(), sizeof r);
+  return r;
+}
+
 /// The bytes of a message of `type` (a View's constructor): at least its
 /// fixed part, and 8-byte aligned so that every block is aligned for its
 /// elements in memory too. Throws Error(kInvalidArgument) naming `type`.
@@ -69,13 +91,13 @@ inline Bytes message(std::span<const std::byte> bytes, std::uint32_t fixed, cons
   return {bytes.data(), static_cast<std::uint32_t>(bytes.size()), fixed};
 }
 
-/// Follows the VarRef at `at` (read once, so a writer changing it meanwhile
-/// cannot move the block after the check): the block of `count` elements of
+/// Follows the VarRef at `at` (read once, load_ref, so a writer changing it
+/// meanwhile cannot move the block after the check): the block of `count` elements of
 /// `size` bytes aligned to `align`, at most `bound` (0: any). Throws
 /// Error(kInvalidArgument) naming `what` when it is not inside the message.
 inline const std::byte* block(const Bytes& m, std::uint32_t at, std::uint32_t size, std::uint32_t align,
                               std::uint32_t bound, std::uint32_t& count, const char* what) {
-  const auto r = load<VarRef>(m.data + at);
+  const VarRef r = load_ref(m.data + at);
   if ((bound != 0 && r.count > bound) || !block_fits(r, m.size, m.fixed, size, align)) {
     throw Error(Errc::kInvalidArgument, std::string(what) + ": " + std::to_string(r.count) + " elements of " +
                                             std::to_string(size) + " bytes at offset " + std::to_string(r.offset) +
