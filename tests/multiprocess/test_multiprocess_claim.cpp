@@ -19,6 +19,7 @@
 #include "shmbus/introspect.hpp"
 #include "shmbus/publisher.hpp"
 #include "shmbus/subscriber.hpp"
+#include "support/cpu_time.hpp"
 #include "support/sanitizers.hpp"
 #include "support/test_domain.hpp"
 
@@ -401,4 +402,42 @@ TEST_F(ClaimTest, EndpointInAnotherPidNamespaceIsNeverJudgedDead) {
   }
   EXPECT_EQ(introspect::ChannelReader(domain_, "/ns").view().subscribers.size(), 1U)
       << "it unregistered itself when it ended";
+}
+
+// A reader waiting on a sequence whose writer stopped between its claim and
+// its commit sleeps on the futex: the commit wakes it, and it looks again
+// only when the stall is to be judged (a dead writer after 100 us, any
+// writer at its stall_timeout). wait() used to return at once (the write
+// cursor is past the sequence) while take() found nothing, so a wait loop
+// spun through the whole stall_timeout, on the core the writer needs.
+TEST_F(ClaimTest, AReaderWaitingOnAStoppedWritersSlotSleepsUntilTheCommitWakesIt) {
+  SubscriberOptions options;
+  options.stall_timeout = 10s;  // the writer is stopped well within it
+  Subscriber sub("/asleep", TypeInfo::bytes(), ctx_, options);
+  auto victim = stopped_victim("/asleep", "written");
+  std::vector<std::byte> buffer(4096);
+  const double cpu_before = test::thread_cpu_seconds();
+  const auto start = std::chrono::steady_clock::now();
+  const auto until = start + 500ms;
+  int takes = 0;
+  for (auto now = start; now < until; now = std::chrono::steady_clock::now()) {
+    sub.wait(until - now);
+    EXPECT_EQ(sub.take(buffer).status, TakeStatus::kNoData);
+    ++takes;
+  }
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const double cpu = test::thread_cpu_seconds() - cpu_before;
+  EXPECT_LT(cpu, 0.05 * wall) << takes << " takes in " << wall << " s";
+  // Resumed, the writer commits and its wake ends the wait.
+  victim->signal(SIGCONT);
+  const auto resumed = std::chrono::steady_clock::now();
+  TakeResult r;
+  while (!r.ok() && std::chrono::steady_clock::now() - resumed < 20s) {
+    sub.wait(20s);
+    r = sub.take(buffer);
+  }
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r.info.sequence, 0U);
+  EXPECT_EQ(sub.lost(), 0U);
+  victim->wait(10s);
 }
