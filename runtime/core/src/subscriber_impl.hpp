@@ -101,6 +101,32 @@ struct Subscriber::Impl {
     return full ? reader_pending(*channel, next) : reader_settled(*channel, next);
   }
 
+  /// For a wait: whether there is something to take now (settled), or
+  /// take must judge a claimed but unwritten sequence now. A claimed one
+  /// whose judgment is not due yet is not ready: the wait sleeps on the
+  /// futex (the commit wakes it) no later than `judge_by`, lowered to when
+  /// the stall is judged (a dead writer after kDeadWriterCheckNs, any writer
+  /// at stall_timeout; the stall clock starts here if take has not started
+  /// it). `full`: also look for claims (a read of the write cursor).
+  [[nodiscard]] bool ready(bool full, std::int64_t& judge_by) noexcept {
+    if (iox) return held != nullptr || iox->has_data();
+    if (reader_settled(*channel, next)) return true;
+    if (!full || channel->write_cursor() <= next) return false;
+    const std::int64_t now = mono_now_ns();
+    if (stall_since == 0) {
+      stall_since = now;
+      dead_checked = false;
+    }
+    // A writer in the slot is asked about once (give_up_stalled); one not
+    // there yet (between the cursor and its claim) only at the bound.
+    const std::uint64_t st = channel->slot(next)->state.load(std::memory_order_relaxed);
+    const bool ask_writer = !dead_checked && is_writing(st) && state_sequence(st) == next;
+    const std::int64_t at = stall_since + (ask_writer ? kDeadWriterCheckNs : stall_timeout_ns);
+    if (now >= at) return true;
+    judge_by = std::min(judge_by, at);
+    return false;
+  }
+
   /// Opens the channel and registers; throws as the constructor does.
   /// `from_start`: the channel appeared after we subscribed (try_attach).
   void open(const std::optional<TypeInfo>& type, bool from_start = false);

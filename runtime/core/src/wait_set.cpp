@@ -1,5 +1,6 @@
 #include "shmbus/wait_set.hpp"
 
+#include <climits>
 #include <thread>
 
 #include "subscriber_impl.hpp"
@@ -8,14 +9,15 @@ namespace shmbus {
 
 namespace {
 
-/// Counts (and lists) the pending subscribers. `full`: also count claimed
-/// but unfinished sequences, which costs a read of each write cursor.
+/// Counts (and lists) the ready subscribers. `full`: also judge claimed
+/// but unfinished sequences, which costs a read of each write cursor; one
+/// not due yet lowers `judge_by` (Impl::ready).
 std::size_t collect_pending(std::span<Subscriber::Impl* const> subs, std::vector<std::size_t>* ready,
-                            bool full = true) noexcept {
+                            bool full, std::int64_t& judge_by) noexcept {
   std::size_t n = 0;
   for (std::size_t i = 0; i < subs.size(); ++i) {
     if (!subs[i]->channel) continue;  // still waiting for its channel
-    if (subs[i]->pending(full)) {
+    if (subs[i]->ready(full, judge_by)) {
       ++n;
       if (ready != nullptr) ready->push_back(i);
     }
@@ -67,7 +69,9 @@ void sleep_round(std::span<Subscriber::Impl* const> subs, std::span<GuardConditi
     if (s->channel) items[n++] = {&s->header->futex_word, s->channel->enter_waiters(s->entry_index)};
   }
   for (auto* g : guards) items[n++] = {&g->word(), g->word().load(std::memory_order_acquire)};
-  if (collect_pending(subs, nullptr) == 0 && !any_triggered(guards) && mono_now_ns() < until) {
+  // A claimed sequence whose stall is not to be judged yet is slept on too
+  // (its commit wakes us), until its judgment is due.
+  if (collect_pending(subs, nullptr, true, until) == 0 && !any_triggered(guards) && mono_now_ns() < until) {
     if (n == 0 || n > kMaxVector) {
       nap_until(n == 0 ? until : std::min(until, mono_now_ns() + 1'000'000));
     } else {
@@ -98,7 +102,8 @@ void GuardCondition::trigger() noexcept {
 std::size_t wait_any(std::span<Subscriber::Impl* const> subs, std::span<GuardCondition* const> guards,
                      std::chrono::nanoseconds timeout, std::vector<std::size_t>* ready) noexcept {
   bool absent = attach_absent(subs);
-  if (std::size_t n = collect_pending(subs, ready)) return n;
+  std::int64_t judge_by = INT64_MAX;  // unused: each sleep computes its own
+  if (std::size_t n = collect_pending(subs, ready, true, judge_by)) return n;
   if (any_triggered(guards) || timeout.count() <= 0) return 0;  // a poll: no sleeper registration either
   const std::int64_t start = mono_now_ns();
   const std::int64_t deadline = saturating_deadline(start, timeout);
@@ -109,7 +114,7 @@ std::size_t wait_any(std::span<Subscriber::Impl* const> subs, std::span<GuardCon
     if (now >= deadline) return 0;
     sleep_round(subs, guards, std::min(deadline, now + kAttachRetryNs));
     absent = attach_absent(subs);
-    if (std::size_t n = collect_pending(subs, ready)) return n;
+    if (std::size_t n = collect_pending(subs, ready, true, judge_by)) return n;
     if (any_triggered(guards)) return 0;
   }
   std::int64_t spin = 0;
@@ -123,14 +128,16 @@ std::size_t wait_any(std::span<Subscriber::Impl* const> subs, std::span<GuardCon
     for (std::uint32_t i = 1;; ++i) {
       const bool every_64th = (i & 63U) == 0;
       const std::int64_t now = every_64th ? mono_now_ns() : 0;
-      if (std::size_t n = collect_pending(subs, ready, every_64th && now - start >= kCursorCheckNs)) return n;
+      if (std::size_t n = collect_pending(subs, ready, every_64th && now - start >= kCursorCheckNs, judge_by)) {
+        return n;
+      }
       if (every_64th && (now >= spin_until || any_triggered(guards))) break;
       spin_round(i, now - start);  // `now` is read on every 64th round, when it may yield
     }
   }
   for (;;) {
     sleep_round(subs, guards, deadline);
-    const std::size_t n = collect_pending(subs, ready);
+    const std::size_t n = collect_pending(subs, ready, true, judge_by);
     if (n != 0 || any_triggered(guards) || mono_now_ns() >= deadline) return n;
   }
 }
