@@ -29,6 +29,7 @@ packages=(
   clang-format clang-tidy-22        # scripts/lint.sh (clang-tidy 22 skips system headers: 3x faster than 14)
   lintian dpkg-dev                  # the Debian package test (tests/package/deb.sh)
   libzstd-dev liblz4-dev zlib1g-dev # MCAP chunk compression and CRC combining (shmbus::record)
+  libseccomp-dev                    # tests: a peer run under a filter that denies membarrier
   libsqlite3-dev libyaml-cpp-dev    # rosbag2's sqlite3 files and bag folders' metadata.yaml (shmbus::rosbag2)
   python3-zstandard                 # the tests' rosbag2 bags compressed as rosbag2 compresses them
   libisal-dev                       # MCAP CRC-32 at memory speed (ISA-L, shmbus::record)

@@ -16,14 +16,19 @@
 // Channels use capacity 16 and max_message_size 4096, so laps happen.
 // `sub` prints one line: delivered= lost= torn= order= accounting= last_seq= max_stall_us=
 // `pub` prints: published= dropped= max_publish_us= block_timeouts= blocked_us=
+#ifdef SHMBUS_TEST_SECCOMP
+#include <seccomp.h>
+#endif
 #include <signal.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cerrno>
 #include <map>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -176,7 +181,26 @@ int run_sub(Context& ctx, const std::string& channel, std::uint64_t total, long 
 
 }  // namespace
 
+/// SHMBUS_TEST_DENY_MEMBARRIER=1: this process runs under a seccomp filter
+/// that fails membarrier with EPERM, as a container's profile may
+/// (libseccomp). Exits 1 when the filter cannot be loaded.
+void deny_membarrier_if_asked() {
+  const char* deny = std::getenv("SHMBUS_TEST_DENY_MEMBARRIER");  // NOLINT(concurrency-mt-unsafe): at start
+  if (deny == nullptr || std::string_view{deny} != "1") return;
+#ifdef SHMBUS_TEST_SECCOMP
+  scmp_filter_ctx filter = ::seccomp_init(SCMP_ACT_ALLOW);
+  const bool loaded = filter != nullptr &&
+                      ::seccomp_rule_add(filter, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(membarrier), 0) == 0 &&
+                      ::seccomp_load(filter) == 0;
+  if (filter != nullptr) ::seccomp_release(filter);
+  if (loaded) return;
+#endif
+  std::fprintf(stderr, "peer: cannot deny membarrier with a seccomp filter here\n");
+  std::exit(1);
+}
+
 int main(int argc, char** argv) {
+  deny_membarrier_if_asked();
   struct sigaction sa {};
   sa.sa_handler = on_term;
   ::sigaction(SIGTERM, &sa, nullptr);

@@ -242,3 +242,43 @@ TEST_F(HandshakeTest, SleeperDuringAGrantIsWokenByTheFirstSoloPublish) {
   }
   EXPECT_EQ(expected, 20U) << "the last message arrived";
 }
+
+// A process that cannot use membarrier (a seccomp filter) cannot fence a
+// solo holder's plain stores when it revokes the grant, nor when it goes
+// to sleep: the revocation would be a store-buffering pair that neither side
+// orders, and two writers could claim one sequence. So it closes the channel
+// to solo publishing for good before it registers: the grant held is
+// revoked, and none is given again, even after that process has gone.
+// Before, the holder kept its grant alongside, or took it back.
+TEST_F(HandshakeTest, AProcessThatCannotUseMembarrierClosesTheChannelToSoloPublishingForGood) {
+#ifndef SHMBUS_TEST_SECCOMP
+  GTEST_SKIP() << "this build has no libseccomp to deny membarrier with";
+#endif
+  if (!solo_expected()) GTEST_SKIP() << "no solo publishing in this build or on this kernel";
+  const std::string channel = "/fenceless";
+  ChildProcess reader({kPeer, "sub", domain_, channel, "0", "60000"});
+  test::wait_for_subscribers(domain_, channel, 1);
+  ChildProcess holder({kPeer, "pub", domain_, channel, "1", "30000", "64", "100"});
+  ASSERT_TRUE(test::wait_for_view(domain_, channel, [](const auto& v) { return v.solo && v.messages > 100; }))
+      << "alone, the holder publishes solo";
+  ChildProcess fenceless({kPeer, "pub", domain_, channel, "2", "2000", "64", "100"}, false,
+                         {"SHMBUS_TEST_DENY_MEMBARRIER=1"});
+  const int status = fenceless.wait(60s);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << fenceless.output();
+  // Alone again, the holder asks for the grant every 1024 publishes.
+  const std::uint64_t then = view(channel).messages;
+  int solo_seen = 0;
+  while (view(channel).messages < then + 3000 && !holder.exited()) {
+    solo_seen += view(channel).solo ? 1 : 0;
+    std::this_thread::sleep_for(1ms);
+  }
+  EXPECT_EQ(solo_seen, 0) << "the grant came back after the process that cannot fence had gone";
+  EXPECT_EQ(holder.wait(120s), 0) << holder.output();
+  reader.signal(SIGTERM);
+  reader.wait(60s);
+  const auto f = reader.fields();
+  EXPECT_EQ(f.at("torn"), 0) << reader.output();
+  EXPECT_EQ(f.at("order"), 0) << reader.output();
+  EXPECT_EQ(f.at("accounting"), 0) << reader.output();
+  EXPECT_EQ(f.at("delivered") + f.at("lost"), 32000) << reader.output();
+}
