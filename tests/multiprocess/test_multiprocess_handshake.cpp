@@ -273,6 +273,7 @@ TEST_F(HandshakeTest, AProcessThatCannotUseMembarrierClosesTheChannelToSoloPubli
     std::this_thread::sleep_for(1ms);
   }
   EXPECT_EQ(solo_seen, 0) << "the grant came back after the process that cannot fence had gone";
+  EXPECT_TRUE(view(channel).solo_closed);
   EXPECT_EQ(holder.wait(120s), 0) << holder.output();
   reader.signal(SIGTERM);
   reader.wait(60s);
@@ -281,4 +282,26 @@ TEST_F(HandshakeTest, AProcessThatCannotUseMembarrierClosesTheChannelToSoloPubli
   EXPECT_EQ(f.at("order"), 0) << reader.output();
   EXPECT_EQ(f.at("accounting"), 0) << reader.output();
   EXPECT_EQ(f.at("delivered") + f.at("lost"), 32000) << reader.output();
+}
+
+// The same for a subscriber: without membarrier it cannot be the heavy side
+// of a solo holder's fence-free wake check, so it closes the channel too.
+TEST_F(HandshakeTest, ASubscriberThatCannotUseMembarrierClosesTheChannelToo) {
+#ifndef SHMBUS_TEST_SECCOMP
+  GTEST_SKIP() << "this build has no libseccomp to deny membarrier with";
+#endif
+  if (!solo_expected()) GTEST_SKIP() << "no solo publishing in this build or on this kernel";
+  const std::string channel = "/fenceless_reader";
+  { Publisher create(channel, TypeInfo::bytes(), ctx_); }
+  ChildProcess holder({kPeer, "pub", domain_, channel, "1", "20000", "64", "100"});
+  ASSERT_TRUE(test::wait_for_view(domain_, channel, [](const auto& v) { return v.solo; }));
+  ChildProcess reader({kPeer, "sub", domain_, channel, "0", "60000"}, false, {"SHMBUS_TEST_DENY_MEMBARRIER=1"});
+  EXPECT_TRUE(test::wait_for_view(domain_, channel, [](const auto& v) { return v.solo_closed && !v.solo; }));
+  EXPECT_EQ(holder.wait(120s), 0) << holder.output();
+  reader.signal(SIGTERM);
+  reader.wait(60s);
+  const auto f = reader.fields();
+  EXPECT_EQ(f.at("torn"), 0) << reader.output();
+  EXPECT_EQ(f.at("order"), 0) << reader.output();
+  EXPECT_EQ(f.at("accounting"), 0) << reader.output();
 }

@@ -184,6 +184,7 @@ Json info_json(const InfoFacts& f) {
   j["stamps"] = v.stamps;
   j["sleepers"] = v.sleepers;
   j["solo"] = v.solo;
+  j["solo_closed"] = v.solo_closed;
   j["writer_modules"] = endpoint_nodes(v.publishers);
   j["reader_modules"] = endpoint_nodes(v.subscribers);
   j["publishers"] = endpoints_json(v, true);
@@ -234,7 +235,9 @@ std::string info_summary(const InfoFacts& f, bool colour) {
   t.add({"published", fmt::format("{} ({} dropped by publishers)", v.messages - v.publish_dropped, v.publish_dropped)});
   t.add({"received", fmt::format("{} by all subscribers, {} lost", v.received, v.lost)});
   t.add({"asleep", fmt::format("{} subscriber{} in a blocking wait", v.sleepers, v.sleepers == 1 ? "" : "s")});
-  t.add({"publish path", v.solo ? "solo (one publisher, no locked instructions)" : "shared"});
+  t.add({"publish path", v.solo          ? "solo (one publisher, no locked instructions)"
+                         : v.solo_closed ? "shared (never solo: a process here cannot use membarrier)"
+                                         : "shared"});
   const std::string rendered = t.render();
   return rendered.substr(rendered.find('\n') + 1);  // no header line
 }

@@ -542,6 +542,10 @@ std::uint32_t Channel::register_publisher(std::string_view node, std::uint32_t& 
 }
 
 std::uint32_t Channel::register_subscriber(std::string_view node, std::uint32_t& id) {
+  // A process that cannot use membarrier cannot be the heavy side of a solo
+  // holder's wake check either (enter_waiters): it closes the channel to
+  // solo publishing before it registers (a publisher does in end_solo).
+  if (transport_ == Transport::kShm && !membarrier_available()) end_solo();
   return register_endpoint(subscribers_, kMaxSubscribers, node, "subscriber", id);
 }
 

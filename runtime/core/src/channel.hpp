@@ -134,6 +134,11 @@ class Channel {
   /// fenced at once, a live one stopped past it then) and raises the shared
   /// cursors past the solo ones.
   void end_solo() noexcept;
+  /// Without membarrier: waits until the last solo holder named in `w`
+  /// cannot be inside a solo publish it began before our revocation (it
+  /// gave the grant back, it is gone, or each of its threads passed through
+  /// the scheduler: SchedulerPass), at most stall_timeout.
+  void wait_for_holder(std::uint64_t w) noexcept;
   /// Raises the shared cursor and time-list head to the solo ones (CAS, never
   /// lowered): the shared path then continues where the solo one stopped.
   void merge_solo_cursors() noexcept;

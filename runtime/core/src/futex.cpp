@@ -76,14 +76,22 @@ bool register_solo_publishing() noexcept {
 
 }  // namespace
 
-void heavy_barrier() noexcept {
-  if (membarrier(MEMBARRIER_CMD_GLOBAL_EXPEDITED) == 0) return;
-  if (membarrier(MEMBARRIER_CMD_GLOBAL) == 0) return;
+bool heavy_barrier() noexcept {
+  if (membarrier(MEMBARRIER_CMD_GLOBAL_EXPEDITED) == 0) return true;
+  if (membarrier(MEMBARRIER_CMD_GLOBAL) == 0) return true;
   // No membarrier for this process (a seccomp filter): a fence of our own
-  // is all it can do, which does not order a solo publisher's stores. Such
-  // a process shares channels with publishers run with SHMBUS_SOLO=off
-  // (docs/configuration.md).
+  // does not order a solo holder's stores; the caller waits for the holder
+  // instead (Channel::wait_for_holder).
   std::atomic_thread_fence(std::memory_order_seq_cst);
+  return false;
+}
+
+bool membarrier_available() noexcept {
+  static const bool available = [] {
+    const long cmds = membarrier(MEMBARRIER_CMD_QUERY);
+    return cmds > 0 && (cmds & (MEMBARRIER_CMD_GLOBAL_EXPEDITED | MEMBARRIER_CMD_GLOBAL)) != 0;
+  }();
+  return available;
 }
 
 bool solo_publishing_enabled() noexcept {

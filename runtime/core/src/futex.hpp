@@ -42,8 +42,15 @@ bool futex_wait_any(std::span<const FutexWaitItem> items, std::int64_t deadline_
 /// register_solo_publishing) execute a full barrier, so a store it made
 /// before its light side (a compiler barrier) is visible afterwards, or its
 /// load after the light side sees our stores before this call. Falls back
-/// to MEMBARRIER_CMD_GLOBAL (slower, no registration needed).
-void heavy_barrier() noexcept;
+/// to MEMBARRIER_CMD_GLOBAL (slower, no registration needed). False when
+/// this process cannot use membarrier (a seccomp filter): nothing was
+/// fenced but this thread.
+bool heavy_barrier() noexcept;
+
+/// Whether this process can use membarrier at all (GLOBAL_EXPEDITED or
+/// GLOBAL), asked once. A process that cannot never lets a channel it
+/// uses have a solo grant (Channel::end_solo).
+bool membarrier_available() noexcept;
 
 /// Whether this process may publish solo: membarrier's GLOBAL_EXPEDITED is
 /// available and this process registered for it (once), not disabled by

@@ -133,7 +133,9 @@ ChannelView ChannelReader::view() const {
   v.stamps = ch.time_list_head();
   v.wakeups = h.futex_word.load(std::memory_order_relaxed);
   v.sleepers = static_cast<std::uint32_t>(std::popcount(h.waiters.load(std::memory_order_relaxed)));
-  v.solo = solo_granted(h.solo.load(std::memory_order_relaxed));
+  const std::uint64_t solo = h.solo.load(std::memory_order_relaxed);
+  v.solo = solo_granted(solo);
+  v.solo_closed = solo_closed(solo);
   collect_endpoints(&ch.publisher(0), ch.entries_used(false), true, v.publishers);
   collect_endpoints(&ch.subscriber(0), ch.entries_used(true), false, v.subscribers);
   for (const EndpointView& s : v.subscribers) {

@@ -1,5 +1,6 @@
 #include "process.hpp"
 
+#include <dirent.h>
 #include <grp.h>
 #include <pwd.h>
 #include <signal.h>
@@ -8,6 +9,7 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <vector>
@@ -53,7 +55,64 @@ bool read_proc_stat(pid_t pid, ProcStat& out) noexcept {
   return true;
 }
 
+/// A thread's state letter and its context switches (voluntary and not),
+/// from /proc/PID/task/TID/status.
+bool read_thread_status(pid_t pid, int tid, char& state, std::uint64_t& switches) noexcept {
+  char path[64];
+  std::snprintf(path, sizeof(path), "/proc/%d/task/%d/status", static_cast<int>(pid), tid);
+  FILE* f = std::fopen(path, "re");
+  if (f == nullptr) return false;
+  char line[256];
+  int found = 0;
+  switches = 0;
+  while (found < 3 && std::fgets(line, sizeof(line), f) != nullptr) {
+    if (std::strncmp(line, "State:", 6) == 0) {
+      const char* p = line + 6;
+      while (*p == ' ' || *p == '\t') ++p;
+      state = *p;
+      ++found;
+    } else if (std::strncmp(line, "voluntary_ctxt_switches:", 24) == 0) {
+      switches += std::strtoull(line + 24, nullptr, 10);
+      ++found;
+    } else if (std::strncmp(line, "nonvoluntary_ctxt_switches:", 27) == 0) {
+      switches += std::strtoull(line + 27, nullptr, 10);
+      ++found;
+    }
+  }
+  std::fclose(f);
+  return found == 3;
+}
+
 }  // namespace
+
+bool SchedulerPass::passed() noexcept {
+  if (!looked_) {
+    looked_ = true;
+    char path[64];
+    std::snprintf(path, sizeof(path), "/proc/%d/task", static_cast<int>(pid_));
+    DIR* dir = ::opendir(path);
+    if (dir == nullptr) return false;
+    while (const dirent* d = ::readdir(dir)) {  // NOLINT(concurrency-mt-unsafe): our own DIR
+      const int tid = std::atoi(d->d_name);
+      Thread t{tid, 0, false};
+      char state = 0;
+      if (tid > 0 && read_thread_status(pid_, tid, state, t.switches)) {
+        t.off_cpu = state != 'R';
+        waiting_.push_back(t);
+      }
+    }
+    ::closedir(dir);
+    looked_ = !waiting_.empty();  // nothing readable: look again next time
+    return false;
+  }
+  std::erase_if(waiting_, [this](const Thread& t) {
+    char state = 0;
+    std::uint64_t switches = 0;
+    if (!read_thread_status(pid_, t.tid, state, switches)) return true;  // ended
+    return switches != t.switches || (t.off_cpu && state != 'R');
+  });
+  return waiting_.empty();
+}
 
 std::uint64_t process_start_time(pid_t pid) noexcept {
   ProcStat st;

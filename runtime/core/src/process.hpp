@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "shmbus/clock.hpp"
 
@@ -43,6 +44,33 @@ std::uint64_t self_owner_word(std::uint64_t phase) noexcept;
 
 /// process_alive() of the process an owner word names.
 bool owner_alive(std::uint64_t owner_word, std::uint64_t pid_ns = 0) noexcept;
+
+/// Watches the threads of one process for a pass through the scheduler:
+/// the heavy side of an asymmetric fence for a process that cannot use
+/// membarrier. A thread seen off its CPU twice with the same count of
+/// context switches, or whose count changed, or that ended, has been
+/// switched out since the first look; the switch is a full barrier, so its
+/// stores from before the first look are visible now, and its loads after
+/// it see ours from before the first look (what membarrier's GLOBAL command
+/// waits for, seen through /proc/PID/task/TID/status).
+class SchedulerPass {
+ public:
+  explicit SchedulerPass(pid_t pid) noexcept : pid_(pid) {}
+  /// True once every thread of the process seen at the first call has
+  /// passed; false until then, and whenever /proc cannot tell (another pid
+  /// namespace, hidepid). The first call only looks.
+  bool passed() noexcept;
+
+ private:
+  struct Thread {
+    int tid;
+    std::uint64_t switches;
+    bool off_cpu;
+  };
+  pid_t pid_;
+  bool looked_ = false;
+  std::vector<Thread> waiting_;  ///< threads not seen to pass yet
+};
 
 /// This program's name (/proc/self/comm), the default node name.
 std::string program_name();

@@ -2,6 +2,7 @@
 // protocol is described at the top of layout/channel_layout.hpp).
 #include <atomic>
 #include <cstdint>
+#include <optional>
 #include <thread>
 
 #include "channel.hpp"
@@ -41,7 +42,8 @@ std::uint64_t Channel::take_solo_grant(std::uint32_t token) noexcept {
   ChannelHeader& h = *header_;
   // acquire: pairs with the acq_rel CAS of the last grant or revocation.
   std::uint64_t w = h.solo.load(std::memory_order_acquire);
-  if (solo_granted(w)) return 0;
+  // A closed word's CAS fails too: the mark is in the word it compares.
+  if (solo_granted(w) || solo_closed(w)) return 0;
   const std::uint64_t grant = solo_grant_word(solo_generation(w) + 1, token);
   return h.solo.compare_exchange_strong(w, grant, std::memory_order_acq_rel) ? grant : 0;
 }
@@ -62,7 +64,7 @@ std::uint64_t Channel::keep_solo_grant(std::uint64_t grant) noexcept {
   std::atomic_thread_fence(std::memory_order_seq_cst);
   if (publishers_present() != 1) {
     std::uint64_t mine = grant;
-    h.solo.compare_exchange_strong(mine, solo_shared_word(solo_generation(grant) + 1), std::memory_order_acq_rel);
+    h.solo.compare_exchange_strong(mine, solo_revoked_word(grant), std::memory_order_acq_rel);
     return 0;
   }
   // The solo path goes on from where the shared one is. We are the only
@@ -75,9 +77,12 @@ std::uint64_t Channel::keep_solo_grant(std::uint64_t grant) noexcept {
 
 void Channel::return_solo(std::uint64_t grant) noexcept {
   ChannelHeader& h = *header_;
+  // SYNC POINT: release, after our last solo publish; pairs with the
+  // acquire load of a revoker that cannot use membarrier (wait_for_holder).
+  h.solo_ack.store(grant, std::memory_order_release);
   std::uint64_t w = grant;
   // A revoked grant (the CAS fails) was handed on by the revoker already.
-  h.solo.compare_exchange_strong(w, solo_shared_word(solo_generation(grant) + 1), std::memory_order_acq_rel);
+  h.solo.compare_exchange_strong(w, solo_revoked_word(grant), std::memory_order_acq_rel);
   merge_solo_cursors();
 }
 
@@ -89,18 +94,25 @@ void Channel::merge_solo_cursors() noexcept {
 
 void Channel::end_solo() noexcept {
   ChannelHeader& h = *header_;
+  // A process that cannot use membarrier cannot be the heavy side of the
+  // holder's fence: it closes the channel to solo publishing for good (no
+  // grant is taken from a closed word), and waits for the holder instead.
+  const bool fences = membarrier_available();
   std::uint64_t w = h.solo.load(std::memory_order_acquire);
-  while (solo_granted(w) &&
-         !h.solo.compare_exchange_weak(w, solo_shared_word(solo_generation(w) + 1), std::memory_order_acq_rel)) {
+  while ((solo_granted(w) || (!fences && !solo_closed(w))) &&
+         !h.solo.compare_exchange_weak(w, fences ? solo_revoked_word(w) : solo_closed_word(w),
+                                       std::memory_order_acq_rel)) {
   }
   // Never granted: no solo publish can have happened (a grant racing with
   // our registration sees our entry and reverts before it publishes).
-  if (solo_generation(w) == 0 && !solo_granted(w)) return;
+  if (solo_generation(w) == 0) return;
   // SYNC POINT (store-load, asymmetric): the revocation above, then every
   // registered thread's full barrier, then solo_busy. Pairs with the
   // holder's busy stores, compiler barrier and load of `solo` (Publisher's
   // solo_begin): it saw the revocation, or its busy stores are visible here.
-  heavy_barrier();
+  // Without membarrier: the last holder's pass through the scheduler, or
+  // its give-back (wait_for_holder).
+  if (!heavy_barrier()) wait_for_holder(w);
   WriterWait holder;
   // acquire: pairs with the holder's release stores of solo_busy (its
   // stores for the publish come before the one that clears it).
@@ -134,6 +146,29 @@ void Channel::end_solo() noexcept {
   std::atomic_thread_fence(std::memory_order_seq_cst);
   wake_sleepers(h, h.waiters.load(std::memory_order_relaxed));
   merge_solo_cursors();
+}
+
+void Channel::wait_for_holder(std::uint64_t w) noexcept {
+  ChannelHeader& h = *header_;
+  const std::uint32_t token = solo_holder(w);
+  // The grant it held: `w` itself, or the one a revocation or give-back
+  // turned into `w` (one generation before; closing keeps it).
+  const std::uint64_t grant = solo_grant_word(solo_generation(w) - (solo_granted(w) ? 0 : 1), token);
+  const EndpointEntry& e = publishers_[token_entry(token)];
+  const std::int64_t until = mono_now_ns() + stall_timeout_ns_;
+  std::optional<SchedulerPass> pass;
+  for (;;) {
+    // acquire: pairs with the holder's release store in return_solo, after
+    // its last solo publish.
+    if (h.solo_ack.load(std::memory_order_acquire) == grant) return;
+    // Gone (its entry freed or re-let, or its process dead): its stores
+    // landed when it left or died.
+    const std::uint64_t st = e.state.load(std::memory_order_acquire);
+    if (!writer_alive(writing_state(0, token))) return;
+    if (!pass) pass.emplace(static_cast<pid_t>(endpoint_pid(st)));
+    if (pass->passed() || mono_now_ns() >= until) return;  // past the bound: judged as a stalled holder
+    std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
 }
 
 void Channel::fence_solo(std::uint64_t busy, bool alive) noexcept {

@@ -89,6 +89,9 @@ struct ChannelView {
   /// A lone publisher holds the solo grant: it publishes without locked
   /// instructions (docs/architecture.md, "Solo publisher").
   bool solo = false;
+  /// Closed to solo publishing for good: a process that cannot use
+  /// membarrier (a seccomp filter) used the channel.
+  bool solo_closed = false;
   std::vector<EndpointView> publishers;
   std::vector<EndpointView> subscribers;
 };

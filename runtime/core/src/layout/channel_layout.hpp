@@ -383,6 +383,10 @@ struct ChannelHeader {
   /// writing_state(seq, holder) while a solo publish is in flight, else 0.
   std::atomic<std::uint64_t> solo_busy;
   std::atomic<std::uint64_t> solo_busy_stamp;  ///< its time-list index + 1; 0: none
+  /// The grant word its holder gave back last (release, after its last
+  /// solo publish; Channel::return_solo): what a process that cannot use
+  /// membarrier waits for when it revokes (Channel::wait_for_holder).
+  std::atomic<std::uint64_t> solo_ack;
 
   /// Futex word, bumped by a publisher only when `waiters` is non-zero, and
   /// the sleepers: bit i set while subscriber entry i sleeps (or is about
@@ -431,12 +435,39 @@ static_assert(std::atomic<std::uint32_t>::is_always_lock_free &&
               "the used-entry counts are lock-free and stay in the cold identity lines, off the cursor's line");
 
 /// The `solo` word: granted to `token` (generation `gen`), or not granted.
+/// The `solo` word: bit 0 granted; bits 1-12 the holder's token (kept
+/// after a revocation or give-back: the last holder); bit 13 closed for
+/// good (solo_closed_word); the generation above, bumped by each grant and
+/// each revocation or give-back (0: never granted).
+inline constexpr unsigned kSoloGenerationShift = kSlotSeqShift + 1;
+inline constexpr std::uint64_t kSoloClosed = std::uint64_t{1} << kSlotSeqShift;
+inline constexpr std::uint64_t kSoloTokenBits = ((std::uint64_t{1} << kSlotOwnerBits) - 1) << 1;
 constexpr std::uint64_t solo_grant_word(std::uint64_t gen, std::uint32_t token) noexcept {
-  return (gen << kSlotSeqShift) | (std::uint64_t{token} << 1) | 1U;
+  return (gen << kSoloGenerationShift) | (std::uint64_t{token} << 1) | 1U;
 }
-constexpr std::uint64_t solo_shared_word(std::uint64_t gen) noexcept { return gen << kSlotSeqShift; }
 constexpr bool solo_granted(std::uint64_t word) noexcept { return (word & 1U) != 0; }
-constexpr std::uint64_t solo_generation(std::uint64_t word) noexcept { return word >> kSlotSeqShift; }
+constexpr bool solo_closed(std::uint64_t word) noexcept { return (word & kSoloClosed) != 0; }
+constexpr std::uint64_t solo_generation(std::uint64_t word) noexcept { return word >> kSoloGenerationShift; }
+/// The token of the holder, or of the last one.
+constexpr std::uint32_t solo_holder(std::uint64_t word) noexcept {
+  return static_cast<std::uint32_t>((word & kSoloTokenBits) >> 1);
+}
+/// The word after `word`'s grant is revoked or given back: the next
+/// generation, the last holder's token and the closed mark kept.
+constexpr std::uint64_t solo_revoked_word(std::uint64_t word) noexcept {
+  return ((solo_generation(word) + 1) << kSoloGenerationShift) | (word & (kSoloTokenBits | kSoloClosed));
+}
+/// `word` closed for good: its grant revoked (a word not granted keeps its
+/// generation, so generation 0 still says "never granted"). No grant is
+/// taken from a closed word.
+constexpr std::uint64_t solo_closed_word(std::uint64_t word) noexcept {
+  return (solo_granted(word) ? solo_revoked_word(word) : word) | kSoloClosed;
+}
+static_assert(!solo_granted(solo_revoked_word(solo_grant_word(1, 4095))) &&
+                  solo_holder(solo_revoked_word(solo_grant_word(1, 4095))) == 4095 &&
+                  solo_generation(solo_closed_word(solo_grant_word(3, 1))) == 4 &&
+                  solo_generation(solo_closed_word(0)) == 0 && solo_closed(solo_revoked_word(solo_closed_word(0))),
+              "the solo word's fields do not overlap");
 
 /// Time-list entry: the stamp's low 56 bits (ns) above the lap number
 /// (index / capacity) mod 256. A reader knows which lap it expects at each
