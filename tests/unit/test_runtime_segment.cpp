@@ -85,7 +85,7 @@ TEST_F(SegmentTest, WrongVersionIsRefused) {
   const std::uint32_t version = 99;
   poke(object_, 8, &version, sizeof(version));
   const std::string e = open_error(domain_, "/seg");
-  EXPECT_NE(e.find("has layout version 99, this build uses 6"), std::string::npos) << e;
+  EXPECT_NE(e.find("has layout version 99, this build uses 7"), std::string::npos) << e;
 }
 
 TEST_F(SegmentTest, WrongLayoutHashIsRefused) {
