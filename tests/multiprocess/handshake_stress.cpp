@@ -2,6 +2,7 @@
 // for behaviour only, x86-64 and qemu-aarch64 in CI): docs/testing.md.
 //
 //   shmbus_handshake_stress [--rounds N] [--messages K] [--wakes W]
+//                           [--revokes V] [--wake-bound-ms B]
 //
 // Phase 1, N rounds: two publisher processes construct publishers on a
 // fresh channel at the same moment (both spin on one shared word), so one
@@ -14,7 +15,17 @@
 // process sleeps in a wait with no help from a timeout (5 s: a miss fails);
 // one publisher takes the grant and publishes once (the solo wake path),
 // then the second registers (revoking it) and publishes once (the shared
-// path after a revocation). Prints p50, p99 and the maximum of each.
+// path after a revocation).
+//
+// Phase 3, V rounds: a revocation during an in-flight solo publish. The
+// first publisher holds the grant; at one moment it publishes once, the
+// second registers (revoking the grant while that publish may be in
+// flight) and publishes nothing, and this process goes to sleep. Only the
+// holder's wake check or the revoker's wake (end_solo) can wake it.
+//
+// Every wake of phases 2 and 3 must come within B ms of its publish
+// (default 10, 100 under emulation: SHMBUS_TEST_EMULATED); a missed one
+// shows as the 5 s wait timeout. Prints p50, p99 and the maximum of each.
 //
 // Exit 0 when everything held, 1 when anything did not (each failure is
 // named on stderr), 2 for bad usage.
@@ -59,6 +70,10 @@ struct Shared {
   std::atomic<std::uint32_t> failed;         ///< a publisher could not construct or publish
   std::atomic<std::uint32_t> wake_go;        ///< phase 2: round and step (round * 4 + step)
   std::atomic<std::uint32_t> wake_done;      ///< phase 2: the step last done
+  std::atomic<std::uint32_t> revoke_go;      ///< phase 3: round and step (round * 4 + step)
+  std::atomic<std::uint32_t> holding;        ///< phase 3: round the holder has constructed in
+  std::atomic<std::uint32_t> revoke_done[2];  ///< phase 3: round publisher i has done its part in
+  std::atomic<std::uint32_t> held_grant;      ///< phase 3: rounds whose holder held the grant
 };
 
 struct Payload {
@@ -90,6 +105,11 @@ std::string channel_of(const char* phase, std::uint32_t round) {
   return std::string("/stress/") + phase + "_" + std::to_string(round);
 }
 
+/// Phase 3's one channel: its publishers close after each round, so the
+/// holder of the next is alone again (a channel per round would fill the
+/// domain's registry, which keeps a record per channel made).
+const std::string kRevokeChannel = "/stress/revoke";
+
 void spin_until(const std::atomic<std::uint32_t>& word, std::uint32_t at_least) {
   for (std::uint32_t i = 0; word.load(std::memory_order_acquire) < at_least; ++i) {
     if (i > 1000) std::this_thread::yield();
@@ -100,6 +120,9 @@ Config config_of(const std::string& domain, const char* node) {
   Config c;
   c.domain = domain;
   c.node = node;
+  // A channel per round of phases 1 and 2, each removed after its round:
+  // the registry keeps a record per channel made (4096 by default).
+  c.registry_capacity = 1U << 15;
   c.defaults.capacity = 256;
   c.defaults.max_message_size = sizeof(Payload);
   // A publisher preempted inside a publish (a loaded machine, an emulator)
@@ -110,8 +133,32 @@ Config config_of(const std::string& domain, const char* node) {
 }
 
 /// Publisher `me` of phase 1, then phase 2; returns its exit code.
+/// Publisher `me` of phase 3: the holder (0) publishes once as the
+/// revoker (1) registers.
+void run_revocations(Shared& s, std::uint32_t me, Context& ctx, const std::string& domain, std::uint32_t revokes) {
+  for (std::uint32_t r = 1; r <= revokes; ++r) {
+    std::optional<Publisher> pub;
+    spin_until(s.revoke_go, r * 4 + 1);
+    if (me == 0) {
+      pub.emplace(kRevokeChannel, TypeInfo::bytes(), ctx);
+      if (introspect::ChannelReader(domain, kRevokeChannel).view().solo) s.held_grant.fetch_add(1);
+      s.holding.store(r, std::memory_order_release);
+    }
+    spin_until(s.revoke_go, r * 4 + 2);
+    if (me == 0) {
+      const Payload p = make_payload(me, 0, r);
+      if (pub->publish(std::as_bytes(std::span(&p, 1))) != PublishResult::kOk) s.failed.fetch_add(1);
+    } else {
+      pub.emplace(kRevokeChannel, TypeInfo::bytes(), ctx);
+      if (introspect::ChannelReader(domain, kRevokeChannel).view().solo) s.solo_with_two.fetch_add(1);
+    }
+    s.revoke_done[me].store(r, std::memory_order_release);
+    spin_until(s.revoke_go, r * 4 + 3);  // the round is over: close
+  }
+}
+
 int run_publisher(Shared& s, std::uint32_t me, const std::string& domain, std::uint32_t rounds, std::uint32_t messages,
-                  std::uint32_t wakes) {
+                  std::uint32_t wakes, std::uint32_t revokes) {
   try {
     Context ctx(config_of(domain, me == 0 ? "stress_a" : "stress_b"));
     for (std::uint32_t r = 1; r <= rounds; ++r) {
@@ -144,6 +191,7 @@ int run_publisher(Shared& s, std::uint32_t me, const std::string& domain, std::u
       s.wake_done.store(step, std::memory_order_release);
       spin_until(s.wake_go, r * 4 + 3);  // the round is over: close
     }
+    run_revocations(s, me, ctx, domain, revokes);
   } catch (const Error& e) {
     std::fprintf(stderr, "handshake_stress: publisher %u: %s\n", me, e.what());
     s.failed.fetch_add(1);
@@ -161,7 +209,9 @@ std::int64_t percentile(std::vector<std::int64_t> v, double q) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::uint32_t rounds = 10000, messages = 32, wakes = 1000;
+  std::uint32_t rounds = 10000, messages = 32, wakes = 1000, revokes = 1000;
+  // NOLINTNEXTLINE(concurrency-mt-unsafe): read before the forks
+  std::int64_t bound_ms = std::getenv("SHMBUS_TEST_EMULATED") != nullptr ? 100 : 10;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string opt = argv[i];
     const auto value = static_cast<std::uint32_t>(std::strtoul(argv[i + 1], nullptr, 10));
@@ -171,8 +221,15 @@ int main(int argc, char** argv) {
       messages = std::min<std::uint32_t>(value, 100);
     } else if (opt == "--wakes") {
       wakes = value;
+    } else if (opt == "--revokes") {
+      revokes = value;
+    } else if (opt == "--wake-bound-ms") {
+      bound_ms = value;
     } else {
-      std::fprintf(stderr, "handshake_stress: unknown option %s; use --rounds N --messages K --wakes W\n", opt.c_str());
+      std::fprintf(stderr,
+                   "handshake_stress: unknown option %s; use --rounds N --messages K --wakes W --revokes V "
+                   "--wake-bound-ms B\n",
+                   opt.c_str());
       return 2;
     }
   }
@@ -190,14 +247,23 @@ int main(int argc, char** argv) {
   pid_t kids[2] = {0, 0};
   for (std::uint32_t me = 0; me < 2; ++me) {
     kids[me] = ::fork();
-    if (kids[me] == 0) ::_exit(run_publisher(s, me, domain, rounds, messages, wakes));
+    if (kids[me] == 0) ::_exit(run_publisher(s, me, domain, rounds, messages, wakes, revokes));
   }
   int failures = 0;
   auto fail = [&](const std::string& what) {
     if (++failures <= 20) std::fprintf(stderr, "handshake_stress: %s\n", what.c_str());
   };
   std::uint64_t received = 0;
-  std::vector<std::int64_t> grant_wake, revoke_wake;
+  std::vector<std::int64_t> grant_wake, revoke_wake, in_flight_wake;
+  const std::int64_t bound_ns = bound_ms * 1'000'000;
+  // A wake later than the bound after its publish: a missed wake (the 5 s
+  // timeout ended the wait), or a machine too slow for the bound.
+  auto check_wake = [&](const char* phase, std::uint32_t r, std::int64_t latency) {
+    if (latency > bound_ns) {
+      fail(std::string(phase) + " round " + std::to_string(r) + ": woken " + std::to_string(latency / 1000) +
+           " us after the publish, past the bound of " + std::to_string(bound_ms) + " ms");
+    }
+  };
   try {
     Context ctx(config_of(domain, "stress_sub"));
     std::vector<std::byte> buf(sizeof(Payload));
@@ -269,6 +335,7 @@ int main(int argc, char** argv) {
             break;
           }
           (step == 1 ? grant_wake : revoke_wake).push_back(woke - t.info.publish_time_ns);
+          check_wake("wake", r, woke - t.info.publish_time_ns);
           spin_until(s.wake_done, r * 4 + step);
         }
         s.wake_go.store(r * 4 + 3, std::memory_order_release);
@@ -277,6 +344,43 @@ int main(int argc, char** argv) {
       const auto until = std::chrono::steady_clock::now() + 10s;
       while (!introspect::remove_unused_channel(domain, channel) && std::chrono::steady_clock::now() < until) {
         std::this_thread::sleep_for(1ms);
+      }
+    }
+    // Phase 3.
+    Subscriber revoked_sub(kRevokeChannel, TypeInfo::bytes(), ctx);
+    for (std::uint32_t r = 1; r <= revokes && failures == 0; ++r) {
+      Subscriber& sub = revoked_sub;
+      {
+        s.revoke_go.store(r * 4 + 1, std::memory_order_release);
+        spin_until(s.holding, r);
+        std::int64_t woke = 0;
+        bool pending = false;
+        std::thread sleeper([&] {
+          spin_until(s.revoke_go, r * 4 + 2);
+          pending = sub.wait(5s);
+          woke = stamp_now_ns();
+        });
+        s.revoke_go.store(r * 4 + 2, std::memory_order_release);
+        sleeper.join();
+        const TakeResult t = sub.take(buf);
+        if (!pending || !t.ok()) {
+          fail("revoke round " + std::to_string(r) + ": the sleeper was not woken");
+        } else {
+          std::set<std::pair<std::uint32_t, std::uint32_t>> seen;
+          check(t, r, seen);
+          in_flight_wake.push_back(woke - t.info.publish_time_ns);
+          check_wake("revoke", r, woke - t.info.publish_time_ns);
+        }
+        spin_until(s.revoke_done[0], r);
+        spin_until(s.revoke_done[1], r);
+        if (sub.take(buf).ok()) fail("revoke round " + std::to_string(r) + ": a message more than was published");
+        s.revoke_go.store(r * 4 + 3, std::memory_order_release);
+      }
+      // Both publishers close before the next round's holder constructs.
+      const auto until = std::chrono::steady_clock::now() + 10s;
+      while (introspect::ChannelReader(domain, kRevokeChannel).view().publishers.size() != 0 &&
+             std::chrono::steady_clock::now() < until) {
+        std::this_thread::yield();
       }
     }
   } catch (const Error& e) {
@@ -288,6 +392,8 @@ int main(int argc, char** argv) {
     s.done[0].store(UINT32_MAX);
     s.done[1].store(UINT32_MAX);
     s.wake_go.store(UINT32_MAX);
+    s.revoke_go.store(UINT32_MAX);
+    s.holding.store(UINT32_MAX);
   }
   for (const pid_t k : kids) {
     int status = 0;
@@ -298,13 +404,15 @@ int main(int argc, char** argv) {
     fail(std::to_string(s.solo_with_two.load()) + " grants seen while two publishers were live");
   if (s.failed.load() != 0) fail(std::to_string(s.failed.load()) + " publishes failed");
   introspect::clean_domain(domain, false);
+  const auto us = [](const std::vector<std::int64_t>& v, double q) { return static_cast<double>(percentile(v, q)) / 1e3; };
   std::printf(
       "rounds=%u messages=%llu wakes=%zu grant_wake_p50_us=%.1f grant_wake_p99_us=%.1f grant_wake_max_us=%.1f "
-      "revoke_wake_p50_us=%.1f revoke_wake_p99_us=%.1f revoke_wake_max_us=%.1f failures=%d\n",
-      rounds, static_cast<unsigned long long>(received), grant_wake.size(),
-      static_cast<double>(percentile(grant_wake, 0.5)) / 1e3, static_cast<double>(percentile(grant_wake, 0.99)) / 1e3,
-      static_cast<double>(percentile(grant_wake, 1.0)) / 1e3, static_cast<double>(percentile(revoke_wake, 0.5)) / 1e3,
-      static_cast<double>(percentile(revoke_wake, 0.99)) / 1e3, static_cast<double>(percentile(revoke_wake, 1.0)) / 1e3,
+      "revoke_wake_p50_us=%.1f revoke_wake_p99_us=%.1f revoke_wake_max_us=%.1f revokes=%zu held_grant=%u "
+      "in_flight_wake_p50_us=%.1f in_flight_wake_p99_us=%.1f in_flight_wake_max_us=%.1f wake_bound_ms=%lld "
+      "failures=%d\n",
+      rounds, static_cast<unsigned long long>(received), grant_wake.size(), us(grant_wake, 0.5), us(grant_wake, 0.99),
+      us(grant_wake, 1.0), us(revoke_wake, 0.5), us(revoke_wake, 0.99), us(revoke_wake, 1.0), in_flight_wake.size(), s.held_grant.load(),
+      us(in_flight_wake, 0.5), us(in_flight_wake, 0.99), us(in_flight_wake, 1.0), static_cast<long long>(bound_ms),
       failures);
   return failures == 0 ? 0 : 1;
 }
