@@ -1,7 +1,6 @@
 #include "shmbus/context.hpp"
 
 #include "channel.hpp"
-#include "futex.hpp"
 #include "process.hpp"
 #include "shmbus/names.hpp"
 
@@ -12,11 +11,6 @@ Context::Context(Config config) : config_(std::move(config)) {
   node_ = config_.node.empty() ? detail::program_name() : config_.node;
   if (node_.size() > kMaxNodeName) node_.resize(kMaxNodeName);
   state_ = std::make_unique<detail::DomainState>(config_);
-  // The process registers for the solo publisher's membarrier here, once:
-  // in a process that already runs several threads the registration waits
-  // for an RCU grace period (about 10 ms), which at a first publish would
-  // hold up that message and the ones queued behind it.
-  (void)detail::solo_publishing_enabled();
 }
 
 Context::~Context() = default;

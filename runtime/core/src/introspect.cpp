@@ -69,7 +69,9 @@ bool read_endpoint(const Entry& e, EndpointView& v) {
   const std::uint64_t st = e.state.load(std::memory_order_acquire);
   if (endpoint_phase(st) != kEndpointLive) return false;
   v.pid = static_cast<std::int32_t>(endpoint_pid(st));
-  v.id = e.id;
+  // relaxed, through atomic_ref: fill_entry stores it so, and an entry may
+  // be let again while we read it.
+  v.id = std::atomic_ref<const std::uint32_t>(e.id).load(std::memory_order_relaxed);
   v.node = escape_name(std::string_view(e.node, strnlen(e.node, sizeof(e.node))));
   v.alive = owner_alive(st, e.pid_ns.load(std::memory_order_relaxed));
   return true;

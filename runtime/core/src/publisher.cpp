@@ -816,6 +816,13 @@ Publisher::Publisher(std::string_view channel, const TypeInfo& type, Context& co
   // The name is checked and the channel's settings resolved once, here.
   const ChannelName name(channel);
   const ChannelSettings settings = with_options(context.config().channel(name.view()), options);
+  // A process that may publish solo registers for the solo holder's
+  // membarrier here, once, with its first publisher: a process that only
+  // subscribes never does, so the membarrier of a sleeper or a revoker
+  // interrupts only the CPUs running a possible holder. Not at a publish:
+  // with several threads running the registration waits for an RCU grace
+  // period (about 10 ms), which would hold up that message.
+  (void)detail::solo_publishing_enabled();
   auto ch = context.state().channel(name, settings, &type, options.create);
   impl_->read_test_pause();
   impl_->entry_index = ch->register_publisher(options.node.empty() ? context.node() : options.node, impl_->id);

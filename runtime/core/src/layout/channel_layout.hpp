@@ -58,10 +58,11 @@
 // Solo publisher. A channel with one publisher grants it the `solo` word
 // (ChannelHeader); while it holds the grant it publishes with plain stores
 // only: its own cursor (solo_cursor), the claim word, the slot, its own
-// time-list head (solo_time_list_head). A locked instruction (x86-64; a
-// fence or acquire-release RMW does the like on ARMv8) waits for every
-// earlier store to leave the store buffer, so without them one message's
-// line transfers overlap the next message's. Readers take the
+// time-list head (solo_time_list_head). A locked instruction (x86-64)
+// waits for every earlier store to leave the store buffer, so without them
+// one message's line transfers overlap the next message's. (On ARMv8 an
+// acquire-release RMW is no such barrier: a later load may pass it, as
+// keep_solo_grant's fence notes; a DMB is.) Readers take the
 // larger of each pair of cursors. Around each solo publish the holder
 // stores solo_busy_stamp = time-list index + 1, then (release) solo_busy =
 // writing_state(seq, holder), and checks the grant after those stores (a
