@@ -54,9 +54,11 @@ inline void prefetch_for_write(const void* p) noexcept {
 /// torn copy. ThreadSanitizer is told to ignore these reads (and only these)
 /// because they are plain loads and memcpy, a data race by the C++ rules:
 /// kept so, since relaxed atomic word loads would cost the copy of larger
-/// messages its vector width, and a callback reading in place reads with
-/// its own code (docs/architecture.md, "The seqlock reads"). Used in take
-/// (subscriber_impl.hpp) and reread (subscriber.cpp), nowhere else.
+/// messages its vector width (docs/architecture.md, "The seqlock reads").
+/// Used around the slot header's plain fields in take (subscriber_impl.hpp)
+/// and the payload's memcpy in take and take_exact (subscriber.cpp),
+/// nowhere else: a caller's in-place reader (read, reread, a Node's
+/// in-place callback) runs outside it and is checked.
 struct SeqlockReadScope {
 #ifdef SHMBUS_TSAN
   SeqlockReadScope() noexcept { AnnotateIgnoreReadsBegin(__FILE__, __LINE__); }

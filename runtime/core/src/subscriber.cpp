@@ -97,9 +97,14 @@ Subscriber& Subscriber::operator=(Subscriber&&) noexcept = default;
 TakeResult Subscriber::take(std::span<std::byte> buffer) noexcept {
   return impl_->take_with([buffer](const std::byte* payload, std::uint32_t size, const MessageInfo&) {
     if (size > buffer.size()) return false;
-    if (size != 0) std::memcpy(buffer.data(), payload, size);  // an empty buffer's data() may be null
+    copy_in_place({payload, size}, buffer.data());
     return true;
   });
+}
+
+void Subscriber::copy_in_place(std::span<const std::byte> payload, std::byte* out) noexcept {
+  [[maybe_unused]] SeqlockReadScope racy_copy;
+  if (!payload.empty()) std::memcpy(out, payload.data(), payload.size());
 }
 
 TakeResult Subscriber::read_in_place(InPlaceReader reader, void* context) noexcept {
@@ -111,7 +116,7 @@ TakeResult Subscriber::read_in_place(InPlaceReader reader, void* context) noexce
 
 TakeResult Subscriber::take_exact(std::span<std::byte> buffer) noexcept {
   return impl_->take_sized(buffer.size(), [buffer](const std::byte* payload, std::uint32_t size, const MessageInfo&) {
-    if (size != 0) std::memcpy(buffer.data(), payload, size);
+    copy_in_place({payload, size}, buffer.data());
   });
 }
 
@@ -142,7 +147,8 @@ bool Subscriber::reread_in_place(std::uint64_t sequence, InPlaceRereader reader,
   if (st != layout::committed_state(sequence)) return false;
   const RingCheck check(&slot->state, st);
   {
-    [[maybe_unused]] SeqlockReadScope racy_copy;
+    // No SeqlockReadScope: the header words are atomic loads, and the
+    // reader is the caller's code, which ThreadSanitizer checks.
     const std::uint16_t flags = std::atomic_ref<std::uint16_t>(slot->flags).load(std::memory_order_relaxed);
     if ((flags & layout::kSlotDiscarded) != 0) return false;
     const std::uint32_t size = impl_->slot_size(slot, flags);

@@ -432,8 +432,10 @@ struct Subscriber::Impl {
           flags = std::atomic_ref<std::uint16_t>(slot->flags).load(std::memory_order_relaxed);
           size = slot_size(slot, flags);
           read_slot_info(slot, next, size, flags, result.info);
-          if ((flags & kSlotDiscarded) == 0) fits = consume(Channel::payload(slot, flags, size), size, result.info);
         }
+        // Outside the scope: a copy opens its own (Subscriber::take), and a
+        // caller's in-place reader is checked by ThreadSanitizer.
+        if ((flags & kSlotDiscarded) == 0) fits = consume(Channel::payload(slot, flags, size), size, result.info);
         // SYNC POINT READ (seqlock): pairs with the publisher's release
         // fence after it marks the slot writing.
         std::atomic_thread_fence(std::memory_order_acquire);

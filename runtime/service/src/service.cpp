@@ -390,7 +390,7 @@ struct ServiceClient::Impl {
           kind = Kind::kMine;
           via = cite.via;
           size = payload.size();
-          if (size <= out.size() && size != 0) std::memcpy(out.data(), payload.data(), size);
+          if (size <= out.size()) Subscriber::copy_in_place(payload, out.data());
         } else if (was_unanswered(cite.sequence)) {
           kind = Kind::kLate;
         } else if (waiting && shared_only && cite.sequence > sequence) {

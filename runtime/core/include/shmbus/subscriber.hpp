@@ -130,6 +130,12 @@ class Subscriber {
         &reader);
   }
 
+  /// Copies a message read in place (by a read() or reread() reader) to
+  /// `out`: the seqlock's optimistic copy, which may race with the next
+  /// lap's writer by design and which ThreadSanitizer is told to ignore, as
+  /// take's own copy. The read's check decides whether the copy may be used.
+  static void copy_in_place(std::span<const std::byte> payload, std::byte* out) noexcept;
+
   /// The function-pointer form of read().
   using InPlaceReader = void (*)(void* context, std::span<const std::byte> payload, const MessageInfo& info);
   TakeResult read_in_place(InPlaceReader reader, void* context) noexcept;
