@@ -63,15 +63,15 @@ namespace {
 /// What the three processes share (an anonymous shared mapping made before
 /// the forks). Words only move forward, so a spinner compares with >=.
 struct Shared {
-  std::atomic<std::uint32_t> go;             ///< round the publishers may start
-  std::atomic<std::uint32_t> built[2];       ///< round publisher i has constructed in
-  std::atomic<std::uint32_t> done[2];        ///< round publisher i has published and closed in
-  std::atomic<std::uint32_t> solo_with_two;  ///< grants seen while both were live
-  std::atomic<std::uint32_t> failed;         ///< a publisher could not construct or publish
-  std::atomic<std::uint32_t> wake_go;        ///< phase 2: round and step (round * 4 + step)
-  std::atomic<std::uint32_t> wake_done;      ///< phase 2: the step last done
-  std::atomic<std::uint32_t> revoke_go;      ///< phase 3: round and step (round * 4 + step)
-  std::atomic<std::uint32_t> holding;        ///< phase 3: round the holder has constructed in
+  std::atomic<std::uint32_t> go;              ///< round the publishers may start
+  std::atomic<std::uint32_t> built[2];        ///< round publisher i has constructed in
+  std::atomic<std::uint32_t> done[2];         ///< round publisher i has published and closed in
+  std::atomic<std::uint32_t> solo_with_two;   ///< grants seen while both were live
+  std::atomic<std::uint32_t> failed;          ///< a publisher could not construct or publish
+  std::atomic<std::uint32_t> wake_go;         ///< phase 2: round and step (round * 4 + step)
+  std::atomic<std::uint32_t> wake_done;       ///< phase 2: the step last done
+  std::atomic<std::uint32_t> revoke_go;       ///< phase 3: round and step (round * 4 + step)
+  std::atomic<std::uint32_t> holding;         ///< phase 3: round the holder has constructed in
   std::atomic<std::uint32_t> revoke_done[2];  ///< phase 3: round publisher i has done its part in
   std::atomic<std::uint32_t> held_grant;      ///< phase 3: rounds whose holder held the grant
 };
@@ -404,15 +404,17 @@ int main(int argc, char** argv) {
     fail(std::to_string(s.solo_with_two.load()) + " grants seen while two publishers were live");
   if (s.failed.load() != 0) fail(std::to_string(s.failed.load()) + " publishes failed");
   introspect::clean_domain(domain, false);
-  const auto us = [](const std::vector<std::int64_t>& v, double q) { return static_cast<double>(percentile(v, q)) / 1e3; };
+  const auto us = [](const std::vector<std::int64_t>& v, double q) {
+    return static_cast<double>(percentile(v, q)) / 1e3;
+  };
   std::printf(
       "rounds=%u messages=%llu wakes=%zu grant_wake_p50_us=%.1f grant_wake_p99_us=%.1f grant_wake_max_us=%.1f "
       "revoke_wake_p50_us=%.1f revoke_wake_p99_us=%.1f revoke_wake_max_us=%.1f revokes=%zu held_grant=%u "
       "in_flight_wake_p50_us=%.1f in_flight_wake_p99_us=%.1f in_flight_wake_max_us=%.1f wake_bound_ms=%lld "
       "failures=%d\n",
       rounds, static_cast<unsigned long long>(received), grant_wake.size(), us(grant_wake, 0.5), us(grant_wake, 0.99),
-      us(grant_wake, 1.0), us(revoke_wake, 0.5), us(revoke_wake, 0.99), us(revoke_wake, 1.0), in_flight_wake.size(), s.held_grant.load(),
-      us(in_flight_wake, 0.5), us(in_flight_wake, 0.99), us(in_flight_wake, 1.0), static_cast<long long>(bound_ms),
-      failures);
+      us(grant_wake, 1.0), us(revoke_wake, 0.5), us(revoke_wake, 0.99), us(revoke_wake, 1.0), in_flight_wake.size(),
+      s.held_grant.load(), us(in_flight_wake, 0.5), us(in_flight_wake, 0.99), us(in_flight_wake, 1.0),
+      static_cast<long long>(bound_ms), failures);
   return failures == 0 ? 0 : 1;
 }

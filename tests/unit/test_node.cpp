@@ -580,7 +580,8 @@ TEST(NodeTest, AFixedTypeLargerThanTheChannelsSlotIsRefusedWhenSubscribed) {
     SubscriptionOptions o;
     o.in_place = in_place;
     try {
-      node.subscribe<Wide>("/narrow", [](const Wide&, const MessageInfo&) {}, o);
+      node.subscribe<Wide>(
+          "/narrow", [](const Wide&, const MessageInfo&) {}, o);
       ADD_FAILURE() << "subscribed";
     } catch (const Error& e) {
       EXPECT_EQ(e.code(), Errc::kTypeMismatch);

@@ -12,8 +12,8 @@ namespace {
 /// Counts (and lists) the ready subscribers. `full`: also judge claimed
 /// but unfinished sequences, which costs a read of each write cursor; one
 /// not due yet lowers `judge_by` (Impl::ready).
-std::size_t collect_pending(std::span<Subscriber::Impl* const> subs, std::vector<std::size_t>* ready,
-                            bool full, std::int64_t& judge_by) noexcept {
+std::size_t collect_pending(std::span<Subscriber::Impl* const> subs, std::vector<std::size_t>* ready, bool full,
+                            std::int64_t& judge_by) noexcept {
   std::size_t n = 0;
   for (std::size_t i = 0; i < subs.size(); ++i) {
     if (!subs[i]->channel) continue;  // still waiting for its channel

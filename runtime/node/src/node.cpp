@@ -102,8 +102,7 @@ Subscription::Dispatch Node::dispatch_in_place(RawCallback callback,
         failed = std::current_exception();
       }
     };
-    const TakeResult r =
-        exact_size != 0 ? s.subscriber().read_exact(exact_size, reader) : s.subscriber().read(reader);
+    const TakeResult r = exact_size != 0 ? s.subscriber().read_exact(exact_size, reader) : s.subscriber().read(reader);
     if (!r.ok() && seen != 0) torn(last);
     if (!s.in_place_error_) s.in_place_error_ = failed;
     if (s.in_place_error_) {

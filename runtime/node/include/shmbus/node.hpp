@@ -251,18 +251,18 @@ class Node {
     auto cb = std::function<void(const T&, const MessageInfo&)>(std::forward<F>(callback));
     return add_subscription(
         channel, type_info_of<T>(), options,
-        options.in_place ? dispatch_in_place(
-                               [cb](std::span<const std::byte> p, const MessageInfo& info) {
-                                 cb(*std::launder(reinterpret_cast<const T*>(p.data())), info);
-                               },
-                               options.on_overwritten, sizeof(T))
-                         : Subscription::Dispatch([cb](Subscription& s) {
-                             T value;
-                             const TakeResult r =
-                                 s.subscriber().take_exact(std::as_writable_bytes(std::span{&value, 1}));
-                             if (r.ok()) cb(value, r.info);
-                             return r.status;
-                           }),
+        options.in_place
+            ? dispatch_in_place(
+                  [cb](std::span<const std::byte> p, const MessageInfo& info) {
+                    cb(*std::launder(reinterpret_cast<const T*>(p.data())), info);
+                  },
+                  options.on_overwritten, sizeof(T))
+            : Subscription::Dispatch([cb](Subscription& s) {
+                T value;
+                const TakeResult r = s.subscriber().take_exact(std::as_writable_bytes(std::span{&value, 1}));
+                if (r.ok()) cb(value, r.info);
+                return r.status;
+              }),
         sizeof(T));
   }
 
