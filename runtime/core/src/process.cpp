@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -93,10 +94,13 @@ bool SchedulerPass::passed() noexcept {
     DIR* dir = ::opendir(path);
     if (dir == nullptr) return false;
     while (const dirent* d = ::readdir(dir)) {  // NOLINT(concurrency-mt-unsafe): our own DIR
-      const int tid = std::atoi(d->d_name);
+      char* end = nullptr;
+      const long tid_number = std::strtol(d->d_name, &end, 10);
+      if (end == d->d_name || *end != '\0' || tid_number <= 0 || tid_number > INT_MAX) continue;  // "." and ".."
+      const int tid = static_cast<int>(tid_number);
       Thread t{tid, 0, false};
       char state = 0;
-      if (tid > 0 && read_thread_status(pid_, tid, state, t.switches)) {
+      if (read_thread_status(pid_, tid, state, t.switches)) {
         t.off_cpu = state != 'R';
         waiting_.push_back(t);
       }
