@@ -8,6 +8,17 @@
 
 namespace shmbus {
 
+namespace {
+
+/// The seqlock's optimistic copy of a payload (SeqlockReadScope): inline
+/// in take's loop, out of line for readers in place (copy_in_place).
+inline void copy_racy(const std::byte* payload, std::size_t size, std::byte* out) noexcept {
+  [[maybe_unused]] SeqlockReadScope racy_copy;
+  if (size != 0) std::memcpy(out, payload, size);  // an empty buffer's data() may be null
+}
+
+}  // namespace
+
 Subscriber::Subscriber(std::string_view channel, const std::optional<TypeInfo>& type, Context& context,
                        const SubscriberOptions& options)
     : impl_(std::make_unique<Impl>(ChannelName(channel), context.config().channel(channel))) {
@@ -97,14 +108,13 @@ Subscriber& Subscriber::operator=(Subscriber&&) noexcept = default;
 TakeResult Subscriber::take(std::span<std::byte> buffer) noexcept {
   return impl_->take_with([buffer](const std::byte* payload, std::uint32_t size, const MessageInfo&) {
     if (size > buffer.size()) return false;
-    copy_in_place({payload, size}, buffer.data());
+    copy_racy(payload, size, buffer.data());
     return true;
   });
 }
 
 void Subscriber::copy_in_place(std::span<const std::byte> payload, std::byte* out) noexcept {
-  [[maybe_unused]] SeqlockReadScope racy_copy;
-  if (!payload.empty()) std::memcpy(out, payload.data(), payload.size());
+  copy_racy(payload.data(), payload.size(), out);
 }
 
 TakeResult Subscriber::read_in_place(InPlaceReader reader, void* context) noexcept {
@@ -116,7 +126,7 @@ TakeResult Subscriber::read_in_place(InPlaceReader reader, void* context) noexce
 
 TakeResult Subscriber::take_exact(std::span<std::byte> buffer) noexcept {
   return impl_->take_sized(buffer.size(), [buffer](const std::byte* payload, std::uint32_t size, const MessageInfo&) {
-    copy_in_place({payload, size}, buffer.data());
+    copy_racy(payload, size, buffer.data());
   });
 }
 

@@ -418,7 +418,11 @@ struct Subscriber::Impl {
   template <typename Consume>
   void take_slot_into(TakeResult& result, Consume& consume) noexcept {
     const std::uint64_t capacity = channel->capacity();
-    for (std::uint64_t pass = 0; pass <= 2 * capacity + 1; ++pass) {
+    // Counted where `next` moves on, not on the path that finds nothing
+    // (a poll loop's): that one returns at once.
+    std::uint64_t passes = 0;
+    const auto again = [&passes, capacity]() noexcept { return ++passes <= 2 * capacity + 1; };
+    for (;;) {
       SlotHeader* slot = channel->slot(next);
       // SYNC POINT READ: pairs with the publisher's release store of the
       // committed state.
@@ -441,11 +445,13 @@ struct Subscriber::Impl {
         std::atomic_thread_fence(std::memory_order_acquire);
         if (slot->state.load(std::memory_order_relaxed) != st) {
           skip_to(next + 1);  // overwritten while copied: torn, never delivered
-          continue;
+          if (again()) continue;
+          return;
         }
         if ((flags & kSlotDiscarded) != 0) {
           advance_to(next + 1);
-          continue;
+          if (again()) continue;
+          return;
         }
         if (!fits) {
           result.status = TakeStatus::kBufferTooSmall;
@@ -460,7 +466,8 @@ struct Subscriber::Impl {
         // sequence the ring can still hold.
         const std::uint64_t cursor = channel->write_cursor();
         skip_to(std::max(next + 1, cursor > capacity ? cursor - capacity : 0));
-        continue;
+        if (again()) continue;
+        return;
       }
       if (is_writing(st) && state_sequence(st) == next) {
         // Our sequence, being written: judged every 64th poll (the stall
@@ -468,12 +475,15 @@ struct Subscriber::Impl {
         if ((++idle_polls & 63U) != 0) return;
         if (give_up_stalled(st)) {
           skip_to(next + 1);
-          continue;
+          if (again()) continue;
+          return;
         }
         return;
       }
       // An older lap: nothing new yet, or a publisher still on its way.
-      if (older_lap_moved_on(st, capacity)) continue;
+      // 63 polls in 64 end here, before the call (a poll loop's path).
+      if (stall_since == 0 && (++idle_polls & 63U) != 0) return;
+      if (older_lap_moved_on(st, capacity) && again()) continue;
       return;
     }
   }
@@ -488,8 +498,7 @@ struct Subscriber::Impl {
     // kCursorCheckNs (the clock is read every 64th poll): reading it every
     // 64th poll pulled the line away from the publisher's next claim on
     // nearly every message of a busy poll loop.
-    if (stall_since == 0) {
-      if ((++idle_polls & 63U) != 0) return false;
+    if (stall_since == 0) {  // every 64th poll (the caller counts them)
       const std::int64_t now = mono_now_ns();
       if (idle_since == 0) idle_since = now;
       if (now - idle_since < kCursorCheckNs) return false;
