@@ -165,8 +165,12 @@ void Channel::wait_for_holder(std::uint64_t w) noexcept {
     // landed when it left or died.
     const std::uint64_t st = e.state.load(std::memory_order_acquire);
     if (!writer_alive(writing_state(0, token))) return;
-    if (!pass) pass.emplace(static_cast<pid_t>(endpoint_pid(st)));
-    if (pass->passed() || mono_now_ns() >= until) return;  // past the bound: judged as a stalled holder
+    // Its threads are watched through /proc only when its pid means the
+    // same process here (one pid namespace); otherwise its give-back or
+    // the bound decides.
+    const std::uint64_t ns = e.pid_ns.load(std::memory_order_relaxed);
+    if (!pass && (ns == 0 || ns == self_pid_ns())) pass.emplace(static_cast<pid_t>(endpoint_pid(st)));
+    if ((pass && pass->passed()) || mono_now_ns() >= until) return;  // past the bound: judged as a stalled holder
     std::this_thread::sleep_for(std::chrono::microseconds(50));
   }
 }
