@@ -2,6 +2,7 @@
 // protocol is described at the top of layout/channel_layout.hpp).
 #include <atomic>
 #include <cstdint>
+#include <cstdio>
 #include <optional>
 #include <thread>
 
@@ -170,7 +171,17 @@ void Channel::wait_for_holder(std::uint64_t w) noexcept {
     // the bound decides.
     const std::uint64_t ns = e.pid_ns.load(std::memory_order_relaxed);
     if (!pass && (ns == 0 || ns == self_pid_ns())) pass.emplace(static_cast<pid_t>(endpoint_pid(st)));
-    if ((pass && pass->passed()) || mono_now_ns() >= until) return;  // past the bound: judged as a stalled holder
+    if (pass && pass->passed()) return;
+    if (mono_now_ns() >= until) {
+      // Past the bound: judged as a stalled holder (end_solo's wait for
+      // solo_busy). Said, as a fence that could not be made.
+      std::fprintf(stderr,
+                   "shmbus: channel %s: this process cannot use membarrier, and the solo publisher it revoked (pid "
+                   "%u) neither gave the grant back nor passed through the scheduler within stall_timeout; it is "
+                   "judged as a stalled writer\n",
+                   name_.c_str(), static_cast<unsigned>(endpoint_pid(st)));
+      return;
+    }
     std::this_thread::sleep_for(std::chrono::microseconds(50));
   }
 }

@@ -119,6 +119,8 @@ struct Subscriber::Impl {
     }
     // A writer in the slot is asked about once (give_up_stalled); one not
     // there yet (between the cursor and its claim) only at the bound.
+    // relaxed: it only chooses when to look again; take re-reads the state
+    // with acquire (its SYNC POINT READ) before it acts on it.
     const std::uint64_t st = channel->slot(next)->state.load(std::memory_order_relaxed);
     const bool ask_writer = !dead_checked && is_writing(st) && state_sequence(st) == next;
     const std::int64_t at = stall_since + (ask_writer ? kDeadWriterCheckNs : stall_timeout_ns);

@@ -418,7 +418,8 @@ static_assert(offsetof(ChannelHeader, write_cursor) % kCacheLine == 0);
 static_assert(offsetof(ChannelHeader, futex_word) - offsetof(ChannelHeader, write_cursor) >= kCacheLine,
               "the futex line must not share the cursor's cache line");
 static_assert(offsetof(ChannelHeader, solo_busy_stamp) / kCacheLine ==
-                  offsetof(ChannelHeader, write_cursor) / kCacheLine,
+                      offsetof(ChannelHeader, write_cursor) / kCacheLine &&
+                  offsetof(ChannelHeader, solo_ack) / kCacheLine == offsetof(ChannelHeader, write_cursor) / kCacheLine,
               "the solo words share the cursor's line, which the solo publisher alone writes");
 static_assert(offsetof(ChannelHeader, solo_time_list_head) / kCacheLine ==
                   offsetof(ChannelHeader, time_list_head) / kCacheLine,
@@ -512,6 +513,7 @@ inline constexpr std::uint64_t kChannelLayoutHash = layout_hash_of(
     kInlineSequenceBits, offsetof(ChannelHeader, solo_cursor), offsetof(ChannelHeader, solo_busy),
     offsetof(ChannelHeader, solo_busy_stamp), offsetof(ChannelHeader, solo_time_list_head), kInlinePayloadBytes,
     inline_payload_offset(1), offsetof(ChannelHeader, publishers_used), offsetof(ChannelHeader, subscribers_used),
-    offsetof(ChannelHeader, creator_program), offsetof(ChannelHeader, sizes_from));
+    offsetof(ChannelHeader, creator_program), offsetof(ChannelHeader, sizes_from), offsetof(ChannelHeader, solo_ack),
+    kSoloGenerationShift, kSoloClosed);
 
 }  // namespace shmbus::layout
