@@ -49,29 +49,23 @@ _VARREF = np.dtype([("offset", "<u4"), ("count", "<u4")])
 
 
 def _block(ctx: tuple, ref: Any, size: int, align: int, bound: int, path: str) -> tuple[int, int]:
-    """Where the VarRef `ref` points, checked before use: inside the
-    message's bytes, after its root's fixed part, aligned, within the
-    sequence's bound (0: none). (offset, count)."""
+    """Where the VarRef `ref` points, checked before use by the layout
+    runtime (inside the message's bytes, after its root's fixed part,
+    aligned, within the sequence's bound, 0: none). (offset, count)."""
     raw, fixed = ctx[0], ctx[1]
     o, n = int(ref["offset"]), int(ref["count"])
     if n == 0:
         return 0, 0
-    if (bound and n > bound) or o < fixed or o % align or o > len(raw) or n * size > len(raw) - o:
-        raise InvalidArgumentError(
-            f"{path}: {n} elements of {size} bytes at offset {o} are outside the message's {len(raw)} bytes "
-            f"(after its {fixed}-byte fixed part, aligned to {align}) or past its bound ({bound or 'none'})")
+    _shmbus.check_block(len(raw), fixed, o, n, size, align, bound, path)
     return o, n
 
 
-def _charge(budget: list | None, n: int, size: int, path: str) -> None:
-    """A copy (to_dict) of `n` elements of `size` bytes: within what the
-    message holds (blocks that overlap could make a small message copy into
-    an exponentially large one)."""
-    if budget is None:
-        return
-    budget[0] -= n * max(size, 1)
-    if budget[0] < 0:
-        raise InvalidArgumentError(f"{path}: the message's blocks overlap (they reference more bytes than it holds)")
+def _charge(budget: Any, n: int, size: int, path: str) -> None:
+    """A copy (to_dict) of `n` elements of `size` bytes, charged to the
+    message's budget (_shmbus.Budget: blocks that overlap could make a
+    small message copy into an exponentially large one)."""
+    if budget is not None:
+        budget.take(n, size, path)
 
 
 def _check_values(value: Any, dtype: np.dtype, path: str) -> np.ndarray:
@@ -157,7 +151,7 @@ class _Field:
         a fixed array)."""
         return self.unbounded or self.kind == "ustring"
 
-    def _elements(self, ctx: tuple, block: np.ndarray, budget: list | None) -> Any:
+    def _elements(self, ctx: tuple, block: np.ndarray, budget: Any) -> Any:
         """A sequence's (or a fixed array's) elements in `block`."""
         if self.kind == "primitive":
             return block.view(self.dtype)
@@ -168,12 +162,12 @@ class _Field:
         a = block.view(self.definition.dtype)
         return [Struct(self.definition, a[i:i + 1], ctx) for i in range(len(a))]
 
-    def _string(self, ctx: tuple, ref: Any, budget: list | None) -> str:
+    def _string(self, ctx: tuple, ref: Any, budget: Any) -> str:
         o, n = _block(ctx, ref, 1, 1, 0, self.path)
         _charge(budget, n, 1, self.path)
         return ctx[0][o:o + n].tobytes().decode("utf-8", "replace")
 
-    def get_variable(self, rec: np.ndarray, ctx: tuple, budget: list | None = None) -> Any:
+    def get_variable(self, rec: np.ndarray, ctx: tuple, budget: Any = None) -> Any:
         """A string or sequence: followed to the message's bytes."""
         refs = rec[self.name][0]
         if not self.unbounded:
@@ -233,7 +227,7 @@ class _Field:
             raise InvalidArgumentError(f"{path}: must be an array of {self.array_length} elements, not shape {a.shape}")
         column[0] = a
 
-    def to_python(self, rec: np.ndarray, ctx: tuple | None = None, budget: list | None = None) -> Any:
+    def to_python(self, rec: np.ndarray, ctx: tuple | None = None, budget: Any = None) -> Any:
         v = self.get_variable(rec, ctx, budget) if ctx is not None and self.variable else self.get(rec, ctx)
         if isinstance(v, Struct):
             return v.to_dict(budget)
@@ -570,11 +564,11 @@ class Struct:
     def __dir__(self) -> list[str]:
         return list(self._def.fields) + list(self._def.constants)
 
-    def to_dict(self, _budget: list | None = None) -> dict[str, Any]:
+    def to_dict(self, _budget: Any = None) -> dict[str, Any]:
         """The fields as plain Python values (lists for arrays)."""
         ctx = self._ctx
         if ctx is not None and _budget is None:
-            _budget = [len(ctx[0])]
+            _budget = _shmbus.Budget(len(ctx[0]))
         return {name: f.to_python(self._rec, ctx, _budget) for name, f in self._def.fields.items()}
 
     def __eq__(self, other: object) -> bool:
@@ -658,7 +652,7 @@ class Message(Struct):
     def __len__(self) -> int:
         return len(self._raw)
 
-    def to_dict(self, _budget: list | None = None) -> dict[str, Any]:
+    def to_dict(self, _budget: Any = None) -> dict[str, Any]:
         t = self._type
         if t._root is None:
             return {"data": self._raw.tolist()}

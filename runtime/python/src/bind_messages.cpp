@@ -15,6 +15,7 @@
 #include "shmbus/schema.hpp"
 #include "shmbus/schema/type_catalog.hpp"
 #include "shmbus/service.hpp"
+#include "shmbus/var_message.hpp"
 
 namespace shmbus::python {
 
@@ -88,6 +89,23 @@ TypeTuple tuple_of(const schema::Schema& s) { return {s.root().name, s.hash(), s
 }  // namespace
 
 void register_messages(py::module_& m) {
+  // The layout runtime (var_message.hpp) that Python's message objects
+  // follow VarRefs through: the one check and the one budget.
+  m.def(
+      "check_block",
+      [](std::size_t message_size, std::uint32_t fixed, std::uint32_t offset, std::uint32_t count, std::uint32_t size,
+         std::uint32_t align, std::uint32_t bound, std::string_view what) {
+        msg::check(VarRef{offset, count}, message_size, fixed, size, align, bound, what);
+      },
+      py::arg("message_size"), py::arg("fixed"), py::arg("offset"), py::arg("count"), py::arg("size"), py::arg("align"),
+      py::arg("bound"), py::arg("what"),
+      "Raises InvalidArgumentError naming `what` unless the block (offset, count) of elements of `size` bytes, "
+      "aligned to `align`, lies inside the message after its fixed part and within `bound` (0: none).");
+  py::class_<msg::Budget>(m, "Budget", "Bytes a copy of a message may still make: its size, less each block read.")
+      .def(py::init<std::uint64_t>(), py::arg("bytes"))
+      .def("take", &msg::Budget::take, py::arg("count"), py::arg("size"), py::arg("what"),
+           "Charges `count` elements of `size` bytes; InvalidArgumentError when the blocks overlap.")
+      .def_property_readonly("left", &msg::Budget::left);
   m.def("describe", &describe, py::arg("schema"),
         "The message types of a canonical schema text: {root, hash, types: {name: {size, align, fields, constants}}}.");
   m.def(

@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <cstring>
 
-#include "blocks.hpp"
 #include "shmbus/schema.hpp"
 
 namespace shmbus::schema {
@@ -39,7 +38,7 @@ class CdrWriter {
 };
 
 /// Bytes -> CDR. Recurses only as deep as the schema nests; every VarRef
-/// is checked before it is followed (detail::BlockReader).
+/// is checked before it is followed (msg::Reader).
 class CdrEncoder {
  public:
   CdrEncoder(std::span<const std::byte> bytes, const MessageDef& root, std::string& out)
@@ -118,7 +117,7 @@ class CdrEncoder {
   }
 
   std::span<const std::byte> bytes_;
-  detail::BlockReader blocks_;
+  msg::Reader blocks_;
   CdrWriter w_;
 };
 
@@ -196,7 +195,7 @@ class CdrReader {
 };
 
 /// CDR -> bytes: the fixed part in place, each sequence's and string's
-/// block appended as it is met (detail::add_block).
+/// block appended as it is met (msg::append).
 class CdrDecoder {
  public:
   CdrDecoder(std::span<const std::byte> cdr, std::vector<std::byte>& out, std::size_t max_bytes, CdrNotes* notes)
@@ -213,10 +212,7 @@ class CdrDecoder {
         if (count > r_.left()) {
           throw CodecError(fmt::format("{}: {} elements in {} bytes of CDR", what.str(), count, r_.left()));
         }
-        if (f.sequence_bound != 0 && count > f.sequence_bound) {
-          throw CodecError(
-              fmt::format("{}: {} elements in a sequence of at most {}", what.str(), count, f.sequence_bound));
-        }
+        if (f.sequence_bound != 0 && count > f.sequence_bound) msg::check_bound(count, f.sequence_bound, what.str());
         elements(f, block(base + f.offset, count, f.element_size, f.element_align, what), count, what);
       } else if (f.array_length != 0) {
         elements(f, base + f.offset, f.array_length, what);
@@ -298,12 +294,12 @@ class CdrDecoder {
 
   /// A new block, within max_bytes_.
   std::size_t block(std::size_t at, std::uint64_t count, std::uint32_t size, std::uint32_t align, const Where& what) {
-    // Within a VarRef's reach too, so add_block() has nothing to refuse.
+    // Within a VarRef's reach too, so msg::append() has nothing to refuse.
     const std::uint64_t limit = std::min<std::uint64_t>(max_bytes_, UINT32_MAX);
     if (count * size > limit || out_.size() + count * size + align > limit) {
       throw CodecError(fmt::format("{}: the message would pass {} bytes", what.str(), limit));
     }
-    return detail::add_block(out_, at, count, size, align, {});
+    return msg::append(out_, at, count, size, align, {});
   }
 
   CdrReader r_;

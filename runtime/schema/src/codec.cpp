@@ -2,13 +2,13 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <bit>
 #include <charconv>
 #include <cmath>
 #include <cstring>
 #include <limits>
 
-#include "blocks.hpp"
 #include "shmbus/schema.hpp"
 #include "shmbus/utf8.hpp"
 
@@ -69,7 +69,7 @@ json decode_primitive(Primitive p, const std::byte* b, bool int64_as_string) {
 }
 
 /// Bytes -> JSON. Recurses only as deep as the schema nests; every VarRef
-/// is checked before it is followed (detail::BlockReader).
+/// is checked before it is followed (msg::Reader).
 class Decoder {
  public:
   Decoder(std::span<const std::byte> bytes, const MessageDef& root, bool int64_as_string)
@@ -117,12 +117,12 @@ class Decoder {
   }
 
   std::span<const std::byte> bytes_;
-  detail::BlockReader blocks_;
+  msg::Reader blocks_;
   bool int64_as_string_ = false;
 };
 
 /// JSON -> bytes: the fixed part in place, each sequence's and string's
-/// block appended as it is met (detail::add_block).
+/// block appended as it is met (msg::append).
 class Encoder {
  public:
   Encoder(std::vector<std::byte>& out, std::size_t max_bytes) : out_(out), max_bytes_(max_bytes) {}
@@ -148,9 +148,7 @@ class Encoder {
   void field(const Field& f, const json& v, std::size_t at, const std::string& path) {
     if (f.unbounded) {
       if (!v.is_array()) fail(path, "must be an array", v);
-      if (f.sequence_bound != 0 && v.size() > f.sequence_bound) {
-        throw CodecError(fmt::format("{}: {} elements in a sequence of at most {}", path, v.size(), f.sequence_bound));
-      }
+      msg::check_bound(v.size(), f.sequence_bound, path);
       const std::size_t b = block(at, v.size(), f.element_size, f.element_align, path);
       for (std::size_t i = 0; i < v.size(); ++i) {
         element(f, v[i], b + i * f.element_size, fmt::format("{}[{}]", path, i));
@@ -202,7 +200,7 @@ class Encoder {
     if (count * size > max_bytes_ || out_.size() + count * size + align > max_bytes_) {
       throw CodecError(fmt::format("{}: the message would pass {} bytes", path, max_bytes_));
     }
-    return detail::add_block(out_, at, count, size, align, path);
+    return msg::append(out_, at, count, size, align, path);
   }
 
   void primitive(Primitive p, const json& v, std::size_t at, const std::string& path) {
@@ -514,6 +512,28 @@ std::vector<std::byte> Schema::encode(const json& value, std::size_t max_bytes) 
   std::vector<std::byte> out(m.size);
   Encoder(out, max_bytes).message(m, value, 0, "");
   return out;
+}
+
+Json bytes_to_json(std::span<const std::byte> bytes) {
+  static constexpr char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  out.reserve((bytes.size() + 2) / 3 * 4);
+  for (std::size_t i = 0; i < bytes.size(); i += 3) {
+    const std::size_t n = std::min<std::size_t>(3, bytes.size() - i);
+    std::uint32_t v = 0;
+    for (std::size_t k = 0; k < 3; ++k) v = (v << 8) | (k < n ? std::to_integer<std::uint32_t>(bytes[i + k]) : 0U);
+    for (std::size_t k = 0; k < 4; ++k) out += k <= n ? kAlphabet[(v >> (18 - 6 * k)) & 63U] : '=';
+  }
+  return Json{{"data", std::move(out)}};
+}
+
+Json bytes_json_schema() {
+  return Json{{"$schema", "http://json-schema.org/draft-07/schema#"},
+              {"title", "shmbus/Bytes"},
+              {"type", "object"},
+              {"properties", {{"data", {{"type", "string"}, {"contentEncoding", "base64"}}}}},
+              {"required", {"data"}},
+              {"additionalProperties", false}};
 }
 
 }  // namespace shmbus::schema

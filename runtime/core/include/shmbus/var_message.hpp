@@ -1,11 +1,13 @@
 #pragma once
 /// @file var_message.hpp
-/// Messages with strings and sequences in the slot: the VarRef that points
-/// at a block, the one check every reader makes before it follows one, and
-/// what generated views and builders (shmbus-msggen) share. The layout rule
-/// is schema.hpp's: a `string` or `T[]` is a VarRef {offset, count} in the
-/// fixed part; its elements are a block at `offset` bytes from the start of
-/// the message, after the root's fixed part, aligned as one element.
+/// Messages with strings and sequences in the slot: the one reader, budget
+/// and writer of their layout. Generated views and builders
+/// (shmbus-msggen), the schema codecs (JSON, CDR), the validator and
+/// Python's messages (through the binding) all go through it. The layout
+/// rule is schema.hpp's: a `string` or `T[]` is a VarRef {offset, count}
+/// in the fixed part; its elements are a block at `offset` bytes from the
+/// start of the message, after the root's fixed part, aligned as one
+/// element.
 
 #include <algorithm>
 #include <array>
@@ -22,6 +24,14 @@
 #include "shmbus/error.hpp"
 
 namespace shmbus {
+
+/// Bytes (or a JSON or CDR form of them) that do not hold a message of
+/// their type: what() names the field ("header.frame_id") and what is
+/// wrong. Errc::kInvalidArgument. schema::CodecError is this type.
+class MessageError : public Error {
+ public:
+  explicit MessageError(const std::string& message) : Error(Errc::kInvalidArgument, message) {}
+};
 
 /// Where a sequence's or a string's elements are.
 struct VarRef {
@@ -81,35 +91,55 @@ inline VarRef load_ref(const std::byte* p) noexcept {
 
 /// The bytes of a message of `type` (a View's constructor): at least its
 /// fixed part, and 8-byte aligned so that every block is aligned for its
-/// elements in memory too. Throws Error(kInvalidArgument) naming `type`.
+/// elements in memory too. Throws MessageError naming `type`.
 inline Bytes message(std::span<const std::byte> bytes, std::uint32_t fixed, const char* type) {
   if (bytes.size() < fixed || bytes.size() > UINT32_MAX || reinterpret_cast<std::uintptr_t>(bytes.data()) % 8 != 0) {
-    throw Error(Errc::kInvalidArgument, std::string(type) + ": a message of " + std::to_string(bytes.size()) +
-                                            " bytes, 8-byte aligned, holding at least its " + std::to_string(fixed) +
-                                            "-byte fixed part, is needed to view it");
+    throw MessageError(std::string(type) + ": a message of " + std::to_string(bytes.size()) +
+                       " bytes, 8-byte aligned, holding at least its " + std::to_string(fixed) +
+                       "-byte fixed part, is needed to view it");
   }
   return {bytes.data(), static_cast<std::uint32_t>(bytes.size()), fixed};
 }
 
-/// Follows the VarRef at `at` (read once, load_ref, so a writer changing it
-/// meanwhile cannot move the block after the check): the block of `count` elements of
-/// `size` bytes aligned to `align`, at most `bound` (0: any). Throws
-/// Error(kInvalidArgument) naming `what` when it is not inside the message.
-inline const std::byte* block(const Bytes& m, std::uint32_t at, std::uint32_t size, std::uint32_t align,
-                              std::uint32_t bound, std::uint32_t& count, const char* what) {
-  const VarRef r = load_ref(m.data + at);
-  if ((bound != 0 && r.count > bound) || !block_fits(r, m.size, m.fixed, size, align)) {
-    throw Error(Errc::kInvalidArgument, std::string(what) + ": " + std::to_string(r.count) + " elements of " +
-                                            std::to_string(size) + " bytes at offset " + std::to_string(r.offset) +
-                                            " are outside the message's " + std::to_string(m.size) +
-                                            " bytes or its bound (a corrupt or hostile writer)");
+/// Throws MessageError naming `what` when `count` elements pass a
+/// sequence's `bound` (0: none): every reader and writer's bound check.
+inline void check_bound(std::uint64_t count, std::uint32_t bound, std::string_view what) {
+  if (bound != 0 && count > bound) {
+    throw MessageError(std::string(what) + ": " + std::to_string(count) + " elements in a sequence of at most " +
+                       std::to_string(bound));
   }
+}
+
+/// Throws MessageError naming `what` unless the block `r` points at, of
+/// `r.count` elements of `size` bytes aligned to `align`, lies inside a
+/// message of `message_size` bytes after its `fixed`-byte fixed part and
+/// holds at most `bound` elements (0: any): the check every reader of the
+/// layout makes before it follows a VarRef.
+inline void check(VarRef r, std::size_t message_size, std::uint32_t fixed, std::uint32_t size, std::uint32_t align,
+                  std::uint32_t bound, std::string_view what) {
+  check_bound(r.count, bound, what);
+  if (!block_fits(r, message_size, fixed, size, align)) {
+    throw MessageError(std::string(what) + ": " + std::to_string(r.count) + " elements of " + std::to_string(size) +
+                       " bytes at offset " + std::to_string(r.offset) + " are outside the message's " +
+                       std::to_string(message_size) + " bytes (blocks start after its " + std::to_string(fixed) +
+                       "-byte fixed part, aligned to " + std::to_string(align) + ")");
+  }
+}
+
+/// Follows the VarRef at `at` (read once, load_ref, so a writer changing it
+/// meanwhile cannot move the block after the check): the block of `count`
+/// elements of `size` bytes aligned to `align`, at most `bound` (0: any).
+/// Throws MessageError naming `what` (check()).
+inline const std::byte* block(const Bytes& m, std::uint32_t at, std::uint32_t size, std::uint32_t align,
+                              std::uint32_t bound, std::uint32_t& count, std::string_view what) {
+  const VarRef r = load_ref(m.data + at);
+  check(r, m.size, m.fixed, size, align, bound, what);
   count = r.count;
   return r.count == 0 ? m.data : m.data + r.offset;
 }
 
 /// The string whose VarRef is at `at`.
-inline std::string_view string(const Bytes& m, std::uint32_t at, const char* what) {
+inline std::string_view string(const Bytes& m, std::uint32_t at, std::string_view what) {
   std::uint32_t n = 0;
   const std::byte* b = block(m, at, 1, 1, 0, n, what);
   return {reinterpret_cast<const char*>(b), n};
@@ -117,7 +147,7 @@ inline std::string_view string(const Bytes& m, std::uint32_t at, const char* wha
 
 /// The primitives of the sequence whose VarRef is at `at`.
 template <typename T>
-std::span<const T> sequence(const Bytes& m, std::uint32_t at, std::uint32_t bound, const char* what) {
+std::span<const T> sequence(const Bytes& m, std::uint32_t at, std::uint32_t bound, std::string_view what) {
   std::uint32_t n = 0;
   const std::byte* b = block(m, at, sizeof(T), alignof(T), bound, n, what);
   return {reinterpret_cast<const T*>(b), n};
@@ -130,17 +160,46 @@ std::span<const T> sequence(const Bytes& m, std::uint32_t at, std::uint32_t boun
 class Budget {
  public:
   explicit Budget(std::uint64_t bytes) noexcept : left_(bytes) {}
-  void take(std::uint64_t count, std::uint32_t size, const char* what) {
+  /// Charges `count` elements of `size` bytes; throws MessageError naming
+  /// `what` past the message's bytes.
+  void take(std::uint64_t count, std::uint32_t size, std::string_view what) {
     const std::uint64_t n = count * std::max<std::uint32_t>(size, 1);
     if (n > left_) {
-      throw Error(Errc::kInvalidArgument,
-                  std::string(what) + ": the message's blocks overlap (they reference more bytes than it holds)");
+      throw MessageError(std::string(what) +
+                         ": the message's blocks overlap (they reference more bytes than it holds)");
     }
     left_ -= n;
   }
+  [[nodiscard]] std::uint64_t left() const noexcept { return left_; }
 
  private:
   std::uint64_t left_;
+};
+
+/// Follows the VarRefs of one message for a conversion that reads every
+/// block (a codec, the validator, an owning copy): each block is checked
+/// (check()) and charged to the message's Budget before it is used.
+class Reader {
+ public:
+  Reader(std::span<const std::byte> bytes, std::uint32_t fixed) noexcept
+      : bytes_(bytes), fixed_(fixed), budget_(bytes.size()) {}
+
+  /// Where the block of the VarRef at `at` starts (0 when it is empty),
+  /// with `count` set to its elements. Throws MessageError naming `what`.
+  std::size_t block(std::size_t at, std::uint32_t size, std::uint32_t align, std::uint32_t bound, std::uint32_t& count,
+                    std::string_view what) {
+    const VarRef r = load_ref(bytes_.data() + at);
+    check(r, bytes_.size(), fixed_, size, align, bound, what);
+    count = r.count;
+    if (r.count == 0) return 0;
+    budget_.take(r.count, size, what);
+    return r.offset;
+  }
+
+ private:
+  std::span<const std::byte> bytes_;
+  std::uint32_t fixed_;
+  Budget budget_;
 };
 
 /// Elements of a sequence (or fixed array) whose elements are read by
@@ -162,7 +221,7 @@ class Sequence {
   }
   /// Like operator[], checked: Error(kInvalidArgument) past the end.
   value_type at(std::size_t i) const {
-    if (i >= count_) throw Error(Errc::kInvalidArgument, std::string(what_) + ": index out of range");
+    if (i >= count_) throw MessageError(std::string(what_) + ": index out of range");
     return (*this)[i];
   }
 
@@ -216,6 +275,32 @@ Sequence<Read> sequence_of(const Bytes& m, std::uint32_t at, std::uint32_t strid
   return {m, static_cast<std::uint32_t>(b - m.data), n, stride, what};
 }
 
+/// The VarRef of a block of `count` elements of `size` bytes aligned to
+/// `align` appended to a message of `used` bytes ({0, 0} when empty).
+/// Throws MessageError naming `what` when the block would end past 4 GiB,
+/// a VarRef's reach.
+inline VarRef place(std::uint64_t used, std::uint64_t count, std::uint32_t size, std::uint32_t align,
+                    std::string_view what) {
+  if (count == 0) return {};
+  const std::uint64_t start = (used + align - 1) / align * align;
+  if (count > UINT32_MAX || start + count * size > UINT32_MAX) {
+    throw MessageError(std::string(what) + ": " + std::to_string(count) + " elements of " + std::to_string(size) +
+                       " bytes take the message past 4 GiB");
+  }
+  return {static_cast<std::uint32_t>(start), static_cast<std::uint32_t>(count)};
+}
+
+/// Appends a zeroed block (place()) to the message growing in `out` and
+/// points the VarRef at `at` to it: a decoder's writer, where the message
+/// grows as it is read. Returns where the block starts (0 when empty).
+inline std::size_t append(std::vector<std::byte>& out, std::size_t at, std::uint64_t count, std::uint32_t size,
+                          std::uint32_t align, std::string_view what) {
+  const VarRef r = place(out.size(), count, size, align, what);
+  std::memcpy(out.data() + at, &r, sizeof r);
+  if (count != 0) out.resize(r.offset + static_cast<std::size_t>(count * size));
+  return r.offset;
+}
+
 /// Writes a message with strings and sequences into a buffer (a loan): the
 /// root's fixed part first, zeroed, then each block appended where the
 /// message ends so far. size() is what to publish (commit). A block that
@@ -236,27 +321,22 @@ class Writer {
   /// `align` (its padding zeroed; the block too when `zero`), and points
   /// the VarRef at `at` to it. Returns the block's offset.
   std::uint32_t add(std::uint32_t at, std::uint64_t count, std::uint32_t size, std::uint32_t align, bool zero,
-                    const char* what) {
+                    std::string_view what) {
+    const VarRef r = place(used_, count, size, align, what);
     if (count == 0) {  // empty: no block, and no room asked for its alignment
       std::memset(buffer_.data() + at, 0, sizeof(VarRef));
       return 0;
     }
-    const std::uint64_t start = (used_ + align - 1) / align * align;
-    const std::uint64_t end = start + count * size;
-    if (count > UINT32_MAX || end > UINT32_MAX) {
-      throw Error(Errc::kInvalidArgument,
-                  std::string(what) + ": " + std::to_string(count) + " elements take the message past 4 GiB");
-    }
+    const std::uint64_t end = std::uint64_t{r.offset} + count * size;
     need(end, what);
-    std::memset(buffer_.data() + used_, 0, static_cast<std::size_t>((zero ? end : start) - used_));
-    const VarRef r{static_cast<std::uint32_t>(start), static_cast<std::uint32_t>(count)};
+    std::memset(buffer_.data() + used_, 0, static_cast<std::size_t>((zero ? end : r.offset) - used_));
     std::memcpy(buffer_.data() + at, &r, sizeof r);
     used_ = static_cast<std::size_t>(end);
     return r.offset;
   }
 
   /// A string's block, filled.
-  void string(std::uint32_t at, std::string_view s, const char* what) {
+  void string(std::uint32_t at, std::string_view s, std::string_view what) {
     const std::uint32_t b = add(at, s.size(), 1, 1, false, what);
     if (!s.empty()) std::memcpy(buffer_.data() + b, s.data(), s.size());
   }
@@ -264,7 +344,7 @@ class Writer {
   /// A sequence's block of trivially copyable elements, for the caller to
   /// fill (zeroed first when `zero`).
   template <typename T>
-  std::span<T> sequence(std::uint32_t at, std::size_t count, std::uint32_t bound, bool zero, const char* what) {
+  std::span<T> sequence(std::uint32_t at, std::size_t count, std::uint32_t bound, bool zero, std::string_view what) {
     check_bound(count, bound, what);
     const std::uint32_t b = add(at, count, sizeof(T), alignof(T), zero, what);
     return {reinterpret_cast<T*>(buffer_.data() + b), count};
@@ -273,26 +353,24 @@ class Writer {
   /// Where element `i` of `count` elements of `stride` bytes from `first`
   /// is. Throws Error(kInvalidArgument) naming `what` past the end.
   static std::uint32_t item(std::uint32_t first, std::size_t i, std::size_t count, std::uint32_t stride,
-                            const char* what) {
+                            std::string_view what) {
     if (i >= count) {
-      throw Error(Errc::kInvalidArgument, std::string(what) + ": element " + std::to_string(i) + " of " +
-                                              std::to_string(count) + " (size the sequence first)");
+      throw MessageError(std::string(what) + ": element " + std::to_string(i) + " of " + std::to_string(count) +
+                         " (size the sequence first)");
     }
     return first + static_cast<std::uint32_t>(i) * stride;
   }
 
   /// Element `i` of the sequence whose VarRef (set by add()) is at `at`.
-  [[nodiscard]] std::uint32_t element(std::uint32_t at, std::size_t i, std::uint32_t stride, const char* what) const {
+  [[nodiscard]] std::uint32_t element(std::uint32_t at, std::size_t i, std::uint32_t stride,
+                                      std::string_view what) const {
     const auto r = load<VarRef>(buffer_.data() + at);
     return item(r.offset, i, r.count, stride, what);
   }
 
-  /// Throws naming `what` when `count` passes a sequence's bound (0: none).
-  static void check_bound(std::size_t count, std::uint32_t bound, const char* what) {
-    if (bound != 0 && count > bound) {
-      throw Error(Errc::kInvalidArgument, std::string(what) + ": " + std::to_string(count) +
-                                              " elements in a sequence of at most " + std::to_string(bound));
-    }
+  /// msg::check_bound, for generated builders.
+  static void check_bound(std::size_t count, std::uint32_t bound, std::string_view what) {
+    msg::check_bound(count, bound, what);
   }
 
   [[nodiscard]] std::byte* data() const noexcept { return buffer_.data(); }
@@ -301,11 +379,11 @@ class Writer {
   [[nodiscard]] std::size_t capacity() const noexcept { return buffer_.size(); }
 
  private:
-  void need(std::uint64_t end, const char* what) const {
+  void need(std::uint64_t end, std::string_view what) const {
     if (end > buffer_.size()) {
-      throw Error(Errc::kInvalidArgument, std::string(what) + ": the message needs at least " + std::to_string(end) +
-                                              " bytes; its buffer (a loan, a channel's max_message_size) holds " +
-                                              std::to_string(buffer_.size()));
+      throw MessageError(std::string(what) + ": the message needs at least " + std::to_string(end) +
+                         " bytes; its buffer (a loan, a channel's max_message_size) holds " +
+                         std::to_string(buffer_.size()));
     }
   }
 

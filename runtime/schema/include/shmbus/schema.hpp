@@ -160,12 +160,11 @@ class SchemaError : public Error {
   explicit SchemaError(const std::string& message) : Error(Errc::kInvalidArgument, message) {}
 };
 
-/// Bytes or JSON that do not fit a schema. what() names the field path
-/// ("header.frame_id") and what is wrong. Errc::kInvalidArgument.
-class CodecError : public Error {
- public:
-  explicit CodecError(const std::string& message) : Error(Errc::kInvalidArgument, message) {}
-};
+/// Bytes, JSON or CDR that do not fit a schema: the layout runtime's
+/// error (var_message.hpp), whichever of the codecs or the generated views
+/// finds it. what() names the field path ("header.frame_id") and what is
+/// wrong. Errc::kInvalidArgument.
+using CodecError = MessageError;
 
 /// A set of message definitions: parsed, resolved and laid out together.
 /// Thread-safety: build from one thread; const members may be shared.
@@ -282,6 +281,10 @@ void bytes_to_cdr(std::span<const std::byte> bytes, std::string& out);
 /// The reverse: the bytes of a CDR `uint8[] data` message. Throws
 /// CodecError for CDR that is cut short or not little-endian.
 std::vector<std::byte> bytes_from_cdr(std::span<const std::byte> cdr);
+/// Raw bytes as JSON, {"data": "<RFC 4648 base64>"} (as Foxglove shows
+/// bytes), and the jsonschema of that form.
+Json bytes_to_json(std::span<const std::byte> bytes);
+Json bytes_json_schema();
 
 /// What Schema::from_cdr() accepted that is not CDR as ROS 2 writes it,
 /// counted so that a caller can say it.
