@@ -97,6 +97,31 @@ def test_a_recording_written_in_python_reads_back_in_python_and_in_shmtool(compr
     assert info["channels"][0]["messages"] == 100 and info["channels"][0]["type"] == "shmbus_msgs/Imu"
 
 
+def test_python_exports_a_recording_as_ros2_cdr_and_imports_it_back_every_field_exact(tmp_path):
+    # The record library's export and import, from Python: the CDR copy is
+    # what rosbag2 writes (profile ros2), and imports to the same messages.
+    path, cdr, back = (str(tmp_path / n) for n in ("py.mcap", "cdr.mcap", "back.mcap"))
+    cloud = shmbus.message_type("sensor_msgs/PointCloud2")
+    sent = [cloud.new(header={"frame_id": f"lidar_{i}"}, width=i, fields=[{"name": "x", "datatype": 7, "count": 1}],
+                      data=list(range(i * 4))) for i in range(5)]
+    with shmbus.record.Writer(path) as w:
+        for i, m in enumerate(sent):
+            w.write("/py/points", m, log_time=1_000 + i)
+        w.write("/py/raw", shmbus.MessageType.bytes().decode(b"\x01\x02\x03"), log_time=2_000)
+    exported = shmbus.record.export(path, cdr, encoding="cdr")
+    assert (exported["messages"], exported["channels"], exported["left_out"]) == (6, 2, [])
+    info = json.loads(shmtool("bag", "info", cdr, "--json").stdout)
+    assert info["profile"] == "ros2" and info["library"] == "shmbus record export"
+    assert sorted(c["type"] for c in info["channels"]) == ["sensor_msgs/msg/PointCloud2", "shmbus/msg/Bytes"]
+    imported = shmbus.record.import_ros2(cdr, back)
+    assert (imported["messages"], imported["left_out"]) == (6, [])
+    got = [r for r in shmbus.record.Reader(back) if r.channel == "/py/points"]
+    assert [r.message.to_dict() for r in got] == [m.to_dict() for m in sent]
+    assert [r.log_time for r in got] == [1_000 + i for i in range(5)]
+    with pytest.raises(shmbus.InvalidArgumentError, match="neither json nor cdr"):
+        shmbus.record.export(path, str(tmp_path / "x.mcap"), encoding="yaml")
+
+
 def test_a_rosbag2_recording_plays_to_a_python_subscriber_every_field_exact(tmp_path):
     # Written without shmbus, as rosbag2 writes one (tests/js/ros2_bag_write.mjs:
     # @mcap/core, zstd chunks, the .msg files as definitions, Foxglove's CDR),

@@ -53,7 +53,7 @@ inline bool recorder_received(const Config& config, const std::string& channel, 
     try {
       const auto view = introspect::ChannelReader(config.domain, channel, false, config.access()).view();
       for (const auto& s : view.subscribers) {
-        if (s.node == kRecorderNode && s.messages >= n) return true;
+        if (s.node == RecorderOptions{}.node && s.messages >= n) return true;
       }
     } catch (const Error&) {
       // not there yet

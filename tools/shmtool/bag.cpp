@@ -23,7 +23,7 @@
 #include "shmbus/error.hpp"
 #include "shmbus/mcap.hpp"
 #include "shmbus/publisher.hpp"
-#include "shmbus/record/import.hpp"
+#include "shmbus/record/export.hpp"
 #include "shmbus/record/player.hpp"
 #include "shmbus/record/recording.hpp"
 #include "shmbus/record/summary.hpp"
@@ -47,16 +47,6 @@ std::map<std::string, std::string> parse_remaps(const std::vector<std::string>& 
     out[r.substr(0, eq)] = r.substr(eq + 1);
   }
   return out;
-}
-
-/// The jsonschema of a raw channel's exported messages.
-Json raw_json_schema() {
-  return Json{{"$schema", "http://json-schema.org/draft-07/schema#"},
-              {"title", "shmbus/Bytes"},
-              {"type", "object"},
-              {"properties", {{"data", {{"type", "string"}, {"contentEncoding", "base64"}}}}},
-              {"required", {"data"}},
-              {"additionalProperties", false}};
 }
 
 /// The keys on a terminal (space pauses and resumes, s steps one message
@@ -120,6 +110,7 @@ int run_play(const Globals& g, const PlayOptions& o) {
     throw Error(Errc::kInvalidArgument, "play: --paused needs a terminal on stdin (space resumes); run it from one");
   }
   PlayerOptions options = o.player;
+  options.node = "shmtool-play";
   options.remap = parse_remaps(o.remap);
   // rosbag2's storage and ROS 2's MCAP files play as their imports: each
   // channel published with its type.
@@ -158,7 +149,8 @@ int run_bag_recover(const Globals& /*g*/, const std::string& in, const std::stri
   }
   ProgressLine progress("recover", quiet);
   const mcap::RecoverReport r = mcap::recover(
-      in, out, [&progress](std::uint64_t read, std::uint64_t size) { progress.update_bytes(read, size); });
+      in, out, [&progress](std::uint64_t read, std::uint64_t size) { progress.update_bytes(read, size); },
+      "shmtool bag recover");
   progress.clear();
   const mcap::Reader check(out);  // what was written reads back as a complete file
   print(fmt::format("recovered {} messages in {} chunks ({} metadata records) from {} into {} ({})\n", r.messages,
@@ -169,141 +161,25 @@ int run_bag_recover(const Globals& /*g*/, const std::string& in, const std::stri
   return 0;
 }
 
-namespace {
-
-// Per recorded channel: its schema and its id in the copy. A raw channel
-// (no schema) becomes {"data": base64} in JSON, uint8[] data in CDR. A
-// ROS 2 recording's channel (cdr, ros2msg) is read through the definition
-// the file carries (`from_cdr`).
-struct Exported {
-  std::optional<schema::Schema> schema;
-  bool from_cdr = false;
-  std::uint16_t id = 0;
-};
-
-/// How channel `ch` of `info` is exported; `type` is set to its type.
-Exported exported(const mcap::FileInfo& info, const mcap::Channel& ch, TypeInfo& type) {
-  Exported e;
-  type = recorded_type(info, ch);
-  const mcap::Schema* sc = info.schema(ch.schema_id);
-  if (record::is_ros2_channel(ch, sc)) {
-    e.schema = record::schema_of_ros2msg(*sc, ch.topic);
-    e.from_cdr = true;
-    type = TypeInfo{e.schema->root().name, e.schema->hash(), e.schema->text()};
-  } else {
-    e.schema = schema::Schema::of(type);
-  }
-  return e;
-}
-
-/// The copy's channels, each with its schema (ros2msg or jsonschema, one
-/// record per text); those whose type cannot be read are refused
-/// (`strict`) or left out with the reason in `unreadable`.
-std::map<std::uint16_t, Exported> exported_channels(const mcap::FileInfo& info, mcap::Writer& writer, bool cdr,
-                                                    bool strict, std::map<std::uint16_t, std::string>& unreadable) {
-  std::map<std::uint16_t, Exported> channels;
-  std::map<std::string, std::uint16_t> schema_ids;  // schema text -> id
-  for (const auto& ch : info.channels) {
-    TypeInfo type;
-    Exported e;
-    try {
-      e = exported(info, ch, type);
-    } catch (const Error& x) {
-      if (strict) throw;
-      unreadable[ch.id] = x.what();
-      continue;
-    }
-    std::string text;
-    if (cdr) {
-      text = e.schema ? schema::ros2msg_text(e.schema->root()) : std::string{schema::kBytesRos2msgText};
-    } else {
-      text = e.schema ? e.schema->json_schema().dump() : raw_json_schema().dump();
-    }
-    auto it = schema_ids.find(text);
-    if (it == schema_ids.end()) {
-      const std::uint16_t id =
-          cdr ? writer.add_schema(schema::ros2_type_name(e.schema ? type.name : "shmbus/Bytes"), "ros2msg", text)
-              : writer.add_schema(type.name, "jsonschema", text);
-      it = schema_ids.emplace(text, id).first;
-    }
-    e.id = writer.add_channel(it->second, ch.topic, cdr ? "cdr" : "json", ch.metadata);
-    channels[ch.id] = std::move(e);
-  }
-  return channels;
-}
-
-}  // namespace
-
 int run_bag_export(const Globals& g, const std::string& in, const std::string& out, const std::string& encoding,
                    bool quiet, bool strict) {
-  const bool cdr = encoding == "cdr";
-  if (encoding != "json" && !cdr) {
-    throw Error(Errc::kInvalidArgument, "bag export: unknown --encoding '" + encoding + "'; use json or cdr");
-  }
-  std::error_code ec;
-  if (in == out || std::filesystem::equivalent(in, out, ec)) {
-    throw Error(Errc::kInvalidArgument, "bag export: -o must name another file than " + in);
-  }
-  const RecordingInput input(g, in, "bag export");
-  mcap::Reader reader(input.path());
-  const mcap::FileInfo& info = reader.info();
-  mcap::WriterOptions w;
-  // CDR with ros2msg schemas is the ros2 profile: what rosbag2 writes and
-  // Foxglove reads as ROS 2.
-  w.profile = cdr ? "ros2" : info.profile;
-  w.library = "shmtool bag export";
-  w.compression = mcap::parse_compression(info.compression).value_or(mcap::Compression::kZstd);
-  mcap::Writer writer(out, w);
-  std::map<std::uint16_t, std::string> unreadable;  // channels skipped, and why
-  const std::map<std::uint16_t, Exported> channels = exported_channels(info, writer, cdr, strict, unreadable);
-  Undecoded undecoded;
-  for (const auto& m : info.metadata) writer.write_metadata(m);
-  std::uint64_t n = 0;
-  std::string text;
+  ExportOptions o;
+  o.encoding = parse_export_encoding(encoding);
+  o.strict = strict;
+  o.library = "shmtool bag export";
   ProgressLine progress("export", quiet);
-  reader.read_messages([&](const mcap::MessageView& m) {
-    if (n % 4096 == 0) progress.update(n, info.statistics.message_count, writer.bytes());
-    const std::string& topic = info.channel(m.channel_id)->topic;
-    const mcap::Schema* sc = info.schema(info.channel(m.channel_id)->schema_id);
-    if (const auto u = unreadable.find(m.channel_id); u != unreadable.end()) {
-      undecoded.add(topic, sc != nullptr ? sc->name : "", u->second);
-      return true;
-    }
-    const Exported& e = channels.at(m.channel_id);
-    text.clear();
-    std::vector<std::byte> held;
-    std::span<const std::byte> bytes = m.data;
-    if (e.from_cdr) {
-      schema::CdrNotes notes;
-      try {
-        held = e.schema->from_cdr(m.data, schema::Schema::kMaxDecodedBytes, &notes);
-      } catch (const schema::CodecError& x) {
-        const std::string why = fmt::format("message {} does not decode: {}", m.sequence, x.what());
-        if (strict) throw Error(Errc::kInvalidArgument, fmt::format("bag export: {}: {} on {}", in, why, topic));
-        undecoded.add(topic, sc != nullptr ? sc->name : "", why);
-        return true;
-      }
-      undecoded.note(topic, notes);
-      bytes = held;
-    }
-    if (cdr) {
-      if (e.schema) {
-        e.schema->to_cdr(bytes, text);
-      } else {
-        schema::bytes_to_cdr(bytes, text);
-      }
-    } else {
-      text = e.schema ? e.schema->decode(bytes).dump() : Json{{"data", base64(bytes)}}.dump();
-    }
-    writer.write({e.id, m.sequence, m.log_time, m.publish_time, std::as_bytes(std::span{text})});
-    ++n;
-    return true;
-  });
-  writer.close();
+  o.progress = [&progress](const RewriteProgress& p) {
+    progress.update(p.messages, p.total_messages, p.bytes_written);
+  };
+  const RecordingInput input(g, in, "bag export");
+  const ExportReport r = export_recording(input.path(), out, o);
   progress.clear();
-  print(fmt::format("exported {} messages on {} channels from {} into {} ({}, {})\n", n, channels.size(), in, out,
-                    encoding, human_bytes(writer.bytes())));
-  return std::max(undecoded.say("bag export", "skipped"), input.exit_code());
+  print(fmt::format("exported {} messages on {} channels from {} into {} ({}, {})\n", r.messages, r.channels, in, out,
+                    encoding, human_bytes(r.bytes)));
+  Undecoded skipped;
+  for (const UndecodedChannel& c : r.skipped) skipped.add(c.topic, c.type, c.why, c.messages);
+  for (const auto& [topic, n] : r.notes) skipped.note(topic, n);
+  return std::max(skipped.say("bag export", "skipped"), input.exit_code());
 }
 
 namespace {

@@ -71,7 +71,7 @@ Json content(const Shown& s, std::span<const std::byte> data, schema::CdrNotes& 
       // not JSON after all: shown as bytes
     }
   }
-  return Json{{"data", base64(data)}};
+  return schema::bytes_to_json(data);
 }
 
 }  // namespace
@@ -93,9 +93,7 @@ int run_bag_rewrite(const Globals& g, const BagRewriteOptions& o) {
     inputs.push_back(opened.back()->path());
     rc = std::max(rc, opened.back()->exit_code());
   }
-  record::RewriteOptions r;
-  r.channels = o.channels;
-  r.exclude = o.exclude;
+  record::RewriteOptions r = o.rewrite;
   if (!o.begin.empty()) r.begin_ns = parse_wall_time("bag " + o.verb, "--begin", o.begin);
   if (!o.end.empty()) r.end_ns = parse_wall_time("bag " + o.verb, "--end", o.end);
   if (!o.compression.empty()) {
@@ -105,11 +103,10 @@ int run_bag_rewrite(const Globals& g, const BagRewriteOptions& o) {
                   "bag " + o.verb + ": unknown --compression '" + o.compression + "'; use zstd, lz4 or none");
     }
   }
-  if (o.chunk_size < 1024) {
-    throw Error(Errc::kInvalidArgument, "bag " + o.verb + ": --chunk-size " + std::to_string(o.chunk_size) +
+  if (r.chunk_size < 1024) {
+    throw Error(Errc::kInvalidArgument, "bag " + o.verb + ": --chunk-size " + std::to_string(r.chunk_size) +
                                             " is too small; use 1024 bytes or more (default 1 MiB)");
   }
-  r.chunk_size = o.chunk_size;
   r.library = "shmtool bag " + o.verb;
   ProgressLine progress(o.verb, o.quiet);
   r.progress = [&progress](const record::RewriteProgress& p) {
@@ -239,6 +236,7 @@ int run_bag_doctor(const Globals& g, const std::string& file) {
 
 int run_bag_import(const Globals& g, const std::string& in, const std::string& out, bool quiet, bool strict) {
   record::ImportOptions o;
+  o.library = "shmtool bag import";
   o.msg_paths = g.msg_paths;
   o.strict = strict;
   ProgressLine progress("import", quiet);

@@ -11,6 +11,7 @@
 #include "common.hpp"
 #include "shmbus/record/player.hpp"
 #include "shmbus/record/recorder.hpp"
+#include "shmbus/record/rewrite.hpp"
 #include "shmbus/record/step_replay.hpp"
 #include "shmbus/rosbag2.hpp"
 
@@ -127,13 +128,11 @@ struct BagRewriteOptions {
   std::string verb;                 ///< for messages and progress
   std::vector<std::string> inputs;  ///< one, or several for merge
   std::string output;
-  std::vector<std::string> channels;  ///< globs to keep
-  std::vector<std::string> exclude;   ///< globs to drop
-  std::string begin;                  ///< wall time (ISO 8601 or ns)
+  record::RewriteOptions rewrite;  ///< channels, exclude, chunk size; the rest from the text below
+  std::string begin;               ///< wall time (ISO 8601 or ns)
   std::string end;
   std::string compression;  ///< none | lz4 | zstd; "" keeps the input's
-  std::uint64_t chunk_size = std::uint64_t{1} << 20;
-  bool quiet = false;  ///< no progress line
+  bool quiet = false;       ///< no progress line
 };
 int run_bag_rewrite(const Globals& g, const BagRewriteOptions& o);
 /// bag cat FILE: the messages as lines (decoded; --json for scripts).

@@ -255,17 +255,4 @@ void ProgressLine::update_bytes(std::uint64_t read, std::uint64_t total) {
                    human_bytes(static_cast<std::uint64_t>(rate)), left_s));
 }
 
-std::string base64(std::span<const std::byte> data) {
-  static constexpr char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  std::string out;
-  out.reserve((data.size() + 2) / 3 * 4);
-  for (std::size_t i = 0; i < data.size(); i += 3) {
-    const std::size_t n = std::min<std::size_t>(3, data.size() - i);
-    std::uint32_t v = 0;
-    for (std::size_t k = 0; k < 3; ++k) v = (v << 8) | (k < n ? std::to_integer<std::uint32_t>(data[i + k]) : 0U);
-    for (std::size_t k = 0; k < 4; ++k) out += k <= n ? kAlphabet[(v >> (18 - 6 * k)) & 63U] : '=';
-  }
-  return out;
-}
-
 }  // namespace shmbus::tool

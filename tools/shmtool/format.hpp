@@ -64,8 +64,6 @@ class ProgressLine {
   bool drawn_ = false;
 };
 
-/// RFC 4648 base64, for raw payloads in JSON (as Foxglove shows bytes).
-std::string base64(std::span<const std::byte> data);
 /// A JSON number, or null for NaN and infinities (JSON has neither).
 schema::Json json_number(double x);
 

@@ -282,8 +282,8 @@ void add_play_command(CLI::App& app, Commands& k) {
 void rewrite_options(CLI::App* c, BagRewriteOptions& o, bool select, bool compression) {
   c->add_option("-o,--output", o.output, "The file to write (not one of the inputs)")->required();
   if (select) {
-    c->add_option("--channels", o.channels, "Keep the channels matching these globs (default: all)");
-    c->add_option("--exclude", o.exclude, "Drop the channels matching these globs");
+    c->add_option("--channels", o.rewrite.channels, "Keep the channels matching these globs (default: all)");
+    c->add_option("--exclude", o.rewrite.exclude, "Drop the channels matching these globs");
     c->add_option("--begin", o.begin, "Keep messages from this wall time (UTC ISO 8601 or ns since the epoch)");
     c->add_option("--end", o.end, "Keep messages before this wall time");
   }
@@ -291,7 +291,7 @@ void rewrite_options(CLI::App* c, BagRewriteOptions& o, bool select, bool compre
     c->add_option("--compression", o.compression, "Chunk compression: zstd, lz4 or none (default: the input's)")
         ->check(CLI::IsMember({"zstd", "lz4", "none"}));
   }
-  c->add_option("--chunk-size", o.chunk_size, "Uncompressed bytes per chunk (default 1 MiB)");
+  c->add_option("--chunk-size", o.rewrite.chunk_size, "Uncompressed bytes per chunk (default 1 MiB)");
   c->add_flag("-q,--quiet", o.quiet, "No progress line on a terminal");
 }
 

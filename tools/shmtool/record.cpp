@@ -35,6 +35,8 @@ extern "C" void on_sigusr1(int /*signal*/) {
 
 record::RecorderOptions recorder_options(const RecordOptions& o) {
   record::RecorderOptions r = o.recorder;
+  r.library = "shmtool record";
+  r.node = "shmtool-record";
   if (r.output.empty()) throw Error(Errc::kInvalidArgument, "record: give the file to write with -o FILE.mcap");
   if (r.patterns.empty() && !r.all) {
     throw Error(Errc::kInvalidArgument, "record: no channel to record; name channels or globs, or give --all");

@@ -17,6 +17,8 @@ int run_play_step(const Globals& g, const PlayOptions& o) {
     throw Error(Errc::kInvalidArgument, "play --step: give one recording (a split recording: merge it first)");
   }
   record::StepReplayOptions options = o.step_replay;
+  options.node = "shmtool-play";
+  options.library = "shmtool play --step";
   options.recording = files.front();
   options.on_note = [](const std::string& line) { print(line); };
   record::StepReplay replay(config, std::move(options));

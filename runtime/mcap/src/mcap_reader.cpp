@@ -474,8 +474,8 @@ namespace {
 template <class File>
 class Recovery {
  public:
-  Recovery(File& r, std::string out, const RecoverProgress& progress)
-      : r_(r), out_(std::move(out)), progress_(progress) {}
+  Recovery(File& r, std::string out, const RecoverProgress& progress, std::string library)
+      : r_(r), out_(std::move(out)), progress_(progress), library_(std::move(library)) {}
 
   RecoverReport run() {
     std::uint64_t at = r_.read_header();
@@ -525,7 +525,7 @@ class Recovery {
     if (!w_) {
       WriterOptions o;
       o.profile = r_.info.profile;
-      o.library = "shmtool bag recover";
+      o.library = library_;
       o.compression = parse_compression(compression).value_or(Compression::kZstd);
       w_.emplace(out_, o);
       for (const auto& m : early_metadata_) w_->write_metadata(m);
@@ -596,15 +596,17 @@ class Recovery {
   std::map<std::uint16_t, std::uint16_t> schema_ids_;   ///< in -> out
   std::map<std::uint16_t, std::uint16_t> channel_ids_;  ///< in -> out
   std::vector<Metadata> early_metadata_;                ///< before the writer exists
+  std::string library_;                                 ///< the output's library field
 };
 
 }  // namespace
 
-RecoverReport recover(const std::string& in, const std::string& out, const RecoverProgress& progress) {
+RecoverReport recover(const std::string& in, const std::string& out, const RecoverProgress& progress,
+                      const std::string& library) {
   Reader::Impl r;
   r.info.path = in;
   r.open_file(8 + 9);
-  return Recovery<Reader::Impl>(r, out, progress).run();
+  return Recovery<Reader::Impl>(r, out, progress, library).run();
 }
 
 namespace {

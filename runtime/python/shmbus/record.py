@@ -13,7 +13,7 @@ import numpy as np
 from . import _shmbus
 from ._messages import Message, MessageType, encode
 
-__all__ = ["ChannelInfo", "Reader", "Recorded", "Writer"]
+__all__ = ["ChannelInfo", "Reader", "Recorded", "Writer", "export", "import_ros2"]
 
 _PROVENANCE_CHANNEL = "/shmbus/provenance"
 
@@ -120,3 +120,24 @@ class Writer:
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
+
+
+def export(input: str, output: str, encoding: str = "json", strict: bool = False) -> dict[str, Any]:
+    """Writes `output`, the recording `input` with every message in
+    `encoding`: "json" (a jsonschema per type) or "cdr" (profile ros2,
+    ros2msg schemas, what rosbag2 writes). A channel whose type cannot be
+    read, or a message that does not decode, is left out and listed under
+    "left_out" (with `strict`, the first raises InvalidArgumentError).
+    Returns {"messages", "channels", "bytes", "left_out"}; as `shmtool bag
+    export`."""
+    return dict(_shmbus.export_recording(input, output, encoding, strict))
+
+
+def import_ros2(input: str, output: str, msg_path: Iterable[str] = (), strict: bool = False) -> dict[str, Any]:
+    """Writes `output`, a shmbus recording, from the ROS 2 recording
+    `input` (cdr messages, ros2msg schemas; rosbag2's MCAP). A channel
+    whose type cannot be held, or a message that does not decode, is kept
+    raw and listed under "left_out" (with `strict`, the first raises).
+    Returns {"messages", "channels", "bytes", "left_out"}; as `shmtool bag
+    import`."""
+    return dict(_shmbus.import_ros2(input, output, list(msg_path), strict))

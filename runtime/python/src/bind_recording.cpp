@@ -18,6 +18,8 @@
 #include "shmbus/mcap.hpp"
 #include "shmbus/monitor/listing.hpp"
 #include "shmbus/monitor/settings.hpp"
+#include "shmbus/record/export.hpp"
+#include "shmbus/record/import.hpp"
 #include "shmbus/record/recording.hpp"
 
 namespace shmbus::python {
@@ -132,8 +134,7 @@ class PyReader {
   std::unique_ptr<lineage::Lineage> lineage_;
 };
 
-/// Writes a recording as the recorder lays it out (schema "shmbus.msg",
-/// encoding "shmbus", the type's name and hash on each channel).
+/// Writes a recording as the recorder lays it out (record::RecordedChannels).
 class PyWriter {
  public:
   PyWriter(const std::string& path, const std::string& compression) {
@@ -144,6 +145,7 @@ class PyWriter {
     }
     o.compression = *c;
     writer_ = std::make_unique<mcap::Writer>(path, o);
+    forms_.emplace(*writer_);
   }
 
   void write(const std::string& channel, const TypeTuple& type, std::uint64_t sequence, std::uint64_t log_time,
@@ -151,13 +153,7 @@ class PyWriter {
     mcap::Writer& w = get();
     auto it = channels_.find(channel);
     if (it == channels_.end()) {
-      const TypeInfo t = type_of(type);
-      auto s = schemas_.find(t.hash);
-      if (s == schemas_.end()) s = schemas_.emplace(t.hash, w.add_schema(t.name, "shmbus.msg", t.schema)).first;
-      it = channels_
-               .emplace(channel, w.add_channel(s->second, channel, "shmbus",
-                                               {{"type_name", t.name}, {"type_hash", fmt::format("{:016x}", t.hash)}}))
-               .first;
+      it = channels_.emplace(channel, forms_->add(channel, type_of(type))).first;
     }
     const py::buffer_info b = data.request();
     mcap::Message m;
@@ -180,9 +176,29 @@ class PyWriter {
     return *writer_;
   }
   std::unique_ptr<mcap::Writer> writer_;
-  std::map<std::uint64_t, std::uint16_t> schemas_;
+  std::optional<record::RecordedChannels> forms_;
   std::map<std::string, std::uint16_t> channels_;
 };
+
+/// What an export or an import wrote and left out, as Python data.
+py::dict report_dict(std::uint64_t messages, std::uint64_t channels, std::uint64_t bytes,
+                     const std::vector<record::UndecodedChannel>& left) {
+  py::list out;
+  for (const record::UndecodedChannel& c : left) {
+    py::dict d;
+    d["channel"] = c.topic;
+    d["type"] = c.type;
+    d["messages"] = c.messages;
+    d["why"] = c.why;
+    out.append(d);
+  }
+  py::dict d;
+  d["messages"] = messages;
+  d["channels"] = channels;
+  d["bytes"] = bytes;
+  d["left_out"] = out;
+  return d;
+}
 
 }  // namespace
 
@@ -206,6 +222,32 @@ void register_recording(py::module_& m) {
         return json_to_python(monitor::list_domain(mon).json());
       },
       py::arg("domain") = py::none(), py::arg("config") = "");
+  m.def(
+      "export_recording",
+      [](const std::string& input, const std::string& output, const std::string& encoding, bool strict) {
+        record::ExportOptions o;
+        o.encoding = record::parse_export_encoding(encoding);
+        o.strict = strict;
+        const record::ExportReport r = [&] {
+          const py::gil_scoped_release unlocked;
+          return record::export_recording(input, output, o);
+        }();
+        return report_dict(r.messages, r.channels, r.bytes, r.skipped);
+      },
+      py::arg("input"), py::arg("output"), py::arg("encoding"), py::arg("strict"));
+  m.def(
+      "import_ros2",
+      [](const std::string& input, const std::string& output, const std::vector<std::string>& msg_path, bool strict) {
+        record::ImportOptions o;
+        o.msg_paths = msg_path;
+        o.strict = strict;
+        const record::ImportReport r = [&] {
+          const py::gil_scoped_release unlocked;
+          return record::import_ros2(input, output, o);
+        }();
+        return report_dict(r.messages, r.channels, r.bytes, r.undecoded);
+      },
+      py::arg("input"), py::arg("output"), py::arg("msg_path"), py::arg("strict"));
 }
 
 }  // namespace shmbus::python

@@ -210,10 +210,10 @@ ImportReport import_ros2(const std::string& input, const std::string& output, co
   // the second every other one, the third writes with all of them known.
   for (int attempt = 0;; ++attempt) {
     mcap::WriterOptions w;
-    w.library = "shmtool bag import";
+    w.library = o.library;
     w.compression = mcap::parse_compression(info.compression).value_or(mcap::Compression::kZstd);
     mcap::Writer writer(staged.path(), w);
-    std::map<std::string, std::uint16_t> schema_ids;
+    RecordedChannels channel_forms(writer);
     for (const mcap::Channel& c : info.channels) {
       Imported& im = channels.at(c.id);
       im.messages = 0;
@@ -230,18 +230,9 @@ ImportReport import_ros2(const std::string& input, const std::string& output, co
         im.id = writer.add_channel(schema_id, c.topic, c.message_encoding, std::move(metadata));
         continue;
       }
-      const TypeInfo type =
-          im.schema ? TypeInfo{im.schema->root().name, im.schema->hash(), im.schema->text()} : TypeInfo::bytes();
-      std::uint16_t schema_id = 0;
-      if (im.schema) {
-        auto it = schema_ids.find(type.name);
-        if (it == schema_ids.end()) {
-          it = schema_ids.emplace(type.name, writer.add_schema(type.name, "shmbus.msg", type.schema)).first;
-        }
-        schema_id = it->second;
-      }
-      im.id = writer.add_channel(schema_id, c.topic, "shmbus",
-                                 {{"type_name", type.name}, {"type_hash", fmt::format("{:016x}", type.hash)}});
+      im.id =
+          channel_forms.add(c.topic, im.schema ? TypeInfo{im.schema->root().name, im.schema->hash(), im.schema->text()}
+                                               : TypeInfo::bytes());
     }
     for (const mcap::Metadata& m : info.metadata) writer.write_metadata(m);
     report = ImportReport{};

@@ -182,6 +182,9 @@ class Queue {
 /// recording is part of its topology.
 class Topology {
  public:
+  /// `own_node`: the recorder's, left out of the modules.
+  explicit Topology(std::string own_node) : own_node_(std::move(own_node)) {}
+
   /// Reader thread.
   void scan(const introspect::DomainView& domain, const SegmentAccess& access) {
     for (const std::string& name : domain.channel_names()) scan_channel(domain.domain(), name, access);
@@ -205,10 +208,10 @@ class Topology {
       types_[name] = v.type_name;
       for (const auto& ep : v.publishers) {
         nodes_[name][ep.id] = ep.node;
-        if (ep.node != kRecorderNode && !ep.node.empty()) modules_[ep.node].second.insert(name);
+        if (ep.node != own_node_ && !ep.node.empty()) modules_[ep.node].second.insert(name);
       }
       for (const auto& ep : v.subscribers) {
-        if (ep.node != kRecorderNode && !ep.node.empty()) modules_[ep.node].first.insert(name);
+        if (ep.node != own_node_ && !ep.node.empty()) modules_[ep.node].first.insert(name);
       }
     }
   }
@@ -247,6 +250,7 @@ class Topology {
   std::map<std::string, std::map<std::uint32_t, std::string>> nodes_;
   /// node -> (reads, writes)
   std::map<std::string, std::pair<std::set<std::string>, std::set<std::string>>> modules_;
+  std::string own_node_;
 };
 
 struct RecordedChannel {
@@ -291,9 +295,9 @@ struct RecordedChannel {
 /// One output file being written (the writer thread's).
 struct OpenFile {
   std::unique_ptr<mcap::Writer> writer;
-  std::vector<std::uint16_t> ids;                  ///< recorded channel index -> MCAP channel id
-  std::map<std::uint64_t, std::uint16_t> schemas;  ///< type hash -> schema id
-  std::uint64_t first_log_time = 0;                ///< 0: no message yet
+  std::vector<std::uint16_t> ids;         ///< recorded channel index -> MCAP channel id
+  std::optional<RecordedChannels> forms;  ///< the channels' form, over `writer`
+  std::uint64_t first_log_time = 0;       ///< 0: no message yet
   /// Recorded channel index -> the publisher id of its first message here.
   std::map<std::size_t, std::uint32_t> first_publisher;
   std::optional<std::uint16_t> provenance_id;  ///< the /shmbus/provenance channel, once used
@@ -306,13 +310,13 @@ struct OpenFile {
 class Recorder::Impl {
  public:
   Impl(const Config& config, RecorderOptions o)
-      : o_(std::move(o)), config_(config), queue_(o_.queue_bytes), options_(writer_options(o_)) {
+      : o_(std::move(o)), config_(config), queue_(o_.queue_bytes), options_(writer_options(o_)), topology_(o_.node) {
     if (o_.output.empty()) throw Error(Errc::kInvalidArgument, "record: no output file");
     if (o_.patterns.empty() && !o_.all) {
       throw Error(Errc::kInvalidArgument, "record: no channel to record; name channels or globs, or record all");
     }
     Config c = config;
-    c.node = kRecorderNode;
+    c.node = o_.node;
     // The recorder is not latency-bound: its reader thread sleeps on the
     // futex at once instead of spinning first, and leaves the CPU to the
     // writer thread and the publishers.
@@ -320,8 +324,8 @@ class Recorder::Impl {
     for (ChannelRule& rule : c.channels) rule.wait_spin.reset();
     context_ = std::make_unique<Context>(std::move(c));
     if (o_.snapshot_s > 0) {
-      trigger_sub_ = std::make_unique<TypedSubscriber<shmbus_msgs::RecordTrigger>>(
-          kTriggerChannel, *context_, SubscriberOptions{.node = kRecorderNode});
+      trigger_sub_ = std::make_unique<TypedSubscriber<shmbus_msgs::RecordTrigger>>(kTriggerChannel, *context_,
+                                                                                   SubscriberOptions{.node = o_.node});
       wait_set_.attach(trigger_sub_->untyped());
       wait_set_.attach(snapshot_guard_);
     } else {
@@ -444,7 +448,7 @@ class Recorder::Impl {
     if (o_.snapshot_s > 0 && !alerts_sub_ && std::find(names.begin(), names.end(), kAlertsChannel) != names.end()) {
       try {
         alerts_sub_ = std::make_unique<TypedSubscriber<shmbus_msgs::Alert>>(kAlertsChannel, *context_,
-                                                                            SubscriberOptions{.node = kRecorderNode});
+                                                                            SubscriberOptions{.node = o_.node});
         wait_set_.attach(alerts_sub_->untyped());
       } catch (const Error&) {
         alerts_sub_.reset();  // removed meanwhile, or another type: looked for again
@@ -457,7 +461,7 @@ class Recorder::Impl {
       try {
         rc->sub = std::make_unique<Subscriber>(
             name, std::nullopt, *context_,
-            SubscriberOptions{.from_first = present_at_start_.count(name) == 0, .node = kRecorderNode});
+            SubscriberOptions{.from_first = present_at_start_.count(name) == 0, .node = o_.node});
       } catch (const Error&) {
         seen_generation_ = UINT64_MAX;  // being created or removed: looked at again next time
         continue;
@@ -599,16 +603,7 @@ class Recorder::Impl {
     sync_known();
     while (file_.ids.size() < known_.size()) {
       const RecordedChannel& rc = *known_[file_.ids.size()];
-      auto it = file_.schemas.find(rc.type.hash);
-      if (it == file_.schemas.end()) {
-        it = file_.schemas.emplace(rc.type.hash, file_.writer->add_schema(rc.type.name, "shmbus.msg", rc.type.schema))
-                 .first;
-      }
-      file_.ids.push_back(file_.writer->add_channel(it->second, rc.name, "shmbus",
-                                                    {{"type_name", rc.type.name},
-                                                     {"type_hash", fmt::format("{:016x}", rc.type.hash)},
-                                                     {"host", host_},
-                                                     {"domain", config_.domain}}));
+      file_.ids.push_back(file_.forms->add(rc.name, rc.type, {{"host", host_}, {"domain", config_.domain}}));
     }
   }
 
@@ -616,6 +611,7 @@ class Recorder::Impl {
     const std::string path = numbered() ? numbered_path(o_.output, files_.size()) : o_.output;
     file_ = OpenFile{};
     file_.writer = std::make_unique<mcap::Writer>(path, options_);
+    file_.forms.emplace(*file_.writer);
     file_.writer->write_metadata({kRecordingMetadata,
                                   {{"host", host_},
                                    {"domain", config_.domain},
@@ -833,7 +829,7 @@ std::uint64_t RecordSummary::lost() const noexcept {
 
 std::size_t trigger_snapshots(const Config& config, std::string_view reason) {
   Config c = config;
-  c.node = "shmtool-record-trigger";
+  if (c.node.empty()) c.node = "shmbus-record-trigger";
   Context ctx(std::move(c));
   TypedPublisher<shmbus_msgs::RecordTrigger> pub(kTriggerChannel, ctx);
   const auto view = introspect::ChannelReader(config.domain, kTriggerChannel, false, config.access()).view();

@@ -61,12 +61,17 @@ TypeInfo recorded_type(const mcap::FileInfo& info, const mcap::Channel& c) {
   return t;
 }
 
-std::uint16_t add_provenance_channel(mcap::Writer& writer, const mcap::KeyValues& metadata) {
-  const TypeInfo type = type_info_of<shmbus_msgs::MessageProvenance>();
+std::uint16_t RecordedChannels::add(const std::string& topic, const TypeInfo& type, const mcap::KeyValues& metadata) {
+  auto it = schemas_.find(type.hash);
+  if (it == schemas_.end())
+    it = schemas_.emplace(type.hash, writer_->add_schema(type.name, "shmbus.msg", type.schema)).first;
   mcap::KeyValues m{{"type_name", type.name}, {"type_hash", fmt::format("{:016x}", type.hash)}};
   m.insert(m.end(), metadata.begin(), metadata.end());
-  return writer.add_channel(writer.add_schema(type.name, "shmbus.msg", type.schema), kProvenanceChannel, "shmbus",
-                            std::move(m));
+  return writer_->add_channel(it->second, topic, "shmbus", std::move(m));
+}
+
+std::uint16_t add_provenance_channel(mcap::Writer& writer, const mcap::KeyValues& metadata) {
+  return RecordedChannels(writer).add(kProvenanceChannel, type_info_of<shmbus_msgs::MessageProvenance>(), metadata);
 }
 
 shmbus_msgs::MessageProvenance provenance_record(const ProvenanceFacts& f, std::span<const Provenance> entries) {

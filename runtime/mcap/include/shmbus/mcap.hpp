@@ -247,7 +247,8 @@ class Reader {
   bool next_message(MessageView& v);
 
  private:
-  friend RecoverReport recover(const std::string& in, const std::string& out, const RecoverProgress& progress);
+  friend RecoverReport recover(const std::string& in, const std::string& out, const RecoverProgress& progress,
+                               const std::string& library);
   friend std::vector<Fault> doctor(const std::string& path);
   struct Impl;
   std::unique_ptr<Impl> impl_;
@@ -261,7 +262,9 @@ class Reader {
 /// statistics) with `in`'s profile. `in` need not be damaged: a complete
 /// file is copied whole. Throws Error(kConfig) naming `in` when it does not
 /// begin as an MCAP file, Error(kNotFound) when it does not exist.
-RecoverReport recover(const std::string& in, const std::string& out, const RecoverProgress& progress = {});
+/// `library`: the output header's library field.
+RecoverReport recover(const std::string& in, const std::string& out, const RecoverProgress& progress = {},
+                      const std::string& library = "shmbus mcap recover");
 
 /// Checks every record of a file, as `mcap doctor` does, and lists what is
 /// wrong instead of stopping at the first fault: the magic at both ends,

@@ -25,6 +25,7 @@ struct ImportOptions {
   /// Refuse the whole file at the first channel whose type cannot be read
   /// or message that does not decode (else that channel is kept raw).
   bool strict = false;
+  std::string library = "shmbus record import";  ///< the header's library field
 };
 
 /// A channel imported as it was, undecoded: its bytes, its schema's name

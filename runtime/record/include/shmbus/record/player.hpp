@@ -34,7 +34,7 @@ struct PlayerOptions {
   std::optional<std::uint64_t> end_ns;       ///< play up to this log time
   bool start_paused = false;                 ///< start paused (needs a PlayControl to resume)
   bool clock = false;                        ///< publish the recording's time on kClockChannel
-  std::string node = "shmtool-play";         ///< the node the player's publishers register under
+  std::string node = "shmbus-play";          ///< the node the player's publishers register under
 };
 
 /// What a control asks of the player.

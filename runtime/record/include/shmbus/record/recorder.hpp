@@ -6,7 +6,7 @@
 /// one file, a split series, or snapshots written on a trigger.
 ///
 /// The recorder is a subscriber on every channel it records (node
-/// "shmtool-record"): it never slows a publisher, and what it loses on the
+/// RecorderOptions::node): it never slows a publisher, and what it loses on the
 /// rings is counted per channel. A reader thread drains the rings into a
 /// bounded queue; a writer thread compresses and writes, so a slow disk
 /// loses messages only when the queue is full, and those are counted too.
@@ -54,7 +54,10 @@ struct RecorderOptions {
   /// The reason a trigger_snapshot() call is written under.
   std::string direct_trigger_reason = "trigger_snapshot()";
   /// The MCAP header's library and the recording metadata's recorder.
-  std::string library = "shmtool record";
+  std::string library = "shmbus record";
+  /// The node the recorder's subscriptions register under (left out of the
+  /// module topology it records).
+  std::string node = "shmbus-record";
   /// Called from the writer thread after each snapshot file is closed.
   std::function<void(const SnapshotWritten&)> on_snapshot;
 };

@@ -19,8 +19,6 @@
 
 namespace shmbus::record {
 
-/// The node name the recorder's subscriptions register under.
-inline constexpr const char* kRecorderNode = "shmtool-record";
 /// The channel a recorder in snapshot mode takes triggers from.
 inline constexpr const char* kTriggerChannel = "/shmbus/record/trigger";
 
@@ -40,6 +38,24 @@ using shmbus::kClockChannel;
 
 /// The type a recorded channel had, from its metadata and schema.
 TypeInfo recorded_type(const mcap::FileInfo& info, const mcap::Channel& c);
+
+/// The MCAP form of a recorded channel, for a file being written: a
+/// `shmbus.msg` schema record per type (one each, by hash; a raw channel's,
+/// shmbus/Bytes, has no text), and the channel with message encoding
+/// `shmbus`, its type's name and hash first in its metadata. Every writer
+/// of shmbus recordings (the recorder, import, Python's Writer) adds its
+/// channels through it; recorded_type() reads them back.
+class RecordedChannels {
+ public:
+  explicit RecordedChannels(mcap::Writer& writer) noexcept : writer_(&writer) {}
+  /// Adds channel `topic` of `type`; `metadata` follows the type's. Returns
+  /// its id.
+  std::uint16_t add(const std::string& topic, const TypeInfo& type, const mcap::KeyValues& metadata = {});
+
+ private:
+  mcap::Writer* writer_;
+  std::map<std::uint64_t, std::uint16_t> schemas_;  // type hash -> schema id
+};
 
 /// Adds the /shmbus/provenance channel (and its schema) to a file being
 /// written; `metadata` joins the type's.

@@ -36,7 +36,7 @@ struct RewriteOptions {
   /// its chunks differ).
   std::optional<mcap::Compression> compression;
   std::uint64_t chunk_size = std::uint64_t{1} << 20;  ///< uncompressed bytes per chunk
-  std::string library = "shmtool bag";                ///< the header's library field
+  std::string library = "shmbus record rewrite";      ///< the header's library field
   /// Called every 4096 messages and at the end.
   std::function<void(const RewriteProgress&)> progress;
 };

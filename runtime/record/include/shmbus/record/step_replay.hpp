@@ -30,12 +30,12 @@
 namespace shmbus::record {
 
 struct StepReplayOptions {
-  std::string recording;                        ///< one MCAP file (a split recording: merge it first)
-  std::vector<std::string> modules;             ///< the live modules, by node name
-  std::string output;                           ///< the replayed run's recording
-  double timeout_s = 5.0;                       ///< how long a live module may take to subscribe or answer
-  std::string node = "shmtool-play";            ///< the node the replay's endpoints register under
-  std::string library = "shmtool play --step";  ///< the output's MCAP library
+  std::string recording;                       ///< one MCAP file (a split recording: merge it first)
+  std::vector<std::string> modules;            ///< the live modules, by node name
+  std::string output;                          ///< the replayed run's recording
+  double timeout_s = 5.0;                      ///< how long a live module may take to subscribe or answer
+  std::string node = "shmbus-play";            ///< the node the replay's endpoints register under
+  std::string library = "shmbus step replay";  ///< the output's MCAP library
   /// Lines for a person while it replays (a module that did not answer, a
   /// frame's inputs missing from the recording); none when empty.
   std::function<void(const std::string&)> on_note;
