@@ -157,7 +157,8 @@ void BM_TimeListStamp(benchmark::State& state) {
   BenchDomain d(64);
   {
     Publisher pub("/bench", TypeInfo::bytes(), *d.context);  // keeps the channel mapped
-    auto channel = d.context->state().channel(ChannelName("/bench"), d.context->config().channel("/bench"), nullptr);
+    auto channel = d.context->state().channel(ChannelName("/bench", d.context->domain()),
+                                              d.context->config().channel("/bench"), nullptr);
     std::int64_t t = 1'000'000'000;
     for (auto _ : state) {
       channel->stamp(t);

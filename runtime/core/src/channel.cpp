@@ -195,14 +195,8 @@ Channel::Channel(Segment s, std::string name) : segment_(std::move(s)), name_(st
 
 std::shared_ptr<Channel> Channel::open_existing(const std::string& domain, const ChannelName& name, bool writable,
                                                 const SegmentAccess& access, Residency residency) {
-  return open_object(channel_object_name(domain, name.view()), domain, name, writable, access, residency);
-}
-
-std::shared_ptr<Channel> Channel::open_object(const std::string& object, const std::string& domain,
-                                              const ChannelName& name, bool writable, const SegmentAccess& access,
-                                              Residency residency) {
   try {
-    Segment s = Segment::open(object, kSpec, writable, access, residency);
+    Segment s = Segment::open(name.object(), kSpec, writable, access, residency);
     return std::shared_ptr<Channel>(new Channel(std::move(s), name.str()));
   } catch (const Error& e) {
     if (e.code() == Errc::kNotFound) {
@@ -227,20 +221,19 @@ namespace {
 
 }  // namespace
 
-std::shared_ptr<Channel> Channel::create_or_open(const std::string& object, const std::string& domain,
-                                                 const ChannelName& name, const TypeInfo* type,
-                                                 const ChannelSettings& settings, const SegmentAccess& access,
-                                                 Registry& registry, bool create) {
+std::shared_ptr<Channel> Channel::create_or_open(const std::string& domain, const ChannelName& name,
+                                                 const TypeInfo* type, const ChannelSettings& settings,
+                                                 const SegmentAccess& access, bool create) {
   if (type != nullptr && type->name.size() >= kTypeNameBytes) {
     throw Error(Errc::kInvalidArgument,
                 fmt::format("type name \"{}\" is longer than {} bytes", type->name, kTypeNameBytes - 1));
   }
   std::shared_ptr<Channel> ch;
   if (type == nullptr || !create) {
-    ch = open_object(object, domain, name, true, access, Residency::kPopulated);
+    ch = open_existing(domain, name, true, access, Residency::kPopulated);
   } else {
     const Geometry g = geometry(settings, type->schema.size());
-    Segment s = Segment::create_or_open(object, g.total, access, kSpec, [&](void* base) {
+    Segment s = Segment::create_or_open(name.object(), g.total, access, kSpec, [&](void* base) {
       auto* h = static_cast<ChannelHeader*>(base);
       copy_name(h->name, sizeof(h->name), name.view());
       copy_name(h->type_name, sizeof(h->type_name), type->name);
@@ -284,11 +277,14 @@ std::shared_ptr<Channel> Channel::create_or_open(const std::string& object, cons
                     to_string(settings.overflow));
   }
   if (type != nullptr) ch->report_other_sizes(settings);
+  return ch;
+}
+
+void Channel::list_in(Registry& registry) {
   // Every opener makes sure the channel is listed: a creator killed between
   // creating the segment and listing it is repaired by the next opener.
-  const std::uint32_t index = registry.ensure(name.view(), ch->type_name_, ch->type_hash_, h.transport);
-  ch->header().registry_index.store(index, std::memory_order_relaxed);
-  return ch;
+  const std::uint32_t index = registry.ensure(name_, type_name_, type_hash_, static_cast<std::uint32_t>(transport_));
+  header().registry_index.store(index, std::memory_order_relaxed);
 }
 
 std::string_view Channel::schema_text() const noexcept { return schema_; }
@@ -663,13 +659,16 @@ std::shared_ptr<Channel> DomainState::channel(const ChannelName& name, const Cha
   // behind. An existing channel is opened first: that its transport differs
   // from ours is the error to report, and an iceoryx one checks for RouDi
   // when its port is made.
-  const std::string object = channel_object_name(config_.domain, name.view());
-  if (create && settings.transport == Transport::kIceoryx && type != nullptr && !Segment::exists(object)) {
-    ensure_iceoryx_runtime(name.view());
-  }
-  auto ch = Channel::create_or_open(object, config_.domain, name, type, settings, config_.access(), registry(), create);
+  const bool creates_iceoryx =
+      create && settings.transport == Transport::kIceoryx && type != nullptr && !Segment::exists(name.object());
+  const auto open = [&] {
+    return Channel::create_or_open(config_.domain, name, type, settings, config_.access(), create);
+  };
+  std::shared_ptr<Channel> ch = creates_iceoryx ? nullptr : open();
   // Every endpoint of an iceoryx channel needs this process's runtime.
-  if (ch->transport() == Transport::kIceoryx) ensure_iceoryx_runtime(name.view());
+  if (creates_iceoryx || ch->transport() == Transport::kIceoryx) ensure_iceoryx_runtime(name.view());
+  if (!ch) ch = open();
+  ch->list_in(registry());
   channels_[name.str()] = ch;
   return ch;
 }

@@ -34,15 +34,16 @@ class Channel {
   static std::shared_ptr<Channel> open_existing(const std::string& domain, const ChannelName& name, bool writable,
                                                 const SegmentAccess& access, Residency residency = Residency::kOnTouch);
   /// Creates the channel with `settings` and `type`, or opens it; checks the
-  /// type (when `type` is given) and lists it in `registry`. Without `type`,
-  /// or without `create`, only an existing channel is opened
-  /// (Error(kNotFound) naming it otherwise). `object` is the channel's
-  /// shared-memory object name, resolved by the caller
-  /// (channel_object_name).
-  static std::shared_ptr<Channel> create_or_open(const std::string& object, const std::string& domain,
-                                                 const ChannelName& name, const TypeInfo* type,
-                                                 const ChannelSettings& settings, const SegmentAccess& access,
-                                                 Registry& registry, bool create);
+  /// type (when `type` is given). Without `type`, or without `create`,
+  /// only an existing channel is opened (Error(kNotFound) naming it
+  /// otherwise).
+  static std::shared_ptr<Channel> create_or_open(const std::string& domain, const ChannelName& name,
+                                                 const TypeInfo* type, const ChannelSettings& settings,
+                                                 const SegmentAccess& access, bool create);
+  /// Lists the channel in `registry` (again: a creator killed before it
+  /// listed the channel is repaired by the next opener) and stores its
+  /// index in the header.
+  void list_in(Registry& registry);
 
   [[nodiscard]] layout::ChannelHeader& header() const noexcept { return *header_; }
   [[nodiscard]] const std::string& name() const noexcept { return name_; }
@@ -247,11 +248,6 @@ class Channel {
   std::uint32_t time_list_log2_;
   layout::EndpointEntry* publishers_;
   layout::EndpointEntry* subscribers_;
-
-  /// open_existing of the channel whose object name is `object`.
-  static std::shared_ptr<Channel> open_object(const std::string& object, const std::string& domain,
-                                              const ChannelName& name, bool writable, const SegmentAccess& access,
-                                              Residency residency);
 };
 
 /// What a Context has mapped of its domain: the registry and a cache of

@@ -309,24 +309,37 @@ Config Config::from_environment() {
   return c;
 }
 
-ChannelSettings Config::channel(std::string_view channel_name) const {
+namespace {
+
+/// Config::channel for `name`, starting from `alias`'s settings (empty:
+/// the defaults).
+ChannelSettings settings_for(const Config& c, std::string_view name, const std::string& alias) {
   // A service client's own response channel is configured as the service's
   // response channel (its max_message_size above all), then by the rules
   // that match it; it has no rate thresholds unless a rule names it alone
   // (its rate is one client's calls: a glob's thresholds for the service's
   // rate would alert on every idle client).
-  const std::string service = service_of_client_response_channel(channel_name);
-  ChannelSettings s = service.empty() ? defaults : channel(service_response_channel(service));
-  if (!service.empty()) s.thresholds_hz.reset();
-  const std::string name{channel_name};
-  for (const ChannelRule& r : channels) {
-    const bool named = r.pattern == name;
-    if (!named && ::fnmatch(r.pattern.c_str(), name.c_str(), 0) != 0) continue;
+  ChannelSettings s = alias.empty() ? c.defaults : settings_for(c, alias, {});
+  if (!alias.empty()) s.thresholds_hz.reset();
+  const std::string n{name};
+  for (const ChannelRule& r : c.channels) {
+    const bool named = r.pattern == n;
+    if (!named && ::fnmatch(r.pattern.c_str(), n.c_str(), 0) != 0) continue;
     const std::optional<std::array<double, 3>> kept = s.thresholds_hz;
     ConfigReader::apply(r, s);
-    if (!service.empty() && !named) s.thresholds_hz = kept;
+    if (!alias.empty() && !named) s.thresholds_hz = kept;
   }
   return s;
+}
+
+}  // namespace
+
+ChannelSettings Config::channel(std::string_view channel_name) const {
+  return settings_for(*this, channel_name, settings_alias(channel_name));
+}
+
+ChannelSettings Config::channel(const ChannelName& name) const {
+  return settings_for(*this, name.view(), name.settings_alias());
 }
 
 }  // namespace shmbus

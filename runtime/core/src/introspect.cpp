@@ -56,7 +56,8 @@ struct ChannelReader::Impl {
 
 ChannelReader::ChannelReader(const std::string& domain, std::string_view channel, bool writable,
                              const SegmentAccess& access)
-    : impl_(std::make_unique<Impl>(Impl{Channel::open_existing(domain, ChannelName(channel), writable, access)})) {}
+    : impl_(std::make_unique<Impl>(
+          Impl{Channel::open_existing(domain, ChannelName(channel, domain), writable, access)})) {}
 ChannelReader::~ChannelReader() = default;
 ChannelReader::ChannelReader(ChannelReader&&) noexcept = default;
 ChannelReader& ChannelReader::operator=(ChannelReader&&) noexcept = default;
@@ -206,7 +207,7 @@ enum class ChannelUse : std::uint8_t { kInUse, kUnused, kNotOurs };
 ChannelUse channel_use(const std::string& domain, const std::string& channel, bool dry_run,
                        const SegmentAccess& access) {
   try {
-    auto ch = Channel::open_existing(domain, ChannelName(channel), !dry_run, access);
+    auto ch = Channel::open_existing(domain, ChannelName(channel, domain), !dry_run, access);
     if (!dry_run) ch->reclaim_dead();
     const bool live = any_live(&ch->publisher(0), kMaxPublishers) || any_live(&ch->subscriber(0), kMaxSubscribers);
     return live ? ChannelUse::kInUse : ChannelUse::kUnused;

@@ -39,6 +39,17 @@ void validate_channel_name(std::string_view name) {
   }
 }
 
+ChannelName::ChannelName(std::string_view name, std::string_view domain) : name_(name) {
+  validate_channel_name(name_);
+  object_ = channel_object_name(domain, name_);
+  alias_ = shmbus::settings_alias(name_);
+}
+
+std::string settings_alias(std::string_view channel) {
+  const std::string service = service_of_client_response_channel(channel);
+  return service.empty() ? std::string{} : service_response_channel(service);
+}
+
 void validate_domain_name(std::string_view domain) {
   bool ok = !domain.empty() && domain.size() <= kMaxDomainName;
   for (char c : domain) ok = ok && is_name_char(c);

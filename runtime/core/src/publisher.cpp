@@ -814,8 +814,8 @@ ChannelSettings with_options(ChannelSettings s, const PublisherOptions& o) {
 Publisher::Publisher(std::string_view channel, const TypeInfo& type, Context& context, const PublisherOptions& options)
     : impl_(std::make_unique<Impl>()) {
   // The name is checked and the channel's settings resolved once, here.
-  const ChannelName name(channel);
-  const ChannelSettings settings = with_options(context.config().channel(name.view()), options);
+  const ChannelName name(channel, context.config().domain);
+  const ChannelSettings settings = with_options(context.config().channel(name), options);
   // A process that may publish solo registers for the solo holder's
   // membarrier here, once, with its first publisher: a process that only
   // subscribes never does, so the membarrier of a sleeper or a revoker

@@ -18,12 +18,6 @@ using layout::ChannelRecord;
 
 std::uint64_t hash_name(std::string_view name) noexcept { return fnv1a64(name); }
 
-void copy_name(char* dst, std::size_t capacity, std::string_view s) noexcept {
-  const std::size_t n = std::min(s.size(), capacity - 1);
-  std::memcpy(dst, s.data(), n);
-  std::memset(dst + n, 0, capacity - n);
-}
-
 namespace {
 constexpr SegmentSpec kSpec{layout::SegmentKind::kRegistry, layout::kRegistryLayoutHash};
 

@@ -60,7 +60,6 @@ std::string_view record_type_name(const layout::ChannelRecord& r) noexcept;
 /// 64-bit FNV-1a of a name.
 std::uint64_t hash_name(std::string_view name) noexcept;
 
-/// Copies `s` into a fixed char field, always NUL-terminated.
-void copy_name(char* dst, std::size_t capacity, std::string_view s) noexcept;
+using layout::copy_name;
 
 }  // namespace shmbus::detail

@@ -21,7 +21,7 @@ inline void copy_racy(const std::byte* payload, std::size_t size, std::byte* out
 
 Subscriber::Subscriber(std::string_view channel, const std::optional<TypeInfo>& type, Context& context,
                        const SubscriberOptions& options)
-    : impl_(std::make_unique<Impl>(ChannelName(channel), context.config().channel(channel))) {
+    : impl_(std::make_unique<Impl>(ChannelName(channel, context.config().domain), context.config())) {
   impl_->context = &context;
   impl_->options = options;
   try {

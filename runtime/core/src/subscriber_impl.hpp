@@ -36,9 +36,10 @@ inline constexpr std::int64_t kCursorCheckNs = 20'000;
 inline constexpr std::int64_t kAttachRetryNs = 10'000'000;
 
 struct Subscriber::Impl {
-  /// The name checked and the channel's settings resolved once.
-  Impl(ChannelName checked_name, ChannelSettings resolved)
-      : name(std::move(checked_name)), settings(std::move(resolved)) {}
+  /// The name checked and resolved, and the channel's settings from
+  /// `config`, once.
+  Impl(ChannelName checked_name, const Config& config)
+      : name(std::move(checked_name)), settings(config.channel(name)) {}
   Impl(const Impl&) = delete;
   Impl& operator=(const Impl&) = delete;
   Impl(Impl&&) = delete;

@@ -11,6 +11,8 @@
 #include <string_view>
 #include <vector>
 
+#include "shmbus/names.hpp"
+
 namespace shmbus {
 
 /// Which transport carries a channel's messages.
@@ -151,6 +153,8 @@ class Config {
   /// from `NAME/_response`'s settings, and takes rate thresholds only from
   /// an entry that names it exactly.
   [[nodiscard]] ChannelSettings channel(std::string_view channel_name) const;
+  /// The same for a name already resolved (no name is looked at twice).
+  [[nodiscard]] ChannelSettings channel(const ChannelName& name) const;
   /// The access rule for segments: `mode` and `group`.
   [[nodiscard]] SegmentAccess access() const { return SegmentAccess{mode, group}; }
 };

@@ -19,18 +19,27 @@ inline constexpr std::size_t kMaxNodeName = 63;
 /// Throws Error(kInvalidArgument) unless `name` is `/seg[/seg...]`, each
 /// segment made of [A-Za-z0-9_-], at most kMaxChannelName bytes.
 void validate_channel_name(std::string_view name);
-/// A channel name that has passed validate_channel_name: the public entry
-/// points (Publisher, Subscriber, ChannelReader) make one, and what they
-/// call below takes it, so a name is checked once.
+/// A channel name that has passed validate_channel_name, resolved once
+/// into what the name alone decides: its segment's object name in its
+/// domain, and the channel whose settings it starts from (a service
+/// client's response channel: the service's). The public entry points
+/// (Publisher, Subscriber, ChannelReader) make one, and what they call
+/// below takes it, so a name enters this file once.
 class ChannelName {
  public:
   /// Throws Error(kInvalidArgument) as validate_channel_name.
-  explicit ChannelName(std::string_view name) : name_(name) { validate_channel_name(name_); }
+  ChannelName(std::string_view name, std::string_view domain);
   [[nodiscard]] const std::string& str() const noexcept { return name_; }
   [[nodiscard]] std::string_view view() const noexcept { return name_; }
+  /// The shared-memory object (channel_object_name).
+  [[nodiscard]] const std::string& object() const noexcept { return object_; }
+  /// settings_alias(): Config::channel's starting point.
+  [[nodiscard]] const std::string& settings_alias() const noexcept { return alias_; }
 
  private:
   std::string name_;
+  std::string object_;
+  std::string alias_;
 };
 
 /// Throws Error(kInvalidArgument) unless `domain` is 1..32 of [A-Za-z0-9_-].
@@ -74,6 +83,9 @@ std::string service_client_response_channel(std::string_view service, std::uint3
 /// The service of a client response channel (`/a/b/_response/3` -> `/a/b`),
 /// or empty when `channel` is not one.
 std::string service_of_client_response_channel(std::string_view channel);
+/// The channel whose settings `channel` starts from: `NAME/_response` for
+/// a client's response channel (`NAME/_response/<slot>`), else empty.
+std::string settings_alias(std::string_view channel);
 /// The service any of its channels belongs to (`NAME/_request`,
 /// `NAME/_response`, `NAME/_response/<slot>` -> `NAME`), or empty.
 std::string service_of_channel(std::string_view channel);

@@ -9,14 +9,25 @@
 //   | init  |creator| creator_start | reserved (16)                 |
 //   +-------+-------+---------------+-------------------------------+  64
 
+#include <algorithm>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
+#include <string_view>
 #include <type_traits>
 
 #include "shmbus/types.hpp"
 
 namespace shmbus::layout {
+
+/// Copies `s` into a fixed char field of a segment (a name, a type name),
+/// cut to fit and always NUL-terminated.
+inline void copy_name(char* dst, std::size_t capacity, std::string_view s) noexcept {
+  const std::size_t n = std::min(s.size(), capacity - 1);
+  std::memcpy(dst, s.data(), n);
+  std::memset(dst + n, 0, capacity - n);
+}
 
 inline constexpr std::size_t kCacheLine = 64;
 /// "SHMBUS" followed by two zero bytes, little-endian.
