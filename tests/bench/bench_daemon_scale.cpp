@@ -37,7 +37,7 @@
 #include <thread>
 
 #include "shmbus/cli.hpp"
-#include "shmbus/daemon/http.hpp"
+#include "shmbus/shmbusd/http.hpp"
 #include "shmbus/introspect.hpp"
 #include "shmbus/monitor/monitor.hpp"
 #include "shmbus/publisher.hpp"
@@ -192,12 +192,12 @@ DaemonMeasure measure_daemon(const std::string& domain, std::size_t channels, co
   for (int i = 0; i < 100 && scan_ns < 0; ++i) {
     std::this_thread::sleep_for(milliseconds(300));
     try {
-      const auto [code, body] = daemon::http_request({"127.0.0.1", port, "/metrics"}, "GET", "", "", 10000);
+      const auto [code, body] = shmbusd::http_request({"127.0.0.1", port, "/metrics"}, "GET", "", "", 10000);
       std::smatch c;
       if (std::regex_search(body, c, std::regex(R"(shmbus_daemon_channels\{[^}]*\} (\d+))")) &&
           std::stoul(c[1]) >= channels) {
         std::this_thread::sleep_for(seconds(1));
-        const auto [code2, body2] = daemon::http_request({"127.0.0.1", port, "/metrics"}, "GET", "", "", 10000);
+        const auto [code2, body2] = shmbusd::http_request({"127.0.0.1", port, "/metrics"}, "GET", "", "", 10000);
         std::smatch s;
         if (std::regex_search(body2, s, std::regex(R"(shmbus_daemon_scan_duration_seconds\{[^}]*\} ([0-9.e+-]+))"))) {
           scan_ns = std::stod(s[1]) * 1e9;

@@ -24,9 +24,9 @@
 #include <vector>
 
 #include "multiprocess/child_process.hpp"
-#include "shmbus/daemon/http.hpp"
 #include "shmbus/iceoryx.hpp"
 #include "shmbus/introspect.hpp"
+#include "shmbus/shmbusd/http.hpp"
 #include "shmbus/subscriber.hpp"
 #include "shmbus_msgs/Alert.hpp"
 #include "shmbus_msgs/Statistics.hpp"
@@ -116,7 +116,7 @@ std::uint16_t metrics_port_of(ChildProcess& daemon) {
 }
 
 std::string get(std::uint16_t port, const std::string& target, int* status = nullptr) {
-  const auto [code, body] = daemon::http_request({"127.0.0.1", port, target}, "GET", "", "");
+  const auto [code, body] = shmbusd::http_request({"127.0.0.1", port, target}, "GET", "", "");
   if (status != nullptr) *status = code;
   return body;
 }

@@ -6,9 +6,6 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
-#include "shmbus/daemon/daemon.hpp"
-#include "shmbus/daemon/metrics.hpp"
-#include "shmbus/daemon/outputs.hpp"
 #include "shmbus/error.hpp"
 #include "shmbus/introspect.hpp"
 #include "shmbus/monitor/config_report.hpp"
@@ -16,10 +13,13 @@
 #include "shmbus/monitor/levels.hpp"
 #include "shmbus/publisher.hpp"
 #include "shmbus/service_shell.hpp"
+#include "shmbus/shmbusd/daemon.hpp"
+#include "shmbus/shmbusd/metrics.hpp"
+#include "shmbus/shmbusd/outputs.hpp"
 #include "support/test_domain.hpp"
 
 using namespace shmbus;
-using namespace shmbus::daemon;
+using namespace shmbus::shmbusd;
 using namespace shmbus::monitor;
 
 namespace {

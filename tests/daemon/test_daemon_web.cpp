@@ -30,9 +30,9 @@
 #include <boost/beast/websocket.hpp>
 
 #include "multiprocess/child_process.hpp"
-#include "shmbus/daemon/http.hpp"
 #include "shmbus/introspect.hpp"
 #include "shmbus/publisher.hpp"
+#include "shmbus/shmbusd/http.hpp"
 #include "shmbus/subscriber.hpp"
 #include "shmbus_msgs/Alert.hpp"
 #include "support/certificate.hpp"
@@ -105,7 +105,7 @@ class WebBus {
   void stop_slow() { slow_.reset(); }
 
   json get_json(const std::string& target) const {
-    const auto [status, body] = daemon::http_request({"127.0.0.1", port_, target}, "GET", "", "");
+    const auto [status, body] = shmbusd::http_request({"127.0.0.1", port_, target}, "GET", "", "");
     EXPECT_EQ(status, 200) << target << ": " << body;
     return json::parse(body);
   }
@@ -312,12 +312,12 @@ TEST(DaemonWeb, ApiAnswersAgreeWithShmtoolListTheAlertsChannelAndThePipeline) {
   const json history = bus.get_json("/api/history");
   EXPECT_EQ(history["period_s"], 2.0);
   EXPECT_TRUE(history["channels"].contains("/web/fast"));
-  const auto [page_status, page] = daemon::http_request({"127.0.0.1", bus.port(), "/"}, "GET", "", "");
+  const auto [page_status, page] = shmbusd::http_request({"127.0.0.1", bus.port(), "/"}, "GET", "", "");
   EXPECT_EQ(page_status, 200);
   EXPECT_NE(page.find("new WebSocket("), std::string::npos);
   int missing = 0;
   const auto [missing_status, missing_body] =
-      daemon::http_request({"127.0.0.1", bus.port(), "/api/nope"}, "GET", "", "");
+      shmbusd::http_request({"127.0.0.1", bus.port(), "/api/nope"}, "GET", "", "");
   missing = missing_status;
   EXPECT_EQ(missing, 404) << missing_body;
 
@@ -344,13 +344,13 @@ TEST(DaemonWeb, EventStreamsSendTheChannelsAndAreBoundedLikeEveryConnection) {
   for (int i = 1; i < 48; ++i) streams.push_back(std::make_unique<EventClient>(bus.port()));
   for (const auto& s : streams) EXPECT_FALSE(s->read().empty());
   EXPECT_THROW(EventClient{bus.port()}, boost::system::system_error) << "the 49th stream is refused";
-  const auto [status, metrics] = daemon::http_request({"127.0.0.1", bus.port(), "/metrics"}, "GET", "", "");
+  const auto [status, metrics] = shmbusd::http_request({"127.0.0.1", bus.port(), "/metrics"}, "GET", "", "");
   EXPECT_EQ(status, 200) << "a scrape is served with 48 pages open";
   EXPECT_TRUE(std::regex_search(metrics, std::regex(R"(shmbus_daemon_web_streams\{[^}]*\} 48\n)")))
       << metrics.substr(0, 2000);
   streams.clear();
   // A plain GET of the stream is told what it is.
-  EXPECT_NE(daemon::http_request({"127.0.0.1", bus.port(), "/api/events"}, "GET", "", "").second.find("WebSocket"),
+  EXPECT_NE(shmbusd::http_request({"127.0.0.1", bus.port(), "/api/events"}, "GET", "", "").second.find("WebSocket"),
             std::string::npos);
 
   // 300 idle connections: 64 held (until their 10 s head timeout), 236 closed.
@@ -372,7 +372,7 @@ TEST(DaemonWeb, EventStreamsSendTheChannelsAndAreBoundedLikeEveryConnection) {
   for (int i = 0; i < 100 && !std::regex_search(text, none_open); ++i) {
     std::this_thread::sleep_for(100ms);
     try {
-      text = daemon::http_request({"127.0.0.1", bus.port(), "/metrics"}, "GET", "", "").second;
+      text = shmbusd::http_request({"127.0.0.1", bus.port(), "/metrics"}, "GET", "", "").second;
     } catch (const Error&) {
     }
   }
@@ -384,8 +384,8 @@ TEST(DaemonWeb, EventStreamsSendTheChannelsAndAreBoundedLikeEveryConnection) {
 // write is pending every later event skips it (counted), and once it goes
 // the stream is released.
 TEST(DaemonWeb, AStreamThatDoesNotReadSkipsEventsAndIsReleasedWhenItCloses) {
-  daemon::HttpServer server("127.0.0.1:0", [](const daemon::HttpRequest&) {
-    return daemon::HttpResponse{200, "application/json", "{}", true};
+  shmbusd::HttpServer server("127.0.0.1:0", [](const shmbusd::HttpRequest&) {
+    return shmbusd::HttpResponse{200, "application/json", "{}", true};
   });
   auto client = std::make_unique<EventClient>(server.port(), 4096);
   ASSERT_EQ(client->read(), "{}");
@@ -415,7 +415,7 @@ TEST(DaemonWeb, ATokenGuardsThePageTheApiAndMetricsButNotHealthz) {
   WebBus bus("s3cr%t&x");
   ASSERT_NE(bus.port(), 0) << bus.daemon().poll_output();
   const auto status_of = [&](const std::string& target) {
-    return daemon::http_request({"127.0.0.1", bus.port(), target}, "GET", "", "").first;
+    return shmbusd::http_request({"127.0.0.1", bus.port(), target}, "GET", "", "").first;
   };
   for (const char* path : {"/", "/api/channels", "/api/alerts", "/api/graph", "/api/events", "/metrics"}) {
     EXPECT_EQ(status_of(path), 401) << path;

@@ -12,7 +12,7 @@
 #include <memory>
 #include <string>
 
-#include "server.hpp"
+#include "session.hpp"
 #include "shmbus/introspect.hpp"
 #include "shmbus_msgs/String.hpp"
 
@@ -32,7 +32,7 @@ struct Bench {
     hub = std::make_unique<Hub>(c, b, io);
     hub->start_reader();
     // A channel the frames can subscribe to, advertise and publish on.
-    publisher = std::make_unique<Publisher>("/chatter", type_info_of<shmbus_msgs::String>(), hub->context);
+    publisher = std::make_unique<Publisher>("/chatter", type_info_of<shmbus_msgs::String>(), hub->context());
     domain = c.domain;
   }
   /// At the fuzzer's exit: its domain's segments go with it.

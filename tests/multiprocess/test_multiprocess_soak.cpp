@@ -21,7 +21,7 @@
 
 #include "multiprocess/child_process.hpp"
 #include "multiprocess/peer_protocol.hpp"
-#include "shmbus/daemon/http.hpp"
+#include "shmbus/shmbusd/http.hpp"
 #include "shmbus/introspect.hpp"
 #include "shmbus/publisher.hpp"
 #include "support/test_domain.hpp"
@@ -198,7 +198,7 @@ TEST(SoakTest, ChaosOfKillsStopsAndRestartsBreaksNothing) {
   for (int c = 0; c < kChannels; ++c) m0[c] = introspect::ChannelReader(domain, channel_name(c)).view().messages;
   const auto t0 = std::chrono::steady_clock::now();
   std::this_thread::sleep_for(1s);
-  const auto metrics = daemon::http_request({"127.0.0.1", port, "/metrics"}, "GET", "", "").second;
+  const auto metrics = shmbusd::http_request({"127.0.0.1", port, "/metrics"}, "GET", "", "").second;
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   for (int c = 0; c < kChannels; ++c) {
     const double published =

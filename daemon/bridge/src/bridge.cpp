@@ -13,7 +13,7 @@
 #include <optional>
 #include <thread>
 
-#include "server.hpp"
+#include "session.hpp"
 #include "shmbus/clock.hpp"
 #include "shmbus/service_shell.hpp"
 #include "shmbus/service_shell/tls.hpp"
@@ -129,11 +129,11 @@ class Connection : public std::enable_shared_from_this<Connection> {
 struct Bridge::Impl {
   Impl(const Config& config, BridgeSettings settings)
       : hub(config, std::move(settings), io),
-        tls(service_shell::server_tls(hub.settings.tls_cert, hub.settings.tls_key, "bridge")),
+        tls(service_shell::server_tls(hub.settings().tls_cert, hub.settings().tls_key, "bridge")),
         acceptor(io),
         timer(io) {
     hub.start_reader();
-    const auto [address, port] = parse_listen(hub.settings.listen);
+    const auto [address, port] = parse_listen(hub.settings().listen);
     const tcp::endpoint endpoint(address, port);
     beast::error_code ec;
     acceptor.open(endpoint.protocol(), ec);
@@ -142,7 +142,7 @@ struct Bridge::Impl {
     if (!ec) acceptor.listen(asio::socket_base::max_listen_connections, ec);
     if (ec) {
       throw Error(Errc::kResource, fmt::format("cannot listen on {}: {}; choose another address (--listen)",
-                                               hub.settings.listen, ec.message()));
+                                               hub.settings().listen, ec.message()));
     }
     accept();
     tick();
@@ -160,8 +160,7 @@ struct Bridge::Impl {
     // The sessions outlive the hub inside the io_context's handlers: what
     // they hold of the hub's context (publishers, served services) goes now.
     hub.shutdown_sessions();
-    hub.reader.reset();    // no more dispatches
-    hub.services.reset();  // its workers finish their calls
+    hub.stop();
   }
   Impl(const Impl&) = delete;
   Impl& operator=(const Impl&) = delete;
@@ -189,7 +188,7 @@ struct Bridge::Impl {
           hub.services_tick();
         }
       } catch (const std::exception& e) {
-        spdlog::warn("reading domain \"{}\": {}", hub.config.domain, e.what());
+        spdlog::warn("reading domain \"{}\": {}", hub.config().domain, e.what());
       }
       tick();
     });
@@ -206,7 +205,7 @@ struct Bridge::Impl {
     std::string out;
     const auto metric = [&](const char* name, const char* type, const char* help, std::uint64_t value) {
       out += fmt::format("# HELP {} {}\n# TYPE {} {}\n{}{{domain=\"{}\"}} {}\n", name, help, name, type, name,
-                         hub.config.domain, value);
+                         hub.config().domain, value);
     };
     metric("shmbus_bridge_clients", "gauge", "Connected WebSocket clients.", s.clients);
     metric("shmbus_bridge_connections_refused_total", "counter",
@@ -244,7 +243,7 @@ void Connection::refuse_handshake(beast::error_code ec) {
   // A plain ws:// or http:// client at a TLS port, or a client that does
   // not trust the certificate: counted, and said at most once a second.
   Hub& hub = bridge_.hub;
-  hub.counters.connections_refused.fetch_add(1, std::memory_order_relaxed);
+  hub.counters().connections_refused.fetch_add(1, std::memory_order_relaxed);
   const std::int64_t now = mono_now_ns();
   if (now - bridge_.last_tls_warning_ns >= 1'000'000'000) {
     bridge_.last_tls_warning_ns = now;
@@ -262,13 +261,13 @@ void Connection::on_request(beast::error_code ec) {
   const auto raw_target = req.target();
   const auto authorization = req[http::field::authorization];
   const bool has_token = service_shell::carries_token({raw_target.data(), raw_target.size()},
-                                                      {authorization.data(), authorization.size()}, hub.token);
+                                                      {authorization.data(), authorization.size()}, hub.token());
   if (websocket::is_upgrade(req)) {
     const std::string offered{req[http::field::sec_websocket_protocol]};
     const bool foxglove = offered.find(kFoxgloveSubprotocol) != std::string::npos;
-    if (const std::string origin{req[http::field::origin]}; !origin_allowed(origin, hub.settings)) {
+    if (const std::string origin{req[http::field::origin]}; !origin_allowed(origin, hub.settings())) {
       // A page of another site in an operator's browser: refused.
-      hub.counters.connections_refused.fetch_add(1, std::memory_order_relaxed);
+      hub.counters().connections_refused.fetch_add(1, std::memory_order_relaxed);
       beast::error_code ignored;
       spdlog::warn("client {}: WebSocket from Origin \"{}\" refused (allow it with --allow-origin)",
                    tcp_layer().socket().remote_endpoint(ignored).address().to_string(), origin);
@@ -276,28 +275,28 @@ void Connection::on_request(beast::error_code ec) {
              "shmbus-bridge: this Origin may not connect; the bridge's --allow-origin lists those that may\n");
       return;
     }
-    const bool needs_auth = !hub.token.empty() && !has_token;
-    if (needs_auth && !foxglove && hub.pending_auth >= hub.settings.max_pending_auth) {
-      hub.counters.connections_refused.fetch_add(1, std::memory_order_relaxed);
+    const bool needs_auth = !hub.token().empty() && !has_token;
+    if (needs_auth && !foxglove && hub.pending_auth() >= hub.settings().max_pending_auth) {
+      hub.counters().connections_refused.fetch_add(1, std::memory_order_relaxed);
       answer(http::status::service_unavailable, "text/plain",
              fmt::format("shmbus-bridge: {} clients are waiting to authenticate (max_pending_auth); try later\n",
-                         hub.pending_auth));
+                         hub.pending_auth()));
       return;
     }
-    if (hub.sessions.size() >= hub.settings.max_clients) {
-      hub.counters.connections_refused.fetch_add(1, std::memory_order_relaxed);
+    if (hub.sessions() >= hub.settings().max_clients) {
+      hub.counters().connections_refused.fetch_add(1, std::memory_order_relaxed);
       answer(http::status::service_unavailable, "text/plain",
-             fmt::format("shmbus-bridge: {} clients already (max_clients); try later\n", hub.sessions.size()));
+             fmt::format("shmbus-bridge: {} clients already (max_clients); try later\n", hub.sessions()));
       return;
     }
     if (needs_auth && foxglove) {
-      hub.counters.connections_refused.fetch_add(1, std::memory_order_relaxed);
+      hub.counters().connections_refused.fetch_add(1, std::memory_order_relaxed);
       answer(http::status::unauthorized, "text/plain",
              "shmbus-bridge: a token is required (Authorization: Bearer TOKEN, or ?token=TOKEN)\n");
       return;
     }
     auto session = make_session(hub, std::move(stream_), foxglove ? Protocol::kFoxglove : Protocol::kRosbridge);
-    if (!hub.token.empty() && !needs_auth) session->authenticate();
+    if (!hub.token().empty() && !needs_auth) session->authenticate();
     session->on_close([&clients = bridge_.clients] { clients.fetch_sub(1, std::memory_order_relaxed); });
     bridge_.clients.fetch_add(1, std::memory_order_relaxed);
     session->start(req, foxglove ? std::string{kFoxgloveSubprotocol} : std::string{});
@@ -310,8 +309,8 @@ void Connection::on_request(beast::error_code ec) {
   } else if (target == "/metrics") {
     // With a token, the counters are the token's too (Prometheus sends it
     // as authorization.credentials); /healthz stays open for probes.
-    if (!hub.token.empty() && !has_token) {
-      hub.counters.connections_refused.fetch_add(1, std::memory_order_relaxed);
+    if (!hub.token().empty() && !has_token) {
+      hub.counters().connections_refused.fetch_add(1, std::memory_order_relaxed);
       answer(http::status::unauthorized, "text/plain",
              "shmbus-bridge: /metrics needs the token (Authorization: Bearer TOKEN)\n");
       return;

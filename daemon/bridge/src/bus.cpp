@@ -7,6 +7,7 @@
 #include <chrono>
 #include <set>
 
+#include "rosbridge.hpp"
 #include "shmbus/clock.hpp"
 #include "shmbus/names.hpp"
 #include "shmbus/subscriber.hpp"
@@ -300,14 +301,13 @@ void BusReader::encode(const Topic& t, std::span<const std::byte> payload, const
     put(Encoding::kFoxgloveCdr, shared_text(std::move(cdr)));
   }
   if (want(Encoding::kRosJsonExact)) {
-    const schema::Json op{{"op", "publish"}, {"topic", t.name}, {"msg", json_of(schema, payload, true)}};
-    put(Encoding::kRosJsonExact, shared_text(dump_json(op)));
+    put(Encoding::kRosJsonExact, shared_text(dump_json(rosbridge_publish(t.name, json_of(schema, payload, true)))));
   }
   if (!want(Encoding::kFoxglove) && !want(Encoding::kRosJson) && !want(Encoding::kRosCbor)) return;
   schema::Json msg = json_of(schema, payload, false);
   if (want(Encoding::kFoxglove)) put(Encoding::kFoxglove, shared_text(dump_json(msg)));
   if (!want(Encoding::kRosJson) && !want(Encoding::kRosCbor)) return;
-  const schema::Json op{{"op", "publish"}, {"topic", t.name}, {"msg", std::move(msg)}};
+  const schema::Json op = rosbridge_publish(t.name, std::move(msg));
   if (want(Encoding::kRosJson)) put(Encoding::kRosJson, shared_text(dump_json(op)));
   if (want(Encoding::kRosCbor)) {
     const std::vector<std::uint8_t> cbor = schema::Json::to_cbor(op);

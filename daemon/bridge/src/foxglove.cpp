@@ -55,7 +55,7 @@ void FoxgloveSession::on_frame(const std::string& data, bool text) {
   try {
     op = schema::parse_json(data);
   } catch (const schema::JsonInputError& e) {
-    hub_.counters.ops_refused.fetch_add(1, std::memory_order_relaxed);
+    hub_.counters().ops_refused.fetch_add(1, std::memory_order_relaxed);
     status(2, fmt::format("malformed JSON: {}", e.what()));
     return;
   }
@@ -113,7 +113,7 @@ void FoxgloveSession::status(int level, const std::string& message) {
 }
 
 std::vector<std::uint32_t> FoxgloveSession::channel_ids(const ChannelEntry& e) const {
-  switch (hub_.settings.foxglove_encoding) {
+  switch (hub_.settings().foxglove_encoding) {
     case FoxgloveEncoding::kCdr:
     case FoxgloveEncoding::kJson:
       return {e.id};
@@ -124,13 +124,13 @@ std::vector<std::uint32_t> FoxgloveSession::channel_ids(const ChannelEntry& e) c
 }
 
 bool FoxgloveSession::is_cdr(std::uint32_t channel_id) const noexcept {
-  const FoxgloveEncoding mode = hub_.settings.foxglove_encoding;
+  const FoxgloveEncoding mode = hub_.settings().foxglove_encoding;
   return mode == FoxgloveEncoding::kCdr || (mode == FoxgloveEncoding::kBoth && (channel_id & kCdrBit) != 0);
 }
 
 const ChannelEntry* FoxgloveSession::entry_of(std::uint32_t channel_id) const {
-  return hub_.catalog.find_id(hub_.settings.foxglove_encoding == FoxgloveEncoding::kBoth ? channel_id & ~kCdrBit
-                                                                                         : channel_id);
+  return hub_.catalog().find_id(hub_.settings().foxglove_encoding == FoxgloveEncoding::kBoth ? channel_id & ~kCdrBit
+                                                                                             : channel_id);
 }
 
 Json FoxgloveSession::channel_json(const ChannelEntry& e, std::uint32_t channel_id) const {
@@ -162,19 +162,19 @@ void FoxgloveSession::opened() {
   // Time is announced when a replay publishes its clock as the client
   // connects (a capability cannot be added later in this protocol): the
   // clock channel with a live publisher, not one a finished replay left.
-  const ChannelEntry* clock = hub_.catalog.find(kClockChannel);
+  const ChannelEntry* clock = hub_.catalog().find(kClockChannel);
   time_ = clock != nullptr && clock->type.name == kClockType && hub_.allowed(kClockChannel) &&
-          hub_.catalog.published(kClockChannel);
+          hub_.catalog().published(kClockChannel);
   Json capabilities = Json::array({"clientPublish", "services", "connectionGraph"});
   if (time_) capabilities.push_back("time");
   send_text(dump_json(Json{{"op", "serverInfo"},
                            {"name", "shmbus-bridge"},
                            {"capabilities", std::move(capabilities)},
                            {"supportedEncodings", Json::array({"json"})},
-                           {"metadata", Json{{"domain", hub_.catalog.domain()}}},
+                           {"metadata", Json{{"domain", hub_.catalog().domain()}}},
                            {"sessionId", std::to_string(wall_now_ns())}}));
   std::vector<const ChannelEntry*> all;
-  for (const auto& [name, e] : hub_.catalog.channels()) all.push_back(&e);
+  for (const auto& [name, e] : hub_.catalog().channels()) all.push_back(&e);
   advertise(all);
   update_services();
   if (time_) follow_clock(*clock);
@@ -182,15 +182,15 @@ void FoxgloveSession::opened() {
 
 void FoxgloveSession::follow_clock(const ChannelEntry& e) {
   clock_key_ = next_key();
-  hub_.reader->add(e, Sink{weak_from_this(), this, clock_key_, Encoding::kFoxgloveCdr});
+  hub_.subscribe(e, Sink{weak_from_this(), this, clock_key_, Encoding::kFoxgloveCdr});
 }
 
 void FoxgloveSession::update_services() {
   std::map<std::uint32_t, std::string> now;  // by the request channel's id
-  for (const auto& [name, e] : hub_.catalog.channels()) {
+  for (const auto& [name, e] : hub_.catalog().channels()) {
     const std::string service = service_of_request_channel(name);
-    if (service.empty() || !e.schema || !hub_.allowed(service) || !hub_.catalog.served(service)) continue;
-    const ChannelEntry* response = hub_.catalog.find(service_response_channel(service));
+    if (service.empty() || !e.schema || !hub_.allowed(service) || !hub_.catalog().served(service)) continue;
+    const ChannelEntry* response = hub_.catalog().find(service_response_channel(service));
     if (response != nullptr && response->schema) now[e.id] = service;
   }
   Json gone = Json::array();
@@ -206,8 +206,8 @@ void FoxgloveSession::update_services() {
   Json added = Json::array();
   for (const auto& [id, service] : now) {
     if (services_.contains(id)) continue;
-    const ChannelEntry& request = *hub_.catalog.find(service_request_channel(service));
-    const ChannelEntry& response = *hub_.catalog.find(service_response_channel(service));
+    const ChannelEntry& request = *hub_.catalog().find(service_request_channel(service));
+    const ChannelEntry& response = *hub_.catalog().find(service_response_channel(service));
     added.push_back(Json{{"id", id},
                          {"name", service},
                          {"type", service_type_of_request_type(request.type.name)},
@@ -284,7 +284,7 @@ void FoxgloveSession::channels_changed(const std::vector<const ChannelEntry*>& a
       for (auto it = by_key_.begin(); it != by_key_.end();) {
         const auto sub = subs_.find(it->second);
         if (sub != subs_.end() && sub->second == id) {
-          hub_.reader->remove(e.name, this, it->first);
+          hub_.unsubscribe(e.name, this, it->first);
           subs_.erase(sub);
           it = by_key_.erase(it);
         } else {
@@ -299,7 +299,7 @@ void FoxgloveSession::channels_changed(const std::vector<const ChannelEntry*>& a
   if (!time_) return;
   for (const ChannelEntry& e : removed) {
     if (e.name == kClockChannel && clock_key_ != 0) {
-      hub_.reader->remove(e.name, this, clock_key_);
+      hub_.unsubscribe(e.name, this, clock_key_);
       clock_key_ = 0;
     }
   }
@@ -309,8 +309,54 @@ void FoxgloveSession::channels_changed(const std::vector<const ChannelEntry*>& a
 }
 
 void FoxgloveSession::refuse(const std::string& message) {
-  hub_.counters.ops_refused.fetch_add(1, std::memory_order_relaxed);
+  hub_.counters().ops_refused.fetch_add(1, std::memory_order_relaxed);
   status(2, message);
+}
+
+const OpTable<FoxgloveSession>& FoxgloveSession::ops() {
+  static const OpTable<FoxgloveSession> table{
+      {"subscribe", &FoxgloveSession::subscribe_op},
+      {"unsubscribe", &FoxgloveSession::unsubscribe_op},
+      {"advertise", &FoxgloveSession::advertise_op},
+      {"unadvertise", &FoxgloveSession::unadvertise_op},
+      {"subscribeConnectionGraph", &FoxgloveSession::subscribe_graph},
+      {"unsubscribeConnectionGraph", &FoxgloveSession::unsubscribe_graph},
+  };
+  return table;
+}
+
+void FoxgloveSession::subscribe_op(const Json& op) {
+  for (const Json& s : op.at("subscriptions")) subscribe(s);
+}
+
+void FoxgloveSession::unsubscribe_op(const Json& op) {
+  for (const Json& j : op.at("subscriptionIds"))
+    unsubscribe(schema::unsigned_value<std::uint32_t>(j, "subscriptionIds[]"));
+}
+
+void FoxgloveSession::advertise_op(const Json& op) {
+  for (const Json& c : op.at("channels")) client_advertise(c);
+}
+
+void FoxgloveSession::unadvertise_op(const Json& op) {
+  for (const Json& j : op.at("channelIds")) {
+    const auto it = client_channels_.find(schema::unsigned_value<std::uint32_t>(j, "channelIds[]"));
+    if (it == client_channels_.end()) continue;
+    created_.erase(it->second);
+    hub_.release_outlet(it->second);
+    client_channels_.erase(it);
+  }
+}
+
+void FoxgloveSession::subscribe_graph(const Json& /*op*/) {
+  graph_subscribed_ = true;
+  graph_sent_.reset();
+  graph_now(bus_graph(hub_.catalog(), [this](std::string_view n) { return hub_.allowed(n); }));
+}
+
+void FoxgloveSession::unsubscribe_graph(const Json& /*op*/) {
+  graph_subscribed_ = false;
+  graph_sent_.reset();
 }
 
 void FoxgloveSession::on_op(const Json& op) {
@@ -319,37 +365,16 @@ void FoxgloveSession::on_op(const Json& op) {
     return;
   }
   const std::string name = op["op"].get<std::string>();
+  const auto handler = ops().find(name);
+  if (handler == nullptr) {
+    refuse(
+        fmt::format("op \"{}\" is not supported by this bridge (it takes {}, message data and service call "
+                    "requests)",
+                    name, ops().names()));
+    return;
+  }
   try {
-    if (name == "subscribe") {
-      for (const Json& s : op.at("subscriptions")) subscribe(s);
-    } else if (name == "unsubscribe") {
-      for (const Json& j : op.at("subscriptionIds")) {
-        unsubscribe(schema::unsigned_value<std::uint32_t>(j, "subscriptionIds[]"));
-      }
-    } else if (name == "advertise") {
-      for (const Json& c : op.at("channels")) client_advertise(c);
-    } else if (name == "subscribeConnectionGraph") {
-      graph_subscribed_ = true;
-      graph_sent_.reset();
-      graph_now(bus_graph(hub_.catalog, [this](std::string_view n) { return hub_.allowed(n); }));
-    } else if (name == "unsubscribeConnectionGraph") {
-      graph_subscribed_ = false;
-      graph_sent_.reset();
-    } else if (name == "unadvertise") {
-      for (const Json& j : op.at("channelIds")) {
-        const auto it = client_channels_.find(schema::unsigned_value<std::uint32_t>(j, "channelIds[]"));
-        if (it == client_channels_.end()) continue;
-        created_.erase(it->second);
-        hub_.release_outlet(it->second);
-        client_channels_.erase(it);
-      }
-    } else {
-      refuse(
-          fmt::format("op \"{}\" is not supported by this bridge (it takes subscribe, unsubscribe, advertise, "
-                      "unadvertise, subscribeConnectionGraph, unsubscribeConnectionGraph, message data and service "
-                      "call requests)",
-                      name));
-    }
+    (this->*handler)(op);
   } catch (const Json::exception& e) {
     refuse(fmt::format("{}: {}", name, e.what()));
   } catch (const schema::JsonInputError& e) {
@@ -374,14 +399,14 @@ void FoxgloveSession::subscribe(const Json& s) {
   const std::uint64_t key = next_key();
   subs_[id] = channel_id;
   by_key_[key] = id;
-  hub_.reader->add(
-      *e, Sink{weak_from_this(), this, key, is_cdr(channel_id) ? Encoding::kFoxgloveCdr : Encoding::kFoxglove});
+  hub_.subscribe(*e,
+                 Sink{weak_from_this(), this, key, is_cdr(channel_id) ? Encoding::kFoxgloveCdr : Encoding::kFoxglove});
 }
 
 void FoxgloveSession::unsubscribe(std::uint32_t id) {
   for (auto it = by_key_.begin(); it != by_key_.end(); ++it) {
     if (it->second != id) continue;
-    if (const ChannelEntry* e = entry_of(subs_[id])) hub_.reader->remove(e->name, this, it->first);
+    if (const ChannelEntry* e = entry_of(subs_[id])) hub_.unsubscribe(e->name, this, it->first);
     by_key_.erase(it);
     break;
   }
@@ -406,7 +431,7 @@ void FoxgloveSession::client_advertise(const Json& c) {
     return;
   }
   hub_.refresh();
-  const ChannelEntry* e = hub_.catalog.find(topic);
+  const ChannelEntry* e = hub_.catalog().find(topic);
   ChannelEntry made;
   if (e == nullptr) {
     // A new channel of a known type, within what a client may make.
@@ -423,12 +448,9 @@ void FoxgloveSession::client_advertise(const Json& c) {
     refuse(*refusal);
     return;
   }
-  hub_.acquire_outlet(*e);
+  hub_.acquire_outlet(*e, e == &made);
   client_channels_[id] = topic;
-  if (e == &made) {
-    hub_.created.insert(topic);
-    created_.insert(topic);
-  }
+  if (e == &made) created_.insert(topic);
 }
 
 void FoxgloveSession::on_binary(std::string_view data) {
@@ -448,13 +470,13 @@ void FoxgloveSession::on_binary(std::string_view data) {
     refuse(fmt::format("message data for client channel {}, which was not advertised", id));
     return;
   }
-  Outlet& out = hub_.outlets.at(it->second);
+  Outlet& out = hub_.outlet(it->second);
   try {
     const Json msg = schema::parse_json(data.substr(5));
     const std::vector<std::byte> bytes = out.schema->encode(out.schema->with_defaults(msg));
     const PublishResult r = out.publisher.publish(bytes);
     if (r == PublishResult::kOk) {
-      hub_.counters.messages_published.fetch_add(1, std::memory_order_relaxed);
+      hub_.counters().messages_published.fetch_add(1, std::memory_order_relaxed);
     } else {
       refuse(fmt::format("{}: not published: {}", it->second,
                          r == PublishResult::kTooLarge ? out.publisher.too_large(bytes.size())
@@ -508,7 +530,7 @@ void FoxgloveSession::call_service(std::string_view data) {
     service_failure(service_id, call_id, fmt::format("{}: the request is not JSON: {}", it->second, e.what()));
     return;
   }
-  auto done = [weak = weak_from_this(), &io = hub_.io, service_id, call_id](ServiceCaller::Result r) {
+  auto done = [weak = weak_from_this(), &io = hub_.io(), service_id, call_id](ServiceCaller::Result r) {
     asio::post(io, [weak, service_id, call_id, r = std::move(r)] {
       const auto self = std::static_pointer_cast<FoxgloveSession>(weak.lock());
       if (!self || self->closed_) return;
@@ -529,7 +551,7 @@ void FoxgloveSession::call_service(std::string_view data) {
       self->enqueue(std::move(f));
     });
   };
-  if (const auto refused = hub_.call_service(it->second, args, hub_.settings.service_timeout, std::move(done))) {
+  if (const auto refused = hub_.call_service(it->second, args, hub_.settings().service_timeout, std::move(done))) {
     service_failure(service_id, call_id, *refused);
   }
 }

@@ -14,7 +14,7 @@
 #include <string_view>
 #include <vector>
 
-#include "server.hpp"
+#include "session.hpp"
 
 namespace shmbus::bridge {
 
@@ -41,6 +41,14 @@ class FoxgloveSession final : public Session {
   void release() override;
 
   void on_op(const schema::Json& op);
+  /// The JSON ops a client may send: the one list of them.
+  static const OpTable<FoxgloveSession>& ops();
+  void subscribe_op(const schema::Json& op);
+  void unsubscribe_op(const schema::Json& op);
+  void advertise_op(const schema::Json& op);
+  void unadvertise_op(const schema::Json& op);
+  void subscribe_graph(const schema::Json& op);
+  void unsubscribe_graph(const schema::Json& op);
   void refuse(const std::string& message);  ///< status level 2, counted refused
   void subscribe(const schema::Json& subscription);
   void unsubscribe(std::uint32_t id);

@@ -142,7 +142,7 @@ void RosbridgeSession::on_frame(const std::string& data, bool text) {
     // rosbridge clients send JSON text; a binary frame is taken as CBOR.
     op = text ? schema::parse_json(data) : schema::parse_cbor(data);
   } catch (const schema::JsonInputError& e) {
-    hub_.counters.ops_refused.fetch_add(1, std::memory_order_relaxed);
+    hub_.counters().ops_refused.fetch_add(1, std::memory_order_relaxed);
     status("error", fmt::format("malformed {}: {}", text ? "JSON" : "CBOR", e.what()));
     return;
   }
@@ -187,9 +187,46 @@ void RosbridgeSession::status(const std::string& level, const std::string& messa
   send_text(dump_json(op));
 }
 
+schema::Json rosbridge_publish(const std::string& topic, schema::Json msg) {
+  return Json{{"op", "publish"}, {"topic", topic}, {"msg", std::move(msg)}};
+}
+
+const OpTable<RosbridgeSession>& RosbridgeSession::ops() {
+  static const OpTable<RosbridgeSession> table{
+      {"subscribe", &RosbridgeSession::subscribe},
+      {"unsubscribe", &RosbridgeSession::unsubscribe},
+      {"advertise", &RosbridgeSession::advertise},
+      {"unadvertise", &RosbridgeSession::unadvertise},
+      {"publish", &RosbridgeSession::publish},
+      {"call_service", &RosbridgeSession::call_service},
+      {"advertise_service", &RosbridgeSession::advertise_service},
+      {"unadvertise_service", &RosbridgeSession::unadvertise_service_op},
+      {"service_response", &RosbridgeSession::service_answer},
+      {"fragment", &RosbridgeSession::fragment},
+      {"set_level", &RosbridgeSession::set_level},
+      // Already authenticated; a client's status is informational.
+      {"auth", &RosbridgeSession::ignore},
+      {"status", &RosbridgeSession::ignore},
+  };
+  return table;
+}
+
+void RosbridgeSession::unadvertise_service_op(const Json& op) {
+  unadvertise_service(absolute(string_field(op, "service")));
+}
+
+void RosbridgeSession::set_level(const Json& op) {
+  const int level = level_of(string_field(op, "level"));
+  if (level < 0) {
+    throw Error(Errc::kInvalidArgument,
+                fmt::format("level \"{}\" is unknown; use none, error, warning or info", string_field(op, "level")));
+  }
+  status_level_ = level;
+}
+
 void RosbridgeSession::on_op(const Json& op) {
   const auto refuse = [&](const std::string& message) {
-    hub_.counters.ops_refused.fetch_add(1, std::memory_order_relaxed);
+    hub_.counters().ops_refused.fetch_add(1, std::memory_order_relaxed);
     status("error", message, op.is_object() && op.contains("id") ? op["id"] : Json());
   };
   if (!op.is_object() || !op.contains("op") || !op["op"].is_string()) {
@@ -203,8 +240,8 @@ void RosbridgeSession::on_op(const Json& op) {
       close(websocket::close_code::policy_error, "not authenticated");
       return;
     }
-    if (!service_shell::same_token(string_field(op, "mac"), hub_.token)) {
-      hub_.counters.connections_refused.fetch_add(1, std::memory_order_relaxed);
+    if (!service_shell::same_token(string_field(op, "mac"), hub_.token())) {
+      hub_.counters().connections_refused.fetch_add(1, std::memory_order_relaxed);
       refuse("auth: wrong token");
       close(websocket::close_code::policy_error, "wrong token");
       return;
@@ -224,44 +261,13 @@ void RosbridgeSession::on_op(const Json& op) {
     }
     return;
   }
+  const auto handler = ops().find(name);
+  if (handler == nullptr) {
+    refuse(fmt::format("unknown op \"{}\"; this bridge speaks rosbridge v2: {}", name, ops().names()));
+    return;
+  }
   try {
-    if (name == "subscribe") {
-      subscribe(op);
-    } else if (name == "unsubscribe") {
-      unsubscribe(op);
-    } else if (name == "advertise") {
-      advertise(op);
-    } else if (name == "unadvertise") {
-      unadvertise(op);
-    } else if (name == "publish") {
-      publish(op);
-    } else if (name == "call_service") {
-      call_service(op);
-    } else if (name == "fragment") {
-      fragment(op);
-    } else if (name == "set_level") {
-      const int level = level_of(string_field(op, "level"));
-      if (level < 0) {
-        refuse(fmt::format("set_level: level \"{}\" is unknown; use none, error, warning or info",
-                           string_field(op, "level")));
-      } else {
-        status_level_ = level;
-      }
-    } else if (name == "auth" || name == "status") {
-      // Already authenticated; a client's status is informational.
-    } else if (name == "advertise_service") {
-      advertise_service(op);
-    } else if (name == "unadvertise_service") {
-      unadvertise_service(absolute(string_field(op, "service")));
-    } else if (name == "service_response") {
-      service_answer(op);
-    } else {
-      refuse(
-          fmt::format("unknown op \"{}\"; this bridge speaks rosbridge v2: subscribe, unsubscribe, advertise, "
-                      "unadvertise, publish, call_service, advertise_service, unadvertise_service, service_response, "
-                      "fragment, set_level, auth",
-                      name));
-    }
+    (this->*handler)(op);
   } catch (const Error& e) {
     refuse(fmt::format("{}: {}", name, e.what()));
   } catch (const Json::exception& e) {
@@ -275,7 +281,7 @@ bool RosbridgeSession::check_type(const std::string& topic, const ChannelEntry& 
   const auto refusal = type_mismatch(topic, "the client", type.get<std::string>(), channel.type.name,
                                      "nothing was subscribed or published");
   if (!refusal) return true;
-  hub_.counters.ops_refused.fetch_add(1, std::memory_order_relaxed);
+  hub_.counters().ops_refused.fetch_add(1, std::memory_order_relaxed);
   status("error", *refusal, id);
   return false;
 }
@@ -302,7 +308,7 @@ RosbridgeSession::Request RosbridgeSession::request_of(const Json& op, const std
   }
   r.cbor = compression == "cbor";
   // 64-bit integers as numbers (rosbridge's form) or decimal strings.
-  r.int64_string = hub_.settings.json_int64 == JsonInt64::kString;
+  r.int64_string = hub_.settings().json_int64 == JsonInt64::kString;
   if (const auto field = op.find("json_int64"); field != op.end()) {
     const auto form = field->is_string() ? json_int64_of(field->get<std::string>()) : std::nullopt;
     if (form) {
@@ -354,15 +360,15 @@ void RosbridgeSession::subscribe(const Json& op) {
   }
   auto it = subs_.find(topic);
   const bool known = it != subs_.end() && it->second.requests.contains(key);
-  if (!known && subscription_count() >= hub_.settings.max_subscriptions) {
+  if (!known && subscription_count() >= hub_.settings().max_subscriptions) {
     throw Error(Errc::kResource, fmt::format("this client holds {} subscriptions, the most this bridge allows "
                                              "(max_subscriptions); unsubscribe some first",
                                              subscription_count()));
   }
   hub_.refresh();
-  const ChannelEntry* channel = hub_.catalog.find(topic);
+  const ChannelEntry* channel = hub_.catalog().find(topic);
   if (channel == nullptr) {
-    if (const std::string why = hub_.catalog.refused(topic); !why.empty()) {
+    if (const std::string why = hub_.catalog().refused(topic); !why.empty()) {
       throw Error(Errc::kInvalidArgument, fmt::format("{} is not bridged: {}", topic, why));
     }
   } else if (!check_type(topic, *channel, op.value("type", Json()), id)) {
@@ -390,7 +396,7 @@ void RosbridgeSession::subscribe(const Json& op) {
     if (sub.key == 0) {
       status("info",
              fmt::format("subscribe {}: no channel {} in domain \"{}\" yet; waiting for it", topic, topic,
-                         hub_.catalog.domain()),
+                         hub_.catalog().domain()),
              id);
     }
     return;
@@ -403,12 +409,12 @@ void RosbridgeSession::start_delivery(TopicSubscription& sub, const ChannelEntry
   sub.key = next_key();
   sub.queued = 0;
   by_key_[sub.key] = &sub;
-  hub_.reader->add(channel, Sink{weak_from_this(), this, sub.key, encoding_of(sub.merged)}, from_first);
+  hub_.subscribe(channel, Sink{weak_from_this(), this, sub.key, encoding_of(sub.merged)}, from_first);
 }
 
 void RosbridgeSession::stop_delivery(TopicSubscription& sub) {
   if (sub.key == 0) return;
-  hub_.reader->remove(sub.topic, this, sub.key);
+  hub_.unsubscribe(sub.topic, this, sub.key);
   by_key_.erase(sub.key);
   sub.key = 0;
 }
@@ -424,7 +430,7 @@ void RosbridgeSession::channels_changed(const std::vector<const ChannelEntry*>& 
     if (it == subs_.end() || it->second.key != 0) continue;
     if (const auto refusal =
             type_mismatch(e->name, "the client", it->second.type, e->type.name, "the subscription is dropped")) {
-      hub_.counters.ops_refused.fetch_add(1, std::memory_order_relaxed);
+      hub_.counters().ops_refused.fetch_add(1, std::memory_order_relaxed);
       for (const auto& [id, request] : it->second.requests) {
         status("error", *refusal, id.empty() ? Json() : Json(id));
       }
@@ -454,7 +460,7 @@ void RosbridgeSession::unsubscribe(const Json& op) {
       const Encoding was = encoding_of(sub.merged);
       sub.merged = merged_request(sub.requests);
       if (sub.key != 0 && was != encoding_of(sub.merged)) {
-        const ChannelEntry* channel = hub_.catalog.find(topic);
+        const ChannelEntry* channel = hub_.catalog().find(topic);
         stop_delivery(sub);
         if (channel != nullptr) start_delivery(sub, *channel, false);
       }
@@ -475,17 +481,17 @@ void RosbridgeSession::advertise(const Json& op) {
   const std::string id = string_field(op, "id");
   const auto held = advertised_.find(topic);
   if (held != advertised_.end() && held->second.contains(id)) return;
-  if (subscription_count() >= hub_.settings.max_subscriptions) {
+  if (subscription_count() >= hub_.settings().max_subscriptions) {
     throw Error(Errc::kResource, fmt::format("this client holds {} subscribe and advertise ids, the most this bridge "
                                              "allows (max_subscriptions); unadvertise some first",
                                              subscription_count()));
   }
   if (held != advertised_.end()) {
     // Another id of a topic this client publishes: the type must agree.
-    const auto& out = hub_.outlets.at(topic);
+    const auto& out = hub_.outlet(topic);
     const std::string carried = out.schema ? out.schema->root().name : std::string{"shmbus/Bytes"};
     if (const auto refusal = type_mismatch(topic, "the client", type, carried, "nothing was advertised")) {
-      hub_.counters.ops_refused.fetch_add(1, std::memory_order_relaxed);
+      hub_.counters().ops_refused.fetch_add(1, std::memory_order_relaxed);
       status("error", *refusal, op.value("id", Json()));
       return;
     }
@@ -493,8 +499,8 @@ void RosbridgeSession::advertise(const Json& op) {
     return;
   }
   hub_.refresh();
-  const ChannelEntry* channel = hub_.catalog.find(topic);
-  if (const std::string why = hub_.catalog.refused(topic); !why.empty()) {
+  const ChannelEntry* channel = hub_.catalog().find(topic);
+  if (const std::string why = hub_.catalog().refused(topic); !why.empty()) {
     throw Error(Errc::kInvalidArgument, fmt::format("{} is not bridged: {}", topic, why));
   }
   ChannelEntry made;
@@ -504,12 +510,9 @@ void RosbridgeSession::advertise(const Json& op) {
     channel = &made;
   }
   if (!check_type(topic, *channel, op["type"], op.value("id", Json()))) return;
-  hub_.acquire_outlet(*channel);
+  hub_.acquire_outlet(*channel, channel == &made);
   advertised_[topic].insert(id);
-  if (channel == &made) {
-    hub_.created.insert(topic);
-    created_.insert(topic);
-  }
+  if (channel == &made) created_.insert(topic);
 }
 
 void RosbridgeSession::unadvertise(const Json& op) {
@@ -532,7 +535,7 @@ void RosbridgeSession::publish(const Json& op) {
   if (!advertised_.contains(topic)) {
     // rosbridge advertises on first publish; the type is the channel's.
     hub_.refresh();
-    const ChannelEntry* channel = hub_.catalog.find(topic);
+    const ChannelEntry* channel = hub_.catalog().find(topic);
     if (channel == nullptr) {
       throw Error(Errc::kNotFound,
                   fmt::format("no channel {}: advertise it first with its type ({{\"op\": \"advertise\", \"topic\": "
@@ -541,7 +544,7 @@ void RosbridgeSession::publish(const Json& op) {
     }
     advertise(Json{{"op", "advertise"}, {"topic", topic}, {"type", channel->type.name}});
   }
-  Outlet& out = hub_.outlets.at(topic);
+  Outlet& out = hub_.outlet(topic);
   std::vector<std::byte> bytes;
   try {
     bytes = out.schema ? out.schema->encode(out.schema->with_defaults(op["msg"])) : bytes_of(op["msg"]);
@@ -552,7 +555,7 @@ void RosbridgeSession::publish(const Json& op) {
   }
   switch (out.publisher.publish(bytes)) {
     case PublishResult::kOk:
-      hub_.counters.messages_published.fetch_add(1, std::memory_order_relaxed);
+      hub_.counters().messages_published.fetch_add(1, std::memory_order_relaxed);
       break;
     case PublishResult::kTooLarge:
       throw Error(Errc::kInvalidArgument, fmt::format("{}: {}", topic, out.publisher.too_large(bytes.size())));
@@ -571,7 +574,7 @@ void RosbridgeSession::service_response(const Json& op, bool result, Json values
 
 bool RosbridgeSession::rosapi(const std::string& service, const Json& args, Json& values) {
   hub_.refresh();
-  const auto& channels = hub_.catalog.channels();
+  const auto& channels = hub_.catalog().channels();
   const std::string api = service.substr(kRosapi.size());
   if (api == "topics") {
     Json topics = Json::array(), types = Json::array();
@@ -583,7 +586,7 @@ bool RosbridgeSession::rosapi(const std::string& service, const Json& args, Json
     values = Json{{"topics", std::move(topics)}, {"types", std::move(types)}};
   } else if (api == "topic_type") {
     const std::string topic = string_field(args, "topic");
-    const ChannelEntry* e = hub_.catalog.find(topic);
+    const ChannelEntry* e = hub_.catalog().find(topic);
     values = Json{{"type", e != nullptr && !e->service_channel && hub_.allowed(topic) ? e->type.name : ""}};
   } else if (api == "topics_for_type") {
     const std::string type = short_type_name(string_field(args, "type"));
@@ -599,7 +602,7 @@ bool RosbridgeSession::rosapi(const std::string& service, const Json& args, Json
     }
     for (const auto& [name, e] : channels) {
       const std::string s = service_of_request_channel(name);
-      if (!s.empty() && hub_.allowed(s) && hub_.catalog.served(s)) services.push_back(s);
+      if (!s.empty() && hub_.allowed(s) && hub_.catalog().served(s)) services.push_back(s);
     }
     values = Json{{"services", std::move(services)}};
   } else if (api == "service_type") {
@@ -607,15 +610,16 @@ bool RosbridgeSession::rosapi(const std::string& service, const Json& args, Json
     std::string type;
     if (s.starts_with(kRosapi)) {
       type = "rosapi/" + s.substr(kRosapi.size());
-    } else if (const ChannelEntry* e = hub_.catalog.find(service_request_channel(s)); e != nullptr && hub_.allowed(s)) {
+    } else if (const ChannelEntry* e = hub_.catalog().find(service_request_channel(s));
+               e != nullptr && hub_.allowed(s)) {
       type = service_type_of_request_type(e->type.name);
     }
     values = Json{{"type", type}};
   } else if (api == "message_details") {
     const std::string type = string_field(args, "type");
-    const auto [owner, def] = hub_.catalog.find_type(type);
+    const auto [owner, def] = hub_.catalog().find_type(type);
     if (def == nullptr) {
-      values = fmt::format("message_details: no channel of domain \"{}\" carries {}", hub_.catalog.domain(), type);
+      values = fmt::format("message_details: no channel of domain \"{}\" carries {}", hub_.catalog().domain(), type);
       return false;
     }
     values = Json{{"typedefs", typedefs_of(*def)}};
@@ -640,7 +644,7 @@ bool RosbridgeSession::rosapi(const std::string& service, const Json& args, Json
 }
 
 bool RosbridgeSession::rosapi_nodes(const std::string& api, const Json& args, Json& values) {
-  const BusGraph graph = bus_graph(hub_.catalog, [this](std::string_view name) { return hub_.allowed(name); });
+  const BusGraph graph = bus_graph(hub_.catalog(), [this](std::string_view name) { return hub_.allowed(name); });
   // ROS names nodes from the root: "/camera"; shmbus's "camera" is the same node.
   const auto ros_name = [](const std::string& node) { return node.starts_with('/') ? node : "/" + node; };
   if (api == "nodes") {
@@ -656,7 +660,7 @@ bool RosbridgeSession::rosapi_nodes(const std::string& api, const Json& args, Js
         Json{{"subscribing", n.subscribing}, {"publishing", n.publishing}, {"services", n.serving}, {"pids", n.pids}};
     return true;
   }
-  values = fmt::format("no node {} in domain \"{}\" (/rosapi/nodes lists them)", wanted, hub_.catalog.domain());
+  values = fmt::format("no node {} in domain \"{}\" (/rosapi/nodes lists them)", wanted, hub_.catalog().domain());
   return false;
 }
 
@@ -670,11 +674,11 @@ void RosbridgeSession::call_service(const Json& op) {
     service_response(op, ok, std::move(values));
     return;
   }
-  std::chrono::nanoseconds timeout = hub_.settings.service_timeout;
+  std::chrono::nanoseconds timeout = hub_.settings().service_timeout;
   if (const auto t = op.find("timeout"); t != op.end() && t->is_number() && t->get<double>() > 0) {
     timeout = std::chrono::nanoseconds(static_cast<std::int64_t>(std::min(t->get<double>(), 3600.0) * 1e9));
   }
-  auto done = [weak = weak_from_this(), &io = hub_.io, op](ServiceCaller::Result r) {
+  auto done = [weak = weak_from_this(), &io = hub_.io(), op](ServiceCaller::Result r) {
     asio::post(io, [weak, op, r = std::move(r)]() mutable {
       if (const auto self = std::static_pointer_cast<RosbridgeSession>(weak.lock())) {
         const bool ok = r.status == CallStatus::kOk;
@@ -699,7 +703,7 @@ void RosbridgeSession::advertise_service(const Json& op) {
   // The request and response schemas: the service's channels', else those
   // of a channel of the domain that carries the types.
   const auto schema_for = [&](const std::string& channel, const std::string& type_name) {
-    if (const ChannelEntry* e = hub_.catalog.find(channel)) {
+    if (const ChannelEntry* e = hub_.catalog().find(channel)) {
       if (e->type.name != type_name || !e->schema) {
         throw Error(Errc::kTypeMismatch,
                     fmt::format("type mismatch on {}: the client says {}, the service carries {}; not advertised",
@@ -707,12 +711,12 @@ void RosbridgeSession::advertise_service(const Json& op) {
       }
       return e->schema;
     }
-    const auto [owner, def] = hub_.catalog.find_type(type_name);
+    const auto [owner, def] = hub_.catalog().find_type(type_name);
     if (def == nullptr) {
       throw Error(Errc::kNotFound,
                   fmt::format("cannot serve {}: no channel of domain \"{}\" carries {}, so the bridge has no schema "
                               "for it",
-                              service, hub_.catalog.domain(), type_name));
+                              service, hub_.catalog().domain(), type_name));
     }
     return std::make_shared<const schema::Schema>(
         schema::Schema::from_canonical(schema::MessageSet::canonical_text(*def)));
@@ -721,7 +725,7 @@ void RosbridgeSession::advertise_service(const Json& op) {
   auto response = schema_for(service_response_channel(service), service_response_type(type));
   const ServiceTypes types{type, TypeInfo{request->root().name, request->hash(), request->text()},
                            TypeInfo{response->root().name, response->hash(), response->text()}};
-  auto ask = [weak = weak_from_this(), &io = hub_.io, service](Json args, ClientService::Answer answer) {
+  auto ask = [weak = weak_from_this(), &io = hub_.io(), service](Json args, ClientService::Answer answer) {
     asio::post(io, [weak, service, args = std::move(args), answer = std::move(answer)]() mutable {
       const auto self = std::static_pointer_cast<RosbridgeSession>(weak.lock());
       if (!self || self->closed_) {
@@ -734,9 +738,9 @@ void RosbridgeSession::advertise_service(const Json& op) {
           dump_json(Json{{"op", "call_service"}, {"id", id}, {"service", service}, {"args", std::move(args)}}));
     });
   };
-  served_[service] = std::make_unique<ClientService>(hub_.context, service, types, std::move(request),
-                                                     std::move(response), hub_.settings.service_timeout,
-                                                     hub_.settings.json_int64 == JsonInt64::kString, std::move(ask));
+  served_[service] = std::make_unique<ClientService>(hub_.context(), service, types, std::move(request),
+                                                     std::move(response), hub_.settings().service_timeout,
+                                                     hub_.settings().json_int64 == JsonInt64::kString, std::move(ask));
   spdlog::info("client {} serves {} ({})", peer_, service, type);
 }
 
@@ -792,10 +796,10 @@ void RosbridgeSession::fragment(const Json& op) {
   if (part.empty() && !data.empty()) ++f.received;
   f.bytes += data.size() - part.size();
   part = data;
-  if (f.bytes > hub_.settings.max_frame_bytes) {
+  if (f.bytes > hub_.settings().max_frame_bytes) {
     fragments_.erase(id);
     throw Error(Errc::kInvalidArgument, fmt::format("fragment {}: the message is over max_frame_bytes ({}); dropped",
-                                                    id, hub_.settings.max_frame_bytes));
+                                                    id, hub_.settings().max_frame_bytes));
   }
   if (f.received < f.parts.size()) return;
   std::string whole;

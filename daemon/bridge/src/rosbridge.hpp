@@ -12,9 +12,14 @@
 #include <string>
 #include <vector>
 
-#include "server.hpp"
+#include "session.hpp"
 
 namespace shmbus::bridge {
+
+/// A bus message as rosbridge's `publish` op on `topic`: the envelope
+/// around its fields (`msg`) that every rosbridge client reads. The bus
+/// reader encodes each message once into it for all sessions.
+schema::Json rosbridge_publish(const std::string& topic, schema::Json msg);
 
 class RosbridgeSession final : public Session {
  public:
@@ -77,6 +82,12 @@ class RosbridgeSession final : public Session {
   void release() override;
 
   void on_op(const schema::Json& op);
+  /// The ops a client may send once authenticated (and this side, as a
+  /// link's client, answers): the one list of them.
+  static const OpTable<RosbridgeSession>& ops();
+  void set_level(const schema::Json& op);
+  void unadvertise_service_op(const schema::Json& op);
+  void ignore(const schema::Json& /*op*/) {}
   void status(const std::string& level, const std::string& message, const schema::Json& id = nullptr);
   void subscribe(const schema::Json& op);
   /// The settings of one subscribe op (warnings for what is adjusted).

@@ -9,7 +9,7 @@
 
 #include "foxglove.hpp"
 #include "rosbridge.hpp"
-#include "server.hpp"
+#include "session.hpp"
 #include "shmbus/clock.hpp"
 
 namespace shmbus::bridge {
@@ -21,9 +21,9 @@ Session::Session(Hub& hub, Stream stream) : hub_(hub), ws_(std::move(stream)) {
   // Each message is one small write: without TCP_NODELAY, Nagle's algorithm
   // holds it back until the previous one is acknowledged (milliseconds).
   tcp_layer().socket().set_option(tcp::no_delay(true), ec);
-  tokens_ = hub_.settings.max_ops_per_second;
+  tokens_ = hub_.settings().max_ops_per_second;
   tokens_at_ns_ = mono_now_ns();
-  authenticated_ = hub_.token.empty();
+  authenticated_ = hub_.token().empty();
 }
 
 Session::~Session() = default;
@@ -35,12 +35,12 @@ std::shared_ptr<Session> make_session(Hub& hub, Stream stream, Protocol protocol
 
 template <typename Decorator>
 void Session::prepare(beast::role_type role, Decorator decorator) {
-  hub_.sessions.insert(this);
+  hub_.join(*this);
   tcp_layer().expires_never();
   // A peer from which nothing arrives (not even the pong to the ping sent
   // at half the time) for idle_timeout is gone: closed.
   auto timeout = websocket::stream_base::timeout::suggested(role);
-  timeout.idle_timeout = std::chrono::duration_cast<std::chrono::steady_clock::duration>(hub_.settings.idle_timeout);
+  timeout.idle_timeout = std::chrono::duration_cast<std::chrono::steady_clock::duration>(hub_.settings().idle_timeout);
   timeout.keep_alive_pings = true;
   ws_.set_option(timeout);
   ws_.set_option(websocket::stream_base::decorator(std::move(decorator)));
@@ -72,14 +72,14 @@ void Session::start(const http::request<http::string_body>& request, const std::
 void Session::start_auth_timer() {
   if (authenticated_ || client_mode_ || finished_) return;
   counted_pending_auth_ = true;
-  ++hub_.pending_auth;
-  auth_timer_.emplace(hub_.io);
+  hub_.auth_started();
+  auth_timer_.emplace(hub_.io());
   auth_timer_->expires_after(
-      std::chrono::duration_cast<std::chrono::steady_clock::duration>(hub_.settings.auth_timeout));
+      std::chrono::duration_cast<std::chrono::steady_clock::duration>(hub_.settings().auth_timeout));
   auth_timer_->async_wait([weak = weak_from_this()](beast::error_code ec) {
     const auto self = weak.lock();
     if (ec || !self || self->authenticated_ || self->closed_) return;
-    self->hub_.counters.connections_refused.fetch_add(1, std::memory_order_relaxed);
+    self->hub_.counters().connections_refused.fetch_add(1, std::memory_order_relaxed);
     self->tell("no auth within auth_timeout: closing", true);
     self->close(websocket::close_code::policy_error, "not authenticated in time");
   });
@@ -89,7 +89,7 @@ void Session::authenticated() {
   authenticated_ = true;
   if (counted_pending_auth_) {
     counted_pending_auth_ = false;
-    --hub_.pending_auth;
+    hub_.auth_ended();
   }
   if (auth_timer_) auth_timer_->cancel();
 }
@@ -113,21 +113,21 @@ void Session::start_client(const std::string& host, const std::string& target, s
 void Session::read() {
   // At most one byte over the bound is buffered: enough to know a message
   // is over it.
-  const std::size_t room = std::size_t{hub_.settings.max_frame_bytes} + 1 - buffer_.size();
+  const std::size_t room = std::size_t{hub_.settings().max_frame_bytes} + 1 - buffer_.size();
   auto on_read = [self = shared_from_this()](beast::error_code ec, std::size_t) {
     if (ec) {
       self->finish();
       return;
     }
     if (!self->ws_.is_message_done()) {
-      if (self->buffer_.size() <= self->hub_.settings.max_frame_bytes) {
+      if (self->buffer_.size() <= self->hub_.settings().max_frame_bytes) {
         self->read();
         return;
       }
-      self->hub_.counters.ops_refused.fetch_add(1, std::memory_order_relaxed);
+      self->hub_.counters().ops_refused.fetch_add(1, std::memory_order_relaxed);
       self->buffer_.clear();
       self->close(websocket::close_code::too_big,
-                  fmt::format("a message over max_frame_bytes ({})", self->hub_.settings.max_frame_bytes));
+                  fmt::format("a message over max_frame_bytes ({})", self->hub_.settings().max_frame_bytes));
       return;
     }
     std::string data = beast::buffers_to_string(self->buffer_.data());
@@ -141,7 +141,7 @@ void Session::read() {
 
 bool Session::admit_op() {
   // A token bucket of max_ops_per_second, refilled continuously.
-  const double rate = hub_.settings.max_ops_per_second;
+  const double rate = hub_.settings().max_ops_per_second;
   const std::int64_t now = mono_now_ns();
   tokens_ = std::min(rate, tokens_ + rate * static_cast<double>(now - tokens_at_ns_) * 1e-9);
   tokens_at_ns_ = now;
@@ -150,12 +150,12 @@ bool Session::admit_op() {
     return true;
   }
   ++over_rate_;
-  hub_.counters.ops_refused.fetch_add(1, std::memory_order_relaxed);
+  hub_.counters().ops_refused.fetch_add(1, std::memory_order_relaxed);
   if (now - last_rate_report_ns_ >= 1'000'000'000) {
     last_rate_report_ns_ = now;
     const std::string text =
         fmt::format("rate limit: {} operations refused so far (this bridge takes at most {} per second per client)",
-                    over_rate_, hub_.settings.max_ops_per_second);
+                    over_rate_, hub_.settings().max_ops_per_second);
     tell(text, false);
   }
   return false;
@@ -171,7 +171,7 @@ void Session::enqueue(Frame frame) {
   if (closed_) return;
   if (frame.subscription == 0) {
     // Replies pile up only when the client sends requests and never reads.
-    const auto& b = hub_.settings;
+    const auto& b = hub_.settings();
     if (queue_.size() >= 2 * std::size_t{b.send_queue} + 64 || queued_bytes_ > 2 * std::size_t{b.max_client_bytes}) {
       close(websocket::close_code::policy_error, "client does not read its replies");
       return;
@@ -191,7 +191,7 @@ void Session::push(Frame frame) {
 }
 
 bool Session::make_room(std::size_t frames, std::size_t bytes) {
-  const auto& b = hub_.settings;
+  const auto& b = hub_.settings();
   const auto over = [&] { return queue_.size() + frames > b.send_queue || queued_bytes_ + bytes > b.max_client_bytes; };
   const auto is_data = [](const Frame& f) { return f.subscription != 0; };
   while (over()) {
@@ -202,7 +202,7 @@ bool Session::make_room(std::size_t frames, std::size_t bytes) {
   const bool alone = std::none_of(first_droppable(), queue_.end(), is_data);
   if (!over() || alone) return true;
   ++dropped_;
-  hub_.counters.messages_dropped.fetch_add(1, std::memory_order_relaxed);
+  hub_.counters().messages_dropped.fetch_add(1, std::memory_order_relaxed);
   return false;
 }
 
@@ -230,7 +230,7 @@ bool Session::drop_data(const std::deque<Frame>::iterator& it) {
   }
   data_left(key);
   ++dropped_;
-  hub_.counters.messages_dropped.fetch_add(1, std::memory_order_relaxed);
+  hub_.counters().messages_dropped.fetch_add(1, std::memory_order_relaxed);
   return true;
 }
 
@@ -243,7 +243,7 @@ void Session::report_drops() {
   const std::string text = fmt::format(
       "dropped {} messages for this client ({} in all): its send queue ({} messages) was full; it reads slower "
       "than its topics publish (subscribe with throttle_rate or fewer topics)",
-      fresh, dropped_, hub_.settings.send_queue);
+      fresh, dropped_, hub_.settings().send_queue);
   tell(text, false);
 }
 
@@ -261,7 +261,7 @@ void Session::write_next() {
     // A fragmented message counts once, with its last fragment.
     const bool last_of_message = done.group == 0 || self->queue_.size() == 1 || self->queue_[1].group != done.group;
     if (done.subscription != 0 && last_of_message) {
-      self->hub_.counters.messages_sent.fetch_add(1, std::memory_order_relaxed);
+      self->hub_.counters().messages_sent.fetch_add(1, std::memory_order_relaxed);
       self->data_left(done.subscription);
     }
     self->queued_bytes_ -= done.bytes();
@@ -286,8 +286,7 @@ void Session::finish() {
   if (!closed_) spdlog::info("client {} disconnected", peer_);
   finished_ = true;
   closed_ = true;
-  hub_.sessions.erase(this);
-  hub_.reader->remove_all(this);
+  hub_.leave(*this);
   release();
   created_.clear();
   if (!writing_) {
@@ -296,7 +295,7 @@ void Session::finish() {
   }
   if (counted_pending_auth_) {
     counted_pending_auth_ = false;
-    --hub_.pending_auth;
+    hub_.auth_ended();
   }
   if (auth_timer_) auth_timer_->cancel();
   if (on_close_) std::exchange(on_close_, nullptr)();

@@ -96,8 +96,7 @@ struct Uplink::Impl {
     stopping = true;
     hub.shutdown_sessions();
     session.reset();
-    hub.reader.reset();
-    hub.services.reset();
+    hub.stop();
   }
   Impl(const Impl&) = delete;
   Impl& operator=(const Impl&) = delete;
@@ -179,7 +178,7 @@ struct Uplink::Impl {
     // What the exports publish from now until the next link is lost to the
     // remote side: their message counts now, compared at reconnect.
     for (const auto& [topic, flowing] : exporting) {
-      if (const auto v = hub.catalog.view(topic)) marks[topic] = v->messages;
+      if (const auto v = hub.catalog().view(topic)) marks[topic] = v->messages;
     }
     exporting.clear();
     spdlog::warn("link to {} is down; reconnecting (backoff from {} ms)", options.url, backoff_ms);
@@ -218,12 +217,12 @@ struct Uplink::Impl {
 
   void start_export(const std::string& topic, const std::string& remote) {
     hub.refresh();
-    const ChannelEntry* local = hub.catalog.find(topic);
+    const ChannelEntry* local = hub.catalog().find(topic);
     if (local == nullptr) {
       refuse(
           fmt::format("export {}: refused: no local channel {} in domain \"{}\" (it is tried again at the next "
                       "link)",
-                      topic, topic, hub.catalog.domain()));
+                      topic, topic, hub.catalog().domain()));
       return;
     }
     if (const auto refusal = type_mismatch(topic, "the remote side", remote, local->type.name, "nothing flows on it")) {
@@ -231,7 +230,7 @@ struct Uplink::Impl {
       return;
     }
     if (const auto mark = marks.find(topic); mark != marks.end()) {
-      if (const auto v = hub.catalog.view(topic); v && v->messages > mark->second) {
+      if (const auto v = hub.catalog().view(topic); v && v->messages > mark->second) {
         const std::uint64_t lost = v->messages - mark->second;
         spdlog::warn("export {}: {} messages were published while the link was down (lost to the remote side)", topic,
                      lost);
@@ -253,7 +252,7 @@ struct Uplink::Impl {
       return;
     }
     hub.refresh();
-    const ChannelEntry* local = hub.catalog.find(topic);
+    const ChannelEntry* local = hub.catalog().find(topic);
     if (const auto refusal =
             local != nullptr ? type_mismatch(topic, "the remote side", remote, local->type.name, "nothing flows on it")
                              : std::nullopt) {

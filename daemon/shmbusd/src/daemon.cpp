@@ -1,4 +1,4 @@
-#include "shmbus/daemon/daemon.hpp"
+#include "shmbus/shmbusd/daemon.hpp"
 
 #include <malloc.h>
 #include <signal.h>
@@ -18,10 +18,6 @@
 
 #include "shmbus/bus_channels.hpp"
 #include "shmbus/clock.hpp"
-#include "shmbus/daemon/http.hpp"
-#include "shmbus/daemon/metrics.hpp"
-#include "shmbus/daemon/outputs.hpp"
-#include "shmbus/daemon/roudi.hpp"
 #include "shmbus/error.hpp"
 #include "shmbus/iceoryx.hpp"
 #include "shmbus/monitor/config_report.hpp"
@@ -29,10 +25,14 @@
 #include "shmbus/names.hpp"
 #include "shmbus/service_shell.hpp"
 #include "shmbus/service_shell/tls.hpp"
+#include "shmbus/shmbusd/http.hpp"
+#include "shmbus/shmbusd/metrics.hpp"
+#include "shmbus/shmbusd/outputs.hpp"
+#include "shmbus/shmbusd/roudi.hpp"
 #include "shmbus/stop_signals.hpp"
 #include "web.hpp"
 
-namespace shmbus::daemon {
+namespace shmbus::shmbusd {
 
 using monitor::ChannelStatus;
 using monitor::Level;
@@ -404,4 +404,4 @@ int run(const Options& options, bool to_journal) {
   return daemon.run();
 }
 
-}  // namespace shmbus::daemon
+}  // namespace shmbus::shmbusd

@@ -1,4 +1,4 @@
-#include "shmbus/daemon/http.hpp"
+#include "shmbus/shmbusd/http.hpp"
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -23,7 +23,7 @@
 #include "shmbus/service_shell/stream.hpp"
 #include "shmbus/service_shell/tls.hpp"
 
-namespace shmbus::daemon {
+namespace shmbus::shmbusd {
 
 namespace asio = boost::asio;
 namespace beast = boost::beast;
@@ -369,4 +369,4 @@ std::pair<int, std::string> http_request(const HttpUrl& url, const std::string& 
   return {static_cast<int>(res.result_int()), res.body()};
 }
 
-}  // namespace shmbus::daemon
+}  // namespace shmbus::shmbusd

@@ -1,4 +1,4 @@
-#include "shmbus/daemon/metrics.hpp"
+#include "shmbus/shmbusd/metrics.hpp"
 
 #include <fmt/format.h>
 
@@ -6,7 +6,7 @@
 #include <cmath>
 #include <utility>
 
-namespace shmbus::daemon {
+namespace shmbus::shmbusd {
 namespace {
 
 using monitor::PublisherStatus;
@@ -221,4 +221,4 @@ std::string render_metrics(const std::string& domain, const std::vector<ChannelS
   return w.take();
 }
 
-}  // namespace shmbus::daemon
+}  // namespace shmbus::shmbusd

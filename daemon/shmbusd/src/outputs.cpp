@@ -1,4 +1,4 @@
-#include "shmbus/daemon/outputs.hpp"
+#include "shmbus/shmbusd/outputs.hpp"
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -9,7 +9,7 @@
 #include "shmbus/bus_channels.hpp"
 #include "shmbus/clock.hpp"
 
-namespace shmbus::daemon {
+namespace shmbus::shmbusd {
 
 namespace {
 
@@ -210,4 +210,4 @@ void AlertmanagerWebhook::worker() {
   }
 }
 
-}  // namespace shmbus::daemon
+}  // namespace shmbus::shmbusd

@@ -1,5 +1,5 @@
 // shmbusd's command line: the configuration, its overrides, and the
-// classic daemon's detach. The monitor is the library (shmbus/daemon/daemon.hpp).
+// classic daemon's detach. The monitor is the library (shmbus/shmbusd/daemon.hpp).
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -8,13 +8,13 @@
 #include <string>
 
 #include "shmbus/cli.hpp"
-#include "shmbus/daemon/daemon.hpp"
 #include "shmbus/error.hpp"
 #include "shmbus/iceoryx.hpp"
 #include "shmbus/monitor/config_report.hpp"
 #include "shmbus/service_shell.hpp"
+#include "shmbus/shmbusd/daemon.hpp"
 
-namespace shmbus::daemon {
+namespace shmbus::shmbusd {
 namespace {
 
 int daemon_main(int argc, char** argv) {
@@ -74,8 +74,8 @@ int daemon_main(int argc, char** argv) {
 }
 
 }  // namespace
-}  // namespace shmbus::daemon
+}  // namespace shmbus::shmbusd
 
 int main(int argc, char** argv) {
-  return shmbus::cli::guarded("shmbusd", [&] { return shmbus::daemon::daemon_main(argc, argv); });
+  return shmbus::cli::guarded("shmbusd", [&] { return shmbus::shmbusd::daemon_main(argc, argv); });
 }

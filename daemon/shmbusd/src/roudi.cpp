@@ -1,4 +1,4 @@
-#include "shmbus/daemon/roudi.hpp"
+#include "shmbus/shmbusd/roudi.hpp"
 
 #include <signal.h>
 #include <spdlog/spdlog.h>
@@ -15,7 +15,7 @@
 #include "shmbus/error.hpp"
 #include "shmbus/iceoryx.hpp"
 
-namespace shmbus::daemon {
+namespace shmbus::shmbusd {
 
 namespace {
 
@@ -109,4 +109,4 @@ RoudiSupervisor::~RoudiSupervisor() {
   }
 }
 
-}  // namespace shmbus::daemon
+}  // namespace shmbus::shmbusd

@@ -14,7 +14,7 @@
 #include "shmbus/monitor/json.hpp"
 #include "shmbus/names.hpp"
 
-namespace shmbus::daemon {
+namespace shmbus::shmbusd {
 
 using monitor::ChannelStatus;
 using json = nlohmann::ordered_json;
@@ -230,4 +230,4 @@ nlohmann::json WebState::graph(const std::vector<ChannelStatus>& statuses) {
   return g.json();
 }
 
-}  // namespace shmbus::daemon
+}  // namespace shmbus::shmbusd

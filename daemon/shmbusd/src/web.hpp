@@ -15,7 +15,7 @@
 
 #include "shmbus/monitor/monitor.hpp"
 
-namespace shmbus::daemon {
+namespace shmbus::shmbusd {
 
 /// The page (HTML with its CSS and JavaScript inline; nothing fetched
 /// from another host).
@@ -72,4 +72,4 @@ class WebState {
   std::int64_t next_sample_ns_ = 0;
 };
 
-}  // namespace shmbus::daemon
+}  // namespace shmbus::shmbusd

@@ -8,11 +8,11 @@ endif()
 file(WRITE "${OUTPUT}.tmp"
      "// Generated from ${INPUT} by embed.cmake: do not edit.\n"
      "#include <string_view>\n"
-     "namespace shmbus::daemon {\n"
+     "namespace shmbus::shmbusd {\n"
      "std::string_view web_page() {\n"
      "  static constexpr std::string_view kPage = R\"shmbus_page(${page})shmbus_page\";\n"
      "  return kPage;\n"
      "}\n"
-     "}  // namespace shmbus::daemon\n")
+     "}  // namespace shmbus::shmbusd\n")
 file(COPY_FILE "${OUTPUT}.tmp" "${OUTPUT}" ONLY_IF_DIFFERENT)
 file(REMOVE "${OUTPUT}.tmp")

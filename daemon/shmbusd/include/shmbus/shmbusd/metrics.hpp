@@ -7,7 +7,7 @@
 
 #include "shmbus/monitor/monitor.hpp"
 
-namespace shmbus::daemon {
+namespace shmbus::shmbusd {
 
 using monitor::ChannelStatus;
 
@@ -25,4 +25,4 @@ struct DaemonFigures {
 std::string render_metrics(const std::string& domain, const std::vector<ChannelStatus>& channels,
                            const DaemonFigures& daemon);
 
-}  // namespace shmbus::daemon
+}  // namespace shmbus::shmbusd

@@ -13,7 +13,7 @@ namespace boost::asio::ssl {
 class context;  // NOLINT(readability-identifier-naming): Asio's name
 }  // namespace boost::asio::ssl
 
-namespace shmbus::daemon {
+namespace shmbus::shmbusd {
 
 /// What a handler is asked.
 struct HttpRequest {
@@ -89,4 +89,4 @@ HttpUrl parse_http_url(const std::string& url);
 std::pair<int, std::string> http_request(const HttpUrl& url, const std::string& method, const std::string& body,
                                          const std::string& content_type, int timeout_ms = 2000);
 
-}  // namespace shmbus::daemon
+}  // namespace shmbus::shmbusd

@@ -10,7 +10,7 @@
 
 #include "shmbus/config.hpp"
 
-namespace shmbus::daemon {
+namespace shmbus::shmbusd {
 
 class RoudiSupervisor {
  public:
@@ -40,4 +40,4 @@ class RoudiSupervisor {
   std::uint64_t restarts_ = 0;
 };
 
-}  // namespace shmbus::daemon
+}  // namespace shmbus::shmbusd

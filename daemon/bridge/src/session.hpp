@@ -1,127 +1,25 @@
 #pragma once
-// The bridge's state on its network thread (Hub) and one WebSocket client
-// (Session), which each protocol derives from (rosbridge.hpp, foxglove.hpp).
+// One WebSocket client (Session), which each protocol derives from
+// (rosbridge.hpp, foxglove.hpp), and the frames it sends.
 
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/ssl/context.hpp>
 #include <boost/asio/steady_timer.hpp>
-#include <boost/beast/core.hpp>
-#include <boost/beast/http.hpp>
-#include <boost/beast/websocket.hpp>
 
-#include <atomic>
-#include <chrono>
+#include <array>
 #include <cstdint>
 #include <deque>
 #include <functional>
-#include <map>
+#include <initializer_list>
 #include <memory>
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
-#include "bus.hpp"
-#include "services.hpp"
-#include "shmbus/bridge/bridge.hpp"
-#include "shmbus/publisher.hpp"
-#include "shmbus/schema/type_catalog.hpp"
-#include "shmbus/service_shell/stream.hpp"
+#include "hub.hpp"
 
 namespace shmbus::bridge {
-
-namespace asio = boost::asio;
-namespace beast = boost::beast;
-namespace http = beast::http;
-namespace websocket = beast::websocket;
-namespace ssl = asio::ssl;
-using tcp = asio::ip::tcp;
-
-/// A connection's bytes: plain TCP, or TLS over it (wss://, https://).
-using Stream = service_shell::Stream;
-
-/// Counters shared by every thread (relaxed: totals for /metrics).
-struct Counters {
-  std::atomic<std::uint64_t> connections_refused{0};
-  std::atomic<std::uint64_t> messages_sent{0};
-  std::atomic<std::uint64_t> messages_dropped{0};
-  std::atomic<std::uint64_t> messages_published{0};
-  std::atomic<std::uint64_t> ops_refused{0};
-  std::atomic<std::uint64_t> service_calls{0};
-  std::atomic<std::uint64_t> service_failures{0};
-};
-
-/// A channel the bridge publishes into for its clients (shared by them).
-struct Outlet {
-  Publisher publisher;
-  std::shared_ptr<const schema::Schema> schema;
-  std::size_t users = 0;
-};
-
-/// Everything the sessions share. Network thread only, except `counters`,
-/// `reader` and `services` (thread-safe).
-struct Hub {
-  Hub(const Config& config, BridgeSettings settings, asio::io_context& io);
-
-  /// Shuts every session down (Session::shutdown), the network thread
-  /// stopped.
-  void shutdown_sessions();
-  /// Starts the reader thread, which hands each message to the sessions on
-  /// the network thread.
-  void start_reader();
-  /// The counters (clients: those in `sessions`, read off the network
-  /// thread by the caller's own count).
-  [[nodiscard]] BridgeStats stats() const noexcept;
-  /// Whether clients may use a channel or service (allow, then deny globs).
-  [[nodiscard]] bool allowed(std::string_view name) const;
-  /// Re-reads the domain's channels; tells Foxglove clients what changed.
-  void refresh();
-  /// The bus graph to the sessions that follow it (computed once for all).
-  void graph_tick();
-  /// Each session's offered services against those served now.
-  void services_tick();
-
-  /// A channel a client may create, `topic` of `type` (package/Name), when
-  /// that client made `client_made` already: within the limits of
-  /// [bridge] and the domain's registry, its schema that of a channel of
-  /// the domain carrying `type`, else resolved by `types`. Throws Error
-  /// naming what is over or the type and where it was looked for.
-  [[nodiscard]] ChannelEntry plan_channel(const std::string& topic, const std::string& type,
-                                          std::size_t client_made) const;
-  /// Calls shmbus service `service` with the JSON `args` (fields left out
-  /// are zero), for any protocol: `done` runs on the service's worker
-  /// thread, with the response's 64-bit integers as json_int64 says.
-  /// Returns why the call could not start (not allowed, no such service, a
-  /// request that does not fit, too many waiting), counted as a failure,
-  /// or nothing. Counts the call.
-  std::optional<std::string> call_service(const std::string& service, const schema::Json& args,
-                                          std::chrono::nanoseconds timeout, ServiceCaller::Done done);
-  /// Takes a share of the publisher of `channel` (which exists, or is
-  /// created with `entry`'s type and schema). Throws Error.
-  Outlet& acquire_outlet(const ChannelEntry& entry);
-  void release_outlet(const std::string& channel);
-
-  /// Bus messages posted to the network thread and not yet handed to the
-  /// sessions: over this, the reader drops (counted).
-  static constexpr std::size_t kMaxInFlightBytes = std::size_t{16} << 20;
-
-  Config config;
-  BridgeSettings settings;  ///< [bridge], with the command line on top
-  asio::io_context& io;
-  Context context;
-  std::string token;  ///< empty: no authentication
-  Catalog catalog;
-  schema::TypeCatalog types;  ///< shipped types, settings.msg_path, SHMBUS_MSG_PATH
-  Counters counters;
-  std::atomic<std::size_t> in_flight_bytes{0};
-  std::set<Session*> sessions;
-  std::size_t pending_auth = 0;                ///< sessions waiting for their auth op
-  std::set<std::string, std::less<>> created;  ///< channels the bridge made for clients
-  std::map<std::string, Outlet, std::less<>> outlets;
-  std::unique_ptr<BusReader> reader;
-  std::unique_ptr<ServiceCaller> services;
-};
 
 /// One frame waiting to be written to a client.
 struct Frame {
@@ -135,6 +33,32 @@ struct Frame {
 };
 
 enum class Protocol : std::uint8_t { kRosbridge, kFoxglove };
+
+/// A protocol's operations by name (a JSON frame's "op"): the one place a
+/// new op is added, which the dispatch and the refusal of an unknown op
+/// (names()) both read.
+template <typename S>
+class OpTable {
+ public:
+  using Handler = void (S::*)(const schema::Json& op);
+  OpTable(std::initializer_list<std::pair<std::string_view, Handler>> ops) : ops_(ops) {}
+  /// The handler of `name`, or nullptr.
+  [[nodiscard]] Handler find(std::string_view name) const noexcept {
+    for (const auto& [n, h] : ops_) {
+      if (n == name) return h;
+    }
+    return nullptr;
+  }
+  /// "a, b, c": every op, in the table's order.
+  [[nodiscard]] std::string names() const {
+    std::string out;
+    for (const auto& [n, h] : ops_) out += (out.empty() ? "" : ", ") + std::string(n);
+    return out;
+  }
+
+ private:
+  std::vector<std::pair<std::string_view, Handler>> ops_;
+};
 
 /// One WebSocket client, whatever its protocol: the connection, the bounded
 /// send queue that drops the oldest data first, the operation rate limit,

@@ -9,7 +9,7 @@
 #include "shmbus/config_source.hpp"
 #include "shmbus/monitor/settings.hpp"
 
-namespace shmbus::daemon {
+namespace shmbus::shmbusd {
 
 struct Options {
   ConfigSource source;                        ///< --config / --domain
@@ -43,4 +43,4 @@ void block_loop_signals();
 /// stderr. Returns the exit code.
 int run(const Options& options, bool to_journal);
 
-}  // namespace shmbus::daemon
+}  // namespace shmbus::shmbusd

@@ -14,14 +14,14 @@
 #include <thread>
 
 #include "shmbus/context.hpp"
-#include "shmbus/daemon/http.hpp"
 #include "shmbus/monitor/monitor.hpp"
 #include "shmbus/publisher.hpp"
+#include "shmbus/shmbusd/http.hpp"
 #include "shmbus_msgs/Alert.hpp"
 #include "shmbus_msgs/Statistics.hpp"
 #include "shmbus_msgs/String.hpp"
 
-namespace shmbus::daemon {
+namespace shmbus::shmbusd {
 
 using monitor::ChannelStatus;
 using monitor::Transition;
@@ -81,4 +81,4 @@ class AlertmanagerWebhook {
 /// RFC 3339 UTC time of CLOCK_REALTIME now ("2026-11-22T04:30:00.123Z").
 std::string rfc3339_now();
 
-}  // namespace shmbus::daemon
+}  // namespace shmbus::shmbusd
