@@ -1,5 +1,7 @@
 #include "common.hpp"
 
+#include "commands.hpp"
+
 #include <time.h>
 
 #include <fmt/format.h>
@@ -167,6 +169,11 @@ schema::Json message_from_json_text(const schema::Schema& schema, const std::str
                             schema.root().fields.empty() ? "x" : schema.root().fields.front().name));
   }
   return schema.with_defaults(data);
+}
+
+RecordingInput::RecordingInput(const Globals& g, const std::string& path, std::string_view verb, bool import)
+    : recording_(path, rosbag2::Options{g.msg_paths, {}, import}) {
+  for (const std::string& n : recording_.notes()) fmt::print(stderr, "{}: {}\n", verb, n);
 }
 
 }  // namespace shmbus::tool

@@ -1,147 +1,27 @@
-// shmtool play and bag (info, recover, export): a recording back onto the
-// bus, what it holds, an indexed file from an unfinished one, and a copy
-// with JSON messages that any MCAP tool decodes.
+// shmtool bag info, recover, export, import and doctor: what a recording
+// holds, an indexed file from an unfinished one, its copies in other
+// encodings (the record library's export_recording and import_ros2), its
+// faults; and what a bag command left undecoded, said once.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
-#include <fnmatch.h>
-#include <unistd.h>
-
-#include <poll.h>
-#include <termios.h>
 
 #include <algorithm>
-#include <cmath>
 #include <cstdio>
-#include <ctime>
 #include <filesystem>
-#include <map>
-#include <memory>
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
 #include "format.hpp"
 #include "shmbus/error.hpp"
 #include "shmbus/mcap.hpp"
-#include "shmbus/publisher.hpp"
 #include "shmbus/record/export.hpp"
-#include "shmbus/record/player.hpp"
 #include "shmbus/record/recording.hpp"
 #include "shmbus/record/summary.hpp"
 
 namespace shmbus::tool {
 
 using namespace record;  // NOLINT(google-build-using-namespace): the recording names
-
-namespace {
-
 using Json = nlohmann::json;
-
-/// FROM=TO pairs.
-std::map<std::string, std::string> parse_remaps(const std::vector<std::string>& remaps) {
-  std::map<std::string, std::string> out;
-  for (const auto& r : remaps) {
-    const auto eq = r.find('=');
-    if (eq == std::string::npos || eq == 0 || eq + 1 == r.size()) {
-      throw Error(Errc::kInvalidArgument, "play: --remap '" + r + "' is not FROM=TO, e.g. --remap /imu=/imu_replayed");
-    }
-    out[r.substr(0, eq)] = r.substr(eq + 1);
-  }
-  return out;
-}
-
-/// The keys on a terminal (space pauses and resumes, s steps one message
-/// while paused, + and - double and halve the rate) and the status line.
-class TerminalControl final : public PlayControl {
- public:
-  TerminalControl() {
-    ::tcgetattr(STDIN_FILENO, &saved_);
-    termios raw = saved_;
-    raw.c_lflag &= ~static_cast<tcflag_t>(ICANON | ECHO);
-    raw.c_cc[VMIN] = 0;
-    raw.c_cc[VTIME] = 0;
-    ::tcsetattr(STDIN_FILENO, TCSANOW, &raw);
-  }
-  ~TerminalControl() override {
-    ::tcsetattr(STDIN_FILENO, TCSANOW, &saved_);
-    std::fputs("\n", stderr);
-  }
-  TerminalControl(const TerminalControl&) = delete;
-  TerminalControl& operator=(const TerminalControl&) = delete;
-  TerminalControl(TerminalControl&&) = delete;
-  TerminalControl& operator=(TerminalControl&&) = delete;
-
-  PlayCommand next(int timeout_ms) override {
-    pollfd p{STDIN_FILENO, POLLIN, 0};
-    char c = 0;
-    if (::poll(&p, 1, timeout_ms) <= 0 || ::read(STDIN_FILENO, &c, 1) != 1) return PlayCommand::kNone;
-    switch (c) {
-      case ' ':
-        return PlayCommand::kTogglePause;
-      case 's':
-        return PlayCommand::kStep;
-      case '+':
-        return PlayCommand::kFaster;
-      case '-':
-        return PlayCommand::kSlower;
-      default:
-        return PlayCommand::kNone;
-    }
-  }
-
-  void status(const PlayStatus& s) override {
-    if (mono_now_ns() < next_status_) return;
-    next_status_ = mono_now_ns() + 100'000'000;
-    std::fprintf(stderr, "\r[%s] %8.3f / %.3f s  x%g  %llu messages   ", s.paused ? "paused " : "playing", s.position_s,
-                 s.length_s, s.rate, static_cast<unsigned long long>(s.played));
-  }
-
- private:
-  termios saved_{};
-  std::int64_t next_status_ = 0;
-};
-
-}  // namespace
-
-int run_play(const Globals& g, const PlayOptions& o) {
-  const Config config = load_config(g);
-  install_stop_handlers();
-  const bool terminal = ::isatty(STDIN_FILENO) == 1;
-  if (o.player.start_paused && !terminal) {
-    throw Error(Errc::kInvalidArgument, "play: --paused needs a terminal on stdin (space resumes); run it from one");
-  }
-  PlayerOptions options = o.player;
-  options.node = "shmtool-play";
-  options.remap = parse_remaps(o.remap);
-  // rosbag2's storage and ROS 2's MCAP files play as their imports: each
-  // channel published with its type.
-  std::vector<std::unique_ptr<RecordingInput>> inputs;
-  int rc = 0;
-  for (std::string& f : options.files) {
-    inputs.push_back(std::make_unique<RecordingInput>(g, f, "play", true));
-    f = inputs.back()->path();
-    rc = std::max(rc, inputs.back()->exit_code());
-  }
-  if (!o.begin.empty()) options.begin_ns = parse_wall_time("play", "--begin", o.begin);
-  if (!o.end.empty()) options.end_ns = parse_wall_time("play", "--end", o.end);
-  std::optional<TerminalControl> control;
-  if (terminal) control.emplace();
-  Player player(config, std::move(options), control ? &*control : nullptr);
-  const auto stop = [] { return stop_requested(); };
-  if (o.wait_for_subscribers) {
-    print(fmt::format("waiting for a subscriber on each of the {} channels\n", player.channel_count()));
-    if (!player.wait_for_subscribers(stop)) return 0;
-  }
-  print(fmt::format("playing {} channels from {} file(s) at {}x{}{}; {}Ctrl-C stops\n", player.channel_count(),
-                    player.file_count(), o.player.rate, o.player.loop ? ", looping" : "",
-                    o.player.clock ? fmt::format(", time on {}", kClockChannel) : "",
-                    control ? "space pauses, s steps, +/- change the rate; " : ""));
-  const PlaySummary summary = player.run(stop);
-  print(fmt::format("played {} messages in {:.3f} s\n", summary.played, summary.took_s));
-  for (const auto& [name, t] : summary.too_large) {
-    fmt::print(stderr, "play: {}: {} message(s) not published: {}\n", name, t.messages, t.why);
-  }
-  return summary.too_large.empty() ? rc : 1;
-}
 
 int run_bag_recover(const Globals& /*g*/, const std::string& in, const std::string& out, bool quiet) {
   if (in == out) {
@@ -319,6 +199,82 @@ int run_bag_info(const Globals& g, const std::vector<std::string>& paths, bool s
   }
   print(out + t.render(2));
   return rc;
+}
+
+void Undecoded::add(const std::string& topic, const std::string& type, const std::string& why, std::uint64_t messages) {
+  Channel& c = channels_[topic];
+  if (c.why.empty()) {
+    c.type = type;
+    c.why = why;
+  }
+  c.messages += messages;
+}
+
+void Undecoded::note(const std::string& topic, const schema::CdrNotes& n) {
+  if (n.strings_without_nul == 0 && n.strings_cut_at_nul == 0) return;
+  Channel& c = channels_[topic];
+  c.notes.strings_without_nul += n.strings_without_nul;
+  c.notes.strings_cut_at_nul += n.strings_cut_at_nul;
+}
+
+int Undecoded::say(std::string_view verb, std::string_view what) const {
+  int rc = 0;
+  for (const auto& [topic, c] : channels_) {
+    if (!c.why.empty()) {
+      fmt::print(stderr, "{}: {} ({}): {} message(s) {}: {}\n", verb, topic, c.type.empty() ? "no schema" : c.type,
+                 c.messages, what, c.why);
+      rc = 1;
+    }
+    if (c.notes.strings_without_nul != 0) {
+      fmt::print(stderr,
+                 "{}: {}: {} string(s) without their terminating NUL, kept whole as ROS 2's Fast-CDR reads them\n",
+                 verb, topic, c.notes.strings_without_nul);
+    }
+    if (c.notes.strings_cut_at_nul != 0) {
+      fmt::print(stderr, "{}: {}: {} string(s) with a NUL inside, cut there as a ROS 2 string ends\n", verb, topic,
+                 c.notes.strings_cut_at_nul);
+    }
+  }
+  return rc;
+}
+
+int run_bag_doctor(const Globals& g, const std::string& file) {
+  const std::vector<mcap::Fault> faults = mcap::doctor(file);
+  if (g.json) {
+    Json list = Json::array();
+    for (const auto& f : faults) list.push_back({{"offset", f.offset}, {"record", f.record}, {"what", f.what}});
+    print(Json{{"path", file}, {"faults", list}}.dump(2) + "\n");
+    return faults.empty() ? 0 : 1;
+  }
+  std::string out;
+  for (const auto& f : faults) out += fmt::format("{}: byte {}: {}: {}\n", file, f.offset, f.record, f.what);
+  if (faults.empty()) out = file + ": no faults: every record, CRC and index checks out\n";
+  print(out);
+  return faults.empty() ? 0 : 1;
+}
+
+int run_bag_import(const Globals& g, const std::string& in, const std::string& out, bool quiet, bool strict) {
+  ImportOptions o;
+  o.library = "shmtool bag import";
+  o.msg_paths = g.msg_paths;
+  o.strict = strict;
+  ProgressLine progress("import", quiet);
+  o.progress = [&progress](const RewriteProgress& p) {
+    progress.update(p.messages, p.total_messages, p.bytes_written);
+  };
+  std::error_code ec;
+  if (in == out || std::filesystem::equivalent(in, out, ec)) {
+    throw Error(Errc::kInvalidArgument, "bag import: -o must name another file than " + in);
+  }
+  const RecordingInput input(g, in, "bag import");
+  const ImportReport r = import_ros2(input.path(), out, o);
+  progress.clear();
+  print(fmt::format("import: wrote {} messages on {} channels from {} into {} ({})\n", r.messages, r.channels, in, out,
+                    human_bytes(r.bytes)));
+  Undecoded undecoded;
+  for (const UndecodedChannel& c : r.undecoded) undecoded.add(c.topic, c.type, c.why, c.messages);
+  for (const auto& [topic, n] : r.notes) undecoded.note(topic, n);
+  return std::max(undecoded.say("bag import", "kept raw, undecoded"), input.exit_code());
 }
 
 }  // namespace shmbus::tool

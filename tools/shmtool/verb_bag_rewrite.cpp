@@ -123,11 +123,6 @@ int run_bag_rewrite(const Globals& g, const BagRewriteOptions& o) {
   return rc;
 }
 
-RecordingInput::RecordingInput(const Globals& g, const std::string& path, std::string_view verb, bool import)
-    : recording_(path, rosbag2::Options{g.msg_paths, {}, import}) {
-  for (const std::string& n : recording_.notes()) fmt::print(stderr, "{}: {}\n", verb, n);
-}
-
 int run_bag_cat(const Globals& g, const BagCatOptions& o) {
   const std::uint64_t begin = o.begin.empty() ? 0 : parse_wall_time("bag cat", "--begin", o.begin);
   const std::uint64_t end = o.end.empty() ? UINT64_MAX : parse_wall_time("bag cat", "--end", o.end);
@@ -180,82 +175,6 @@ int run_bag_cat(const Globals& g, const BagCatOptions& o) {
   });
   print(out);
   return std::max(undecoded.say("bag cat", "skipped"), input.exit_code());
-}
-
-void Undecoded::add(const std::string& topic, const std::string& type, const std::string& why, std::uint64_t messages) {
-  Channel& c = channels_[topic];
-  if (c.why.empty()) {
-    c.type = type;
-    c.why = why;
-  }
-  c.messages += messages;
-}
-
-void Undecoded::note(const std::string& topic, const schema::CdrNotes& n) {
-  if (n.strings_without_nul == 0 && n.strings_cut_at_nul == 0) return;
-  Channel& c = channels_[topic];
-  c.notes.strings_without_nul += n.strings_without_nul;
-  c.notes.strings_cut_at_nul += n.strings_cut_at_nul;
-}
-
-int Undecoded::say(std::string_view verb, std::string_view what) const {
-  int rc = 0;
-  for (const auto& [topic, c] : channels_) {
-    if (!c.why.empty()) {
-      fmt::print(stderr, "{}: {} ({}): {} message(s) {}: {}\n", verb, topic, c.type.empty() ? "no schema" : c.type,
-                 c.messages, what, c.why);
-      rc = 1;
-    }
-    if (c.notes.strings_without_nul != 0) {
-      fmt::print(stderr,
-                 "{}: {}: {} string(s) without their terminating NUL, kept whole as ROS 2's Fast-CDR reads them\n",
-                 verb, topic, c.notes.strings_without_nul);
-    }
-    if (c.notes.strings_cut_at_nul != 0) {
-      fmt::print(stderr, "{}: {}: {} string(s) with a NUL inside, cut there as a ROS 2 string ends\n", verb, topic,
-                 c.notes.strings_cut_at_nul);
-    }
-  }
-  return rc;
-}
-
-int run_bag_doctor(const Globals& g, const std::string& file) {
-  const std::vector<mcap::Fault> faults = mcap::doctor(file);
-  if (g.json) {
-    Json list = Json::array();
-    for (const auto& f : faults) list.push_back({{"offset", f.offset}, {"record", f.record}, {"what", f.what}});
-    print(Json{{"path", file}, {"faults", list}}.dump(2) + "\n");
-    return faults.empty() ? 0 : 1;
-  }
-  std::string out;
-  for (const auto& f : faults) out += fmt::format("{}: byte {}: {}: {}\n", file, f.offset, f.record, f.what);
-  if (faults.empty()) out = file + ": no faults: every record, CRC and index checks out\n";
-  print(out);
-  return faults.empty() ? 0 : 1;
-}
-
-int run_bag_import(const Globals& g, const std::string& in, const std::string& out, bool quiet, bool strict) {
-  record::ImportOptions o;
-  o.library = "shmtool bag import";
-  o.msg_paths = g.msg_paths;
-  o.strict = strict;
-  ProgressLine progress("import", quiet);
-  o.progress = [&progress](const record::RewriteProgress& p) {
-    progress.update(p.messages, p.total_messages, p.bytes_written);
-  };
-  std::error_code ec;
-  if (in == out || std::filesystem::equivalent(in, out, ec)) {
-    throw Error(Errc::kInvalidArgument, "bag import: -o must name another file than " + in);
-  }
-  const RecordingInput input(g, in, "bag import");
-  const record::ImportReport r = record::import_ros2(input.path(), out, o);
-  progress.clear();
-  print(fmt::format("import: wrote {} messages on {} channels from {} into {} ({})\n", r.messages, r.channels, in, out,
-                    human_bytes(r.bytes)));
-  Undecoded undecoded;
-  for (const record::UndecodedChannel& c : r.undecoded) undecoded.add(c.topic, c.type, c.why, c.messages);
-  for (const auto& [topic, n] : r.notes) undecoded.note(topic, n);
-  return std::max(undecoded.say("bag import", "kept raw, undecoded"), input.exit_code());
 }
 
 }  // namespace shmbus::tool

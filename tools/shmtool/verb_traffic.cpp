@@ -1,6 +1,6 @@
 // The commands that touch traffic: echo (a subscriber that decodes), hz (the
-// rate from the time list, without subscribing) and pub (a paced publisher
-// that encodes JSON through the schema).
+// rate from the time list, without subscribing), bw (bytes per second, read
+// in place) and pub (a paced publisher that encodes JSON through the schema).
 #include <time.h>
 
 #include <fmt/format.h>

@@ -1,4 +1,4 @@
-// The read-only commands: list, info, stats, alerts, top, clean. Rates,
+// The read-only commands: list, info, stats, alerts, top, clean, find. Rates,
 // levels and statistics come from the daemon library's Monitor in observer
 // role, so shmtool measures exactly as shmbusd does, from the time lists,
 // without subscribing and without disturbing the daemon.
