@@ -4,11 +4,14 @@
 // which main() turns into one line on stderr and the code of its kind.
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "common.hpp"
+#include "format.hpp"
+#include "shmbus/record/import.hpp"
 #include "shmbus/record/player.hpp"
 #include "shmbus/record/recorder.hpp"
 #include "shmbus/record/rewrite.hpp"
@@ -180,10 +183,17 @@ class RecordingInput {
   rosbag2::Recording recording_;
 };
 
+/// A record library's progress callback drawing `line`.
+inline std::function<void(const record::RewriteProgress&)> progress_to(ProgressLine& line) {
+  return [&line](const record::RewriteProgress& p) { line.update(p.messages, p.total_messages, p.bytes_written); };
+}
+
 /// What a bag command left undecoded, per channel, said once at its end:
 /// one line each on stderr with the count and the first reason.
 class Undecoded {
  public:
+  /// What a conversion (import, export) left out and noted.
+  void add(const record::ConversionReport& r);
   /// `messages` of `topic` (a ROS 2 type `type`) not decoded because of
   /// `why` (the first reason of a channel is the one said).
   void add(const std::string& topic, const std::string& type, const std::string& why, std::uint64_t messages = 1);

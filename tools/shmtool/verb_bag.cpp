@@ -48,17 +48,14 @@ int run_bag_export(const Globals& g, const std::string& in, const std::string& o
   o.strict = strict;
   o.library = "shmtool bag export";
   ProgressLine progress("export", quiet);
-  o.progress = [&progress](const RewriteProgress& p) {
-    progress.update(p.messages, p.total_messages, p.bytes_written);
-  };
+  o.progress = progress_to(progress);
   const RecordingInput input(g, in, "bag export");
   const ExportReport r = export_recording(input.path(), out, o);
   progress.clear();
   print(fmt::format("exported {} messages on {} channels from {} into {} ({}, {})\n", r.messages, r.channels, in, out,
                     encoding, human_bytes(r.bytes)));
   Undecoded skipped;
-  for (const UndecodedChannel& c : r.skipped) skipped.add(c.topic, c.type, c.why, c.messages);
-  for (const auto& [topic, n] : r.notes) skipped.note(topic, n);
+  skipped.add(r);
   return std::max(skipped.say("bag export", "skipped"), input.exit_code());
 }
 
@@ -210,6 +207,11 @@ void Undecoded::add(const std::string& topic, const std::string& type, const std
   c.messages += messages;
 }
 
+void Undecoded::add(const ConversionReport& r) {
+  for (const UndecodedChannel& c : r.left_out) add(c.topic, c.type, c.why, c.messages);
+  for (const auto& [topic, n] : r.notes) note(topic, n);
+}
+
 void Undecoded::note(const std::string& topic, const schema::CdrNotes& n) {
   if (n.strings_without_nul == 0 && n.strings_cut_at_nul == 0) return;
   Channel& c = channels_[topic];
@@ -259,9 +261,7 @@ int run_bag_import(const Globals& g, const std::string& in, const std::string& o
   o.msg_paths = g.msg_paths;
   o.strict = strict;
   ProgressLine progress("import", quiet);
-  o.progress = [&progress](const RewriteProgress& p) {
-    progress.update(p.messages, p.total_messages, p.bytes_written);
-  };
+  o.progress = progress_to(progress);
   std::error_code ec;
   if (in == out || std::filesystem::equivalent(in, out, ec)) {
     throw Error(Errc::kInvalidArgument, "bag import: -o must name another file than " + in);
@@ -272,8 +272,7 @@ int run_bag_import(const Globals& g, const std::string& in, const std::string& o
   print(fmt::format("import: wrote {} messages on {} channels from {} into {} ({})\n", r.messages, r.channels, in, out,
                     human_bytes(r.bytes)));
   Undecoded undecoded;
-  for (const UndecodedChannel& c : r.undecoded) undecoded.add(c.topic, c.type, c.why, c.messages);
-  for (const auto& [topic, n] : r.notes) undecoded.note(topic, n);
+  undecoded.add(r);
   return std::max(undecoded.say("bag import", "kept raw, undecoded"), input.exit_code());
 }
 

@@ -109,9 +109,7 @@ int run_bag_rewrite(const Globals& g, const BagRewriteOptions& o) {
   }
   r.library = "shmtool bag " + o.verb;
   ProgressLine progress(o.verb, o.quiet);
-  r.progress = [&progress](const record::RewriteProgress& p) {
-    progress.update(p.messages, p.total_messages, p.bytes_written);
-  };
+  r.progress = progress_to(progress);
   const record::RewriteReport report = record::rewrite(inputs, o.output, r);
   progress.clear();
   std::string renumbered;

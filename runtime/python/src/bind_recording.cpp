@@ -181,23 +181,32 @@ class PyWriter {
 };
 
 /// What an export or an import wrote and left out, as Python data.
-py::dict report_dict(std::uint64_t messages, std::uint64_t channels, std::uint64_t bytes,
-                     const std::vector<record::UndecodedChannel>& left) {
-  py::list out;
-  for (const record::UndecodedChannel& c : left) {
+py::dict report_dict(const record::ConversionReport& r) {
+  py::list left;
+  for (const record::UndecodedChannel& c : r.left_out) {
     py::dict d;
     d["channel"] = c.topic;
     d["type"] = c.type;
     d["messages"] = c.messages;
     d["why"] = c.why;
-    out.append(d);
+    left.append(d);
   }
   py::dict d;
-  d["messages"] = messages;
-  d["channels"] = channels;
-  d["bytes"] = bytes;
-  d["left_out"] = out;
+  d["messages"] = r.messages;
+  d["channels"] = r.channels;
+  d["bytes"] = r.bytes;
+  d["left_out"] = left;
   return d;
+}
+
+/// `convert` run without the GIL (it reads and writes whole files).
+template <typename F>
+py::dict converted(F convert) {
+  const record::ConversionReport r = [&] {
+    const py::gil_scoped_release unlocked;
+    return convert();
+  }();
+  return report_dict(r);
 }
 
 }  // namespace
@@ -228,11 +237,7 @@ void register_recording(py::module_& m) {
         record::ExportOptions o;
         o.encoding = record::parse_export_encoding(encoding);
         o.strict = strict;
-        const record::ExportReport r = [&] {
-          const py::gil_scoped_release unlocked;
-          return record::export_recording(input, output, o);
-        }();
-        return report_dict(r.messages, r.channels, r.bytes, r.skipped);
+        return converted([&] { return record::export_recording(input, output, o); });
       },
       py::arg("input"), py::arg("output"), py::arg("encoding"), py::arg("strict"));
   m.def(
@@ -241,11 +246,7 @@ void register_recording(py::module_& m) {
         record::ImportOptions o;
         o.msg_paths = msg_path;
         o.strict = strict;
-        const record::ImportReport r = [&] {
-          const py::gil_scoped_release unlocked;
-          return record::import_ros2(input, output, o);
-        }();
-        return report_dict(r.messages, r.channels, r.bytes, r.undecoded);
+        return converted([&] { return record::import_ros2(input, output, o); });
       },
       py::arg("input"), py::arg("output"), py::arg("msg_path"), py::arg("strict"));
 }

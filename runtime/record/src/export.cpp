@@ -6,6 +6,7 @@
 #include <map>
 #include <optional>
 
+#include "conversion.hpp"
 #include "progress.hpp"
 #include "shmbus/error.hpp"
 #include "shmbus/mcap.hpp"
@@ -18,13 +19,10 @@ namespace {
 // Per recorded channel: its schema (none: a raw channel) and its id in the
 // copy. A ROS 2 recording's channel (cdr, ros2msg) is read through the
 // definition the file carries (`from_cdr`).
-struct Exported {
+struct Exported : ChannelOutcome {
   std::optional<schema::Schema> schema;
   bool from_cdr = false;
   std::uint16_t id = 0;
-  std::string skipped;  ///< why its messages are left out (empty: none are)
-  std::uint64_t messages = 0;
-  schema::CdrNotes notes;
 };
 
 /// How channel `ch` of `info` is read.
@@ -72,7 +70,7 @@ std::map<std::uint16_t, Exported> exported_channels(const mcap::FileInfo& info, 
       e = exported(info, ch);
     } catch (const Error& x) {
       if (o.strict) throw;
-      e.skipped = x.what();
+      e.left_out = x.what();
       continue;
     }
     e.id = writer.add_channel(schema_record(writer, schema_ids, e.schema, o.encoding), ch.topic,
@@ -126,7 +124,7 @@ ExportReport export_recording(const std::string& input, const std::string& outpu
   reader.read_messages([&](const mcap::MessageView& m) {
     progress.read_one(writer);
     Exported& e = channels.at(m.channel_id);
-    if (!e.skipped.empty() && !e.schema) {  // its type cannot be read
+    if (!e.left_out.empty() && !e.schema) {  // its type cannot be read
       ++e.messages;
       return true;
     }
@@ -141,7 +139,7 @@ ExportReport export_recording(const std::string& input, const std::string& outpu
       const std::string why = fmt::format("message {} does not decode: {}", m.sequence, x.what());
       const std::string& topic = info.channel(m.channel_id)->topic;
       if (o.strict) throw Error(Errc::kInvalidArgument, fmt::format("export: {}: {} on {}", input, why, topic));
-      if (e.skipped.empty()) e.skipped = why;
+      if (e.left_out.empty()) e.left_out = why;
       ++e.messages;
       return true;
     }
@@ -154,13 +152,8 @@ ExportReport export_recording(const std::string& input, const std::string& outpu
   progress.done(report.bytes);
   for (const mcap::Channel& c : info.channels) {
     const Exported& e = channels.at(c.id);
-    const mcap::Schema* s = info.schema(c.schema_id);
-    if (e.skipped.empty() || e.schema) ++report.channels;
-    if (!e.skipped.empty()) {
-      report.skipped.push_back({c.topic, s != nullptr ? s->name : std::string{}, e.messages, e.skipped});
-    }
-    if (e.notes.strings_without_nul != 0 || e.notes.strings_cut_at_nul != 0)
-      report.notes.emplace_back(c.topic, e.notes);
+    if (e.left_out.empty() || e.schema) ++report.channels;
+    report_channel(info, c, e, report);
   }
   return report;
 }

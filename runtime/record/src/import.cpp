@@ -11,6 +11,7 @@
 #include <optional>
 #include <sstream>
 
+#include "conversion.hpp"
 #include "progress.hpp"
 #include "shmbus/error.hpp"
 #include "shmbus/mcap.hpp"
@@ -25,12 +26,9 @@ namespace {
 
 /// One imported channel: its schema (none: raw bytes), its id in the
 /// output, and why it is kept undecoded (empty: it is decoded).
-struct Imported {
+struct Imported : ChannelOutcome {
   std::optional<schema::Schema> schema;
   std::uint16_t id = 0;
-  std::string undecoded;
-  std::uint64_t messages = 0;
-  schema::CdrNotes notes;
 };
 
 /// Resolves a channel's type; refuses what cannot map, naming why.
@@ -158,7 +156,7 @@ std::size_t import_pass(mcap::Reader& reader, const std::string& input, std::map
   reader.read_messages([&](const mcap::MessageView& m) {
     Imported& im = channels.at(m.channel_id);
     std::vector<std::byte> bytes;
-    if (!im.undecoded.empty()) {
+    if (!im.left_out.empty()) {
       bytes.assign(m.data.begin(), m.data.end());  // kept as it was, with its schema text
     } else {
       try {
@@ -171,7 +169,7 @@ std::size_t import_pass(mcap::Reader& reader, const std::string& input, std::map
           throw Error(Errc::kConfig,
                       fmt::format("bag import: {}: {} on {}", input, why, info.channel(m.channel_id)->topic));
         }
-        im.undecoded = why;
+        im.left_out = why;
         ++marked;
         if (writer != nullptr) return false;  // written decoded so far: the pass starts again
         return true;
@@ -201,7 +199,7 @@ ImportReport import_ros2(const std::string& input, const std::string& output, co
       im.schema = resolve(catalog, c, info.schema(c.schema_id));
     } catch (const Error& e) {
       if (o.strict) throw;
-      im.undecoded = e.what();
+      im.left_out = e.what();
     }
   }
   StagedOutput staged(output);
@@ -218,7 +216,7 @@ ImportReport import_ros2(const std::string& input, const std::string& output, co
       Imported& im = channels.at(c.id);
       im.messages = 0;
       im.notes = {};
-      if (!im.undecoded.empty()) {
+      if (!im.left_out.empty()) {
         // Its bytes as they were, under its own schema record: nothing lost.
         const mcap::Schema* s = info.schema(c.schema_id);
         const std::uint16_t schema_id =
@@ -250,15 +248,7 @@ ImportReport import_ros2(const std::string& input, const std::string& output, co
   }
   staged.commit();
   report.channels = channels.size();
-  for (const mcap::Channel& c : info.channels) {
-    const Imported& im = channels.at(c.id);
-    const mcap::Schema* s = info.schema(c.schema_id);
-    if (!im.undecoded.empty()) {
-      report.undecoded.push_back({c.topic, s != nullptr ? s->name : std::string{}, im.messages, im.undecoded});
-    }
-    if (im.notes.strings_without_nul != 0 || im.notes.strings_cut_at_nul != 0)
-      report.notes.emplace_back(c.topic, im.notes);
-  }
+  for (const mcap::Channel& c : info.channels) report_channel(info, c, channels.at(c.id), report);
   return report;
 }
 

@@ -196,7 +196,7 @@ void Recording::import(const std::string& temp_dir, const Options& o) {
   record::ImportOptions io;
   io.msg_paths = o.msg_paths;
   const record::ImportReport r = record::import_ros2(mcap_, out.path(), io);
-  for (const record::UndecodedChannel& c : r.undecoded) {
+  for (const record::UndecodedChannel& c : r.left_out) {
     notes_.push_back(fmt::format("{} ({}): {} message(s) kept raw, undecoded: {}", c.topic,
                                  c.type.empty() ? "no schema" : c.type, c.messages, c.why));
   }

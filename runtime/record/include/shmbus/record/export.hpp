@@ -33,23 +33,14 @@ struct ExportOptions {
   std::function<void(const RewriteProgress&)> progress;
 };
 
-struct ExportReport {
-  std::uint64_t messages = 0;  ///< written
-  std::uint64_t channels = 0;  ///< written
-  std::uint64_t bytes = 0;     ///< of the output
-  /// Channels (or messages of them) left out, with the first reason.
-  std::vector<UndecodedChannel> skipped;
-  /// Per channel of a ROS 2 input: what decoding its CDR accepted and
-  /// counted (Schema::from_cdr), where anything was.
-  std::vector<std::pair<std::string, schema::CdrNotes>> notes;
-};
+using ExportReport = ConversionReport;
 
 /// Writes `output` from the recording `input` (shmbus's, or a ROS 2 one:
 /// its `ros2msg`/`cdr` channels are read through the definitions the file
 /// carries) with every message in `o.encoding`; metadata, times and
 /// sequences as they were. A channel whose type cannot be read, or a
 /// message that does not decode, is left out and listed in
-/// ExportReport::skipped; with `strict` the first of them throws
+/// ConversionReport::left_out; with `strict` the first of them throws
 /// Error(kInvalidArgument) naming it. Throws Error(kInvalidArgument) when
 /// `output` is `input`, and what mcap::Reader and Writer throw.
 ExportReport export_recording(const std::string& input, const std::string& output, const ExportOptions& o);

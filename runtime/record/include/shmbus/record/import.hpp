@@ -37,15 +37,20 @@ struct UndecodedChannel {
   std::string why;  ///< the first reason
 };
 
-struct ImportReport {
-  std::uint64_t messages = 0;
-  std::uint64_t channels = 0;
-  std::uint64_t bytes = 0;  ///< of the output
-  std::vector<UndecodedChannel> undecoded;
+/// What a conversion (import_ros2, export_recording) wrote, and what it
+/// could not convert.
+struct ConversionReport {
+  std::uint64_t messages = 0;  ///< written
+  std::uint64_t channels = 0;  ///< written
+  std::uint64_t bytes = 0;     ///< of the output
+  /// Channels it could not convert (or messages of them), with the first
+  /// reason: kept raw by an import, left out by an export.
+  std::vector<UndecodedChannel> left_out;
   /// Per channel: what decoding its CDR accepted and counted
   /// (Schema::from_cdr), where anything was.
   std::vector<std::pair<std::string, schema::CdrNotes>> notes;
 };
+using ImportReport = ConversionReport;
 
 /// True when channel `c` is ROS 2's (rosbag2's MCAP, `bag export
 /// --encoding cdr`): `cdr` messages with a `ros2msg` schema `s`.
@@ -73,7 +78,7 @@ schema::Schema schema_of_ros2msg(const mcap::Schema& s, std::string_view topic);
 /// channels.
 /// A channel whose type is not found, differs, or is not ros2msg/cdr, or
 /// one of whose messages does not decode, is kept undecoded (listed in
-/// ImportReport::undecoded). With `strict`, the first of those throws
+/// ConversionReport::left_out). With `strict`, the first of those throws
 /// instead: Error(kInvalidArgument) naming the channel and type,
 /// Error(kConfig) naming the message. `output` is written beside itself
 /// and renamed into place when the import is finished: a refused import
