@@ -37,10 +37,10 @@
 #include <thread>
 
 #include "shmbus/cli.hpp"
-#include "shmbus/shmbusd/http.hpp"
 #include "shmbus/introspect.hpp"
 #include "shmbus/monitor/monitor.hpp"
 #include "shmbus/publisher.hpp"
+#include "shmbus/shmbusd/http.hpp"
 
 using namespace shmbus;
 using namespace std::chrono;

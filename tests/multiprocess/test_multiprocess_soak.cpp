@@ -21,9 +21,9 @@
 
 #include "multiprocess/child_process.hpp"
 #include "multiprocess/peer_protocol.hpp"
-#include "shmbus/shmbusd/http.hpp"
 #include "shmbus/introspect.hpp"
 #include "shmbus/publisher.hpp"
+#include "shmbus/shmbusd/http.hpp"
 #include "support/test_domain.hpp"
 
 using namespace shmbus;
