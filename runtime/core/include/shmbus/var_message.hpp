@@ -103,10 +103,25 @@ inline Bytes message(std::span<const std::byte> bytes, std::uint32_t fixed, cons
 
 /// Throws MessageError naming `what` when `count` elements pass a
 /// sequence's `bound` (0: none): every reader and writer's bound check.
+/// The refusals of check_bound and check, out of line: the checks stay a
+/// few instructions where they are inlined (every VarRef a codec follows).
+[[noreturn, gnu::cold, gnu::noinline]] inline void throw_over_bound(std::uint64_t count, std::uint32_t bound,
+                                                                    std::string_view what) {
+  throw MessageError(std::string(what) + ": " + std::to_string(count) + " elements in a sequence of at most " +
+                     std::to_string(bound));
+}
+[[noreturn, gnu::cold, gnu::noinline]] inline void throw_outside(VarRef r, std::size_t message_size,
+                                                                 std::uint32_t fixed, std::uint32_t size,
+                                                                 std::uint32_t align, std::string_view what) {
+  throw MessageError(std::string(what) + ": " + std::to_string(r.count) + " elements of " + std::to_string(size) +
+                     " bytes at offset " + std::to_string(r.offset) + " are outside the message's " +
+                     std::to_string(message_size) + " bytes (blocks start after its " + std::to_string(fixed) +
+                     "-byte fixed part, aligned to " + std::to_string(align) + ")");
+}
+
 inline void check_bound(std::uint64_t count, std::uint32_t bound, std::string_view what) {
-  if (bound != 0 && count > bound) {
-    throw MessageError(std::string(what) + ": " + std::to_string(count) + " elements in a sequence of at most " +
-                       std::to_string(bound));
+  if (bound != 0 && count > bound) [[unlikely]] {
+    throw_over_bound(count, bound, what);
   }
 }
 
@@ -118,11 +133,8 @@ inline void check_bound(std::uint64_t count, std::uint32_t bound, std::string_vi
 inline void check(VarRef r, std::size_t message_size, std::uint32_t fixed, std::uint32_t size, std::uint32_t align,
                   std::uint32_t bound, std::string_view what) {
   check_bound(r.count, bound, what);
-  if (!block_fits(r, message_size, fixed, size, align)) {
-    throw MessageError(std::string(what) + ": " + std::to_string(r.count) + " elements of " + std::to_string(size) +
-                       " bytes at offset " + std::to_string(r.offset) + " are outside the message's " +
-                       std::to_string(message_size) + " bytes (blocks start after its " + std::to_string(fixed) +
-                       "-byte fixed part, aligned to " + std::to_string(align) + ")");
+  if (!block_fits(r, message_size, fixed, size, align)) [[unlikely]] {
+    throw_outside(r, message_size, fixed, size, align, what);
   }
 }
 
@@ -164,15 +176,18 @@ class Budget {
   /// `what` past the message's bytes.
   void take(std::uint64_t count, std::uint32_t size, std::string_view what) {
     const std::uint64_t n = count * std::max<std::uint32_t>(size, 1);
-    if (n > left_) {
-      throw MessageError(std::string(what) +
-                         ": the message's blocks overlap (they reference more bytes than it holds)");
+    if (n > left_) [[unlikely]] {
+      overlap(what);
     }
     left_ -= n;
   }
   [[nodiscard]] std::uint64_t left() const noexcept { return left_; }
 
  private:
+  [[noreturn, gnu::cold, gnu::noinline]] static void overlap(std::string_view what) {
+    throw MessageError(std::string(what) + ": the message's blocks overlap (they reference more bytes than it holds)");
+  }
+
   std::uint64_t left_;
 };
 
