@@ -571,7 +571,22 @@ TEST(NodeTest, ATypedSubscriberTakesOnlyMessagesOfItsSize) {
 }
 
 TEST(NodeTest, AFixedTypeLargerThanTheChannelsSlotIsRefusedWhenSubscribed) {
-  TestDomain d{node_config(8), "n"};
+  {
+    // A channel that grows takes it: its publisher grows it for the first.
+    TestDomain d{node_config(8), "g"};
+    PublisherOptions small;
+    small.max_message_size = 16;
+    TypedPublisher<Wide> pub("/narrow", d.context(), small);
+    Node node("narrow", d.context());
+    int got = 0;
+    node.subscribe<Wide>("/narrow", [&](const Wide&, const MessageInfo&) { ++got; });
+    ASSERT_EQ(pub.publish(Wide{}), PublishResult::kOk);
+    for (int i = 0; i < 100 && got == 0; ++i) node.spin_once(std::chrono::milliseconds(10));
+    EXPECT_EQ(got, 1);
+  }
+  Config fixed = node_config(8);
+  fixed.defaults.grow = false;
+  TestDomain d{fixed, "n"};
   PublisherOptions small;
   small.max_message_size = 16;
   Publisher raw("/narrow", type_info_of<Wide>(), d.context(), small);

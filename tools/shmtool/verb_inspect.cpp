@@ -167,6 +167,9 @@ Json info_json(const InfoFacts& f) {
   j["transport"] = std::string{to_string(v.transport)};
   j["capacity"] = v.capacity;
   j["max_message_size"] = v.max_message_size;
+  j["generation"] = v.generation;
+  j["max_grow_size"] = v.max_grow_size;
+  j["grows_refused"] = v.grows_refused;
   j["time_list_capacity"] = v.time_list_capacity;
   j["creator"] = {{"pid", v.creator_pid}, {"program", v.creator_program}};
   j["sizes_from"] = v.sizes_from;
@@ -203,7 +206,11 @@ std::string info_summary(const InfoFacts& f, bool colour) {
   t.add({"domain", f.config.domain});
   t.add({"type", fmt::format("{} (hash {:016x})", v.type_name, v.type_hash)});
   t.add({"transport", std::string{to_string(v.transport)}});
-  t.add({"ring", fmt::format("{} slots of at most {} B", v.capacity, v.max_message_size)});
+  std::string growth = v.max_grow_size == 0 ? "; does not grow"
+                                            : fmt::format("; grows up to {} B", v.max_grow_size);
+  if (v.generation != 0) growth += fmt::format(" (generation {})", v.generation);
+  if (v.grows_refused != 0) growth += fmt::format("; {} publishes refused growing", v.grows_refused);
+  t.add({"ring", fmt::format("{} slots of at most {} B{}", v.capacity, v.max_message_size, growth)});
   t.add({"created by", fmt::format("{} (pid {}), sizes from {}", v.creator_program.empty() ? "?" : v.creator_program,
                                    v.creator_pid, v.sizes_from.empty() ? "the built-in defaults" : v.sizes_from)});
   std::string covers;

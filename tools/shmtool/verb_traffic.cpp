@@ -124,7 +124,7 @@ int run_echo(const Globals& g, const EchoOptions& o) {
       (void)sub.wait(std::chrono::milliseconds(100));
       continue;
     }
-    if (!r.ok()) {  // cannot happen: the buffer holds the channel's largest message
+    if (!r.ok()) {  // the channel grew: a larger buffer for its larger messages
       buffer.resize(r.info.size);
       continue;
     }
@@ -446,7 +446,7 @@ int run_pub(const Globals& g, const PubOptions& o) {
   install_stop_handlers();
   Context ctx = make_context(config);
   Publisher pub(o.channel, m.type, ctx);
-  if (m.payload.size() > pub.max_message_size()) {
+  if (m.payload.size() > pub.size_ceiling()) {
     throw Error(Errc::kInvalidArgument, fmt::format("{}: {}", m.type.name, pub.too_large(m.payload.size())));
   }
   print(fmt::format("publishing {} to {} at {}{}; Ctrl-C stops\n", m.type.name, o.channel, human_rate(o.rate_hz),

@@ -109,6 +109,8 @@ void FoxgloveSession::release() {
 }
 
 void FoxgloveSession::status(int level, const std::string& message) {
+  // What a client is told goes to the log too: one line naming the client.
+  spdlog::warn("client {}: {}", peer_, message);
   send_text(dump_json(Json{{"op", "status"}, {"level", level}, {"message", message}}));
 }
 

@@ -181,6 +181,9 @@ void RosbridgeSession::status(const std::string& level, const std::string& messa
     spdlog::log(level == "error" ? spdlog::level::err : spdlog::level::warn, "remote link: {}", message);
     return;
   }
+  // What a client is told goes to the log too (a client such as roslib
+  // shows no status message): one line naming the client.
+  spdlog::warn("client {}: {}: {}", peer_, level, message);
   if (level_of(level) > status_level_) return;
   Json op{{"op", "status"}, {"level", level}, {"msg", message}};
   if (!id.is_null()) op["id"] = id;

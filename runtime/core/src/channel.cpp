@@ -99,6 +99,12 @@ std::string geometry_problem(const ChannelHeader& h, std::size_t mapped, std::st
     return fmt::format("has transport {}", h.transport);
   if (h.stall_timeout_ns <= 0) return fmt::format("has stall_timeout {} ns", h.stall_timeout_ns);
   if (h.overflow > static_cast<std::uint32_t>(Overflow::kBlock)) return fmt::format("has overflow {}", h.overflow);
+  if (h.grow > 1 || h.max_grow_size > kMaxMessageSize ||
+      (h.grow == 1 && (h.max_grow_size < h.max_message_size ||
+                       h.transport != static_cast<std::uint32_t>(Transport::kShm)))) {
+    return fmt::format("has grow {} up to max_grow_size {} (max_message_size {}, transport {})", h.grow,
+                       h.max_grow_size, h.max_message_size, h.transport);
+  }
   if (h.overflow == static_cast<std::uint32_t>(Overflow::kBlock) &&
       (h.block_timeout_ns <= 0 || h.transport != static_cast<std::uint32_t>(Transport::kShm))) {
     return fmt::format("has overflow block with block_timeout {} ns on transport {}", h.block_timeout_ns, h.transport);
@@ -137,7 +143,8 @@ std::string geometry_problem(const ChannelHeader& h, std::size_t mapped, std::st
 
 }  // namespace
 
-Channel::Channel(Segment s, std::string name) : segment_(std::move(s)), name_(std::move(name)) {
+Channel::Channel(Segment s, std::string name, std::string domain, SegmentAccess access)
+    : segment_(std::move(s)), name_(std::move(name)), domain_(std::move(domain)), access_(std::move(access)) {
   auto* base = static_cast<std::byte*>(segment_.base());
   header_ = reinterpret_cast<ChannelHeader*>(base);
   const ChannelHeader& h = *header_;
@@ -154,6 +161,8 @@ Channel::Channel(Segment s, std::string name) : segment_(std::move(s)), name_(st
   slot_mask_ = h.capacity - 1;
   slot_stride_ = h.slot_stride;
   max_message_size_ = h.max_message_size;
+  grow_ = h.grow == 1;
+  max_grow_size_ = grow_ ? h.max_grow_size : h.max_message_size;
   stall_timeout_ns_ = h.stall_timeout_ns;
   overflow_ = static_cast<Overflow>(h.overflow);
   block_timeout_ns_ = h.block_timeout_ns;
@@ -178,6 +187,13 @@ Channel::Channel(Segment s, std::string name) : segment_(std::move(s)), name_(st
     slots_ = nullptr;
     claims_ = nullptr;
   }
+  auto r0 = std::make_shared<Ring>();
+  r0->slots = slots_;
+  r0->claims = claims_;
+  r0->mask = slot_mask_;
+  r0->stride = slot_stride_;
+  r0->max_message_size = max_message_size_;
+  ring0_ = std::move(r0);
   // What the copies address must be mapped: a header changed since it was
   // validated is refused, not read past its mapping.
   const auto ends_within = [&](const void* region, std::size_t bytes) {
@@ -197,7 +213,7 @@ std::shared_ptr<Channel> Channel::open_existing(const std::string& domain, const
                                                 const SegmentAccess& access, Residency residency) {
   try {
     Segment s = Segment::open(name.object(), kSpec, writable, access, residency);
-    return std::shared_ptr<Channel>(new Channel(std::move(s), name.str()));
+    return std::shared_ptr<Channel>(new Channel(std::move(s), name.str(), domain, access));
   } catch (const Error& e) {
     if (e.code() == Errc::kNotFound) {
       throw Error(Errc::kNotFound, fmt::format("channel {} does not exist in domain \"{}\"", name.view(), domain));
@@ -256,6 +272,11 @@ std::shared_ptr<Channel> Channel::create_or_open(const std::string& domain, cons
       h->overflow = static_cast<std::uint32_t>(settings.overflow);
       h->block_timeout_ns = settings.block_timeout.count();
       h->window_ns = settings.window.count();
+      h->grow = settings.grow && settings.transport == Transport::kShm ? 1 : 0;
+      h->max_grow_size = std::max(settings.max_grow_size, settings.max_message_size);
+      h->generations[0].capacity = settings.capacity;
+      h->generations[0].max_message_size = settings.max_message_size;
+      h->generations[0].start.store(0, std::memory_order_relaxed);
       copy_name(h->creator_program, sizeof(h->creator_program), program_invocation_short_name);
       copy_name(h->sizes_from, sizeof(h->sizes_from), settings.sizes_from);
       if (settings.thresholds_hz) {
@@ -264,7 +285,7 @@ std::shared_ptr<Channel> Channel::create_or_open(const std::string& domain, cons
       }
       std::memcpy(static_cast<std::byte*>(base) + g.schema, type->schema.data(), type->schema.size());
     });
-    ch = std::shared_ptr<Channel>(new Channel(std::move(s), name.str()));
+    ch = std::shared_ptr<Channel>(new Channel(std::move(s), name.str(), domain, access));
   }
   const ChannelHeader& h = ch->header();
   if (type != nullptr) check_type(name.view(), ch->type(), *type);
@@ -527,6 +548,9 @@ std::uint32_t Channel::register_endpoint(EndpointEntry* table, std::uint32_t siz
   // start (UINT64_MAX holds nobody up); a publisher's blocked time is 0.
   e.cursor.store(table == subscribers_ ? UINT64_MAX : 0, std::memory_order_relaxed);
   e.block_timeouts.store(0, std::memory_order_relaxed);
+  // A subscriber pins no ring generation until it has chosen its ring.
+  e.ring_generation.store(0, std::memory_order_relaxed);
+  e.wants_slots.store(0, std::memory_order_relaxed);
   // relaxed: the RMW alone makes ids unique; nothing else is ordered by it.
   id = static_cast<std::uint32_t>(header_->next_endpoint_id.fetch_add(1, std::memory_order_relaxed) + 1);
   fill_entry(e, node, id);
@@ -619,7 +643,11 @@ std::uint32_t Channel::reclaim_dead() noexcept {
   };
   reclaim(publishers_, kMaxPublishers, false);
   reclaim(subscribers_, kMaxSubscribers, true);
-  if (freed != 0) header_->reclaimed_endpoints.fetch_add(freed, std::memory_order_relaxed);
+  if (freed != 0) {
+    header_->reclaimed_endpoints.fetch_add(freed, std::memory_order_relaxed);
+    // A dead subscriber pins no generation of the ring.
+    if (generation() != 0) remove_unneeded_generations();
+  }
   return freed;
 }
 

@@ -3,6 +3,7 @@
 // ring protocol itself lives in ring.hpp; this class owns the mapping.
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -11,6 +12,9 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <functional>
+#include <vector>
+#include <utility>
 
 #include "layout/channel_layout.hpp"
 #include "registry.hpp"
@@ -23,6 +27,53 @@
 namespace shmbus::detail {
 
 using introspect::TimeListCursor;
+
+/// One generation's ring, mapped, with its geometry copied from the
+/// validated header (layout/channel_layout.hpp, "Generations"). Generation
+/// 0 lies in the channel's segment; a later one holds its own segment,
+/// which stays mapped while anyone holds the Ring.
+struct Ring {
+  std::uint32_t generation = 0;
+  std::uint64_t start = 0;  ///< its first sequence
+  std::byte* slots = nullptr;
+  layout::SlotClaim* claims = nullptr;
+  std::uint64_t mask = 0;
+  std::uint64_t stride = 0;
+  std::uint32_t max_message_size = 0;
+  Segment segment;  ///< empty for generation 0
+
+  [[nodiscard]] layout::SlotHeader* slot(std::uint64_t seq) const noexcept {
+    return reinterpret_cast<layout::SlotHeader*>(slots + (seq & mask) * stride);
+  }
+  /// The claim word of the slot `seq` goes into (layout/channel_layout.hpp).
+  [[nodiscard]] std::atomic<std::uint64_t>& claim_word(std::uint64_t seq) const noexcept {
+    return claims[seq & mask].word;
+  }
+  [[nodiscard]] std::uint64_t capacity() const noexcept { return mask + 1; }
+};
+
+/// What a publisher's process allows growing (its configuration's).
+struct GrowLimits {
+  std::string domain;
+  std::uint64_t budget = 0;  ///< bytes of all ring generations in the domain
+};
+
+/// The steps of a growth, where a test seam may stop the grower.
+enum class GrowPause : std::uint8_t { kLocked, kCreated, kAnnounced };
+
+/// A growth asked for: done (or done by another publisher), or refused
+/// with one line saying why.
+struct GrowOutcome {
+  bool grown = false;
+  std::string refusal;
+  /// The sequence the grower claimed to settle the new generation's start,
+  /// when it was the start (its message goes there); else kNoSequence.
+  std::uint64_t first = kNoSequence;
+  /// Sequences claimed while settling starts that carry no message: the
+  /// caller writes each as a discarded slot.
+  std::vector<std::uint64_t> spare;
+  static constexpr std::uint64_t kNoSequence = UINT64_MAX;
+};
 
 class Channel {
  public:
@@ -75,13 +126,57 @@ class Channel {
   /// stderr naming both and the fix. The channel's sizes hold.
   void report_other_sizes(const ChannelSettings& settings) const;
 
-  [[nodiscard]] layout::SlotHeader* slot(std::uint64_t seq) const noexcept {
-    return reinterpret_cast<layout::SlotHeader*>(slots_ + (seq & slot_mask_) * slot_stride_);
+  /// The ring of generation `g` (0: the one in this segment), mapped once
+  /// per process; null when `g` is not announced, its start not settled,
+  /// or its segment removed (its messages are gone) or refused as corrupt
+  /// (said once on stderr).
+  [[nodiscard]] std::shared_ptr<const Ring> ring(std::uint32_t g) const;
+  /// The current generation (announced; its start may still be unknown).
+  [[nodiscard]] std::uint32_t generation() const noexcept {
+    // SYNC POINT READ: acquire pairs with the grower's seq_cst store, after
+    // its stores of the generation's record.
+    return std::min(header_->generation.load(std::memory_order_acquire), layout::kMaxGenerations - 1);
   }
-  /// The claim word of the slot `seq` goes into (layout/channel_layout.hpp).
-  [[nodiscard]] std::atomic<std::uint64_t>& claim_word(std::uint64_t seq) const noexcept {
-    return claims_[seq & slot_mask_].word;
+  /// The first sequence of generation `g`, or kStartUnknown.
+  [[nodiscard]] std::uint64_t generation_start(std::uint32_t g) const noexcept {
+    // SYNC POINT READ: pairs with the settling CAS (release).
+    return g < layout::kMaxGenerations ? header_->generations[g].start.load(std::memory_order_acquire)
+                                       : layout::kStartUnknown;
   }
+  /// The ring sequence `seq` was claimed in: the newest generation whose
+  /// start is at or below it (null when that ring cannot be mapped).
+  [[nodiscard]] std::shared_ptr<const Ring> ring_of(std::uint64_t seq) const;
+  /// The newest generation with a settled start, and its ring (null when
+  /// it cannot be mapped).
+  [[nodiscard]] std::shared_ptr<const Ring> current_ring() const;
+  /// The slot size and slot count of the newest settled generation, as
+  /// its record says (bounded): what tools show.
+  [[nodiscard]] std::pair<std::uint32_t, std::uint32_t> current_geometry() const noexcept;
+  /// Whether this channel may grow (a ring channel created with grow on).
+  [[nodiscard]] bool may_grow() const noexcept { return grow_; }
+  /// The largest message a publisher may send: max_grow_size when the
+  /// channel grows, else its slots.
+  [[nodiscard]] std::uint32_t size_ceiling() const noexcept { return grow_ ? max_grow_size_ : max_message_size_; }
+  /// Makes the ring hold messages of `size` bytes: nothing when the
+  /// current generation does already, else the next generation (one
+  /// grower at a time; a dead one's lock is taken over). `token`: the
+  /// caller's publisher token. Refused, with the line to say, over the
+  /// channel's max_grow_size, past `limits.budget`, when the channel does
+  /// not grow, or after kMaxGenerations - 1 growths.
+  /// `at(point)` is called at each step (GrowPause), for test seams.
+  GrowOutcome grow(std::size_t size, const GrowLimits& limits, const std::function<void(GrowPause)>& at);
+  /// Settles generation `g`'s start if it is still unknown (a grower killed
+  /// after announcing it, or any publisher that finds it so): claims a
+  /// sequence (seq_cst fetch_add) and CASes it in. Returns the sequence
+  /// claimed (kNoSequence when the start was known): the caller fills it,
+  /// and `won` tells whether it is the start.
+  std::uint64_t settle_start(std::uint32_t g, bool& won) noexcept;
+  /// Removes the segments of generations that no live subscriber reads
+  /// any more (all below the lowest one a subscriber entry names, and
+  /// below the current one).
+  void remove_unneeded_generations() noexcept;
+
+  [[nodiscard]] const Ring& ring0() const noexcept { return *ring0_; }
   [[nodiscard]] static std::byte* payload(layout::SlotHeader* s) noexcept {
     return reinterpret_cast<std::byte*>(s) + layout::kSlotPayloadOffset;
   }
@@ -102,6 +197,7 @@ class Channel {
   [[nodiscard]] static const layout::ProvenanceEntry* provenance(const layout::SlotHeader* s) noexcept {
     return reinterpret_cast<const layout::ProvenanceEntry*>(reinterpret_cast<const std::byte*>(s) + layout::kCacheLine);
   }
+  /// The slot count the channel was created with (generation 0's).
   [[nodiscard]] std::uint64_t capacity() const noexcept { return slot_mask_ + 1; }
 
   /// The next sequence to claim: the larger of the shared cursor and the
@@ -216,7 +312,12 @@ class Channel {
   [[nodiscard]] std::string_view schema_text() const noexcept;
 
  private:
-  Channel(Segment s, std::string name);
+  Channel(Segment s, std::string name, std::string domain, SegmentAccess access);
+  /// Maps generation `g`'s segment and validates it (ring()).
+  [[nodiscard]] std::shared_ptr<const Ring> map_ring(std::uint32_t g, std::uint64_t start) const;
+  /// grow()'s work under the lock: the refusal, or empty.
+  std::string grow_locked(std::size_t size, const GrowLimits& limits, GrowOutcome& out,
+                          const std::function<void(GrowPause)>& at);
   std::uint32_t register_endpoint(layout::EndpointEntry* table, std::uint32_t size, std::string_view node,
                                   const char* what, std::uint32_t& id);
   /// Frees entry `e` that this process holds (claimed by it): folds a
@@ -228,6 +329,14 @@ class Channel {
   Segment segment_;
   std::string name_;
   layout::ChannelHeader* header_;
+  std::string domain_;
+  SegmentAccess access_;
+  std::shared_ptr<const Ring> ring0_;
+  mutable std::mutex rings_mutex_;
+  mutable std::array<std::weak_ptr<const Ring>, layout::kMaxGenerations> rings_;
+  mutable std::array<bool, layout::kMaxGenerations> ring_refused_{};
+  bool grow_ = false;
+  std::uint32_t max_grow_size_ = 0;
   std::byte* slots_;
   layout::SlotClaim* claims_;
   std::uint64_t slot_mask_;

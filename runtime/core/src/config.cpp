@@ -112,6 +112,14 @@ class ConfigReader : public TomlReader {
       const std::int64_t m = integer_of(v, key);
       if (m < 1 || m > (std::int64_t{1} << 30)) fail(v, "max_message_size must be from 1 to 1073741824 bytes");
       r.max_message_size = static_cast<std::uint32_t>(m);
+    } else if (key == "max_grow_size") {
+      const std::int64_t m = integer_of(v, key);
+      if (m < 1 || m > (std::int64_t{1} << 30)) fail(v, "max_grow_size must be from 1 to 1073741824 bytes");
+      r.max_grow_size = static_cast<std::uint32_t>(m);
+    } else if (key == "grow") {
+      const auto* b = v.as_boolean();
+      if (b == nullptr) fail(v, "grow must be true or false");
+      r.grow = b->get();
     } else if (key == "time_list_capacity")
       r.time_list_capacity = power_of_two(v, key, 1 << 24);
     else if (key == "window")
@@ -160,6 +168,10 @@ class ConfigReader : public TomlReader {
         }
       } else if (key == "registry_capacity") {
         c.registry_capacity = power_of_two(v, key, kMaxRegistryCapacity);
+      } else if (key == "grow_budget") {
+        const std::int64_t b = integer_of(v, key);
+        if (b < 0) fail(v, "grow_budget must be a number of bytes, 0 or more");
+        c.grow_budget = static_cast<std::uint64_t>(b);
       } else if (key == "mode") {
         const std::string text = string_of(v, key);
         char* end = nullptr;
@@ -224,6 +236,8 @@ class ConfigReader : public TomlReader {
     if (r.capacity) s.capacity = *r.capacity;
     if (r.max_message_size) s.max_message_size = *r.max_message_size;
     if (r.time_list_capacity) s.time_list_capacity = *r.time_list_capacity;
+    if (r.max_grow_size) s.max_grow_size = *r.max_grow_size;
+    if (r.grow) s.grow = *r.grow;
     if (r.window) s.window = *r.window;
     if (r.thresholds_hz) s.thresholds_hz = *r.thresholds_hz;
     if (r.stall_timeout) s.stall_timeout = *r.stall_timeout;

@@ -3,6 +3,7 @@
 #include <dirent.h>
 
 #include <algorithm>
+#include <tuple>
 #include <bit>
 #include <cstring>
 
@@ -117,8 +118,10 @@ ChannelView ChannelReader::view() const {
   v.schema = type.schema;
   v.transport = static_cast<Transport>(h.transport);
   v.registry_index = h.registry_index.load(std::memory_order_relaxed);
-  v.capacity = static_cast<std::uint32_t>(ch.capacity());
-  v.max_message_size = ch.max_message_size();
+  std::tie(v.max_message_size, v.capacity) = ch.current_geometry();
+  v.generation = ch.generation();
+  v.max_grow_size = ch.may_grow() ? ch.size_ceiling() : 0;
+  v.grows_refused = h.grows_refused.load(std::memory_order_relaxed);
   v.time_list_capacity = h.time_list_capacity;
   v.creator_pid = ch.creator_pid();
   v.creator_program = ch.creator_program();  // escaped when the channel was opened

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <charconv>
@@ -147,6 +148,24 @@ std::string channel_object_name(std::string_view domain, std::string_view channe
   std::string out = domain_object_prefix(domain) + "c";
   for (char c : channel) out.push_back(c == '/' ? '.' : c);
   return out;
+}
+
+std::string ring_object_name(std::string_view domain, std::string_view channel, std::uint32_t generation) {
+  std::string out = domain_object_prefix(domain) + "g" + std::to_string(generation);
+  for (char c : channel) out.push_back(c == '/' ? '.' : c);
+  return out;
+}
+
+std::string channel_of_ring_object(std::string_view domain, std::string_view object) {
+  const std::string prefix = domain_object_prefix(domain) + "g";
+  if (object.substr(0, prefix.size()) != prefix) return {};
+  std::size_t i = prefix.size();
+  const std::size_t digits = i;
+  while (i < object.size() && object[i] >= '0' && object[i] <= '9') ++i;
+  if (i == digits || i >= object.size() || object[i] != '.') return {};
+  std::string channel{object.substr(i)};
+  std::replace(channel.begin(), channel.end(), '.', '/');
+  return channel;
 }
 
 std::string escape_name(std::string_view name) {

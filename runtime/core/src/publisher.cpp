@@ -31,6 +31,18 @@ static_assert(kMaxChannelPublishers == kMaxPublishers, "the public bound is the 
 struct Publisher::Impl {
   std::shared_ptr<Channel> channel;
   ChannelHeader* header = nullptr;
+  /// The ring of the newest generation we know (layout/channel_layout.hpp,
+  /// "Generations"), and the older ones a claim or open loan of ours is
+  /// still in (dropped once none is).
+  std::shared_ptr<const Ring> ring_held;
+  const Ring* ring = nullptr;
+  std::uint32_t gen = 0;
+  std::vector<std::shared_ptr<const Ring>> older_rings;
+  /// The sequence our growth claimed as its new generation's start: the
+  /// next claim takes it.
+  std::uint64_t preclaimed = GrowOutcome::kNoSequence;
+  GrowLimits grow_limits;
+  std::string refusal;  ///< the last growth refused, said by too_large()
   EndpointEntry* entry = nullptr;
   std::uint32_t entry_index = 0;
   std::uint32_t id = 0;
@@ -92,7 +104,7 @@ struct Publisher::Impl {
   /// Claims the next sequence and its slot for writing; `fast` tells
   /// whether it is a solo publish (then commit and notify are too). Returns
   /// nullptr when the message must be dropped (counted by the caller).
-  SlotHeader* claim(std::uint64_t& seq, bool& fast) noexcept {
+  SlotHeader* claim(std::uint64_t& seq, bool& fast, std::size_t size) noexcept {
     std::uint64_t s = 0;
     fast = false;
     if (solo_grant != 0) {
@@ -105,19 +117,129 @@ struct Publisher::Impl {
       fast = solo_begin(s);
     }
     if (fast) {
-      SlotHeader* slot = claim_slot(s, seq, true);
+      SlotHeader* slot = claim_slot(*ring, s, seq, true);
       if (slot == nullptr) solo_end();
       return slot;
     }
-    // relaxed: the cursor only hands out numbers; what readers may read is
-    // published through the slot state (SYNC POINT below).
-    if (blocking) {
+    if (preclaimed != GrowOutcome::kNoSequence) [[unlikely]] {
+      s = std::exchange(preclaimed, GrowOutcome::kNoSequence);  // our growth's first sequence
+    } else if (blocking) {
       s = claim_room(false);
       if (s == kInterrupted) return nullptr;  // only a wait for room can be interrupted
     } else {
-      s = header->write_cursor.fetch_add(1, std::memory_order_relaxed);
+      // SYNC POINT (seq_cst RMW, then the seq_cst load of `generation`
+      // below): "Generations" in layout/channel_layout.hpp. Otherwise the
+      // cursor only hands out numbers; what readers may read is published
+      // through the slot state. On x86-64 the same LOCK XADD as relaxed,
+      // and the load a plain one.
+      s = header->write_cursor.fetch_add(1, std::memory_order_seq_cst);
     }
-    return claim_slot(s, seq, false);
+    const std::uint32_t g = header->generation.load(std::memory_order_seq_cst);
+    if (g != gen) [[unlikely]] return claim_in_generation(s, g, seq, size);
+    return claim_slot(*ring, s, seq, false);
+  }
+
+  /// claim's path when the channel has grown since we last looked: settles
+  /// the starts still unknown, adopts the newest ring, and claims `s` in
+  /// the generation it belongs to. nullptr (a drop) when that ring is gone
+  /// or too small for what we checked (a corrupt record).
+  [[gnu::noinline]] SlotHeader* claim_in_generation(std::uint64_t s, std::uint32_t g, std::uint64_t& seq,
+                                                     std::size_t size) noexcept {
+    g = std::min(g, kMaxGenerations - 1);
+    for (std::uint32_t k = gen + 1; k <= g; ++k) {
+      bool won = false;
+      const std::uint64_t c = channel->settle_start(k, won);
+      if (c != GrowOutcome::kNoSequence) fill_discarded(c);
+    }
+    std::shared_ptr<const Ring> r = ring_for(s, g);
+    if (!r) return nullptr;
+    if (r->generation == g) adopt(r);
+    if (size > r->max_message_size) return nullptr;
+    return claim_slot(*r, s, seq, false);
+  }
+
+  /// The ring sequence `s` belongs to (the newest generation at or below
+  /// `g` whose start is at or below it), kept in older_rings when it is not
+  /// the newest; null when it is gone.
+  std::shared_ptr<const Ring> ring_for(std::uint64_t s, std::uint32_t g) noexcept {
+    for (std::uint32_t k = g + 1; k-- > 0;) {
+      const std::uint64_t start = channel->generation_start(k);
+      if (start == kStartUnknown || start > s) continue;
+      if (ring != nullptr && ring->generation == k) return ring_held;
+      for (const auto& o : older_rings) {
+        if (o->generation == k) return o;
+      }
+      try {
+        std::shared_ptr<const Ring> r = channel->ring(k);
+        if (r && k != g) older_rings.push_back(r);
+        return r;
+      } catch (...) {
+        return nullptr;
+      }
+    }
+    return nullptr;
+  }
+
+  /// The ring we hold a claim of `seq` in: the newest, or an older one.
+  const Ring& claim_ring(std::uint64_t seq) const noexcept {
+    if (seq >= ring->start || older_rings.empty()) [[likely]] return *ring;
+    for (auto it = older_rings.rbegin(); it != older_rings.rend(); ++it) {
+      if (seq >= (*it)->start) return **it;
+    }
+    return *ring;
+  }
+
+  /// Makes `r` our newest ring; block channels look at the room again.
+  void adopt(std::shared_ptr<const Ring> r) noexcept {
+    if (ring_held && ring_held != r) older_rings.push_back(std::move(ring_held));
+    ring_held = std::move(r);
+    ring = ring_held.get();
+    gen = ring->generation;
+    room_until = 0;
+  }
+
+  /// Drops the older rings once no claim or loan of ours is in them.
+  void release_older_rings() noexcept {
+    if (open_loans == 0) older_rings.clear();
+  }
+
+  /// A sequence we claimed that carries no message (settling a start):
+  /// written as a discarded slot, so readers pass it without a loss.
+  void fill_discarded(std::uint64_t c) noexcept {
+    std::shared_ptr<const Ring> r = ring_for(c, std::min(channel->generation(), kMaxGenerations - 1));
+    if (!r) return;
+    std::uint64_t seq = 0;
+    SlotHeader* slot = claim_slot(*r, c, seq, false);
+    if (slot == nullptr) return;
+    write_header(slot, seq, draft_header(stamp_now_ns(), 0, kSlotDiscarded));
+    if (release_slot(*r, slot, seq, false)) wake_waiters(*header);
+  }
+
+  /// Makes the channel hold a message of `size` bytes (it grows; see
+  /// Channel::grow). False, with `refusal` set, when it cannot.
+  [[gnu::noinline]] bool fit(std::size_t size) noexcept {
+    if (solo_grant != 0) channel->return_solo(std::exchange(solo_grant, 0));  // growing is for the shared path
+    try {
+      GrowOutcome o = channel->grow(size, grow_limits, [this](GrowPause at) { grow_pause(at); });
+      for (const std::uint64_t c : o.spare) fill_discarded(c);
+      if (!o.refusal.empty()) {
+        refusal = std::move(o.refusal);
+        return false;
+      }
+      std::shared_ptr<const Ring> r = channel->current_ring();
+      if (!r || r->max_message_size < size) {
+        if (o.first != GrowOutcome::kNoSequence) fill_discarded(o.first);
+        refusal = fmt::format("channel {} grew, but its newest ring cannot be used (see the line above)",
+                              channel->name());
+        return false;
+      }
+      adopt(std::move(r));
+      preclaimed = o.first;
+      return true;
+    } catch (const std::exception& e) {
+      refusal = fmt::format("channel {} could not grow: {}", channel->name(), e.what());
+      return false;
+    }
   }
 
   /// A solo publish begins: the sequence `s` from our own cursor (on a
@@ -152,8 +274,8 @@ struct Publisher::Impl {
 
   /// Takes the slot of sequence `s`: a plain store on the solo path when
   /// the claim word holds what a solo publisher expects there, else a CAS.
-  SlotHeader* claim_slot(std::uint64_t s, std::uint64_t& seq, bool fast) noexcept {
-    SlotHeader* slot = channel->slot(s);
+  SlotHeader* claim_slot(const Ring& r, std::uint64_t s, std::uint64_t& seq, bool fast) noexcept {
+    SlotHeader* slot = r.slot(s);
     // The slot's claim word (not its state, which subscribers poll: see
     // layout/channel_layout.hpp). Try the common case first: it holds the
     // previous lap's committed message (or nothing, on the first lap). A
@@ -161,10 +283,11 @@ struct Publisher::Impl {
     // (owner token): a claim always names its writer, whenever this process
     // stops or dies. SYNC POINT: acquire pairs with the release of the
     // claim's previous holder, after its last store to the slot's state.
-    std::atomic<std::uint64_t>& word = channel->claim_word(s);
-    const std::uint64_t capacity = channel->capacity();
+    std::atomic<std::uint64_t>& word = r.claim_word(s);
+    const std::uint64_t capacity = r.capacity();
     const std::uint64_t mine = writing_state(s, owner);
-    std::uint64_t st = s >= capacity ? committed_state(s - capacity) : 0;
+    // A ring's first lap begins at its generation's start.
+    std::uint64_t st = s - r.start >= capacity ? committed_state(s - capacity) : 0;
     if (fast) {
       // Solo: no other publisher claims while we are busy, and a revoker
       // that fenced us stored `mine` here itself (Channel::fence_solo).
@@ -247,7 +370,9 @@ struct Publisher::Impl {
       std::uint64_t w = (solo ? header->solo_cursor : header->write_cursor).load(std::memory_order_relaxed);
       if (w >= room_until) room_until = room_limit(w);
       if (w < room_until) {
-        if (solo || header->write_cursor.compare_exchange_weak(w, w + 1, std::memory_order_relaxed)) {
+        // SYNC POINT: seq_cst as the fetch_add in claim ("Generations").
+        if (solo || header->write_cursor.compare_exchange_weak(w, w + 1, std::memory_order_seq_cst,
+                                                               std::memory_order_relaxed)) {
           if (since != 0) {
             add_blocked(mono_now_ns() - since);
             waited = true;
@@ -293,7 +418,7 @@ struct Publisher::Impl {
       // release store in show_cursor().
       const std::uint64_t lag = slowest.read_cursor().load(std::memory_order_relaxed);
       if (endpoint_phase(slowest.state.load(std::memory_order_relaxed)) != kEndpointLive || lag == UINT64_MAX ||
-          lag + channel->capacity() > w) {
+          lag + ring->capacity() > w) {
         room_until = 0;
         continue;
       }
@@ -345,7 +470,8 @@ struct Publisher::Impl {
         laggard = i;
       }
     }
-    return lowest + channel->capacity();
+    // A ring is fresh for its first lap: no subscriber reads it before.
+    return std::max(lowest, ring->start) + ring->capacity();
   }
 
   /// After block_timeout: every live subscriber still holding sequence `w`
@@ -355,7 +481,7 @@ struct Publisher::Impl {
       const EndpointEntry& e = channel->subscriber(i);
       if (endpoint_phase(e.state.load(std::memory_order_acquire)) != kEndpointLive) continue;
       const std::uint64_t c = e.read_cursor().load(std::memory_order_acquire);
-      if (c == UINT64_MAX || c + channel->capacity() > w) continue;
+      if (c == UINT64_MAX || c + ring->capacity() > w) continue;
       overtaken_mask |= std::uint64_t{1} << i;
       overtaken_cursor[i] = c;
       overtaken_tenancy[i] = e.tenancy.load(std::memory_order_relaxed);
@@ -549,7 +675,7 @@ struct Publisher::Impl {
   /// message is then dropped, and counted by the caller.
   bool commit(SlotHeader* slot, std::uint64_t seq, std::int64_t mono, bool fast, bool prefetch = true) noexcept {
     test_pause(kPauseWritten);
-    if (!release_slot(slot, seq, fast)) {
+    if (!release_slot(fast ? *ring : claim_ring(seq), slot, seq, fast)) {
       if (fast) solo_end();
       return false;
     }
@@ -560,7 +686,7 @@ struct Publisher::Impl {
     // behind the state's line. The header's line is left alone: subscribers
     // poll it, and would only take it back. Not after a message whose
     // payload was in the header's line: the next is likely as small.
-    if (fast && prefetch) prefetch_for_write(Channel::payload(channel->slot(seq + 1)));
+    if (fast && prefetch) prefetch_for_write(Channel::payload(ring->slot(seq + 1)));
     return true;
   }
 
@@ -568,8 +694,8 @@ struct Publisher::Impl {
   /// so no later claimer can write the state before our last store to it.
   /// False when the claim is no longer ours (taken over after we were judged
   /// dead, which a live writer never is): the state is then not touched.
-  bool release_slot(SlotHeader* slot, std::uint64_t seq, bool fast) noexcept {
-    std::atomic<std::uint64_t>& word = channel->claim_word(seq);
+  bool release_slot(const Ring& r, SlotHeader* slot, std::uint64_t seq, bool fast) noexcept {
+    std::atomic<std::uint64_t>& word = r.claim_word(seq);
     std::uint64_t expected = writing_state(seq, owner);
     // relaxed: our own claim, read back from our own line; only a taker
     // could have changed it.
@@ -711,8 +837,18 @@ struct Publisher::Impl {
     kPauseStampClaimed,
     kPauseWakeEarly,
     kPauseRegistered,
-    kPauseGranted
+    kPauseGranted,
+    kPauseGrowLocked,
+    kPauseGrowCreated,
+    kPauseGrowAnnounced
   };
+  /// A growth's steps (Channel::grow) as pause points: grow-locked,
+  /// grow-created, grow-announced.
+  void grow_pause(GrowPause at) noexcept {
+    test_pause(at == GrowPause::kLocked    ? kPauseGrowLocked
+               : at == GrowPause::kCreated ? kPauseGrowCreated
+                                           : kPauseGrowAnnounced);
+  }
 #ifdef SHMBUS_TEST_SEAMS
   PausePoint pause_at = kPauseNone;
   bool woke_early = false;
@@ -734,6 +870,9 @@ struct Publisher::Impl {
                : point == "wake-early" ? kPauseWakeEarly
                : point == "registered" ? kPauseRegistered
                : point == "granted"    ? kPauseGranted
+               : point == "grow-locked"    ? kPauseGrowLocked
+               : point == "grow-created"   ? kPauseGrowCreated
+               : point == "grow-announced" ? kPauseGrowAnnounced
                                        : kPauseNone;
   }
   void test_wake_early() noexcept {
@@ -770,7 +909,15 @@ struct Publisher::Impl {
     const std::uint64_t grant = channel->take_solo_grant(owner);
     if (grant == 0) return 0;
     test_pause(kPauseGranted);
-    return channel->keep_solo_grant(grant);
+    const std::uint64_t kept = channel->keep_solo_grant(grant);
+    // A channel grown since our ring was current (by a publisher since
+    // gone): the grant is given back, and the shared path's next claim
+    // moves us to the new ring. No ring grows while we hold it.
+    if (kept != 0 && header->generation.load(std::memory_order_seq_cst) != gen) {
+      channel->return_solo(kept);
+      return 0;
+    }
+    return kept;
   }
 
   void count_drop() noexcept {
@@ -830,7 +977,15 @@ Publisher::Publisher(std::string_view channel, const TypeInfo& type, Context& co
   impl_->header = &impl_->channel->header();
   impl_->entry = &impl_->channel->publisher(impl_->entry_index);
   impl_->owner = impl_->channel->publisher_token(impl_->entry_index);
-  impl_->max_size = impl_->channel->max_message_size();
+  impl_->max_size = impl_->channel->size_ceiling();
+  impl_->grow_limits = GrowLimits{context.config().domain, context.config().grow_budget};
+  impl_->ring_held = impl_->channel->current_ring();
+  if (!impl_->ring_held) {
+    throw Error(Errc::kLayoutMismatch,
+                fmt::format("channel {}: its current ring cannot be mapped (see the line above)", name.str()));
+  }
+  impl_->ring = impl_->ring_held.get();
+  impl_->gen = impl_->ring->generation;
   impl_->stall_timeout_ns = impl_->channel->stall_timeout_ns();
   impl_->notify_hook = options.notify_hook;
   impl_->blocking = impl_->channel->overflow() == Overflow::kBlock;
@@ -854,7 +1009,10 @@ Publisher& Publisher::operator=(Publisher&&) noexcept = default;
 
 PublishResult Publisher::publish(std::span<const std::byte> payload) noexcept {
   Impl& p = *impl_;
-  if (payload.size() > p.max_size) return PublishResult::kTooLarge;
+  if (payload.size() > p.max_size) [[unlikely]] {
+    p.refusal.clear();
+    return PublishResult::kTooLarge;
+  }
   if (p.iox) {
     SlotHeader* slot = nullptr;
     std::uint64_t seq = 0;
@@ -866,12 +1024,15 @@ PublishResult Publisher::publish(std::span<const std::byte> payload) noexcept {
     return PublishResult::kOk;
   }
   const auto size = static_cast<std::uint32_t>(payload.size());
+  if (size > p.ring->max_message_size) [[unlikely]] {
+    if (!p.fit(size)) return PublishResult::kTooLarge;
+  }
   // Drafted before the claim: between claim and commit only stores are
   // left (HeaderDraft), and the inputs are marked cited after the commit.
   Impl::HeaderDraft draft = p.draft_copied(stamp_now_ns(), size);
   std::uint64_t seq = 0;
   bool fast = false;
-  SlotHeader* slot = p.claim(seq, fast);
+  SlotHeader* slot = p.claim(seq, fast, size);
   if (slot == nullptr) {
     p.count_drop();
     return PublishResult::kDropped;
@@ -881,6 +1042,7 @@ PublishResult Publisher::publish(std::span<const std::byte> payload) noexcept {
   if (!payload.empty()) std::memcpy(Channel::payload(slot, draft.flags, size), payload.data(), payload.size());
   const bool committed = p.commit(slot, seq, draft.mono, fast, (draft.flags & kSlotInlinePayload) == 0);
   p.cited(draft);
+  if (!p.older_rings.empty()) p.release_older_rings();
   if (!committed) {
     p.count_drop();
     return PublishResult::kDropped;
@@ -892,7 +1054,11 @@ PublishResult Publisher::publish(std::span<const std::byte> payload) noexcept {
 Loan Publisher::loan(std::size_t size) noexcept {
   Loan loan;
   Impl& p = *impl_;
-  if (size > p.max_size) return loan;
+  if (size > p.max_size) {
+    p.refusal.clear();
+    return loan;
+  }
+  if (!p.iox && size > p.ring->max_message_size && !p.fit(size)) return loan;
   std::uint64_t seq = 0;
   SlotHeader* slot = nullptr;
   std::byte* data = nullptr;
@@ -907,7 +1073,7 @@ Loan Publisher::loan(std::size_t size) noexcept {
     // grant is given up first, and asked for again once no loan is open.
     if (p.solo_grant != 0) p.channel->return_solo(std::exchange(p.solo_grant, 0));
     bool fast = false;
-    slot = p.claim(seq, fast);
+    slot = p.claim(seq, fast, size);
     if (slot == nullptr) {
       p.count_drop();
       return loan;
@@ -942,6 +1108,7 @@ PublishResult Publisher::commit(Loan& loan, std::size_t size) noexcept {
   const bool committed = p.commit(slot, loan.sequence_, draft.mono, false);
   p.cited(draft);
   --p.open_loans;
+  if (!p.older_rings.empty()) p.release_older_rings();
   loan.data_ = nullptr;
   loan.owner_ = nullptr;
   if (!committed) {
@@ -964,8 +1131,9 @@ void Publisher::discard(Loan& loan) noexcept {
   auto* slot = static_cast<SlotHeader*>(loan.slot_);
   p.write_header(slot, loan.sequence_, p.draft_header(stamp_now_ns(), 0, kSlotDiscarded));
   // From our own claim only: a slot taken over is not ours to end.
-  if (p.release_slot(slot, loan.sequence_, false)) wake_waiters(*p.header);
+  if (p.release_slot(p.claim_ring(loan.sequence_), slot, loan.sequence_, false)) wake_waiters(*p.header);
   --p.open_loans;
+  if (!p.older_rings.empty()) p.release_older_rings();
   loan.data_ = nullptr;
   loan.owner_ = nullptr;
 }
@@ -1002,8 +1170,13 @@ const std::string& Publisher::channel() const noexcept { return impl_->channel->
 std::uint32_t Publisher::channel_index() const noexcept {
   return impl_->header->registry_index.load(std::memory_order_relaxed);
 }
-std::size_t Publisher::max_message_size() const noexcept { return impl_->max_size; }
-std::string Publisher::too_large(std::size_t size) const { return impl_->channel->too_large(size); }
+std::size_t Publisher::max_message_size() const noexcept {
+  return impl_->iox ? impl_->max_size : impl_->ring->max_message_size;
+}
+std::size_t Publisher::size_ceiling() const noexcept { return impl_->max_size; }
+std::string Publisher::too_large(std::size_t size) const {
+  return impl_->refusal.empty() ? impl_->channel->too_large(size) : impl_->refusal;
+}
 void Publisher::set_interrupt(std::function<bool()> interrupted) { impl_->interrupt = std::move(interrupted); }
 bool Publisher::may_wait() const noexcept { return impl_->blocking; }
 std::uint64_t Publisher::published() const noexcept { return impl_->entry->messages.load(std::memory_order_relaxed); }

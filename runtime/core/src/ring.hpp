@@ -79,19 +79,11 @@ inline bool slot_settled(std::uint64_t state, std::uint64_t next) noexcept {
   return seq > next || (seq == next && !layout::is_writing(state));
 }
 
-/// True when a reader expecting `next` has something to act on: settled,
-/// or the sequence is claimed (a publisher is writing it, or stalled).
-/// Reads the write cursor only when the slot is not settled.
-inline bool reader_pending(const Channel& ch, std::uint64_t next) noexcept {
-  if (slot_settled(ch.slot(next)->state.load(std::memory_order_acquire), next)) return true;
-  return ch.write_cursor() > next;
-}
-
 /// The cheap check for spinning: only the slot's state line, which the
 /// publisher writes anyway. A poll loop that also read the write cursor
 /// would pull that line away from publishers on every iteration.
-inline bool reader_settled(const Channel& ch, std::uint64_t next) noexcept {
-  return slot_settled(ch.slot(next)->state.load(std::memory_order_acquire), next);
+inline bool reader_settled(const Ring& r, std::uint64_t next) noexcept {
+  return slot_settled(r.slot(next)->state.load(std::memory_order_acquire), next);
 }
 
 /// Wakes the channel's sleepers when `waiters` (a load of the word, ordered

@@ -72,7 +72,17 @@ double object_age_seconds(const std::string& name) {
          static_cast<double>(now.tv_nsec - st.st_ctim.tv_nsec) / 1e9;
 }
 
-const char* kind_name(layout::SegmentKind k) { return k == layout::SegmentKind::kRegistry ? "registry" : "channel"; }
+const char* kind_name(layout::SegmentKind k) {
+  switch (k) {
+    case layout::SegmentKind::kRegistry:
+      return "registry";
+    case layout::SegmentKind::kChannel:
+      return "channel";
+    case layout::SegmentKind::kRing:
+      return "ring";
+  }
+  return "segment";
+}
 
 [[noreturn]] void refuse(const std::string& name, const std::string& what) {
   throw Error(Errc::kLayoutMismatch,

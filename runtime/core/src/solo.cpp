@@ -198,10 +198,13 @@ void Channel::fence_solo(std::uint64_t busy, bool alive) noexcept {
     const std::uint64_t seq = state_sequence(busy);
     raise_to(h.write_cursor, seq + 1);
     if (stamp_end != 0) raise_to(h.time_list_head, stamp_end);
-    std::uint64_t expected = seq >= capacity() ? committed_state(seq - capacity()) : 0;
-    // SYNC POINT: acq_rel as a publisher's claim CAS (its partner: the
-    // release that gave the claim back; later claimers' acquire).
-    claim_word(seq).compare_exchange_strong(expected, busy, std::memory_order_acq_rel);
+    // Its ring is the current one: no ring grows while a grant is held.
+    if (const std::shared_ptr<const Ring> r = current_ring(); r && seq >= r->start) {
+      std::uint64_t expected = seq - r->start >= r->capacity() ? committed_state(seq - r->capacity()) : 0;
+      // SYNC POINT: acq_rel as a publisher's claim CAS (its partner: the
+      // release that gave the claim back; later claimers' acquire).
+      r->claim_word(seq).compare_exchange_strong(expected, busy, std::memory_order_acq_rel);
+    }
   }
   // A dead holder's stores all landed when it died: merge_solo_cursors
   // continues after them, and a claim word it took is a dead writer's.

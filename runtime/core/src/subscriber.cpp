@@ -86,12 +86,31 @@ void Subscriber::Impl::open(const std::optional<TypeInfo>& type, bool from_start
   s.entry = &s.channel->subscriber(s.entry_index);
   s.stall_timeout_ns =
       options.stall_timeout.count() > 0 ? options.stall_timeout.count() : s.channel->stall_timeout_ns();
-  s.max_size = s.channel->max_message_size();
   s.wait_spin_ns = settings.wait_spin.count();
   s.age_sample_every = settings.age_sample_every;
+  // The newest ring: history is what it holds ("Generations").
+  s.ring_held = s.channel->current_ring();
+  if (!s.ring_held) {
+    s.channel->unregister_subscriber(s.entry_index);
+    s.channel.reset();
+    throw Error(Errc::kLayoutMismatch,
+                fmt::format("channel {}: its current ring cannot be mapped (see the line above)", s.name.str()));
+  }
+  s.ring = s.ring_held.get();
+  s.gen = s.ring->generation;
+  s.ring_end = kStartUnknown;
+  s.max_size = s.iox ? s.channel->max_message_size() : s.ring->max_message_size;
+  s.entry->wants_slots.store(options.history, std::memory_order_relaxed);
+  s.entry->ring_generation.store(s.gen + 1, std::memory_order_relaxed);
   const std::uint64_t cursor = s.channel->write_cursor();
-  const std::uint64_t history = std::min<std::uint64_t>(options.history, s.channel->capacity());
+  const std::uint64_t history = std::min<std::uint64_t>(options.history, s.ring->capacity());
   s.next = cursor > history && !from_start ? cursor - history : 0;
+  if (s.next < s.ring->start) {
+    // From the start of a channel that grew before we came: what the older
+    // rings held is counted lost; history comes from the newest ring.
+    if (from_start) s.skip_to(s.ring->start);
+    s.next = s.ring->start;
+  }
   // overflow = block: publishers wait for us from their next look at the
   // cursors (they look again when they reach the room they last saw, at
   // most a ring's worth of messages later). Until then a publisher may
@@ -138,7 +157,7 @@ TakeResult Subscriber::read_exact_in_place(std::size_t size, InPlaceReader reade
 
 void Subscriber::require_room(std::size_t size, std::string_view type) const {
   const Impl& s = *impl_;
-  if (!s.channel || size <= s.max_size) return;
+  if (!s.channel || size <= s.max_size || size <= s.channel->size_ceiling()) return;
   throw Error(Errc::kTypeMismatch,
               fmt::format("channel {} holds messages of at most {} bytes ({}), and its type {} is {} bytes: give it a "
                           "max_message_size of at least {} where it is created, then stop the processes using it "
@@ -150,7 +169,17 @@ bool Subscriber::reread_in_place(std::uint64_t sequence, InPlaceRereader reader,
   const Channel* ch = impl_->channel.get();
   // iceoryx channels have no ring: a chunk, once released, is gone.
   if (ch == nullptr || impl_->iox) return false;
-  layout::SlotHeader* slot = ch->slot(sequence);
+  // The ring of its generation, looked up through the channel (the
+  // subscriber's own may be moving on in another thread): one we still
+  // hold, or one mapped again while its segment exists.
+  std::shared_ptr<const Ring> r;
+  try {
+    r = ch->ring_of(sequence);
+  } catch (...) {
+    return false;
+  }
+  if (!r) return false;
+  layout::SlotHeader* slot = r->slot(sequence);
   // SYNC POINT READ: pairs with the publisher's release store of the
   // committed state, as in take.
   const std::uint64_t st = slot->state.load(std::memory_order_acquire);
@@ -161,7 +190,7 @@ bool Subscriber::reread_in_place(std::uint64_t sequence, InPlaceRereader reader,
     // reader is the caller's code, which ThreadSanitizer checks.
     const std::uint16_t flags = std::atomic_ref<std::uint16_t>(slot->flags).load(std::memory_order_relaxed);
     if ((flags & layout::kSlotDiscarded) != 0) return false;
-    const std::uint32_t size = impl_->slot_size(slot, flags);
+    const std::uint32_t size = Impl::slot_size_in(slot, flags, r->max_message_size);
     reader(context, std::span<const std::byte>{Channel::payload(slot, flags, size), size}, check);
   }
   return check.unchanged();
@@ -175,7 +204,9 @@ bool RingCheck::unchanged() const noexcept {
 }
 
 std::uint32_t Subscriber::capacity() const noexcept {
-  return impl_->channel ? static_cast<std::uint32_t>(impl_->channel->capacity()) : 0;
+  if (!impl_->channel) return 0;
+  return static_cast<std::uint32_t>(impl_->ring != nullptr && !impl_->iox ? impl_->ring->capacity()
+                                                                          : impl_->channel->capacity());
 }
 
 bool Subscriber::pending() const noexcept {
@@ -242,6 +273,9 @@ std::uint32_t Subscriber::channel_index() const noexcept {
   return impl_->header ? impl_->header->registry_index.load(std::memory_order_relaxed) : UINT32_MAX;
 }
 std::size_t Subscriber::max_message_size() const noexcept { return impl_->max_size; }
+std::size_t Subscriber::size_ceiling() const noexcept {
+  return impl_->channel ? std::max<std::size_t>(impl_->channel->size_ceiling(), impl_->max_size) : 0;
+}
 TypeInfo Subscriber::type() const { return impl_->channel ? impl_->channel->type() : TypeInfo{}; }
 
 }  // namespace shmbus

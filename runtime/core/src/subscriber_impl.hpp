@@ -11,6 +11,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "channel.hpp"
@@ -46,6 +47,14 @@ struct Subscriber::Impl {
   Impl& operator=(Impl&&) = delete;
 
   std::shared_ptr<Channel> channel;  ///< null while waiting for the channel to appear
+  /// The ring of the generation `next` is in (layout/channel_layout.hpp,
+  /// "Generations"), and where it ends: the next generation's start, once
+  /// known (else kStartUnknown).
+  std::shared_ptr<const Ring> ring_held;
+  const Ring* ring = nullptr;
+  std::uint32_t gen = 0;
+  std::uint64_t ring_end = kStartUnknown;
+  std::shared_ptr<const Ring> previous_ring;
   ChannelName name;
   ChannelSettings settings;
   Context* context = nullptr;
@@ -92,14 +101,76 @@ struct Subscriber::Impl {
 
   ~Impl() {
     if (held != nullptr) iox->release(held);
-    if (channel) channel->unregister_subscriber(entry_index);
+    if (!channel) return;
+    channel->unregister_subscriber(entry_index);
+    if (gen != 0 || channel->generation() != 0) channel->remove_unneeded_generations();
   }
 
   /// Something to take (or, on the ring, a claimed sequence to judge).
-  /// `full`: on the ring, also read the write cursor (see reader_pending).
+  /// `full`: on the ring, also read the write cursor (a line every
+  /// publisher writes), when the slot is not settled.
   [[nodiscard]] bool pending(bool full = true) const noexcept {
     if (iox) return held != nullptr || iox->has_data();
-    return full ? reader_pending(*channel, next) : reader_settled(*channel, next);
+    if (reader_settled(*ring, next) || moved_on()) return true;
+    return full && ring_cursor() > next;
+  }
+
+  /// The next sequence to claim, as far as our ring goes: the write cursor,
+  /// or the next generation's start.
+  [[nodiscard]] std::uint64_t ring_cursor() const noexcept { return std::min(channel->write_cursor(), ring_end); }
+
+  /// Whether `next` is past our ring: a later generation starts at or
+  /// below it. One load of a line written only when the ring grows.
+  [[nodiscard]] bool moved_on() const noexcept {
+    if (header->generation.load(std::memory_order_relaxed) == gen) [[likely]] return false;
+    const std::uint64_t start = channel->generation_start(gen + 1);
+    return start != kStartUnknown && next >= start;
+  }
+
+  /// Moves to the generation `next` is in, when a later one starts at or
+  /// below it (its ring mapped; one removed or refused is skipped to the
+  /// start of the one after, its messages counted lost). True when we
+  /// moved. Notes the end of our ring once the next start is known.
+  [[gnu::noinline]] bool follow() noexcept {
+    const std::uint32_t g = channel->generation();
+    bool moved = false;
+    while (gen < g) {
+      const std::uint64_t s1 = channel->generation_start(gen + 1);
+      if (s1 == kStartUnknown) break;
+      ring_end = s1;
+      if (next < s1) break;
+      // The newest generation at or below `next`.
+      std::uint32_t k = gen + 1;
+      while (k < g) {
+        const std::uint64_t after = channel->generation_start(k + 1);
+        if (after == kStartUnknown || after > next) break;
+        ++k;
+      }
+      std::shared_ptr<const Ring> r;
+      try {
+        r = channel->ring(k);
+      } catch (...) {
+        r = nullptr;
+      }
+      if (!r) {
+        const std::uint64_t after = k < g ? channel->generation_start(k + 1) : kStartUnknown;
+        if (after == kStartUnknown) break;  // the newest cannot be read: nothing past it either
+        skip_to(after);
+        continue;
+      }
+      // The ring we leave stays mapped until we leave the next one: a
+      // message of it taken but not yet reread (a recorder's writer) can
+      // still be reread (Subscriber::reread_in_place).
+      previous_ring = std::exchange(ring_held, std::move(r));
+      ring = ring_held.get();
+      gen = k;
+      max_size = ring->max_message_size;
+      ring_end = kStartUnknown;
+      entry->ring_generation.store(gen + 1, std::memory_order_relaxed);
+      moved = true;
+    }
+    if (moved) channel->remove_unneeded_generations();
+    return moved;
   }
 
   /// For a wait: whether there is something to take now (settled), or
@@ -111,8 +182,8 @@ struct Subscriber::Impl {
   /// it). `full`: also look for claims (a read of the write cursor).
   [[nodiscard]] bool ready(bool full, std::int64_t& judge_by) noexcept {
     if (iox) return held != nullptr || iox->has_data();
-    if (reader_settled(*channel, next)) return true;
-    if (!full || channel->write_cursor() <= next) return false;
+    if (reader_settled(*ring, next) || moved_on()) return true;
+    if (!full || ring_cursor() <= next) return false;
     const std::int64_t now = mono_now_ns();
     if (stall_since == 0) {
       stall_since = now;
@@ -122,7 +193,7 @@ struct Subscriber::Impl {
     // there yet (between the cursor and its claim) only at the bound.
     // relaxed: it only chooses when to look again; take re-reads the state
     // with acquire (its SYNC POINT READ) before it acts on it.
-    const std::uint64_t st = channel->slot(next)->state.load(std::memory_order_relaxed);
+    const std::uint64_t st = ring->slot(next)->state.load(std::memory_order_relaxed);
     const bool ask_writer = !dead_checked && is_writing(st) && state_sequence(st) == next;
     const std::int64_t at = stall_since + (ask_writer ? kDeadWriterCheckNs : stall_timeout_ns);
     if (now >= at) return true;
@@ -224,8 +295,13 @@ struct Subscriber::Impl {
   /// geometry, and for a payload in the header's line (`flags`) that line:
   /// a torn header may claim any size.
   [[nodiscard]] std::uint32_t slot_size(const SlotHeader* slot, std::uint16_t flags) const noexcept {
+    return slot_size_in(slot, flags, max_size);
+  }
+  /// The same, bounded by `bound` (the ring's slots).
+  [[nodiscard]] static std::uint32_t slot_size_in(const SlotHeader* slot, std::uint16_t flags,
+                                                  std::uint32_t bound) noexcept {
     const std::uint32_t size = std::atomic_ref<const std::uint32_t>(slot->size).load(std::memory_order_relaxed);
-    return std::min({size, max_size, (flags & kSlotInlinePayload) != 0 ? kInlinePayloadBytes : max_size});
+    return std::min({size, bound, (flags & kSlotInlinePayload) != 0 ? kInlinePayloadBytes : bound});
   }
 
   /// A message's info from its ring slot: its sequence is the one its
@@ -366,7 +442,7 @@ struct Subscriber::Impl {
   /// (wrong_size), at most a ring's worth per call.
   template <typename Deliver>
   TakeResult take_sized(std::size_t size, Deliver&& deliver) noexcept {
-    const std::uint64_t tries = channel ? std::uint64_t{channel->capacity()} + 1 : 1;
+    const std::uint64_t tries = channel && ring != nullptr ? ring->capacity() + 1 : 1;
     for (std::uint64_t i = 0; i < tries; ++i) {
       bool other_size = false;
       TakeResult r = take_with([&](const std::byte* payload, std::uint32_t n, const MessageInfo& info) {
@@ -420,13 +496,13 @@ struct Subscriber::Impl {
   /// take goes on from there).
   template <typename Consume>
   void take_slot_into(TakeResult& result, Consume& consume) noexcept {
-    const std::uint64_t capacity = channel->capacity();
+    std::uint64_t capacity = ring->capacity();
     // Counted where `next` moves on, not on the path that finds nothing
     // (a poll loop's): that one returns at once.
     std::uint64_t passes = 0;
-    const auto again = [&passes, capacity]() noexcept { return ++passes <= 2 * capacity + 1; };
+    const auto again = [&passes, &capacity]() noexcept { return ++passes <= 2 * capacity + 1; };
     for (;;) {
-      SlotHeader* slot = channel->slot(next);
+      SlotHeader* slot = ring->slot(next);
       // SYNC POINT READ: pairs with the publisher's release store of the
       // committed state.
       const std::uint64_t st = slot->state.load(std::memory_order_acquire);
@@ -467,7 +543,7 @@ struct Subscriber::Impl {
       if (st != 0 && state_sequence(st) > next) {
         // Lapped: the slot holds a later message. Resume at the oldest
         // sequence the ring can still hold.
-        const std::uint64_t cursor = channel->write_cursor();
+        const std::uint64_t cursor = ring_cursor();
         skip_to(std::max(next + 1, cursor > capacity ? cursor - capacity : 0));
         if (again()) continue;
         return;
@@ -483,7 +559,16 @@ struct Subscriber::Impl {
         }
         return;
       }
-      // An older lap: nothing new yet, or a publisher still on its way.
+      // An older lap: nothing new yet, a publisher still on its way, or our
+      // ring's end (the channel grew: one load of a line that only a growth
+      // writes, "Generations").
+      if (header->generation.load(std::memory_order_relaxed) != gen) [[unlikely]] {
+        if (follow()) {
+          capacity = ring->capacity();
+          if (again()) continue;
+          return;
+        }
+      }
       // 63 polls in 64 end here, before the call (a poll loop's path).
       if (stall_since == 0 && (++idle_polls & 63U) != 0) return;
       if (older_lap_moved_on(st, capacity) && again()) continue;
@@ -506,7 +591,7 @@ struct Subscriber::Impl {
       if (idle_since == 0) idle_since = now;
       if (now - idle_since < kCursorCheckNs) return false;
     }
-    const std::uint64_t cursor = channel->write_cursor();
+    const std::uint64_t cursor = ring_cursor();
     if (cursor <= next) {
       stall_since = 0;
       return false;  // nothing published yet

@@ -1,5 +1,6 @@
 #include "shmbus/node.hpp"
 
+#include <algorithm>
 #include <signal.h>
 
 #include <cstdio>
@@ -64,7 +65,12 @@ Subscription& Node::subscribe_raw(std::string_view channel, const std::optional<
     // Sized on first use: a wait_for_channel subscriber learns its
     // channel's max_message_size when it attaches.
     if (s.buffer_.size() < sub.max_message_size()) s.buffer_.resize(sub.max_message_size());
-    const TakeResult r = sub.take(s.buffer_);
+    TakeResult r = sub.take(s.buffer_);
+    if (r.status == TakeStatus::kBufferTooSmall) {
+      // The channel grew: its larger message is taken into a larger buffer.
+      s.buffer_.resize(std::max<std::size_t>(r.info.size, sub.max_message_size()));
+      r = sub.take(s.buffer_);
+    }
     if (r.ok()) cb(std::span<const std::byte>{s.buffer_.data(), r.info.size}, r.info);
     return r.status;
   });

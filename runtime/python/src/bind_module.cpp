@@ -173,7 +173,7 @@ class PyLoan {
     if (PyErr_Occurred() != nullptr) throw py::error_already_set();  // interrupted while it waited for room
     if (!loan_) {
       if (size > p_->max_message_size()) {
-        throw Error(Errc::kInvalidArgument, p_->too_large(size));
+        throw Error(Errc::kInvalidArgument, p_->too_large(size));  // over the ceiling, or refused growing
       }
       throw Error(Errc::kResource, fmt::format("channel {}: no slot to lend (a stuck writer holds it)", p_->channel()));
     }

@@ -274,10 +274,11 @@ struct RecordedChannel {
   /// through the queue. Only while the writer is less than this many
   /// messages of the channel behind the reader (a quarter of the ring, so
   /// that the publishers do not lap it before it gets there); further
-  /// behind, it gets copies, which the queue holds. 0: never (snapshots).
-  std::uint32_t in_ring_limit = 0;
-  /// Messages taken by the reader thread and not yet written (counted only
-  /// when in_ring_limit > 0). Relaxed, no ordering partner: only a bound on
+  /// behind, it gets copies, which the queue holds. Never for snapshots
+  /// and iceoryx channels (keeps_copies). Read from the ring's capacity at
+  /// each drain: a ring that grows may have fewer slots.
+  bool keeps_copies = false;
+  /// Messages taken by the reader thread and not yet written. Relaxed, no ordering partner: only a bound on
   /// how far behind the writer may be for the reader to leave a message in
   /// the ring; a stale value moves that bound by a message or two, and a
   /// message overwritten anyway is caught by its RingCheck.
@@ -412,7 +413,7 @@ class Recorder::Impl {
     for (const auto& e : batch_.entries) {
       RecordedChannel& rc = *channels_[e.channel];
       rc.queue_dropped.fetch_add(1, std::memory_order_relaxed);
-      if (rc.in_ring_limit > 0) rc.unwritten.fetch_sub(1, std::memory_order_relaxed);
+      rc.unwritten.fetch_sub(1, std::memory_order_relaxed);
     }
     batch_.clear();  // its buffer is filled again
   }
@@ -471,8 +472,7 @@ class Recorder::Impl {
       rc->registry_index = rc->sub->channel_index();
       // A snapshot keeps copies; so do iceoryx channels, which have no ring
       // to write from later.
-      const bool keeps_copies = o_.snapshot_s > 0 || rc->sub->transport() != Transport::kShm;
-      rc->in_ring_limit = keeps_copies ? 0 : rc->sub->capacity() / 4;
+      rc->keeps_copies = o_.snapshot_s > 0 || rc->sub->transport() != Transport::kShm;
       recorded_.insert(name);
       const std::size_t slot = wait_set_.attach(*rc->sub);
       const std::lock_guard lock(channels_mutex_);
@@ -487,16 +487,17 @@ class Recorder::Impl {
   /// ring for the writer thread); a long run is handed over in pieces.
   void drain(std::size_t i) {
     RecordedChannel& rc = *channels_[i];
-    const std::size_t max = rc.sub->max_message_size();
     for (;;) {
       bool in_ring = false;
       const TakeResult r = rc.sub->read([&](std::span<const std::byte> payload, const MessageInfo& /*info*/) {
+        // The ring's slots now: it may have grown (fewer, larger slots).
+        const std::uint32_t in_ring_limit = rc.keeps_copies ? 0 : rc.sub->capacity() / 4;
         in_ring = mcap::own_chunk(options_, payload.size()) &&
-                  rc.unwritten.load(std::memory_order_relaxed) < rc.in_ring_limit;
-        if (!in_ring) std::memcpy(batch_.room(max).data(), payload.data(), payload.size());
+                  rc.unwritten.load(std::memory_order_relaxed) < in_ring_limit;
+        if (!in_ring) std::memcpy(batch_.room(payload.size()).data(), payload.data(), payload.size());
       });
       if (!r.ok()) break;
-      if (rc.in_ring_limit > 0) rc.unwritten.fetch_add(1, std::memory_order_relaxed);
+      rc.unwritten.fetch_add(1, std::memory_order_relaxed);
       const std::int64_t received =
           r.info.publish_wall_ns < rc.subscribed_wall_ns ? r.info.publish_wall_ns : wall_now_ns();
       batch_.add({i, r.info.sequence, static_cast<std::uint64_t>(received),
@@ -571,7 +572,7 @@ class Recorder::Impl {
           for (const auto& e : b.entries) {
             write_message(e, b.data(e), b.provenance(e));
             RecordedChannel& rc = channel(e.channel);
-            if (rc.in_ring_limit > 0) rc.unwritten.fetch_sub(1, std::memory_order_relaxed);
+            rc.unwritten.fetch_sub(1, std::memory_order_relaxed);
           }
           queue_.recycle(std::move(b));
         }

@@ -361,7 +361,11 @@ class StepReplay::Impl {
       bool took = false;
       for (auto& [channel, sub] : outputs_) {
         std::vector<std::byte> buffer(sub->max_message_size());
-        const TakeResult r = sub->take(buffer);
+        TakeResult r = sub->take(buffer);
+        if (r.status == TakeStatus::kBufferTooSmall) {  // the channel grew
+          buffer.resize(r.info.size);
+          r = sub->take(buffer);
+        }
         if (!r.ok()) continue;
         took = true;
         buffer.resize(r.info.size);

@@ -109,7 +109,11 @@ struct ServiceServer::Impl {
   /// by the slot's next client.
   std::array<std::uint32_t, kMaxChannelPublishers> slot_client{};
   std::array<std::unique_ptr<Publisher>, kMaxChannelPublishers> client_responses;
-  std::vector<std::byte> buffer;  ///< the response the handler writes
+  /// The response the handler writes: as large as the response channel
+  /// may grow, left uninitialised so only the pages responses fill are
+  /// backed by memory.
+  std::unique_ptr<std::byte[]> buffer;
+  std::size_t buffer_size = 0;
   /// Statistics written by the serving thread, read by any: relaxed, no
   /// ordering partner (nothing else is published through them).
   std::atomic<std::uint64_t> served{0};
@@ -184,13 +188,16 @@ struct ServiceServer::Impl {
       notice_lost(lost.first, lost.end);
     }
     Publisher& reply = reply_channel(info.publisher_id);
-    if (buffer.size() < reply.max_message_size()) buffer.resize(reply.max_message_size());
+    const std::size_t room = reply.size_ceiling();
+    if (buffer_size < room) {
+      buffer_size = room;
+      buffer.reset(new std::byte[room]);  // NOLINT(cppcoreguidelines-owning-memory)
+    }
     Provenance answer{request_index, kServiceResponseOk, info.sequence};
     std::size_t size = 0;
     std::exception_ptr error;
     try {
-      size =
-          std::min(handler(request, info, std::span{buffer}.first(reply.max_message_size())), reply.max_message_size());
+      size = std::min(handler(request, info, std::span<std::byte>(buffer.get(), room)), room);
     } catch (...) {
       error = std::current_exception();
       answer.via = kServiceResponseFailed;
@@ -199,7 +206,7 @@ struct ServiceServer::Impl {
     (error ? failed : served).fetch_add(1, std::memory_order_relaxed);
     reply.set_provenance(std::span{&answer, 1});
     // A publish that fails is counted dropped by the publisher (shmtool info).
-    reply.publish(buffer.data(), size);
+    reply.publish(buffer.get(), size);
     if (error) std::rethrow_exception(error);  // the node counts it (ERRORS in shmtool info) and logs it
   }
 };
@@ -549,7 +556,7 @@ CallResult ServiceClient::call(std::span<const std::byte> request, std::span<std
   std::optional<introspect::EndpointView> server;
   result.status = c.await_server(deadline, stop, server);
   if (result.status != CallStatus::kOk) return result;
-  if (request.size() > c.requests.max_message_size()) {
+  if (request.size() > c.requests.size_ceiling()) {
     result.status = CallStatus::kTooLarge;
     return result;
   }
@@ -572,9 +579,9 @@ CallResult ServiceClient::call(std::span<const std::byte> request, std::span<std
 }
 
 const std::string& ServiceClient::name() const noexcept { return impl_->name; }
-std::size_t ServiceClient::max_request_size() const noexcept { return impl_->requests.max_message_size(); }
+std::size_t ServiceClient::max_request_size() const noexcept { return impl_->requests.size_ceiling(); }
 std::string ServiceClient::request_too_large(std::size_t size) const { return impl_->requests.too_large(size); }
-std::size_t ServiceClient::max_response_size() const noexcept { return impl_->answers().max_message_size(); }
+std::size_t ServiceClient::max_response_size() const noexcept { return impl_->answers().size_ceiling(); }
 std::uint64_t ServiceClient::calls() const noexcept { return impl_->calls; }
 std::uint64_t ServiceClient::timeouts() const noexcept { return impl_->timeouts; }
 std::uint64_t ServiceClient::late_responses() const noexcept { return impl_->late; }

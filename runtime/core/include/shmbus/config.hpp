@@ -50,6 +50,11 @@ struct ChannelSettings {
   std::uint32_t capacity = 64;              ///< ring slots, a power of two
   std::uint32_t max_message_size = 4096;    ///< payload bytes
   std::uint32_t time_list_capacity = 1024;  ///< stamps, a power of two
+  /// A ring channel grows when a bigger message comes: a publish or loan
+  /// over the slots makes a ring of larger slots (max_message_size is the
+  /// size it starts with), up to max_grow_size. false: it never changes.
+  bool grow = true;
+  std::uint32_t max_grow_size = 256U << 20;
   /// Where the three sizes above were set: the `file:line:column` of the
   /// last [defaults] or [[channel]] entry naming one, or a publisher's
   /// options; empty: the built-in defaults. A channel stores it (with its
@@ -85,6 +90,8 @@ struct ChannelRule {
   std::optional<std::uint32_t> capacity;
   std::optional<std::uint32_t> max_message_size;
   std::optional<std::uint32_t> time_list_capacity;
+  std::optional<std::uint32_t> max_grow_size;
+  std::optional<bool> grow;
   std::optional<std::chrono::nanoseconds> window;
   std::optional<std::array<double, 3>> thresholds_hz;
   std::optional<std::chrono::nanoseconds> stall_timeout;
@@ -113,6 +120,9 @@ class Config {
   std::string domain = "default";
   std::string node;                        ///< empty: the program's name
   std::uint32_t registry_capacity = 4096;  ///< channels per domain
+  /// Bytes all the domain's grown rings may hold together (their segments
+  /// in /dev/shm); a growth past it is refused.
+  std::uint64_t grow_budget = std::uint64_t{4} << 30;
   std::uint32_t mode = 0660;               ///< permissions of created segments
   std::string group;  ///< a group whose segments are accepted and given to created ones (multi-user systems)
   ChannelSettings defaults;

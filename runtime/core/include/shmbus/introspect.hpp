@@ -65,8 +65,16 @@ struct ChannelView {
   std::string schema;
   Transport transport = Transport::kShm;
   std::uint32_t registry_index = 0;
+  /// The ring's slots and their size now: those of its current
+  /// generation (0 until the channel grows for the first time).
   std::uint32_t capacity = 0;
   std::uint32_t max_message_size = 0;
+  std::uint32_t generation = 0;
+  /// The largest slot the ring may grow to; 0: it does not grow.
+  std::uint32_t max_grow_size = 0;
+  /// Publishes refused because the ring could not grow (over
+  /// max_grow_size, past the domain's grow_budget, ...).
+  std::uint64_t grows_refused = 0;
   std::uint32_t time_list_capacity = 0;
   /// Who created the channel, and where its three sizes above came from
   /// (the `file:line:column` of its configuration entry, "the publisher's

@@ -94,6 +94,12 @@ std::string service_of_channel(std::string_view channel);
 std::string registry_object_name(std::string_view domain);
 /// The shared-memory object name of a channel (`shmbus.D.c.camera.front`).
 std::string channel_object_name(std::string_view domain, std::string_view channel);
+/// The shared-memory object name of a channel's ring of generation `g`
+/// (>= 1) after it grew (`shmbus.D.g3.camera.front`).
+std::string ring_object_name(std::string_view domain, std::string_view channel, std::uint32_t generation);
+/// The channel a ring object name (ring_object_name) belongs to, or empty
+/// when `object` is not one of `domain`'s ring objects.
+std::string channel_of_ring_object(std::string_view domain, std::string_view object);
 /// The prefix every object of a domain starts with (`shmbus.D.`).
 std::string domain_object_prefix(std::string_view domain);
 

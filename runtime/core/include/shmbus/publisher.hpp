@@ -148,7 +148,14 @@ class Publisher {
   [[nodiscard]] const std::string& channel() const noexcept;
   /// The channel's index in the domain registry (used in Provenance).
   [[nodiscard]] std::uint32_t channel_index() const noexcept;
+  /// The channel's slot size now (a ring channel's grows when a larger
+  /// message is published: see size_ceiling()).
   [[nodiscard]] std::size_t max_message_size() const noexcept;
+  /// The largest message this publisher may send: what the channel may
+  /// grow to (max_grow_size), or its slots when it does not grow. A larger
+  /// one is refused (PublishResult::kTooLarge), as is one the channel
+  /// cannot grow for (the domain's grow_budget): too_large() says why.
+  [[nodiscard]] std::size_t size_ceiling() const noexcept;
   /// The one line to show for a message of `size` bytes that does not fit
   /// (PublishResult::kTooLarge): the channel's max_message_size, where it
   /// came from (the configuration entry or defaults of the process that
@@ -197,7 +204,7 @@ class TypedPublisher {
   /// Error(kInvalidArgument) when a sequence passes its bound.
   PublishResult publish(const T& message) requires VariableMessageType<T> {
     const std::size_t size = message.wire_size();
-    if (size > publisher_.max_message_size()) return PublishResult::kTooLarge;
+    if (size > publisher_.size_ceiling()) return PublishResult::kTooLarge;
     Loan loan = publisher_.loan(size);
     if (!loan) return PublishResult::kDropped;
     msg::Writer writer(loan.data());

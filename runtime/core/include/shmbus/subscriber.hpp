@@ -2,6 +2,7 @@
 /// @file subscriber.hpp
 /// Taking messages out of a channel, with loss accounting and blocking waits.
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstddef>
@@ -238,6 +239,9 @@ class Subscriber {
   [[nodiscard]] const std::string& channel() const noexcept;
   [[nodiscard]] std::uint32_t channel_index() const noexcept;
   [[nodiscard]] std::size_t max_message_size() const noexcept;
+  /// The largest message the channel may carry: what its ring may grow to
+  /// (max_message_size() is its slots now, and follows a growth).
+  [[nodiscard]] std::size_t size_ceiling() const noexcept;
   /// The channel's type (name, hash, schema).
   [[nodiscard]] TypeInfo type() const;
 
@@ -272,7 +276,12 @@ class TypedSubscriber {
   /// field when the message's strings or sequences point outside it.
   std::optional<T> take(MessageInfo* info = nullptr) requires VariableMessageType<T> {
     if (buffer_.size() < subscriber_.max_message_size()) buffer_.resize(subscriber_.max_message_size());
-    const TakeResult r = subscriber_.take(buffer_);
+    TakeResult r = subscriber_.take(buffer_);
+    if (r.status == TakeStatus::kBufferTooSmall) {
+      // The channel grew: its larger message is taken into a larger buffer.
+      buffer_.resize(std::max<std::size_t>(r.info.size, subscriber_.max_message_size()));
+      r = subscriber_.take(buffer_);
+    }
     if (!r.ok()) return std::nullopt;
     if (info != nullptr) *info = r.info;
     return T::from(typename T::View(std::span<const std::byte>(buffer_.data(), r.info.size)));

@@ -83,6 +83,32 @@
 // the grant against a registrant's load of `solo` and a sleeper's, the
 // claim against the grant's count of publishers (store-load, fence-fence).
 
+//
+// Generations. A channel's ring can be replaced by a larger one while it is
+// used: a publisher with a message bigger than the slots grows the channel
+// (Channel::grow). Generation 0 is the ring above; generation g >= 1 is a
+// segment of its own (RingHeader, named by ring_object_name). Everything
+// else (the cursors, the endpoint tables, the time list, the futex) stays
+// in the channel's segment, so sequences, stamps and counters run on. Each
+// sequence belongs to exactly one generation: the last whose `start` is at
+// or below it. The grower, holding grow_owner, makes the segment, fills
+// generations[g+1] (start = kStartUnknown), stores `generation` = g+1
+// (seq_cst), then settles the start: a fetch_add on the write cursor
+// (seq_cst) and a CAS of `start` from kStartUnknown to what it returned.
+// Any publisher that finds the start unknown settles it the same way, so a
+// grower killed after its announcement stalls nobody. Every claim loads
+// `generation` (seq_cst) after its RMW on the cursor: a publisher that
+// still sees g claimed before the settling RMW (both RMWs and the two
+// seq_cst accesses of each side are in one total order), so its sequence
+// is below the start and its slot is in generation g; one that sees g+1
+// finds the start known or settles it, and compares. A sequence claimed
+// only to settle a start is written as a discarded slot (no message). A
+// reader with nothing at `next` loads `generation`; when a later one's
+// start is at or below `next`, it moves there (the announcement is stored
+// before the commit that wakes it: a sleeper's fence-fence check sees it).
+// The solo grant and growing exclude each other: a grower gives its grant
+// back first, and no grant is kept while another publisher is registered.
+
 #include <array>
 #include <atomic>
 #include <cstddef>
@@ -294,6 +320,13 @@ struct alignas(kCacheLine) EndpointEntry {
   /// counts what it then loses).
   std::atomic<std::uint64_t> block_timeouts;
   char node[kNodeBytes];
+  /// Subscribers: the ring generation they read, plus one (0: none yet),
+  /// which keeps that generation and the later ones from being removed
+  /// (Channel::remove_unneeded_generations); and the slots they asked the
+  /// ring to keep (history), below which a growing ring does not shrink.
+  /// Owner's relaxed stores; read by growers (acquire of the state first).
+  alignas(kCacheLine) std::atomic<std::uint32_t> ring_generation;
+  std::atomic<std::uint32_t> wants_slots;
 
   /// Publisher entries: messages the publisher dropped (a claim given up).
   std::atomic<std::uint64_t>& dropped() noexcept { return missed; }
@@ -317,11 +350,40 @@ struct alignas(kCacheLine) EndpointEntry {
 };
 static_assert(std::is_standard_layout_v<EndpointEntry>);
 static_assert(std::atomic<double>::is_always_lock_free, "atomics in shared memory must be lock-free");
-static_assert(sizeof(EndpointEntry) == 3 * kCacheLine, "entries are three cache lines, never shared");
+static_assert(sizeof(EndpointEntry) == 4 * kCacheLine, "entries are four cache lines, never shared");
 static_assert(offsetof(EndpointEntry, cursor) / kCacheLine == offsetof(EndpointEntry, messages) / kCacheLine &&
                   offsetof(EndpointEntry, cursor) / kCacheLine == offsetof(EndpointEntry, state) / kCacheLine,
               "a subscriber's read cursor shares the line of its state and of the count it bumps on every take: "
               "one line written per take, one line read per entry by a publisher looking for room");
+
+/// One ring generation. Generation 0 is the ring in the channel's segment;
+/// each later one is a segment of its own (RingHeader). `capacity` and
+/// `max_message_size` are written by the grower before it announces the
+/// generation; `start`, the generation's first sequence, after (by CAS
+/// from kStartUnknown: see "Generations").
+struct GenerationRecord {
+  std::atomic<std::uint64_t> start;
+  std::uint32_t capacity;
+  std::uint32_t max_message_size;
+};
+static_assert(sizeof(GenerationRecord) == 16);
+inline constexpr std::uint32_t kMaxGenerations = 32;
+inline constexpr std::uint64_t kStartUnknown = UINT64_MAX;
+
+/// The header of a later generation's ring segment: the channel it belongs
+/// to, its generation and its geometry, then the claim words and the slots
+/// as in a channel segment.
+struct RingHeader {
+  SegmentHeader segment;
+  char channel[kNameBytes];
+  std::uint32_t generation;
+  std::uint32_t capacity;
+  std::uint32_t max_message_size;
+  std::uint32_t slot_stride;
+  std::uint64_t claims_offset;
+  std::uint64_t slots_offset;
+};
+static_assert(std::is_standard_layout_v<RingHeader>);
 
 struct ChannelHeader {
   SegmentHeader segment;
@@ -412,6 +474,26 @@ struct ChannelHeader {
   alignas(kCacheLine) std::atomic<std::uint64_t> time_list_head;
   /// The solo publisher's head (plain stores); readers take the larger.
   std::atomic<std::uint64_t> solo_time_list_head;
+
+  /// Ring generations (see "Generations" at the top of this file). The
+  /// current generation: read by every claim and by a reader with nothing
+  /// to take, written only when the ring grows, so its line stays shared.
+  alignas(kCacheLine) std::atomic<std::uint32_t> generation;
+  /// The creator's growth settings, written once before kReady: 1 when the
+  /// ring may grow, and the largest slot it may grow to.
+  std::uint32_t grow;
+  std::uint32_t max_grow_size;
+  std::uint32_t reserved_grow;
+  /// The grower's owner word (segment_layout.hpp; phase 1), 0 when free:
+  /// one grower at a time, and a dead one's lock is taken over.
+  std::atomic<std::uint64_t> grow_owner;
+  /// Generations below this one have had their segments removed.
+  std::atomic<std::uint32_t> removed_below;
+  std::uint32_t reserved_removed;
+  /// Publishes refused because growing was (max_grow_size, the domain's
+  /// grow_budget, grow = false, the generation limit). Relaxed: statistics.
+  std::atomic<std::uint64_t> grows_refused;
+  GenerationRecord generations[kMaxGenerations];
 };
 static_assert(std::is_standard_layout_v<ChannelHeader>);
 static_assert(offsetof(ChannelHeader, write_cursor) % kCacheLine == 0);
@@ -514,6 +596,8 @@ inline constexpr std::uint64_t kChannelLayoutHash = layout_hash_of(
     offsetof(ChannelHeader, solo_busy_stamp), offsetof(ChannelHeader, solo_time_list_head), kInlinePayloadBytes,
     inline_payload_offset(1), offsetof(ChannelHeader, publishers_used), offsetof(ChannelHeader, subscribers_used),
     offsetof(ChannelHeader, creator_program), offsetof(ChannelHeader, sizes_from), offsetof(ChannelHeader, solo_ack),
-    kSoloGenerationShift, kSoloClosed);
+    kSoloGenerationShift, kSoloClosed, offsetof(ChannelHeader, generation), offsetof(ChannelHeader, grow_owner),
+    offsetof(ChannelHeader, generations), kMaxGenerations, sizeof(RingHeader), offsetof(EndpointEntry, ring_generation),
+    offsetof(RingHeader, claims_offset));
 
 }  // namespace shmbus::layout

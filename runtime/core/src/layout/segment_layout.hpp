@@ -33,9 +33,9 @@ inline constexpr std::size_t kCacheLine = 64;
 /// "SHMBUS" followed by two zero bytes, little-endian.
 inline constexpr std::uint64_t kMagic = 0x0000'5355'424d'4853ULL;
 /// Bumped whenever any layout struct changes meaning.
-inline constexpr std::uint32_t kLayoutVersion = 7;
+inline constexpr std::uint32_t kLayoutVersion = 8;
 
-enum class SegmentKind : std::uint32_t { kRegistry = 1, kChannel = 2 };
+enum class SegmentKind : std::uint32_t { kRegistry = 1, kChannel = 2, kRing = 3 };
 
 /// init_state values: the creator writes everything, then publishes kReady.
 inline constexpr std::uint32_t kInitializing = 0;

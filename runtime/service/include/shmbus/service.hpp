@@ -199,6 +199,7 @@ class ServiceClient {
   /// (kTooLarge): Publisher::too_large of the request channel.
   [[nodiscard]] std::string request_too_large(std::size_t size) const;
   /// The response channel's max_message_size.
+  /// The largest response: what the response channel may grow to.
   [[nodiscard]] std::size_t max_response_size() const noexcept;
   /// Calls made, calls that timed out, responses that came after their
   /// call's timeout (discarded).
@@ -306,10 +307,15 @@ class TypedServiceClient {
     if constexpr (MessageType<Response>) {
       return client_.call(req_bytes, std::as_writable_bytes(std::span{&response, 1}), timeout);
     } else {
-      if (buffer_.size() < client_.max_response_size()) buffer_.resize(client_.max_response_size());
-      const CallResult r = client_.call(req_bytes, buffer_, timeout);
+      // As large as a response may grow; left uninitialised, so only the
+      // pages a response fills are ever backed by memory.
+      if (buffer_size_ < client_.max_response_size()) {
+        buffer_size_ = client_.max_response_size();
+        buffer_.reset(new std::byte[buffer_size_]);  // NOLINT(cppcoreguidelines-owning-memory)
+      }
+      const CallResult r = client_.call(req_bytes, std::span<std::byte>(buffer_.get(), buffer_size_), timeout);
       if (r.ok())
-        response = Response::from(typename Response::View(std::span<const std::byte>(buffer_.data(), r.size)));
+        response = Response::from(typename Response::View(std::span<const std::byte>(buffer_.get(), r.size)));
       return r;
     }
   }
@@ -318,7 +324,8 @@ class TypedServiceClient {
 
  private:
   ServiceClient client_;
-  std::vector<std::byte> buffer_;  ///< a variable response, before it is read
+  std::unique_ptr<std::byte[]> buffer_;  ///< a variable response, before it is read
+  std::size_t buffer_size_ = 0;
 };
 
 namespace introspect {
