@@ -6,6 +6,9 @@
 //   peer echo DOMAIN IN OUT COUNT                     publish each of COUNT messages taken from IN
 //                                                     to OUT, after a pause of 0-49 us; waits of
 //                                                     1 s; prints "ready", then echoed= timeouts=
+//   peer grow-pub DOMAIN CHANNEL TAG EACH PACE_US SIZES  publish EACH messages of each size of the
+//                                                     comma-separated SIZES in turn (the channel
+//                                                     grows); prints published= dropped= refused=
 //   peer sub DOMAIN CHANNEL TOTAL TIMEOUT_MS [PACE_US]  take until sequence TOTAL-1 is
 //                                                     covered (TOTAL 0: until SIGTERM),
 //                                                     sleeping PACE_US after each message
@@ -39,6 +42,7 @@
 
 using namespace shmbus;
 using shmbus::test::fill_payload;
+using shmbus::test::kPayloadHeader;
 using shmbus::test::payload_intact;
 
 namespace {
@@ -68,6 +72,41 @@ int run_pub(Context& ctx, const std::string& channel, std::uint32_t tag, std::ui
               static_cast<unsigned long long>(pub.published()), static_cast<unsigned long long>(dropped),
               static_cast<long long>(max_publish / 1000), static_cast<unsigned long long>(pub.block_timeouts()),
               static_cast<long long>(pub.blocked().count() / 1000));
+  return 0;
+}
+
+/// Messages of growing sizes: the channel grows at each size over its slots.
+int run_grow_pub(Context& ctx, const std::string& channel, std::uint32_t tag, std::uint64_t each, long pace_us,
+                 const std::string& sizes) {
+  Publisher pub(channel, TypeInfo::bytes(), ctx);
+  // SHMBUS_TEST_START_NS: start at that steady_clock time, so that peers
+  // started one after the other publish at once.
+  if (const char* start = std::getenv("SHMBUS_TEST_START_NS")) {  // NOLINT(concurrency-mt-unsafe): at set-up
+    const long long at = std::atoll(start);
+    while (now_ns() < at) {
+    }
+  }
+  std::uint64_t dropped = 0, refused = 0, i = 0;
+  for (std::size_t at = 0; at < sizes.size() && !g_stop;) {
+    const std::size_t comma = std::min(sizes.find(',', at), sizes.size());
+    const std::size_t size = std::strtoull(sizes.substr(at, comma - at).c_str(), nullptr, 10);
+    at = comma + 1;
+    std::vector<std::byte> msg(std::max<std::size_t>(size, kPayloadHeader));
+    for (std::uint64_t k = 0; k < each && !g_stop; ++k, ++i) {
+      fill_payload(msg.data(), msg.size(), tag, static_cast<std::uint32_t>(i));
+      const PublishResult r = pub.publish(msg);
+      if (r == PublishResult::kTooLarge) {
+        ++refused;
+        std::fprintf(stderr, "peer: %s\n", pub.too_large(msg.size()).c_str());
+      } else if (r != PublishResult::kOk) {
+        ++dropped;
+      }
+      if (pace_us > 0) std::this_thread::sleep_for(std::chrono::microseconds(pace_us));
+    }
+  }
+  std::printf("published=%llu dropped=%llu refused=%llu max_message_size=%zu\n",
+              static_cast<unsigned long long>(pub.published()), static_cast<unsigned long long>(dropped),
+              static_cast<unsigned long long>(refused), pub.max_message_size());
   return 0;
 }
 
@@ -137,7 +176,11 @@ int run_sub(Context& ctx, const std::string& channel, std::uint64_t total, long 
     if (now_ns() > deadline) break;
     if (g_stop && !stopping) stopping = true;
     if (!stopping) sub.wait(std::chrono::milliseconds(20));
-    const TakeResult r = sub.take(buf);
+    TakeResult r = sub.take(buf);
+    if (r.status == TakeStatus::kBufferTooSmall) {  // the channel grew
+      buf.resize(r.info.size);
+      r = sub.take(buf);
+    }
     if (!r.ok()) {
       if (sub.pending()) {
         if (stall_start == 0) stall_start = now_ns();
@@ -216,6 +259,10 @@ int main(int argc, char** argv) {
     if (mode == "pub" && argc == 8) {
       return run_pub(ctx, channel, static_cast<std::uint32_t>(std::atoi(argv[4])), std::strtoull(argv[5], nullptr, 10),
                      std::strtoull(argv[6], nullptr, 10), std::atol(argv[7]));
+    }
+    if (mode == "grow-pub" && argc == 8) {
+      return run_grow_pub(ctx, channel, static_cast<std::uint32_t>(std::atoi(argv[4])),
+                          std::strtoull(argv[5], nullptr, 10), std::atol(argv[6]), argv[7]);
     }
     if (mode == "echo" && argc == 6) {
       return run_echo(ctx, channel, argv[4], std::strtoull(argv[5], nullptr, 10));

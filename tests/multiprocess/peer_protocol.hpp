@@ -39,6 +39,15 @@ inline Config peer_config(const std::string& domain, const std::string& node) {
   c.defaults.capacity = kPeerCapacity;
   c.defaults.max_message_size = 4096;
   c.defaults.wait_spin = std::chrono::microseconds(20);
+  // SHMBUS_TEST_STALL_TIMEOUT_MS: how long a claimed slot may hold readers
+  // up (a 16 MiB message takes longer to write than the default 2 ms).
+  if (const char* ms = std::getenv("SHMBUS_TEST_STALL_TIMEOUT_MS")) {  // NOLINT(concurrency-mt-unsafe): at set-up
+    c.defaults.stall_timeout = std::chrono::milliseconds(std::atoll(ms));
+  }
+  // SHMBUS_TEST_MAX_MESSAGE_SIZE: the slots a channel starts with (it grows).
+  if (const char* size = std::getenv("SHMBUS_TEST_MAX_MESSAGE_SIZE")) {  // NOLINT(concurrency-mt-unsafe): at set-up
+    c.defaults.max_message_size = static_cast<std::uint32_t>(std::strtoul(size, nullptr, 10));
+  }
   // SHMBUS_TEST_OVERFLOW=block: the channels' publishers wait for their
   // subscribers, up to SHMBUS_TEST_BLOCK_TIMEOUT_MS (default 1 s).
   const char* overflow = std::getenv("SHMBUS_TEST_OVERFLOW");  // NOLINT(concurrency-mt-unsafe): read at set-up

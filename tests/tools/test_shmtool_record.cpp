@@ -1838,3 +1838,75 @@ TEST(ShmtoolRecord, RecordShowsALiveStatusLineOnATerminal) {
   EXPECT_TRUE(exited_zero(pub->wait(10s)));
   remove_all({file});
 }
+
+// A channel made by its subscribers at 64-byte slots, and a publisher at up
+// to 1 kHz whose messages rise from 64 B to 16 MiB: the channel grows ten
+// times. Lossless (overflow = block), so every message must reach each of
+// two subscriber processes and the recorder once and in order (the peers
+// check payloads, order and sequence accounting), the time list holds a
+// stamp of every publish, and the rings left behind are removed once no
+// reader needs them.
+TEST(ShmtoolRecord, AChannelThatGrowsTenTimesReachesEveryReaderAndTheRecordingWhole) {
+  DomainGuard d;
+  const std::string file = temp_path("shmtool_grow");
+  // A 16 MiB message takes longer to write than the default stall bound.
+  const std::vector<std::string> env{"SHMBUS_TEST_OVERFLOW=block", "SHMBUS_TEST_BLOCK_TIMEOUT_MS=30000",
+                                     "SHMBUS_TEST_MAX_MESSAGE_SIZE=64", "SHMBUS_TEST_STALL_TIMEOUT_MS=1000"};
+  const std::string sizes = "64,128,512,2048,8192,32768,131072,524288,2097152,8388608,16777216";
+  constexpr int kEach = 5;
+  const std::string total = std::to_string(11 * kEach);
+  const std::string peer = SHMBUS_TEST_PEER;
+  shmbus::test::ChildProcess sub1({peer, "sub", d.name, "/grow", total, "120000"}, false, env);
+  shmbus::test::ChildProcess sub2({peer, "sub", d.name, "/grow", total, "120000"}, false, env);
+  auto recorder = start_tool({"record", "-o", file, "/grow"}, d.name);
+  ASSERT_TRUE(recorder->wait_for_output("recording", 20s)) << recorder->output();
+  const auto deadline = std::chrono::steady_clock::now() + 20s;
+  while (std::chrono::steady_clock::now() < deadline) {
+    try {
+      if (shmbus::introspect::ChannelReader(d.name, "/grow").view().subscribers.size() == 3) break;
+    } catch (const shmbus::Error&) {
+      // not created yet
+    }
+    std::this_thread::sleep_for(5ms);
+  }
+  shmbus::test::ChildProcess pub({peer, "grow-pub", d.name, "/grow", "7", std::to_string(kEach), "1000", sizes},
+                                 false, env);
+  ASSERT_TRUE(exited_zero(pub.wait(120s))) << pub.output();
+  const auto p = pub.fields();
+  EXPECT_EQ(p.at("published"), 11 * kEach) << pub.output();
+  EXPECT_EQ(p.at("dropped") + p.at("refused"), 0) << pub.output();
+  EXPECT_EQ(p.at("max_message_size"), 16 << 20) << pub.output();
+  for (auto* s : {&sub1, &sub2}) {
+    ASSERT_TRUE(exited_zero(s->wait(120s))) << s->output();
+    const auto f = s->fields();
+    EXPECT_EQ(f.at("delivered"), 11 * kEach) << s->output();
+    EXPECT_EQ(f.at("lost") + f.at("torn") + f.at("order") + f.at("accounting"), 0) << s->output();
+  }
+  {
+    const shmbus::introspect::ChannelReader reader(d.name, "/grow");
+    const auto v = reader.view();
+    EXPECT_EQ(v.generation, 10U);
+    EXPECT_EQ(v.max_message_size, 16U << 20);
+    EXPECT_EQ(v.messages, static_cast<std::uint64_t>(11 * kEach)) << "sequences run on across the generations";
+    shmbus::introspect::TimeListSnapshot stamps;
+    reader.snapshot(stamps);
+    EXPECT_EQ(stamps.total, static_cast<std::uint64_t>(11 * kEach)) << "one stamp per publish, in one time list";
+    EXPECT_EQ(stamps.stamps.size(), static_cast<std::size_t>(11 * kEach));
+  }
+  std::this_thread::sleep_for(300ms);  // the last messages reach the file
+  recorder->signal(SIGINT);
+  ASSERT_TRUE(exited_zero(recorder->wait(60s))) << recorder->output();
+  const json info = bag_info(file);
+  EXPECT_EQ(count_of(info, "/grow"), static_cast<std::uint64_t>(11 * kEach)) << info.dump();
+  for (const json& c : info["channels"]) EXPECT_EQ(c["lost"], 0) << c.dump();
+  // The readers gone, only the newest ring is left (the channel's own
+  // segment holds generation 0's).
+  std::vector<std::string> rings;
+  for (const auto& f : fs::directory_iterator("/dev/shm")) {
+    if (!shmbus::channel_of_ring_object(d.name, f.path().filename().string()).empty()) {
+      rings.push_back(f.path().filename().string());
+    }
+  }
+  EXPECT_EQ(rings, std::vector<std::string>{shmbus::ring_object_name(d.name, "/grow", 10)});
+  fs::remove(file);
+}

@@ -277,6 +277,9 @@ std::shared_ptr<Channel> Channel::create_or_open(const std::string& domain, cons
       h->generations[0].capacity = settings.capacity;
       h->generations[0].max_message_size = settings.max_message_size;
       h->generations[0].start.store(0, std::memory_order_relaxed);
+      for (std::uint32_t g = 1; g < kMaxGenerations; ++g) {
+        h->generations[g].start.store(kStartUnknown, std::memory_order_relaxed);
+      }
       copy_name(h->creator_program, sizeof(h->creator_program), program_invocation_short_name);
       copy_name(h->sizes_from, sizeof(h->sizes_from), settings.sizes_from);
       if (settings.thresholds_hz) {
@@ -317,6 +320,11 @@ std::string Channel::sizes_origin() const {
 }
 
 std::string Channel::too_large(std::size_t size) const {
+  if (grow_) {
+    return fmt::format("a message of {} bytes does not fit channel {}: it grows up to max_grow_size {} ({}); raise "
+                       "max_grow_size where it is created",
+                       size, name_, max_grow_size_, sizes_origin());
+  }
   return fmt::format(
       "a message of {} bytes does not fit channel {}: its max_message_size is {} ({}); give {} a max_message_size "
       "of at least {} where it is created (the configuration's [[channel]] entry, or a publisher's option), then "

@@ -204,16 +204,8 @@ GrowOutcome Channel::grow(std::size_t size, const GrowLimits& limits, const std:
                               "least {} where it is created",
                               size, name_, size));
   }
-  if (!grow_) {
-    return refuse(fmt::format("a message of {} bytes does not fit channel {}, which was created with grow = false "
-                              "(max_message_size {}, {}); give it a larger max_message_size, or let it grow",
-                              size, name_, max_message_size_, sizes_origin()));
-  }
-  if (size > max_grow_size_) {
-    return refuse(fmt::format("a message of {} bytes does not fit channel {}: it grows up to max_grow_size {} ({}); "
-                              "raise max_grow_size where it is created",
-                              size, name_, max_grow_size_, sizes_origin()));
-  }
+  if (!grow_) return refuse(too_large(size));
+  if (size > max_grow_size_) return refuse(too_large(size));
   // One grower at a time: an owner word, so a dead holder is known.
   const std::uint64_t me = self_owner_word(1);
   const auto give_up = std::chrono::steady_clock::now() + kGrowLockWait;

@@ -227,6 +227,8 @@ bool remove_unused_channel(const std::string& domain, std::string_view channel, 
   const std::string name{channel};
   if (channel_use(domain, name, false, access) != ChannelUse::kUnused) return false;
   if (!Segment::remove(channel_object_name(domain, name))) return false;
+  // Its grown rings go with it.
+  for (std::uint32_t g = 1; g < kMaxGenerations; ++g) Segment::remove(ring_object_name(domain, name, g));
   try {
     Registry::open_existing(domain, true, access).remove(name);
   } catch (const Error&) {
@@ -253,6 +255,19 @@ CleanReport clean_domain(const std::string& domain, bool dry_run, const SegmentA
   for (const std::string& object : objects) {
     if (object == registry_name) {
       registry_exists = true;
+      continue;
+    }
+    if (const std::string grown = channel_of_ring_object(domain, object); !grown.empty()) {
+      // A grown ring (ring_object_name): it goes with its channel, when no
+      // live process uses that (or the channel is gone).
+      const ChannelUse use = channel_use(domain, grown, dry_run, access);
+      if (use != ChannelUse::kUnused) {
+        report.kept.push_back(object);
+        report.kept_why.emplace_back(use == ChannelUse::kInUse ? "in use by a live process" : "another user's");
+        continue;
+      }
+      report.removed.push_back(object);
+      if (!dry_run) Segment::remove(object);
       continue;
     }
     if (object.rfind(channel_prefix, 0) != 0) {

@@ -215,6 +215,15 @@ struct Publisher::Impl {
     if (release_slot(*r, slot, seq, false)) wake_waiters(*header);
   }
 
+  /// A message over what the channel may grow to (or, if it does not grow,
+  /// over its slots): too_large() says so; a growing channel counts it
+  /// with its refused growths.
+  PublishResult over_ceiling() noexcept {
+    refusal.clear();
+    if (channel->may_grow()) header->grows_refused.fetch_add(1, std::memory_order_relaxed);
+    return PublishResult::kTooLarge;
+  }
+
   /// Makes the channel hold a message of `size` bytes (it grows; see
   /// Channel::grow). False, with `refusal` set, when it cannot.
   [[gnu::noinline]] bool fit(std::size_t size) noexcept {
@@ -1009,10 +1018,7 @@ Publisher& Publisher::operator=(Publisher&&) noexcept = default;
 
 PublishResult Publisher::publish(std::span<const std::byte> payload) noexcept {
   Impl& p = *impl_;
-  if (payload.size() > p.max_size) [[unlikely]] {
-    p.refusal.clear();
-    return PublishResult::kTooLarge;
-  }
+  if (payload.size() > p.max_size) [[unlikely]] return p.over_ceiling();
   if (p.iox) {
     SlotHeader* slot = nullptr;
     std::uint64_t seq = 0;
@@ -1055,7 +1061,7 @@ Loan Publisher::loan(std::size_t size) noexcept {
   Loan loan;
   Impl& p = *impl_;
   if (size > p.max_size) {
-    p.refusal.clear();
+    p.over_ceiling();
     return loan;
   }
   if (!p.iox && size > p.ring->max_message_size && !p.fit(size)) return loan;
