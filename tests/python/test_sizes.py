@@ -109,3 +109,32 @@ def test_a_python_publisher_sizes_the_channel_it_creates():
 def test_bad_sizes_are_refused_naming_them(options, what):
     with pytest.raises(shmbus.InvalidArgumentError, match=what.replace("(", r"\(")):
         shmbus.Publisher("/sizes/bad", "std_msgs/String", **options)
+
+
+GROWING_PUBLISHER = """
+import time
+import shmbus
+pub = shmbus.Publisher("/sizes/growing", "std_msgs/String")
+print(pub.max_message_size, flush=True)
+for n in (10, 5000, 100000, 2000000):
+    for k in range(3):
+        pub.publish({"data": chr(97 + k) * n})
+        time.sleep(0.002)
+print(pub.max_message_size, flush=True)
+"""
+
+
+def test_a_python_subscriber_follows_a_channel_that_grows():
+    # The subscriber first, as in ROS: it makes the channel at 4096 bytes,
+    # and a publisher process grows it three times.
+    sub = shmbus.Subscriber("/sizes/growing", "std_msgs/String")
+    r = _python(GROWING_PUBLISHER, dict(os.environ, PYTHONPATH=PYTHON_DIR))
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["4096", str(1 << 21)], r.stdout
+    for n in (10, 5000, 100000, 2000000):
+        for k in range(3):
+            msg = sub.read(timeout=5.0)
+            assert msg is not None, (n, k)
+            assert msg.info.lost_before == 0
+            assert len(msg.data) == n and msg.data[:1] == chr(97 + k) and msg.data[-1:] == chr(97 + k)
+    assert sub.read() is None and sub.lost == 0
