@@ -1910,3 +1910,22 @@ TEST(ShmtoolRecord, AChannelThatGrowsTenTimesReachesEveryReaderAndTheRecordingWh
   EXPECT_EQ(rings, std::vector<std::string>{shmbus::ring_object_name(d.name, "/grow", 10)});
   fs::remove(file);
 }
+
+// `shmtool pub --raw-size` on a channel it creates at the default 4096-byte
+// slots: the channel grows for its first message, and every one is sent.
+TEST(ShmtoolRecord, PubOfALargeRawMessageGrowsTheChannelItCreates) {
+  DomainGuard d;
+  // Started before the channel exists: it shows every message from the first.
+  auto sub = start_tool({"echo", "/camera/image", "-n", "3", "--hex"}, d.name);
+  const ToolRun pub = shmtool(
+      tool_args({"pub", "/camera/image", "--raw-size", "100000", "--rate", "100", "--count", "3", "00ff"}, d.name));
+  EXPECT_EQ(pub.code, 0) << pub.err;
+  EXPECT_NE(pub.out.find("published 3 messages"), std::string::npos) << pub.out;
+  ASSERT_TRUE(exited_zero(sub->wait(20s))) << sub->output();
+  const ToolRun info = shmtool(tool_args({"info", "/camera/image", "--json"}, d.name));
+  ASSERT_EQ(info.code, 0) << info.err;
+  const json j = json::parse(info.out);
+  EXPECT_EQ(j["max_message_size"], 131072) << "100,000 bytes rounded up to a power of two";
+  EXPECT_EQ(j["generation"], 1);
+  EXPECT_EQ(j["messages"], 3);
+}

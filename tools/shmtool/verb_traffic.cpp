@@ -415,8 +415,13 @@ void publish_paced(Publisher& pub, const PubOptions& o, PubMessage& m) {
       }
       m.payload = m.schema->encode(m.message);
     }
-    if (pub.publish(m.payload) == PublishResult::kOk) {
+    const PublishResult r = pub.publish(m.payload);
+    if (r == PublishResult::kOk) {
       ++sent;
+    } else if (r == PublishResult::kTooLarge) {
+      // The channel could not grow for it (the domain's grow_budget): every
+      // message would be refused alike.
+      throw Error(Errc::kResource, fmt::format("{}: {}", m.type.name, pub.too_large(m.payload.size())));
     } else {
       ++dropped;
     }

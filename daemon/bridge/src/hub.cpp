@@ -219,7 +219,15 @@ ChannelEntry Hub::plan_channel(const std::string& topic, const std::string& type
 Outlet& Hub::acquire_outlet(const ChannelEntry& entry, bool made) {
   auto it = outlets_.find(entry.name);
   if (it == outlets_.end()) {
-    it = outlets_.emplace(entry.name, Outlet{Publisher(entry.name, entry.type, context_), entry.schema, 0}).first;
+    // A channel made for a client grows at most to rings of
+    // max_created_channel_bytes (two slots of half of it).
+    PublisherOptions options;
+    if (made) {
+      options.max_grow_size =
+          static_cast<std::uint32_t>(std::min<std::uint64_t>(settings_.max_created_channel_bytes / 2, 1U << 30));
+    }
+    it = outlets_.emplace(entry.name, Outlet{Publisher(entry.name, entry.type, context_, options), entry.schema, 0})
+             .first;
   }
   ++it->second.users;
   if (made) created_.insert(entry.name);

@@ -325,11 +325,16 @@ std::string Channel::too_large(std::size_t size) const {
                        "max_grow_size where it is created",
                        size, name_, max_grow_size_, sizes_origin());
   }
+  // Why it does not grow: its transport, or its creator's grow = false.
+  const std::string_view fixed = transport_ == Transport::kIceoryx
+                                     ? "an iceoryx channel does not grow: its chunks come from RouDi's memory pools"
+                                     : "it was created with grow = false";
   return fmt::format(
-      "a message of {} bytes does not fit channel {}: its max_message_size is {} ({}); give {} a max_message_size "
-      "of at least {} where it is created (the configuration's [[channel]] entry, or a publisher's option), then "
-      "stop the processes using it (shmtool info {}) and run `shmtool clean` so that it is made anew",
-      size, name_, max_message_size_, sizes_origin(), name_, size, name_);
+      "a message of {} bytes does not fit channel {}: its max_message_size is {} ({}), and {}; give {} a "
+      "max_message_size of at least {} where it is created (the configuration's [[channel]] entry, or a "
+      "publisher's option), then stop the processes using it (shmtool info {}) and run `shmtool clean` so that it "
+      "is made anew",
+      size, name_, max_message_size_, sizes_origin(), fixed, name_, size, name_);
 }
 
 void Channel::report_other_sizes(const ChannelSettings& settings) const {

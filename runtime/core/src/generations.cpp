@@ -198,13 +198,7 @@ GrowOutcome Channel::grow(std::size_t size, const GrowLimits& limits, const std:
     out.refusal = std::move(why);
     return out;
   };
-  if (transport_ != Transport::kShm) {
-    return refuse(fmt::format("a message of {} bytes does not fit channel {}, and it cannot grow: its transport is "
-                              "iceoryx, whose chunks come from RouDi's memory pools; give it a max_message_size of at "
-                              "least {} where it is created",
-                              size, name_, size));
-  }
-  if (!grow_) return refuse(too_large(size));
+  if (!grow_ || transport_ != Transport::kShm) return refuse(too_large(size));
   if (size > max_grow_size_) return refuse(too_large(size));
   // One grower at a time: an owner word, so a dead holder is known.
   const std::uint64_t me = self_owner_word(1);
@@ -258,8 +252,11 @@ std::string Channel::grow_locked(std::size_t size, const GrowLimits& limits, Gro
     const std::uint64_t slot = std::min<std::uint64_t>(std::bit_ceil(size), max_grow_size_);
     const std::uint64_t stride = slot_stride_for(slot);
     // The slot count: the channel's, halved while the ring is over its
-    // bound, never below 2 nor below a live subscriber's history.
-    const std::uint64_t bound = std::max(kGrownRingBytes, capacity() * slot_stride_);
+    // bound (the larger of its first ring and the smaller of 64 MiB and two
+    // slots of max_grow_size), never below 2 nor below a live subscriber's
+    // history.
+    const std::uint64_t bound =
+        std::max(capacity() * slot_stride_, std::min(kGrownRingBytes, 2 * slot_stride_for(max_grow_size_)));
     std::uint64_t cap = capacity();
     while (cap > 2 && cap * stride > bound) cap /= 2;
     std::uint64_t floor = 2;

@@ -954,6 +954,13 @@ ChannelSettings with_options(ChannelSettings s, const PublisherOptions& o) {
     }
     s.capacity = o.capacity;
   }
+  if (o.max_grow_size != 0) {
+    if (o.max_grow_size > kMaxMessageSize) {
+      throw Error(Errc::kInvalidArgument,
+                  fmt::format("max_grow_size {} is over {} bytes", o.max_grow_size, kMaxMessageSize));
+    }
+    s.max_grow_size = o.max_grow_size;
+  }
   if (o.min_capacity > s.capacity) {
     if (o.min_capacity > kMaxCapacity) {
       throw Error(Errc::kInvalidArgument, fmt::format("a depth of {} is over {}", o.min_capacity, kMaxCapacity));

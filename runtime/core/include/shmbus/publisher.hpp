@@ -49,6 +49,10 @@ struct PublisherOptions {
   /// (rounded up to a power of two), when the capacity it would have is
   /// less (rclpy's history depth).
   std::uint32_t min_capacity = 0;
+  /// When this publisher creates the channel: the largest slot its ring
+  /// may grow to (0: the configuration's max_grow_size); it also bounds
+  /// the grown rings to two such slots (docs/configuration.md).
+  std::uint32_t max_grow_size = 0;
 };
 
 class Publisher;
