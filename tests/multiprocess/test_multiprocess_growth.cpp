@@ -100,10 +100,10 @@ TEST(GrowthTest, TwoPublishersGrowingAtOnceAgreeOnOneGenerationAndLoseNothing) {
     const std::string channel = "/race/c" + std::to_string(round);
     Subscriber sub(channel, TypeInfo::bytes(), d.context());
     std::vector<std::string> env = env_base;
-    env.push_back("SHMBUS_TEST_START_NS=" + std::to_string(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                                               (std::chrono::steady_clock::now() + 100ms)
-                                                                   .time_since_epoch())
-                                                               .count()));
+    env.push_back("SHMBUS_TEST_START_NS=" +
+                  std::to_string(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                     (std::chrono::steady_clock::now() + 100ms).time_since_epoch())
+                                     .count()));
     ChildProcess a({kPeer, "grow-pub", d.domain(), channel, "1", "1", "0", "3000"}, false, env);
     ChildProcess b({kPeer, "grow-pub", d.domain(), channel, "2", "1", "0", "3000"}, false, env);
     ASSERT_TRUE(WIFEXITED(a.wait(30s))) << a.output();

@@ -1869,8 +1869,8 @@ TEST(ShmtoolRecord, AChannelThatGrowsTenTimesReachesEveryReaderAndTheRecordingWh
     }
     std::this_thread::sleep_for(5ms);
   }
-  shmbus::test::ChildProcess pub({peer, "grow-pub", d.name, "/grow", "7", std::to_string(kEach), "1000", sizes},
-                                 false, env);
+  shmbus::test::ChildProcess pub({peer, "grow-pub", d.name, "/grow", "7", std::to_string(kEach), "1000", sizes}, false,
+                                 env);
   ASSERT_TRUE(exited_zero(pub.wait(120s))) << pub.output();
   const auto p = pub.fields();
   EXPECT_EQ(p.at("published"), 11 * kEach) << pub.output();

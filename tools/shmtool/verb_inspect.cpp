@@ -206,8 +206,7 @@ std::string info_summary(const InfoFacts& f, bool colour) {
   t.add({"domain", f.config.domain});
   t.add({"type", fmt::format("{} (hash {:016x})", v.type_name, v.type_hash)});
   t.add({"transport", std::string{to_string(v.transport)}});
-  std::string growth = v.max_grow_size == 0 ? "; does not grow"
-                                            : fmt::format("; grows up to {} B", v.max_grow_size);
+  std::string growth = v.max_grow_size == 0 ? "; does not grow" : fmt::format("; grows up to {} B", v.max_grow_size);
   if (v.generation != 0) growth += fmt::format(" (generation {})", v.generation);
   if (v.grows_refused != 0) growth += fmt::format("; {} publishes refused growing", v.grows_refused);
   t.add({"ring", fmt::format("{} slots of at most {} B{}", v.capacity, v.max_message_size, growth)});

@@ -100,8 +100,8 @@ std::string geometry_problem(const ChannelHeader& h, std::size_t mapped, std::st
   if (h.stall_timeout_ns <= 0) return fmt::format("has stall_timeout {} ns", h.stall_timeout_ns);
   if (h.overflow > static_cast<std::uint32_t>(Overflow::kBlock)) return fmt::format("has overflow {}", h.overflow);
   if (h.grow > 1 || h.max_grow_size > kMaxMessageSize ||
-      (h.grow == 1 && (h.max_grow_size < h.max_message_size ||
-                       h.transport != static_cast<std::uint32_t>(Transport::kShm)))) {
+      (h.grow == 1 &&
+       (h.max_grow_size < h.max_message_size || h.transport != static_cast<std::uint32_t>(Transport::kShm)))) {
     return fmt::format("has grow {} up to max_grow_size {} (max_message_size {}, transport {})", h.grow,
                        h.max_grow_size, h.max_message_size, h.transport);
   }
@@ -321,9 +321,10 @@ std::string Channel::sizes_origin() const {
 
 std::string Channel::too_large(std::size_t size) const {
   if (grow_) {
-    return fmt::format("a message of {} bytes does not fit channel {}: it grows up to max_grow_size {} ({}); raise "
-                       "max_grow_size where it is created",
-                       size, name_, max_grow_size_, sizes_origin());
+    return fmt::format(
+        "a message of {} bytes does not fit channel {}: it grows up to max_grow_size {} ({}); raise "
+        "max_grow_size where it is created",
+        size, name_, max_grow_size_, sizes_origin());
   }
   // Why it does not grow: its transport, or its creator's grow = false.
   const std::string_view fixed = transport_ == Transport::kIceoryx

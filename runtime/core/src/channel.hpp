@@ -7,14 +7,14 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
-#include <functional>
-#include <vector>
 #include <utility>
+#include <vector>
 
 #include "layout/channel_layout.hpp"
 #include "registry.hpp"

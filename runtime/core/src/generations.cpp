@@ -245,9 +245,10 @@ std::string Channel::grow_locked(std::size_t size, const GrowLimits& limits, Gro
       return {};
     }
     if (g + 1 >= kMaxGenerations) {
-      return fmt::format("channel {} has grown {} times, the most a channel may; give it a max_message_size of at "
-                         "least {} where it is created",
-                         name_, g, size);
+      return fmt::format(
+          "channel {} has grown {} times, the most a channel may; give it a max_message_size of at "
+          "least {} where it is created",
+          name_, g, size);
     }
     const std::uint64_t slot = std::min<std::uint64_t>(std::bit_ceil(size), max_grow_size_);
     const std::uint64_t stride = slot_stride_for(slot);
@@ -269,10 +270,11 @@ std::string Channel::grow_locked(std::size_t size, const GrowLimits& limits, Gro
     const RingGeometry rg = ring_geometry(cap, slot);
     const std::uint64_t used = ring_bytes(limits.domain);
     if (used + rg.total > limits.budget) {
-      return fmt::format("growing channel {} to {} slots of {} bytes needs {}, and the rings of domain \"{}\" already "
-                         "hold {} of its grow_budget of {}; raise grow_budget in the configuration, or give the "
-                         "channel a max_message_size of at least {} where it is created",
-                         name_, cap, slot, mib(rg.total), limits.domain, mib(used), mib(limits.budget), size);
+      return fmt::format(
+          "growing channel {} to {} slots of {} bytes needs {}, and the rings of domain \"{}\" already "
+          "hold {} of its grow_budget of {}; raise grow_budget in the configuration, or give the "
+          "channel a max_message_size of at least {} where it is created",
+          name_, cap, slot, mib(rg.total), limits.domain, mib(used), mib(limits.budget), size);
     }
     const std::uint32_t next = g + 1;
     const std::string object = ring_object_name(domain_, name_, next);

@@ -3,9 +3,9 @@
 #include <dirent.h>
 
 #include <algorithm>
-#include <tuple>
 #include <bit>
 #include <cstring>
+#include <tuple>
 
 #include "channel.hpp"
 #include "process.hpp"

@@ -135,7 +135,8 @@ struct Publisher::Impl {
       s = header->write_cursor.fetch_add(1, std::memory_order_seq_cst);
     }
     const std::uint32_t g = header->generation.load(std::memory_order_seq_cst);
-    if (g != gen) [[unlikely]] return claim_in_generation(s, g, seq, size);
+    if (g != gen) [[unlikely]]
+      return claim_in_generation(s, g, seq, size);
     return claim_slot(*ring, s, seq, false);
   }
 
@@ -144,7 +145,7 @@ struct Publisher::Impl {
   /// the generation it belongs to. nullptr (a drop) when that ring is gone
   /// or too small for what we checked (a corrupt record).
   [[gnu::noinline]] SlotHeader* claim_in_generation(std::uint64_t s, std::uint32_t g, std::uint64_t& seq,
-                                                     std::size_t size) noexcept {
+                                                    std::size_t size) noexcept {
     g = std::min(g, kMaxGenerations - 1);
     for (std::uint32_t k = gen + 1; k <= g; ++k) {
       bool won = false;
@@ -182,7 +183,8 @@ struct Publisher::Impl {
 
   /// The ring we hold a claim of `seq` in: the newest, or an older one.
   const Ring& claim_ring(std::uint64_t seq) const noexcept {
-    if (seq >= ring->start || older_rings.empty()) [[likely]] return *ring;
+    if (seq >= ring->start || older_rings.empty()) [[likely]]
+      return *ring;
     for (auto it = older_rings.rbegin(); it != older_rings.rend(); ++it) {
       if (seq >= (*it)->start) return **it;
     }
@@ -238,8 +240,8 @@ struct Publisher::Impl {
       std::shared_ptr<const Ring> r = channel->current_ring();
       if (!r || r->max_message_size < size) {
         if (o.first != GrowOutcome::kNoSequence) fill_discarded(o.first);
-        refusal = fmt::format("channel {} grew, but its newest ring cannot be used (see the line above)",
-                              channel->name());
+        refusal =
+            fmt::format("channel {} grew, but its newest ring cannot be used (see the line above)", channel->name());
         return false;
       }
       adopt(std::move(r));
@@ -871,18 +873,18 @@ struct Publisher::Impl {
   void read_test_pause() noexcept {
     const char* p = std::getenv("SHMBUS_TEST_PAUSE");  // NOLINT(concurrency-mt-unsafe): read once at set-up
     const std::string_view point{p == nullptr ? "" : p};
-    pause_at = point == "taken"        ? kPauseTaken
-               : point == "claimed"    ? kPauseClaimed
-               : point == "written"    ? kPauseWritten
-               : point == "committed"  ? kPauseCommitted
-               : point == "stamp"      ? kPauseStampClaimed
-               : point == "wake-early" ? kPauseWakeEarly
-               : point == "registered" ? kPauseRegistered
-               : point == "granted"    ? kPauseGranted
+    pause_at = point == "taken"            ? kPauseTaken
+               : point == "claimed"        ? kPauseClaimed
+               : point == "written"        ? kPauseWritten
+               : point == "committed"      ? kPauseCommitted
+               : point == "stamp"          ? kPauseStampClaimed
+               : point == "wake-early"     ? kPauseWakeEarly
+               : point == "registered"     ? kPauseRegistered
+               : point == "granted"        ? kPauseGranted
                : point == "grow-locked"    ? kPauseGrowLocked
                : point == "grow-created"   ? kPauseGrowCreated
                : point == "grow-announced" ? kPauseGrowAnnounced
-                                       : kPauseNone;
+                                           : kPauseNone;
   }
   void test_wake_early() noexcept {
     if (pause_at != kPauseWakeEarly) return;
@@ -1025,7 +1027,8 @@ Publisher& Publisher::operator=(Publisher&&) noexcept = default;
 
 PublishResult Publisher::publish(std::span<const std::byte> payload) noexcept {
   Impl& p = *impl_;
-  if (payload.size() > p.max_size) [[unlikely]] return p.over_ceiling();
+  if (payload.size() > p.max_size) [[unlikely]]
+    return p.over_ceiling();
   if (p.iox) {
     SlotHeader* slot = nullptr;
     std::uint64_t seq = 0;

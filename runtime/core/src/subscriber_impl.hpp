@@ -122,7 +122,8 @@ struct Subscriber::Impl {
   /// Whether `next` is past our ring: a later generation starts at or
   /// below it. One load of a line written only when the ring grows.
   [[nodiscard]] bool moved_on() const noexcept {
-    if (header->generation.load(std::memory_order_relaxed) == gen) [[likely]] return false;
+    if (header->generation.load(std::memory_order_relaxed) == gen) [[likely]]
+      return false;
     const std::uint64_t start = channel->generation_start(gen + 1);
     return start != kStartUnknown && next >= start;
   }

@@ -1,7 +1,7 @@
 #include "shmbus/node.hpp"
 
-#include <algorithm>
 #include <signal.h>
+#include <algorithm>
 
 #include <cstdio>
 #include <mutex>

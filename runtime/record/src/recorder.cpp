@@ -492,8 +492,8 @@ class Recorder::Impl {
       const TakeResult r = rc.sub->read([&](std::span<const std::byte> payload, const MessageInfo& /*info*/) {
         // The ring's slots now: it may have grown (fewer, larger slots).
         const std::uint32_t in_ring_limit = rc.keeps_copies ? 0 : rc.sub->capacity() / 4;
-        in_ring = mcap::own_chunk(options_, payload.size()) &&
-                  rc.unwritten.load(std::memory_order_relaxed) < in_ring_limit;
+        in_ring =
+            mcap::own_chunk(options_, payload.size()) && rc.unwritten.load(std::memory_order_relaxed) < in_ring_limit;
         if (!in_ring) std::memcpy(batch_.room(payload.size()).data(), payload.data(), payload.size());
       });
       if (!r.ok()) break;

@@ -123,8 +123,8 @@ class Config {
   /// Bytes all the domain's grown rings may hold together (their segments
   /// in /dev/shm); a growth past it is refused.
   std::uint64_t grow_budget = std::uint64_t{4} << 30;
-  std::uint32_t mode = 0660;               ///< permissions of created segments
-  std::string group;  ///< a group whose segments are accepted and given to created ones (multi-user systems)
+  std::uint32_t mode = 0660;  ///< permissions of created segments
+  std::string group;          ///< a group whose segments are accepted and given to created ones (multi-user systems)
   ChannelSettings defaults;
   std::string defaults_where;  ///< "file:line:column" of [defaults], if present
   std::vector<ChannelRule> channels;

@@ -314,8 +314,7 @@ class TypedServiceClient {
         buffer_.reset(new std::byte[buffer_size_]);  // NOLINT(cppcoreguidelines-owning-memory)
       }
       const CallResult r = client_.call(req_bytes, std::span<std::byte>(buffer_.get(), buffer_size_), timeout);
-      if (r.ok())
-        response = Response::from(typename Response::View(std::span<const std::byte>(buffer_.get(), r.size)));
+      if (r.ok()) response = Response::from(typename Response::View(std::span<const std::byte>(buffer_.get(), r.size)));
       return r;
     }
   }
