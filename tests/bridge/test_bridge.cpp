@@ -219,6 +219,25 @@ TEST(BridgeTest, ClientsCreateChannelsOfShippedAndMsgPathTypesNoProcessCarries) 
     ros.send(R"({"op": "publish", "topic": "/greeting", "msg": {"data": ")" + sent.back() + "\"}}");
   }
   EXPECT_EQ(take_strings(greeting, 20, 10s), sent);
+  // ROS 2's unbounded string of 10,000 characters: over the 4096-byte slots
+  // of the channel the bridge made, which grows.
+  ros.send(R"({"op": "advertise", "topic": "/long", "type": "std_msgs/msg/String", "id": "l"})");
+  ASSERT_TRUE(channel_appears(domain, "/long")) << bridge.process->poll_output();
+  shmbus::Subscriber longs("/long", std::nullopt, d.context());
+  const std::string long_text(10'000, 'x');
+  ros.send(R"({"op": "publish", "topic": "/long", "msg": {"data": ")" + long_text + "\"}}");
+  std::vector<std::byte> buf(64);
+  shmbus::TakeResult got;
+  for (const auto until = std::chrono::steady_clock::now() + 10s;
+       !got.ok() && std::chrono::steady_clock::now() < until;) {
+    got = longs.take(buf);
+    if (got.status == shmbus::TakeStatus::kBufferTooSmall) buf.resize(got.info.size);
+    if (got.status == shmbus::TakeStatus::kNoData) longs.wait(10ms);
+  }
+  ASSERT_TRUE(got.ok()) << bridge.process->poll_output();
+  EXPECT_GT(got.info.size, 10'000U);
+  EXPECT_NE(std::string(reinterpret_cast<const char*>(buf.data()), got.info.size).find(long_text), std::string::npos);
+  EXPECT_GE(longs.max_message_size(), 16384U);
 
   // Each advertise id holds the topic: unadvertising "g" leaves "g2"'s; a
   // third id with another type is refused; the last id releases it.
@@ -228,6 +247,10 @@ TEST(BridgeTest, ClientsCreateChannelsOfShippedAndMsgPathTypesNoProcessCarries) 
   ASSERT_TRUE(mismatch);
   EXPECT_NE((*mismatch)["msg"].get<std::string>().find("type mismatch on /greeting"), std::string::npos)
       << mismatch->dump();
+  // What the client is told, the log says too, naming the client.
+  EXPECT_TRUE(bridge.process->wait_for_output("type mismatch on /greeting", 5s)) << bridge.process->poll_output();
+  EXPECT_NE(bridge.process->poll_output().find("client 127.0.0.1:"), std::string::npos)
+      << bridge.process->poll_output();
   ros.send(R"({"op": "unadvertise", "topic": "/greeting", "id": "g"})");
   ros.send(R"({"op": "call_service", "service": "/rosapi/topics", "id": "sync"})");
   ASSERT_TRUE(ros.read_until("\"sync\""));
