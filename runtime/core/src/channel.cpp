@@ -277,8 +277,8 @@ std::shared_ptr<Channel> Channel::create_or_open(const std::string& domain, cons
       h->generations[0].capacity = settings.capacity;
       h->generations[0].max_message_size = settings.max_message_size;
       h->generations[0].start.store(0, std::memory_order_relaxed);
-      for (std::uint32_t g = 1; g < kMaxGenerations; ++g) {
-        h->generations[g].start.store(kStartUnknown, std::memory_order_relaxed);
+      for (std::uint32_t k = 1; k < kMaxGenerations; ++k) {
+        h->generations[k].start.store(kStartUnknown, std::memory_order_relaxed);
       }
       copy_name(h->creator_program, sizeof(h->creator_program), program_invocation_short_name);
       copy_name(h->sizes_from, sizeof(h->sizes_from), settings.sizes_from);
@@ -563,8 +563,10 @@ std::uint32_t Channel::register_endpoint(EndpointEntry* table, std::uint32_t siz
   e.cursor.store(table == subscribers_ ? UINT64_MAX : 0, std::memory_order_relaxed);
   e.block_timeouts.store(0, std::memory_order_relaxed);
   // A subscriber pins no ring generation until it has chosen its ring.
-  e.ring_generation.store(0, std::memory_order_relaxed);
-  e.wants_slots.store(0, std::memory_order_relaxed);
+  if (table == subscribers_) {
+    header_->subscriber_generation[i].store(0, std::memory_order_relaxed);
+    header_->subscriber_wants_slots[i].store(0, std::memory_order_relaxed);
+  }
   // relaxed: the RMW alone makes ids unique; nothing else is ordered by it.
   id = static_cast<std::uint32_t>(header_->next_endpoint_id.fetch_add(1, std::memory_order_relaxed) + 1);
   fill_entry(e, node, id);

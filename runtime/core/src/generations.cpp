@@ -182,7 +182,7 @@ void Channel::remove_unneeded_generations() noexcept {
     const EndpointEntry& e = subscribers_[i];
     const std::uint64_t st = e.state.load(std::memory_order_acquire);
     if (endpoint_phase(st) == kEndpointFree || !owner_alive(st, e.pid_ns.load(std::memory_order_relaxed))) continue;
-    const std::uint32_t v = e.ring_generation.load(std::memory_order_relaxed);
+    const std::uint32_t v = header_->subscriber_generation[i].load(std::memory_order_relaxed);
     if (v != 0) lowest = std::min(lowest, v - 1);
   }
   std::uint32_t below = std::max<std::uint32_t>(header_->removed_below.load(std::memory_order_relaxed), 1);
@@ -264,7 +264,7 @@ std::string Channel::grow_locked(std::size_t size, const GrowLimits& limits, Gro
     for (std::uint32_t i = 0; i < entries_used(true); ++i) {
       const EndpointEntry& e = subscribers_[i];
       if (endpoint_phase(e.state.load(std::memory_order_acquire)) != kEndpointLive) continue;
-      floor = std::max<std::uint64_t>(floor, e.wants_slots.load(std::memory_order_relaxed));
+      floor = std::max<std::uint64_t>(floor, header_->subscriber_wants_slots[i].load(std::memory_order_relaxed));
     }
     cap = std::max(cap, std::bit_ceil(std::min(floor, capacity())));
     const RingGeometry rg = ring_geometry(cap, slot);

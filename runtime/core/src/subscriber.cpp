@@ -100,8 +100,8 @@ void Subscriber::Impl::open(const std::optional<TypeInfo>& type, bool from_start
   s.gen = s.ring->generation;
   s.ring_end = kStartUnknown;
   s.max_size = s.iox ? s.channel->max_message_size() : s.ring->max_message_size;
-  s.entry->wants_slots.store(options.history, std::memory_order_relaxed);
-  s.entry->ring_generation.store(s.gen + 1, std::memory_order_relaxed);
+  s.header->subscriber_wants_slots[s.entry_index].store(options.history, std::memory_order_relaxed);
+  s.header->subscriber_generation[s.entry_index].store(s.gen + 1, std::memory_order_relaxed);
   const std::uint64_t cursor = s.channel->write_cursor();
   const std::uint64_t history = std::min<std::uint64_t>(options.history, s.ring->capacity());
   s.next = cursor > history && !from_start ? cursor - history : 0;

@@ -167,7 +167,7 @@ struct Subscriber::Impl {
       gen = k;
       max_size = ring->max_message_size;
       ring_end = kStartUnknown;
-      entry->ring_generation.store(gen + 1, std::memory_order_relaxed);
+      header->subscriber_generation[entry_index].store(gen + 1, std::memory_order_relaxed);
       moved = true;
     }
     if (moved) channel->remove_unneeded_generations();

@@ -320,13 +320,6 @@ struct alignas(kCacheLine) EndpointEntry {
   /// counts what it then loses).
   std::atomic<std::uint64_t> block_timeouts;
   char node[kNodeBytes];
-  /// Subscribers: the ring generation they read, plus one (0: none yet),
-  /// which keeps that generation and the later ones from being removed
-  /// (Channel::remove_unneeded_generations); and the slots they asked the
-  /// ring to keep (history), below which a growing ring does not shrink.
-  /// Owner's relaxed stores; read by growers (acquire of the state first).
-  alignas(kCacheLine) std::atomic<std::uint32_t> ring_generation;
-  std::atomic<std::uint32_t> wants_slots;
 
   /// Publisher entries: messages the publisher dropped (a claim given up).
   std::atomic<std::uint64_t>& dropped() noexcept { return missed; }
@@ -350,7 +343,7 @@ struct alignas(kCacheLine) EndpointEntry {
 };
 static_assert(std::is_standard_layout_v<EndpointEntry>);
 static_assert(std::atomic<double>::is_always_lock_free, "atomics in shared memory must be lock-free");
-static_assert(sizeof(EndpointEntry) == 4 * kCacheLine, "entries are four cache lines, never shared");
+static_assert(sizeof(EndpointEntry) == 3 * kCacheLine, "entries are three cache lines, never shared");
 static_assert(offsetof(EndpointEntry, cursor) / kCacheLine == offsetof(EndpointEntry, messages) / kCacheLine &&
                   offsetof(EndpointEntry, cursor) / kCacheLine == offsetof(EndpointEntry, state) / kCacheLine,
               "a subscriber's read cursor shares the line of its state and of the count it bumps on every take: "
@@ -494,7 +487,22 @@ struct ChannelHeader {
   /// grow_budget, grow = false, the generation limit). Relaxed: statistics.
   std::atomic<std::uint64_t> grows_refused;
   GenerationRecord generations[kMaxGenerations];
+  /// Per subscriber entry: the ring generation it reads, plus one (0: none
+  /// yet), which keeps that generation and the later ones from being
+  /// removed (Channel::remove_unneeded_generations); and the slots it asked
+  /// the ring to keep (history), below which a growing ring does not
+  /// shrink. The owner's relaxed stores; read by growers and removers.
+  std::atomic<std::uint32_t> subscriber_generation[kMaxSubscribers];
+  std::atomic<std::uint32_t> subscriber_wants_slots[kMaxSubscribers];
+  /// Padding: the growth fields above add 1,088 bytes, and with this page
+  /// less those everything after the header (endpoint tables, time list,
+  /// claims, slots) keeps the offset within its page it had before they
+  /// came (docs/performance.md: without it, the 64 B throughput of
+  /// `shmbus-bench peers` fell by a quarter, paired, on the CI machine kind).
+  std::uint8_t page_offset_kept[4096 - 17 * kCacheLine];
 };
+static_assert(sizeof(ChannelHeader) == 15 * kCacheLine + 4096,
+              "the regions after the header keep their offsets within a page (see page_offset_kept)");
 static_assert(std::is_standard_layout_v<ChannelHeader>);
 static_assert(offsetof(ChannelHeader, write_cursor) % kCacheLine == 0);
 static_assert(offsetof(ChannelHeader, futex_word) - offsetof(ChannelHeader, write_cursor) >= kCacheLine,
@@ -597,7 +605,7 @@ inline constexpr std::uint64_t kChannelLayoutHash = layout_hash_of(
     inline_payload_offset(1), offsetof(ChannelHeader, publishers_used), offsetof(ChannelHeader, subscribers_used),
     offsetof(ChannelHeader, creator_program), offsetof(ChannelHeader, sizes_from), offsetof(ChannelHeader, solo_ack),
     kSoloGenerationShift, kSoloClosed, offsetof(ChannelHeader, generation), offsetof(ChannelHeader, grow_owner),
-    offsetof(ChannelHeader, generations), kMaxGenerations, sizeof(RingHeader), offsetof(EndpointEntry, ring_generation),
-    offsetof(RingHeader, claims_offset));
+    offsetof(ChannelHeader, generations), kMaxGenerations, sizeof(RingHeader),
+    offsetof(ChannelHeader, subscriber_generation), offsetof(RingHeader, claims_offset));
 
 }  // namespace shmbus::layout
