@@ -28,11 +28,13 @@ using namespace shmbus;
 
 namespace {
 
+/// A domain of its own (`tag`: one per round) whose channels have
+/// `capacity` slots of `max_size` bytes at first.
 struct BenchDomain {
-  explicit BenchDomain(std::uint32_t max_size) {
+  explicit BenchDomain(std::uint32_t max_size, std::uint32_t capacity = 256, const std::string& tag = "") {
     Config c;
-    c.domain = "bench_micro_" + std::to_string(::getpid());
-    c.defaults.capacity = 256;
+    c.domain = "bench_micro_" + std::to_string(::getpid()) + tag;
+    c.defaults.capacity = capacity;
     c.defaults.max_message_size = max_size;
     c.defaults.time_list_capacity = 1024;
     context = std::make_unique<Context>(c);
@@ -67,24 +69,6 @@ BENCHMARK(BM_Publish)
     ->Args({4096, 0})
     ->Args({4096, 1});
 
-/// A channel of 16 slots starting at `max_size` bytes in a domain of its
-/// own (the growth benchmarks make one per round).
-struct GrowDomain {
-  GrowDomain(std::uint32_t max_size, int round) {
-    Config c;
-    c.domain = "bench_grow_" + std::to_string(::getpid()) + "_" + std::to_string(round);
-    c.defaults.capacity = 16;
-    c.defaults.max_message_size = max_size;
-    context = std::make_unique<Context>(c);
-  }
-  ~GrowDomain() {
-    const std::string d = context->domain();
-    context.reset();
-    introspect::clean_domain(d, false);
-  }
-  std::unique_ptr<Context> context;
-};
-
 // The publish that grows a channel from 64-byte slots to `bytes`: the next
 // generation's segment made (allocated, mapped with its pages populated),
 // its start settled, the message copied in. Each round a fresh channel.
@@ -94,7 +78,7 @@ void BM_GrowingPublish(benchmark::State& state) {
   int round = 0;
   for (auto _ : state) {
     state.PauseTiming();
-    auto d = std::make_unique<GrowDomain>(64, round++);
+    auto d = std::make_unique<BenchDomain>(64, 16, "_grow" + std::to_string(round++));
     auto pub = std::make_unique<Publisher>("/grow", TypeInfo::bytes(), *d->context);
     Subscriber sub("/grow", TypeInfo::bytes(), *d->context);
     state.ResumeTiming();
@@ -118,7 +102,7 @@ BENCHMARK(BM_GrowingPublish)
 // geometry, 16 slots; only where the ring lives differs.
 void BM_Publish4MiBAfterGrowth(benchmark::State& state) {
   const bool grown = state.range(0) != 0;
-  GrowDomain d(grown ? 64 : 4 << 20, 0);
+  BenchDomain d(grown ? 64 : 4 << 20, 16, "_grown");
   {
     Publisher pub("/grown", TypeInfo::bytes(), *d.context);
     Subscriber sub("/grown", TypeInfo::bytes(), *d.context);
