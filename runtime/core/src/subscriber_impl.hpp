@@ -543,7 +543,13 @@ struct Subscriber::Impl {
       }
       if (st != 0 && state_sequence(st) > next) {
         // Lapped: the slot holds a later message. Resume at the oldest
-        // sequence the ring can still hold.
+        // sequence the ring can still hold: ours, which ends where a later
+        // generation starts (follow notes that end, or moves us there).
+        if (header->generation.load(std::memory_order_relaxed) != gen && follow()) [[unlikely]] {
+          capacity = ring->capacity();
+          if (again()) continue;
+          return;
+        }
         const std::uint64_t cursor = ring_cursor();
         skip_to(std::max(next + 1, cursor > capacity ? cursor - capacity : 0));
         if (again()) continue;
