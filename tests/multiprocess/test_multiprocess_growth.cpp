@@ -258,3 +258,18 @@ TEST(GrowthTest, AHostileGenerationHeaderIsRefusedAndNothingCrashes) {
   ASSERT_EQ(pub.publish(message(400, 1, 1)), PublishResult::kOk);
   EXPECT_EQ(drain(sub).counters, (std::vector<std::uint32_t>{0, 1}));
 }
+
+// A subscriber process killed while it reads generation 0 pins nothing:
+// once the channel has grown twice, only the newest ring is left.
+TEST(GrowthTest, ASubscriberOfADeadProcessPinsNoGeneration) {
+  test::TestDomain d{small_config(), "deadsub"};
+  Publisher pub("/d", TypeInfo::bytes(), d.context());
+  ChildProcess sub({kPeer, "sub", d.domain(), "/d", "0", "60000"}, false,
+                   {"SHMBUS_TEST_MAX_MESSAGE_SIZE=64", "SHMBUS_TEST_TRANSPORT=shm"});
+  test::wait_for_subscribers(d.domain(), "/d", 1);
+  ASSERT_EQ(pub.publish(message(500, 1, 0)), PublishResult::kOk);  // generation 1
+  sub.signal(SIGKILL);
+  (void)sub.wait(20s);
+  ASSERT_EQ(pub.publish(message(3000, 1, 1)), PublishResult::kOk);  // generation 2
+  EXPECT_EQ(ring_objects(d.domain()), std::vector<std::string>{ring_object_name(d.domain(), "/d", 2)});
+}

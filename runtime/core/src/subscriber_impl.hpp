@@ -542,16 +542,7 @@ struct Subscriber::Impl {
         return;
       }
       if (st != 0 && state_sequence(st) > next) {
-        // Lapped: the slot holds a later message. Resume at the oldest
-        // sequence the ring can still hold: ours, which ends where a later
-        // generation starts (follow notes that end, or moves us there).
-        if (header->generation.load(std::memory_order_relaxed) != gen && follow()) [[unlikely]] {
-          capacity = ring->capacity();
-          if (again()) continue;
-          return;
-        }
-        const std::uint64_t cursor = ring_cursor();
-        skip_to(std::max(next + 1, cursor > capacity ? cursor - capacity : 0));
+        skip_lapped(capacity);
         if (again()) continue;
         return;
       }
@@ -567,20 +558,37 @@ struct Subscriber::Impl {
         return;
       }
       // An older lap: nothing new yet, a publisher still on its way, or our
-      // ring's end (the channel grew: one load of a line that only a growth
-      // writes, "Generations").
-      if (header->generation.load(std::memory_order_relaxed) != gen) [[unlikely]] {
-        if (follow()) {
-          capacity = ring->capacity();
-          if (again()) continue;
-          return;
-        }
+      // ring's end (followed).
+      if (followed(capacity)) {
+        if (again()) continue;
+        return;
       }
       // 63 polls in 64 end here, before the call (a poll loop's path).
       if (stall_since == 0 && (++idle_polls & 63U) != 0) return;
       if (older_lap_moved_on(st, capacity) && again()) continue;
       return;
     }
+  }
+
+  /// Whether the channel grew past our ring and we moved to the ring
+  /// `next` is in (follow); `capacity` is then the new ring's. One load of
+  /// a line that only a growth writes ("Generations").
+  bool followed(std::uint64_t& capacity) noexcept {
+    if (header->generation.load(std::memory_order_relaxed) == gen) [[likely]]
+      return false;
+    if (!follow()) return false;
+    capacity = ring->capacity();
+    return true;
+  }
+
+  /// take_slot_into's lapped case: slot `next` holds a later message.
+  /// Resumes at the oldest sequence our ring can still hold; the ring ends
+  /// where a later generation starts, which follow notes first (or moves
+  /// us there, where the loop looks again).
+  void skip_lapped(std::uint64_t& capacity) noexcept {
+    if (followed(capacity)) return;
+    const std::uint64_t cursor = ring_cursor();
+    skip_to(std::max(next + 1, cursor > capacity ? cursor - capacity : 0));
   }
 
   /// take_slot_into's idle path: slot `next` holds an older lap (nothing
