@@ -8,6 +8,7 @@
 
 #include "shmbus/clock.hpp"
 #include "shmbus/error.hpp"
+#include "shmbus/input_scope.hpp"
 #include "shmbus/names.hpp"
 
 namespace shmbus {
@@ -102,6 +103,13 @@ Subscription::Dispatch Node::dispatch_in_place(RawCallback callback,
     auto reader = [&](std::span<const std::byte> payload, const MessageInfo& info) {
       if (seen++ != 0) torn(last);
       last = info;
+      // The subscriber records a message as taken once it is read whole,
+      // after this call: what the callback publishes cites it from here
+      // (the executor's scope holds only this dispatch's message).
+      if (InputScope* scope = InputScope::current()) {
+        scope->clear();
+        scope->log().add(s.subscriber().channel_index(), info);
+      }
       try {
         cb(payload, info);
       } catch (...) {

@@ -12,7 +12,9 @@ from __future__ import annotations
 import atexit
 import logging
 import math
+import signal
 import sys
+import threading
 import time
 import weakref
 from typing import Any, Callable, Iterable, Iterator
@@ -20,6 +22,7 @@ from typing import Any, Callable, Iterable, Iterator
 import numpy as np
 
 from . import _shmbus
+from ._time import Clock, Duration, Future, Time
 from ._messages import Message, MessageType, Struct, encode, image_array, image_encoding, type_of
 from .errors import (ConfigError, Error, InvalidArgumentError, LayoutError, NotFoundError, OverwrittenError,
                      PermissionDeniedError, ResourceError, ServiceFailed, ServiceTimeout, TypeMismatchError)
@@ -33,8 +36,35 @@ __all__ = [
     "MessageView", "Node", "NotFoundError", "OverwrittenError", "PermissionDeniedError", "Publisher",
     "ResourceError", "ServiceClient", "ServiceFailed", "ServiceServer", "ServiceTimeout", "ServiceType", "Struct",
     "Subscriber", "Subscription", "Timer", "TypeMismatchError", "channels", "image_array", "image_message",
-    "message_type", "service_type",
+    "message_type", "service_type", "Clock", "Duration", "ExternalShutdownException", "Future", "Time",
 ]
+
+
+class ExternalShutdownException(SystemExit):
+    """SIGTERM, raised where the program waits (a spin, a read, a call), as
+    Ctrl-C raises KeyboardInterrupt: ``finally`` blocks run and the node's
+    endpoints leave their channels. rclpy's name; a SystemExit (code 0),
+    so an uncaught one ends the program quietly and ``except Exception``
+    does not swallow it."""
+
+    def __init__(self, message: str = "SIGTERM: the program was asked to stop") -> None:
+        super().__init__(0)
+        self.message = message
+
+    def __str__(self) -> str:
+        return self.message
+
+
+def _on_sigterm(signum: int, frame: Any) -> None:
+    raise ExternalShutdownException()
+
+
+def _handle_sigterm() -> None:
+    """SIGTERM raises ExternalShutdownException in the main thread from
+    now on, unless the program set its own handler."""
+    if threading.current_thread() is threading.main_thread() and (
+            signal.getsignal(signal.SIGTERM) in (signal.SIG_DFL, None)):
+        signal.signal(signal.SIGTERM, _on_sigterm)
 
 _U1 = np.dtype("u1")
 
@@ -113,6 +143,28 @@ def _sizes(max_message_size: int | None, capacity: int | None, depth: int | None
             raise InvalidArgumentError(f"{key}={value!r}: give a positive number (or None: the configuration's)")
         out[key] = value
     return out
+
+
+# rclpy's keyword arguments that have no meaning on shmbus: accepted, each
+# with what it means here.
+_RCLPY_ONLY = {
+    "callback_group": "a node's callbacks run one at a time on the thread that spins it",
+    "event_callbacks": "deadline and liveliness events are not delivered to Python yet",
+    "qos_overriding_options": "QoS is not overridden by parameters",
+    "raw": "messages are always given as shmbus.Message (bytes(msg) is its wire form)",
+    "publisher_class": "", "subscription_class": "", "content_filter_options": "content filters are not supported",
+}
+
+
+def _shmbus_options(options: dict[str, Any]) -> dict[str, Any]:
+    """`options` without rclpy's keywords that mean nothing on shmbus."""
+    return {k: v for k, v in options.items() if k not in _RCLPY_ONLY}
+
+
+def _transient_local(qos_profile: Any) -> bool:
+    """A QoS profile whose durability is TRANSIENT_LOCAL (a latched topic)."""
+    durability = getattr(qos_profile, "durability", None)
+    return getattr(durability, "name", durability) in ("TRANSIENT_LOCAL", "transient_local", 1)
 
 
 def _depth(qos_profile: Any) -> int:
@@ -216,7 +268,7 @@ class Loan:
             raw[:t.size] = 0
             if t.tail is not None:
                 t._set_tail_ref(raw, tail_length or 0)
-        self.message = Message(t, raw, None)
+        self.message = Message(t, raw, None, shared=True)
 
     def commit(self) -> bool:
         return self._loan.commit()
@@ -246,7 +298,7 @@ class MessageView:
     def __init__(self, view: Any, info: MessageInfo, mtype: MessageType, channel: str) -> None:
         self._view = view
         self._channel = channel
-        self.message = Message(mtype, np.frombuffer(view, _U1), info)
+        self.message = Message(mtype, np.frombuffer(view, _U1), info, shared=True)
 
     @property
     def address(self) -> int:
@@ -434,8 +486,11 @@ class Node:
         self._node = _shmbus._Node(name)
         self._name: str = self._node.name
         # The node's services live as long as it does (rclpy's node keeps
-        # its services): a server need not be held by the caller.
+        # its services): a server need not be held by the caller. Its
+        # clients end with it (close()).
         self._servers: list[ServiceServer] = []
+        self._clients: "weakref.WeakSet[ServiceClient]" = weakref.WeakSet()
+        _handle_sigterm()
 
     @property
     def name(self) -> str:
@@ -453,7 +508,7 @@ class Node:
         s = Subscription(type_of(type, msg_path))
 
         def deliver(data: Any, info: MessageInfo) -> None:
-            callback(Message(s.type, np.frombuffer(data, _U1), info))
+            callback(Message(s.type, np.frombuffer(data, _U1), info, shared=in_place))
 
         t = s._type
         s._sub = self._node.subscribe(channel, t.info if t else None, deliver, in_place, history, wait_for_channel,
@@ -485,7 +540,7 @@ class Node:
         """rclpy's create_publisher: ``publisher(topic, msg_type,
         depth=...)``; a channel it creates keeps at least `depth` messages
         (more when the configuration says so)."""
-        return self.publisher(self._resolve(topic), msg_type, depth=_depth(qos_profile), **options)
+        return self.publisher(self._resolve(topic), msg_type, depth=_depth(qos_profile), **_shmbus_options(options))
 
     def create_subscription(self, msg_type: MessageType | str | None, topic: str,
                             callback: Callable[[Message], Any], qos_profile: Any = 10, **options: Any
@@ -494,11 +549,15 @@ class Node:
         callback)``. The depth is checked, and the queue a subscription may
         fall behind by is the channel's ring (its capacity; a slower
         subscription counts what the ring overwrote in ``lost``)."""
-        _depth(qos_profile)
+        depth = _depth(qos_profile)
+        options = _shmbus_options(options)
+        if _transient_local(qos_profile):
+            options.setdefault("history", depth)  # a latched topic: the last `depth` messages, as a late joiner's
         return self.subscribe(self._resolve(topic), msg_type, callback, **options)
 
-    def create_timer(self, timer_period_sec: float, callback: Callable[[], Any]) -> Timer:
+    def create_timer(self, timer_period_sec: float, callback: Callable[[], Any], **options: Any) -> Timer:
         """rclpy's create_timer: ``every(timer_period_sec, callback)``."""
+        _shmbus_options(options)
         return self.every(timer_period_sec, callback)
 
     def create_service(self, srv_type: "ServiceType | str", srv_name: str, callback: Callable[[Message, Message], Any],
@@ -511,13 +570,16 @@ class Node:
         def handler(request: Message) -> Any:
             return callback(request, server[0].response_type.new())
 
-        server.append(ServiceServer(self, self._resolve(srv_name), srv_type, handler, **options))
+        server.append(ServiceServer(self, self._resolve(srv_name), srv_type, handler, **_shmbus_options(options)))
         return server[0]
 
     def create_client(self, srv_type: "ServiceType | str | None", srv_name: str, **options: Any) -> "ServiceClient":
         """rclpy's create_client: ``ServiceClient(srv_name, srv_type)``
         (call, wait_for_service)."""
-        return ServiceClient(self._resolve(srv_name), srv_type, **options)
+        client = ServiceClient(self._resolve(srv_name), srv_type, **_shmbus_options(options))
+        client._node_ref = weakref.ref(self)  # call_async completes its futures in this node's spin
+        self._clients.add(client)
+        return client
 
     def get_logger(self) -> logging.Logger:
         """rclpy's get_logger(): a logging.Logger that writes to stderr, as
@@ -532,6 +594,10 @@ class Node:
             if logger.level == logging.NOTSET:
                 logger.setLevel(logging.INFO)
         return logger
+
+    def get_clock(self) -> Clock:
+        """rclpy's get_clock(): the wall clock (``.now().to_msg()``)."""
+        return Clock()
 
     def get_name(self) -> str:
         """rclpy's get_name(): the node's name."""
@@ -582,7 +648,11 @@ class Node:
         that refers to its node keeps both alive until then) and its
         subscriptions leave their channels (once no publisher of the node is
         held). rclpy's destroy_node()."""
+        for server in self._servers:
+            server.close()
         self._servers.clear()
+        for client in list(self._clients):
+            client.close()
         self._node.close()
 
     def __enter__(self) -> "Node":
@@ -630,19 +700,36 @@ class ServiceServer:
         def serve(data: bytes, info: MessageInfo) -> Any:
             return encode(rsp, handler(Message(req, np.frombuffer(data, _U1), info)))
 
-        self._server = _shmbus._ServiceServer(node._node, name, type, req.info, rsp.info, serve)
+        self._server: Any = _shmbus._ServiceServer(node._node, name, type, req.info, rsp.info, serve)
+        self._name = name
         node._servers.append(self)
 
     def __repr__(self) -> str:
-        return f"<shmbus.ServiceServer {self._server.name} served={self.served} failed={self.failed}>"
+        if self._server is None:
+            return f"<shmbus.ServiceServer {self._name} (closed)>"
+        return f"<shmbus.ServiceServer {self._name} served={self.served} failed={self.failed}>"
+
+    def _live(self) -> Any:
+        if self._server is None:
+            raise InvalidArgumentError(f"service server {self._name} is closed (its node was closed); make a new one")
+        return self._server
 
     @property
     def served(self) -> int:
-        return self._server.served
+        return self._live().served
 
     @property
     def failed(self) -> int:
-        return self._server.failed
+        return self._live().failed
+
+    def close(self) -> None:
+        """Stops serving: its channels are left (Node.close() closes its
+        node's servers; rclpy's destroy_service)."""
+        self._server = None
+
+    def destroy(self) -> None:
+        """rclpy's Service.destroy(): close()."""
+        self.close()
 
 
 class ServiceClient:
@@ -658,8 +745,11 @@ class ServiceClient:
         else:
             type, req, rsp = _service_types(type, msg_path)
         self.request_type, self.response_type = req, rsp
-        self._client = _shmbus._ServiceClient(name, type, req.info, rsp.info)
+        self._client: Any = _shmbus._ServiceClient(name, type, req.info, rsp.info)
         self.name, self.type = name, type
+        self.srv_name = name
+        self._calls = threading.Lock()  # call_async's threads, one call at a time
+        self._node_ref: Any = None  # the node that made it (create_client)
 
     def __repr__(self) -> str:
         return f"<shmbus.ServiceClient {self.name} {self.type}>"
@@ -668,18 +758,68 @@ class ServiceClient:
         """The response to `request`, within `timeout` seconds (None: for
         ever). Raises NotFoundError (no server), ServiceTimeout or
         ServiceFailed; Ctrl-C raises KeyboardInterrupt within 20 ms."""
-        data, info = self._client.call(encode(self.request_type, request),
+        data, info = self._live().call(encode(self.request_type, request),
                                        math.inf if timeout is None else float(timeout))
         return Message(self.response_type, np.frombuffer(data, _U1), info)
+
+    def call_async(self, request: Message | dict | Any, timeout: float | None = 5.0) -> "Future":
+        """rclpy's call_async: a Future of the response, called on a thread
+        of its own (one call at a time per client); its result() is the
+        response, or raises what call() would. A node's spin, spin_once or
+        ``rclpy.spin_until_future_complete`` runs its done callbacks."""
+        client = self._live()
+        payload = encode(self.request_type, request)
+        if isinstance(payload, Message):
+            payload = payload._raw
+        future = Future()
+
+        def finish(complete: Callable[[], Any]) -> None:
+            # A node's client completes its future in the node's spin (a
+            # one-shot timer wakes it), as rclpy's executor does.
+            node = self._node_ref() if self._node_ref is not None else None
+            if node is not None and node._node.is_open():
+                try:
+                    node.after(1e-9, complete)
+                    return
+                except Error:
+                    pass
+            complete()
+
+        def run() -> None:
+            try:
+                with self._calls:
+                    data, info = client.call(payload, math.inf if timeout is None else float(timeout))
+                response = Message(self.response_type, np.frombuffer(data, _U1), info)
+                finish(lambda: future.set_result(response))
+            except Exception as e:  # handed to the caller through the future
+                finish(lambda: future.set_exception(e))
+
+        threading.Thread(target=run, name=f"shmbus call {self.name}", daemon=True).start()
+        return future
+
+    def _live(self) -> Any:
+        if self._client is None:
+            raise InvalidArgumentError(f"service client {self.name} is closed (its node was closed); make a new one")
+        return self._client
+
+    def close(self) -> None:
+        """Ends the client (Node.close() closes its node's clients; rclpy's
+        destroy_client)."""
+        self._client = None
+
+    def destroy(self) -> None:
+        """rclpy's Client.destroy(): close()."""
+        self.close()
 
     def wait_for_server(self, timeout: float | None = 5.0) -> bool:
         """Whether a server came within `timeout` seconds (None: for ever);
         Ctrl-C interrupts it."""
-        return any(self._client.wait_for_server(s) for s in _slices(timeout))
+        client = self._live()
+        return any(client.wait_for_server(s) for s in _slices(timeout))
 
     @property
     def server_ready(self) -> bool:
-        return self._client.server_ready
+        return self._live().server_ready
 
     def wait_for_service(self, timeout_sec: float | None = None) -> bool:
         """rclpy's wait_for_service: wait_for_server(timeout_sec)."""

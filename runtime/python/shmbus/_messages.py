@@ -12,14 +12,21 @@ A type with strings or sequences elsewhere (ROS 2's ``string``, ``T[]``
 anywhere, nested) holds a VarRef (uint32 offset, uint32 count) in its fixed
 part for each: reading one follows it, checked against the message's bytes
 first, to a ``str``, a NumPy view of the block (sequences of numbers) or
-views of its messages. Such messages are made through the JSON codec
-(``new()``); their strings and sequences are then read-only.
+views of its messages. A message of such a type that is made here
+(``new()``, ``T()``) holds its values as Python objects, assigned and
+appended as rclpy's messages are, and is written once, when its bytes are
+asked for (published), by the schema's one encoder in C++ (sequences of
+numbers copied in one block). A message read from a channel holds its
+bytes; assigning one of its strings or sequences turns it into a made one
+(every view of it taken before follows).
 """
 
 from __future__ import annotations
 
+import array
 import json
 import numbers
+import os
 import struct
 from typing import Any, Iterable
 
@@ -43,6 +50,10 @@ _PRIMITIVES = {
 }
 
 _U1 = np.dtype("u1")
+# array.array's code for each primitive (rclpy's sequences of numbers).
+_ARRAY_CODES = {"i1": "b", "u1": "B", "i2": "h", "u2": "H", "i4": "i", "u4": "I", "i8": "q", "u8": "Q",
+                "f4": "f", "f8": "d"}
+_RANGES = {k: (int(np.iinfo(k).min), int(np.iinfo(k).max)) for k in ("i1", "u1", "i2", "u2", "i4", "u4", "i8", "u8")}
 _U32 = struct.Struct("<I")
 # A string's or a sequence's place in the fixed part (the layout rule).
 _VARREF = np.dtype([("offset", "<u4"), ("count", "<u4")])
@@ -123,11 +134,16 @@ def _decode_string(raw: bytes) -> str:
     return raw.split(b"\0", 1)[0].decode("utf-8", "replace")
 
 
+def _at(ctx: tuple | None, i: int) -> tuple | None:
+    """The context of element `i` of the field whose context is `ctx`."""
+    return None if ctx is None else (ctx[0], ctx[1], ctx[2], ctx[3] + (i,))
+
+
 class _Field:
     """How one field is read and written through a structured view."""
 
     __slots__ = ("name", "kind", "dtype", "capacity", "array_length", "definition", "type_text", "unbounded",
-                 "bound", "align", "path")
+                 "bound", "align", "path", "default_json")
 
     def __init__(self, name: str, kind: str, dtype: np.dtype, capacity: int, array_length: int,
                  definition: "_Definition | None", type_text: str) -> None:
@@ -144,6 +160,7 @@ class _Field:
         self.bound = 0
         self.align = 1
         self.path = name
+        self.default_json: Any = None  # the definition's default, as JSON values
 
     @property
     def variable(self) -> bool:
@@ -160,7 +177,7 @@ class _Field:
         if self.kind == "ustring":
             return [self._string(ctx, r, budget) for r in block.view(_VARREF)]
         a = block.view(self.definition.dtype)
-        return [Struct(self.definition, a[i:i + 1], ctx) for i in range(len(a))]
+        return [Struct(self.definition, a[i:i + 1], _at(ctx, i)) for i in range(len(a))]
 
     def _string(self, ctx: tuple, ref: Any, budget: Any) -> str:
         o, n = _block(ctx, ref, 1, 1, 0, self.path)
@@ -197,7 +214,7 @@ class _Field:
             return values
         if self.kind == "string":
             return [_decode_string(v.tobytes()) for v in values]
-        return [Struct(self.definition, values[i:i + 1], ctx) for i in range(self.array_length)]
+        return [Struct(self.definition, values[i:i + 1], _at(ctx, i)) for i in range(self.array_length)]
 
     def set(self, rec: np.ndarray, value: Any, path: str) -> None:
         if self.variable or (self.kind == "message" and self.definition.variable):
@@ -226,6 +243,106 @@ class _Field:
         elif a.shape != (self.array_length,):
             raise InvalidArgumentError(f"{path}: must be an array of {self.array_length} elements, not shape {a.shape}")
         column[0] = a
+
+    # -- made messages: values as Python objects --------------------------
+
+    def default(self) -> Any:
+        """A new value of the field as the definition's default makes it."""
+        d = self.default_json
+        n = self.array_length
+        if self.kind == "message":
+            if self.unbounded:
+                return []
+            if n:
+                return [self.definition.made() for _ in range(n)]
+            return self.definition.made()
+        if self.kind in ("string", "ustring"):
+            if self.unbounded:
+                return list(d) if d is not None else []
+            if n:
+                return list(d) if d is not None else [""] * n
+            return d if d is not None else ""
+        zero = False if self.dtype.kind == "b" else 0.0 if self.dtype.kind == "f" else 0
+        if self.unbounded:
+            return self._sequence_of(d or [])
+        if n:
+            return np.array(d, self.dtype) if d is not None else np.zeros(n, self.dtype)
+        return d if d is not None else zero
+
+    def _sequence_of(self, values: list) -> Any:
+        """A sequence of numbers that appends, as rclpy's array.array."""
+        code = _ARRAY_CODES.get(self.dtype.str[1:])
+        return array.array(code, values) if code else list(values)
+
+    def value(self, value: Any, path: str) -> Any:
+        """`value` as a made message holds the field: checked (one line
+        naming the field), sequences of numbers as one block of their type
+        (a NumPy array or a buffer of it kept, not copied), messages as
+        made messages (a made one kept: assigning aliases, as in rclpy)."""
+        n = self.array_length
+        if self.unbounded or n:
+            if self.kind == "primitive":
+                return self._numbers(value, path)
+            if isinstance(value, (str, bytes, dict)) or not isinstance(value, Iterable):
+                raise InvalidArgumentError(f"{path}: must be a list of {self.type_text}, not {type(value).__name__}")
+            vs = list(value)
+            if n and len(vs) != n:
+                raise InvalidArgumentError(f"{path}: must be an array of {n} elements, not {len(vs)}")
+            if self.bound and len(vs) > self.bound:
+                raise InvalidArgumentError(f"{path}: {len(vs)} elements in a sequence of at most {self.bound}")
+            return [self._one(v, f"{path}[{i}]") for i, v in enumerate(vs)]
+        return self._one(value, path)
+
+    def _one(self, value: Any, path: str) -> Any:
+        if self.kind == "message":
+            return self.definition.made_from(value, path)
+        if self.kind in ("string", "ustring"):
+            if isinstance(value, (bytes, bytearray)):
+                value = bytes(value).decode("utf-8")
+            if not isinstance(value, str):
+                raise InvalidArgumentError(f"{path}: must be a string, not {type(value).__name__}")
+            if self.kind == "string" and len(value.encode("utf-8")) > self.capacity:
+                raise InvalidArgumentError(f"{path}: string of {len(value.encode('utf-8'))} bytes is out of range "
+                                           f"for string<{self.capacity}>")
+            return value
+        t = type(value)
+        kind = self.dtype.kind
+        if t is bool and kind == "b" or t is float and kind == "f":
+            return value
+        if t is int and kind in "iu":
+            lo, hi = _RANGES[self.dtype.str[1:]]
+            if value < lo or value > hi:
+                raise InvalidArgumentError(f"{path}: {value} is out of range for {self.type_text}")
+            return value
+        a = _check_values(value, self.dtype, path)
+        if a.ndim != 0:
+            raise InvalidArgumentError(f"{path}: must be one {self.type_text} value, not an array")
+        return a.item()
+
+    def _numbers(self, value: Any, path: str) -> Any:
+        n, dt = self.array_length, self.dtype
+        if isinstance(value, (bytes, bytearray, memoryview)) and dt.itemsize == 1 and not n:
+            return np.frombuffer(value, dt)
+        if isinstance(value, array.array) and not n and value.itemsize == dt.itemsize and (
+                _ARRAY_CODES.get(dt.str[1:]) == value.typecode):
+            a = value
+        elif isinstance(value, np.ndarray) and value.dtype == dt:
+            a = np.ascontiguousarray(value).reshape(-1)
+        elif isinstance(value, np.ndarray) and np.can_cast(value.dtype, dt, "safe"):
+            a = np.ascontiguousarray(value, dt).reshape(-1)
+        else:
+            checked = _check_values(value, dt, path)
+            if checked.ndim != 1:
+                raise InvalidArgumentError(f"{path}: must be an array of {self.type_text}, not shape {checked.shape}")
+            a = np.ascontiguousarray(checked, dt) if isinstance(value, np.ndarray) or n else self._sequence_of(
+                checked.astype(dt).tolist())
+        if n and len(a) != n:
+            raise InvalidArgumentError(f"{path}: must be an array of {n} elements, not {len(a)}")
+        if n:
+            return np.array(a, dt)  # a fixed array is the message's own (written in place)
+        if self.bound and len(a) > self.bound:
+            raise InvalidArgumentError(f"{path}: {len(a)} elements in a sequence of at most {self.bound}")
+        return a
 
     def to_python(self, rec: np.ndarray, ctx: tuple | None = None, budget: Any = None) -> Any:
         v = self.get_variable(rec, ctx, budget) if ctx is not None and self.variable else self.get(rec, ctx)
@@ -263,19 +380,52 @@ class _Definition:
         the 1-element structured view `rec`; fields not given stay as they
         are."""
         if isinstance(value, Struct):
-            if value._def is not self:
+            if not self.same(value._def):
                 raise TypeMismatchError(f"{path}: a {value._def.name} where a {self.name} goes")
+            if value._made_vals() is not None:
+                self.assign(rec, value._values, path)
+                return
             rec[0] = value._rec[0]
             return
         if not isinstance(value, dict):
             raise InvalidArgumentError(f"{path or self.name}: must be a dict of {self.name}'s fields, "
                                        f"not {type(value).__name__}")
         for key, v in value.items():
-            f = self.fields.get(key)
-            if f is None:
-                raise InvalidArgumentError(
-                    f"{path or self.name}: unknown field '{key}' (message {self.name} has: {', '.join(self.fields)})")
+            f = self.field(key, path)
             f.set(rec, v, f"{path}.{key}" if path else key)
+
+    def same(self, other: "_Definition") -> bool:
+        """The same type (from another MessageType's schema, maybe)."""
+        return other is self or (other.name == self.name and other.dtype == self.dtype)
+
+    def field(self, key: str, path: str) -> "_Field":
+        f = self.fields.get(key)
+        if f is None:
+            raise InvalidArgumentError(
+                f"{path or self.name}: unknown field '{key}' (message {self.name} has: {', '.join(self.fields)})")
+        return f
+
+    def made(self) -> "Struct":
+        """A new made message of this type at its defaults."""
+        return Struct(self, None, None, {name: f.default() for name, f in self.fields.items()})
+
+    def made_from(self, value: Any, path: str) -> "Struct":
+        """`value` (a dict of fields, or a message of this type) as a made
+        message: a made one itself, a read one copied."""
+        if isinstance(value, Struct):
+            if not self.same(value._def):
+                raise TypeMismatchError(f"{path}: a {value._def.name} where a {self.name} goes")
+            if value._vals is not None and value._def is self:
+                return value
+            value = value._values
+        elif not isinstance(value, dict):
+            raise InvalidArgumentError(f"{path or self.name}: must be a dict of {self.name}'s fields, "
+                                       f"not {type(value).__name__}")
+        made = self.made()
+        vals = made._vals
+        for key, v in value.items():
+            vals[key] = self.field(key, path).value(v, f"{path}.{key}" if path else key)
+        return made
 
 
 def _constant_value(primitive: str, text: str) -> Any:
@@ -286,24 +436,6 @@ def _constant_value(primitive: str, text: str) -> Any:
     if primitive.startswith("float"):
         return float(text)
     return int(text)
-
-
-def _json_value(v: Any) -> Any:
-    """`v` as JSON values for the codec: arrays as lists, views as dicts,
-    bytes as lists of numbers."""
-    if isinstance(v, dict):
-        return {k: _json_value(x) for k, x in v.items()}
-    if isinstance(v, Struct):
-        return v.to_dict()
-    if isinstance(v, np.ndarray):
-        return v.tolist()
-    if isinstance(v, (bytes, bytearray, memoryview)):
-        return list(bytes(v))
-    if isinstance(v, (list, tuple)):
-        return [_json_value(x) for x in v]
-    if isinstance(v, np.generic):
-        return v.item()
-    return v
 
 
 class MessageType:
@@ -405,6 +537,7 @@ class MessageType:
         for f in t["fields"]:
             field = self._field(f, defs)
             field.path = f"{name}.{f['name']}"
+            field.default_json = json.loads(f["default"]) if f["default"] else None
             if f["unbounded"] and not self._general:
                 self.tail = field
                 self._tail_ref_offset = f["offset"]
@@ -460,8 +593,7 @@ class MessageType:
         array's length is the length of the value given for it."""
         given = dict(_fields or {}, **fields)
         if self._general:
-            raw = _shmbus.encode_json(self.schema, json.dumps(_json_value(given)))
-            return Message(self, np.frombuffer(bytearray(raw), _U1), None)
+            return Message._made(self, self._root.made_from(given, "")._vals)
         if self._root is None:
             data = given.pop("data", b"")
             if given:
@@ -530,52 +662,136 @@ class MessageType:
         raw = data if isinstance(data, np.ndarray) else np.frombuffer(data, _U1)
         return Message(self, raw, info)
 
+    def _encode(self, values: Any) -> np.ndarray:
+        """A made message's bytes, written by the schema's encoder."""
+        handle = self.__dict__.get("_schema_handle")
+        if handle is None:
+            handle = self._schema_handle = _shmbus.Schema(self.schema)
+        return handle.encode(values)
+
+    def __getattr__(self, name: str) -> Any:
+        """A constant of the type as a class attribute (``PointField.FLOAT32``),
+        as rclpy's message classes have them."""
+        root = self.__dict__.get("_root")
+        if root is not None and name in root.constants:
+            return root.constants[name]
+        raise AttributeError(f"{self.__dict__.get('name', 'MessageType')} has no constant or attribute '{name}'")
+
 
 class Struct:
     """A message nested in another (or the fixed part of one): fields are
-    attributes; arrays are NumPy views of the message's buffer."""
+    attributes; arrays are NumPy views of the message's buffer. A made one
+    (``_vals``) holds its fields' values instead (see the module's doc)."""
 
-    __slots__ = ("_def", "_rec", "_ctx")
+    __slots__ = ("_def", "_rec", "_ctx", "_vals")
 
-    def __init__(self, definition: _Definition, rec: np.ndarray, ctx: tuple | None = None) -> None:
+    def __init__(self, definition: _Definition, rec: np.ndarray | None, ctx: tuple | None = None,
+                 vals: dict | None = None) -> None:
         object.__setattr__(self, "_def", definition)
-        object.__setattr__(self, "_rec", rec)
-        # (the message's bytes, its root's fixed size): where a VarRef
-        # leads. None in a fixed-layout type.
+        if rec is not None:
+            object.__setattr__(self, "_rec", rec)
+        # (the message's bytes, its root's fixed size, the root message
+        # (None: this is it), the path from the root): where a VarRef leads,
+        # and where this view is in the root once the root is made.
         object.__setattr__(self, "_ctx", ctx)
+        object.__setattr__(self, "_vals", vals)
+
+    def _made_vals(self) -> dict | None:
+        """The values of a made message, also for a view of a message made
+        since the view was taken (it follows the root)."""
+        vals = self._vals
+        if vals is None:
+            ctx = self._ctx
+            root = ctx[2] if ctx is not None else None
+            if root is not None and root._vals is not None:
+                node: Any = root
+                try:
+                    for key in ctx[3]:
+                        node = node[key] if isinstance(key, int) else node._vals[key]
+                except (IndexError, KeyError, TypeError):
+                    node = None
+                if not isinstance(node, Struct) or node._vals is None:
+                    raise InvalidArgumentError(f"{self._def.name}: this view's place in its message "
+                                               f"({'.'.join(map(str, ctx[3]))}) was replaced; read it again")
+                vals = node._vals
+                object.__setattr__(self, "_vals", vals)
+        return vals
+
+    def _child(self, name: str) -> tuple | None:
+        ctx = self._ctx
+        return None if ctx is None else (ctx[0], ctx[1], ctx[2] if ctx[2] is not None else self, ctx[3] + (name,))
 
     def __getattr__(self, name: str) -> Any:
         d = object.__getattribute__(self, "_def")
-        f = d.fields.get(name)
-        if f is None:
-            if name in d.constants:
-                return d.constants[name]
-            raise AttributeError(f"{d.name} has no field '{name}'; it has: {', '.join(d.fields)}")
-        return f.get(self._rec, self._ctx)
+        vals = self._made_vals()
+        if vals is not None:
+            if name in vals:
+                return vals[name]
+        else:
+            f = d.fields.get(name)
+            if f is not None:
+                return f.get(self._rec, self._child(name) if f.kind == "message" else self._ctx)
+        if name in d.constants:
+            return d.constants[name]
+        raise AttributeError(f"{d.name} has no field '{name}'; it has: {', '.join(d.fields)}")
 
     def __setattr__(self, name: str, value: Any) -> None:
-        f = self._def.fields.get(name)
+        d = self._def
+        f = d.fields.get(name)
         if f is None:
-            raise AttributeError(f"{self._def.name} has no field '{name}'; it has: {', '.join(self._def.fields)}")
-        if not self._rec.flags.writeable:
-            raise InvalidArgumentError(f"{self._def.name}.{name}: the message is read-only (a view of shared memory)")
-        f.set(self._rec, value, name)
+            raise AttributeError(f"{d.name} has no field '{name}'; it has: {', '.join(d.fields)}")
+        vals = self._made_vals()
+        if vals is None:
+            variable = f.variable or (f.kind == "message" and f.definition.variable)
+            if not variable and self._rec.flags.writeable:
+                f.set(self._rec, value, name)  # in place, in the message's bytes
+                return
+            root = self._ctx[2] if self._ctx is not None and self._ctx[2] is not None else self
+            if not isinstance(root, Message) or root._shared:
+                raise InvalidArgumentError(f"{d.name}.{name}: the message is read-only (a view of shared memory; "
+                                           f"copy it to change it: {d.name.split('/')[-1]}(msg.to_dict()))")
+            root._make()
+            vals = self._made_vals()
+        vals[name] = f.value(value, name)
 
     def __dir__(self) -> list[str]:
         return list(self._def.fields) + list(self._def.constants)
 
+    @property
+    def _values(self) -> dict[str, Any]:
+        """The fields' values: a made message's own, or read from the bytes
+        (nested messages as views): what the encoder reads."""
+        vals = self._made_vals()
+        if vals is not None:
+            return vals
+        return {name: self.__getattr__(name) for name in self._def.fields}
+
     def to_dict(self, _budget: Any = None) -> dict[str, Any]:
         """The fields as plain Python values (lists for arrays)."""
+        vals = self._made_vals()
+        if vals is not None:
+            return {name: _plain(v) for name, v in vals.items()}
         ctx = self._ctx
-        if ctx is not None and _budget is None:
+        if ctx is not None and _budget is None and self._def.variable:
             _budget = _shmbus.Budget(len(ctx[0]))
         return {name: f.to_python(self._rec, ctx, _budget) for name, f in self._def.fields.items()}
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, Struct) and self._def is other._def and self.to_dict() == other.to_dict()
+        return isinstance(other, Struct) and self._def.same(other._def) and self.to_dict() == other.to_dict()
 
     def __repr__(self) -> str:
         return f"{self._def.name}({self.to_dict()!r:.200})"
+
+
+def _plain(v: Any) -> Any:
+    """A made message's value as plain Python values (to_dict)."""
+    if isinstance(v, Struct):
+        return v.to_dict()
+    if isinstance(v, (np.ndarray, array.array)):
+        return v.tolist()
+    if isinstance(v, list):
+        return [_plain(x) for x in v]
+    return v
 
 
 # A message's own attributes, each also as _NAME (a field of the name wins).
@@ -592,9 +808,9 @@ class Message(Struct):
     nav_msgs/OccupancyGrid an ``info``): ``msg._info``, ``msg._type`` and
     ``msg._raw`` are always these (no ROS 2 field starts with ``_``)."""
 
-    __slots__ = ("_type", "_raw", "_info")
+    __slots__ = ("_type", "_buf", "_info", "_shared")
 
-    def __init__(self, mtype: MessageType, raw: np.ndarray, info: Any) -> None:
+    def __init__(self, mtype: MessageType, raw: np.ndarray, info: Any, shared: bool = False) -> None:
         # Few steps: an in-place callback pays each in cache misses.
         root = mtype._root
         if root is not None and len(raw) < root.size:
@@ -605,23 +821,53 @@ class Message(Struct):
         set_slot = object.__setattr__
         set_slot(self, "_def", root or _BYTES_DEF)
         set_slot(self, "_type", mtype)
-        set_slot(self, "_raw", raw)
+        set_slot(self, "_buf", raw)
         set_slot(self, "_info", info)
-        set_slot(self, "_ctx", (raw, root.size) if mtype._general else None)
+        set_slot(self, "_shared", shared)  # in the ring (a view, a loan): never made
+        set_slot(self, "_vals", None)
+        set_slot(self, "_ctx", (raw, root.size, None, ()) if root is not None else None)
         if mtype.tail is not None:
             mtype._check_tail(raw)
+
+    @classmethod
+    def _made(cls, mtype: MessageType, vals: dict) -> "Message":
+        """A message made here of a type with strings or sequences: its
+        values, written when its bytes are asked for."""
+        msg = cls.__new__(cls)
+        set_slot = object.__setattr__
+        set_slot(msg, "_def", mtype._root)
+        set_slot(msg, "_type", mtype)
+        set_slot(msg, "_buf", None)
+        set_slot(msg, "_info", None)
+        set_slot(msg, "_shared", False)
+        set_slot(msg, "_vals", vals)
+        set_slot(msg, "_ctx", None)
+        return msg
+
+    def _make(self) -> None:
+        """Turns a message read from its bytes into a made one (its values
+        read once); views taken of it before follow (_made_vals)."""
+        if self._vals is None:
+            vals = self._def.made_from(self, "")._vals
+            object.__setattr__(self, "_vals", vals)
+            object.__setattr__(self, "_buf", None)
+
+    @property
+    def _raw(self) -> np.ndarray:
+        buf = self._buf
+        return buf if buf is not None else self._type._encode(self._vals)
 
     def __getattr__(self, name: str) -> Any:
         t = object.__getattribute__(self, "_type")
         if name == "_rec":
-            raw = object.__getattribute__(self, "_raw")
+            raw = object.__getattribute__(self, "_buf")
             rec = np.ndarray((1,), t._root.dtype, buffer=raw) if t._root else raw[:0]
             object.__setattr__(self, "_rec", rec)
             return rec
         if t._root is None and name == "data":
-            return object.__getattribute__(self, "_raw")
+            return object.__getattribute__(self, "_buf")
         if t.tail is not None and name == t.tail.name:
-            raw = object.__getattribute__(self, "_raw")
+            raw = object.__getattribute__(self, "_buf")
             a = t._tail_view(raw, t._tail_count(raw))
             if t.tail.kind == "string":
                 return [_decode_string(v.tobytes()) for v in a]
@@ -637,12 +883,12 @@ class Message(Struct):
         t = self._type
         if t.tail is not None and name == t.tail.name:
             a = t._tail_array(value)
-            n = t._tail_count(self._raw)
+            n = t._tail_count(self._buf)
             if len(a) != n:
                 raise InvalidArgumentError(
                     f"{t.name}.{name}: has {n} elements; a message's trailing array keeps the length it was made "
                     f"with (make a new message: {t.name.split('/')[-1]}.new({name}=...))")
-            t._tail_view(self._raw, n)[:] = a
+            t._tail_view(self._buf, n)[:] = a
             return
         Struct.__setattr__(self, name, value)
 
@@ -655,7 +901,7 @@ class Message(Struct):
     def to_dict(self, _budget: Any = None) -> dict[str, Any]:
         t = self._type
         if t._root is None:
-            return {"data": self._raw.tolist()}
+            return {"data": self._buf.tolist()}
         out = Struct.to_dict(self, _budget)
         if t.tail is not None:
             v = self.__getattr__(t.tail.name)
@@ -737,6 +983,8 @@ def image_array(msg: Message) -> np.ndarray:
         h, w, big, step = (int(getattr(msg, n)) for n in ("height", "width", "is_bigendian", "step"))
         enc = msg.encoding
         data = msg.data
+        if isinstance(data, (bytes, bytearray, memoryview, array.array)):
+            data = np.frombuffer(data, _U1)  # a made message's
     else:
         raise InvalidArgumentError(f"image_array needs a sensor_msgs/Image or a shmbus_msgs/Image, not a {t.name}")
     pixel = _ENCODINGS.get(enc)
@@ -765,6 +1013,9 @@ def image_encoding(array: np.ndarray, encoding: str) -> tuple[int, int, int]:
     return a.shape[0], a.shape[1], a.shape[1] * channels * a.dtype.itemsize
 
 
+_RESOLVED: dict[tuple, MessageType] = {}
+
+
 def type_of(value: "MessageType | str | None", msg_path: Iterable[str] | None = None) -> MessageType | None:
     """A MessageType from a MessageType, a name (package/Name, resolved in
     the shipped definitions, `msg_path`, then SHMBUS_MSG_PATH) or None."""
@@ -773,7 +1024,16 @@ def type_of(value: "MessageType | str | None", msg_path: Iterable[str] | None = 
     if isinstance(value, str):
         if value == "shmbus/Bytes":
             return MessageType.bytes()
-        return MessageType(*_shmbus.resolve_type(value, list(msg_path or [])))
+        # Resolved once per name and path (a type is immutable; its dtypes
+        # and parsed schema are made once).
+        key = (value, tuple(msg_path or ()), os.environ.get("SHMBUS_MSG_PATH", ""))
+        t = _RESOLVED.get(key)
+        if t is None:
+            t = MessageType(*_shmbus.resolve_type(value, list(msg_path or [])))
+            if len(_RESOLVED) >= 256:
+                _RESOLVED.pop(next(iter(_RESOLVED)))
+            _RESOLVED[key] = t
+        return t
     raise InvalidArgumentError(f"a message type is a name (package/Name) or a shmbus.MessageType, "
                                f"not {type(value).__name__}")
 

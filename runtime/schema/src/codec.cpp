@@ -10,6 +10,7 @@
 #include <limits>
 
 #include "shmbus/schema.hpp"
+#include "shmbus/schema/encoder.hpp"
 #include "shmbus/utf8.hpp"
 
 namespace shmbus::schema {
@@ -25,11 +26,6 @@ T load(const std::byte* p) {
   T v;
   std::memcpy(&v, p, sizeof(T));
   return v;
-}
-
-template <typename T>
-void store(std::byte* p, T v) {
-  std::memcpy(p, &v, sizeof(T));
 }
 
 json float_to_json(double d) {
@@ -121,222 +117,50 @@ class Decoder {
   bool int64_as_string_ = false;
 };
 
-/// JSON -> bytes: the fixed part in place, each sequence's and string's
-/// block appended as it is met (msg::append).
-class Encoder {
- public:
-  Encoder(std::vector<std::byte>& out, std::size_t max_bytes) : out_(out), max_bytes_(max_bytes) {}
-
-  void message(const MessageDef& m, const json& v, std::size_t base, const std::string& path) {
-    if (!v.is_object()) fail(path.empty() ? m.name : path, "must be an object", v);
-    for (const auto& item : v.items()) {
-      const std::string& key = item.key();
-      const bool known = std::any_of(m.fields.begin(), m.fields.end(), [&](const Field& f) { return f.name == key; });
-      if (!known) {
-        throw CodecError(fmt::format("{}: unknown field '{}' (message {} has: {})", path.empty() ? m.name : path, key,
-                                     m.name, field_list(m)));
-      }
-    }
-    for (const Field& f : m.fields) {
-      const std::string p = path.empty() ? f.name : path + "." + f.name;
-      const auto it = v.find(f.name);
-      if (it == v.end()) throw CodecError(fmt::format("{}: missing (a {} field of {})", p, f.type(), m.name));
-      field(f, *it, base + f.offset, p);
-    }
+/// How the Encoder reads JSON (encoder.hpp).
+struct JsonValues {
+  using Value = const json*;
+  using Fields = const json*;
+  static std::optional<Fields> fields(Value v) {
+    if (!v->is_object()) return std::nullopt;
+    return v;
   }
-
-  void field(const Field& f, const json& v, std::size_t at, const std::string& path) {
-    if (f.unbounded) {
-      if (!v.is_array()) fail(path, "must be an array", v);
-      msg::check_bound(v.size(), f.sequence_bound, path);
-      const std::size_t b = block(at, v.size(), f.element_size, f.element_align, path);
-      for (std::size_t i = 0; i < v.size(); ++i) {
-        element(f, v[i], b + i * f.element_size, fmt::format("{}[{}]", path, i));
-      }
-      return;
-    }
-    if (f.array_length == 0) {
-      element(f, v, at, path);
-      return;
-    }
-    if (!v.is_array() || v.size() != f.array_length) {
-      fail(path, fmt::format("must be an array of {} elements", f.array_length), v);
-    }
-    for (std::uint32_t i = 0; i < f.array_length; ++i) {
-      element(f, v[i], at + std::size_t{i} * f.element_size, fmt::format("{}[{}]", path, i));
-    }
+  template <typename F>
+  static void each_key(Fields v, F f) {
+    for (const auto& item : v->items()) f(std::string_view(item.key()));
   }
-
-  void element(const Field& f, const json& v, std::size_t at, const std::string& path) {
-    switch (f.kind) {
-      case FieldKind::kPrimitive:
-        primitive(f.primitive, v, at, path);
-        return;
-      case FieldKind::kString: {
-        if (!v.is_string()) fail(path, "must be a string", v);
-        const auto& s = v.get_ref<const std::string&>();
-        if (s.size() > f.string_capacity) {
-          throw CodecError(
-              fmt::format("{}: string of {} bytes is out of range for string<{}>", path, s.size(), f.string_capacity));
-        }
-        std::memcpy(out_.data() + at, s.data(), s.size());
-        return;
-      }
-      case FieldKind::kUnboundedString: {
-        if (!v.is_string()) fail(path, "must be a string", v);
-        const auto& s = v.get_ref<const std::string&>();
-        const std::size_t b = block(at, s.size(), 1, 1, path);
-        std::memcpy(out_.data() + b, s.data(), s.size());
-        return;
-      }
-      default:
-        message(*f.message, v, at, path);
-    }
+  static std::optional<Value> find(Fields v, std::string_view name) {
+    const auto it = v->find(name);
+    if (it == v->end()) return std::nullopt;
+    return &*it;
   }
-
-  /// A new block, within max_bytes_.
-  std::size_t block(std::size_t at, std::uint64_t count, std::uint32_t size, std::uint32_t align,
-                    const std::string& path) {
-    if (count * size > max_bytes_ || out_.size() + count * size + align > max_bytes_) {
-      throw CodecError(fmt::format("{}: the message would pass {} bytes", path, max_bytes_));
-    }
-    return msg::append(out_, at, count, size, align, path);
+  static bool array(Value v) { return v->is_array(); }
+  static std::size_t size(Value v) { return v->size(); }
+  static Value at(Value v, std::size_t i) { return &(*v)[i]; }
+  static std::optional<std::string_view> string(Value v) {
+    if (!v->is_string()) return std::nullopt;
+    return std::string_view(v->get_ref<const std::string&>());
   }
-
-  void primitive(Primitive p, const json& v, std::size_t at, const std::string& path) {
-    std::byte* b = out_.data() + at;
-    switch (p) {
-      case Primitive::kBool:
-        if (!v.is_boolean()) fail(path, "must be true or false", v);
-        store<std::uint8_t>(b, v.get<bool>() ? 1 : 0);
-        return;
-      case Primitive::kFloat32:
-        store<float>(b, static_cast<float>(floating(v, path, true)));
-        return;
-      case Primitive::kFloat64:
-        store<double>(b, floating(v, path, false));
-        return;
-      case Primitive::kInt8:
-        store<std::int8_t>(b, integer<std::int8_t>(v, path));
-        return;
-      case Primitive::kUint8:
-        store<std::uint8_t>(b, integer<std::uint8_t>(v, path));
-        return;
-      case Primitive::kInt16:
-        store<std::int16_t>(b, integer<std::int16_t>(v, path));
-        return;
-      case Primitive::kUint16:
-        store<std::uint16_t>(b, integer<std::uint16_t>(v, path));
-        return;
-      case Primitive::kInt32:
-        store<std::int32_t>(b, integer<std::int32_t>(v, path));
-        return;
-      case Primitive::kUint32:
-        store<std::uint32_t>(b, integer<std::uint32_t>(v, path));
-        return;
-      case Primitive::kInt64:
-        store<std::int64_t>(b, integer<std::int64_t>(v, path));
-        return;
-      case Primitive::kUint64:
-        store<std::uint64_t>(b, integer<std::uint64_t>(v, path));
-        return;
-    }
+  static std::optional<bool> boolean(Value v) {
+    if (!v->is_boolean()) return std::nullopt;
+    return v->get<bool>();
   }
-
-  template <typename T>
-  static T integer(const json& v, const std::string& path) {
-    const auto out_of_range = [&] {
-      throw CodecError(fmt::format("{}: {} is out of range for {} ({} to {})", path, v.dump(), type_name<T>(),
-                                   +std::numeric_limits<T>::min(), +std::numeric_limits<T>::max()));
-    };
-    if (v.is_number_unsigned()) {
-      const auto u = v.get<std::uint64_t>();
-      if (u > static_cast<std::uint64_t>(std::numeric_limits<T>::max())) out_of_range();
-      return static_cast<T>(u);
-    }
-    if (v.is_number_integer()) {
-      const auto i = v.get<std::int64_t>();
-      if constexpr (std::is_unsigned_v<T>) {
-        if (i < 0) out_of_range();
-        if (static_cast<std::uint64_t>(i) > static_cast<std::uint64_t>(std::numeric_limits<T>::max())) out_of_range();
-      } else {
-        if (i < static_cast<std::int64_t>(std::numeric_limits<T>::min()) ||
-            i > static_cast<std::int64_t>(std::numeric_limits<T>::max())) {
-          out_of_range();
-        }
-      }
-      return static_cast<T>(i);
-    }
-    if constexpr (sizeof(T) == 8) {
-      // 64-bit values also as decimal strings (exact where a JSON number
-      // would not be: past 2^53 in JavaScript).
-      if (v.is_string()) {
-        const auto& s = v.get_ref<const std::string&>();
-        T parsed{};
-        const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), parsed);
-        if (ec == std::errc::result_out_of_range) out_of_range();
-        if (ec == std::errc{} && end == s.data() + s.size() && !s.empty()) return parsed;
-      }
-    }
-    fail(path, fmt::format("must be an integer ({})", type_name<T>()), v);
+  static Number number(Value v) {
+    if (v->is_number_unsigned()) return {Number::Kind::kUnsigned, 0, v->get<std::uint64_t>(), 0};
+    if (v->is_number_integer()) return {Number::Kind::kSigned, v->get<std::int64_t>(), 0, 0};
+    if (v->is_number()) return {Number::Kind::kFloat, 0, 0, v->get<double>()};
+    return {};
   }
-
-  static double floating(const json& v, const std::string& path, bool single) {
-    if (v.is_number()) {
-      const double d = v.get<double>();
-      if (single && std::isfinite(d) && std::abs(d) > std::numeric_limits<float>::max()) {
-        throw CodecError(fmt::format("{}: {} is out of range for float32", path, v.dump()));
-      }
-      return d;
-    }
-    if (v.is_string()) {
-      const auto& s = v.get_ref<const std::string&>();
-      if (s == "NaN") return std::numeric_limits<double>::quiet_NaN();
-      if (s == "Infinity") return std::numeric_limits<double>::infinity();
-      if (s == "-Infinity") return -std::numeric_limits<double>::infinity();
-    }
-    fail(path, "must be a number (or \"NaN\", \"Infinity\", \"-Infinity\")", v);
+  template <typename F>
+  static bool elements(Value /*v*/, Primitive /*p*/, F&& /*use*/) {
+    return false;  // JSON holds numbers one by one
   }
-
-  template <typename T>
-  static const char* type_name() {
-    if constexpr (std::is_same_v<T, std::int8_t>)
-      return "int8";
-    else if constexpr (std::is_same_v<T, std::uint8_t>)
-      return "uint8";
-    else if constexpr (std::is_same_v<T, std::int16_t>)
-      return "int16";
-    else if constexpr (std::is_same_v<T, std::uint16_t>)
-      return "uint16";
-    else if constexpr (std::is_same_v<T, std::int32_t>)
-      return "int32";
-    else if constexpr (std::is_same_v<T, std::uint32_t>)
-      return "uint32";
-    else if constexpr (std::is_same_v<T, std::int64_t>)
-      return "int64";
-    else
-      return "uint64";
-  }
-
-  [[noreturn]] static void fail(const std::string& path, const std::string& what, const json& got) {
-    throw CodecError(fmt::format("{}: {}, got {}", path, what, describe(got)));
-  }
-
-  static std::string describe(const json& v) {
-    std::string text = v.dump(-1, ' ', false, json::error_handler_t::replace);
+  static std::string text(Value v) { return v->dump(); }
+  static std::string describe(Value v) {
+    std::string text = v->dump(-1, ' ', false, json::error_handler_t::replace);
     if (text.size() > 40) text = text.substr(0, 37) + "...";
-    return fmt::format("{} {}", v.type_name(), text);
+    return fmt::format("{} {}", v->type_name(), text);
   }
-
-  static std::string field_list(const MessageDef& m) {
-    std::string s;
-    for (const Field& f : m.fields) s += (s.empty() ? "" : ", ") + f.name;
-    return s;
-  }
-
- private:
-  std::vector<std::byte>& out_;
-  std::size_t max_bytes_;
 };
 
 }  // namespace
@@ -508,10 +332,7 @@ json Schema::with_defaults(const json& partial) const {
 }
 
 std::vector<std::byte> Schema::encode(const json& value, std::size_t max_bytes) const {
-  const MessageDef& m = *root_;
-  std::vector<std::byte> out(m.size);
-  Encoder(out, max_bytes).message(m, value, 0, "");
-  return out;
+  return encode_values<JsonValues>(*this, &value, max_bytes);
 }
 
 Json bytes_to_json(std::span<const std::byte> bytes) {
