@@ -230,10 +230,12 @@ def test_strings_and_sequences_that_point_outside_their_message_are_refused_nami
     assert [len(i.name) for i in overlapping.items] == [100, 100, 100]
     with pytest.raises(shmbus.InvalidArgumentError, match="overlap"):
         overlapping.to_dict()
+    m.flags = 7  # a number in the fixed part is written in place
+    m.frame_id = "other"  # a string: the message is made anew, as rclpy's would be
+    assert t.decode(bytes(m)).flags == 7 and t.decode(bytes(m)).frame_id == "other"
+    shared = shmbus.Message(t, np.frombuffer(bytes(m), np.uint8), None, shared=True)  # as a view of the ring
     with pytest.raises(shmbus.InvalidArgumentError, match="read-only"):
-        m.frame_id = "other"
-    m.flags = 7  # a number in the fixed part stays writable
-    assert t.decode(bytes(m)).flags == 7
+        shared.frame_id = "again"
 
 
 def test_one_trailing_sequence_of_fixed_elements_is_a_writable_view_through_its_varref():

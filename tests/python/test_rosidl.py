@@ -6,6 +6,7 @@ types, array kinds and bounds, string bounds, defaults and constants, for
 every message of ROS 2's test definitions (Debian's
 ros2-test-interface-files) and every shipped ROS 2 type. Debian's rosidl is
 installed for /usr/bin/python3, the interpreter the suite runs."""
+import array
 import pathlib
 
 import numpy as np
@@ -43,7 +44,7 @@ def element_type(field: dict) -> str:
 
 
 def python_value(v):
-    if isinstance(v, np.ndarray):
+    if isinstance(v, (np.ndarray, array.array)):
         return v.tolist()
     if isinstance(v, (np.generic,)):
         return v.item()

@@ -36,7 +36,7 @@ def test_msggen_writes_a_package_that_needs_no_msg_path(tmp_path):
     written = shmbus.msggen.generate(["test_msgs/Ros2Syntax", "test_msgs/WithTail"], str(out), [TEST_MSGS])
     assert sorted(os.path.basename(p) for p in written) == ["__init__.py", "test_msgs.py", "test_msgs.pyi"]
     stub = (out / "test_msgs.pyi").read_text()
-    assert "class _Ros2Syntax(_TypedMessage):" in stub and "    origin: _Point" in stub
+    assert "class Ros2Syntax(_TypedMessage):" in stub and "    origin: _Point" in stub
     assert "    name: str" in stub and "    triple: _NDArray[_Any]" in stub and "B_MAX: _ClassVar[int]" in stub
     assert "GREETING: _ClassVar[str]" in stub and "HALF: _ClassVar[float]" in stub
     # Run where no msg_path names the definitions: the schemas are inside.
@@ -75,6 +75,15 @@ text: str = pub.new(data="hi").data
 node = shmbus.Node("n")
 node.create_subscription(sensor_msgs.Imu, "/imu", lambda m: print(m.header.frame_id), 10)
 x: float = test_msgs.Ros2Syntax().origin.x
+
+
+def on_string(msg: std_msgs.String) -> None:  # a public message class as an annotation
+    print(msg.data.upper())
+
+
+node.create_subscription(std_msgs.String, "/chatter", on_string, 10)
+made = std_msgs.String()
+made.data = "assigned after it is made"
 '''
 
 BAD = '''
@@ -87,6 +96,7 @@ if msg is not None:
     print(msg.header.frame_idd)
     n: str = msg.header.stamp.sec
 print(test_msgs.Ros2Syntax().orgin)
+shmbus.Node("n").create_subscription(sensor_msgs.Imu, "/imu", lambda m: print(m.header.frame_idd), 10)
 '''
 
 
@@ -107,7 +117,8 @@ def test_a_type_checker_knows_each_field(tmp_path):
     bad = _mypy(tmp_path, "bad.py", BAD)
     assert bad.returncode == 1, bad.stdout + bad.stderr
     errors = [line for line in bad.stdout.splitlines() if ": error:" in line]
-    assert len(errors) == 3, bad.stdout
-    assert 'bad.py:8: error: "_Header" has no attribute "frame_idd"' in errors[0]
+    assert len(errors) == 4, bad.stdout
+    assert 'bad.py:8: error: "Header" has no attribute "frame_idd"' in errors[0]
     assert "bad.py:9: error: Incompatible types in assignment" in errors[1]
-    assert 'bad.py:10: error: "_Ros2Syntax" has no attribute "orgin"' in errors[2]
+    assert 'bad.py:10: error: "Ros2Syntax" has no attribute "orgin"' in errors[2]
+    assert 'bad.py:11: error: "Header" has no attribute "frame_idd"' in errors[3]  # inside a lambda

@@ -1,6 +1,6 @@
 # Type hints of the shmbus package (the classes bound in C++ included).
 import logging
-from typing import Any, Callable, Generic, Iterable, Literal, TypeVar, overload
+from typing import Any, Callable, Generic, Iterable, Literal, Type, TypeVar, overload
 
 from numpy.typing import NDArray
 
@@ -19,7 +19,10 @@ from .errors import ResourceError as ResourceError
 from .errors import ServiceFailed as ServiceFailed
 from .errors import ServiceTimeout as ServiceTimeout
 from .errors import TypeMismatchError as TypeMismatchError
-from ._typed import MessageClass
+from ._time import Clock as Clock
+from ._time import Duration as Duration
+from ._time import Future as Future
+from ._time import Time as Time
 
 # A message of a generated type (shmbus.msggen, shmbus.msg), or Message.
 M = TypeVar("M")
@@ -91,7 +94,7 @@ class Loan:
 class Publisher(Generic[M]):
     type: MessageType
     @overload
-    def __init__(self: Publisher[M], channel: str, type: MessageClass[M], *, msg_path: Iterable[str] | None = None,
+    def __init__(self: Publisher[M], channel: str, type: Type[M], *, msg_path: Iterable[str] | None = None,
                  create: bool = True, max_message_size: int | None = None, capacity: int | None = None,
                  depth: int | None = None) -> None: ...
     @overload
@@ -126,7 +129,7 @@ class MessageView:
 
 class Subscriber(Generic[M]):
     @overload
-    def __init__(self: Subscriber[M], channel: str, type: MessageClass[M], *, wait_for_channel: bool = False,
+    def __init__(self: Subscriber[M], channel: str, type: Type[M], *, wait_for_channel: bool = False,
                  history: int = 0, from_first: bool = False, msg_path: Iterable[str] | None = None) -> None: ...
     @overload
     def __init__(self: Subscriber[Message], channel: str, type: MessageType | str | None = None, *,
@@ -165,7 +168,7 @@ class Node:
     @property
     def name(self) -> str: ...
     @overload
-    def subscribe(self, channel: str, type: MessageClass[M], callback: Callable[[M], Any], *,
+    def subscribe(self, channel: str, type: Type[M], callback: Callable[[M], Any], *,
                   in_place: bool = False, history: int = 0, wait_for_channel: bool = False,
                   on_overwritten: Callable[[MessageInfo], Any] | None = None,
                   msg_path: Iterable[str] | None = None) -> Subscription: ...
@@ -175,7 +178,7 @@ class Node:
                   on_overwritten: Callable[[MessageInfo], Any] | None = None,
                   msg_path: Iterable[str] | None = None) -> Subscription: ...
     @overload
-    def publisher(self, channel: str, type: MessageClass[M], *, msg_path: Iterable[str] | None = None,
+    def publisher(self, channel: str, type: Type[M], *, msg_path: Iterable[str] | None = None,
                   max_message_size: int | None = None, capacity: int | None = None,
                   depth: int | None = None) -> Publisher[M]: ...
     @overload
@@ -183,13 +186,13 @@ class Node:
                   max_message_size: int | None = None, capacity: int | None = None,
                   depth: int | None = None) -> Publisher[Message]: ...
     @overload
-    def create_publisher(self, msg_type: MessageClass[M], topic: str, qos_profile: Any = 10,
+    def create_publisher(self, msg_type: Type[M], topic: str, qos_profile: Any = 10,
                          **options: Any) -> Publisher[M]: ...
     @overload
     def create_publisher(self, msg_type: MessageType | str, topic: str, qos_profile: Any = 10,
                          **options: Any) -> Publisher[Message]: ...
     @overload
-    def create_subscription(self, msg_type: MessageClass[M], topic: str, callback: Callable[[M], Any],
+    def create_subscription(self, msg_type: Type[M], topic: str, callback: Callable[[M], Any],
                             qos_profile: Any = 10, **options: Any) -> Subscription: ...
     @overload
     def create_subscription(self, msg_type: MessageType | str | None, topic: str,
@@ -201,6 +204,7 @@ class Node:
     def create_client(self, srv_type: ServiceType | str | None, srv_name: str, **options: Any) -> ServiceClient: ...
     def get_logger(self) -> logging.Logger: ...
     def get_name(self) -> str: ...
+    def get_clock(self) -> Clock: ...
     def destroy_node(self) -> None: ...
     def every(self, period: float, callback: Callable[[], Any]) -> Timer: ...
     def after(self, delay: float, callback: Callable[[], Any]) -> Timer: ...
@@ -211,6 +215,10 @@ class Node:
     def close(self) -> None: ...
     def __enter__(self) -> Node: ...
     def __exit__(self, *exc: Any) -> None: ...
+
+class ExternalShutdownException(SystemExit):
+    message: str
+    def __init__(self, message: str = ...) -> None: ...
 
 class ServiceType:
     name: str
@@ -229,6 +237,8 @@ class ServiceServer:
     def served(self) -> int: ...
     @property
     def failed(self) -> int: ...
+    def close(self) -> None: ...
+    def destroy(self) -> None: ...
 
 class ServiceClient:
     request_type: MessageType
@@ -238,6 +248,9 @@ class ServiceClient:
     def __init__(self, name: str, type: ServiceType | str | None = None, *,
                  msg_path: Iterable[str] | None = None) -> None: ...
     def call(self, request: Message | dict[str, Any] | Any, timeout: float | None = 5.0) -> Message: ...
+    def call_async(self, request: Message | dict[str, Any] | Any, timeout: float | None = 5.0) -> Future: ...
+    def close(self) -> None: ...
+    def destroy(self) -> None: ...
     def wait_for_server(self, timeout: float | None = 5.0) -> bool: ...
     @property
     def server_ready(self) -> bool: ...

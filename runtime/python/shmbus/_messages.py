@@ -86,6 +86,8 @@ def _check_values(value: Any, dtype: np.dtype, path: str) -> np.ndarray:
         raise InvalidArgumentError(f"{path}: must be a number or an array of numbers, not {type(value).__name__}")
     a = np.asarray(value)
     kind = dtype.kind
+    if a.size == 0 and a.ndim == 1:
+        return a.astype(dtype)  # [] is an empty sequence of any type
     if a.dtype.kind == "O":
         # Python integers beyond 64 bits, or mixed lists.
         try:
