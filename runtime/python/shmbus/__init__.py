@@ -105,6 +105,13 @@ def _repr(obj: Any, describe: Callable[[], str]) -> str:
 _spinning: "weakref.WeakSet[Node]" = weakref.WeakSet()
 
 
+# Everything that holds endpoints (nodes, publishers, subscribers, service
+# clients), closed as the interpreter exits: an object in a reference cycle
+# through C++ (a node and a callback that names it) is never collected, and
+# its endpoints would be left behind as a killed process leaves its own.
+_open: "weakref.WeakSet[Any]" = weakref.WeakSet()
+
+
 @atexit.register
 def _stop_spinning_nodes() -> None:
     for node in list(_spinning):
@@ -112,6 +119,11 @@ def _stop_spinning_nodes() -> None:
     deadline = time.monotonic() + 1.0
     while _spinning and time.monotonic() < deadline:
         time.sleep(0.005)
+    for obj in sorted(_open, key=lambda o: not isinstance(o, Node)):  # nodes first
+        try:
+            obj.close()
+        except Exception:  # closing at exit: what is closed already says so
+            pass
 
 
 # A wait longer than this is cut into slices of it, between which Python
@@ -199,6 +211,7 @@ class Publisher:
         self.type: MessageType = t
         self._pub = _wrapped if _wrapped is not None else _shmbus._Publisher(
             channel, t.info, "", create, **_sizes(max_message_size, capacity, depth))
+        _open.add(self)
 
     def __repr__(self) -> str:
         return _repr(self, lambda: f"{self.channel} {self.type.name} published={self.published} "
@@ -334,6 +347,7 @@ class Subscriber:
         self._type = type_of(type, msg_path)
         self._sub = _shmbus._Subscriber(channel, self._type.info if self._type else None, bool(wait_for_channel),
                                         history, from_first, "")
+        _open.add(self)
 
     def __repr__(self) -> str:
         return _repr(self, lambda: f"{self.channel} {self._type.name if self._type else '(type from the channel)'} "
@@ -490,6 +504,7 @@ class Node:
         # clients end with it (close()).
         self._servers: list[ServiceServer] = []
         self._clients: "weakref.WeakSet[ServiceClient]" = weakref.WeakSet()
+        _open.add(self)
         _handle_sigterm()
 
     @property
@@ -750,6 +765,7 @@ class ServiceClient:
         self.srv_name = name
         self._calls = threading.Lock()  # call_async's threads, one call at a time
         self._node_ref: Any = None  # the node that made it (create_client)
+        _open.add(self)
 
     def __repr__(self) -> str:
         return f"<shmbus.ServiceClient {self.name} {self.type}>"
