@@ -186,8 +186,7 @@ struct PyValues {
   }
   template <typename F>
   static bool elements(Value v, schema::Primitive p, F&& use) {
-    if (PyUnicode_Check(v.ptr()) || PyList_Check(v.ptr()) || PyTuple_Check(v.ptr()) ||
-        !PyObject_CheckBuffer(v.ptr())) {
+    if (PyUnicode_Check(v.ptr()) || PyList_Check(v.ptr()) || PyTuple_Check(v.ptr()) || !PyObject_CheckBuffer(v.ptr())) {
       return false;
     }
     Py_buffer view{};
@@ -217,6 +216,27 @@ struct PyValues {
     return what + " " + text(v);
   }
 };
+
+void register_schema(py::module_& m) {
+  // A type's schema, parsed once (a MessageType holds one), and its
+  // messages made from Python values by the schema's one Encoder.
+  py::class_<schema::Schema>(m, "Schema", "A message type's parsed schema.")
+      .def(py::init([](const std::string& text) { return schema::Schema::from_canonical(text); }), py::arg("text"))
+      .def(
+          "encode",
+          [](const schema::Schema& s, py::handle values) {
+            auto bytes = std::make_unique<std::vector<std::byte>>(
+                schema::encode_values<PyValues>(s, values, std::numeric_limits<std::uint32_t>::max()));
+            auto* data = bytes->data();
+            const auto n = static_cast<py::ssize_t>(bytes->size());
+            py::capsule owner(bytes.release(),
+                              [](void* p) { delete static_cast<std::vector<std::byte>*>(p); });  // NOLINT
+            return py::array_t<std::uint8_t>(n, reinterpret_cast<std::uint8_t*>(data), owner);
+          },
+          py::arg("values"),
+          "A message's bytes (a writable uint8 array) from its values: a dict or message object per message, "
+          "lists or buffers for sequences (numbers copied in one block), str for strings; every field given.");
+}
 
 TypeTuple tuple_of(const schema::Schema& s) { return {s.root().name, s.hash(), s.text()}; }
 
@@ -249,24 +269,7 @@ void register_messages(py::module_& m) {
       },
       py::arg("name"), py::arg("msg_path") = std::vector<std::string>{},
       "A type by name (package/Name): the shipped definitions, then msg_path, then SHMBUS_MSG_PATH.");
-  // A type's schema, parsed once (a MessageType holds one), and its
-  // messages made from Python values by the schema's one Encoder.
-  py::class_<schema::Schema>(m, "Schema", "A message type's parsed schema.")
-      .def(py::init([](const std::string& text) { return schema::Schema::from_canonical(text); }), py::arg("text"))
-      .def(
-          "encode",
-          [](const schema::Schema& s, py::handle values) {
-            auto bytes = std::make_unique<std::vector<std::byte>>(
-                schema::encode_values<PyValues>(s, values, std::numeric_limits<std::uint32_t>::max()));
-            auto* data = bytes->data();
-            const auto n = static_cast<py::ssize_t>(bytes->size());
-            py::capsule owner(bytes.release(),
-                              [](void* p) { delete static_cast<std::vector<std::byte>*>(p); });  // NOLINT
-            return py::array_t<std::uint8_t>(n, reinterpret_cast<std::uint8_t*>(data), owner);
-          },
-          py::arg("values"),
-          "A message's bytes (a writable uint8 array) from its values: a dict or message object per message, "
-          "lists or buffers for sequences (numbers copied in one block), str for strings; every field given.");
+  register_schema(m);
   m.def(
       "encode_json",
       [](const std::string& schema, const std::string& json) {
