@@ -6,9 +6,12 @@ same run:
   a Unix socket pair (each side a blocking recv then send);
   image: a 6 MiB rgb8 image delivered to a Python Node in place (publish
   stamp to callback), against a C++ Node's in-place delivery of the same
-  image in the same run (shmbus_bench_node's in-place row, when given).
+  image in the same run (shmbus_bench_node's in-place row, when given);
+  ROS 2 messages: sensor_msgs/Image (640x480 rgb8, 6 MiB) and PointCloud2
+  (10,000 points) made from NumPy and published, against the C++ publish
+  of the same bytes made beforehand; an image read in place.
 
-  PYTHONPATH=build/python python3 tests/bench/bench_python.py [--count N] [--frames N] [--repeat R]
+  PYTHONPATH=build/python python3 tests/bench/bench_python.py [--count N] [--frames N] [--messages N] [--repeat R]
       [--cpp-image-node build/tests/bench/shmbus-bench-image-node]
 """
 
@@ -165,12 +168,62 @@ def image_delivery(frames, cpp_program):
     return p50_us(delays[10:]), cpp_p50
 
 
+def ros_messages(messages):
+    """Medians (ms) of ROS 2's messages made from NumPy and published, each
+    against the C++ publish of the same bytes made beforehand (the copy
+    into the ring alone), in one run: sensor_msgs/Image 640x480 rgb8 and
+    6 MiB, PointCloud2 of 10,000 points from a structured array; and an
+    image read in place (image_array over the ring)."""
+    from shmbus import point_cloud2
+    out = {}
+    for name, shape in (("image 640x480", (480, 640, 3)), ("image 6 MiB", (1024, 2048, 3))):
+        frame = np.random.default_rng(1).integers(0, 255, shape, np.uint8)
+        channel = f"/bench/ros/{shape[0]}"
+        pub = shmbus.Publisher(channel, "sensor_msgs/Image", max_message_size=frame.size + 4096, capacity=4)
+        made = bytes(shmbus.image_message(frame, "rgb8", type="sensor_msgs/Image", header={"frame_id": "cam"}))
+        py = [_timed(lambda: pub.publish(shmbus.image_message(frame, "rgb8", type="sensor_msgs/Image",
+                                                                header={"frame_id": "cam"})))
+              for _ in range(messages)]
+        cpp = [_timed(lambda: pub.publish(made)) for _ in range(messages)]
+        out[name] = (statistics.median(py), statistics.median(cpp))
+    dtype = np.dtype([("x", "<f4"), ("y", "<f4"), ("z", "<f4"), ("intensity", "<f4")])
+    points = np.zeros(10000, dtype)
+    fields = [{"name": n, "offset": 4 * i, "datatype": 7, "count": 1} for i, n in enumerate(dtype.names)]
+    pub = shmbus.Publisher("/bench/ros/cloud", "sensor_msgs/PointCloud2", max_message_size=1 << 20, capacity=4)
+    made = bytes(point_cloud2.create_cloud({"frame_id": "lidar"}, fields, points))
+    py = [_timed(lambda: pub.publish(point_cloud2.create_cloud({"frame_id": "lidar"}, fields, points)))
+          for _ in range(messages)]
+    cpp = [_timed(lambda: pub.publish(made)) for _ in range(messages)]
+    out["cloud 10k points"] = (statistics.median(py), statistics.median(cpp))
+    sub = shmbus.Subscriber("/bench/ros/480", from_first=False)
+    pub = shmbus.Publisher("/bench/ros/480", "sensor_msgs/Image")
+    reads = []
+    for _ in range(messages):
+        pub.publish(made_image := bytes(shmbus.image_message(np.zeros((480, 640, 3), np.uint8), "rgb8",
+                                                             type="sensor_msgs/Image")))
+        view = sub.read(view=True, timeout=1.0)
+        t = time.perf_counter_ns()
+        with view as img:
+            shmbus.image_array(img).shape
+        reads.append((time.perf_counter_ns() - t) / 1e6)
+    del made_image
+    out["image read in place"] = (statistics.median(reads), 0.0)
+    return out
+
+
+def _timed(f):
+    t = time.perf_counter_ns()
+    f()
+    return (time.perf_counter_ns() - t) / 1e6
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--count", type=int, default=20000, help="round trips per transport and repeat")
     ap.add_argument("--frames", type=int, default=300, help="images per repeat")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--cpp-image-node", default="", help="shmbus-bench-image-node, for the C++ Node's image row")
+    ap.add_argument("--messages", type=int, default=200, help="ROS 2 messages made per row and repeat")
     args = ap.parse_args()
     # One domain for the run (a process's default context reads it once);
     # the children inherit it.
@@ -200,6 +253,11 @@ def run(args):
         cpp_text = f"{cpp:>12.1f}us {img / cpp:>6.2f}x" if cpp else f"{'-':>14} {'-':>7}"
         print(f"{r + 1:>6} {s:>9.1f}us {p:>7.1f}us {u:>9.1f}us {p / s:>11.2f}x {u / s:>13.2f}x {img:>11.1f}us "
               f"{cpp_text}", flush=True)
+    print(f"\n{'repeat':>6} {'row':>20} {'python ms':>10} {'C++ copy ms':>12} {'py/C++':>7}")
+    for r in range(args.repeat):
+        for row, (py, cpp) in ros_messages(args.messages).items():
+            both = f"{cpp:>12.3f} {py / cpp:>6.2f}x" if cpp else f"{'-':>12} {'-':>7}"
+            print(f"{r + 1:>6} {row:>20} {py:>10.3f} {both}", flush=True)
 
 
 if __name__ == "__main__":

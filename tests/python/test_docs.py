@@ -21,7 +21,7 @@ def _examples() -> list[str]:
 
 def test_the_marked_examples_run_and_print_what_they_say(tmp_path):
     examples = _examples()
-    assert len(examples) == 2  # the image and the service
+    assert len(examples) == 3  # the first one, the image and the service
     python_dir = os.path.dirname(os.path.dirname(shmbus.__file__))
     for i, code in enumerate(examples):
         expected = [line[2:] for line in code.splitlines() if line.startswith("# ")][-1]

@@ -423,11 +423,11 @@ class _Definition:
         elif not isinstance(value, dict):
             raise InvalidArgumentError(f"{path or self.name}: must be a dict of {self.name}'s fields, "
                                        f"not {type(value).__name__}")
-        made = self.made()
-        vals = made._vals
-        for key, v in value.items():
-            vals[key] = self.field(key, path).value(v, f"{path}.{key}" if path else key)
-        return made
+        for key in value:
+            self.field(key, path)  # an unknown field is refused, naming it
+        vals = {name: f.value(value[name], f"{path}.{name}" if path else name) if name in value else f.default()
+                for name, f in self.fields.items()}
+        return Struct(self, None, None, vals)
 
 
 def _constant_value(primitive: str, text: str) -> Any:
