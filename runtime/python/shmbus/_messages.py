@@ -749,9 +749,11 @@ class Struct:
                 f.set(self._rec, value, name)  # in place, in the message's bytes
                 return
             root = self._ctx[2] if self._ctx is not None and self._ctx[2] is not None else self
-            if not isinstance(root, Message) or root._shared:
-                raise InvalidArgumentError(f"{d.name}.{name}: the message is read-only (a view of shared memory; "
-                                           f"copy it to change it: {d.name.split('/')[-1]}(msg.to_dict()))")
+            if not isinstance(root, Message) or root._shared or root._type.tail is not None:
+                # In the ring (a view, a loan), or a trailing-array type read
+                # from a channel: its bytes are what it is.
+                raise InvalidArgumentError(f"{d.name}.{name}: the message is read-only (its bytes are shared or "
+                                           f"read; copy it to change it: {d.name.split('/')[-1]}(msg.to_dict()))")
             root._make()
             vals = self._made_vals()
         vals[name] = f.value(value, name)
