@@ -37,3 +37,13 @@ def test_the_marked_examples_run_and_print_what_they_say(tmp_path):
         assert r.returncode == 0, f"example {i}:\n{code}\n{r.stderr}"
         assert r.stdout.strip() == expected, r.stdout
         assert r.stderr == "", r.stderr
+
+
+def test_the_rclpy_script_shown_is_the_one_the_tutorial_test_runs():
+    with open(os.path.join(SOURCE_DIR, "docs", "python.md")) as f:
+        text = f.read()
+    shown = re.search(r"ROS 2's publisher tutorial, unchanged.*?```python\n(.*?)```\n", text, re.S).group(1)
+    path = os.path.join(SOURCE_DIR, "tests", "python", "rclpy_tutorials", "publisher_member_function.py")
+    with open(path) as f:
+        tested = "".join(line for line in f if not line.startswith("# "))  # its comment says what it is
+    assert shown == tested

@@ -146,3 +146,11 @@ def test_sigterm_ends_a_plain_node_spin_its_finally_runs_and_its_endpoints_leave
     info = json.loads(shmtool("info", "/py/term", "--json").stdout)
     assert info["publishers"] + info["subscribers"] == [] or all(
         e.get("alive", True) for e in info["publishers"] + info["subscribers"]), info
+
+
+def test_a_node_with_a_parameter_and_rclpys_logger_conditions(ros_env):
+    p = start("param_member_function.py", ros_env)
+    time.sleep(1.5)
+    out = stop(p)
+    assert out.count("Hello world!") >= 3, out
+    assert out.count("said once") == 1, out

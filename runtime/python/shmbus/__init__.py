@@ -105,6 +105,20 @@ def _repr(obj: Any, describe: Callable[[], str]) -> str:
 _spinning: "weakref.WeakSet[Node]" = weakref.WeakSet()
 
 
+def _node_logger(name: str) -> logging.Logger:
+    """The logger ``shmbus.node.NAME``, writing ``shmbus: node "NAME":
+    [LEVEL] ...`` to stderr, INFO and above unless its level is set."""
+    logger = logging.getLogger(f"shmbus.node.{name}")
+    if not logger.handlers:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter(f'shmbus: node "{name}": [%(levelname)s] %(message)s'))
+        logger.addHandler(handler)
+        logger.propagate = False
+        if logger.level == logging.NOTSET:
+            logger.setLevel(logging.INFO)
+    return logger
+
+
 # Everything that holds endpoints (nodes, publishers, subscribers, service
 # clients), closed as the interpreter exits: an object in a reference cycle
 # through C++ (a node and a callback that names it) is never collected, and
@@ -600,15 +614,7 @@ class Node:
         """rclpy's get_logger(): a logging.Logger that writes to stderr, as
         the node's own lines (``shmbus: node "NAME": ...``), INFO and above
         unless its level is set (``logging.getLogger("shmbus.node.NAME")``)."""
-        logger = logging.getLogger(f"shmbus.node.{self.name}")
-        if not logger.handlers:
-            handler = logging.StreamHandler(sys.stderr)
-            handler.setFormatter(logging.Formatter(f'shmbus: node "{self.name}": [%(levelname)s] %(message)s'))
-            logger.addHandler(handler)
-            logger.propagate = False
-            if logger.level == logging.NOTSET:
-                logger.setLevel(logging.INFO)
-        return logger
+        return _node_logger(self.name)
 
     def get_clock(self) -> Clock:
         """rclpy's get_clock(): the wall clock (``.now().to_msg()``)."""

@@ -20,11 +20,13 @@ from typing import Any
 
 from .. import ExternalShutdownException, Future, _handle_sigterm
 from ..errors import InvalidArgumentError
-from . import executors, node, qos, task
+from . import executors, logging, node, parameter, qos, task
 from .node import Node
+from .parameter import Parameter
 
-__all__ = ["ExternalShutdownException", "Future", "Node", "create_node", "executors", "init", "node", "ok", "qos",
-           "shutdown", "spin", "spin_once", "spin_until_future_complete", "task", "try_shutdown"]
+__all__ = ["ExternalShutdownException", "Future", "Node", "Parameter", "create_node", "executors", "get_logger", "init",
+           "logging", "node", "ok", "parameter", "qos", "shutdown", "spin", "spin_once", "spin_until_future_complete",
+           "task", "try_shutdown"]
 
 
 class Context:
@@ -91,6 +93,10 @@ def ok(*, context: Context | None = None) -> bool:
 
 def get_default_context() -> Context:
     return _default
+
+
+def get_logger(name: str) -> "logging.RcutilsLogger":
+    return logging.get_logger(name)
 
 
 def create_node(node_name: str, **kwargs: Any) -> Node:

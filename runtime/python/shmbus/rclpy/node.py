@@ -11,41 +11,11 @@ from .. import Node as _ShmbusNode
 from .. import ServiceClient, _shmbus_options
 from .._time import Future
 from ..errors import InvalidArgumentError, NotFoundError
+from .logging import RcutilsLogger
+from .parameter import Parameter
 
 # Every rclpy node alive: rclpy.shutdown() stops their spins.
 _nodes: "weakref.WeakSet[Node]" = weakref.WeakSet()
-
-
-class ParameterValue:
-    """rclpy's ParameterValue (``get_parameter_value().string_value``)."""
-
-    def __init__(self, value: Any) -> None:
-        self.bool_value = value if isinstance(value, bool) else False
-        self.integer_value = value if isinstance(value, int) and not isinstance(value, bool) else 0
-        self.double_value = float(value) if isinstance(value, float) else 0.0
-        self.string_value = value if isinstance(value, str) else ""
-        self.bool_array_value = list(value) if isinstance(value, (list, tuple)) and all(
-            isinstance(x, bool) for x in value) else []
-        self.integer_array_value = list(value) if isinstance(value, (list, tuple)) and all(
-            isinstance(x, int) and not isinstance(x, bool) for x in value) else []
-        self.double_array_value = list(value) if isinstance(value, (list, tuple)) and all(
-            isinstance(x, float) for x in value) else []
-        self.string_array_value = list(value) if isinstance(value, (list, tuple)) and all(
-            isinstance(x, str) for x in value) else []
-
-
-class Parameter:
-    """A node's parameter (rclpy.parameter.Parameter): its name and value."""
-
-    def __init__(self, name: str, type_: Any = None, value: Any = None) -> None:
-        self.name = name
-        self.value = value
-
-    def get_parameter_value(self) -> ParameterValue:
-        return ParameterValue(self.value)
-
-    def __repr__(self) -> str:
-        return f"Parameter({self.name!r}, value={self.value!r})"
 
 
 class Node(_ShmbusNode):
@@ -73,6 +43,11 @@ class Node(_ShmbusNode):
         if self._namespace and not name.startswith(("/", "~")):
             name = f"{self._namespace}/{name}"
         return super()._resolve(name)
+
+    def get_logger(self) -> RcutilsLogger:  # type: ignore[override]
+        """rclpy's logger: info(), warn(), ... with once, skip_first and
+        throttle_duration_sec."""
+        return RcutilsLogger(super().get_logger())
 
     def get_namespace(self) -> str:
         return self._namespace or "/"
@@ -117,10 +92,15 @@ class Node(_ShmbusNode):
                           ignore_override: bool = False) -> Parameter:
         if name in self._parameters:
             raise InvalidArgumentError(f"parameter {name!r} of node {self.name} is declared already")
+        if isinstance(value, Parameter.Type):
+            value = None  # declared by its type alone
         if not ignore_override and name in self._overrides:
             value = self._overrides[name]
         p = self._parameters[name] = Parameter(name, value=value)
         return p
+
+    def undeclare_parameter(self, name: str) -> None:
+        self._parameters.pop(name, None)
 
     def declare_parameters(self, namespace: str, parameters: list[tuple]) -> list[Parameter]:
         prefix = f"{namespace}." if namespace else ""
@@ -147,7 +127,7 @@ class Node(_ShmbusNode):
         for p in parameters:
             if p.name not in self._parameters and not self._undeclared_ok:
                 raise NotFoundError(f"parameter {p.name!r} of node {self.name} is not declared")
-            self._parameters[p.name] = Parameter(p.name, value=p.value)
+            self._parameters[p.name] = Parameter(p.name, p.type_, p.value)
         return [_Result() for _ in parameters]
 
 
