@@ -154,3 +154,33 @@ def test_a_node_with_a_parameter_and_rclpys_logger_conditions(ros_env):
     out = stop(p)
     assert out.count("Hello world!") >= 3, out
     assert out.count("said once") == 1, out
+
+
+def test_rclpys_graph_calls_rate_and_a_call_async_done_callback(ros_env):
+    import shmbus.rclpy as rclpy
+    from shmbus.rclpy.node import Node
+    from shmbus.ros.std_msgs.msg import String
+
+    with rclpy.init():
+        node = Node("graph", namespace="robot")
+        node.create_publisher(String, "status", 10)
+        node.create_subscription(String, "status", lambda msg: None, 10)
+        assert (node.count_publishers("status"), node.count_subscribers("status")) == (1, 1)
+        assert ("/robot/status", ["std_msgs/msg/String"]) in node.get_topic_names_and_types()
+        rate = node.create_rate(50)
+        start = time.monotonic()
+        for _ in range(5):
+            rate.sleep()
+        assert time.monotonic() - start >= 0.08  # five periods of 20 ms, at least the last four waited
+        srv = shmbus.service_type("example_interfaces/srv/AddTwoInts", [os.path.dirname(os.path.dirname(
+            ros_env["SHMBUS_MSG_PATH"] + "/example_interfaces/srv"))])
+        node.create_service(srv, "add", lambda req, rsp: setattr(rsp, "sum", req.a + req.b) or rsp)
+        client = node.create_client(srv, "add")
+        assert client.wait_for_service(timeout_sec=5.0)
+        done = []
+        future = client.call_async(srv.Request(a=20, b=22))
+        future.add_done_callback(lambda f: done.append(f.result().sum))
+        rclpy.spin_until_future_complete(node, future, timeout_sec=10.0)
+        assert future.done() and future.result().sum == 42 and done == [42]
+        node.destroy_node()
+    assert not rclpy.ok()

@@ -234,7 +234,16 @@ class Publisher:
     def publish(self, message: Message | dict | Any) -> bool:
         """Publishes `message`; True when committed, False when dropped (a
         stuck writer held its slot; counted in ``dropped``)."""
-        return self._pub.publish(encode(self.type, message))
+        t = self.type
+        if isinstance(message, dict) and t._general:
+            message = t.new(message)
+        if isinstance(message, Message) and message._buf is None:
+            # A made message: written by the encoder and published in one
+            # call, with no bytes object in between.
+            if message._type != t and t.has_schema:
+                raise TypeMismatchError(f"a {message._type.name} message on a channel of {t.name}")
+            return self._pub.publish_values(message._type._schema(), message._vals)
+        return self._pub.publish(encode(t, message))
 
     def new(self, _fields: dict | None = None, /, **fields: Any) -> Message:
         """A new message of the channel's type (see MessageType.new)."""

@@ -664,12 +664,16 @@ class MessageType:
         raw = data if isinstance(data, np.ndarray) else np.frombuffer(data, _U1)
         return Message(self, raw, info)
 
-    def _encode(self, values: Any) -> np.ndarray:
-        """A made message's bytes, written by the schema's encoder."""
+    def _schema(self) -> Any:
+        """The schema, parsed once (what the encoder writes from)."""
         handle = self.__dict__.get("_schema_handle")
         if handle is None:
             handle = self._schema_handle = _shmbus.Schema(self.schema)
-        return handle.encode(values)
+        return handle
+
+    def _encode(self, values: Any) -> np.ndarray:
+        """A made message's bytes, written by the schema's encoder."""
+        return self._schema().encode(values)
 
     def __getattr__(self, name: str) -> Any:
         """A constant of the type as a class attribute (``PointField.FLOAT32``),

@@ -110,7 +110,9 @@ struct PyValues {
   static void each_key(const Fields& d, F f) {
     for (const auto& item : d) {
       if (!PyUnicode_Check(item.first.ptr())) throw Error(Errc::kInvalidArgument, "a field's name must be a str");
-      f(std::string_view(PyUnicode_AsUTF8(item.first.ptr())));
+      const char* key = PyUnicode_AsUTF8(item.first.ptr());
+      if (key == nullptr) throw py::error_already_set();
+      f(std::string_view(key));
     }
   }
   static std::optional<Value> find(const Fields& d, std::string_view name) {
@@ -241,6 +243,20 @@ void register_schema(py::module_& m) {
 TypeTuple tuple_of(const schema::Schema& s) { return {s.root().name, s.hash(), s.text()}; }
 
 }  // namespace
+
+std::span<const std::byte> encode_python(const schema::Schema& s, py::handle values) {
+  // Kept between calls: a message of the same size again is written with
+  // no allocation, into pages already mapped.
+  thread_local std::vector<std::byte> buffer;
+  // The values may run Python (a property): a publish from there would
+  // write over the buffer this call is writing.
+  thread_local bool writing = false;
+  if (writing) throw Error(Errc::kInvalidArgument, "a message published while another one is being written");
+  writing = true;
+  const std::unique_ptr<bool, void (*)(bool*)> done(&writing, [](bool* w) { *w = false; });
+  schema::encode_values_into<PyValues>(s, values, std::numeric_limits<std::uint32_t>::max(), buffer);
+  return buffer;
+}
 
 void register_messages(py::module_& m) {
   // The layout runtime (var_message.hpp) that Python's message objects

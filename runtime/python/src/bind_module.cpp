@@ -128,7 +128,16 @@ class PyPublisher {
 
   bool publish(const py::buffer& b) {
     const Bytes bytes = contiguous(b);
-    const std::span<const std::byte> s = bytes.span();
+    return publish_span(bytes.span());
+  }
+
+  /// A made message: its values written by the schema's encoder into this
+  /// thread's buffer, then published from there (no Python object made).
+  bool publish_values(const schema::Schema& schema, py::handle values) {
+    return publish_span(encode_python(schema, values));
+  }
+
+  bool publish_span(std::span<const std::byte> s) {
     Publisher& p = get();
     PublishResult r;
     // A publish that may wait for room (overflow = block) waits without the
@@ -352,6 +361,7 @@ void register_publisher(py::module_& m) {
            py::arg("channel"), py::arg("type"), py::arg("node") = "", py::arg("create") = true,
            py::arg("max_message_size") = 0, py::arg("capacity") = 0, py::arg("depth") = 0)
       .def("publish", &PyPublisher::publish)
+      .def("publish_values", &PyPublisher::publish_values, py::arg("schema"), py::arg("values"))
       .def("loan",
            [](const PyPublisher& p, std::size_t size) {
              (void)p.get();

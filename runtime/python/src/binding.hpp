@@ -11,6 +11,7 @@
 #include <string>
 
 #include "shmbus/publisher.hpp"
+#include "shmbus/schema.hpp"
 #include "shmbus/types.hpp"
 
 namespace shmbus::python {
@@ -46,6 +47,12 @@ py::bytes copy_bytes(std::span<const std::byte> payload);
 /// `node_open`: a node's publisher, usable while the flag is true
 /// (Node.close() clears it); nullptr for a publisher of its own.
 py::object wrap_publisher(std::shared_ptr<Publisher> p, std::shared_ptr<const std::atomic<bool>> node_open = nullptr);
+
+/// The bytes of a message of the type `s` made from Python values (a dict
+/// or a message object; the schema's Encoder), written into this thread's
+/// buffer, which is kept between calls: valid until the thread's next call.
+/// Throws Error (kInvalidArgument) naming the field.
+std::span<const std::byte> encode_python(const schema::Schema& s, py::handle values);
 
 void register_messages(py::module_& m);
 void register_pubsub(py::module_& m);

@@ -316,6 +316,21 @@ inline std::size_t append(std::vector<std::byte>& out, std::size_t at, std::uint
   return r.offset;
 }
 
+/// Appends a block holding `bytes` (`count` elements of `size` bytes,
+/// aligned to `align`) to the message growing in `out` and points the
+/// VarRef at `at` to it: copied once, not zeroed first (an encoder's
+/// sequence of numbers given as one block). Returns where it starts.
+inline std::size_t append_copy(std::vector<std::byte>& out, std::size_t at, std::uint64_t count, std::uint32_t size,
+                               std::uint32_t align, std::span<const std::byte> bytes, std::string_view what) {
+  const VarRef r = place(out.size(), count, size, align, what);
+  std::memcpy(out.data() + at, &r, sizeof r);
+  if (count != 0) {
+    out.resize(r.offset);  // the alignment's padding, zeroed
+    out.insert(out.end(), bytes.begin(), bytes.end());
+  }
+  return r.offset;
+}
+
 /// Writes a message with strings and sequences into a buffer (a loan): the
 /// root's fixed part first, zeroed, then each block appended where the
 /// message ends so far. size() is what to publish (commit). A block that

@@ -4,11 +4,12 @@ in spin_once as rclpy does)."""
 
 from __future__ import annotations
 
+import time
 import weakref
 from typing import Any, Callable
 
 from .. import Node as _ShmbusNode
-from .. import ServiceClient, _shmbus_options
+from .. import ServiceClient, _shmbus_options, channels
 from .._time import Future
 from ..errors import InvalidArgumentError, NotFoundError
 from .logging import RcutilsLogger
@@ -48,6 +49,24 @@ class Node(_ShmbusNode):
         """rclpy's logger: info(), warn(), ... with once, skip_first and
         throttle_duration_sec."""
         return RcutilsLogger(super().get_logger())
+
+    def create_rate(self, frequency: float, clock: Any = None) -> "Rate":
+        """rclpy's Rate: ``sleep()`` until the next period (wall clock)."""
+        return Rate(frequency)
+
+    def count_publishers(self, topic_name: str) -> int:
+        return self._channel(topic_name).get("publishers", 0)
+
+    def count_subscribers(self, topic_name: str) -> int:
+        return self._channel(topic_name).get("subscribers", 0)
+
+    def get_topic_names_and_types(self, no_demangle: bool = False) -> list[tuple[str, list[str]]]:
+        """The domain's channels and their types (``package/msg/Name``)."""
+        return sorted((c["name"], [_ros_type(c.get("type", ""))]) for c in channels() if "error" not in c)
+
+    def _channel(self, topic_name: str) -> dict[str, Any]:
+        name = self._resolve(topic_name)
+        return next((c for c in channels() if c.get("name") == name), {})
 
     def get_namespace(self) -> str:
         return self._namespace or "/"
@@ -129,6 +148,32 @@ class Node(_ShmbusNode):
                 raise NotFoundError(f"parameter {p.name!r} of node {self.name} is not declared")
             self._parameters[p.name] = Parameter(p.name, p.type_, p.value)
         return [_Result() for _ in parameters]
+
+
+class Rate:
+    """rclpy's Rate: sleep() returns at the next multiple of the period
+    (periods that passed meanwhile are skipped)."""
+
+    def __init__(self, frequency: float) -> None:
+        if not frequency > 0:
+            raise InvalidArgumentError(f"a rate's frequency must be above 0 Hz, not {frequency}")
+        self._period = 1.0 / frequency
+        self._next = time.monotonic() + self._period
+
+    def sleep(self) -> None:
+        now = time.monotonic()
+        if self._next > now:
+            time.sleep(self._next - now)
+        self._next += self._period * max(1, int((time.monotonic() - self._next) / self._period) + 1)
+
+    def destroy(self) -> None:
+        pass
+
+
+def _ros_type(name: str) -> str:
+    """``pkg/Name`` as ROS 2 spells a message type: ``pkg/msg/Name``."""
+    parts = name.split("/")
+    return f"{parts[0]}/msg/{parts[1]}" if len(parts) == 2 else name
 
 
 class _Result:

@@ -112,14 +112,14 @@ class Encoder {
         const bool all_bool = std::all_of(bytes.begin(), bytes.end(), [](std::byte x) { return x <= std::byte{1}; });
         if (!all_bool) fail(path, "must be true or false (bytes 0 or 1)", v);
       }
-      std::size_t b = at;
       if (f.unbounded) {
         msg::check_bound(n, f.sequence_bound, path);
-        b = block(at, n, f.element_size, f.element_align, path);
-      } else if (n != f.array_length) {
-        fail(path, fmt::format("must be an array of {} elements", f.array_length), v);
+        fits(n, f.element_size, f.element_align, path);
+        msg::append_copy(out_, at, n, f.element_size, f.element_align, bytes, path);
+        return;
       }
-      if (!bytes.empty()) std::memcpy(out_.data() + b, bytes.data(), bytes.size());
+      if (n != f.array_length) fail(path, fmt::format("must be an array of {} elements", f.array_length), v);
+      if (!bytes.empty()) std::memcpy(out_.data() + at, bytes.data(), bytes.size());
     });
   }
 
@@ -153,10 +153,16 @@ class Encoder {
   /// A new block, within max_bytes_.
   std::size_t block(std::size_t at, std::uint64_t count, std::uint32_t size, std::uint32_t align,
                     const std::string& path) {
+    fits(count, size, align, path);
+    return msg::append(out_, at, count, size, align, path);
+  }
+
+  /// Throws CodecError naming `path` when a block would take the message
+  /// past max_bytes_.
+  void fits(std::uint64_t count, std::uint32_t size, std::uint32_t align, const std::string& path) const {
     if (count * size > max_bytes_ || out_.size() + count * size + align > max_bytes_) {
       throw CodecError(fmt::format("{}: the message would pass {} bytes", path, max_bytes_));
     }
-    return msg::append(out_, at, count, size, align, path);
   }
 
   template <typename T>
@@ -292,12 +298,21 @@ class Encoder {
 };
 
 /// A message of the type `s` from the values `v` read by `Values`, at most
-/// `max_bytes`. Throws CodecError naming the field.
+/// `max_bytes`, written into `out` (its capacity reused). Throws
+/// CodecError naming the field.
+template <typename Values>
+void encode_values_into(const Schema& s, const typename Values::Value& v, std::size_t max_bytes,
+                        std::vector<std::byte>& out) {
+  const MessageDef& m = s.root();
+  out.assign(m.size, std::byte{0});
+  Encoder<Values>(out, max_bytes).message(m, v, 0, "");
+}
+
+/// The same, into a new vector.
 template <typename Values>
 std::vector<std::byte> encode_values(const Schema& s, const typename Values::Value& v, std::size_t max_bytes) {
-  const MessageDef& m = s.root();
-  std::vector<std::byte> out(m.size);
-  Encoder<Values>(out, max_bytes).message(m, v, 0, "");
+  std::vector<std::byte> out;
+  encode_values_into<Values>(s, v, max_bytes, out);
   return out;
 }
 
