@@ -184,3 +184,16 @@ def test_rclpys_graph_calls_rate_and_a_call_async_done_callback(ros_env):
         assert future.done() and future.result().sum == 42 and done == [42]
         node.destroy_node()
     assert not rclpy.ok()
+
+
+def test_rclpys_keywords_that_mean_nothing_here_are_said_once(capfd):
+    node = shmbus.Node("py_keywords")
+    node.create_subscription("std_msgs/String", "/py/kw", lambda m: None, 10, callback_group=object())
+    node.create_subscription("std_msgs/String", "/py/kw2", lambda m: None, 10, callback_group=object())
+    node.create_timer(1.0, lambda: None, callback_group=None, autostart=True)
+    err = capfd.readouterr().err
+    assert err.count("callback_group=") == 1 and "one at a time" in err, err
+    assert err.count("autostart=") == 1, err
+    with pytest.raises(TypeError, match="callbak"):
+        node.create_timer(1.0, lambda: None, callbak=None)
+    node.close()

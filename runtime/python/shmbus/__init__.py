@@ -171,20 +171,33 @@ def _sizes(max_message_size: int | None, capacity: int | None, depth: int | None
     return out
 
 
-# rclpy's keyword arguments that have no meaning on shmbus: accepted, each
-# with what it means here.
+# rclpy's keyword arguments that have no meaning on shmbus: accepted, and
+# what each means here said once on stderr when one is given.
 _RCLPY_ONLY = {
     "callback_group": "a node's callbacks run one at a time on the thread that spins it",
-    "event_callbacks": "deadline and liveliness events are not delivered to Python yet",
+    "event_callbacks": "deadline and liveliness events are not delivered to Python callbacks",
     "qos_overriding_options": "QoS is not overridden by parameters",
-    "raw": "messages are always given as shmbus.Message (bytes(msg) is its wire form)",
-    "publisher_class": "", "subscription_class": "", "content_filter_options": "content filters are not supported",
+    "raw": "a callback gets a shmbus.Message (bytes(msg) is its wire form)",
+    "publisher_class": "the publisher is a shmbus.Publisher",
+    "subscription_class": "the subscription is a shmbus.Subscription",
+    "content_filter_options": "content filters are not applied: every message is delivered",
+    "clock": "a timer runs on the monotonic clock",
+    "autostart": "a timer starts when it is made",
 }
+_said: set[str] = set()
 
 
 def _shmbus_options(options: dict[str, Any]) -> dict[str, Any]:
-    """`options` without rclpy's keywords that mean nothing on shmbus."""
-    return {k: v for k, v in options.items() if k not in _RCLPY_ONLY}
+    """`options` without rclpy's keywords that mean nothing on shmbus (each
+    said once on stderr when given a value)."""
+    out = {}
+    for k, v in options.items():
+        if k not in _RCLPY_ONLY:
+            out[k] = v
+        elif v not in (None, False) and k not in _said:
+            _said.add(k)
+            print(f"shmbus: rclpy's {k}= is accepted and has no effect: {_RCLPY_ONLY[k]}", file=sys.stderr)
+    return out
 
 
 def _transient_local(qos_profile: Any) -> bool:
@@ -595,7 +608,9 @@ class Node:
 
     def create_timer(self, timer_period_sec: float, callback: Callable[[], Any], **options: Any) -> Timer:
         """rclpy's create_timer: ``every(timer_period_sec, callback)``."""
-        _shmbus_options(options)
+        unknown = _shmbus_options(options)
+        if unknown:
+            raise TypeError(f"create_timer() got unexpected keyword arguments: {', '.join(unknown)}")
         return self.every(timer_period_sec, callback)
 
     def create_service(self, srv_type: "ServiceType | str", srv_name: str, callback: Callable[[Message, Message], Any],
