@@ -194,6 +194,10 @@ def test_rclpys_keywords_that_mean_nothing_here_are_said_once(capfd):
     err = capfd.readouterr().err
     assert err.count("callback_group=") == 1 and "one at a time" in err, err
     assert err.count("autostart=") == 1, err
+    from shmbus.rclpy.qos import qos_profile_sensor_data
+    node.create_subscription("std_msgs/String", "/py/kw3", lambda m: None, qos_profile_sensor_data)
+    node.create_subscription("std_msgs/String", "/py/kw4", lambda m: None, qos_profile_sensor_data)
+    assert capfd.readouterr().err.count("reliability=BEST_EFFORT is accepted") == 1
     with pytest.raises(TypeError, match="callbak"):
         node.create_timer(1.0, lambda: None, callbak=None)
     node.close()

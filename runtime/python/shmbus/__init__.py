@@ -200,6 +200,24 @@ def _shmbus_options(options: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _say_qos(qos_profile: Any) -> None:
+    """Says once on stderr what a QoS policy without effect here means on
+    shmbus (the depth, and TRANSIENT_LOCAL, have one)."""
+    said = []
+    reliability = getattr(qos_profile, "reliability", None)
+    if getattr(reliability, "name", reliability) in ("BEST_EFFORT", 2):
+        said.append(("reliability=BEST_EFFORT", "a subscription gets every message its channel's ring still holds, "
+                                                "as with RELIABLE (what the ring overwrote is counted lost)"))
+    for policy in ("deadline", "lifespan", "liveliness_lease_duration"):
+        value = getattr(qos_profile, policy, None)
+        if value is not None and getattr(value, "nanoseconds", value) not in (0, None):
+            said.append((f"{policy}=", "not enforced (shmbusd's thresholds watch a channel's rate)"))
+    for key, meaning in said:
+        if key not in _said:
+            _said.add(key)
+            print(f"shmbus: rclpy's QoS {key} is accepted: {meaning}", file=sys.stderr)
+
+
 def _transient_local(qos_profile: Any) -> bool:
     """A QoS profile whose durability is TRANSIENT_LOCAL (a latched topic)."""
     durability = getattr(qos_profile, "durability", None)
@@ -591,6 +609,7 @@ class Node:
         """rclpy's create_publisher: ``publisher(topic, msg_type,
         depth=...)``; a channel it creates keeps at least `depth` messages
         (more when the configuration says so)."""
+        _say_qos(qos_profile)
         return self.publisher(self._resolve(topic), msg_type, depth=_depth(qos_profile), **_shmbus_options(options))
 
     def create_subscription(self, msg_type: MessageType | str | None, topic: str,
@@ -601,6 +620,7 @@ class Node:
         fall behind by is the channel's ring (its capacity; a slower
         subscription counts what the ring overwrote in ``lost``)."""
         depth = _depth(qos_profile)
+        _say_qos(qos_profile)
         options = _shmbus_options(options)
         if _transient_local(qos_profile):
             options.setdefault("history", depth)  # a latched topic: the last `depth` messages, as a late joiner's
