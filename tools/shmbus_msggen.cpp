@@ -353,6 +353,7 @@ FieldCode code_sequence(const MessageDef& m, const Field& f) {
         f.name);
     const std::string assign = elem_of(f) == Elem::kBool
                                    ? fmt::format(
+                                         "      out.{0}.clear();  // the message's, not the defaults\n"
                                          "      out.{0}.reserve(s.size());\n      for (const std::uint8_t x : s) "
                                          "out.{0}.push_back(x != 0);\n",
                                          f.name)
@@ -385,6 +386,7 @@ FieldCode code_sequence(const MessageDef& m, const Field& f) {
                  : fmt::format("    for (std::size_t i = 0; i < {0}.size(); ++i) {0}[i].build(b.{0}(i));\n", f.name));
   c.from = fmt::format(
                "    {{\n      const auto s = v.{0}();\n      budget.take(s.size(), {1}, {2});\n"
+               "      out.{0}.clear();  // the message's, not the defaults\n"
                "      out.{0}.reserve(s.size());\n",
                f.name, f.element_size, what) +
            (str ? fmt::format("      for (const std::string_view x : s) {{\n        budget.take(x.size(), 1, {1});\n"

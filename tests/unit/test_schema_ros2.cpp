@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "ros2_test_msgs/Defaults.hpp"
 #include "ros2_test_msgs/Outer.hpp"
 #include "ros2_test_msgs/Primitives.hpp"
 #include "ros2_test_msgs/Query.hpp"
@@ -458,4 +459,28 @@ TEST(SchemaRos2, AServiceEventWhoseSchemaIsTheSrvTextIsTheEventTypeRos2DerivesFr
   } catch (const SchemaError& e) {
     EXPECT_NE(std::string(e.what()).find("broken:2:"), std::string::npos) << e.what();
   }
+}
+
+// A copy into the owning type holds the message's sequences, not the
+// definition's defaults followed by them (bool[], string[] and message
+// sequences were appended to the defaults).
+TEST(Ros2DefinitionsTest, AnOwningCopyHoldsTheMessagesSequencesNotTheDefaults) {
+  using ros2_test_msgs::msg::Defaults;
+  Defaults d;
+  EXPECT_EQ(d.flags, (std::vector<bool>{true, false, true}));
+  EXPECT_EQ(d.names, (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(Defaults::from(Defaults::View(shmbus::msg::to_bytes(d))).names, d.names);
+  d.flags = {false};
+  d.names = {"x"};
+  d.numbers = {7};
+  d.inners.resize(1);
+  d.inners[0].label = "in";
+  const std::vector<std::byte> bytes = shmbus::msg::to_bytes(d);
+  const Defaults back = Defaults::from(Defaults::View(bytes));
+  EXPECT_EQ(back.flags, std::vector<bool>{false});
+  EXPECT_EQ(back.names, std::vector<std::string>{"x"});
+  EXPECT_EQ(back.numbers, std::vector<std::int32_t>{7});
+  ASSERT_EQ(back.inners.size(), 1U);
+  EXPECT_EQ(back.inners[0].label, "in");
+  EXPECT_EQ(shmbus::msg::to_bytes(back), bytes);  // and it writes the same bytes again
 }
