@@ -5,8 +5,10 @@
 #   scripts/lint.sh --fix    rewrite formatting in place, then check
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Like the other scripts, lint installs what it needs (idempotent: nothing
+# is asked of apt when the tools are there), so CI can start on a new machine.
 for tool in clang-format clang-tidy-22; do
-  command -v "$tool" >/dev/null || { echo "lint.sh: $tool is missing; run scripts/install-deps.sh" >&2; exit 1; }
+  command -v "$tool" >/dev/null || { bash scripts/install-deps.sh >&2; break; }
 done
 mapfile -t files < <(git ls-files '*.cpp' '*.hpp')
 if [ "${1:-}" = "--fix" ]; then
