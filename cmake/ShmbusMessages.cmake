@@ -1,13 +1,29 @@
 # shmbus_generate_messages(<target> FILES <pkg>/<Name>.msg|.srv|.action... [INCLUDE_DIRS <root>...])
 #
-# Generates <pkg>/<Name>.hpp for each FILE with shmbus-msggen (a service
-# .srv also gives <Name>_Request.hpp and <Name>_Response.hpp; an action
-# .action gives <Name>_Goal.hpp, <Name>_Result.hpp and <Name>_Feedback.hpp;
-# a FILE may be in ROS 2's share layout, <pkg>/msg/<Name>.msg) and makes
-# <target> an INTERFACE library that provides them (and links
-# shmbus::core). Types a FILE uses are looked up among the FILES and in
-# each INCLUDE_DIRS root (<root>/<pkg>/<Name>.msg or <root>/<pkg>/msg/<Name>.msg), e.g. the shipped
-# messages in ${SHMBUS_MESSAGE_DIR}.
+# Generates C++ headers for each FILE with shmbus-msggen, where rosidl puts
+# them: <pkg>/msg/<name>.hpp for a message (<name> in rosidl's
+# lower_case_underscore; <pkg>/<Name>.hpp is kept as an alias),
+# <pkg>/srv/<name>.hpp for a service (with <Name>_Request.hpp and
+# <Name>_Response.hpp), <pkg>/action/<name>.hpp for an action (with
+# <Name>_Goal.hpp, <Name>_Result.hpp and <Name>_Feedback.hpp). A FILE may be
+# flat (<pkg>/<Name>.msg) or in ROS 2's share layout (<pkg>/msg/<Name>.msg).
+# Types a FILE uses are looked up among the FILES, the shipped definitions,
+# each INCLUDE_DIRS root (<root>/<pkg>/<Name>.msg or
+# <root>/<pkg>/msg/<Name>.msg), SHMBUS_MSG_PATH and AMENT_PREFIX_PATH; those
+# that are not shipped are generated too. A FILE that cannot be generated
+# (a wstring, say) is said in one line and fails only what uses it.
+# <target> is an INTERFACE library that provides the headers and links
+# shmbus::core and shmbus::messages (the shipped types' headers).
+
+# rosidl's file name of a type: rosidl_pycommon's
+# convert_camel_case_to_lower_case_underscore ("PointCloud2" -> "point_cloud2").
+function(_shmbus_snake_case name out)
+  string(REGEX REPLACE "(.)([A-Z][a-z]+)" "\\1_\\2" v "${name}")
+  string(REGEX REPLACE "([a-z0-9])([A-Z])" "\\1_\\2" v "${v}")
+  string(TOLOWER "${v}" v)
+  set(${out} "${v}" PARENT_SCOPE)
+endfunction()
+
 function(shmbus_generate_messages target)
   cmake_parse_arguments(PARSE_ARGV 1 ARG "" "" "FILES;INCLUDE_DIRS")
   if(NOT ARG_FILES)
@@ -25,14 +41,15 @@ function(shmbus_generate_messages target)
       get_filename_component(dir "${dir}" DIRECTORY)
       get_filename_component(pkg "${dir}" NAME)
     endif()
+    _shmbus_snake_case("${name}" snake)
     if(abs MATCHES "\\.action$")
-      list(APPEND headers "${out_dir}/${pkg}/${name}_Goal.hpp" "${out_dir}/${pkg}/${name}_Result.hpp"
-           "${out_dir}/${pkg}/${name}_Feedback.hpp")
+      list(APPEND headers "${out_dir}/${pkg}/action/${snake}.hpp" "${out_dir}/${pkg}/${name}_Goal.hpp"
+           "${out_dir}/${pkg}/${name}_Result.hpp" "${out_dir}/${pkg}/${name}_Feedback.hpp")
+    elseif(abs MATCHES "\\.srv$")
+      list(APPEND headers "${out_dir}/${pkg}/srv/${snake}.hpp" "${out_dir}/${pkg}/${name}_Request.hpp"
+           "${out_dir}/${pkg}/${name}_Response.hpp")
     else()
-      list(APPEND headers "${out_dir}/${pkg}/${name}.hpp")
-    endif()
-    if(abs MATCHES "\\.srv$")
-      list(APPEND headers "${out_dir}/${pkg}/${name}_Request.hpp" "${out_dir}/${pkg}/${name}_Response.hpp")
+      list(APPEND headers "${out_dir}/${pkg}/msg/${snake}.hpp" "${out_dir}/${pkg}/${name}.hpp")
     endif()
     list(APPEND msg_files "${abs}")
   endforeach()
@@ -44,15 +61,23 @@ function(shmbus_generate_messages target)
     file(GLOB_RECURSE found "${abs}/*.msg")
     list(APPEND dep_files ${found})
   endforeach()
+  # The headers of a FILE that cannot be generated are not written: a stamp
+  # is the command's output, the headers its byproducts.
+  set(stamp "${out_dir}.stamp")
   add_custom_command(
-    OUTPUT ${headers}
-    COMMAND shmbus::msggen --out "${out_dir}" ${include_args} ${msg_files}
+    OUTPUT "${stamp}"
+    BYPRODUCTS ${headers}
+    COMMAND shmbus::msggen --out "${out_dir}" --keep-going ${include_args} ${msg_files}
+    COMMAND ${CMAKE_COMMAND} -E touch "${stamp}"
     DEPENDS shmbus::msggen ${msg_files} ${dep_files}
     COMMENT "shmbus-msggen: headers for ${target}"
     VERBATIM)
-  add_custom_target(${target}_generate ALL DEPENDS ${headers})
+  add_custom_target(${target}_generate ALL DEPENDS "${stamp}")
   add_library(${target} INTERFACE)
   add_dependencies(${target} ${target}_generate)
   target_include_directories(${target} INTERFACE "$<BUILD_INTERFACE:${out_dir}>")
   target_link_libraries(${target} INTERFACE shmbus::core)
+  if(TARGET shmbus::messages)
+    target_link_libraries(${target} INTERFACE shmbus::messages)
+  endif()
 endfunction()

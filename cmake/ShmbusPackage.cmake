@@ -6,9 +6,32 @@
 # Configure with -DCMAKE_INSTALL_PREFIX=/usr for a package (tests/package/deb.sh);
 # cpack refuses another prefix with one line (ShmbusPackageCheck.cmake).
 
-# Debian's own layout for what a package puts outside the prefix.
+# What a system install puts outside /usr: the configuration (etc/) and
+# the systemd units (lib/systemd/system/). Installed for prefix /usr (a
+# Debian package) at /etc and /lib/systemd/system, as Debian lays them out;
+# for any other prefix under it (`cmake --install BUILD --prefix P` writes
+# only under P). The prefix is the install's, not the configured one.
 set(SHMBUS_SYSTEMD_UNIT_DIR "lib/systemd/system" CACHE STRING
-    "Where the shmbusd unit goes (relative: under the prefix; a package uses /lib/systemd/system)")
+    "Where the units go: relative, under the install prefix (prefix /usr: under /); absolute, there")
+function(shmbus_install_system_files dir component)
+  cmake_parse_arguments(PARSE_ARGV 2 ARG "" "RENAME" "FILES")
+  if(IS_ABSOLUTE "${dir}")
+    install(FILES ${ARG_FILES} DESTINATION "${dir}" COMPONENT ${component})
+    return()
+  endif()
+  set(rename "")
+  if(ARG_RENAME)
+    set(rename "RENAME \"${ARG_RENAME}\"")
+  endif()
+  install(CODE "
+    if(CMAKE_INSTALL_PREFIX STREQUAL \"/usr\")
+      set(shmbus_dest \"/${dir}\")
+    else()
+      set(shmbus_dest \"\${CMAKE_INSTALL_PREFIX}/${dir}\")
+    endif()
+    file(INSTALL DESTINATION \"\${shmbus_dest}\" TYPE FILE ${rename} FILES ${ARG_FILES})"
+    COMPONENT ${component})
+endfunction()
 
 set(deb_dir ${PROJECT_SOURCE_DIR}/config/debian)
 set(doc_files ${PROJECT_SOURCE_DIR}/README.md ${PROJECT_SOURCE_DIR}/docs/architecture.md
@@ -40,13 +63,12 @@ foreach(component ${components})
           DESTINATION ${CMAKE_INSTALL_DATADIR}/doc/${pkg} COMPONENT ${component})
 endforeach()
 install(FILES ${doc_files} DESTINATION ${CMAKE_INSTALL_DATADIR}/doc/shmbus COMPONENT daemon)
-install(FILES ${PROJECT_SOURCE_DIR}/config/shmbusd.service ${PROJECT_SOURCE_DIR}/config/shmbus-bridge.service
-              ${PROJECT_SOURCE_DIR}/config/shmbus-gateway.service ${PROJECT_SOURCE_DIR}/config/shmbus-roudi.service
-        DESTINATION ${SHMBUS_SYSTEMD_UNIT_DIR} COMPONENT daemon)
+shmbus_install_system_files(${SHMBUS_SYSTEMD_UNIT_DIR} daemon FILES
+  ${PROJECT_SOURCE_DIR}/config/shmbusd.service ${PROJECT_SOURCE_DIR}/config/shmbus-bridge.service
+  ${PROJECT_SOURCE_DIR}/config/shmbus-gateway.service ${PROJECT_SOURCE_DIR}/config/shmbus-roudi.service)
 install(FILES ${PROJECT_SOURCE_DIR}/config/shmbus.sysusers DESTINATION lib/sysusers.d RENAME shmbus.conf
         COMPONENT daemon)
-install(FILES ${PROJECT_SOURCE_DIR}/config/shmbus.toml DESTINATION ${CMAKE_INSTALL_FULL_SYSCONFDIR}/shmbus
-        COMPONENT daemon)
+shmbus_install_system_files(etc/shmbus daemon FILES ${PROJECT_SOURCE_DIR}/config/shmbus.toml)
 
 set(CPACK_GENERATOR DEB)
 set(CPACK_SHMBUS_CONFIGURED_PREFIX "${CMAKE_INSTALL_PREFIX}")

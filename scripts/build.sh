@@ -76,11 +76,12 @@ if command -v ccache >/dev/null; then
   export CCACHE_BASEDIR="$PWD" CCACHE_NOHASHDIR=true
   launcher=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 fi
-# Configured as the Debian packages are (prefix /usr, Debian's unit
-# directory): the package test packs this very tree (tests/package/deb.sh).
+# Configured as the Debian packages are (prefix /usr: the configuration
+# and units then go to /etc and /lib/systemd/system): the package test
+# packs this very tree (tests/package/deb.sh).
 cmake -S . -B "$dir" -G Ninja "${compiler[@]}" "${cross[@]}" "${launcher[@]}" -DCMAKE_BUILD_TYPE="$build_type" -DSHMBUS_SANITIZE="$sanitize" \
   -DSHMBUS_BUILD_BENCHMARKS="$benchmarks" -DSHMBUS_BUILD_FUZZERS="$fuzzers" ${SHMBUS_WERROR:+-DSHMBUS_WERROR="$SHMBUS_WERROR"} \
   ${SHMBUS_LINE_TABLES_ONLY:+-DSHMBUS_LINE_TABLES_ONLY="$SHMBUS_LINE_TABLES_ONLY"} \
-  -DCMAKE_INSTALL_PREFIX=/usr -DSHMBUS_SYSTEMD_UNIT_DIR=/lib/systemd/system >&2
+  -DCMAKE_INSTALL_PREFIX=/usr >&2
 cmake --build "$dir" -j "$(nproc)" "${targets[@]}" >&2
 echo "$dir"

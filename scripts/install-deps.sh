@@ -9,7 +9,7 @@ packages=(
   build-essential cmake ninja-build pkg-config git
   ccache                            # compiler cache (scripts/build.sh): CI's clean clones reuse this machine's compiles
   libfastcdr-dev                    # rmw_fastrtps's CDR: the reference the CDR codec is tested against
-  python3-rosidl ros2-test-interface-files   # ROS 2's own .msg parser and test definitions (tests)
+  python3-rosidl python3-empy ros2-test-interface-files   # ROS 2's own .msg parser, its naming rules (rosidl_pycommon needs empy) and test definitions (tests)
   libboost-dev                      # Boost.Interprocess (header-only)
   libfmt-dev                        # text
   libcli11-dev                      # command lines

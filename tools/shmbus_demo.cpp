@@ -51,7 +51,7 @@ int publisher_process(const Config& config, const std::string& channel, double h
   auto& pub = node.publisher<Imu>(channel);
   std::uint64_t i = 0;
   node.every(duration_cast<nanoseconds>(duration<double>(1.0 / hz)), [&] {
-    pub.publish(Imu{i, {0.01 * static_cast<double>(i), 0, 0}, {0, 0, 9.81}});
+    static_cast<void>(pub.publish(Imu{i, {0.01 * static_cast<double>(i), 0, 0}, {0, 0, 9.81}}));
     ++i;
   });
   node.spin();

@@ -1,20 +1,30 @@
 // shmbus-msggen: generates C++ headers from message definitions (.msg).
 //
-//   shmbus-msggen --out DIR [--include ROOT]... FILE.msg...
+//   shmbus-msggen --out DIR [--include ROOT]... [--keep-going] FILE...
 //
-// FILE is .../<package>/<Name>.msg; its header goes to DIR/<package>/<Name>.hpp.
-// A service .../<package>/<Name>.srv gives <Name>_Request.hpp,
-// <Name>_Response.hpp and <Name>.hpp (the service: its Request and Response).
-// An action .../<package>/<Name>.action gives <Name>_Goal.hpp,
-// <Name>_Result.hpp and <Name>_Feedback.hpp. FILE may also be in ROS 2's
-// share layout (.../<package>/msg/<Name>.msg). Messages it uses are looked
-// up among the FILEs, the shipped definitions and under each ROOT
-// (ROOT/<package>/<Name>.msg or ROOT/<package>/msg/<Name>.msg), read only
-// as needed. Run from CMake by shmbus_generate_messages().
+// Headers go where rosidl puts them: a message .../<pkg>/<Name>.msg gives
+// DIR/<pkg>/msg/<name>.hpp (<name>: Name in rosidl's lower_case_underscore,
+// rosidl_pycommon's rule), with DIR/<pkg>/<Name>.hpp kept as an alias. A
+// service <Name>.srv gives DIR/<pkg>/srv/<name>.hpp (pkg::srv::Name) over
+// <Name>_Request.hpp and <Name>_Response.hpp; an action <Name>.action gives
+// DIR/<pkg>/action/<name>.hpp over <Name>_Goal.hpp, <Name>_Result.hpp and
+// <Name>_Feedback.hpp. FILE may be flat (.../<pkg>/<Name>.msg) or in ROS 2's
+// share layout (.../<pkg>/msg/<Name>.msg). The types a FILE uses are looked
+// up as every program looks them up (schema::TypeCatalog): among the FILEs,
+// the shipped definitions, each ROOT, SHMBUS_MSG_PATH and AMENT_PREFIX_PATH;
+// those not shipped (shmbus::messages holds those) are generated too. Each
+// FILE is generated on its own: one that cannot be read fails only itself
+// and the FILEs that use it, said in one line each (exit 2 at the end, or 0
+// with --keep-going). Run from CMake by shmbus_generate_messages().
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cctype>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 
 #include "shmbus/cli.hpp"
@@ -403,15 +413,99 @@ FieldCode code_field(const MessageDef& m, const Field& f) {
   return code_one(m, f);
 }
 
-/// `#include "pkg/Type.hpp"` of each message type `m`'s fields use.
+// ---- Where a type's header goes, as rosidl lays them out.
+
+/// rosidl's file name of a type (rosidl_pycommon's
+/// convert_camel_case_to_lower_case_underscore): "_" before an upper-case
+/// letter that starts a lower-case run (the run then consumed), then
+/// between a lower-case letter or digit and an upper-case one; lower-cased.
+/// "ColorRGBA" is "color_rgba", "PointCloud2" "point_cloud2".
+std::string snake_case(std::string_view name) {
+  const auto upper = [](char c) { return c >= 'A' && c <= 'Z'; };
+  const auto lower = [](char c) { return c >= 'a' && c <= 'z'; };
+  std::string first;
+  for (std::size_t i = 0; i < name.size();) {
+    first += name[i];
+    if (i + 2 < name.size() && upper(name[i + 1]) && lower(name[i + 2])) {
+      first += '_';
+      std::size_t j = i + 2;
+      while (j < name.size() && lower(name[j])) ++j;
+      first.append(name.substr(i + 1, j - i - 1));
+      i = j;
+    } else {
+      ++i;
+    }
+  }
+  std::string out;
+  for (std::size_t i = 0; i < first.size(); ++i) {
+    const char c = first[i];
+    out += upper(c) ? static_cast<char>(c - 'A' + 'a') : c;
+    if ((lower(c) || (c >= '0' && c <= '9')) && i + 1 < first.size() && upper(first[i + 1])) {
+      out += '_';
+      out += static_cast<char>(first[++i] - 'A' + 'a');
+    }
+  }
+  return out;
+}
+
+/// What defines a type, as ROS 2 names its C++ namespace: "msg", or "srv"
+/// and "action" for the parts of a service or an action.
+std::string kind_of(const MessageDef& m) {
+  const std::string ext = fs::path(m.source).extension().string();
+  if (ext == ".srv") return "srv";
+  if (ext == ".action") return "action";
+  return "msg";
+}
+
+/// The header that holds type `m`: `pkg/msg/<name>.hpp` for a message,
+/// `pkg/<Name>_Request.hpp` (and the like) for a part of a service or an
+/// action (whose own header is `pkg/srv/<name>.hpp`, `pkg/action/<name>.hpp`).
+std::string header_of(const MessageDef& m) {
+  const auto slash = m.name.find('/');
+  const std::string package = m.name.substr(0, slash);
+  const std::string type = m.name.substr(slash + 1);
+  return kind_of(m) == "msg" ? fmt::format("{}/msg/{}.hpp", package, snake_case(type)) : m.name + ".hpp";
+}
+
+/// `#include` of the header of each message type `m`'s fields use.
 std::string dependency_includes(const MessageDef& m) {
   std::set<std::string> deps;
   for (const Field& f : m.fields) {
-    if (f.kind == FieldKind::kMessage) deps.insert(f.message->name);
+    if (f.kind == FieldKind::kMessage) deps.insert(header_of(*f.message));
   }
   std::string h;
-  for (const auto& d : deps) h += fmt::format("#include \"{}.hpp\"\n", d);
+  for (const auto& d : deps) h += fmt::format("#include \"{}\"\n", d);
   return h;
+}
+
+/// A header's guard: the type and its schema hash, so that two targets
+/// that each generated a type they use (the same definition) can be
+/// included together, and two different definitions of one name cannot.
+std::string guard_of(const MessageDef& m, std::uint64_t hash) {
+  std::string g = "SHMBUS_GENERATED_";
+  for (const char c : m.name) g += c == '/' ? '_' : static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return g + fmt::format("_{:016X}", hash);
+}
+
+/// Header `body` of message `m` with its guard, includes and namespaces:
+/// the type is `pkg::Name`, also named `pkg::msg::Name` (and
+/// `pkg::srv::Name` or `pkg::action::Name` for a part of one), as rosidl
+/// names it. `aliases`: the `using` lines for one namespace.
+std::string header_text(const MessageDef& m, const std::string& includes, const std::string& body,
+                        const std::string& aliases) {
+  const std::string text = MessageSet::canonical_text(m);
+  const std::string guard = guard_of(m, hash_text(text));
+  const std::string package = m.name.substr(0, m.name.find('/'));
+  std::string h = fmt::format("// Generated by shmbus-msggen from {}. Do not edit.\n#ifndef {}\n#define {}\n\n",
+                              fs::path(m.source).filename().string(), guard, guard);
+  h += includes + dependency_includes(m);
+  h += fmt::format("\nnamespace {} {{\n\n{}\n}}  // namespace {}\n", package, body, package);
+  std::vector<std::string> spaces{"msg"};
+  if (kind_of(m) != "msg") spaces.push_back(kind_of(m));
+  for (const std::string& ns : spaces) {
+    h += fmt::format("\nnamespace {0}::{1} {{\n{2}}}  // namespace {0}::{1}\n", package, ns, aliases);
+  }
+  return h + fmt::format("\n#endif  // {}\n", guard);
 }
 
 /// `part` of every field's code, in field order.
@@ -486,7 +580,8 @@ std::string owning_struct(const MessageDef& m, const std::string& type, const st
       "  static {2} from(const View& v) {{\n"
       "    shmbus::msg::Budget budget(v.message_size());\n    return from(v, budget);\n  }}\n"
       "  static {2} from(const View& v, shmbus::msg::Budget& budget) {{\n    {2} out;\n{3}"
-      "    static_cast<void>(budget);\n    return out;\n  }}\n}};\n",
+      "    static_cast<void>(budget);\n    return out;\n  }}\n"
+      "  /// Every field equal (rosidl's operator==).\n  bool operator==(const {2}&) const = default;\n}};\n",
       all_of(codes, &FieldCode::grow), all_of(codes, &FieldCode::build), type, all_of(codes, &FieldCode::from));
   return h;
 }
@@ -495,46 +590,29 @@ std::string owning_struct(const MessageDef& m, const std::string& type, const st
 /// place), `Type_Builder` (write into a loan) and `Type` (owning, with
 /// std::string and std::vector, its defaults and constants).
 std::string generate_variable(const MessageDef& m) {
-  const auto slash = m.name.find('/');
-  const std::string package = m.name.substr(0, slash);
-  const std::string type = m.name.substr(slash + 1);
+  const std::string type = m.name.substr(m.name.find('/') + 1);
   std::vector<FieldCode> codes;
   codes.reserve(m.fields.size());
   for (const Field& f : m.fields) codes.push_back(code_field(m, f));
-  std::string h;
-  h += fmt::format("// Generated by shmbus-msggen from {}.msg. Do not edit.\n#pragma once\n\n", m.name);
-  h += "#include <algorithm>\n#include <array>\n#include <cstddef>\n#include <cstdint>\n#include <cstring>\n"
-       "#include <span>\n#include <string>\n#include <string_view>\n#include <vector>\n\n"
-       "#include \"shmbus/error.hpp\"\n#include \"shmbus/fixed_string.hpp\"\n#include \"shmbus/var_message.hpp\"\n";
-  h += dependency_includes(m);
-  h += fmt::format("\nnamespace {} {{\n\n", package);
-  h += view_class(m, type, codes) + builder_class(m, type, codes) + owning_struct(m, type, codes);
-  h += fmt::format("\n}}  // namespace {}\n", package);
-  h += fmt::format(
-      "\nnamespace {0}::msg {{\nusing {1} = {0}::{1};\nusing {1}_View = {0}::{1}_View;\n"
-      "using {1}_Builder = {0}::{1}_Builder;\n}}  // namespace {0}::msg\n",
-      package, type);
-  return h;
+  const std::string includes =
+      "#include <algorithm>\n#include <array>\n#include <cstddef>\n#include <cstdint>\n#include <cstring>\n"
+      "#include <span>\n#include <string>\n#include <string_view>\n#include <vector>\n\n"
+      "#include \"shmbus/error.hpp\"\n#include \"shmbus/fixed_string.hpp\"\n#include \"shmbus/var_message.hpp\"\n";
+  return header_text(
+      m, includes, view_class(m, type, codes) + builder_class(m, type, codes) + owning_struct(m, type, codes),
+      fmt::format("using {0} = {1}::{0};\nusing {0}_View = {1}::{0}_View;\nusing {0}_Builder = {1}::{0}_Builder;\n",
+                  type, m.name.substr(0, m.name.find('/'))));
 }
 
-/// The header of message `m`: a struct for a fixed layout, or a view, a
-/// builder and an owning type for one with strings or sequences.
-std::string generate(const MessageDef& m) {
-  if (m.variable) return generate_variable(m);
+/// The struct of a fixed-layout message: every field and padding byte
+/// initialised (a field to its default, or zero), as rosidl's constructors
+/// do; `==` compares the fields.
+std::string fixed_struct(const MessageDef& m, const std::string& type) {
   const std::string text = MessageSet::canonical_text(m);
-  const auto slash = m.name.find('/');
-  const std::string package = m.name.substr(0, slash);
-  const std::string type = m.name.substr(slash + 1);
-  std::string h;
-  h += fmt::format("// Generated by shmbus-msggen from {}.msg. Do not edit.\n#pragma once\n\n", m.name);
-  h += "#include <array>\n#include <bit>\n#include <cstddef>\n#include <cstdint>\n#include <span>\n"
-       "#include <type_traits>\n\n#include \"shmbus/fixed_string.hpp\"\n";
-  h += dependency_includes(m);
-  h += fmt::format("\nnamespace {} {{\n\n", package);
-  h += fmt::format(
-      "/// {} (schema hash {:016x}). Initialise it with `{} m{{}};`: its\n"
-      "/// padding members are then zero, and fields have their defaults.\n",
-      m.name, hash_text(text), type);
+  std::string h = fmt::format(
+      "/// {} (schema hash {:016x}): every field starts at its default (or zero),\n"
+      "/// and padding members at zero.\n",
+      m.name, hash_text(text));
   h += fmt::format("struct {} {{\n", type);
   h += fmt::format("  static constexpr const char* kTypeName = \"{}\";\n", m.name);
   h += fmt::format("  static constexpr std::uint64_t kTypeHash = 0x{:016x}ULL;\n", hash_text(text));
@@ -547,52 +625,70 @@ std::string generate(const MessageDef& m) {
   std::uint32_t at = 0;
   int pad = 0;
   const auto pad_to = [&](std::uint32_t offset) {
-    if (offset > at) h += fmt::format("  std::uint8_t shmbus_pad{}[{}];\n", pad++, offset - at);
+    if (offset > at) h += fmt::format("  std::uint8_t shmbus_pad{}[{}]{{}};\n", pad++, offset - at);
     at = offset;
   };
+  std::string equal;
   for (const Field& f : m.fields) {
     pad_to(f.offset);
+    const std::string init = f.default_value.is_null() ? "{}" : cpp_default(f);
     if (f.array_length != 0) {
-      h += fmt::format("  std::array<{}, {}> {}{};\n", cpp_element(f), f.array_length, f.name, cpp_default(f));
+      h += fmt::format("  std::array<{}, {}> {}{};\n", cpp_element(f), f.array_length, f.name, init);
     } else {
-      h += fmt::format("  {} {}{};\n", cpp_element(f), f.name, cpp_default(f));
+      h += fmt::format("  {} {}{};\n", cpp_element(f), f.name, init);
     }
+    equal += fmt::format("{}a.{} == b.{}", equal.empty() ? "" : " && ", f.name, f.name);
     at += f.fixed_size();
   }
   pad_to(m.size);
-  h += "};\n\n";
+  h += fmt::format(
+      "\n  /// The fields equal (padding aside).\n  friend bool operator==(const {0}& a, const {0}& b) noexcept {{\n"
+      "    {1}return {2};\n  }}\n}};\n\n",
+      type, m.fields.empty() ? "static_cast<void>(a);\n    static_cast<void>(b);\n    " : "",
+      equal.empty() ? "true" : equal);
   h += "static_assert(std::endian::native == std::endian::little, \"shmbus messages are little-endian\");\n";
   h += "static_assert(sizeof(bool) == 1, \"the schema's bool is one byte\");\n";
   h += fmt::format("static_assert(std::is_trivially_copyable_v<{0}> && std::is_standard_layout_v<{0}>);\n", type);
   h += fmt::format("static_assert(sizeof({}) == {}, \"size must match the schema layout\");\n", type, m.size);
   h += fmt::format("static_assert(alignof({}) == {}, \"alignment must match the schema layout\");\n", type, m.align);
-  for (const Field& f : m.fields) {
-    h += fmt::format("static_assert(offsetof({}, {}) == {});\n", type, f.name, f.offset);
-  }
-  h += fmt::format("\n}}  // namespace {}\n", package);
-  // ROS 2's C++ name of the type too: pkg::msg::Type.
-  h += fmt::format("\nnamespace {0}::msg {{\nusing {1} = {0}::{1};\n}}  // namespace {0}::msg\n", package, type);
+  for (const Field& f : m.fields) h += fmt::format("static_assert(offsetof({}, {}) == {});\n", type, f.name, f.offset);
   return h;
 }
 
-/// The header of a service `package/Name`: a struct naming its Request and
-/// Response messages (what TypedServiceServer/TypedServiceClient take).
-std::string generate_service(const std::string& full) {
+/// The header of message `m`: a struct for a fixed layout, or a view, a
+/// builder and an owning type for one with strings or sequences.
+std::string generate(const MessageDef& m) {
+  if (m.variable) return generate_variable(m);
+  const std::string type = m.name.substr(m.name.find('/') + 1);
+  const std::string includes =
+      "#include <array>\n#include <bit>\n#include <cstddef>\n#include <cstdint>\n#include <span>\n"
+      "#include <type_traits>\n\n#include \"shmbus/fixed_string.hpp\"\n";
+  return header_text(m, includes, fixed_struct(m, type),
+                     fmt::format("using {0} = {1}::{0};\n", type, m.name.substr(0, m.name.find('/'))));
+}
+
+/// The header of a service or an action `package/Name` (`kind` "srv" or
+/// "action"): `pkg::srv::Name` naming its Request and Response (what
+/// TypedServiceServer and TypedServiceClient take), or `pkg::action::Name`
+/// naming its Goal, Result and Feedback.
+std::string generate_family(const std::string& full, const std::string& kind) {
   const auto slash = full.find('/');
   const std::string package = full.substr(0, slash);
   const std::string type = full.substr(slash + 1);
-  const std::string request = shmbus::service_request_type(type);
-  const std::string response = shmbus::service_response_type(type);
-  std::string h;
-  h += fmt::format("// Generated by shmbus-msggen from {}.srv. Do not edit.\n#pragma once\n\n", full);
-  h += fmt::format("#include \"{0}/{1}.hpp\"\n#include \"{0}/{2}.hpp\"\n\n", package, request, response);
-  h += fmt::format("namespace {} {{\n\n/// The service {}: a {} answered by a {}.\n", package, full, request, response);
-  h += fmt::format("struct {} {{\n  static constexpr const char* kServiceType = \"{}\";\n", type, full);
-  h += fmt::format("  using Request = {};\n  using Response = {};\n}};\n", request, response);
-  h += fmt::format("\n}}  // namespace {}\n", package);
-  // ROS 2's C++ name of the service too: pkg::srv::Type.
-  h += fmt::format("\nnamespace {0}::srv {{\nusing {1} = {0}::{1};\n}}  // namespace {0}::srv\n", package, type);
-  return h;
+  const bool srv = kind == "srv";
+  const std::vector<std::pair<std::string, std::string>> parts =
+      srv ? std::vector<std::pair<std::string, std::string>>{{"Request", shmbus::service_request_type(type)},
+                                                             {"Response", shmbus::service_response_type(type)}}
+          : std::vector<std::pair<std::string, std::string>>{
+                {"Goal", type + "_Goal"}, {"Result", type + "_Result"}, {"Feedback", type + "_Feedback"}};
+  std::string h = fmt::format("// Generated by shmbus-msggen from {}.{}. Do not edit.\n#pragma once\n\n", type, kind);
+  for (const auto& [role, name] : parts) h += fmt::format("#include \"{}/{}.hpp\"\n", package, name);
+  h += fmt::format("\nnamespace {}::{} {{\n\n/// The {} {}: ", package, kind, srv ? "service" : "action", full);
+  h += srv ? "a Request answered by a Response.\n" : "a Goal pursued with Feedback to a Result.\n";
+  h += fmt::format("struct {} {{\n  static constexpr const char* k{}Type = \"{}\";\n", type, srv ? "Service" : "Action",
+                   full);
+  for (const auto& [role, name] : parts) h += fmt::format("  using {} = {}::{};\n", role, package, name);
+  return h + fmt::format("}};\n\n}}  // namespace {}::{}\n", package, kind);
 }
 
 /// Writes `text` unless the file already holds it (keeps build times down).
@@ -608,52 +704,142 @@ void write_if_changed(const fs::path& path, const std::string& text) {
   if (!out) throw std::runtime_error("cannot write " + path.string());
 }
 
+/// A FILE given: its package, name, kind ("msg", "srv", "action") and the
+/// message types it defines.
+struct Definition {
+  std::string file;
+  std::string package;
+  std::string name;
+  std::string kind;
+  std::vector<std::string> types;
+};
+
+Definition definition_of(const std::string& file) {
+  const fs::path p(file);
+  // <pkg>/<Name>.msg, or ROS 2's share layout <pkg>/msg/<Name>.msg.
+  fs::path folder = p.parent_path();
+  if (const auto kind = folder.filename(); kind == "msg" || kind == "srv" || kind == "action") {
+    folder = folder.parent_path();
+  }
+  Definition d{file, folder.filename().string(), p.stem().string(), p.extension().string().substr(1), {}};
+  const std::string full = d.package + "/" + d.name;
+  if (d.kind == "srv") {
+    d.types = {shmbus::service_request_type(full), shmbus::service_response_type(full)};
+  } else if (d.kind == "action") {
+    d.types = {full + "_Goal", full + "_Result", full + "_Feedback"};
+  } else {
+    d.types = {full};
+  }
+  return d;
+}
+
+/// Writes the headers of the FILEs, one at a time, and of the types they
+/// use that are not shipped.
+class Generator {
+ public:
+  Generator(std::string out, const std::vector<std::string>& roots, const std::vector<Definition>& given)
+      : out_(std::move(out)), catalog_(roots, true) {
+    for (const Definition& d : given) {
+      for (const std::string& t : d.types) given_[t] = d.file;
+    }
+  }
+
+  /// Generates `d`'s headers and its dependencies'. Throws SchemaError or
+  /// Error when `d`, or a type it uses, cannot be read or found.
+  void generate_file(const Definition& d) {
+    MessageSet set;
+    set.add_file(d.file);
+    bool unknown = false;
+    set.load_missing([&](const std::string& name) {
+      if (const auto it = given_.find(name); it != given_.end()) {
+        set.add_file(it->second);
+        return set.has(name);
+      }
+      const bool found = catalog_.load(set, name);
+      unknown = unknown || !found;
+      return found;
+    });
+    try {
+      set.resolve();
+    } catch (const SchemaError& e) {
+      if (!unknown) throw;
+      throw SchemaError(
+          fmt::format("{} (types are looked for among the files given, the shipped definitions{}{}; "
+                      "add a folder of definitions with --include (INCLUDE_DIRS of "
+                      "shmbus_generate_messages), SHMBUS_MSG_PATH or AMENT_PREFIX_PATH)",
+                      e.what(), catalog_.roots().empty() ? "" : " and ", fmt::join(catalog_.roots(), ", ")));
+    }
+    for (const MessageDef* m : set.messages()) {
+      const bool own = std::find(d.types.begin(), d.types.end(), m->name) != d.types.end();
+      // Another FILE's types are its own to write; the shipped ones are
+      // shmbus::messages'.
+      if (!own && (given_.contains(m->name) || catalog_.locate(m->name).starts_with("<shipped>"))) continue;
+      if (!written_.insert(m->name).second) continue;
+      write(header_of(*m), generate(*m));
+      if (kind_of(*m) == "msg") {
+        write(m->name + ".hpp",
+              fmt::format("// Generated by shmbus-msggen: {0}'s header by its earlier path.\n#pragma once\n"
+                          "#include \"{1}\"\n",
+                          m->name, header_of(*m)));
+      }
+    }
+    if (d.kind != "msg") {
+      write(fmt::format("{}/{}/{}.hpp", d.package, d.kind, snake_case(d.name)),
+            generate_family(d.package + "/" + d.name, d.kind));
+    }
+  }
+
+ private:
+  void write(const std::string& relative, const std::string& text) const {
+    write_if_changed(fs::path(out_) / relative, text);
+  }
+
+  std::string out_;
+  TypeCatalog catalog_;
+  std::map<std::string, std::string> given_;  ///< type -> the FILE that defines it
+  std::set<std::string> written_;
+};
+
 int run(int argc, char** argv) {
   CLI::App app{"generate C++ headers from shmbus message definitions", "shmbus-msggen"};
   std::string out_dir;
   std::vector<std::string> includes;
   std::vector<std::string> files;
-  app.add_option("--out", out_dir, "directory for <package>/<Name>.hpp")->required();
+  bool keep_going = false;
+  app.add_option("--out", out_dir, "directory for <package>/msg/<name>.hpp (and srv/, action/)")->required();
   app.add_option("--include", includes,
                  "a directory of <package>/<Name>.msg or <package>/msg/<Name>.msg files to resolve types from "
-                 "(repeatable)")
+                 "(repeatable; then SHMBUS_MSG_PATH and AMENT_PREFIX_PATH)")
       ->allow_extra_args(false);
+  app.add_flag("--keep-going", keep_going,
+               "a file that cannot be generated is said in one line and skipped: exit 0 (without: exit 2 after the "
+               "rest are written)");
   app.add_option("files", files, ".../<package>/<Name>.msg, .srv and .action files to generate")
       ->required()
       ->check(CLI::ExistingFile);
   if (auto rc = shmbus::cli::parse(app, argc, argv)) return *rc;
-  {
-    MessageSet set;
-    for (const auto& f : files) set.add_file(f);
-    // The types they use, read from the roots only as needed.
-    const TypeCatalog catalog(includes, false);
-    set.load_missing([&](const std::string& name) { return catalog.load(set, name); });
-    set.resolve();
-    for (const auto& f : files) {
-      const fs::path p(f);
-      // <pkg>/<Name>.msg, or ROS 2's share layout <pkg>/msg/<Name>.msg.
-      fs::path folder = p.parent_path();
-      if (const auto kind = folder.filename(); kind == "msg" || kind == "srv" || kind == "action") {
-        folder = folder.parent_path();
-      }
-      const std::string package = folder.filename().string();
-      const fs::path dir = fs::path(out_dir) / package;
-      const std::string full = package + "/" + p.stem().string();
-      if (p.extension() == ".msg") {
-        write_if_changed(dir / (p.stem().string() + ".hpp"), generate(*set.find(full)));
-        continue;
-      }
-      const std::vector<std::string> parts =
-          p.extension() == ".srv"
-              ? std::vector<std::string>{shmbus::service_request_type(full), shmbus::service_response_type(full)}
-              : std::vector<std::string>{full + "_Goal", full + "_Result", full + "_Feedback"};
-      for (const std::string& m : parts) {
-        write_if_changed(dir / (m.substr(m.find('/') + 1) + ".hpp"), generate(*set.find(m)));
-      }
-      if (p.extension() == ".srv") write_if_changed(dir / (p.stem().string() + ".hpp"), generate_service(full));
+  std::vector<Definition> given;
+  for (const std::string& f : files) {
+    Definition d = definition_of(f);
+    if (d.kind != "msg" && d.kind != "srv" && d.kind != "action") {
+      fmt::print(stderr, "shmbus-msggen: {}: not a .msg, .srv or .action file\n", f);
+      return 2;
     }
-    return 0;
+    given.push_back(std::move(d));
   }
+  Generator generator(out_dir, includes, given);
+  int failed = 0;
+  for (const Definition& d : given) {
+    try {
+      generator.generate_file(d);
+    } catch (const shmbus::Error& e) {
+      // One line per file: the rest are still generated.
+      fmt::print(stderr, "shmbus-msggen: {}{}\n", e.what(),
+                 keep_going ? fmt::format("; {}/{} is not generated", d.package, d.name) : "");
+      ++failed;
+    }
+  }
+  return failed != 0 && !keep_going ? 2 : 0;
 }
 
 }  // namespace

@@ -10,7 +10,7 @@
 #include <stdexcept>
 #include <thread>
 
-#include "example_srvs/AddTwoInts.hpp"
+#include "example_srvs/srv/add_two_ints.hpp"
 #include "shmbus/cli.hpp"
 #include "shmbus/node.hpp"
 #include "shmbus/service.hpp"
@@ -29,8 +29,9 @@ int main(int argc, char** argv) {
                           "--delay " + delay_text + " is not a duration; use e.g. 100ms or 1s");
 
     shmbus::Node node("adder");
-    shmbus::TypedServiceServer<example_srvs::AddTwoInts> server(
-        node, service, [&](const example_srvs::AddTwoInts::Request& req, example_srvs::AddTwoInts::Response& rsp) {
+    shmbus::TypedServiceServer<example_srvs::srv::AddTwoInts> server(
+        node, service,
+        [&](const example_srvs::srv::AddTwoInts::Request& req, example_srvs::srv::AddTwoInts::Response& rsp) {
           if (*delay > std::chrono::nanoseconds::zero()) std::this_thread::sleep_for(*delay);
           if (__builtin_add_overflow(req.a, req.b, &rsp.sum)) throw std::overflow_error("a + b overflows int64");
         });

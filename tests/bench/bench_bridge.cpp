@@ -323,7 +323,7 @@ void publish_at(shmbus::Publisher& pub, std::vector<std::byte>& message, double 
     auto* header = reinterpret_cast<shmbus_msgs::Header*>(message.data());
     header->seq = seq++;
     header->stamp_ns = static_cast<std::uint64_t>(shmbus::wall_now_ns());
-    pub.publish(message);
+    static_cast<void>(pub.publish(message));
     next += period;
   }
 }

@@ -245,7 +245,7 @@ void measure_in_process(const Config& c, std::size_t n, std::vector<std::unique_
   std::int64_t spent = 0;
   for (int i = 0; i < kScans; ++i) {
     for (auto& p : pubs) {
-      for (int k = 0; k < 10; ++k) p->publish(payload, sizeof(payload));
+      for (int k = 0; k < 10; ++k) static_cast<void>(p->publish(payload, sizeof(payload)));
     }
     t0 = mono();
     monitor.scan(mono());
@@ -277,7 +277,7 @@ Row run(std::size_t n, Ring ring, const std::vector<int>& tabs, double cpu_secon
     std::byte payload[8]{};
     for (std::size_t i = 0; i < n; ++i) {
       pubs.push_back(std::make_unique<Publisher>(fmt::format("/scale/c{}", i), TypeInfo::bytes(), ctx));
-      for (int k = 0; k < 1000; ++k) pubs.back()->publish(payload, sizeof(payload));
+      for (int k = 0; k < 1000; ++k) static_cast<void>(pubs.back()->publish(payload, sizeof(payload)));
     }
     // The in-process monitor maps every channel a second time: only while
     // both mappings fit under vm.max_map_count (shmbusd and shmtool, other

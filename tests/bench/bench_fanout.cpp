@@ -242,13 +242,13 @@ class ShmbusFanPublisher final : public FanPublisher {
   void send(std::uint64_t tag, std::span<std::byte> message, bool loan) override {
     if (!loan) {
       std::memcpy(message.data(), &tag, sizeof(tag));
-      pub_.publish(message);
+      static_cast<void>(pub_.publish(message));
       return;
     }
     Loan l = pub_.loan(message.size());
     if (!l) throw std::runtime_error("shmbus: no loan of the message's size");
     write_ends(l.data(), tag);
-    pub_.commit(l);
+    static_cast<void>(pub_.commit(l));
   }
 
  private:

@@ -125,9 +125,9 @@ void gateway_row(const TwoHosts& hosts, Row& row, int round_trips, double second
   // Warm up until a round trip completes (discovery, matching).
   bool warm = false;
   for (int i = 0; i < 300 && !warm; ++i) {
-    ping.publish(payload);
+    static_cast<void>(ping.publish(payload));
     if (take_within(ping_b, buffer, 50ms)) {
-      pong.publish(buffer);
+      static_cast<void>(pong.publish(buffer));
       warm = take_within(pong_a, buffer, 1s);
     }
   }
@@ -137,9 +137,9 @@ void gateway_row(const TwoHosts& hosts, Row& row, int round_trips, double second
   std::vector<double> rtt;
   for (int i = 0; i < round_trips; ++i) {
     const std::int64_t t0 = shmbus::mono_now_ns();
-    ping.publish(payload);
+    static_cast<void>(ping.publish(payload));
     if (!take_within(ping_b, buffer, 2s)) continue;
-    pong.publish(buffer);
+    static_cast<void>(pong.publish(buffer));
     if (!take_within(pong_a, buffer, 2s)) continue;
     rtt.push_back(static_cast<double>(shmbus::mono_now_ns() - t0) / 1e3);
   }
@@ -152,7 +152,7 @@ void gateway_row(const TwoHosts& hosts, Row& row, int round_trips, double second
   const std::int64_t end = start + static_cast<std::int64_t>(seconds * 1e9);
   while (shmbus::mono_now_ns() < end) {
     if (sent - received < window) {
-      ping.publish(payload);
+      static_cast<void>(ping.publish(payload));
       ++sent;
     }
     while (ping_b.take(buffer).ok()) ++received;

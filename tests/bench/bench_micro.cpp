@@ -127,7 +127,7 @@ void BM_PublishTake(benchmark::State& state) {
     Subscriber sub("/bench", TypeInfo::bytes(), *d.context);
     std::vector<std::byte> msg(size), buf(4096);
     for (auto _ : state) {
-      pub.publish(msg);
+      static_cast<void>(pub.publish(msg));
       benchmark::DoNotOptimize(sub.take(buf));
     }
   }
@@ -150,7 +150,7 @@ void BM_PublishNodeDispatch(benchmark::State& state) {
         "/bench", TypeInfo::bytes(), [&](std::span<const std::byte> p, const MessageInfo&) { seen += p.size(); }, o);
     std::vector<std::byte> msg(size);
     for (auto _ : state) {
-      pub.publish(msg);
+      static_cast<void>(pub.publish(msg));
       benchmark::DoNotOptimize(node.spin_once(std::chrono::nanoseconds(0)));
     }
     benchmark::DoNotOptimize(seen);
@@ -226,7 +226,7 @@ void BM_TimeListSnapshot(benchmark::State& state) {
   {
     Publisher pub("/bench", TypeInfo::bytes(), *d.context);
     std::vector<std::byte> msg(8);
-    for (int i = 0; i < 2048; ++i) pub.publish(msg);
+    for (int i = 0; i < 2048; ++i) static_cast<void>(pub.publish(msg));
     introspect::ChannelReader reader(d.context->domain(), "/bench");
     introspect::TimeListSnapshot snap;
     for (auto _ : state) {
@@ -248,7 +248,7 @@ void BM_ObserverReadsTenStamps(benchmark::State& state) {
   {
     Publisher pub("/bench", TypeInfo::bytes(), *d.context);
     std::vector<std::byte> msg(8);
-    for (int i = 0; i < 1000; ++i) pub.publish(msg);
+    for (int i = 0; i < 1000; ++i) static_cast<void>(pub.publish(msg));
     const introspect::ChannelReader reader(d.context->domain(), "/bench");
     introspect::TimeListCursor cursor;
     std::vector<std::int64_t> stamps;

@@ -117,7 +117,7 @@ RecordRun record_at(const Options& o, std::size_t size, double rate, double seco
           std::min<std::uint64_t>(total, static_cast<std::uint64_t>(rate * 1e-3 * static_cast<double>(tick)));
       for (; run.published < due; ++run.published) {
         std::memcpy(payload.data(), &run.published, sizeof run.published);
-        pub.publish(payload);
+        static_cast<void>(pub.publish(payload));
       }
       const std::int64_t next = start + tick * 1'000'000;
       const timespec ts{static_cast<time_t>(next / 1'000'000'000), static_cast<long>(next % 1'000'000'000)};

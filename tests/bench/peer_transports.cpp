@@ -81,7 +81,7 @@ class ShmbusLink final : public Link {
     pub_ = std::make_unique<Publisher>(leader ? "/ping" : "/pong", TypeInfo::bytes(), *ctx_,
                                        PublisherOptions{.notify_hook = notify_hook});
   }
-  void send(const std::byte* data, std::size_t size) override { pub_->publish(data, size); }
+  void send(const std::byte* data, std::size_t size) override { static_cast<void>(pub_->publish(data, size)); }
   std::uint64_t receive(Mode mode) override {
     // shmbus_source: the take is recorded in this scope, gone with it, so
     // the next send cites nothing.
@@ -140,7 +140,7 @@ class NodeLink final : public Link {
         o);
     pub_ = &*node_.publisher(leader ? "/ping" : "/pong", TypeInfo::bytes());
   }
-  void send(const std::byte* data, std::size_t size) override { pub_->publish(data, size); }
+  void send(const std::byte* data, std::size_t size) override { static_cast<void>(pub_->publish(data, size)); }
   std::uint64_t receive(Mode mode) override {
     spin_until_received(node_, got_, mode);
     return seq_;
@@ -192,7 +192,7 @@ class NodeCloudLink final : public Link {
     if (!loan) throw std::runtime_error("node_cloud: no loan");
     msg::Writer w(loan.data());
     build_cloud(w, size, static_cast<std::uint32_t>(read_seq(data))).back() = static_cast<std::uint8_t>(read_seq(data));
-    pub_->commit(loan, w.size());
+    static_cast<void>(pub_->commit(loan, w.size()));
   }
   std::uint64_t receive(Mode mode) override {
     spin_until_received(node_, got_, mode);

@@ -227,7 +227,7 @@ class Feeder {
     thread_ = std::thread([this] {
       for (std::uint32_t i = 0; i < 3000 && !stop_; ++i) {
         std::vector<std::byte> bytes = fill_(i);
-        pub_.publish(bytes);
+        static_cast<void>(pub_.publish(bytes));
         {
           const std::lock_guard lock(mutex_);
           sent_.push_back(std::move(bytes));

@@ -24,7 +24,7 @@
 #include <vector>
 
 #include "bridge/bridge_harness.hpp"
-#include "example_srvs/AddTwoInts.hpp"
+#include "example_srvs/srv/add_two_ints.hpp"
 #include "multiprocess/child_process.hpp"
 #include "shmbus/clock.hpp"
 #include "shmbus/introspect.hpp"
@@ -409,10 +409,10 @@ TEST(BridgeTest, ASubscriptionMadeBeforeItsChannelWaitsAndDeliversFromTheFirstMe
   std::vector<std::string> sent;
   for (int i = 0; i < 50; ++i) {
     sent.push_back("m" + std::to_string(i));
-    later.publish(text(sent.back()));
+    EXPECT_EQ(later.publish(text(sent.back())), shmbus::PublishResult::kOk);
   }
-  untyped.publish(text("untyped"));
-  header.publish(text("not a header"));
+  EXPECT_EQ(untyped.publish(text("untyped")), shmbus::PublishResult::kOk);
+  EXPECT_EQ(header.publish(text("not a header")), shmbus::PublishResult::kOk);
   // Everything this client hears now, in whatever order the channels'
   // messages and the refusal come.
   std::vector<std::string> later_data;
@@ -457,7 +457,7 @@ TEST(BridgeTest, EachSubscribeIdIsItsOwnSubscription) {
   std::vector<std::string> sent;
   for (int i = 0; i < 20; ++i) {
     sent.push_back("all " + std::to_string(i));
-    pub.publish(text(sent.back()));
+    EXPECT_EQ(pub.publish(text(sent.back())), shmbus::PublishResult::kOk);
   }
   EXPECT_EQ(published_data(c, "/two", 20), sent);
   // "a" goes; "b" keeps receiving, at its own throttle: of messages
@@ -468,7 +468,7 @@ TEST(BridgeTest, EachSubscribeIdIsItsOwnSubscription) {
   const std::int64_t start = shmbus::mono_now_ns();
   int n = 0;
   while (shmbus::mono_now_ns() - start < 2'500'000'000) {
-    pub.publish(text("throttled " + std::to_string(n++)));
+    EXPECT_EQ(pub.publish(text("throttled " + std::to_string(n++))), shmbus::PublishResult::kOk);
     std::this_thread::sleep_for(10ms);
   }
   std::vector<std::string> got;
@@ -600,7 +600,7 @@ TEST(BridgeTest, RosapiNamesNodesWithWhatEachPublishesSubscribesAndServesAndGive
 
   // Services: those served now. A client alone (its channels, no server)
   // is not listed; a service whose server is gone leaves the list.
-  const shmbus::TypedServiceClient<example_srvs::AddTwoInts> nobody("/graph/nobody", d.context());
+  const shmbus::TypedServiceClient<example_srvs::srv::AddTwoInts> nobody("/graph/nobody", d.context());
   const auto services = [&] { return call("/rosapi/services", json::object())["values"]["services"]; };
   const auto listed = [](const json& list, const std::string& s) {
     return std::find(list.begin(), list.end(), s) != list.end();
@@ -712,7 +712,7 @@ TEST(BridgeTest, AClientThatNeverReadsLosesMessagesCountedAndOthersAreServed) {
   const std::int64_t deadline = shmbus::mono_now_ns() + 20'000'000'000;
   while (metric(bridge.port, "shmbus_bridge_messages_dropped_total") < 50 && shmbus::mono_now_ns() < deadline) {
     for (int i = 0; i < 20; ++i) {
-      big.publish(payload);
+      EXPECT_EQ(big.publish(payload), shmbus::PublishResult::kOk);
       std::this_thread::sleep_for(1ms);
     }
   }
@@ -754,7 +754,7 @@ TEST(BridgeTest, RoslibInAHeadlessBrowserSubscribesBeforeThePublisherCreatesACha
   std::vector<std::string> sent;
   for (int i = 0; i < kCount; ++i) {
     sent.push_back("to the browser " + std::to_string(i));
-    in.publish(std_msgs::msg::String{.data = sent.back()});
+    EXPECT_EQ(in.publish(std_msgs::msg::String{.data = sent.back()}), shmbus::PublishResult::kOk);
   }
   // What the page published made /browser/out; read from its first message.
   ASSERT_TRUE(channel_appears(domain, "/browser/out")) << bridge.process->poll_output();
@@ -817,13 +817,13 @@ TEST(BridgeTest, ARoslibClientServesAServiceThatShmbusProcessesCall) {
                    "ws://127.0.0.1:" + std::to_string(bridge.port), "/js/add", "3"},
                   false);
   ASSERT_TRUE(js.wait_for_output("advertised", 20s)) << js.output();
-  shmbus::TypedServiceClient<example_srvs::AddTwoInts> client("/js/add", d.context());
+  shmbus::TypedServiceClient<example_srvs::srv::AddTwoInts> client("/js/add", d.context());
   ASSERT_TRUE(client.wait_for_server(5s)) << bridge.process->output();
   for (std::int64_t i = 0; i < 3; ++i) {
-    example_srvs::AddTwoInts::Request request{};
+    example_srvs::srv::AddTwoInts::Request request{};
     request.a = 20 + i;
     request.b = 22;
-    example_srvs::AddTwoInts::Response response{};
+    example_srvs::srv::AddTwoInts::Response response{};
     const shmbus::CallResult r = client.call(request, response, 5s);
     ASSERT_TRUE(r.ok()) << shmbus::to_string(r.status);
     EXPECT_EQ(response.sum, 42 + i);
@@ -840,8 +840,8 @@ TEST(BridgeTest, ARoslibClientServesAServiceThatShmbusProcessesCall) {
   const std::int64_t deadline = shmbus::mono_now_ns() + 20'000'000'000;
   while (client.untyped().server_ready() && shmbus::mono_now_ns() < deadline) std::this_thread::sleep_for(10ms);
   ASSERT_FALSE(client.untyped().server_ready()) << "the bridge kept the service of a client that left";
-  example_srvs::AddTwoInts::Request request{};
-  example_srvs::AddTwoInts::Response response{};
+  example_srvs::srv::AddTwoInts::Request request{};
+  example_srvs::srv::AddTwoInts::Response response{};
   const shmbus::CallResult r = client.call(request, response, 2s);
   EXPECT_EQ(r.status, shmbus::CallStatus::kNoServer) << shmbus::to_string(r.status);
 }
@@ -933,7 +933,7 @@ TEST(BridgeConnectTest, TwoDomainsExchangeBothWaysRefuseAMismatchAndResumeAfterT
   for (const auto& m : got) EXPECT_EQ(m, "hello");
   got = take_strings(*l.a_in, 5, 5s);
   ASSERT_EQ(got.size(), 5U);
-  for (int i = 0; i < 50; ++i) l.clash_a.publish(shmbus_msgs::String{});
+  for (int i = 0; i < 50; ++i) EXPECT_EQ(l.clash_a.publish(shmbus_msgs::String{}), shmbus::PublishResult::kOk);
   std::this_thread::sleep_for(300ms);
   EXPECT_EQ(shmbus::introspect::ChannelReader(l.b_domain, "/clash").view().messages, 0U)
       << "nothing of A's /clash reached B's";

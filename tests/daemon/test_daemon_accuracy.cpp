@@ -62,7 +62,7 @@ window = "5s"        # a 1 Hz channel needs more than one period in its window
       auto next = steady_clock::now();
       std::byte payload[8]{};
       while (!stop.load(std::memory_order_relaxed)) {
-        pub.publish(payload, sizeof(payload));
+        EXPECT_EQ(pub.publish(payload, sizeof(payload)), PublishResult::kOk);
         published[i].push_back(mono_now());
         next += period;
         std::this_thread::sleep_until(next);
@@ -116,7 +116,7 @@ TEST(AccuracyTest, SmallTimeListIsReportedTruncatedAndStillMeasured) {
   auto next = steady_clock::now();
   std::byte payload[8]{};
   for (int i = 0; i < 1500; ++i) {
-    pub.publish(payload, sizeof(payload));
+    EXPECT_EQ(pub.publish(payload, sizeof(payload)), PublishResult::kOk);
     next += milliseconds(1);
     std::this_thread::sleep_until(next);
     if (i % 100 == 0) monitor.scan(mono_now());

@@ -529,7 +529,7 @@ TEST(DaemonWeb, ThePageInABrowserFollowsRatesAStopAndChurnWithoutAReload) {
     const std::vector<std::byte> one(8);
     for (int i = 0; i < 200; ++i) {
       churn.push_back(std::make_unique<Publisher>(fmt::format("/churn/c{:03}", i), TypeInfo::bytes(), context));
-      churn.back()->publish(one);
+      EXPECT_EQ(churn.back()->publish(one), PublishResult::kOk);
     }
     EXPECT_TRUE(browser.wait_for_output("churn seen", 60s)) << browser.output();
   }

@@ -105,8 +105,8 @@ TEST(GatewayTest, TwoDomainsCarryTypedChannelsBothWaysDecodableAndNamedAfterThei
   std::uint64_t i = 0;
   while ((messages_of(b.domain(), "/gw/a_out") == 0 || messages_of(a.domain(), "/gw/b_out") == 0) &&
          shmbus::mono_now_ns() < deadline) {
-    a_out.publish(text(std::string{"from a "}.append(std::to_string(i))));
-    b_out.publish(text(std::string{"from b "}.append(std::to_string(i++))));
+    EXPECT_EQ(a_out.publish(text(std::string{"from a "}.append(std::to_string(i)))), shmbus::PublishResult::kOk);
+    EXPECT_EQ(b_out.publish(text(std::string{"from b "}.append(std::to_string(i++)))), shmbus::PublishResult::kOk);
     std::this_thread::sleep_for(5ms);
   }
   ASSERT_GT(messages_of(b.domain(), "/gw/a_out"), 0U) << ga.process->output() << gb.process->output();
@@ -114,8 +114,8 @@ TEST(GatewayTest, TwoDomainsCarryTypedChannelsBothWaysDecodableAndNamedAfterThei
   b_in.emplace("/gw/a_out", b.context());
   a_in.emplace("/gw/b_out", a.context());
   for (int k = 0; k < 5; ++k) {
-    a_out.publish(text(std::string{"a"}.append(std::to_string(k))));
-    b_out.publish(text(std::string{"b"}.append(std::to_string(k))));
+    EXPECT_EQ(a_out.publish(text(std::string{"a"}.append(std::to_string(k)))), shmbus::PublishResult::kOk);
+    EXPECT_EQ(b_out.publish(text(std::string{"b"}.append(std::to_string(k)))), shmbus::PublishResult::kOk);
   }
   // What the loop above sent may still be on its way (DDS on a busy
   // machine): those arrive first, and are not these.
@@ -126,7 +126,8 @@ TEST(GatewayTest, TwoDomainsCarryTypedChannelsBothWaysDecodableAndNamedAfterThei
   // names its publisher after the gateway and the origin host.
   ChildProcess echo({kShmtool, "echo", "/gw/a_out", "-n", "1", "--json"}, false,
                     std::vector<std::string>{"SHMBUS_DOMAIN=" + b.domain()});
-  for (int k = 0; k < 200 && !echo.wait_for_output("\n", 50ms); ++k) a_out.publish(text("decoded"));
+  for (int k = 0; k < 200 && !echo.wait_for_output("\n", 50ms); ++k)
+    EXPECT_EQ(a_out.publish(text("decoded")), shmbus::PublishResult::kOk);
   ASSERT_EQ(echo.wait(10s), 0) << echo.output();
   const json m = json::parse(echo.output());
   EXPECT_EQ(m["data"]["data"], "decoded");
@@ -167,7 +168,7 @@ TEST(GatewayTest, ATypeMismatchBetweenHostsIsRefusedNamingBothTypes) {
   GatewayProcess gb(b.domain(), "[[gateway]]\nimport = [\"/gw/*\"]\n", dds);
   const std::int64_t deadline = shmbus::mono_now_ns() + 15'000'000'000;
   while (gb.process->poll_output().find("refused") == std::string::npos && shmbus::mono_now_ns() < deadline) {
-    a_clash.publish(text("clash"));
+    EXPECT_EQ(a_clash.publish(text("clash")), shmbus::PublishResult::kOk);
     std::this_thread::sleep_for(10ms);
   }
   const std::string out = gb.process->output();
@@ -257,7 +258,9 @@ TEST(GatewayTest, ABurstCrossesInBatchesInOrderWithEveryMessageOnce) {
     if (i % 250 == 0) s.append(20000, 'x');
     return s;
   };
-  const auto publish = [&](const std::string& s) { out.publish(s.data(), s.size()); };
+  const auto publish = [&](const std::string& s) {
+    EXPECT_EQ(out.publish(s.data(), s.size()), shmbus::PublishResult::kOk);
+  };
   const std::int64_t deadline = shmbus::mono_now_ns() + 15'000'000'000;
   while (messages_of(b.domain(), "/gw/burst") == 0 && shmbus::mono_now_ns() < deadline) {
     publish("warm");

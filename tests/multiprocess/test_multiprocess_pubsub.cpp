@@ -105,8 +105,8 @@ TEST_F(MultiProcessTest, SigintEndsEveryNodeOfAProcessCleanly) {
     Publisher a("/alpha_in", TypeInfo::bytes(), *context_);
     Publisher b("/beta_in", TypeInfo::bytes(), *context_);
     const std::uint64_t x = 1;
-    for (int i = 0; i < 5; ++i) a.publish(&x, sizeof x);
-    for (int i = 0; i < 7; ++i) b.publish(&x, sizeof x);
+    for (int i = 0; i < 5; ++i) EXPECT_EQ(a.publish(&x, sizeof x), PublishResult::kOk);
+    for (int i = 0; i < 7; ++i) EXPECT_EQ(b.publish(&x, sizeof x), PublishResult::kOk);
     const auto deadline = std::chrono::steady_clock::now() + 20s;
     while (std::chrono::steady_clock::now() < deadline &&
            (introspect::ChannelReader(domain_, "/alpha_in").view().subscribers.at(0).messages < 5 ||
@@ -154,7 +154,7 @@ TEST_F(MultiProcessTest, ReadmeModuleFusesPublishesAndEndsOnSigint) {
   test::wait_for_subscribers(domain_, "/imu", 1);
   TypedSubscriber<ExamplePose> pose("/pose", *context_);
   TypedPublisher<ExampleOdom> odom("/odom", *context_);
-  odom.publish(ExampleOdom{10.0});
+  EXPECT_EQ(odom.publish(ExampleOdom{10.0}), PublishResult::kOk);
   ASSERT_TRUE(pose.wait(10s));
   MessageInfo info;
   std::optional<ExamplePose> p;

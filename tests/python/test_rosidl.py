@@ -102,3 +102,118 @@ def test_shmbus_parses_as_rosidl(package, path, msg_path):
 def test_every_test_interface_file_but_wstrings_is_compared():
     compared = [d for d in definitions() if d[0] == "test_interface_files"]
     assert len(compared) >= 11, "install ros2-test-interface-files"
+
+
+# Names (CamelCase, as rosidl and shmbus require) that take each branch of
+# rosidl's rule: runs of capitals, digits
+# before and after capitals, one letter.
+HEADER_NAMES = ["ColorRGBA", "PointCloud2", "MultiDOFJointTrajectory", "ABCDef", "AbCd", "HTTPServer2Go",
+                "Imu", "A", "GoalID", "UUID", "Vector3Stamped", "TF2Error", "XYZ1abc", "Pose2D", "A1B2", "Abc2DEFg"]
+
+
+def test_msggen_writes_headers_at_the_paths_rosidl_names(tmp_path):
+    """Each header's name is what rosidl_pycommon (Debian's python3-rosidl)
+    derives from its type, for ROS 2's test definitions and for names that
+    take every branch of the rule; a .srv beside a .msg of one name gets its
+    own header."""
+    import os
+    import subprocess
+
+    from rosidl_pycommon import convert_camel_case_to_lower_case_underscore as rosidl_name
+
+    share = tmp_path / "share" / "names_msgs"
+    (share / "msg").mkdir(parents=True)
+    (share / "srv").mkdir()
+    files = []
+    for name in HEADER_NAMES:
+        f = share / "msg" / f"{name}.msg"
+        f.write_text("int32 x\n")
+        files.append(str(f))
+    (share / "srv" / "ColorRGBA.srv").write_text("int32 a\n---\nint32 b\n")
+    files.append(str(share / "srv" / "ColorRGBA.srv"))
+    names = list(HEADER_NAMES)
+    if TEST_FILES.is_dir():
+        files += [str(f) for f in sorted(TEST_FILES.glob("*.msg")) if f.stem != "WStrings"]
+        names += [f.stem for f in sorted(TEST_FILES.glob("*.msg")) if f.stem != "WStrings"]
+    out = tmp_path / "out"
+    r = subprocess.run([os.environ["SHMBUS_MSGGEN"], "--out", str(out), *files], capture_output=True, text=True,
+                       timeout=60)
+    assert r.returncode == 0, r.stderr
+    for name in names:
+        pkg = "names_msgs" if name in HEADER_NAMES else "test_interface_files"
+        header = out / pkg / "msg" / f"{rosidl_name(name)}.hpp"
+        assert header.is_file(), f"{name}: no {header.relative_to(out)}; written: {sorted(map(str, out.rglob('*.hpp')))}"
+        assert (out / pkg / f"{name}.hpp").read_text().endswith(f'#include "{pkg}/msg/{rosidl_name(name)}.hpp"\n')
+    service = (out / "names_msgs" / "srv" / f"{rosidl_name('ColorRGBA')}.hpp").read_text()
+    assert "namespace names_msgs::srv" in service and "using Request = names_msgs::ColorRGBA_Request;" in service
+
+
+def _msggen(*args: str, env: dict | None = None):
+    import os
+    import subprocess
+
+    return subprocess.run([os.environ["SHMBUS_MSGGEN"], *args], capture_output=True, text=True, timeout=60,
+                          env=env)
+
+
+@pytest.mark.skipif(not TEST_FILES.is_dir(), reason="needs ros2-test-interface-files")
+def test_msggen_leaves_out_only_the_file_it_cannot_read_and_what_uses_it(tmp_path):
+    """ROS 2's test package with its wstring file, and a file of our own
+    that uses that one: each is said in one line, every other header is
+    written; exit 2, or 0 with --keep-going (what shmbus_generate_messages
+    passes)."""
+    mine = tmp_path / "mine_msgs" / "msg"
+    mine.mkdir(parents=True)
+    (mine / "Wide.msg").write_text("test_interface_files/WStrings w\n")
+    (mine / "Fine.msg").write_text("test_interface_files/BasicTypes b\n")
+    files = [str(f) for f in sorted(TEST_FILES.parent.glob("*/*.*"))
+             if f.suffix in (".msg", ".srv", ".action")] + [str(mine / "Wide.msg"), str(mine / "Fine.msg")]
+    for keep_going, rc in ((False, 2), (True, 0)):
+        out = tmp_path / f"out{int(keep_going)}"
+        r = _msggen("--out", str(out), *(["--keep-going"] if keep_going else []), *files)
+        assert r.returncode == rc, r.stderr
+        lines = r.stderr.splitlines()
+        assert len(lines) == 2, r.stderr
+        assert "WStrings.msg:" in lines[0] and "wide strings are not carried" in lines[0], lines[0]
+        assert "WStrings.msg:" in lines[1], lines[1]  # Wide.msg fails with the file it uses
+        if keep_going:
+            assert lines[0].endswith("test_interface_files/WStrings is not generated"), lines[0]
+            assert lines[1].endswith("mine_msgs/Wide is not generated"), lines[1]
+        written = {str(p.relative_to(out)) for p in out.rglob("*.hpp")}
+        for header in ("test_interface_files/msg/multi_nested.hpp", "test_interface_files/srv/arrays.hpp",
+                       "test_interface_files/msg/arrays.hpp", "test_interface_files/action/fibonacci.hpp",
+                       "mine_msgs/msg/fine.hpp"):
+            assert header in written, sorted(written)
+        assert not any("w_strings" in h or "wide" in h for h in written), sorted(written)
+
+
+def test_msggen_finds_what_a_file_uses_as_every_program_does(tmp_path):
+    """A type from a sourced ROS 2 workspace (AMENT_PREFIX_PATH) or
+    SHMBUS_MSG_PATH is found, and its header generated too (it is not
+    shipped); a type found nowhere names the folders looked in and the way
+    to add one."""
+    import os
+
+    mine = tmp_path / "src" / "mine_msgs" / "msg"
+    mine.mkdir(parents=True)
+    (mine / "UsesBasic.msg").write_text("test_interface_files/BasicTypes b\nstd_msgs/Header header\n")
+    (mine / "Lost.msg").write_text("visualization_msgs/Marker marker\n")
+    if TEST_FILES.is_dir():
+        out = tmp_path / "out"
+        env = dict(os.environ, AMENT_PREFIX_PATH="/usr")
+        env.pop("SHMBUS_MSG_PATH", None)
+        r = _msggen("--out", str(out), str(mine / "UsesBasic.msg"), env=env)
+        assert r.returncode == 0, r.stderr
+        assert (out / "test_interface_files" / "msg" / "basic_types.hpp").is_file()
+        assert not (out / "std_msgs").exists(), "std_msgs is shipped: shmbus::messages has its headers"
+        r = _msggen("--out", str(tmp_path / "out2"), str(mine / "UsesBasic.msg"),
+                    env=dict(env, AMENT_PREFIX_PATH="", SHMBUS_MSG_PATH="/usr/share"))
+        assert r.returncode == 0, r.stderr
+    env = dict(os.environ, SHMBUS_MSG_PATH=str(tmp_path / "nowhere"))
+    env.pop("AMENT_PREFIX_PATH", None)
+    r = _msggen("--out", str(tmp_path / "out3"), str(mine / "Lost.msg"), env=env)
+    assert r.returncode == 2
+    line = r.stderr.strip()
+    assert "\n" not in line, line
+    assert "Lost.msg:1: unknown type 'visualization_msgs/Marker'" in line, line
+    assert str(tmp_path / "nowhere") in line and "AMENT_PREFIX_PATH" in line and "--include" in line, line

@@ -10,10 +10,10 @@
 #include <thread>
 #include <vector>
 
-#include "example_srvs/AddTwoInts.hpp"
+#include "example_srvs/srv/add_two_ints.hpp"
 #include "multiprocess/child_process.hpp"
 #include "ros2_test_msgs/Outer.hpp"
-#include "ros2_test_msgs/Query.hpp"
+#include "ros2_test_msgs/srv/query.hpp"
 #include "shmbus/clock.hpp"
 #include "shmbus/error.hpp"
 #include "shmbus/names.hpp"
@@ -28,7 +28,7 @@ namespace shmbus::test {
 namespace {
 
 using namespace std::chrono_literals;
-using AddTwoInts = example_srvs::AddTwoInts;
+using AddTwoInts = example_srvs::srv::AddTwoInts;
 using Client = TypedServiceClient<AddTwoInts>;
 using Server = TypedServiceServer<AddTwoInts>;
 

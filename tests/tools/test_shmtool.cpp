@@ -809,7 +809,7 @@ TEST(Shmtool, InfoShowsANodesCallbackErrors) {
   });
   shmbus::Publisher pub("/flaky", shmbus::TypeInfo::bytes(), ctx);
   const std::uint64_t x = 7;
-  for (int i = 0; i < 5; ++i) pub.publish(&x, sizeof x);
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(pub.publish(&x, sizeof x), shmbus::PublishResult::kOk);
   for (int i = 0; i < 100 && calls < 5; ++i) node.spin_once(100ms);
   ASSERT_EQ(calls, 5);
   const ToolRun info = shmtool(tool_args({"info", "/flaky", "--json"}, d.name));
@@ -837,7 +837,7 @@ TEST(Shmtool, InfoShowsABlockChannelsWaitsTimeoutsAndUnread) {
   shmbus::Publisher pub("/log", shmbus::TypeInfo::bytes(), ctx);
   shmbus::Subscriber idle("/log", shmbus::TypeInfo::bytes(), ctx);
   const std::uint64_t x = 7;
-  for (int i = 0; i < 3; ++i) pub.publish(&x, sizeof x);
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(pub.publish(&x, sizeof x), shmbus::PublishResult::kOk);
   const ToolRun before = shmtool(tool_args({"info", "/log", "--json"}, d.name));
   ASSERT_EQ(before.code, 0) << before.err;
   const json b = json::parse(before.out);
@@ -845,7 +845,8 @@ TEST(Shmtool, InfoShowsABlockChannelsWaitsTimeoutsAndUnread) {
   EXPECT_DOUBLE_EQ(b["block_timeout_s"].get<double>(), 0.03);
   EXPECT_EQ(b["subscribers"][0]["unread"], 3);
   EXPECT_EQ(b["publishers"][0]["block_timeouts"], 0);
-  for (int i = 0; i < 3; ++i) pub.publish(&x, sizeof x);  // the 5th waits 30 ms, then overtakes
+  for (int i = 0; i < 3; ++i)
+    EXPECT_EQ(pub.publish(&x, sizeof x), shmbus::PublishResult::kOk);  // the 5th waits 30 ms, then overtakes
   const ToolRun after = shmtool(tool_args({"info", "/log", "--json"}, d.name));
   const json a = json::parse(after.out);
   EXPECT_EQ(a["publishers"][0]["block_timeouts"], 1);
@@ -875,16 +876,16 @@ TEST(Shmtool, EchoShowsProvenanceAndInfoTheModules) {
   shmbus::Publisher out("/out", shmbus::TypeInfo::bytes(), ctx, shmbus::PublisherOptions{.node = "fuser"});
   int calls = 0;
   node.subscribe_raw("/mid", shmbus::TypeInfo::bytes(), [&](std::span<const std::byte> p, const shmbus::MessageInfo&) {
-    out.publish(p);
+    EXPECT_EQ(out.publish(p), shmbus::PublishResult::kOk);
     ++calls;
   });
   const std::uint64_t x = 7;
-  src.publish(&x, sizeof x);
-  src.publish(&x, sizeof x);
+  EXPECT_EQ(src.publish(&x, sizeof x), shmbus::PublishResult::kOk);
+  EXPECT_EQ(src.publish(&x, sizeof x), shmbus::PublishResult::kOk);
   std::vector<std::byte> buf(64);
   ASSERT_TRUE(src_in.take(buf).ok());
   ASSERT_TRUE(src_in.take(buf).ok());
-  mid.publish(&x, sizeof x);  // cites /src #0 and #1
+  EXPECT_EQ(mid.publish(&x, sizeof x), shmbus::PublishResult::kOk);  // cites /src #0 and #1
   for (int i = 0; i < 100 && calls < 1; ++i) node.spin_once(100ms);
   ASSERT_EQ(calls, 1);
 

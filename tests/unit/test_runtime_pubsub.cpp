@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <array>
 #include <cstring>
 #include <optional>
@@ -169,8 +170,8 @@ TEST_P(PubSubTest, LastMessagesOfAPublisherGoneAreCountedLost) {
 TEST_P(PubSubTest, ReadInPlaceSeesThePayloadWithoutCopyingAndConsumesIt) {
   Publisher pub("/a", TypeInfo::bytes(), domain_.context());
   Subscriber sub("/a", TypeInfo::bytes(), domain_.context());
-  pub.publish(bytes_of(7));
-  pub.publish(bytes_of(8));
+  EXPECT_EQ(pub.publish(bytes_of(7)), PublishResult::kOk);
+  EXPECT_EQ(pub.publish(bytes_of(8)), PublishResult::kOk);
   std::vector<std::uint32_t> seen;
   const void* where = nullptr;
   const TakeResult r = sub.read([&](std::span<const std::byte> p, const MessageInfo& info) {
@@ -198,7 +199,7 @@ TEST_P(PubSubTest, RereadFindsATakenMessageUntilItIsOverwritten) {
   Subscriber sub("/a", TypeInfo::bytes(), domain_.context());
   EXPECT_EQ(sub.capacity(), 8U);
   EXPECT_EQ(sub.transport(), GetParam());
-  pub.publish(bytes_of(7));
+  EXPECT_EQ(pub.publish(bytes_of(7)), PublishResult::kOk);
   MessageInfo taken;
   ASSERT_TRUE(sub.read([&](std::span<const std::byte>, const MessageInfo& info) { taken = info; }).ok());
   if (GetParam() == Transport::kIceoryx) {
@@ -223,7 +224,7 @@ TEST_P(PubSubTest, RereadFindsATakenMessageUntilItIsOverwritten) {
   // Overwritten during the read: the check inside says so, and reread too.
   bool inside = true;
   EXPECT_FALSE(sub.reread(taken.sequence, [&](std::span<const std::byte>, const RingCheck& check) {
-    for (int i = 0; i < 8; ++i) pub.publish(bytes_of(100 + i));  // laps the 8-slot ring
+    for (int i = 0; i < 8; ++i) EXPECT_EQ(pub.publish(bytes_of(100 + i)), PublishResult::kOk);  // laps the 8-slot ring
     inside = check.unchanged();
   }));
   EXPECT_FALSE(inside);
@@ -259,6 +260,29 @@ TEST_P(PubSubTest, APublishOverTheSlotsGrowsARingAndIsRefusedOnIceoryx) {
   EXPECT_EQ(r.info.size, 65U);
   EXPECT_EQ(r.info.lost_before, 0U);
   EXPECT_EQ(room[64], std::byte{9});
+}
+
+// A message larger than the channel may carry is refused, and never
+// silently: the publisher's first refusal is one line on stderr naming the
+// size and the fix, whether it came through publish, a typed publish or a
+// loan; later ones are the result's to say.
+TEST_P(PubSubTest, AMessageTooLargeIsSaidOnceAndRefused) {
+  PublisherOptions o;
+  o.max_grow_size = 256;  // a ring grows to 256-byte slots at most
+  o.max_message_size = 64;
+  Publisher pub("/big", TypeInfo::bytes(), domain_.context(), o);
+  const std::size_t over = 1000;
+  testing::internal::CaptureStderr();
+  EXPECT_EQ(pub.publish(std::vector<std::byte>(over)), PublishResult::kTooLarge);
+  EXPECT_EQ(pub.publish(std::vector<std::byte>(over + 1)), PublishResult::kTooLarge);
+  EXPECT_FALSE(pub.loan(over).valid());
+  const std::string said = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(std::count(said.begin(), said.end(), '\n'), 1) << said;
+  EXPECT_NE(said.find("a message of 1000 bytes does not fit channel /big"), std::string::npos) << said;
+  EXPECT_NE(said.find(GetParam() == Transport::kShm ? "raise max_grow_size" : "max_message_size of at least"),
+            std::string::npos)
+      << said;
+  EXPECT_EQ(pub.published(), 0U);
 }
 
 TEST_P(PubSubTest, SmallBufferReportsSizeAndConsumesNothing) {
@@ -402,7 +426,7 @@ TEST_P(PubSubTest, InvalidChannelNameIsRefused) {
 
 TEST_P(PubSubTest, HistoryDeliversMessagesPublishedBeforeSubscribing) {
   Publisher pub("/a", TypeInfo::bytes(), domain_.context());
-  for (std::uint32_t i = 0; i < 5; ++i) pub.publish(bytes_of(i));
+  for (std::uint32_t i = 0; i < 5; ++i) EXPECT_EQ(pub.publish(bytes_of(i)), PublishResult::kOk);
   Subscriber late("/a", TypeInfo::bytes(), domain_.context(), SubscriberOptions{.history = 3});
   for (std::uint32_t i = 2; i < 5; ++i) {
     ASSERT_TRUE(late.take(buf_).ok());
@@ -416,7 +440,7 @@ TEST_P(PubSubTest, ProvenanceTravelsWithTheMessage) {
   Subscriber sub("/out", TypeInfo::bytes(), domain_.context());
   const std::array<Provenance, 2> inputs{Provenance{3, 0, 100}, Provenance{4, 0, 200}};
   pub.set_provenance(inputs);
-  pub.publish(bytes_of(1));
+  EXPECT_EQ(pub.publish(bytes_of(1)), PublishResult::kOk);
   const TakeResult r = sub.take(buf_);
   ASSERT_TRUE(r.ok());
   ASSERT_EQ(r.info.input_count, 2U);
@@ -424,7 +448,7 @@ TEST_P(PubSubTest, ProvenanceTravelsWithTheMessage) {
   EXPECT_EQ(r.info.provenance[1].sequence, 200U);
   // Back to automatic: this thread's take of /out #0 is what it publishes from.
   pub.set_provenance({});
-  pub.publish(bytes_of(2));
+  EXPECT_EQ(pub.publish(bytes_of(2)), PublishResult::kOk);
   const TakeResult auto_r = sub.take(buf_);
   ASSERT_EQ(auto_r.info.input_count, 1U);
   EXPECT_EQ(auto_r.info.inputs()[0].channel_index, pub.channel_index());
@@ -569,11 +593,11 @@ TEST_P(PubSubTest, PlainThreadCitesWhatItTookSinceItsLastPublishOnThatChannel) {
     std::thread([&] { r = s.take(out_buf); }).join();
     return r;
   };
-  for (std::uint32_t i = 0; i < 3; ++i) pa.publish(bytes_of(i));
-  pb.publish(bytes_of(7));
+  for (std::uint32_t i = 0; i < 3; ++i) EXPECT_EQ(pa.publish(bytes_of(i)), PublishResult::kOk);
+  EXPECT_EQ(pb.publish(bytes_of(7)), PublishResult::kOk);
   ASSERT_TRUE(sa.take(buf_).ok());  // /pa #0
   ASSERT_TRUE(sb.take(buf_).ok());  // /pb #0
-  out.publish(bytes_of(1));
+  EXPECT_EQ(out.publish(bytes_of(1)), PublishResult::kOk);
   TakeResult r = take_elsewhere(sout);
   ASSERT_TRUE(r.ok());
   ASSERT_EQ(r.info.input_count, 2U);
@@ -582,7 +606,7 @@ TEST_P(PubSubTest, PlainThreadCitesWhatItTookSinceItsLastPublishOnThatChannel) {
   EXPECT_EQ(r.info.inputs()[1].channel_index, pb.channel_index());
   EXPECT_GT(r.info.processing_ns, 0);
   // Nothing taken since: the next publish on /out cites nothing...
-  out.publish(bytes_of(2));
+  EXPECT_EQ(out.publish(bytes_of(2)), PublishResult::kOk);
   r = take_elsewhere(sout);
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r.info.input_count, 0U);
@@ -590,13 +614,13 @@ TEST_P(PubSubTest, PlainThreadCitesWhatItTookSinceItsLastPublishOnThatChannel) {
   // ...while another channel's first publish cites what the thread took
   // since its previous publish: /pa #1 only.
   ASSERT_TRUE(sa.take(buf_).ok());  // /pa #1
-  other.publish(bytes_of(3));
+  EXPECT_EQ(other.publish(bytes_of(3)), PublishResult::kOk);
   r = take_elsewhere(sother);
   ASSERT_EQ(r.info.input_count, 1U);
   EXPECT_EQ(r.info.inputs()[0].channel_index, pa.channel_index());
   EXPECT_EQ(r.info.inputs()[0].sequence, 1U);
   // /out's next publish cites /pa #1 as well: taken since /out's last one.
-  out.publish(bytes_of(4));
+  EXPECT_EQ(out.publish(bytes_of(4)), PublishResult::kOk);
   r = take_elsewhere(sout);
   ASSERT_EQ(r.info.input_count, 1U);
   EXPECT_EQ(r.info.inputs()[0].sequence, 1U);
@@ -609,13 +633,13 @@ TEST_P(PubSubTest, SecondLevelShowsTheInputsOfEachInput) {
   Subscriber s2("/l2", TypeInfo::bytes(), domain_.context());
   Publisher p3("/l3", TypeInfo::bytes(), domain_.context());
   Subscriber s3("/l3", TypeInfo::bytes(), domain_.context());
-  p1.publish(bytes_of(1));
-  p1.publish(bytes_of(2));
+  EXPECT_EQ(p1.publish(bytes_of(1)), PublishResult::kOk);
+  EXPECT_EQ(p1.publish(bytes_of(2)), PublishResult::kOk);
   ASSERT_TRUE(s1.take(buf_).ok());
   ASSERT_TRUE(s1.take(buf_).ok());
-  p2.publish(bytes_of(3));  // cites /l1 #0, #1
+  EXPECT_EQ(p2.publish(bytes_of(3)), PublishResult::kOk);  // cites /l1 #0, #1
   ASSERT_TRUE(s2.take(buf_).ok());
-  p3.publish(bytes_of(4));  // cites /l2 #0, and through it /l1 #0, #1
+  EXPECT_EQ(p3.publish(bytes_of(4)), PublishResult::kOk);  // cites /l2 #0, and through it /l1 #0, #1
   const TakeResult r = s3.take(buf_);
   ASSERT_TRUE(r.ok());
   ASSERT_EQ(r.info.input_count, 1U);
@@ -632,7 +656,7 @@ TEST_P(PubSubTest, ALoanCitesWhatTheThreadTookBeforeAndWhileItWasOpen) {
   Subscriber sin("/in", TypeInfo::bytes(), domain_.context());
   Publisher out("/out", TypeInfo::bytes(), domain_.context());
   Subscriber sout("/out", TypeInfo::bytes(), domain_.context());
-  for (std::uint32_t i = 0; i < 3; ++i) in.publish(bytes_of(i));
+  for (std::uint32_t i = 0; i < 3; ++i) EXPECT_EQ(in.publish(bytes_of(i)), PublishResult::kOk);
   ASSERT_TRUE(sin.take(buf_).ok());  // /in #0, before the loan
   Loan loan = out.loan(4);
   ASSERT_TRUE(loan.valid());
@@ -660,12 +684,12 @@ TEST_P(PubSubTest, InputsBeyondTheLimitAreCutAndCounted) {
   Subscriber smid("/mid", TypeInfo::bytes(), big.context());
   Publisher out("/fused", TypeInfo::bytes(), big.context());
   Subscriber sout("/fused", TypeInfo::bytes(), big.context());
-  for (std::uint32_t i = 0; i < 40; ++i) in.publish(bytes_of(i));
+  for (std::uint32_t i = 0; i < 40; ++i) EXPECT_EQ(in.publish(bytes_of(i)), PublishResult::kOk);
   // A plain thread keeps the latest 16 of its 20 takes, twice.
   for (std::uint32_t i = 0; i < 20; ++i) ASSERT_TRUE(sin.take(buf_).ok());
-  mid.publish(bytes_of(0));
+  EXPECT_EQ(mid.publish(bytes_of(0)), PublishResult::kOk);
   for (std::uint32_t i = 0; i < 20; ++i) ASSERT_TRUE(sin.take(buf_).ok());
-  mid.publish(bytes_of(1));
+  EXPECT_EQ(mid.publish(bytes_of(1)), PublishResult::kOk);
   TakeResult r = smid.take(buf_);
   ASSERT_TRUE(r.ok());
   ASSERT_EQ(r.info.input_count, kMaxProvenance);
@@ -674,7 +698,7 @@ TEST_P(PubSubTest, InputsBeyondTheLimitAreCutAndCounted) {
   EXPECT_EQ(r.info.provenance_cut, 4U);
   ASSERT_TRUE(smid.take(buf_).ok());
   // Two inputs of 16 inputs each: the second level has room for 14 of 32.
-  out.publish(bytes_of(2));
+  EXPECT_EQ(out.publish(bytes_of(2)), PublishResult::kOk);
   r = sout.take(buf_);
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r.info.input_count, 2U);
@@ -686,7 +710,7 @@ TEST_P(PubSubTest, InputsBeyondTheLimitAreCutAndCounted) {
   // per publisher where shmtool info shows it.
   std::vector<Provenance> many(20, Provenance{1, 0, 1});
   out.set_provenance(many);
-  out.publish(bytes_of(3));
+  EXPECT_EQ(out.publish(bytes_of(3)), PublishResult::kOk);
   r = sout.take(buf_);
   EXPECT_EQ(r.info.input_count, kMaxProvenance);
   EXPECT_EQ(r.info.provenance_cut, 4U);
@@ -702,7 +726,7 @@ TEST_P(PubSubTest, InputsBeyondTheLimitAreCutAndCounted) {
 TEST_P(PubSubTest, RegistryListsChannelAndIntrospectionShowsEndpoints) {
   TypedPublisher<Pose> pub("/pose", domain_.context());
   Subscriber sub("/pose", std::nullopt, domain_.context());
-  pub.publish(Pose{});
+  EXPECT_EQ(pub.publish(Pose{}), PublishResult::kOk);
   introspect::DomainView dv(domain_.domain());
   EXPECT_EQ(dv.channel_names(), std::vector<std::string>{"/pose"});
   introspect::ChannelReader reader(domain_.domain(), "/pose");
@@ -950,7 +974,7 @@ TEST(AgeStatisticsTest, SubscriberRecordsMessageAgeEveryNthTake) {
   Subscriber sub("/a", TypeInfo::bytes(), d.context());
   std::vector<std::byte> buf(64);
   for (int i = 0; i < 8; ++i) {
-    pub.publish(bytes_of(static_cast<std::uint32_t>(i)));
+    EXPECT_EQ(pub.publish(bytes_of(static_cast<std::uint32_t>(i))), PublishResult::kOk);
     ASSERT_TRUE(sub.take(buf).ok());
   }
   introspect::ChannelReader reader(d.domain(), "/a", true);

@@ -398,12 +398,13 @@ TEST(SegmentMapping, AFirstPassThroughTheRingTakesNoPageFault) {
   Subscriber sub("/fault", std::nullopt, d.context());
   std::vector<std::byte> payload(c.defaults.max_message_size, std::byte{1});
   std::vector<std::byte> out(c.defaults.max_message_size);
-  pub.publish(payload);  // first calls of everything on the path (lazy binding, the stack)
+  EXPECT_EQ(pub.publish(payload),
+            PublishResult::kOk);  // first calls of everything on the path (lazy binding, the stack)
   ASSERT_TRUE(sub.take(out).ok());
   rusage before{};
   ::getrusage(RUSAGE_THREAD, &before);
   for (std::uint32_t i = 1; i < c.defaults.capacity; ++i) {
-    pub.publish(payload);
+    EXPECT_EQ(pub.publish(payload), PublishResult::kOk);
     ASSERT_TRUE(sub.take(out).ok());
   }
   rusage after{};
@@ -459,7 +460,7 @@ TEST(SegmentMapping, AnObserverMapsOnlyTheFrontAndKeepsOnlyWhatItReadsResident) 
   Subscriber second("/resident", std::nullopt, d.context());
   first.reset();  // the live subscriber is entry 1: entries past the first are read
   std::vector<std::byte> payload(1000, std::byte{1});
-  for (int i = 0; i < 100; ++i) pub.publish(payload);
+  for (int i = 0; i < 100; ++i) EXPECT_EQ(pub.publish(payload), PublishResult::kOk);
 
   const introspect::ChannelReader reader(d.domain(), "/resident");
   const introspect::ChannelView v = reader.view();

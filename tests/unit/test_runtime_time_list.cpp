@@ -29,7 +29,7 @@ TEST(TimeListTest, EveryPublishIsStampedWithItsPublishTime) {
   std::vector<std::int64_t> published;
   std::vector<std::byte> buf(8);
   for (int i = 0; i < 5; ++i) {
-    pub.publish(buf);
+    EXPECT_EQ(pub.publish(buf), PublishResult::kOk);
     published.push_back(sub.take(buf).info.publish_time_ns);
   }
   introspect::ChannelReader reader(d.domain(), "/a");
@@ -50,7 +50,7 @@ TEST(TimeListTest, FullListOverwritesTheOldest) {
   Publisher pub("/a", TypeInfo::bytes(), d.context());
   Subscriber sub("/a", TypeInfo::bytes(), d.context(), SubscriberOptions{.history = 16});
   std::vector<std::byte> buf(8);
-  for (int i = 0; i < 13; ++i) pub.publish(buf);
+  for (int i = 0; i < 13; ++i) EXPECT_EQ(pub.publish(buf), PublishResult::kOk);
   std::vector<std::int64_t> times;
   while (true) {
     const TakeResult r = sub.take(buf);
@@ -70,7 +70,7 @@ TEST(TimeListTest, FullListOverwritesTheOldest) {
 TEST(TimeListTest, HookCanBeTurnedOffForBenchmarks) {
   TestDomain d{tiny_time_list(), "tl"};
   Publisher pub("/a", TypeInfo::bytes(), d.context(), PublisherOptions{.notify_hook = false});
-  pub.publish(std::vector<std::byte>(8));
+  EXPECT_EQ(pub.publish(std::vector<std::byte>(8)), PublishResult::kOk);
   introspect::ChannelReader reader(d.domain(), "/a");
   introspect::TimeListSnapshot snap;
   reader.snapshot(snap);
@@ -85,7 +85,7 @@ TEST(TimeListTest, ConcurrentSnapshotsNeverReturnAStampTwiceOrOutOfItsLap) {
   std::thread writer([&] {
     Publisher pub("/a", TypeInfo::bytes(), d.context());
     std::vector<std::byte> buf(8);
-    while (!stop.load()) pub.publish(buf);
+    while (!stop.load()) EXPECT_EQ(pub.publish(buf), PublishResult::kOk);
   });
   while (true) {
     try {

@@ -62,7 +62,7 @@ TEST_P(WaitTest, WaitReturnsAtOnceWhenDataIsThere) {
   TestDomain d{config_with_spin(0us, GetParam()), "w"};
   Publisher pub("/a", TypeInfo::bytes(), d.context());
   Subscriber sub("/a", TypeInfo::bytes(), d.context());
-  pub.publish(std::vector<std::byte>(4));
+  EXPECT_EQ(pub.publish(std::vector<std::byte>(4)), PublishResult::kOk);
   EXPECT_TRUE(sub.wait(0ns));
   std::vector<std::byte> buf(16);
   EXPECT_TRUE(sub.take(buf).ok());
@@ -81,7 +81,7 @@ TEST_P(WaitTest, SleepingSubscriberIsWokenByAPublishAndBurnsNoCpu) {
   });
   std::this_thread::sleep_for(300ms);
   Publisher pub("/a", TypeInfo::bytes(), d.context());
-  pub.publish(std::vector<std::byte>(4));
+  EXPECT_EQ(pub.publish(std::vector<std::byte>(4)), PublishResult::kOk);
   waiter.join();
   EXPECT_TRUE(woke);
   // 300 ms of waiting: a spinning wait would use ~0.3 s of CPU.
@@ -111,7 +111,7 @@ TEST_P(WaitTest, WaitSetWakesForTheChannelThatReceived) {
   });
   std::this_thread::sleep_for(300ms);
   Publisher pb("/b", TypeInfo::bytes(), d.context());
-  pb.publish(std::vector<std::byte>(4));
+  EXPECT_EQ(pb.publish(std::vector<std::byte>(4)), PublishResult::kOk);
   waiter.join();
   EXPECT_EQ(n, 1U);
   EXPECT_EQ(ready, std::vector<std::size_t>{ib});
@@ -124,7 +124,7 @@ TEST_P(WaitTest, SpinningWaitCatchesAQuickMessage) {
   Subscriber sub("/a", TypeInfo::bytes(), d.context());
   std::thread t([&] {
     std::this_thread::sleep_for(5ms);
-    pub.publish(std::vector<std::byte>(4));
+    EXPECT_EQ(pub.publish(std::vector<std::byte>(4)), PublishResult::kOk);
   });
   EXPECT_TRUE(sub.wait(2s));
   t.join();
@@ -135,14 +135,14 @@ TEST_P(WaitTest, PublishersMakeTheWakeCallOnlyWhenSomeoneSleeps) {
   Publisher pub("/a", TypeInfo::bytes(), d.context());
   Subscriber sub("/a", TypeInfo::bytes(), d.context());
   introspect::ChannelReader reader(d.domain(), "/a");
-  for (int i = 0; i < 100; ++i) pub.publish(std::vector<std::byte>(4));
+  for (int i = 0; i < 100; ++i) EXPECT_EQ(pub.publish(std::vector<std::byte>(4)), PublishResult::kOk);
   EXPECT_EQ(reader.view().wakeups, 0U) << "no sleeper: no futex wake system call";
   std::vector<std::byte> buf(16);
   while (sub.take(buf).ok()) {
   }
   std::thread waiter([&] { EXPECT_TRUE(sub.wait(5s)); });
   while (reader.view().sleepers == 0) std::this_thread::sleep_for(1ms);
-  pub.publish(std::vector<std::byte>(4));
+  EXPECT_EQ(pub.publish(std::vector<std::byte>(4)), PublishResult::kOk);
   waiter.join();
   EXPECT_EQ(reader.view().wakeups, 1U);
   EXPECT_EQ(reader.view().sleepers, 0U);
@@ -160,9 +160,9 @@ TEST_P(WaitTest, WaitForeverWaitsForData) {
   std::thread late([&] {
     std::this_thread::sleep_for(50ms);
     Publisher pub("/a", TypeInfo::bytes(), d.context());
-    pub.publish(std::vector<std::byte>(8));
+    EXPECT_EQ(pub.publish(std::vector<std::byte>(8)), PublishResult::kOk);
     std::this_thread::sleep_for(50ms);
-    pub.publish(std::vector<std::byte>(8));
+    EXPECT_EQ(pub.publish(std::vector<std::byte>(8)), PublishResult::kOk);
   });
   const auto t0 = std::chrono::steady_clock::now();
   EXPECT_TRUE(sub.wait(std::chrono::nanoseconds::max()));
@@ -190,7 +190,7 @@ TEST_P(WaitTest, SubscriberWaitsForItsChannelToAppear) {
     std::this_thread::sleep_for(50ms);
     Publisher pub("/later", TypeInfo::bytes(), d.context());
     std::this_thread::sleep_for(30ms);
-    pub.publish(std::vector<std::byte>(8));
+    EXPECT_EQ(pub.publish(std::vector<std::byte>(8)), PublishResult::kOk);
   });
   EXPECT_TRUE(sub.wait(5s));
   EXPECT_TRUE(sub.attached());
@@ -250,10 +250,10 @@ TEST_P(WaitTest, WaitSetWaitsForAbsentChannelsBesidePresentOnes) {
   EXPECT_EQ(set.wait(20ms, ready), 0U);
   std::thread late([&] {
     std::this_thread::sleep_for(30ms);
-    present_pub.publish(std::vector<std::byte>(8));
+    EXPECT_EQ(present_pub.publish(std::vector<std::byte>(8)), PublishResult::kOk);
     std::this_thread::sleep_for(50ms);
     Publisher pub("/absent", TypeInfo::bytes(), d.context());
-    pub.publish(std::vector<std::byte>(8));
+    EXPECT_EQ(pub.publish(std::vector<std::byte>(8)), PublishResult::kOk);
   });
   // Woken (one ready, not a timeout) by the present channel alone.
   ASSERT_EQ(set.wait(5s, ready), 1U);

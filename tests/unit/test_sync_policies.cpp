@@ -357,9 +357,9 @@ TEST(Synchronizer, AlignsSubscribersItIsGivenByAStampField) {
     m.angular_velocity = {x, 0, 0};
     return m;
   };
-  left.publish(imu(100, 1.0));
-  left.publish(imu(200, 2.0));  // its partner comes: 203
-  right.publish(imu(203, 3.0));
+  EXPECT_EQ(left.publish(imu(100, 1.0)), PublishResult::kOk);
+  EXPECT_EQ(left.publish(imu(200, 2.0)), PublishResult::kOk);  // its partner comes: 203
+  EXPECT_EQ(right.publish(imu(203, 3.0)), PublishResult::kOk);
   const auto set = s.next(std::chrono::seconds(2));
   ASSERT_TRUE(set);
   ASSERT_EQ(set->members.size(), 2U);
@@ -455,8 +455,8 @@ TEST(Synchronizer, NextWithoutATimeoutWaitsForASet) {
   Synchronizer s(std::vector<std::string>{"/left", "/right"}, o, d.context());
   std::thread late([&] {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    left.publish(shmbus_msgs::Imu{});
-    right.publish(shmbus_msgs::Imu{});
+    EXPECT_EQ(left.publish(shmbus_msgs::Imu{}), PublishResult::kOk);
+    EXPECT_EQ(right.publish(shmbus_msgs::Imu{}), PublishResult::kOk);
   });
   const auto set = s.next(std::chrono::nanoseconds::max());
   late.join();

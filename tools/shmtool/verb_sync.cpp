@@ -155,7 +155,8 @@ int run_sync(const Globals& g, const SyncOptions& given) {
   auto next_report = std::chrono::steady_clock::now() + std::chrono::seconds(1);
   while (!stop_requested() && (o.count == 0 || sets < o.count)) {
     if (auto s = synchronizer.next(std::chrono::milliseconds(100))) {
-      out.publish(to_message(*s, o.policy, options.threshold, static_cast<std::uint32_t>(sets)));
+      // A drop is counted by the publisher (shmtool info); a size it cannot carry it says.
+      static_cast<void>(out.publish(to_message(*s, o.policy, options.threshold, static_cast<std::uint32_t>(sets))));
       ++sets;
       within += s->disparity_ns <= options.threshold.count() ? 1 : 0;
       max_disparity = std::max(max_disparity, s->disparity_ns);

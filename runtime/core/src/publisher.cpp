@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <array>
 #include <bit>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
@@ -42,7 +43,8 @@ struct Publisher::Impl {
   /// next claim takes it.
   std::uint64_t preclaimed = GrowOutcome::kNoSequence;
   GrowLimits grow_limits;
-  std::string refusal;  ///< the last growth refused, said by too_large()
+  std::string refusal;          ///< the last growth refused, said by too_large()
+  bool said_too_large = false;  ///< the first refused size is said on stderr, once
   EndpointEntry* entry = nullptr;
   std::uint32_t entry_index = 0;
   std::uint32_t id = 0;
@@ -220,9 +222,28 @@ struct Publisher::Impl {
   /// A message over what the channel may grow to (or, if it does not grow,
   /// over its slots): too_large() says so; a growing channel counts it
   /// with its refused growths.
-  PublishResult over_ceiling() noexcept {
+  PublishResult over_ceiling(std::size_t size) noexcept {
     refusal.clear();
     if (channel->may_grow()) header->grows_refused.fetch_add(1, std::memory_order_relaxed);
+    return refused(size);
+  }
+
+  /// What too_large() says of a message of `size` bytes.
+  [[nodiscard]] std::string refusal_line(std::size_t size) const {
+    return refusal.empty() ? channel->too_large(size) : refusal;
+  }
+
+  /// A message of `size` bytes not carried: said once on stderr (this
+  /// publisher's first), so that no caller that ignores the result loses
+  /// it without a word.
+  PublishResult refused(std::size_t size) noexcept {
+    if (!std::exchange(said_too_large, true)) {
+      try {
+        std::fprintf(stderr, "shmbus: %s (said once per publisher; PublishResult::kTooLarge)\n",
+                     refusal_line(size).c_str());
+      } catch (const std::exception&) {  // no memory for the line: the result still says it
+      }
+    }
     return PublishResult::kTooLarge;
   }
 
@@ -1028,7 +1049,7 @@ Publisher& Publisher::operator=(Publisher&&) noexcept = default;
 PublishResult Publisher::publish(std::span<const std::byte> payload) noexcept {
   Impl& p = *impl_;
   if (payload.size() > p.max_size) [[unlikely]]
-    return p.over_ceiling();
+    return p.over_ceiling(payload.size());
   if (p.iox) {
     SlotHeader* slot = nullptr;
     std::uint64_t seq = 0;
@@ -1041,7 +1062,7 @@ PublishResult Publisher::publish(std::span<const std::byte> payload) noexcept {
   }
   const auto size = static_cast<std::uint32_t>(payload.size());
   if (size > p.ring->max_message_size) [[unlikely]] {
-    if (!p.fit(size)) return PublishResult::kTooLarge;
+    if (!p.fit(size)) return p.refused(size);
   }
   // Drafted before the claim: between claim and commit only stores are
   // left (HeaderDraft), and the inputs are marked cited after the commit.
@@ -1071,10 +1092,13 @@ Loan Publisher::loan(std::size_t size) noexcept {
   Loan loan;
   Impl& p = *impl_;
   if (size > p.max_size) {
-    p.over_ceiling();
+    static_cast<void>(p.over_ceiling(size));  // the invalid loan says it
     return loan;
   }
-  if (!p.iox && size > p.ring->max_message_size && !p.fit(size)) return loan;
+  if (!p.iox && size > p.ring->max_message_size && !p.fit(size)) {
+    static_cast<void>(p.refused(size));
+    return loan;
+  }
   std::uint64_t seq = 0;
   SlotHeader* slot = nullptr;
   std::byte* data = nullptr;
@@ -1190,9 +1214,9 @@ std::size_t Publisher::max_message_size() const noexcept {
   return impl_->iox ? impl_->max_size : impl_->ring->max_message_size;
 }
 std::size_t Publisher::size_ceiling() const noexcept { return impl_->max_size; }
-std::string Publisher::too_large(std::size_t size) const {
-  return impl_->refusal.empty() ? impl_->channel->too_large(size) : impl_->refusal;
-}
+std::string Publisher::too_large(std::size_t size) const { return impl_->refusal_line(size); }
+
+PublishResult Publisher::refuse(std::size_t size) noexcept { return impl_->over_ceiling(size); }
 void Publisher::set_interrupt(std::function<bool()> interrupted) { impl_->interrupt = std::move(interrupted); }
 bool Publisher::may_wait() const noexcept { return impl_->blocking; }
 std::uint64_t Publisher::published() const noexcept { return impl_->entry->messages.load(std::memory_order_relaxed); }

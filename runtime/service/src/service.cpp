@@ -176,7 +176,9 @@ struct ServiceServer::Impl {
     const std::array<Provenance, 2> range{Provenance{request_index, kServiceRequestsLost, first},
                                           Provenance{request_index, kServiceRequestsLost, end}};
     responses->set_provenance(range);
-    responses->publish(nullptr, 0);
+    // An empty notice cannot be too large; one dropped is counted by the
+    // publisher (shmtool info), and the callers' own bound then ends their wait.
+    static_cast<void>(responses->publish(nullptr, 0));
   }
 
   /// Answers one request. The handler writes into our buffer, not into a
@@ -205,8 +207,9 @@ struct ServiceServer::Impl {
     }
     (error ? failed : served).fetch_add(1, std::memory_order_relaxed);
     reply.set_provenance(std::span{&answer, 1});
-    // A publish that fails is counted dropped by the publisher (shmtool info).
-    reply.publish(buffer.get(), size);
+    // A publish that fails is counted dropped by the publisher (shmtool
+    // info), or said on stderr when too large; the caller's bound ends its wait.
+    static_cast<void>(reply.publish(buffer.get(), size));
     if (error) std::rethrow_exception(error);  // the node counts it (ERRORS in shmtool info) and logs it
   }
 };

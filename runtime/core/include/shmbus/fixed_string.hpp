@@ -9,6 +9,8 @@
 #include <string>
 #include <string_view>
 
+#include "shmbus/error.hpp"
+
 namespace shmbus {
 
 /// A bounded string in a fixed-layout message. Trivially copyable, no
@@ -25,6 +27,20 @@ struct FixedString {
     std::memset(data + n, 0, N - n);
     return s.size() <= N;
   }
+  /// Stores `s` (`name = "text";`, as rosidl's bounded strings take one).
+  /// Throws Error(kInvalidArgument) naming both sizes, and stores nothing,
+  /// when `s` is longer than N.
+  FixedString& operator=(std::string_view s) {
+    if (s.size() > N) {
+      throw Error(Errc::kInvalidArgument,
+                  "a string of " + std::to_string(s.size()) + " bytes does not fit string<=" + std::to_string(N));
+    }
+    assign(s);
+    return *this;
+  }
+  /// Equal texts (what follows a NUL is not text).
+  friend bool operator==(const FixedString& a, const FixedString& b) noexcept { return a.view() == b.view(); }
+  friend bool operator==(const FixedString& a, std::string_view b) noexcept { return a.view() == b; }
   /// The text up to the first NUL (or all N bytes).
   [[nodiscard]] std::string_view view() const noexcept {
     const void* nul = std::memchr(data, 0, N);

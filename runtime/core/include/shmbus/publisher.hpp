@@ -19,12 +19,14 @@
 
 namespace shmbus {
 
-/// What a publish did.
-enum class PublishResult {
-  kOk,        ///< committed; subscribers can take it
-  kTooLarge,  ///< larger than the channel's max_message_size; nothing written
-  kDropped,   ///< the claimed slot was overtaken or held by a stuck writer;
-              ///< counted in the publisher's `dropped` (shmtool info)
+/// What a publish did. [[nodiscard]]: a message not carried is the
+/// caller's to handle (it is also said once per publisher on stderr).
+enum class [[nodiscard]] PublishResult{
+    kOk,        ///< committed; subscribers can take it
+    kTooLarge,  ///< larger than the channel may carry (Publisher::too_large() says
+                ///< why, on stderr once per publisher); nothing written
+    kDropped,   ///< the claimed slot was overtaken or held by a stuck writer;
+                ///< counted in the publisher's `dropped` (shmtool info)
 };
 
 /// Options of a publisher.
@@ -127,7 +129,9 @@ class Publisher {
     return publish(std::span<const std::byte>{static_cast<const std::byte*>(data), size});
   }
 
-  /// Claims the next slot for `size` bytes written in place.
+  /// Claims the next slot for `size` bytes written in place. An invalid
+  /// Loan when it cannot: too large (said once on stderr, as publish
+  /// says it) or dropped (counted).
   [[nodiscard]] Loan loan(std::size_t size) noexcept;
   /// Commits a loan, optionally with fewer bytes than loaned.
   PublishResult commit(Loan& loan) noexcept;
@@ -165,6 +169,10 @@ class Publisher {
   /// came from (the configuration entry or defaults of the process that
   /// created the channel, and its pid) and what to do.
   [[nodiscard]] std::string too_large(std::size_t size) const;
+  /// Refuses a message of `size` bytes over size_ceiling() that a caller
+  /// sized before loaning (a typed publisher): counted and said as publish
+  /// says it (once per publisher, on stderr). Returns kTooLarge.
+  PublishResult refuse(std::size_t size) noexcept;
   /// overflow = block: while a publish or loan waits for room, `interrupted`
   /// is asked every 20 ms (from the waiting thread); when it returns true
   /// the wait ends and nothing is published: publish returns kDropped and
@@ -208,7 +216,7 @@ class TypedPublisher {
   /// Error(kInvalidArgument) when a sequence passes its bound.
   PublishResult publish(const T& message) requires VariableMessageType<T> {
     const std::size_t size = message.wire_size();
-    if (size > publisher_.size_ceiling()) return PublishResult::kTooLarge;
+    if (size > publisher_.size_ceiling()) return publisher_.refuse(size);
     Loan loan = publisher_.loan(size);
     if (!loan) return PublishResult::kDropped;
     msg::Writer writer(loan.data());

@@ -3,12 +3,12 @@
 /// Request/response over shared memory: one server and any number of
 /// clients per service.
 ///
-///   shmbus::TypedServiceServer<example_srvs::AddTwoInts> server(
+///   shmbus::TypedServiceServer<example_srvs::srv::AddTwoInts> server(
 ///       "/example/add", [](const auto& req, auto& rsp) { rsp.sum = req.a + req.b; });
 ///   server.spin();
 ///
-///   shmbus::TypedServiceClient<example_srvs::AddTwoInts> client("/example/add");
-///   example_srvs::AddTwoInts::Response rsp{};
+///   shmbus::TypedServiceClient<example_srvs::srv::AddTwoInts> client("/example/add");
+///   example_srvs::srv::AddTwoInts::Response rsp{};
 ///   if (client.call({.a = 2, .b = 3}, rsp, 1s).ok()) ...
 ///
 /// A service NAME is ordinary channels (names.hpp): requests on
