@@ -550,6 +550,15 @@ std::string builder_class(const MessageDef& m, const std::string& type, const st
       m.name, type, m.size, all_of(codes, &FieldCode::builder));
 }
 
+/// rosidl's pointer names of a type: `T::SharedPtr`, `ConstSharedPtr`,
+/// `UniquePtr` (what rclcpp callbacks take).
+std::string pointer_aliases(const std::string& type) {
+  return fmt::format(
+      "  using SharedPtr = std::shared_ptr<{0}>;\n  using ConstSharedPtr = std::shared_ptr<const {0}>;\n"
+      "  using UniquePtr = std::unique_ptr<{0}>;\n",
+      type);
+}
+
 std::string owning_struct(const MessageDef& m, const std::string& type, const std::vector<FieldCode>& codes) {
   const std::string text = MessageSet::canonical_text(m);
   std::string h = fmt::format(
@@ -565,8 +574,8 @@ std::string owning_struct(const MessageDef& m, const std::string& type, const st
     h += fmt::format("  static constexpr {} {} = {};\n", c.is_string ? "const char*" : cpp_primitive(c.primitive),
                      c.name, cpp_constant_value(c));
   }
-  h += fmt::format("  using View = {0}_View;\n  using Builder = {0}_Builder;\n\n{1}\n", type,
-                   all_of(codes, &FieldCode::member));
+  h += fmt::format("  using View = {0}_View;\n  using Builder = {0}_Builder;\n{2}\n{1}\n", type,
+                   all_of(codes, &FieldCode::member), pointer_aliases(type));
   h += fmt::format(
       "  /// The bytes build() writes.\n"
       "  [[nodiscard]] std::size_t wire_size() const noexcept {{ return grow(View::kFixedSize); }}\n"
@@ -596,7 +605,7 @@ std::string generate_variable(const MessageDef& m) {
   for (const Field& f : m.fields) codes.push_back(code_field(m, f));
   const std::string includes =
       "#include <algorithm>\n#include <array>\n#include <cstddef>\n#include <cstdint>\n#include <cstring>\n"
-      "#include <span>\n#include <string>\n#include <string_view>\n#include <vector>\n\n"
+      "#include <memory>\n#include <span>\n#include <string>\n#include <string_view>\n#include <vector>\n\n"
       "#include \"shmbus/error.hpp\"\n#include \"shmbus/fixed_string.hpp\"\n#include \"shmbus/var_message.hpp\"\n";
   return header_text(
       m, includes, view_class(m, type, codes) + builder_class(m, type, codes) + owning_struct(m, type, codes),
@@ -621,7 +630,7 @@ std::string fixed_struct(const MessageDef& m, const std::string& type) {
     h += fmt::format("  static constexpr {} {} = {};\n", c.is_string ? "const char*" : cpp_primitive(c.primitive),
                      c.name, cpp_constant_value(c));
   }
-  h += "\n";
+  h += pointer_aliases(type) + "\n";
   std::uint32_t at = 0;
   int pad = 0;
   const auto pad_to = [&](std::uint32_t offset) {
@@ -637,14 +646,16 @@ std::string fixed_struct(const MessageDef& m, const std::string& type) {
     } else {
       h += fmt::format("  {} {}{};\n", cpp_element(f), f.name, init);
     }
-    equal += fmt::format("{}a.{} == b.{}", equal.empty() ? "" : " && ", f.name, f.name);
+    equal += fmt::format("{}lhs_.{} == rhs_.{}", equal.empty() ? "" : " && ", f.name, f.name);
     at += f.fixed_size();
   }
   pad_to(m.size);
+  // lhs_ and rhs_: a ROS 2 field name never ends with '_', so no field is shadowed.
   h += fmt::format(
-      "\n  /// The fields equal (padding aside).\n  friend bool operator==(const {0}& a, const {0}& b) noexcept {{\n"
+      "\n  /// The fields equal (padding aside).\n  friend bool operator==(const {0}& lhs_, const {0}& rhs_) noexcept "
+      "{{\n"
       "    {1}return {2};\n  }}\n}};\n\n",
-      type, m.fields.empty() ? "static_cast<void>(a);\n    static_cast<void>(b);\n    " : "",
+      type, m.fields.empty() ? "static_cast<void>(lhs_);\n    static_cast<void>(rhs_);\n    " : "",
       equal.empty() ? "true" : equal);
   h += "static_assert(std::endian::native == std::endian::little, \"shmbus messages are little-endian\");\n";
   h += "static_assert(sizeof(bool) == 1, \"the schema's bool is one byte\");\n";
@@ -661,7 +672,7 @@ std::string generate(const MessageDef& m) {
   if (m.variable) return generate_variable(m);
   const std::string type = m.name.substr(m.name.find('/') + 1);
   const std::string includes =
-      "#include <array>\n#include <bit>\n#include <cstddef>\n#include <cstdint>\n#include <span>\n"
+      "#include <array>\n#include <bit>\n#include <cstddef>\n#include <cstdint>\n#include <memory>\n#include <span>\n"
       "#include <type_traits>\n\n#include \"shmbus/fixed_string.hpp\"\n";
   return header_text(m, includes, fixed_struct(m, type),
                      fmt::format("using {0} = {1}::{0};\n", type, m.name.substr(0, m.name.find('/'))));

@@ -22,6 +22,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -36,6 +37,60 @@ namespace shmbus {
 
 class Executor;
 class Node;
+
+namespace detail {
+
+template <typename>
+inline constexpr bool kAlwaysFalse = false;
+
+/// A callback that takes a message by reference: `(const T&, const
+/// MessageInfo&)` or `(const T&)`; T is T or a view.
+template <typename T, typename F>
+concept RefCallback = std::is_invocable_v < std::decay_t<F>
+&, const T&, const MessageInfo& > || std::is_invocable_v<std::decay_t<F>&, const T&>;
+
+/// A RefCallback as `(const T&, const MessageInfo&)`.
+template <typename T, typename F>
+std::function<void(const T&, const MessageInfo&)> ref_callback(F&& callback) {
+  using Fn = std::decay_t<F>;
+  if constexpr (std::is_invocable_v<Fn&, const T&, const MessageInfo&>) {
+    return std::function<void(const T&, const MessageInfo&)>(std::forward<F>(callback));
+  } else {
+    return [f = Fn(std::forward<F>(callback))](const T& m, const MessageInfo&) mutable { f(m); };
+  }
+}
+
+/// A subscription callback of any of rclcpp's shapes, as one that takes
+/// the message it may keep (moved into a shared_ptr or unique_ptr when the
+/// callback takes one) and its MessageInfo: `(const T&)`,
+/// `(std::shared_ptr<const T>)`, `(std::shared_ptr<T>)`,
+/// `(std::unique_ptr<T>)`, each also with `const MessageInfo&` after it.
+template <typename T, typename F>
+std::function<void(T&&, const MessageInfo&)> message_callback(F&& callback) {
+  using Fn = std::decay_t<F>;
+  using Info = const MessageInfo&;
+  Fn f(std::forward<F>(callback));
+  if constexpr (std::is_invocable_v<Fn&, const T&, Info>) {
+    return [f](T&& m, Info i) mutable { f(static_cast<const T&>(m), i); };
+  } else if constexpr (std::is_invocable_v<Fn&, const T&>) {
+    return [f](T&& m, Info) mutable { f(static_cast<const T&>(m)); };
+  } else if constexpr (std::is_invocable_v<Fn&, std::shared_ptr<T>, Info>) {
+    return [f](T&& m, Info i) mutable { f(std::make_shared<T>(std::move(m)), i); };
+  } else if constexpr (std::is_invocable_v<Fn&, std::shared_ptr<T>>) {
+    return [f](T&& m, Info) mutable { f(std::make_shared<T>(std::move(m))); };
+  } else if constexpr (std::is_invocable_v<Fn&, std::unique_ptr<T>, Info>) {
+    return [f](T&& m, Info i) mutable { f(std::make_unique<T>(std::move(m)), i); };
+  } else if constexpr (std::is_invocable_v<Fn&, std::unique_ptr<T>>) {
+    return [f](T&& m, Info) mutable { f(std::make_unique<T>(std::move(m))); };
+  } else {
+    static_assert(kAlwaysFalse<Fn>,
+                  "shmbus: a subscription callback takes (const T&), std::shared_ptr<const T>, std::shared_ptr<T> or "
+                  "std::unique_ptr<T>, each optionally followed by const shmbus::MessageInfo&; for a type with "
+                  "strings or sequences also (const T::View&)");
+  }
+}
+
+}  // namespace detail
 
 /// How the callbacks of one group may run on a multi-threaded executor.
 enum class CallbackGroupKind {
@@ -241,45 +296,67 @@ class Node {
   [[nodiscard]] const std::string& name() const noexcept { return name_; }
   [[nodiscard]] Context& context() const noexcept { return *context_; }
 
-  /// Calls `callback(message, info)` for every message on `channel` (created
-  /// with T's type if absent). With options.in_place the message is a view
-  /// into shared memory.
+  /// Calls `callback` for every message on `channel` (created with T's
+  /// type if absent): `callback(message, info)`, `callback(message)`, or
+  /// rclcpp's shapes taking a `std::shared_ptr` or `std::unique_ptr` of a
+  /// copy (detail::message_callback). With options.in_place a callback
+  /// taking `const T&` gets the message where it lies in shared memory.
   template <MessageType T, typename F>
   Subscription& subscribe(std::string_view channel, F&& callback, const SubscriptionOptions& options = {}) {
     // Only a message of exactly sizeof(T) bytes is a T (read_exact,
     // take_exact); a channel whose slots cannot hold one is refused here.
-    auto cb = std::function<void(const T&, const MessageInfo&)>(std::forward<F>(callback));
-    return add_subscription(
-        channel, type_info_of<T>(), options,
-        options.in_place
-            ? dispatch_in_place(
-                  [cb](std::span<const std::byte> p, const MessageInfo& info) {
-                    cb(*std::launder(reinterpret_cast<const T*>(p.data())), info);
-                  },
-                  options.on_overwritten, sizeof(T))
-            : Subscription::Dispatch([cb](Subscription& s) {
-                T value;
-                const TakeResult r = s.subscriber().take_exact(std::as_writable_bytes(std::span{&value, 1}));
-                if (r.ok()) cb(value, r.info);
-                return r.status;
-              }),
-        sizeof(T));
+    if constexpr (detail::RefCallback<T, F>) {
+      auto cb = detail::ref_callback<T>(std::forward<F>(callback));
+      return add_subscription(
+          channel, type_info_of<T>(), options,
+          options.in_place
+              ? dispatch_in_place(
+                    [cb](std::span<const std::byte> p, const MessageInfo& info) {
+                      cb(*std::launder(reinterpret_cast<const T*>(p.data())), info);
+                    },
+                    options.on_overwritten, sizeof(T))
+              : Subscription::Dispatch([cb](Subscription& s) {
+                  T value;
+                  const TakeResult r = s.subscriber().take_exact(std::as_writable_bytes(std::span{&value, 1}));
+                  if (r.ok()) cb(value, r.info);
+                  return r.status;
+                }),
+          sizeof(T));
+    } else {
+      auto cb = detail::message_callback<T>(std::forward<F>(callback));
+      return add_subscription(
+          channel, type_info_of<T>(), options,
+          options.in_place
+              ? dispatch_in_place(
+                    [cb](std::span<const std::byte> p, const MessageInfo& info) {
+                      T copy = *std::launder(reinterpret_cast<const T*>(p.data()));
+                      cb(std::move(copy), info);
+                    },
+                    options.on_overwritten, sizeof(T))
+              : Subscription::Dispatch([cb](Subscription& s) {
+                  T value;
+                  const TakeResult r = s.subscriber().take_exact(std::as_writable_bytes(std::span{&value, 1}));
+                  if (r.ok()) cb(std::move(value), r.info);
+                  return r.status;
+                }),
+          sizeof(T));
+    }
   }
 
   /// The same for a type with strings or sequences: `callback(view, info)`
-  /// with a T::View over the message (read in place with options.in_place;
-  /// each string and sequence is checked when reached), or
-  /// `callback(message, info)` with an owning T made from it.
+  /// or `callback(view)` with a T::View over the message (read in place
+  /// with options.in_place; each string and sequence is checked when
+  /// reached), or any shape above with an owning T made from it.
   template <VariableMessageType T, typename F>
   Subscription& subscribe(std::string_view channel, F&& callback, const SubscriptionOptions& options = {}) {
     using View = typename T::View;
-    if constexpr (std::is_invocable_v<F&, const View&, const MessageInfo&>) {
-      auto cb = std::function<void(const View&, const MessageInfo&)>(std::forward<F>(callback));
+    if constexpr (detail::RefCallback<View, F>) {
+      auto cb = detail::ref_callback<View>(std::forward<F>(callback));
       return subscribe_raw(
           channel, type_info_of<T>(),
           [cb](std::span<const std::byte> p, const MessageInfo& info) { cb(View(p), info); }, options);
     } else {
-      auto cb = std::function<void(const T&, const MessageInfo&)>(std::forward<F>(callback));
+      auto cb = detail::message_callback<T>(std::forward<F>(callback));
       return subscribe_raw(
           channel, type_info_of<T>(),
           [cb](std::span<const std::byte> p, const MessageInfo& info) { cb(T::from(View(p)), info); }, options);

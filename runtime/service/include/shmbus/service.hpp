@@ -282,18 +282,20 @@ class TypedServiceClient {
       : client_(service, service_types_of<S>(), context, options) {}
 
   /// Calls the service; `response` holds the answer when the result is ok().
-  CallResult call(const Request& request, Response& response,
-                  std::chrono::nanoseconds timeout) noexcept requires MessageType<Request> && MessageType<Response> {
-    return client_.call(std::as_bytes(std::span{&request, 1}), std::as_writable_bytes(std::span{&response, 1}),
-                        timeout);
+  /// `interrupted`, when given, is asked as ServiceClient::call asks it.
+  CallResult call(const Request& request, Response& response, std::chrono::nanoseconds timeout,
+                  const std::function<bool()>& interrupted = {}) noexcept requires MessageType<Request> &&
+      MessageType<Response> {
+    return send(std::as_bytes(std::span{&request, 1}), std::as_writable_bytes(std::span{&response, 1}), timeout,
+                interrupted);
   }
   /// The same where a message has strings or sequences: written through
   /// its Builder, read through its View. Throws Error(kInvalidArgument)
   /// when a sequence passes its bound, or the response points outside its
   /// bytes.
-  CallResult call(const Request& request, Response& response,
-                  std::chrono::nanoseconds timeout) requires(VariableMessageType<Request> ||
-                                                             VariableMessageType<Response>) {
+  CallResult call(const Request& request, Response& response, std::chrono::nanoseconds timeout,
+                  const std::function<bool()>& interrupted = {}) requires(VariableMessageType<Request> ||
+                                                                          VariableMessageType<Response>) {
     std::vector<std::byte> req;
     std::span<const std::byte> req_bytes;
     if constexpr (MessageType<Request>) {
@@ -305,7 +307,7 @@ class TypedServiceClient {
       req_bytes = req;
     }
     if constexpr (MessageType<Response>) {
-      return client_.call(req_bytes, std::as_writable_bytes(std::span{&response, 1}), timeout);
+      return send(req_bytes, std::as_writable_bytes(std::span{&response, 1}), timeout, interrupted);
     } else {
       // As large as a response may grow; left uninitialised, so only the
       // pages a response fills are ever backed by memory.
@@ -313,7 +315,7 @@ class TypedServiceClient {
         buffer_size_ = client_.max_response_size();
         buffer_.reset(new std::byte[buffer_size_]);  // NOLINT(cppcoreguidelines-owning-memory)
       }
-      const CallResult r = client_.call(req_bytes, std::span<std::byte>(buffer_.get(), buffer_size_), timeout);
+      const CallResult r = send(req_bytes, std::span<std::byte>(buffer_.get(), buffer_size_), timeout, interrupted);
       if (r.ok()) response = Response::from(typename Response::View(std::span<const std::byte>(buffer_.get(), r.size)));
       return r;
     }
@@ -322,6 +324,12 @@ class TypedServiceClient {
   [[nodiscard]] ServiceClient& untyped() noexcept { return client_; }
 
  private:
+  CallResult send(std::span<const std::byte> request, std::span<std::byte> response, std::chrono::nanoseconds timeout,
+                  const std::function<bool()>& interrupted) noexcept {
+    return interrupted ? client_.call(request, response, timeout, interrupted)
+                       : client_.call(request, response, timeout);
+  }
+
   ServiceClient client_;
   std::unique_ptr<std::byte[]> buffer_;  ///< a variable response, before it is read
   std::size_t buffer_size_ = 0;
