@@ -5,6 +5,7 @@
 // real signals: every message and response exact.
 #include <gtest/gtest.h>
 
+#include <sys/wait.h>
 #include <algorithm>
 #include <chrono>
 #include <csignal>
@@ -13,10 +14,12 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "example_srvs/srv/add_two_ints.hpp"
 #include "multiprocess/child_process.hpp"
+#include "rcl_interfaces/msg/parameter_event.hpp"
 #include "shmbus/introspect.hpp"
 #include "shmbus/rclcpp.hpp"
 #include "std_msgs/msg/string.hpp"
@@ -356,4 +359,69 @@ TEST(RclcppExamplesTest, TheMinimalClientGetsItsSumFromTheMinimalService) {
   server.signal(SIGTERM);
   EXPECT_EQ(server.wait(5s), 0) << server.poll_output();
   EXPECT_NE(server.poll_output().find("serving /add_two_ints"), std::string::npos);
+}
+
+namespace {
+
+/// Runs shmtool with `args` in `domain`; its exit code and output.
+std::pair<int, std::string> shmtool(const std::string& domain, std::vector<std::string> args) {
+  args.insert(args.begin(), SHMTOOL_PATH);
+  ChildProcess p(args, true, {"SHMBUS_DOMAIN=" + domain});
+  const int status = p.wait(20s);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, p.poll_output()};
+}
+
+}  // namespace
+
+// A node's parameters through its rcl_interfaces services, as `ros2 param`
+// reaches them: shmtool lists, gets and sets the minimal publisher's
+// period_ms; the set reaches the node (its get answers the new value) and
+// /parameter_events; a value of another type is refused with the node's
+// reason and exit 1.
+TEST(RclcppExamplesTest, ShmtoolListsGetsAndSetsANodesParametersAndTheEventsTellIt) {
+  const std::string domain = shmbus::test::unique_domain("rclcpp_param");
+  shmbus::test::DomainCleanup cleanup{domain};
+  shmbus::Config config;
+  config.domain = domain;
+  shmbus::Context context(config);
+  auto watcher = std::make_shared<rclcpp::Node>(
+      "watcher", rclcpp::NodeOptions().context(context).use_global_arguments(false).start_parameter_services(false));
+  std::vector<rcl_interfaces::msg::ParameterEvent> events;
+  auto sub = watcher->create_subscription<rcl_interfaces::msg::ParameterEvent>(
+      "/parameter_events", 10, [&](const rcl_interfaces::msg::ParameterEvent& e) {
+        if (e.node == "/minimal_publisher") events.push_back(e);
+      });
+  ChildProcess pub({SHMBUS_EXAMPLE_MINIMAL_PUBLISHER, "--ros-args", "-p", "period_ms:=50"}, true,
+                   {"SHMBUS_DOMAIN=" + domain});
+  ASSERT_TRUE(spin_until(watcher, [&] { return !events.empty(); })) << pub.poll_output();
+  ASSERT_EQ(events[0].new_parameters.size(), 1U);
+  EXPECT_EQ(events[0].new_parameters[0].name, "period_ms");
+  EXPECT_EQ(events[0].new_parameters[0].value.integer_value, 50);
+
+  auto [rc, out] = shmtool(domain, {"param", "list", "minimal_publisher"});
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_EQ(out, "  period_ms\n");
+  std::tie(rc, out) = shmtool(domain, {"param", "get", "/minimal_publisher", "period_ms"});
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_EQ(out, "Integer value is: 50\n");
+  std::tie(rc, out) = shmtool(domain, {"param", "set", "minimal_publisher", "period_ms", "20"});
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_EQ(out, "Set parameter successful\n");
+  std::tie(rc, out) = shmtool(domain, {"param", "get", "minimal_publisher", "period_ms"});
+  EXPECT_EQ(out, "Integer value is: 20\n");
+  ASSERT_TRUE(spin_until(watcher, [&] { return events.size() == 2; }));
+  ASSERT_EQ(events[1].changed_parameters.size(), 1U);
+  EXPECT_EQ(events[1].changed_parameters[0].value.integer_value, 20);
+  std::tie(rc, out) = shmtool(domain, {"param", "set", "minimal_publisher", "period_ms", "fast"});
+  EXPECT_EQ(rc, 1) << out;
+  EXPECT_EQ(out,
+            "shmtool: setting parameter 'period_ms' of minimal_publisher failed: parameter 'period_ms' is "
+            "integer, not string\n");
+  std::tie(rc, out) = shmtool(domain, {"param", "get", "minimal_publisher", "nothing"});
+  EXPECT_EQ(rc, 3) << out;
+  std::tie(rc, out) = shmtool(domain, {"param", "list", "nobody", "--timeout", "0.2"});
+  EXPECT_EQ(rc, 3) << out;
+  EXPECT_NE(out.find("no node /nobody serves parameters"), std::string::npos) << out;
+  pub.signal(SIGINT);
+  EXPECT_EQ(pub.wait(5s), 0) << pub.poll_output();
 }

@@ -248,7 +248,16 @@ void check_against_foxglove(const std::vector<Schema>& types, std::uint64_t seed
 
 TEST(CdrAgainstFoxglove, EveryAlignmentCaseOfEverySequenceElementType) { check_against_foxglove(alignment_types(), 1); }
 
-TEST(CdrAgainstFoxglove, EveryShippedRos2Type) { check_against_foxglove(shipped_types(), 100); }
+TEST(CdrAgainstFoxglove, EveryShippedRos2Type) {
+  // Foxglove's parser refuses a definition without fields
+  // (rcl_interfaces/ParameterType, constants only; Fast-CDR's test above
+  // checks its one dummy byte).
+  std::vector<Schema> types;
+  for (Schema& s : shipped_types()) {
+    if (!s.root().fields.empty()) types.push_back(std::move(s));
+  }
+  check_against_foxglove(types, 100);
+}
 
 TEST(CdrAgainstFoxglove, EveryMessageOfRos2TestInterfaceFiles) {
   const TypeCatalog catalog({kTestInterfaceRoot}, false);

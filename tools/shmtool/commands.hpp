@@ -227,4 +227,14 @@ struct ServiceCallOptions {
 /// service call NAME JSON: one call, the response decoded.
 int run_service_call(const Globals& g, const ServiceCallOptions& o);
 
+struct ParamOptions {
+  std::string action;  ///< list, get or set
+  std::string node;    ///< its name (`talker`, `/robot/talker`)
+  std::string name;    ///< get, set: the parameter
+  std::string value;   ///< set: as on a command line (`-p name:=value`)
+  double timeout_s = 5.0;
+};
+/// param list|get|set NODE [NAME [VALUE]]: a node's parameters.
+int run_param(const Globals& g, const ParamOptions& o);
+
 }  // namespace shmbus::tool

@@ -176,4 +176,6 @@ RecordingInput::RecordingInput(const Globals& g, const std::string& path, std::s
   for (const std::string& n : recording_.notes()) fmt::print(stderr, "{}: {}\n", verb, n);
 }
 
+std::string seconds_text(double s) { return fmt::format("{:g} s", s); }
+
 }  // namespace shmbus::tool

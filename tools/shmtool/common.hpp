@@ -75,6 +75,9 @@ std::optional<schema::Schema> schema_of(const introspect::ChannelView& view);
 /// unless the configuration names one.
 Context make_context(const Config& config);
 
+/// A duration in seconds as the messages say it ("5 s", "0.25 s").
+std::string seconds_text(double s);
+
 /// A message of `schema` as JSON: `text` (a JSON object, possibly empty)
 /// merged onto an all-zero message, so fields left out are zero. A bad
 /// text is Error(kInvalidArgument) naming `what` (DATA, REQUEST).

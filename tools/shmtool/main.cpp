@@ -5,6 +5,7 @@
 //           record -o FILE [CH...] | play FILE... [--step]
 //           bag info|recover|export|import|graph|diff|filter|merge|compress|decompress|cat|doctor FILE...
 //           service list | info NAME | call NAME JSON
+//           param list NODE | get NODE NAME | set NODE NAME VALUE
 //
 // Exit codes: 0 ok, 1 runtime failure, 2 bad usage or configuration,
 // 3 channel not found; every failure is one line on stderr.
@@ -101,6 +102,7 @@ struct Commands {
   std::string bag_other;               ///< bag diff
   std::string bag_channel;             ///< bag diff
   std::string service;                 ///< service info
+  ParamOptions param;                  ///< param list/get/set
   ServiceCallOptions call;
   std::map<std::string, std::function<int()>> run;
 };
@@ -416,6 +418,29 @@ void add_service_commands(CLI::App& app, Commands& k) {
   };
 }
 
+/// param list | get | set: a node's parameters, as `ros2 param`.
+void add_param_commands(CLI::App& app, Commands& k) {
+  CLI::App* param = app.add_subcommand("param", "A node's parameters: list, get and set them (as ros2 param)");
+  param->require_subcommand(1);
+  CLI::App* list = param->add_subcommand("list", "The names of a node's parameters");
+  list->add_option("NODE", k.param.node, "Node (talker, /robot/talker)")->required();
+  CLI::App* get = param->add_subcommand("get", "One parameter's type and value");
+  get->add_option("NODE", k.param.node, "Node (talker, /robot/talker)")->required();
+  get->add_option("NAME", k.param.name, "Parameter")->required();
+  CLI::App* set = param->add_subcommand("set", "Set one parameter (the node may refuse it: exit 1)");
+  set->add_option("NODE", k.param.node, "Node (talker, /robot/talker)")->required();
+  set->add_option("NAME", k.param.name, "Parameter")->required();
+  set->add_option("VALUE", k.param.value, "Value as ROS 2 reads one: true, 3, 1.5, text, [1, 2]")->required();
+  for (CLI::App* a : {list, get, set}) {
+    a->add_option("--timeout", k.param.timeout_s, "How long to wait for the node and its answer (default 5s)")
+        ->transform(kDuration);
+  }
+  k.run["param"] = [&k, list, get] {
+    k.param.action = list->parsed() ? "list" : get->parsed() ? "get" : "set";
+    return run_param(k.g, k.param);
+  };
+}
+
 int run(int argc, char** argv) {
   CLI::App app{"Inspect and drive a shmbus domain: channels, rates, alerts, messages.", "shmtool"};
   app.require_subcommand(1);
@@ -432,6 +457,7 @@ int run(int argc, char** argv) {
   add_play_command(app, k);
   add_bag_commands(app, k);
   add_service_commands(app, k);
+  add_param_commands(app, k);
 
   if (const auto bad = unknown_command(app, argc, argv)) {
     std::string names;

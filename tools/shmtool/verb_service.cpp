@@ -79,8 +79,6 @@ std::optional<introspect::ServiceView> await_service(const Config& config, std::
   }
 }
 
-std::string seconds_text(double s) { return fmt::format("{:g} s", s); }
-
 }  // namespace
 
 int run_service_list(const Globals& g) {

@@ -1,5 +1,7 @@
 #include "shmbus/rclcpp/parameter.hpp"
 
+#include "shmbus/rclcpp/parameter_messages.hpp"
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -144,6 +146,69 @@ ParameterValue parse_parameter_value(std::string_view text) {
     return s;
   }
   return unquote(t);
+}
+
+rcl_interfaces::msg::ParameterValue to_message(const ParameterValue& value) {
+  rcl_interfaces::msg::ParameterValue m;
+  m.type = value.get_type();
+  std::visit(
+      [&m](const auto& v) {
+        using V = std::decay_t<decltype(v)>;
+        if constexpr (std::is_same_v<V, bool>) {
+          m.bool_value = v;
+        } else if constexpr (std::is_same_v<V, std::int64_t>) {
+          m.integer_value = v;
+        } else if constexpr (std::is_same_v<V, double>) {
+          m.double_value = v;
+        } else if constexpr (std::is_same_v<V, std::string>) {
+          m.string_value = v;
+        } else if constexpr (std::is_same_v<V, std::vector<std::uint8_t>>) {
+          m.byte_array_value = v;
+        } else if constexpr (std::is_same_v<V, std::vector<bool>>) {
+          m.bool_array_value = v;
+        } else if constexpr (std::is_same_v<V, std::vector<std::int64_t>>) {
+          m.integer_array_value = v;
+        } else if constexpr (std::is_same_v<V, std::vector<double>>) {
+          m.double_array_value = v;
+        } else if constexpr (std::is_same_v<V, std::vector<std::string>>) {
+          m.string_array_value = v;
+        }
+      },
+      value.variant());
+  return m;
+}
+
+/// The value a message holds; a type it does not name is not set.
+ParameterValue from_message(const rcl_interfaces::msg::ParameterValue& m) {
+  switch (m.type) {
+    case PARAMETER_BOOL:
+      return m.bool_value;
+    case PARAMETER_INTEGER:
+      return m.integer_value;
+    case PARAMETER_DOUBLE:
+      return m.double_value;
+    case PARAMETER_STRING:
+      return m.string_value;
+    case PARAMETER_BYTE_ARRAY:
+      return m.byte_array_value;
+    case PARAMETER_BOOL_ARRAY:
+      return m.bool_array_value;
+    case PARAMETER_INTEGER_ARRAY:
+      return m.integer_array_value;
+    case PARAMETER_DOUBLE_ARRAY:
+      return m.double_array_value;
+    case PARAMETER_STRING_ARRAY:
+      return m.string_array_value;
+    default:
+      return {};
+  }
+}
+
+rcl_interfaces::msg::Parameter to_message(const Parameter& p) {
+  rcl_interfaces::msg::Parameter m;
+  m.name = p.get_name();
+  m.value = to_message(p.get_parameter_value());
+  return m;
 }
 
 }  // namespace shmbus::rclcpp

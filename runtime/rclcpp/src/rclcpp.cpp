@@ -5,8 +5,17 @@
 #include <algorithm>
 #include <cstdarg>
 #include <cstdio>
+#include <optional>
 #include <set>
 
+#include "rcl_interfaces/msg/parameter_event.hpp"
+#include "rcl_interfaces/srv/describe_parameters.hpp"
+#include "rcl_interfaces/srv/get_parameter_types.hpp"
+#include "rcl_interfaces/srv/get_parameters.hpp"
+#include "rcl_interfaces/srv/list_parameters.hpp"
+#include "rcl_interfaces/srv/set_parameters.hpp"
+#include "rcl_interfaces/srv/set_parameters_atomically.hpp"
+#include "shmbus/rclcpp/parameter_messages.hpp"
 #include "shmbus/stop_signals.hpp"
 
 namespace shmbus::rclcpp {
@@ -159,6 +168,110 @@ QoS& QoS::best_effort() {
   return *this;
 }
 
+// ---- Parameters as rcl_interfaces carries them.
+
+namespace {
+
+/// list_parameters' rule: `name` is under one of `prefixes` (all when none
+/// is given) at most `depth` levels of '.' below it (0: any).
+bool listed(const std::string& name, const std::vector<std::string>& prefixes, std::uint64_t depth) {
+  const auto deep_enough = [&](std::string_view rest) {
+    return depth == 0 || static_cast<std::uint64_t>(std::count(rest.begin(), rest.end(), '.')) < depth;
+  };
+  if (prefixes.empty()) return deep_enough(name);
+  return std::any_of(prefixes.begin(), prefixes.end(), [&](const std::string& p) {
+    return name == p || (name.starts_with(p + ".") && deep_enough(std::string_view(name).substr(p.size() + 1)));
+  });
+}
+
+}  // namespace
+
+/// A node's parameter services and its /parameter_events publisher.
+struct Node::ParameterServer {
+  std::mutex events_mutex;  ///< set_parameter may come from any thread
+  std::optional<NodePublisher<TypedPublisher<rcl_interfaces::msg::ParameterEvent>>> events;
+  std::vector<std::shared_ptr<void>> servers;
+
+  template <typename S, typename F>
+  void serve(shmbus::Node& node, const std::string& name, F handler) {
+    servers.push_back(std::make_shared<TypedServiceServer<S>>(node, name, std::move(handler)));
+  }
+};
+
+void Node::parameter_event(const Parameter& changed, int kind) {
+  if (!parameter_server_ || !parameter_server_->events) return;
+  rcl_interfaces::msg::ParameterEvent e;
+  e.stamp = now();
+  e.node = get_fully_qualified_name();
+  (kind == 0   ? e.new_parameters
+   : kind == 1 ? e.changed_parameters
+               : e.deleted_parameters)
+      .push_back(to_message(changed));
+  const std::lock_guard lock(parameter_server_->events_mutex);
+  // A drop is counted by the publisher (shmtool info); a size it cannot carry it says.
+  static_cast<void>(parameter_server_->events->publish(e));
+}
+
+void Node::start_parameter_server(const NodeOptions& options) {
+  namespace srv = rcl_interfaces::srv;
+  parameter_server_ = std::make_unique<ParameterServer>();
+  if (options.start_parameter_event_publisher()) {
+    parameter_server_->events.emplace(node_.publisher<rcl_interfaces::msg::ParameterEvent>("/parameter_events"));
+  }
+  if (!options.start_parameter_services()) return;
+  const std::string base = get_fully_qualified_name();
+  ParameterServer& server = *parameter_server_;
+  try {
+    server.serve<srv::GetParameters>(node_, base + "/get_parameters", [this](const auto& req, auto& rsp) {
+      for (const std::string& n : req.names) {
+        rsp.values.push_back(has_parameter(n) ? to_message(get_parameter(n).get_parameter_value())
+                                              : rcl_interfaces::msg::ParameterValue{});
+      }
+    });
+    server.serve<srv::GetParameterTypes>(node_, base + "/get_parameter_types", [this](const auto& req, auto& rsp) {
+      for (const std::string& n : req.names) {
+        rsp.types.push_back(has_parameter(n) ? get_parameter(n).get_type() : PARAMETER_NOT_SET);
+      }
+    });
+    server.serve<srv::SetParameters>(node_, base + "/set_parameters", [this](const auto& req, auto& rsp) {
+      for (const rcl_interfaces::msg::Parameter& p : req.parameters) {
+        const SetParametersResult r = set_parameter(Parameter(p.name, from_message(p.value)));
+        rsp.results.push_back(rcl_interfaces::msg::SetParametersResult{.successful = r.successful, .reason = r.reason});
+      }
+    });
+    server.serve<srv::SetParametersAtomically>(
+        node_, base + "/set_parameters_atomically", [this](const auto& req, auto& rsp) {
+          std::vector<Parameter> ps;
+          ps.reserve(req.parameters.size());
+          for (const rcl_interfaces::msg::Parameter& p : req.parameters) ps.emplace_back(p.name, from_message(p.value));
+          const SetParametersResult r = set_parameters_atomically(ps);
+          rsp.result = rcl_interfaces::msg::SetParametersResult{.successful = r.successful, .reason = r.reason};
+        });
+    server.serve<srv::ListParameters>(node_, base + "/list_parameters", [this](const auto& req, auto& rsp) {
+      const std::lock_guard lock(parameters_mutex_);
+      std::set<std::string> prefixes;
+      for (const auto& [name, value] : parameters_) {
+        if (!listed(name, req.prefixes, req.depth)) continue;
+        rsp.result.names.push_back(name);
+        if (const auto dot = name.rfind('.'); dot != std::string::npos) prefixes.insert(name.substr(0, dot));
+      }
+      rsp.result.prefixes.assign(prefixes.begin(), prefixes.end());
+    });
+    server.serve<srv::DescribeParameters>(node_, base + "/describe_parameters", [this](const auto& req, auto& rsp) {
+      for (const std::string& n : req.names) {
+        rcl_interfaces::msg::ParameterDescriptor d;
+        d.name = n;
+        d.type = has_parameter(n) ? get_parameter(n).get_type() : PARAMETER_NOT_SET;
+        rsp.descriptors.push_back(std::move(d));
+      }
+    });
+  } catch (const Error& e) {
+    // Another process serves a node of this name (ROS 2 allows two).
+    server.servers.clear();
+    say_once(fmt::format("node {}: its parameters are not served to other processes: {}", base, e.what()));
+  }
+}
+
 // ---- The node.
 
 Node::Node(const std::string& node_name, const NodeOptions& options) : Node(node_name, "", options) {}
@@ -205,15 +318,19 @@ Node::Node(const std::string& node_name, const std::string& namespace_arg, const
   allow_undeclared_ = options.allow_undeclared_parameters();
   for (const Parameter& p : options.parameter_overrides()) overrides_[p.get_name()] = p.get_parameter_value();
   if (options.automatically_declare_parameters_from_overrides()) parameters_ = overrides_;
+  start_parameter_server(options);
   Process& p = process();
   const std::lock_guard lock(p.mutex);
   p.nodes.insert(&node_);
 }
 
 Node::~Node() {
-  Process& p = process();
-  const std::lock_guard lock(p.mutex);
-  p.nodes.erase(&node_);
+  {
+    Process& p = process();
+    const std::lock_guard lock(p.mutex);
+    p.nodes.erase(&node_);
+  }
+  parameter_server_.reset();  // its handlers use the node: they go first
 }
 
 std::string Node::get_fully_qualified_name() const {
@@ -241,7 +358,9 @@ const ParameterValue& Node::declare_parameter(const std::string& name, const Par
                                                  name, get_fully_qualified_name(), to_string(value.get_type()),
                                                  to_string(value), to_string(default_value.get_type())));
   }
-  return parameters_.emplace(name, std::move(value)).first->second;
+  const ParameterValue& declared = parameters_.emplace(name, std::move(value)).first->second;
+  parameter_event(Parameter(name, declared), 0);
+  return declared;
 }
 
 const ParameterValue& Node::declare_parameter_overridden(const std::string& name) {
@@ -262,11 +381,18 @@ bool Node::has_parameter(const std::string& name) const {
 }
 
 void Node::undeclare_parameter(const std::string& name) {
-  const std::lock_guard lock(parameters_mutex_);
-  if (parameters_.erase(name) == 0) {
-    throw Error(Errc::kNotFound,
-                fmt::format("parameter '{}' of node {} is not declared", name, get_fully_qualified_name()));
+  Parameter gone;
+  {
+    const std::lock_guard lock(parameters_mutex_);
+    const auto it = parameters_.find(name);
+    if (it == parameters_.end()) {
+      throw Error(Errc::kNotFound,
+                  fmt::format("parameter '{}' of node {} is not declared", name, get_fully_qualified_name()));
+    }
+    gone = Parameter(name, it->second);
+    parameters_.erase(it);
   }
+  parameter_event(gone, 2);
 }
 
 Parameter Node::get_parameter(const std::string& name) const {
@@ -285,29 +411,41 @@ std::vector<Parameter> Node::get_parameters(const std::vector<std::string>& name
   return out;
 }
 
-SetParametersResult Node::set_parameter(const Parameter& parameter) {
+SetParametersResult Node::set_parameter(const Parameter& parameter) { return set_parameters_atomically({parameter}); }
+
+SetParametersResult Node::set_parameters_atomically(const std::vector<Parameter>& parameters) {
   std::vector<std::shared_ptr<OnSetParametersCallback>> callbacks;
   {
     const std::lock_guard lock(parameters_mutex_);
-    const auto it = parameters_.find(parameter.get_name());
-    if (it == parameters_.end() && !allow_undeclared_) {
-      return {false, fmt::format("parameter '{}' is not declared", parameter.get_name())};
-    }
-    if (it != parameters_.end() && it->second.get_type() != PARAMETER_NOT_SET &&
-        parameter.get_type() != it->second.get_type()) {
-      return {false, fmt::format("parameter '{}' is {}, not {}", parameter.get_name(), to_string(it->second.get_type()),
-                                 to_string(parameter.get_type()))};
+    for (const Parameter& parameter : parameters) {
+      const auto it = parameters_.find(parameter.get_name());
+      if (it == parameters_.end() && !allow_undeclared_) {
+        return {false, fmt::format("parameter '{}' is not declared", parameter.get_name())};
+      }
+      if (it != parameters_.end() && it->second.get_type() != PARAMETER_NOT_SET &&
+          parameter.get_type() != it->second.get_type()) {
+        return {false, fmt::format("parameter '{}' is {}, not {}", parameter.get_name(),
+                                   to_string(it->second.get_type()), to_string(parameter.get_type()))};
+      }
     }
     for (auto& w : on_set_) {
       if (auto cb = w.lock()) callbacks.push_back(std::move(cb));
     }
   }
   for (const auto& cb : callbacks) {
-    SetParametersResult r = (*cb)({parameter});
+    SetParametersResult r = (*cb)(parameters);
     if (!r.successful) return r;
   }
-  const std::lock_guard lock(parameters_mutex_);
-  parameters_[parameter.get_name()] = parameter.get_parameter_value();
+  std::vector<std::pair<Parameter, bool>> done;  // each, and whether it is new
+  {
+    const std::lock_guard lock(parameters_mutex_);
+    for (const Parameter& parameter : parameters) {
+      const bool fresh = !parameters_.contains(parameter.get_name());
+      parameters_[parameter.get_name()] = parameter.get_parameter_value();
+      done.emplace_back(parameter, fresh);
+    }
+  }
+  for (const auto& [parameter, fresh] : done) parameter_event(parameter, fresh ? 0 : 1);
   return {true, {}};
 }
 

@@ -725,16 +725,19 @@ void MessageSet::add_file(const std::string& path) {
   std::filesystem::path folder = p.parent_path();
   const std::string kind = folder.filename().string();
   if (kind == "msg" || kind == "srv" || kind == "action") folder = folder.parent_path();
-  const std::string package = folder.filename().string();
-  const std::string stem = p.stem().string();
-  if (ext == ".msg") {
-    add(package, stem, text.str(), path);
+  add_text(folder.filename().string(), p.stem().string(), ext.substr(1), text.str(), path);
+}
+
+void MessageSet::add_text(const std::string& package, const std::string& stem, std::string_view kind,
+                          std::string_view text, const std::string& source) {
+  if (kind == "msg") {
+    add(package, stem, text, source);
     return;
   }
   const std::vector<std::string> parts =
-      ext == ".srv" ? std::vector<std::string>{service_request_type(stem), service_response_type(stem)}
+      kind == "srv" ? std::vector<std::string>{service_request_type(stem), service_response_type(stem)}
                     : std::vector<std::string>{stem + "_Goal", stem + "_Result", stem + "_Feedback"};
-  add_parts(package, parts, text.str(), path, 0);
+  add_parts(package, parts, text, source, 0);
 }
 
 void MessageSet::add_parts(const std::string& package, const std::vector<std::string>& parts, std::string_view body,

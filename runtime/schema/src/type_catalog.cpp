@@ -21,9 +21,24 @@ namespace {
 /// Types named in a "not found" message, at most.
 constexpr std::size_t kKnownListed = 40;
 
-const ShippedMessage* shipped(std::string_view package, std::string_view name) {
+const ShippedMessage* shipped(std::string_view package, std::string_view name, std::string_view kind) {
   for (const ShippedMessage& m : shipped_messages()) {
-    if (package == m.package && name == m.name) return &m;
+    if (package == m.package && name == m.name && kind == m.kind) return &m;
+  }
+  return nullptr;
+}
+
+/// `suffix` taken off `stem`, or empty when it does not end so.
+std::string without(std::string_view stem, std::string_view suffix);
+
+/// The shipped file that defines message type `type` of `package`: a
+/// message, or a part of a shipped service; nullptr when none does.
+const ShippedMessage* shipped_type(std::string_view package, std::string_view type) {
+  if (const ShippedMessage* m = shipped(package, type, "msg")) return m;
+  for (const char* suffix : {"_Request", "_Response"}) {
+    if (auto base = without(type, suffix); !base.empty()) {
+      if (const ShippedMessage* m = shipped(package, base, "srv")) return m;
+    }
   }
   return nullptr;
 }
@@ -72,7 +87,9 @@ std::string TypeCatalog::locate(std::string_view full_name) const {
   const std::string package = name.substr(0, slash);
   const std::string type = name.substr(slash + 1);
   if (package.empty() || type.empty() || package.find("..") != std::string::npos) return {};
-  if (shipped(package, type) != nullptr) return fmt::format("<shipped>/{}/{}.msg", package, type);
+  if (const ShippedMessage* m = shipped_type(package, type)) {
+    return fmt::format("<shipped>/{}/{}.{}", package, m->name, m->kind);
+  }
   // The files that may define it: a message, or a part of a service or an
   // action, flat (<pkg>/<Name>.*) or in the share layout (<pkg>/msg/...).
   std::vector<std::pair<std::string, std::string>> files{{"msg", type + ".msg"}};
@@ -99,9 +116,9 @@ bool TypeCatalog::load(MessageSet& set, const std::string& full_name) const {
   const std::string where = locate(name);
   if (where.empty()) return false;
   const auto slash = name.find('/');
-  if (const ShippedMessage* m = shipped(name.substr(0, slash), name.substr(slash + 1))) {
-    set.add(m->package, m->name, m->text, where);
-    return true;
+  if (const ShippedMessage* m = shipped_type(name.substr(0, slash), name.substr(slash + 1))) {
+    set.add_text(m->package, m->name, m->kind, m->text, where);
+    return set.has(name);
   }
   set.add_file(where);
   return set.has(name);
@@ -109,7 +126,14 @@ bool TypeCatalog::load(MessageSet& set, const std::string& full_name) const {
 
 std::vector<std::string> TypeCatalog::known() const {
   std::set<std::string> names;
-  for (const ShippedMessage& m : shipped_messages()) names.insert(fmt::format("{}/{}", m.package, m.name));
+  for (const ShippedMessage& m : shipped_messages()) {
+    if (std::string_view(m.kind) == "msg") {
+      names.insert(fmt::format("{}/{}", m.package, m.name));
+    } else {
+      names.insert(fmt::format("{}/{}", m.package, service_request_type(m.name)));
+      names.insert(fmt::format("{}/{}", m.package, service_response_type(m.name)));
+    }
+  }
   const auto add_folder = [&](const std::string& package, const fs::path& folder) {
     std::error_code ec;
     for (const auto& f : fs::directory_iterator(folder, ec)) {

@@ -480,6 +480,17 @@ class NodeOptions {
     automatically_declare_ = declare;
     return *this;
   }
+  /// Serve the node's parameters (`NODE/get_parameters` and the other
+  /// rcl_interfaces services) and publish their changes on
+  /// /parameter_events, as rclcpp does (true by default).
+  NodeOptions& start_parameter_services(bool start) {
+    start_parameter_services_ = start;
+    return *this;
+  }
+  NodeOptions& start_parameter_event_publisher(bool start) {
+    start_parameter_event_publisher_ = start;
+    return *this;
+  }
   /// The shmbus context the node's endpoints live in (the process's by default).
   NodeOptions& context(Context& c) {
     context_ = &c;
@@ -491,6 +502,8 @@ class NodeOptions {
   [[nodiscard]] bool allow_undeclared_parameters() const noexcept { return allow_undeclared_parameters_; }
   [[nodiscard]] bool automatically_declare_parameters_from_overrides() const noexcept { return automatically_declare_; }
   [[nodiscard]] Context& context() const noexcept { return context_ ? *context_ : Context::process_default(); }
+  [[nodiscard]] bool start_parameter_services() const noexcept { return start_parameter_services_; }
+  [[nodiscard]] bool start_parameter_event_publisher() const noexcept { return start_parameter_event_publisher_; }
 
  private:
   std::vector<std::string> arguments_;
@@ -498,6 +511,8 @@ class NodeOptions {
   std::vector<Parameter> parameter_overrides_;
   bool allow_undeclared_parameters_ = false;
   bool automatically_declare_ = false;
+  bool start_parameter_services_ = true;
+  bool start_parameter_event_publisher_ = true;
   Context* context_ = nullptr;
 };
 
@@ -636,6 +651,8 @@ class Node : public std::enable_shared_from_this<Node> {
   /// declared, of another type than declared, or refused by a callback.
   SetParametersResult set_parameter(const Parameter& parameter);
   std::vector<SetParametersResult> set_parameters(const std::vector<Parameter>& parameters);
+  /// All of `parameters`, or none (the first refusal's reason).
+  SetParametersResult set_parameters_atomically(const std::vector<Parameter>& parameters);
 
   using OnSetParametersCallback = std::function<SetParametersResult(const std::vector<Parameter>&)>;
   /// Asked before a set takes effect; the handle keeps it registered.
@@ -646,7 +663,12 @@ class Node : public std::enable_shared_from_this<Node> {
   [[nodiscard]] shmbus::Node& shmbus_node() noexcept { return node_; }
 
  private:
+  struct ParameterServer;
   const ParameterValue& declare_parameter_overridden(const std::string& name);
+  /// Publishes on /parameter_events that `changed` (a new, changed or
+  /// deleted parameter: `kind` 0, 1, 2) happened.
+  void parameter_event(const Parameter& changed, int kind);
+  void start_parameter_server(const NodeOptions& options);
 
   // Set while node_ is made (its name is the resolved one): before it.
   std::string name_;
@@ -660,6 +682,7 @@ class Node : public std::enable_shared_from_this<Node> {
   std::map<std::string, ParameterValue> parameters_;
   bool allow_undeclared_ = false;
   std::vector<std::weak_ptr<OnSetParametersCallback>> on_set_;
+  std::unique_ptr<ParameterServer> parameter_server_;  ///< last: its handlers use the rest
 };
 
 // ---- Spinning.

@@ -203,6 +203,11 @@ class MessageSet {
   /// definitions use are loaded too. What stays unknown, resolve() refuses
   /// naming its file and line.
   void load_missing(const std::function<bool(const std::string& full_name)>& load);
+  /// Adds the text of a definition file `package/stem.kind` (`kind`
+  /// "msg", "srv" or "action"), as add_file() adds the file; `source`
+  /// names it in errors.
+  void add_text(const std::string& package, const std::string& stem, std::string_view kind, std::string_view text,
+                const std::string& source);
   /// True when the set holds a definition of `full_name` (resolved or not).
   [[nodiscard]] bool has(std::string_view full_name) const;
   /// Adds every `*.msg` and `*.srv` under `root/<package>/` (a service as
