@@ -425,3 +425,19 @@ TEST(RclcppExamplesTest, ShmtoolListsGetsAndSetsANodesParametersAndTheEventsTell
   pub.signal(SIGINT);
   EXPECT_EQ(pub.wait(5s), 0) << pub.poll_output();
 }
+
+// A subscription or timer held past its node (rclcpp allows it) ends
+// nothing when dropped: no use of the node that is gone.
+TEST(RclcppNodeTest, ASubscriptionAndATimerMayOutliveTheirNode) {
+  TestDomain d{{}, "rclcpp_outlive"};
+  rclcpp::Subscription<std_msgs::msg::String>::SharedPtr sub;
+  rclcpp::TimerBase::SharedPtr timer;
+  {
+    auto node = std::make_shared<rclcpp::Node>("short_lived", in(d));
+    sub = node->create_subscription<std_msgs::msg::String>("x", 1, [](const std_msgs::msg::String&) {});
+    timer = node->create_wall_timer(1s, [] {});
+  }
+  EXPECT_STREQ(sub->get_topic_name(), "/x");
+  sub.reset();  // ASan: no read of the node's freed subscription
+  timer.reset();
+}

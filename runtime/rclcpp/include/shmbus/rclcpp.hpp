@@ -244,15 +244,35 @@ class Publisher {
   NodePublisher<TypedPublisher<T>> publisher_;
 };
 
+/// The node an entity was made by, to end the entity when it is dropped:
+/// a node held by a shared_ptr may go first (the entity then has nothing
+/// to end); one that is not must outlive its entities.
+class NodeLink {
+ public:
+  explicit NodeLink(std::weak_ptr<const void> node) : node_(std::move(node)), shared_(!node_.expired()) {}
+  /// Calls `end` unless the node is gone.
+  template <typename F>
+  void end(F&& end) const {
+    const auto alive = node_.lock();  // held while `end` runs
+    if (!shared_ || alive) end();
+  }
+
+ private:
+  std::weak_ptr<const void> node_;
+  bool shared_;
+};
+
 /// A subscription: its callback runs while it is held (dropping the
 /// SharedPtr ends it, as in rclcpp).
 template <AnyMessageType T>
 class Subscription {
  public:
   using SharedPtr = std::shared_ptr<Subscription>;
-  Subscription(std::string topic, shmbus::Subscription& subscription)
-      : topic_(std::move(topic)), subscription_(&subscription) {}
-  ~Subscription() { subscription_->cancel(); }
+  Subscription(std::string topic, shmbus::Subscription& subscription, NodeLink node)
+      : topic_(std::move(topic)), subscription_(&subscription), node_(std::move(node)) {}
+  ~Subscription() {
+    node_.end([this] { subscription_->cancel(); });
+  }
   Subscription(const Subscription&) = delete;
   Subscription& operator=(const Subscription&) = delete;
   [[nodiscard]] const char* get_topic_name() const noexcept { return topic_.c_str(); }
@@ -261,14 +281,17 @@ class Subscription {
  private:
   std::string topic_;
   shmbus::Subscription* subscription_;
+  NodeLink node_;
 };
 
 /// A timer: runs while it is held, until cancel().
 class TimerBase {
  public:
   using SharedPtr = std::shared_ptr<TimerBase>;
-  explicit TimerBase(Timer& timer) noexcept : timer_(&timer) {}
-  ~TimerBase() { timer_->cancel(); }
+  TimerBase(Timer& timer, NodeLink node) : timer_(&timer), node_(std::move(node)) {}
+  ~TimerBase() {
+    node_.end([this] { timer_->cancel(); });
+  }
   TimerBase(const TimerBase&) = delete;
   TimerBase& operator=(const TimerBase&) = delete;
   void cancel() noexcept { timer_->cancel(); }
@@ -276,12 +299,14 @@ class TimerBase {
 
  private:
   Timer* timer_;
+  NodeLink node_;
 };
 using WallTimer = TimerBase;
 
 // ---- Services and clients.
 
-/// A service server served by its node's executor; it serves while held.
+/// A service server served by its node's executor; it serves while held,
+/// and must not outlive its node (drop it first, or hold it in the node).
 template <ServiceType S>
 class Service {
  public:
@@ -567,7 +592,8 @@ class Node : public std::enable_shared_from_this<Node> {
     o.group = options.callback_group.get();
     if (qos.is_transient_local())
       o.subscriber.history = static_cast<std::uint32_t>(std::min<std::size_t>(qos.depth(), 1U << 20));
-    return std::make_shared<Subscription<T>>(name, node_.subscribe<T>(name, std::forward<F>(callback), o));
+    return std::make_shared<Subscription<T>>(name, node_.subscribe<T>(name, std::forward<F>(callback), o),
+                                             NodeLink(weak_from_this()));
   }
 
   template <typename Rep, typename Period, typename F>
@@ -576,7 +602,8 @@ class Node : public std::enable_shared_from_this<Node> {
     TimerOptions o;
     o.group = group.get();
     return std::make_shared<TimerBase>(node_.every(std::chrono::duration_cast<std::chrono::nanoseconds>(period),
-                                                   std::function<void()>(std::forward<F>(callback)), o));
+                                                   std::function<void()>(std::forward<F>(callback)), o),
+                                       NodeLink(weak_from_this()));
   }
   template <typename Rep, typename Period, typename F>
   TimerBase::SharedPtr create_timer(std::chrono::duration<Rep, Period> period, F&& callback,
