@@ -73,6 +73,13 @@ fi
 # A PointCloud2-shaped message (ROS 2's fields) built in a loan and read in
 # place by a Node, 64 KiB to 16 MiB, against iceoryx's loan of the size.
 "$dir/tests/bench/shmbus-bench" peers --transports node_cloud,iceoryx_loan --repeat "$repeat" "${cloud_args[@]}"
+# The rclcpp-shaped surface against the Node API, the same message and
+# view callback run by run: 64 B and 4 KiB copied (a typed message), and a
+# point cloud built in a loan and read in place.
+# shellcheck disable=SC2054 # commas: shmbus-bench's list syntax, not array separators
+"$dir/tests/bench/shmbus-bench" peers --transports node_typed,rclcpp --repeat "$repeat" "${peers_args[@]}"
+"$dir/tests/bench/shmbus-bench" peers --transports node_cloud,rclcpp_cloud --sizes 65536,4194304 --repeat "$repeat" \
+  "${peers_args[@]}"
 # Fan-out: one publisher, 1-8 subscriber processes, against iceoryx.
 "$dir/tests/bench/shmbus-bench-fanout" "${fanout_args[@]}"
 # The same with wait_spin = 1 ms, longer than the 500 us pacing: the

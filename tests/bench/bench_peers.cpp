@@ -35,7 +35,7 @@ namespace {
 
 constexpr const char* kTransportNames =
     "floor,spsc,shmbus,shmbus_nohook,shmbus_block,shmbus_source,node,service,iceoryx,shmbus_iceoryx,"
-    "iceoryx_service,boost_mq,uds,node_cloud,iceoryx_loan";
+    "iceoryx_service,boost_mq,uds,node_cloud,iceoryx_loan,node_typed,rclcpp,rclcpp_cloud";
 
 struct Options {
   std::uint64_t rounds = 100'000;
@@ -398,6 +398,10 @@ static int run_bench(int argc, char** argv) {
       t = make_spsc();
     else if (name == "node_cloud")
       t = make_node_cloud();
+    else if (name == "node_typed" || name == "rclcpp")
+      t = make_node_typed(name == "rclcpp");
+    else if (name == "rclcpp_cloud")
+      t = make_rclcpp_cloud();
     else if (name == "iceoryx_loan")
       t = make_iceoryx(tmp, IceoryxKind::kLoan);
     else {
@@ -590,6 +594,23 @@ static int run_bench(int argc, char** argv) {
       fmt::print("in place {} {} B, median (range) of {} runs: {}\n", to_string(r.mode), r.size, r.p50_runs.size(),
                  line);
     }
+  }
+  // The rclcpp layer's cost: shmbus::rclcpp's publisher and subscription
+  // against the Node API's with the same message and view callback, run by
+  // run (rclcpp/node_typed, rclcpp_cloud/node_cloud).
+  for (const auto& r : results) {
+    const char* pair = r.transport == "rclcpp" ? "node_typed" : r.transport == "rclcpp_cloud" ? "node_cloud" : nullptr;
+    const Result* base = pair != nullptr ? find(pair, r.mode, r.size) : nullptr;
+    if (base == nullptr) continue;
+    const std::vector<double> ratios = paired_ratios(r.p50_runs, base->p50_runs);
+    const double mid = ratios.empty() ? r.p50 / base->p50 : median(ratios);
+    const auto [lo, hi] = ratios.empty() ? std::pair{mid, mid}
+                                         : std::pair{*std::min_element(ratios.begin(), ratios.end()),
+                                                     *std::max_element(ratios.begin(), ratios.end())};
+    fmt::print(
+        "rclcpp layer {} {} B: p50 {}/{} {:.3f}x ({:.3f}-{:.3f}), p50 {:+.0f} ns{}\n", to_string(r.mode), r.size,
+        r.transport, pair, mid, lo, hi, r.p50 - base->p50,
+        r.msgs_per_s && base->msgs_per_s ? fmt::format(", throughput {:.3f}x", *r.msgs_per_s / *base->msgs_per_s) : "");
   }
   // The executor's cost per message: a Node callback against a raw read of
   // the same channels, measured side by side in this run.

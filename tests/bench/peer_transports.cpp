@@ -12,14 +12,17 @@
 #include <atomic>
 #include <boost/interprocess/ipc/message_queue.hpp>
 #include <cstring>
+#include <deque>
 #include <optional>
 #include <stdexcept>
 #include <thread>
 
 #include "point_cloud.hpp"
+#include "sensor_msgs/msg/compressed_image.hpp"
 #include "shmbus/iceoryx.hpp"
 #include "shmbus/introspect.hpp"
 #include "shmbus/node.hpp"
+#include "shmbus/rclcpp.hpp"
 #include "shmbus/service.hpp"
 #include "shmbus/shmbus.hpp"
 
@@ -155,6 +158,84 @@ class NodeLink final : public Link {
   bool got_ = false;
 };
 
+/// An rclcpp node for a benchmark link: on the link's context, without
+/// parameter services (a module's six services are not the row's cost).
+std::shared_ptr<rclcpp::Node> bench_rclcpp_node(Context& ctx) {
+  return std::make_shared<rclcpp::Node>("bench", rclcpp::NodeOptions()
+                                                     .context(ctx)
+                                                     .use_global_arguments(false)
+                                                     .start_parameter_services(false)
+                                                     .start_parameter_event_publisher(false));
+}
+
+/// The payload as a typed message, sensor_msgs/CompressedImage whose data
+/// is the bytes, through the Node API's typed publisher and subscription
+/// ("node_typed") or through shmbus::rclcpp's ("rclcpp"): the same type,
+/// view callback and dispatch, so the pair shows what the rclcpp layer
+/// costs per message. One message is kept and refilled (no allocation per
+/// send, on either side).
+class TypedLink final : public Link {
+ public:
+  using Image = sensor_msgs::msg::CompressedImage;
+
+  TypedLink(const std::string& domain, Side side, std::size_t max_size, bool rclcpp)
+      : ctx_(link_config(domain, side, max_size + 256)) {
+    const bool leader = side == Side::kLeader;
+    const char* in = leader ? "/pong" : "/ping";
+    const char* out = leader ? "/ping" : "/pong";
+    // A wakeup may dispatch several messages (the subscription's batch,
+    // the same on both sides): each is queued, receive() takes one.
+    const auto read = [this](const Image::View& v) {
+      received_.push_back(read_seq(reinterpret_cast<const std::byte*>(v.data().data())));
+    };
+    if (rclcpp) {
+      rclcpp_node_ = bench_rclcpp_node(ctx_);
+      rclcpp::SubscriptionOptions o;
+      o.in_place = true;
+      sub_ = rclcpp_node_->create_subscription<Image>(in, 10, read, o);
+      rclcpp_pub_ = rclcpp_node_->create_publisher<Image>(out, 10);
+      node_ = &rclcpp_node_->shmbus_node();
+    } else {
+      own_node_ = std::make_unique<Node>("", ctx_, NodeOptions{.handle_signals = false});
+      SubscriptionOptions o;
+      o.in_place = true;
+      own_node_->subscribe<Image>(
+          in, [read](const Image::View& v, const MessageInfo&) { read(v); }, o);
+      node_pub_ = &*own_node_->publisher<Image>(out);
+      node_ = own_node_.get();
+    }
+  }
+  void send(const std::byte* data, std::size_t size) override {
+    message_.data.resize(size);
+    std::memcpy(message_.data.data(), data, size);
+    if (rclcpp_pub_) {
+      rclcpp_pub_->publish(message_);
+    } else {
+      static_cast<void>(node_pub_->publish(message_));
+    }
+  }
+  std::uint64_t receive(Mode mode) override {
+    const auto timeout =
+        mode == Mode::kPoll ? std::chrono::nanoseconds(0) : std::chrono::nanoseconds(std::chrono::seconds(1));
+    while (received_.empty()) node_->spin_once(timeout);
+    const std::uint64_t seq = received_.front();
+    received_.pop_front();
+    return seq;
+  }
+  std::uint64_t flow_window() const override { return 192; }
+
+ private:
+  Context ctx_;
+  std::shared_ptr<rclcpp::Node> rclcpp_node_;
+  rclcpp::Subscription<Image>::SharedPtr sub_;
+  rclcpp::Publisher<Image>::SharedPtr rclcpp_pub_;
+  std::unique_ptr<Node> own_node_;
+  TypedPublisher<Image>* node_pub_ = nullptr;
+  Node* node_ = nullptr;
+  Image message_;
+  std::deque<std::uint64_t> received_;
+};
+
 /// A PointCloud2-shaped message (ROS 2's fields: a header with a string,
 /// a sequence of PointFields with strings, then the points) through Node
 /// callbacks ("node_cloud"), `size` bytes of points. The sender builds it
@@ -169,23 +250,37 @@ class NodeCloudLink final : public Link {
   /// Bytes a cloud holds besides its points (fixed part, frame, fields).
   static constexpr std::size_t kOverhead = 1024;
 
-  NodeCloudLink(const std::string& domain, Side side, std::size_t size)
-      : ctx_(cloud_config(domain, side, size)), node_("", ctx_, NodeOptions{.handle_signals = false}) {
+  /// `rclcpp`: through shmbus::rclcpp's publisher and subscription
+  /// ("rclcpp_cloud"), the same loan and view.
+  NodeCloudLink(const std::string& domain, Side side, std::size_t size, bool rclcpp = false)
+      : ctx_(cloud_config(domain, side, size)) {
     const bool leader = side == Side::kLeader;
+    const auto read = [this](const Cloud::View& v) {
+      seq_ = v.width();
+      std::size_t n = v.header().frame_id().size() + v.data().back();
+      for (const auto& f : v.fields()) n += f.name().size();
+      sink_ += n;
+      got_ = true;
+    };
+    if (rclcpp) {
+      rclcpp_node_ = bench_rclcpp_node(ctx_);
+      rclcpp::SubscriptionOptions o;
+      o.in_place = true;
+      o.batch = 1;  // as node_cloud's
+      sub_ = rclcpp_node_->create_subscription<Cloud>(leader ? "/pong" : "/ping", 8, read, o);
+      rclcpp_pub_ = rclcpp_node_->create_publisher<Cloud>(leader ? "/ping" : "/pong", 8);
+      pub_ = &rclcpp_pub_->shmbus_publisher();
+      node_ = &rclcpp_node_->shmbus_node();
+      return;
+    }
+    own_node_ = std::make_unique<Node>("", ctx_, NodeOptions{.handle_signals = false});
     SubscriptionOptions o;
     o.in_place = true;
     o.batch = 1;
-    node_.subscribe<Cloud>(
-        leader ? "/pong" : "/ping",
-        [this](const Cloud::View& v, const MessageInfo&) {
-          seq_ = v.width();
-          std::size_t n = v.header().frame_id().size() + v.data().back();
-          for (const auto& f : v.fields()) n += f.name().size();
-          sink_ += n;
-          got_ = true;
-        },
-        o);
-    pub_ = &*node_.publisher<Cloud>(leader ? "/ping" : "/pong");
+    own_node_->subscribe<Cloud>(
+        leader ? "/pong" : "/ping", [read](const Cloud::View& v, const MessageInfo&) { read(v); }, o);
+    pub_ = &*own_node_->publisher<Cloud>(leader ? "/ping" : "/pong");
+    node_ = own_node_.get();
   }
   void send(const std::byte* data, std::size_t size) override {
     Loan loan = pub_->loan(size + kOverhead);
@@ -195,7 +290,7 @@ class NodeCloudLink final : public Link {
     static_cast<void>(pub_->commit(loan, w.size()));
   }
   std::uint64_t receive(Mode mode) override {
-    spin_until_received(node_, got_, mode);
+    spin_until_received(*node_, got_, mode);
     return seq_;
   }
 
@@ -206,7 +301,11 @@ class NodeCloudLink final : public Link {
     return c;
   }
   Context ctx_;
-  Node node_;
+  std::shared_ptr<rclcpp::Node> rclcpp_node_;
+  rclcpp::Subscription<Cloud>::SharedPtr sub_;
+  rclcpp::Publisher<Cloud>::SharedPtr rclcpp_pub_;
+  std::unique_ptr<Node> own_node_;
+  Node* node_ = nullptr;
   TypedPublisher<Cloud>* pub_ = nullptr;
   std::uint64_t seq_ = 0;
   std::uint64_t sink_ = 0;  ///< what the reads found, so that they are made
@@ -280,7 +379,7 @@ class ServiceLink final : public Link {
 /// ("node"), or as a service round trip ("service", latency only).
 class ShmbusTransport final : public Transport {
  public:
-  enum class Kind { kRaw, kNoHook, kBlock, kSource, kNode, kService, kNodeCloud };
+  enum class Kind { kRaw, kNoHook, kBlock, kSource, kNode, kService, kNodeCloud, kNodeTyped, kRclcpp, kRclcppCloud };
   explicit ShmbusTransport(Kind kind) : kind_(kind) {}
   std::string name() const override {
     switch (kind_) {
@@ -288,6 +387,12 @@ class ShmbusTransport final : public Transport {
         return "node";
       case Kind::kNodeCloud:
         return "node_cloud";
+      case Kind::kNodeTyped:
+        return "node_typed";
+      case Kind::kRclcpp:
+        return "rclcpp";
+      case Kind::kRclcppCloud:
+        return "rclcpp_cloud";
       case Kind::kService:
         return "service";
       case Kind::kNoHook:
@@ -302,12 +407,18 @@ class ShmbusTransport final : public Transport {
     return "shmbus";
   }
   bool supports(Mode) const override { return true; }
-  bool has_throughput() const override { return kind_ != Kind::kService && kind_ != Kind::kNodeCloud; }
-  bool in_place() const override { return kind_ == Kind::kNodeCloud; }
+  bool has_throughput() const override {
+    return kind_ != Kind::kService && kind_ != Kind::kNodeCloud && kind_ != Kind::kRclcppCloud;
+  }
+  bool in_place() const override { return kind_ == Kind::kNodeCloud || kind_ == Kind::kRclcppCloud; }
   void prepare(std::size_t) override { domain_ = "bench_" + std::to_string(::getpid()) + "_" + std::to_string(run_++); }
   std::unique_ptr<Link> connect(Side side, std::size_t max_size) override {
     if (kind_ == Kind::kNode) return std::make_unique<NodeLink>(domain_, side, max_size);
     if (kind_ == Kind::kNodeCloud) return std::make_unique<NodeCloudLink>(domain_, side, max_size);
+    if (kind_ == Kind::kRclcppCloud) return std::make_unique<NodeCloudLink>(domain_, side, max_size, true);
+    if (kind_ == Kind::kNodeTyped || kind_ == Kind::kRclcpp) {
+      return std::make_unique<TypedLink>(domain_, side, max_size, kind_ == Kind::kRclcpp);
+    }
     if (kind_ == Kind::kService) return std::make_unique<ServiceLink>(domain_, side, max_size);
     return std::make_unique<ShmbusLink>(domain_, side, max_size, shmbus::Transport::kShm, kind_ != Kind::kNoHook,
                                         kind_ == Kind::kBlock, kind_ == Kind::kSource);
@@ -838,6 +949,12 @@ std::unique_ptr<Transport> make_shmbus(ShmbusVariant variant) {
 std::unique_ptr<Transport> make_node() { return std::make_unique<ShmbusTransport>(ShmbusTransport::Kind::kNode); }
 std::unique_ptr<Transport> make_node_cloud() {
   return std::make_unique<ShmbusTransport>(ShmbusTransport::Kind::kNodeCloud);
+}
+std::unique_ptr<Transport> make_node_typed(bool rclcpp) {
+  return std::make_unique<ShmbusTransport>(rclcpp ? ShmbusTransport::Kind::kRclcpp : ShmbusTransport::Kind::kNodeTyped);
+}
+std::unique_ptr<Transport> make_rclcpp_cloud() {
+  return std::make_unique<ShmbusTransport>(ShmbusTransport::Kind::kRclcppCloud);
 }
 std::unique_ptr<Transport> make_service() { return std::make_unique<ShmbusTransport>(ShmbusTransport::Kind::kService); }
 std::unique_ptr<Transport> make_iceoryx([[maybe_unused]] const std::string& dir, [[maybe_unused]] IceoryxKind kind) {

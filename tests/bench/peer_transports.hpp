@@ -145,6 +145,11 @@ inline constexpr std::uint32_t kInPlaceSizes[] = {64U << 10, 1U << 20, 4U << 20,
 /// A PointCloud2-shaped message (ROS 2's fields, generated C++) built in a
 /// loan and read in place by a Node ("node_cloud"; iceoryx_loan is its peer).
 std::unique_ptr<Transport> make_node_cloud();
+/// The payload as a typed message through the Node API ("node_typed") or
+/// shmbus::rclcpp ("rclcpp"); a point cloud through shmbus::rclcpp
+/// ("rclcpp_cloud", node_cloud's pair).
+std::unique_ptr<Transport> make_node_typed(bool rclcpp);
+std::unique_ptr<Transport> make_rclcpp_cloud();
 /// A request/response round trip: shmbus's ServiceClient and ServiceServer
 /// ("service"), iceoryx 2.0's untyped client and server ("iceoryx_service").
 /// Latency only.

@@ -215,6 +215,13 @@ using CallbackGroup = shmbus::CallbackGroup;
 
 struct SubscriptionOptions {
   std::shared_ptr<CallbackGroup> callback_group;
+  /// shmbus's own: a callback taking `const T::View&` (or `const T&` of a
+  /// fixed-layout type) reads the message where it lies in shared memory,
+  /// no copy (shmbus::SubscriptionOptions::in_place).
+  bool in_place = false;
+  /// shmbus's own: messages handled per wakeup before the executor looks
+  /// at its other sources (shmbus::SubscriptionOptions::batch).
+  std::uint32_t batch = 32;
 };
 struct PublisherOptions {
   std::shared_ptr<CallbackGroup> callback_group;  ///< taken for rclcpp's signature; a publisher has no callback
@@ -590,6 +597,8 @@ class Node : public std::enable_shared_from_this<Node> {
     const std::string name = get_resolved_name(topic);
     shmbus::SubscriptionOptions o;
     o.group = options.callback_group.get();
+    o.in_place = options.in_place;
+    o.batch = options.batch;
     if (qos.is_transient_local())
       o.subscriber.history = static_cast<std::uint32_t>(std::min<std::size_t>(qos.depth(), 1U << 20));
     return std::make_shared<Subscription<T>>(name, node_.subscribe<T>(name, std::forward<F>(callback), o),
