@@ -804,6 +804,34 @@ TEST(BridgeTest, RoslibInAHeadlessBrowserPublishesRos2TypesKnownOnlyThroughTheMs
   EXPECT_EQ(r["text"], std::string(10000, 'r'));
 }
 
+// roslib's parameters (Ros.getParams, Param) through rosapi's get_param_names,
+// get_param and set_param: the bridge reaches ROS 2's minimal publisher
+// (ported, examples/rclcpp) through its rcl_interfaces services; the set
+// reaches the node, a value of another type is refused with the node's
+// reason, and a parameter not set is said so.
+TEST(BridgeTest, RoslibListsGetsAndSetsANodesParameters) {
+  shmbus::test::TestDomain d;
+  const std::string domain = d.context().domain();
+  ChildProcess node({SHMBUS_EXAMPLE_MINIMAL_PUBLISHER, "--ros-args", "-p", "period_ms:=50"}, true,
+                    {"SHMBUS_DOMAIN=" + domain});
+  ASSERT_TRUE(node.wait_for_output("Publishing: ", 10s)) << node.poll_output();  // its services are up
+  BridgeProcess bridge(domain);
+  ASSERT_NE(bridge.port, 0);
+  const json r = run_node({kJs + "/bridge_roslib_params.mjs", "ws://127.0.0.1:" + std::to_string(bridge.port),
+                           "/minimal_publisher:period_ms", "20"});
+  ASSERT_TRUE(r.is_object());
+  EXPECT_EQ(r["errors"], json::array());
+  EXPECT_EQ(r["names"], json({"/minimal_publisher:period_ms"}));
+  EXPECT_EQ(r["before"], 50);
+  EXPECT_EQ(r["after"], 20);
+  ASSERT_EQ(r["refused"].size(), 1U) << r;
+  EXPECT_EQ(r["refused"][0],
+            "set_param /minimal_publisher:period_ms: refused: parameter 'period_ms' is integer, not string");
+  EXPECT_EQ(r["missing"], json({"parameter not set"}));
+  node.signal(SIGINT);
+  EXPECT_EQ(node.wait(5s), 0) << node.poll_output();
+}
+
 TEST(BridgeTest, ARoslibClientServesAServiceThatShmbusProcessesCall) {
   shmbus::test::TestDomain d;
   const std::string domain = d.context().domain();

@@ -22,9 +22,65 @@ namespace {
 
 constexpr std::string_view kRosapi = "/rosapi/";
 /// The rosapi services this bridge answers itself.
-constexpr std::array<const char*, 9> kRosapiServices = {
-    "topics",       "topic_type",      "topics_for_type", "topics_and_raw_types", "services",
-    "service_type", "message_details", "nodes",           "node_details"};
+constexpr std::array<const char*, 12> kRosapiServices = {
+    "topics",       "topic_type",   "topics_for_type", "topics_and_raw_types",
+    "services",     "service_type", "message_details", "nodes",
+    "node_details", "get_param",    "set_param",       "get_param_names"};
+
+/// rcl_interfaces/ParameterValue (as JSON) as rosapi's JSON text of the
+/// value ("5", "true", "\"text\"", "[1, 2]"); empty when not set.
+std::string rosapi_value_text(const schema::Json& v) {
+  static constexpr std::array<const char*, 10> kFields = {"",
+                                                          "bool_value",
+                                                          "integer_value",
+                                                          "double_value",
+                                                          "string_value",
+                                                          "byte_array_value",
+                                                          "bool_array_value",
+                                                          "integer_array_value",
+                                                          "double_array_value",
+                                                          "string_array_value"};
+  const auto type = v.value("type", 0);
+  if (type < 1 || type >= static_cast<int>(kFields.size())) return {};
+  const auto it = v.find(kFields[static_cast<std::size_t>(type)]);
+  return it == v.end() ? std::string{} : it->dump();
+}
+
+/// rosapi's JSON text of a value as rcl_interfaces/ParameterValue JSON;
+/// nullopt when it is none of ROS 2's parameter types.
+std::optional<schema::Json> rosapi_parameter_value(const std::string& text) {
+  const schema::Json v = schema::Json::parse(text, nullptr, false);
+  const auto kind = [](const schema::Json& x) -> int {
+    if (x.is_boolean()) return 1;
+    if (x.is_number_integer()) return 2;
+    if (x.is_number()) return 3;
+    if (x.is_string()) return 4;
+    return 0;
+  };
+  static constexpr std::array<const char*, 5> kScalar = {"", "bool_value", "integer_value", "double_value",
+                                                         "string_value"};
+  static constexpr std::array<const char*, 5> kArray = {"", "bool_array_value", "integer_array_value",
+                                                        "double_array_value", "string_array_value"};
+  if (v.is_discarded()) return schema::Json{{"type", 4}, {"string_value", text}};  // bare text: a string
+  if (const int k = kind(v); k != 0) return schema::Json{{"type", k}, {kScalar[static_cast<std::size_t>(k)], v}};
+  if (!v.is_array() || v.empty()) return std::nullopt;
+  int k = kind(v.front());
+  for (const auto& x : v) {
+    const int kx = kind(x);
+    if (kx == 0 || (kx != k && !(k >= 2 && k <= 3 && kx >= 2 && kx <= 3))) return std::nullopt;
+    k = std::max(k, kx);  // integers among doubles are doubles
+  }
+  return schema::Json{{"type", k + 5}, {kArray[static_cast<std::size_t>(k)], v}};
+}
+
+/// "/node:param" split; nullopt without a ':'.
+std::optional<std::pair<std::string, std::string>> node_and_param(const std::string& name) {
+  const auto colon = name.rfind(':');
+  if (colon == std::string::npos || colon == 0 || colon + 1 == name.size()) return std::nullopt;
+  std::string node = name.substr(0, colon);
+  if (!node.starts_with('/')) node.insert(node.begin(), '/');
+  return std::pair{std::move(node), name.substr(colon + 1)};
+}
 
 /// "rosapi/topics" (roslib's spelling) -> "/rosapi/topics".
 std::string absolute(const std::string& name) { return name.starts_with('/') ? name : "/" + name; }
@@ -667,11 +723,134 @@ bool RosbridgeSession::rosapi_nodes(const std::string& api, const Json& args, Js
   return false;
 }
 
+bool RosbridgeSession::rosapi_params(const std::string& api, const Json& op, const Json& args) {
+  if (api == "get_param_names") {
+    rosapi_param_names(op);
+    return true;
+  }
+  if (api != "get_param" && api != "set_param") return false;
+  const std::string name = string_field(args, "name");
+  const auto where = node_and_param(name);
+  if (!where) {
+    service_response(op, false, fmt::format("{}: name '{}' is not /node:parameter", api, name));
+    return true;
+  }
+  std::optional<std::string> refused =
+      api == "get_param" ? rosapi_get_param(op, where->first, where->second, string_field(args, "default_value"))
+                         : rosapi_set_param(op, name, where->first, where->second, string_field(args, "value"));
+  if (refused) service_response(op, false, *refused);
+  return true;
+}
+
+std::function<void(bool, Json)> RosbridgeSession::answerer(const Json& op) {
+  // Each answer comes on a service's worker thread: handed to the io
+  // thread, where this session answers (if it is still there).
+  return [weak = weak_from_this(), &io = hub_.io(), op](bool ok, Json values) {
+    asio::post(io, [weak, op, ok, values = std::move(values)]() mutable {
+      if (const auto self = std::static_pointer_cast<RosbridgeSession>(weak.lock())) {
+        self->service_response(op, ok, std::move(values));
+      }
+    });
+  };
+}
+
+void RosbridgeSession::rosapi_param_names(const Json& op) {
+  const std::chrono::nanoseconds timeout = hub_.settings().service_timeout;
+  const auto answer = answerer(op);
+  // Every node that serves list_parameters, asked at once; answered when
+  // the last has answered (or failed: its names are left out).
+  hub_.refresh();
+  std::vector<std::string> nodes;
+  for (const auto& [name, e] : hub_.catalog().channels()) {
+    const std::string s = service_of_request_channel(name);
+    if (s.ends_with("/list_parameters") && hub_.allowed(s) && hub_.catalog().served(s)) {
+      nodes.push_back(s.substr(0, s.size() - std::string_view("/list_parameters").size()));
+    }
+  }
+  struct Gather {
+    std::mutex mutex;
+    std::size_t pending = 0;
+    std::vector<std::string> names;
+  };
+  auto gather = std::make_shared<Gather>();
+  gather->pending = nodes.size() + 1;  // + this loop, done below
+  const auto one_done = [gather, answer](std::vector<std::string> found) {
+    std::vector<std::string> all;
+    {
+      const std::lock_guard lock(gather->mutex);
+      gather->names.insert(gather->names.end(), found.begin(), found.end());
+      if (--gather->pending != 0) return;
+      all = gather->names;
+    }
+    std::sort(all.begin(), all.end());
+    answer(true, Json{{"names", all}});
+  };
+  for (const std::string& node : nodes) {
+    const auto refused = hub_.call_service(node + "/list_parameters", Json::object(), timeout,
+                                           [node, one_done](ServiceCaller::Result r) {
+                                             std::vector<std::string> found;
+                                             if (r.status == CallStatus::kOk) {
+                                               for (const auto& n : r.response["result"]["names"]) {
+                                                 found.push_back(node + ":" + n.get<std::string>());
+                                               }
+                                             }
+                                             one_done(std::move(found));
+                                           });
+    if (refused) one_done({});
+  }
+  one_done({});
+}
+
+std::optional<std::string> RosbridgeSession::rosapi_get_param(const Json& op, const std::string& node,
+                                                              const std::string& param, const std::string& fallback) {
+  const auto answer = answerer(op);
+  return hub_.call_service(node + "/get_parameters", Json{{"names", {param}}}, hub_.settings().service_timeout,
+                           [answer, fallback](ServiceCaller::Result r) {
+                             if (r.status != CallStatus::kOk) return answer(false, Json(r.error));
+                             const Json& values = r.response["values"];
+                             const std::string text = values.empty() ? std::string{} : rosapi_value_text(values[0]);
+                             // As rosapi answers: the default when not set; successful false
+                             // when there is neither.
+                             const std::string value = text.empty() ? fallback : text;
+                             answer(true, Json{{"value", value},
+                                               {"successful", !value.empty()},
+                                               {"reason", value.empty() ? "parameter not set" : ""}});
+                           });
+}
+
+std::optional<std::string> RosbridgeSession::rosapi_set_param(const Json& op, const std::string& name,
+                                                              const std::string& node, const std::string& param,
+                                                              const std::string& text) {
+  const auto value = rosapi_parameter_value(text);
+  if (!value) {
+    return fmt::format(
+        "set_param {}: the value is not a ROS 2 parameter (a bool, number, string, or a list of one "
+        "of those)",
+        name);
+  }
+  const auto answer = answerer(op);
+  return hub_.call_service(
+      node + "/set_parameters", Json{{"parameters", {Json{{"name", param}, {"value", *value}}}}},
+      hub_.settings().service_timeout, [answer, name](ServiceCaller::Result r) {
+        if (r.status != CallStatus::kOk) return answer(false, Json(r.error));
+        // A refusal is the node's answer, said as rosapi says it.
+        const Json& results = r.response["results"];
+        const bool ok = !results.empty() && results[0].value("successful", false);
+        std::string reason;
+        if (!ok) {
+          reason = fmt::format("set_param {}: refused: {}", name,
+                               results.empty() ? std::string("no result") : results[0].value("reason", std::string{}));
+        }
+        answer(true, Json{{"successful", ok}, {"reason", reason}});
+      });
+}
+
 void RosbridgeSession::call_service(const Json& op) {
   const std::string service = absolute(string_field(op, "service"));
   const Json args = op.contains("args") && !op["args"].is_null() ? op["args"] : Json::object();
   if (service == "/") throw Error(Errc::kInvalidArgument, "needs \"service\"");
   if (service.starts_with(kRosapi)) {
+    if (rosapi_params(service.substr(kRosapi.size()), op, args)) return;
     Json values;
     const bool ok = rosapi(service, args, values);
     service_response(op, ok, std::move(values));

@@ -107,6 +107,19 @@ class RosbridgeSession final : public Session {
   bool rosapi(const std::string& service, const schema::Json& args, schema::Json& values);
   /// rosapi's nodes and node_details, from the bus graph.
   bool rosapi_nodes(const std::string& api, const schema::Json& args, schema::Json& values);
+  /// rosapi's get_param, set_param and get_param_names (ROS 2's rosapi:
+  /// names "/node:param", values as JSON text), through each node's
+  /// rcl_interfaces parameter services; answered when they answer. False
+  /// when `api` is none of them.
+  bool rosapi_params(const std::string& api, const schema::Json& op, const schema::Json& args);
+  /// A function that answers `op` from any thread (posted to the io thread).
+  std::function<void(bool, schema::Json)> answerer(const schema::Json& op);
+  void rosapi_param_names(const schema::Json& op);
+  /// Start `node`'s call for get_param or set_param; why it could not start.
+  std::optional<std::string> rosapi_get_param(const schema::Json& op, const std::string& node, const std::string& param,
+                                              const std::string& fallback);
+  std::optional<std::string> rosapi_set_param(const schema::Json& op, const std::string& name, const std::string& node,
+                                              const std::string& param, const std::string& text);
   void fragment(const schema::Json& op);
   void advertise_service(const schema::Json& op);
   void unadvertise_service(const std::string& service);
