@@ -4,20 +4,14 @@
 // Prints one JSON report on stdout; the C++ test asserts on it.
 //
 // usage: node bridge_roslib.mjs ws://127.0.0.1:PORT SUB_TOPIC PUB_TOPIC SERVICE PUB_COUNT
-import { startReport } from './report.mjs';
+import { startReport, stepper } from './report.mjs';
 import { Ros, Topic, Service } from 'roslib';
 
 const [url, subTopic, pubTopic, service, pubCountText] = process.argv.slice(2);
 const pubCount = Number(pubCountText ?? '10');
 const { report, finish } = startReport();
 
-const step = (what, fn) =>
-  new Promise((resolve) => {
-    fn(resolve, (err) => {
-      report.errors.push(`${what}: ${typeof err === 'string' ? err : JSON.stringify(err)}`);
-      resolve(undefined);
-    });
-  });
+const step = stepper(report);
 
 const ros = new Ros({ url });
 ros.on('error', (e) => report.errors.push(`connection: ${e?.message ?? e}`));

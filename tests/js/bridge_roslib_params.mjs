@@ -4,19 +4,13 @@
 // JSON report on stdout; the C++ test asserts on it.
 //
 // usage: node bridge_roslib_params.mjs ws://127.0.0.1:PORT /NODE:PARAM NEW_VALUE
-import { startReport } from './report.mjs';
+import { startReport, stepper } from './report.mjs';
 import { Ros, Param } from 'roslib';
 
 const [url, name, newValueText] = process.argv.slice(2);
 const { report, finish } = startReport();
 
-const step = (what, fn) =>
-  new Promise((resolve) => {
-    fn(resolve, (err) => {
-      report.errors.push(`${what}: ${typeof err === 'string' ? err : JSON.stringify(err)}`);
-      resolve(undefined);
-    });
-  });
+const step = stepper(report);
 
 const ros = new Ros({ url });
 ros.on('error', (e) => report.errors.push(`connection: ${e?.message ?? e}`));

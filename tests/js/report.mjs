@@ -13,3 +13,15 @@ export function startReport(extra = {}, timeoutMs = 20000) {
   }
   return { report, finish };
 }
+
+// One client call as a promise: its result, or undefined with the failure
+// pushed onto report.errors as "WHAT: why".
+export function stepper(report) {
+  return (what, fn) =>
+    new Promise((resolve) => {
+      fn(resolve, (err) => {
+        report.errors.push(`${what}: ${typeof err === 'string' ? err : JSON.stringify(err)}`);
+        resolve(undefined);
+      });
+    });
+}
