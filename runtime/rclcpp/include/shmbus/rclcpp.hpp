@@ -374,6 +374,8 @@ class Client {
   Client& operator=(const Client&) = delete;
 
   [[nodiscard]] const char* get_service_name() const noexcept { return name_.c_str(); }
+  /// Whether a server serves the service now. It and wait_for_service
+  /// wait while a call of this client is in flight (one call at a time).
   [[nodiscard]] bool service_is_ready() const {
     const std::lock_guard lock(call_mutex_);
     return client_.untyped().server_ready();
@@ -395,8 +397,9 @@ class Client {
     return false;
   }
   FutureAndRequestId async_send_request(SharedRequest request) { return send(std::move(request), {}); }
-  /// Forgets a request not yet sent (its future then never becomes ready);
-  /// false when it was sent already or is unknown.
+  /// Forgets a request not yet sent (its future then holds
+  /// std::future_error, a broken promise); false when it was sent already
+  /// or is unknown.
   bool remove_pending_request(const FutureAndRequestId& sent) {
     const std::lock_guard lock(mutex_);
     const auto it =
