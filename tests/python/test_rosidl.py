@@ -115,7 +115,7 @@ def test_msggen_writes_headers_at_the_paths_rosidl_names(tmp_path):
     """Each header's name is what rosidl_pycommon (Debian's python3-rosidl)
     derives from its type, for ROS 2's test definitions and for names that
     take every branch of the rule; a .srv beside a .msg of one name gets its
-    own header."""
+    own header, and so does an .action."""
     import os
     import subprocess
 
@@ -131,6 +131,9 @@ def test_msggen_writes_headers_at_the_paths_rosidl_names(tmp_path):
         files.append(str(f))
     (share / "srv" / "ColorRGBA.srv").write_text("int32 a\n---\nint32 b\n")
     files.append(str(share / "srv" / "ColorRGBA.srv"))
+    (share / "action").mkdir()
+    (share / "action" / "ColorRGBA.action").write_text("int32 goal\n---\nint32 result\n---\nint32 feedback\n")
+    files.append(str(share / "action" / "ColorRGBA.action"))
     names = list(HEADER_NAMES)
     if TEST_FILES.is_dir():
         files += [str(f) for f in sorted(TEST_FILES.glob("*.msg")) if f.stem != "WStrings"]
@@ -146,6 +149,10 @@ def test_msggen_writes_headers_at_the_paths_rosidl_names(tmp_path):
         assert (out / pkg / f"{name}.hpp").read_text().endswith(f'#include "{pkg}/msg/{rosidl_name(name)}.hpp"\n')
     service = (out / "names_msgs" / "srv" / f"{rosidl_name('ColorRGBA')}.hpp").read_text()
     assert "namespace names_msgs::srv" in service and "using Request = names_msgs::ColorRGBA_Request;" in service
+    action = (out / "names_msgs" / "action" / f"{rosidl_name('ColorRGBA')}.hpp").read_text()
+    assert "namespace names_msgs::action" in action and "using Goal = names_msgs::ColorRGBA_Goal;" in action
+    # The message of the same name keeps its header: neither overwrote it.
+    assert "struct ColorRGBA {" in (out / "names_msgs" / "msg" / f"{rosidl_name('ColorRGBA')}.hpp").read_text()
 
 
 def _msggen(*args: str, env: dict | None = None):
