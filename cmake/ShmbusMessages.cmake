@@ -5,7 +5,8 @@
 # lower_case_underscore; <pkg>/<Name>.hpp is kept as an alias),
 # <pkg>/srv/<name>.hpp for a service (with <Name>_Request.hpp and
 # <Name>_Response.hpp), <pkg>/action/<name>.hpp for an action (with
-# <Name>_Goal.hpp, <Name>_Result.hpp and <Name>_Feedback.hpp). A FILE may be
+# <Name>_Goal.hpp, <Name>_Result.hpp, <Name>_Feedback.hpp and the types ROS 2
+# derives: <Name>_SendGoal_Request.hpp and the like). A FILE may be
 # flat (<pkg>/<Name>.msg) or in ROS 2's share layout (<pkg>/msg/<Name>.msg).
 # Types a FILE uses are looked up among the FILES, the shipped definitions,
 # each INCLUDE_DIRS root (<root>/<pkg>/<Name>.msg or
@@ -43,8 +44,11 @@ function(shmbus_generate_messages target)
     endif()
     _shmbus_snake_case("${name}" snake)
     if(abs MATCHES "\\.action$")
-      list(APPEND headers "${out_dir}/${pkg}/action/${snake}.hpp" "${out_dir}/${pkg}/${name}_Goal.hpp"
-           "${out_dir}/${pkg}/${name}_Result.hpp" "${out_dir}/${pkg}/${name}_Feedback.hpp")
+      list(APPEND headers "${out_dir}/${pkg}/action/${snake}.hpp")
+      foreach(part IN ITEMS Goal Result Feedback SendGoal_Request SendGoal_Response GetResult_Request
+                            GetResult_Response FeedbackMessage)
+        list(APPEND headers "${out_dir}/${pkg}/${name}_${part}.hpp")
+      endforeach()
     elseif(abs MATCHES "\\.srv$")
       list(APPEND headers "${out_dir}/${pkg}/srv/${snake}.hpp" "${out_dir}/${pkg}/${name}_Request.hpp"
            "${out_dir}/${pkg}/${name}_Response.hpp")

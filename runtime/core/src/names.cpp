@@ -127,6 +127,30 @@ std::string service_of_channel(std::string_view channel) {
   return {};
 }
 
+namespace {
+constexpr std::string_view kActionInfix = "/_action/";
+}  // namespace
+
+std::string action_part(std::string_view action, std::string_view part) {
+  return concat(action, kActionInfix) + std::string{part};
+}
+
+std::string action_of_channel(std::string_view channel) {
+  const std::string service = service_of_channel(channel);
+  const std::string_view name = service.empty() ? channel : std::string_view{service};
+  const std::size_t at = name.rfind(kActionInfix);
+  if (at == std::string_view::npos || at == 0) return {};
+  const std::string_view part = name.substr(at + kActionInfix.size());
+  for (const std::string_view p : {"send_goal", "get_result", "cancel_goal", "feedback", "status"}) {
+    if (part == p && (service.empty() == (p == "feedback" || p == "status"))) return std::string{name.substr(0, at)};
+  }
+  return {};
+}
+
+std::string action_type_of_send_goal_request(std::string_view request_type) {
+  return strip_suffix(service_type_of_request_type(request_type), kActionSendGoalSuffix);
+}
+
 std::string domain_object_prefix(std::string_view domain) { return "shmbus." + std::string{domain} + "."; }
 
 std::string registry_object_name(std::string_view domain) { return domain_object_prefix(domain) + "registry"; }

@@ -738,6 +738,24 @@ void MessageSet::add_text(const std::string& package, const std::string& stem, s
       kind == "srv" ? std::vector<std::string>{service_request_type(stem), service_response_type(stem)}
                     : std::vector<std::string>{stem + "_Goal", stem + "_Result", stem + "_Feedback"};
   add_parts(package, parts, text, source, 0);
+  if (kind == "action") add_action_types(package, stem, source);
+}
+
+void MessageSet::add_action_types(const std::string& package, const std::string& action, const std::string& source) {
+  // What rosidl derives from an `.action` (rosidl_parser's Action): the
+  // send-goal and get-result services and the feedback message, goals
+  // named by a UUID.
+  const std::string send_goal = action + std::string{kActionSendGoalSuffix};
+  const std::string get_result = action + std::string{kActionGetResultSuffix};
+  const std::string goal_id = "unique_identifier_msgs/UUID goal_id\n";
+  add_at(package, service_request_type(send_goal), fmt::format("{}{}_Goal goal\n", goal_id, action), source, 0);
+  add_at(package, service_response_type(send_goal), "bool accepted\nbuiltin_interfaces/Time stamp\n", source, 0);
+  add_at(package, service_request_type(get_result), goal_id, source, 0);
+  add_at(package, service_response_type(get_result), fmt::format("int8 status\n{}_Result result\n", action), source,
+         0);
+  add_at(package, action + std::string{kActionFeedbackMessageSuffix},
+         fmt::format("{}{}_Feedback feedback\n", goal_id, action), source, 0);
+  add_shipped_types({"unique_identifier_msgs/UUID", "builtin_interfaces/Time"});
 }
 
 void MessageSet::add_parts(const std::string& package, const std::vector<std::string>& parts, std::string_view body,
@@ -952,9 +970,13 @@ std::string MessageSet::add_sections(std::string_view text, const std::string& s
 
 void MessageSet::add_service_event_types() {
   // The types an event derived from a `.srv` uses, where the text leaves
-  // them out (rosbag2 lists only the request's and response's): the
-  // shipped definitions, ROS 2's.
-  for (const std::string_view type : {"service_msgs/ServiceEventInfo", "builtin_interfaces/Time"}) {
+  // them out (rosbag2 lists only the request's and response's).
+  add_shipped_types({"service_msgs/ServiceEventInfo", "builtin_interfaces/Time"});
+}
+
+void MessageSet::add_shipped_types(std::initializer_list<std::string_view> types) {
+  // The shipped definitions, ROS 2's.
+  for (const std::string_view type : types) {
     if (has(type)) continue;
     for (const ShippedMessage& m : shipped_messages()) {
       if (type == fmt::format("{}/{}", m.package, m.name)) {

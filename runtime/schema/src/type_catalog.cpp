@@ -96,7 +96,8 @@ std::string TypeCatalog::locate(std::string_view full_name) const {
   for (const char* suffix : {"_Request", "_Response"}) {
     if (auto base = without(type, suffix); !base.empty()) files.emplace_back("srv", base + ".srv");
   }
-  for (const char* suffix : {"_Goal", "_Result", "_Feedback"}) {
+  for (const char* suffix : {"_Goal", "_Result", "_Feedback", "_SendGoal_Request", "_SendGoal_Response",
+                             "_GetResult_Request", "_GetResult_Response", "_FeedbackMessage"}) {
     if (auto base = without(type, suffix); !base.empty()) files.emplace_back("action", base + ".action");
   }
   for (const std::string& root : roots_) {

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <mutex>
 #include <cstring>
 #include <thread>
 #include <vector>
@@ -137,6 +138,12 @@ struct ServiceServer::Impl {
     request_index = requests->subscriber().channel_index();
   }
 
+  /// reply_channel() under reply_mutex.
+  Publisher& reply_for(std::uint32_t client) {
+    const std::lock_guard lock(reply_mutex);
+    return reply_channel(client);
+  }
+
   /// Where the answer to a request from request publisher `client` goes:
   /// its client's own response channel, or NAME/_response when it has none
   /// (a name too long for one, a channel of another type, a client gone).
@@ -189,7 +196,7 @@ struct ServiceServer::Impl {
     if (const LostRange lost = requests->subscriber().lost_before(info); !lost.empty()) {
       notice_lost(lost.first, lost.end);
     }
-    Publisher& reply = reply_channel(info.publisher_id);
+    Publisher& reply = reply_for(info.publisher_id);
     const std::size_t room = reply.size_ceiling();
     if (buffer_size < room) {
       buffer_size = room;
@@ -199,19 +206,30 @@ struct ServiceServer::Impl {
     std::size_t size = 0;
     std::exception_ptr error;
     try {
-      size = std::min(handler(request, info, std::span<std::byte>(buffer.get(), room)), room);
+      size = handler(request, info, std::span<std::byte>(buffer.get(), room));
     } catch (...) {
       error = std::current_exception();
       answer.via = kServiceResponseFailed;
       size = 0;
     }
-    (error ? failed : served).fetch_add(1, std::memory_order_relaxed);
+    if (!error && size == kDeferred) return;  // respond() answers it
+    send(reply, answer, std::span<const std::byte>(buffer.get(), std::min(size, room)), error != nullptr);
+    if (error) std::rethrow_exception(error);  // the node counts it (ERRORS in shmtool info) and logs it
+  }
+
+  /// Publishes one answer on `reply`, citing the request: the serving
+  /// thread and respond()'s (deferred answers) share the reply channels.
+  void send(Publisher& reply, const Provenance& answer, std::span<const std::byte> response, bool failed_request) {
+    const std::lock_guard lock(reply_mutex);
+    (failed_request ? failed : served).fetch_add(1, std::memory_order_relaxed);
     reply.set_provenance(std::span{&answer, 1});
     // A publish that fails is counted dropped by the publisher (shmtool
     // info), or said on stderr when too large; the caller's bound ends its wait.
-    static_cast<void>(reply.publish(buffer.get(), size));
-    if (error) std::rethrow_exception(error);  // the node counts it (ERRORS in shmtool info) and logs it
+    static_cast<void>(reply.publish(response.data(), response.size()));
   }
+
+  /// Held while a reply channel is looked up or published on.
+  std::mutex reply_mutex;
 };
 
 ServiceServer::ServiceServer(std::string_view service, const ServiceTypes& types, Handler handler, Context& context,
@@ -248,6 +266,11 @@ void ServiceServer::spin() {
 
 void ServiceServer::stop() noexcept {
   if (impl_->own_node) impl_->own_node->stop();
+}
+
+void ServiceServer::respond(const Pending& request, std::span<const std::byte> response) {
+  Publisher& reply = impl_->reply_for(request.client);
+  impl_->send(reply, Provenance{impl_->request_index, kServiceResponseOk, request.sequence}, response, false);
 }
 
 const std::string& ServiceServer::name() const noexcept { return impl_->name; }

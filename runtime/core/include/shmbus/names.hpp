@@ -90,6 +90,26 @@ std::string settings_alias(std::string_view channel);
 /// `NAME/_response`, `NAME/_response/<slot>` -> `NAME`), or empty.
 std::string service_of_channel(std::string_view channel);
 
+/// An action NAME is three services and two channels, named as ROS 2
+/// names them: `NAME/_action/send_goal`, `NAME/_action/get_result` and
+/// `NAME/_action/cancel_goal`, and the channels `NAME/_action/feedback`
+/// and `NAME/_action/status`. `part` is one of those last words.
+std::string action_part(std::string_view action, std::string_view part);
+/// The action a name of one of its services or channels belongs to
+/// (`/a/_action/status` -> `/a`; a service channel's too:
+/// `/a/_action/send_goal/_request` -> `/a`), or empty.
+std::string action_of_channel(std::string_view channel);
+/// The types ROS 2 derives from an action type `pkg/Name`: its services
+/// `pkg/Name_SendGoal` and `pkg/Name_GetResult`, and the feedback channel's
+/// `pkg/Name_FeedbackMessage` (with `pkg/Name_Goal`, `_Result` and
+/// `_Feedback`, written in the `.action`).
+inline constexpr std::string_view kActionSendGoalSuffix = "_SendGoal";
+inline constexpr std::string_view kActionGetResultSuffix = "_GetResult";
+inline constexpr std::string_view kActionFeedbackMessageSuffix = "_FeedbackMessage";
+/// The action type of a send-goal request type (`pkg/Name_SendGoal_Request`
+/// -> `pkg/Name`), or empty.
+std::string action_type_of_send_goal_request(std::string_view request_type);
+
 /// The shared-memory object name of a domain's registry (`shmbus.D.registry`).
 std::string registry_object_name(std::string_view domain);
 /// The shared-memory object name of a channel (`shmbus.D.c.camera.front`).

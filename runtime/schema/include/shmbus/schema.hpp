@@ -46,6 +46,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <initializer_list>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -191,7 +192,8 @@ class MessageSet {
   /// (request fields, a line `---`, response fields) as the two messages
   /// `package/Name_Request` and `package/Name_Response` (names.hpp), or an
   /// action `.../package/Name.action` (goal, `---`, result, `---`,
-  /// feedback) as `package/Name_Goal`, `Name_Result` and `Name_Feedback`.
+  /// feedback) as `package/Name_Goal`, `Name_Result` and `Name_Feedback`,
+  /// with the types rosidl derives from them (add_action_types()).
   /// The file may also be in ROS 2's share layout,
   /// `.../package/msg|srv|action/Name.*`. Throws SchemaError (unreadable
   /// file, bad package or name, syntax).
@@ -260,6 +262,13 @@ class MessageSet {
   /// from the shipped definitions, where the set lacks them
   /// (add_service_event()'s types).
   void add_service_event_types();
+  /// What rosidl derives from action `package/action`: `Name_SendGoal` and
+  /// `Name_GetResult`'s requests and responses and `Name_FeedbackMessage`
+  /// (names.hpp), with the shipped types they use.
+  void add_action_types(const std::string& package, const std::string& action, const std::string& source);
+  /// Each of `types` (`pkg/Name`) from the shipped definitions, where the
+  /// set lacks it.
+  void add_shipped_types(std::initializer_list<std::string_view> types);
   /// add() of text whose first line is line first_line + 1 of `source`.
   void add_at(const std::string& package, const std::string& name, std::string_view text, const std::string& source,
               int first_line);

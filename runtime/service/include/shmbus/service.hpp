@@ -122,10 +122,23 @@ class ServiceServer {
  public:
   /// Handles one request: writes the response into `response` (the
   /// response channel's max_message_size bytes; the server publishes it
-  /// when the handler returns) and returns its size. A handler that throws answers kServerError (counted
-  /// in failed(), and in the request subscriber's ERRORS in shmtool info).
+  /// when the handler returns) and returns its size, or kDeferred to answer
+  /// later with respond(). A handler that throws answers kServerError
+  /// (counted in failed(), and in the request subscriber's ERRORS in
+  /// shmtool info).
   using Handler = std::function<std::size_t(std::span<const std::byte> request, const MessageInfo& info,
                                             std::span<std::byte> response)>;
+  /// What a handler returns to answer its request later (respond()).
+  static constexpr std::size_t kDeferred = static_cast<std::size_t>(-1);
+  /// A request answered later: its client (MessageInfo::publisher_id) and
+  /// its sequence.
+  struct Pending {
+    std::uint32_t client = 0;
+    std::uint64_t sequence = 0;
+  };
+  [[nodiscard]] static Pending pending(const MessageInfo& request) noexcept {
+    return {request.publisher_id, request.sequence};
+  }
 
   /// Opens or creates the service's channels. Throws Error: kInvalidArgument
   /// (bad name), kTypeMismatch (the channels have other types), kResource
@@ -147,6 +160,12 @@ class ServiceServer {
   void spin();
   /// Ends spin() (from any thread or a signal handler).
   void stop() noexcept;
+
+  /// Answers a request whose handler returned kDeferred, from any thread.
+  /// The client waits as its call's timeout allows; one that gave up counts
+  /// the answer late. A response larger than the response channel carries
+  /// is said once on stderr and counted dropped (shmtool info).
+  void respond(const Pending& request, std::span<const std::byte> response);
 
   [[nodiscard]] const std::string& name() const noexcept;
   /// Requests answered, and those whose handler failed.
