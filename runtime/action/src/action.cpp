@@ -171,7 +171,7 @@ struct Server::Impl {
   std::map<GoalId, Goal> goals;
   ServerCounters counters;
   struct Said {
-    bool malformed = false, reused = false, full = false, unknown = false, cancel = false, orphan = false,
+    bool malformed = false, undecodable = false, reused = false, full = false, unknown = false, cancel = false, orphan = false,
          expired = false;
   } said;
   NodePublisher<TypedPublisher<GoalStatusArray>>* status = nullptr;
@@ -258,7 +258,7 @@ struct Server::Impl {
     try {
       response = callbacks.goal(*id, request);
     } catch (const std::exception& e) {
-      refuse_goal(pending, said.malformed, fmt::format("goal {} does not decode: {}", to_string(*id), e.what()));
+      refuse_goal(pending, said.undecodable, fmt::format("goal {} does not decode: {}", to_string(*id), e.what()));
       return ServiceServer::kDeferred;
     }
     const std::int64_t stamp = system_now_ns();
@@ -556,7 +556,16 @@ struct Client::Impl {
     GoalCallbacks callbacks;
     bool accepted = false;
     bool result_asked = false;
+    /// Feedback that came before the server's acceptance did (the server
+    /// publishes it at once; its answer comes on another channel): given
+    /// to the feedback callback right after the response callback.
+    std::vector<std::vector<std::byte>> early_feedback;
   };
+  /// Feedback held per goal before its acceptance is known, at most: more
+  /// is dropped, counted and said once.
+  static constexpr std::size_t kMaxEarlyFeedback = 256;
+  std::uint64_t feedback_dropped = 0;
+  bool said_feedback_dropped = false;
 
   std::string name;
   Node* node = nullptr;
@@ -689,13 +698,31 @@ struct Client::Impl {
       const auto it = goals.find(id);
       if (it == goals.end()) return;
       callbacks = it->second.callbacks;
-      if (accepted) {
-        it->second.accepted = true;
-      } else {
-        goals.erase(it);
-      }
+      if (!accepted) goals.erase(it);
     }
     if (callbacks.response) callbacks.response(accepted, stamp, error);
+    if (accepted) deliver_early_feedback(id, callbacks.feedback);
+  }
+
+  /// Gives a goal's early feedback to its callback, in order, then lets
+  /// feedback through at once: what comes while it is given is given next.
+  void deliver_early_feedback(const GoalId& id, const std::function<void(std::span<const std::byte>)>& on_feedback) {
+    for (;;) {
+      std::vector<std::vector<std::byte>> early;
+      {
+        const std::lock_guard lock(mutex);
+        const auto it = goals.find(id);
+        if (it == goals.end()) return;
+        if (it->second.early_feedback.empty()) {
+          it->second.accepted = true;
+          return;
+        }
+        early.swap(it->second.early_feedback);
+      }
+      if (on_feedback) {
+        for (const auto& f : early) on_feedback(f);
+      }
+    }
   }
 
   void do_get_result(const GoalId& id) {
@@ -728,6 +755,18 @@ struct Client::Impl {
       const std::lock_guard lock(mutex);
       const auto it = goals.find(*id);
       if (it == goals.end()) return;
+      if (!it->second.accepted) {
+        if (it->second.early_feedback.size() < kMaxEarlyFeedback) {
+          it->second.early_feedback.emplace_back(message.begin(), message.end());
+        } else {
+          ++feedback_dropped;
+          say_once(said_feedback_dropped,
+                   fmt::format("action {}: feedback of goal {} was dropped: {} messages came before the server's "
+                               "acceptance did",
+                               name, to_string(*id), kMaxEarlyFeedback));
+        }
+        return;
+      }
       cb = it->second.callbacks.feedback;
     }
     if (cb) cb(message);
@@ -778,7 +817,7 @@ void Client::send_goal(const GoalId& id, std::vector<std::byte> request, GoalCal
   }
   {
     const std::lock_guard lock(impl_->mutex);
-    if (!impl_->goals.try_emplace(id, Impl::Goal{std::move(callbacks)}).second) {
+    if (!impl_->goals.try_emplace(id, Impl::Goal{std::move(callbacks), false, false, {}}).second) {
       throw Error(Errc::kInvalidArgument, "action " + impl_->name + ": goal " + to_string(id) + " was sent already");
     }
   }
