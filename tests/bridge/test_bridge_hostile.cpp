@@ -469,7 +469,7 @@ TEST(BridgeHostileTest, TextThatIsNotUtf8NeverReachesADump) {
   // A channel of long text: its JSON is fragmented, and 1025-byte pieces
   // fall inside two-byte characters.
   const auto schema = shmbus::schema::Schema::from_canonical("MSG: test_msgs/Text\nstring<4096> data\n");
-  shmbus::Publisher text_pub("/text", shmbus::TypeInfo{schema.root().name, schema.hash(), schema.text()}, d.context());
+  shmbus::Publisher text_pub("/text", schema.type_info(), d.context());
   std::string e_acute;
   for (int i = 0; i < 1500; ++i) e_acute += "\xc3\xa9";
   std::vector<std::byte> payload(4096, std::byte{0});

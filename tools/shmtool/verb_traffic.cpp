@@ -344,7 +344,7 @@ void resolve_pub_type(const Globals& g, const Config& config, const PubOptions& 
                               "(or --raw-size BYTES for raw bytes)",
                               o.channel, config.domain));
     }
-    out.type = TypeInfo{out.schema->root().name, out.schema->hash(), out.schema->text()};
+    out.type = out.schema->type_info();
   } else if (!o.raw_size && existing && existing->type_hash != out.type.hash) {
     out.type = TypeInfo{existing->type_name, existing->type_hash, existing->schema};  // schema-less typed channel
   }

@@ -211,7 +211,7 @@ ChannelEntry Hub::plan_channel(const std::string& topic, const std::string& type
   }
   ChannelEntry entry;
   entry.name = topic;
-  entry.type = TypeInfo{schema->root().name, schema->hash(), schema->text()};
+  entry.type = schema->type_info();
   entry.schema = std::move(schema);
   return entry;
 }

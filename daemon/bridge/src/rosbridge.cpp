@@ -905,8 +905,8 @@ void RosbridgeSession::advertise_service(const Json& op) {
   };
   auto request = schema_for(service_request_channel(service), service_request_type(type));
   auto response = schema_for(service_response_channel(service), service_response_type(type));
-  const ServiceTypes types{type, TypeInfo{request->root().name, request->hash(), request->text()},
-                           TypeInfo{response->root().name, response->hash(), response->text()}};
+  const ServiceTypes types{type, request->type_info(),
+                           response->type_info()};
   auto ask = [weak = weak_from_this(), &io = hub_.io(), service](Json args, ClientService::Answer answer) {
     asio::post(io, [weak, service, args = std::move(args), answer = std::move(answer)]() mutable {
       const auto self = std::static_pointer_cast<RosbridgeSession>(weak.lock());

@@ -36,7 +36,7 @@ __all__ = [
     "MessageView", "Node", "NotFoundError", "OverwrittenError", "PermissionDeniedError", "Publisher",
     "ResourceError", "ServiceClient", "ServiceFailed", "ServiceServer", "ServiceTimeout", "ServiceType", "Struct",
     "Subscriber", "Subscription", "Timer", "TypeMismatchError", "channels", "image_array", "image_message",
-    "message_type", "service_type", "Clock", "Duration", "ExternalShutdownException", "Future", "Time",
+    "message_type", "service_type", "ActionType", "action_type", "Clock", "Duration", "ExternalShutdownException", "Future", "Time",
 ]
 
 
@@ -556,7 +556,7 @@ class Node:
         # The node's services live as long as it does (rclpy's node keeps
         # its services): a server need not be held by the caller. Its
         # clients end with it (close()).
-        self._servers: list[ServiceServer] = []
+        self._servers: list[Any] = []  # service and action servers: each has close()
         self._clients: "weakref.WeakSet[ServiceClient]" = weakref.WeakSet()
         _open.add(self)
         _handle_sigterm()
@@ -727,6 +727,19 @@ class Node:
         self.close()
 
 
+def _in_spin(node: "Node | None", complete: Callable[[], Any]) -> None:
+    """Runs `complete` (a future's completion) in `node`'s spin (a one-shot
+    timer wakes it), as rclpy's executor completes futures; at once when
+    there is no open node."""
+    if node is not None and node._node.is_open():
+        try:
+            node.after(1e-9, complete)
+            return
+        except Error:
+            pass
+    complete()
+
+
 class ServiceType:
     """A service type (package/Name of its .srv, or package/srv/Name): its
     name and its two message types, ``Request`` and ``Response``, which
@@ -744,6 +757,46 @@ class ServiceType:
 def service_type(name: str, msg_path: Iterable[str] | None = None) -> ServiceType:
     """The service type `name`, found as message_type finds a type."""
     return ServiceType(name, msg_path)
+
+
+class ActionType:
+    """An action type (package/Name of its .action, or package/action/Name),
+    as rclpy's action classes have it: ``Goal``, ``Result`` and ``Feedback``
+    make messages (``Fibonacci.Goal(order=10)``), and ``Impl`` holds what
+    ROS 2 derives (``SendGoalService``, ``GetResultService``,
+    ``FeedbackMessage``, ``CancelGoalService``, ``GoalStatusMessage``)."""
+
+    class Impl:
+        SendGoalService: ServiceType
+        GetResultService: ServiceType
+        FeedbackMessage: MessageType
+        CancelGoalService: ServiceType
+        GoalStatusMessage: MessageType
+
+    def __init__(self, name: str, msg_path: Iterable[str] | None = None) -> None:
+        self.name = name
+        path = list(msg_path or [])
+        parts = name.split("/")
+        short = f"{parts[0]}/{parts[-1]}"
+        self._types = tuple(_shmbus.action_types(short, path))
+        self.Goal, self.Result, self.Feedback = (message_type(f"{short}_{p}", path) for p in ("Goal", "Result",
+                                                                                               "Feedback"))
+        impl = ActionType.Impl()
+        impl.SendGoalService = ServiceType(f"{short}_SendGoal", path)
+        impl.GetResultService = ServiceType(f"{short}_GetResult", path)
+        impl.FeedbackMessage = MessageType(*self._types[4])
+        impl.CancelGoalService = ServiceType("action_msgs/CancelGoal")
+        impl.GoalStatusMessage = message_type("action_msgs/GoalStatusArray")
+        self.Impl = impl  # type: ignore[misc]
+        self.short_name = short
+
+    def __repr__(self) -> str:
+        return f"<shmbus.ActionType {self.name}>"
+
+
+def action_type(name: str, msg_path: Iterable[str] | None = None) -> ActionType:
+    """The action type `name`, found as message_type finds a type."""
+    return ActionType(name, msg_path)
 
 
 def _service_types(type: "ServiceType | str", msg_path: Iterable[str] | None) -> tuple[str, MessageType, MessageType]:
@@ -840,16 +893,7 @@ class ServiceClient:
         future = Future()
 
         def finish(complete: Callable[[], Any]) -> None:
-            # A node's client completes its future in the node's spin (a
-            # one-shot timer wakes it), as rclpy's executor does.
-            node = self._node_ref() if self._node_ref is not None else None
-            if node is not None and node._node.is_open():
-                try:
-                    node.after(1e-9, complete)
-                    return
-                except Error:
-                    pass
-            complete()
+            _in_spin(self._node_ref() if self._node_ref is not None else None, complete)
 
         def run() -> None:
             try:

@@ -228,6 +228,22 @@ class ServiceType:
 
 def service_type(name: str, msg_path: Iterable[str] | None = None) -> ServiceType: ...
 
+class ActionType:
+    class Impl:
+        SendGoalService: ServiceType
+        GetResultService: ServiceType
+        FeedbackMessage: MessageType
+        CancelGoalService: ServiceType
+        GoalStatusMessage: MessageType
+    name: str
+    short_name: str
+    Goal: MessageType
+    Result: MessageType
+    Feedback: MessageType
+    def __init__(self, name: str, msg_path: Iterable[str] | None = None) -> None: ...
+
+def action_type(name: str, msg_path: Iterable[str] | None = None) -> ActionType: ...
+
 class ServiceServer:
     request_type: MessageType
     response_type: MessageType

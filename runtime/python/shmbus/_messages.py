@@ -446,11 +446,15 @@ class MessageType:
     array). ``MessageType.bytes()`` is the schema-less type of raw channels.
     """
 
-    def __init__(self, name: str, hash: int, schema: str) -> None:
+    def __init__(self, name: str, hash: int, schema: str, general: bool = False) -> None:
         self.name = name
         self.hash = hash
         self.schema = schema
         self._root: _Definition | None = None
+        # The same type read the general way (the trailing sequence a field
+        # like any other): what a made message turns into when its trailing
+        # array takes a new length (made once, when first needed).
+        self._general_twin: MessageType | None = None
         self.tail: _Field | None = None
         # The trailing sequence's VarRef (uint32 offset, uint32 count) in
         # the fixed part; its elements are where the offset says.
@@ -461,8 +465,18 @@ class MessageType:
         self._general = False
         # The fixed part as the definition's defaults make it (made once).
         self._defaults: np.ndarray | None = None
+        if general:
+            self._general = True
         if schema and hash != 0:
             self._build(_shmbus.describe(schema))
+
+    def _as_general(self) -> "MessageType":
+        """This type, read the general way (equal to this one)."""
+        if self._general:
+            return self
+        if self._general_twin is None:
+            self._general_twin = MessageType(self.name, self.hash, self.schema, general=True)
+        return self._general_twin
 
     @staticmethod
     def bytes() -> "MessageType":
@@ -874,7 +888,7 @@ class Message(Struct):
             return rec
         if t._root is None and name == "data":
             return object.__getattribute__(self, "_buf")
-        if t.tail is not None and name == t.tail.name:
+        if t.tail is not None and name == t.tail.name and object.__getattribute__(self, "_vals") is None:
             raw = object.__getattribute__(self, "_buf")
             a = t._tail_view(raw, t._tail_count(raw))
             if t.tail.kind == "string":
@@ -889,9 +903,23 @@ class Message(Struct):
 
     def __setattr__(self, name: str, value: Any) -> None:
         t = self._type
-        if t.tail is not None and name == t.tail.name:
+        if t.tail is not None and name == t.tail.name and self._vals is None:
             a = t._tail_array(value)
             n = t._tail_count(self._buf)
+            if len(a) != n and not self._shared:
+                # A message made here takes a new length, as rclpy's do: it
+                # holds its values, read the general way, from now on
+                # (written when sent).
+                twin = t._as_general()
+                vals = twin._root.made_from(Message(twin, self._buf, None), "")._vals
+                set_slot = object.__setattr__
+                set_slot(self, "_type", twin)
+                set_slot(self, "_def", twin._root)
+                set_slot(self, "_vals", vals)
+                set_slot(self, "_buf", None)
+                set_slot(self, "_ctx", None)
+                Struct.__setattr__(self, name, value)
+                return
             if len(a) != n:
                 raise InvalidArgumentError(
                     f"{t.name}.{name}: has {n} elements; a message's trailing array keeps the length it was made "

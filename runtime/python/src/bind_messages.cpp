@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "binding.hpp"
+#include "shmbus/action.hpp"
 #include "shmbus/context.hpp"
 #include "shmbus/error.hpp"
 #include "shmbus/names.hpp"
@@ -307,6 +308,19 @@ void register_messages(py::module_& m) {
       },
       py::arg("service_type"), py::arg("msg_path") = std::vector<std::string>{},
       "A service type's (request, response) types, from its .srv.");
+  m.def(
+      "action_types",
+      [](const std::string& action_type, const std::vector<std::string>& msg_path) {
+        const schema::TypeCatalog catalog(msg_path);
+        const auto types = action::action_types_named(
+            short_type_name(action_type), [&](const std::string& name) { return std::optional(catalog.find(name).type_info()); });
+        return py::make_tuple(tuple_of(types->send_goal.request), tuple_of(types->send_goal.response),
+                              tuple_of(types->get_result.request), tuple_of(types->get_result.response),
+                              tuple_of(types->feedback_message));
+      },
+      py::arg("action_type"), py::arg("msg_path") = std::vector<std::string>{},
+      "An action type's derived types, from its .action: (send-goal request, response, get-result request, "
+      "response, feedback message).");
   m.def(
       "service_types_of",
       [](const std::string& service) {

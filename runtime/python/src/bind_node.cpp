@@ -16,7 +16,9 @@
 #include <vector>
 
 #include "binding.hpp"
+#include "shmbus/action.hpp"
 #include "shmbus/error.hpp"
+#include "shmbus/names.hpp"
 #include "shmbus/node.hpp"
 #include "shmbus/service.hpp"
 
@@ -193,6 +195,12 @@ class PyNode {
   }
   [[nodiscard]] bool ok() const { return node_ && node_->ok(); }
   [[nodiscard]] Node& node() const { return live(); }
+  /// The node, shared: what outlives Python's order of destruction (an
+  /// action server or client holds its node while it lives).
+  [[nodiscard]] std::shared_ptr<Node> shared_node() const {
+    live();
+    return node_;
+  }
 
   Node& live() const {
     if (!node_) throw Error(Errc::kInvalidArgument, "the node is closed; make a new one");
@@ -384,12 +392,173 @@ void register_services(py::module_& m) {
       .def_property_readonly("timeouts", &ServiceClient::timeouts);
 }
 
+/// An action's types from the five type tuples of shmbus.action_types.
+action::ActionTypes action_types_of(const std::string& action_type, const py::tuple& t) {
+  const auto at = [&](std::size_t i) { return type_of(t[i].cast<TypeTuple>()); };
+  return {action_type,
+          {action_type + std::string{kActionSendGoalSuffix}, at(0), at(1)},
+          {action_type + std::string{kActionGetResultSuffix}, at(2), at(3)},
+          at(4)};
+}
+
+py::bytes id_bytes(const action::GoalId& id) { return {reinterpret_cast<const char*>(id.data()), id.size()}; }
+
+action::GoalId goal_id_of(const py::bytes& b) {
+  const std::string s = b;
+  if (s.size() != sizeof(action::GoalId)) {
+    throw Error(Errc::kInvalidArgument, fmt::format("a goal id is 16 bytes, not {}", s.size()));
+  }
+  action::GoalId id{};
+  std::memcpy(id.data(), s.data(), id.size());
+  return id;
+}
+
+std::vector<std::byte> bytes_of(const py::buffer& b) {
+  const py::buffer_info info = b.request();
+  const auto* p = static_cast<const std::byte*>(info.ptr);
+  return {p, p + info.size * info.itemsize};
+}
+
+/// Runs a Python callback from a C++ thread: with the GIL; what it raises
+/// goes to stderr as unraisable and becomes Error(`what`).
+template <typename R, typename F>
+R call_python(const char* what, F&& f) {
+  const py::gil_scoped_acquire gil;
+  try {
+    return f();
+  } catch (py::error_already_set& e) {
+    e.discard_as_unraisable(what);
+    throw Error(Errc::kInvalidArgument, std::string(what) + " raised");
+  }
+}
+
+/// An action server or client with the node it runs on: the node lives as
+/// long as it does, whatever order Python drops them in. It ends without
+/// the GIL (a client's thread may be waiting for the GIL to run a callback).
+template <typename T>
+struct OnNode {
+  std::shared_ptr<Node> node;
+  std::unique_ptr<T> item;
+  OnNode(std::shared_ptr<Node> n, std::unique_ptr<T> i) : node(std::move(n)), item(std::move(i)) {}
+  ~OnNode() {
+    const py::gil_scoped_release unlocked;
+    item.reset();
+  }
+  OnNode(const OnNode&) = delete;
+  OnNode& operator=(const OnNode&) = delete;
+  T& operator*() const { return *item; }
+};
+using PyActionServer = OnNode<action::Server>;
+using PyActionClient = OnNode<action::Client>;
+
+void register_actions(py::module_& m) {
+  py::class_<PyActionServer, std::shared_ptr<PyActionServer>>(m, "_ActionServer")
+      .def(py::init([](PyNode& node, const std::string& name, const std::string& action_type, const py::tuple& types,
+                       py::function goal, py::function cancel, py::function accepted, const py::buffer& unknown_result,
+                       double result_timeout_s, std::size_t max_goals) {
+             auto g = shared_callable(std::move(goal));
+             auto c = shared_callable(std::move(cancel));
+             auto a = shared_callable(std::move(accepted));
+             action::Server::Callbacks cb;
+             cb.goal = [g](const action::GoalId& id, std::span<const std::byte> request) {
+               return call_python<action::GoalResponse>("the action's goal callback", [&] {
+                 return static_cast<action::GoalResponse>((*g)(id_bytes(id), copy_bytes(request)).cast<int>());
+               });
+             };
+             cb.cancel = [c](const action::GoalId& id) {
+               return call_python<action::CancelResponse>("the action's cancel callback", [&] {
+                 return static_cast<action::CancelResponse>((*c)(id_bytes(id)).cast<int>());
+               });
+             };
+             cb.accepted = [a](const action::GoalId& id) {
+               call_python<void>("the action's accepted callback", [&] { (*a)(id_bytes(id)); });
+             };
+             cb.unknown_result = bytes_of(unknown_result);
+             action::ServerOptions o;
+             o.result_timeout = seconds_to_ns(result_timeout_s);
+             o.max_goals = max_goals;
+             return std::make_shared<PyActionServer>(
+                 node.shared_node(), std::make_unique<action::Server>(node.node(), name,
+                                                                      action_types_of(action_type, types), std::move(cb), o));
+           }),
+           py::keep_alive<1, 2>())
+      .def("execute", [](PyActionServer& s, const py::bytes& id) { return (*s).execute(goal_id_of(id)); })
+      .def("publish_feedback",
+           [](PyActionServer& s, const py::bytes& id, const py::buffer& message) {
+             return (*s).publish_feedback(goal_id_of(id), bytes_of(message));
+           })
+      .def("finish",
+           [](PyActionServer& s, const py::bytes& id, int status, const py::buffer& result) {
+             return (*s).finish(goal_id_of(id), static_cast<action::GoalStatus>(status), bytes_of(result));
+           })
+      .def("status",
+           [](const PyActionServer& s, const py::bytes& id) { return static_cast<int>((*s).status(goal_id_of(id))); })
+      .def_property_readonly("goals", [](const PyActionServer& s) { return (*s).goals(); })
+      .def_property_readonly("counters", [](const PyActionServer& s) {
+        const action::ServerCounters c = (*s).counters();
+        py::dict d;
+        d["goals_accepted"] = c.goals_accepted;
+        d["goals_rejected"] = c.goals_rejected;
+        d["goals_refused"] = c.goals_refused;
+        d["results_expired"] = c.results_expired;
+        d["unknown_results"] = c.unknown_results;
+        d["cancels_refused"] = c.cancels_refused;
+        d["goals_orphaned"] = c.goals_orphaned;
+        return d;
+      });
+
+  py::class_<PyActionClient, std::shared_ptr<PyActionClient>>(m, "_ActionClient")
+      .def(py::init([](PyNode& node, const std::string& name, const std::string& action_type, const py::tuple& types) {
+             return std::make_shared<PyActionClient>(
+                 node.shared_node(),
+                 std::make_unique<action::Client>(node.node(), name, action_types_of(action_type, types),
+                                                  action::ClientOptions{.node = node.node().name()}));
+           }),
+           py::keep_alive<1, 2>())
+      .def("send_goal",
+           [](PyActionClient& c, const py::bytes& id, const py::buffer& request, py::function response,
+              py::function feedback, py::function result) {
+             auto r = shared_callable(std::move(response));
+             auto f = shared_callable(std::move(feedback));
+             auto o = shared_callable(std::move(result));
+             action::Client::GoalCallbacks cb;
+             cb.response = [r](bool accepted, std::int64_t stamp_ns, const std::string& error) {
+               call_python<void>("the goal response callback", [&] { (*r)(accepted, stamp_ns, error); });
+             };
+             cb.feedback = [f](std::span<const std::byte> message) {
+               call_python<void>("the feedback callback", [&] { (*f)(copy_bytes(message)); });
+             };
+             cb.result = [o](const action::GoalOutcome& outcome) {
+               call_python<void>("the result callback", [&] {
+                 (*o)(static_cast<int>(outcome.status), copy_bytes(outcome.result_response), outcome.error);
+               });
+             };
+             (*c).send_goal(goal_id_of(id), bytes_of(request), std::move(cb));
+           })
+      .def("cancel_goal",
+           [](PyActionClient& c, const py::bytes& id, std::int64_t stamp_ns, py::function done) {
+             auto d = shared_callable(std::move(done));
+             (*c).cancel_goal(goal_id_of(id), stamp_ns, [d](std::span<const std::byte> response, const std::string& error) {
+               call_python<void>("the cancel callback", [&] { (*d)(copy_bytes(response), error); });
+             });
+           })
+      .def_property_readonly("server_ready", [](const PyActionClient& c) { return (*c).server_ready(); })
+      .def("wait_for_server",
+           [](PyActionClient& c, double timeout_s) {
+             const py::gil_scoped_release unlocked;
+             return (*c).wait_for_server(seconds_to_ns(timeout_s));
+           })
+      .def_property_readonly("live_goals", [](const PyActionClient& c) { return (*c).live_goals(); });
+  m.def("random_goal_id", [] { return id_bytes(action::random_goal_id()); }, "A random (version 4) goal id.");
+}
+
 }  // namespace
 
 void register_node(py::module_& m) {
   register_handles(m);
   register_node_class(m);
   register_services(m);
+  register_actions(m);
 }
 
 }  // namespace shmbus::python

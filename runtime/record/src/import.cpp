@@ -229,7 +229,7 @@ ImportReport import_ros2(const std::string& input, const std::string& output, co
         continue;
       }
       im.id =
-          channel_forms.add(c.topic, im.schema ? TypeInfo{im.schema->root().name, im.schema->hash(), im.schema->text()}
+          channel_forms.add(c.topic, im.schema ? im.schema->type_info()
                                                : TypeInfo::bytes());
     }
     for (const mcap::Metadata& m : info.metadata) writer.write_metadata(m);

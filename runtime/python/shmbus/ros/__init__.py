@@ -3,7 +3,9 @@ shmbus.ros.std_msgs.msg import String`` and ``from
 shmbus.ros.example_interfaces.srv import AddTwoInts``. Each name is
 resolved when it is first imported, as ``shmbus.message_type`` and
 ``shmbus.service_type`` resolve it (the shipped definitions, then
-SHMBUS_MSG_PATH); a service type has ``Request`` and ``Response``."""
+SHMBUS_MSG_PATH); a service type has ``Request`` and ``Response``, an
+action type (``from shmbus.ros.action_tutorials_interfaces.action import
+Fibonacci``) ``Goal``, ``Result`` and ``Feedback``."""
 
 from __future__ import annotations
 
@@ -16,11 +18,11 @@ from typing import Any
 from .._messages import type_of
 from ..errors import Error
 
-_KINDS = ("msg", "srv")
+_KINDS = ("msg", "srv", "action")
 
 
 class _Interfaces(types.ModuleType):
-    """``PKG.msg`` or ``PKG.srv``: its types, resolved on first use."""
+    """``PKG.msg``, ``PKG.srv`` or ``PKG.action``: its types, resolved on first use."""
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("__"):
@@ -30,9 +32,12 @@ class _Interfaces(types.ModuleType):
         try:
             if kind == "msg":
                 value: Any = type_of(full)
-            else:
+            elif kind == "srv":
                 from .. import service_type
                 value = service_type(full)
+            else:
+                from .. import action_type
+                value = action_type(full)
         except Error as e:
             raise ImportError(f"cannot import {name} from {self.__name__}: {e}") from None
         setattr(self, name, value)

@@ -330,6 +330,8 @@ class Schema {
   [[nodiscard]] const MessageDef& root() const noexcept { return *root_; }
   [[nodiscard]] const std::string& text() const noexcept { return text_; }
   [[nodiscard]] std::uint64_t hash() const noexcept { return hash_; }
+  /// The type as a channel stores it: name, hash and this text.
+  [[nodiscard]] TypeInfo type_info() const { return {root().name, hash_, text_}; }
 
   /// Bytes -> JSON. A buffer shorter than the message needs is a
   /// CodecError, never a read past its end. Extra bytes are ignored.
