@@ -381,6 +381,7 @@ class _Definition:
         """Writes `value` (a dict of fields, or a Struct of this type) into
         the 1-element structured view `rec`; fields not given stay as they
         are."""
+        value = _as_field(value)
         if isinstance(value, Struct):
             if not self.same(value._def):
                 raise TypeMismatchError(f"{path}: a {value._def.name} where a {self.name} goes")
@@ -414,6 +415,7 @@ class _Definition:
     def made_from(self, value: Any, path: str) -> "Struct":
         """`value` (a dict of fields, or a message of this type) as a made
         message: a made one itself, a read one copied."""
+        value = _as_field(value)
         if isinstance(value, Struct):
             if not self.same(value._def):
                 raise TypeMismatchError(f"{path}: a {value._def.name} where a {self.name} goes")
@@ -428,6 +430,15 @@ class _Definition:
         vals = {name: f.value(value[name], f"{path}.{name}" if path else name) if name in value else f.default()
                 for name, f in self.fields.items()}
         return Struct(self, None, None, vals)
+
+
+def _as_field(value: Any) -> Any:
+    """`value`, to go into a field of another message: a message read
+    through its trailing-array view is read the general way, as a field's
+    type is."""
+    if isinstance(value, Message) and value._type.tail is not None and value._vals is None:
+        return Message(value._type._as_general(), value._buf, None)
+    return value
 
 
 def _constant_value(primitive: str, text: str) -> Any:
