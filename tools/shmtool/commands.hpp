@@ -227,6 +227,18 @@ struct ServiceCallOptions {
 /// service call NAME JSON: one call, the response decoded.
 int run_service_call(const Globals& g, const ServiceCallOptions& o);
 
+struct ActionGoalOptions {
+  std::string name;
+  std::string type;        ///< optional, as ros2 action send_goal takes it: checked against the action's
+  std::string goal;        ///< JSON of the goal's fields (left out: the definition's defaults, else zero)
+  bool feedback = false;   ///< print each feedback message
+  double timeout_s = 5.0;  ///< for a server to appear
+};
+/// action list | info NAME | send_goal NAME [TYPE] GOAL: as ros2 action.
+int run_action_list(const Globals& g);
+int run_action_info(const Globals& g, const std::string& name);
+int run_action_send_goal(const Globals& g, const ActionGoalOptions& o);
+
 struct ParamOptions {
   std::string action;  ///< list, get or set
   std::string node;    ///< its name (`talker`, `/robot/talker`)

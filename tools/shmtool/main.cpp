@@ -6,6 +6,7 @@
 //           bag info|recover|export|import|graph|diff|filter|merge|compress|decompress|cat|doctor FILE...
 //           service list | info NAME | call NAME JSON
 //           param list NODE | get NODE NAME | set NODE NAME VALUE
+//           action list | info NAME | send_goal NAME [TYPE] GOAL [--feedback]
 //
 // Exit codes: 0 ok, 1 runtime failure, 2 bad usage or configuration,
 // 3 channel not found; every failure is one line on stderr.
@@ -103,6 +104,9 @@ struct Commands {
   std::string bag_channel;             ///< bag diff
   std::string service;                 ///< service info
   ParamOptions param;                  ///< param list/get/set
+  std::string action;                  ///< action info
+  ActionGoalOptions goal;              ///< action send_goal
+  std::vector<std::string> goal_args;  ///< action send_goal: [TYPE] GOAL
   ServiceCallOptions call;
   std::map<std::string, std::function<int()>> run;
 };
@@ -441,6 +445,33 @@ void add_param_commands(CLI::App& app, Commands& k) {
   };
 }
 
+/// action list | info | send_goal: actions, as ros2 action.
+void add_action_commands(CLI::App& app, Commands& k) {
+  CLI::App* act = app.add_subcommand("action", "The domain's actions: list, inspect and send goals (as ros2 action)");
+  act->require_subcommand(1);
+  json_flag(act->add_subcommand("list", "One row per action: type, server, clients, goals"), k);
+  CLI::App* info = act->add_subcommand("info", "One action: its server, clients, and goals by state");
+  info->add_option("NAME", k.action, "Action name (/fibonacci)")->required();
+  json_flag(info, k);
+  CLI::App* send = act->add_subcommand("send_goal", "Send a goal (JSON of its fields); print the result");
+  send->add_option("NAME", k.goal.name, "Action name (/fibonacci)")->required();
+  send->add_option("ARGS", k.goal_args, "[TYPE] GOAL: the action type (checked), then the goal's JSON ({\"order\": 5})")
+      ->required()
+      ->expected(1, 2);
+  send->add_flag("--feedback,-f", k.goal.feedback, "Print each feedback message");
+  send->add_option("--timeout", k.goal.timeout_s, "How long to wait for a server (default 5s)")->transform(kDuration);
+  json_flag(send, k);
+  k.run["action"] = [&k, info, send] {
+    if (info->parsed()) return run_action_info(k.g, k.action);
+    if (send->parsed()) {
+      k.goal.goal = k.goal_args.back();
+      if (k.goal_args.size() == 2) k.goal.type = k.goal_args.front();
+      return run_action_send_goal(k.g, k.goal);
+    }
+    return run_action_list(k.g);
+  };
+}
+
 int run(int argc, char** argv) {
   CLI::App app{"Inspect and drive a shmbus domain: channels, rates, alerts, messages.", "shmtool"};
   app.require_subcommand(1);
@@ -458,6 +489,7 @@ int run(int argc, char** argv) {
   add_bag_commands(app, k);
   add_service_commands(app, k);
   add_param_commands(app, k);
+  add_action_commands(app, k);
 
   if (const auto bad = unknown_command(app, argc, argv)) {
     std::string names;
