@@ -368,3 +368,61 @@ TEST(ActionFaultTest, HostileRequestsAreRefusedAndCountedAndMemoryStaysBounded) 
   s.node->shmbus_node().stop();
   spinner.join();
 }
+
+namespace {
+
+/// Runs shmtool with `args` in `domain`; its exit code and output.
+std::pair<int, std::string> shmtool(const std::string& domain, std::vector<std::string> args) {
+  args.insert(args.begin(), SHMTOOL_PATH);
+  ChildProcess p(args, true, {"SHMBUS_DOMAIN=" + domain});
+  const int status = p.wait(30s);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, p.poll_output()};
+}
+
+}  // namespace
+
+// `shmtool action send_goal --feedback` against the tutorial server, as
+// `ros2 action send_goal` is used: each feedback in order, the result, the
+// status; then list and info show the action, its server and the goal.
+TEST(ActionToolTest, ShmtoolSendsAGoalWithFeedbackAndShowsTheAction) {
+  const std::string domain = shmbus::test::unique_domain("action_tool");
+  shmbus::test::DomainCleanup cleanup{domain};
+  ChildProcess server = server_process(domain, "10");
+  auto [rc, out] = shmtool(domain, {"action", "send_goal", "/fibonacci", "action_tutorials_interfaces/action/Fibonacci",
+                                    R"({"order": 6})", "--feedback", "--timeout", "20"});
+  EXPECT_EQ(rc, 0) << out;
+  std::size_t at = 0;
+  for (std::size_t n = 3; n <= 7; ++n) {
+    const auto seq = fibonacci(n);
+    std::string line = "    partial_sequence: [";
+    for (std::size_t i = 0; i < seq.size(); ++i) line += (i ? ", " : "") + std::to_string(seq[i]);
+    at = out.find("Feedback:\n" + line + "]\n", at);
+    ASSERT_NE(at, std::string::npos) << "feedback of " << n << ", in order:\n" << out;
+  }
+  EXPECT_NE(out.find("Result:\n    sequence: [0, 1, 1, 2, 3, 5, 8]\n\nGoal finished with status: SUCCEEDED\n"),
+            std::string::npos)
+      << out;
+  EXPECT_LT(out.find("Goal accepted with ID: "), out.find("Feedback:")) << out;
+
+  auto [list_rc, list] = shmtool(domain, {"action", "list"});
+  EXPECT_EQ(list_rc, 0) << list;
+  EXPECT_NE(list.find("/fibonacci  action_tutorials_interfaces/Fibonacci  pid " + std::to_string(server.pid())),
+            std::string::npos)
+      << list;
+  auto [info_rc, info] = shmtool(domain, {"action", "info", "/fibonacci"});
+  EXPECT_EQ(info_rc, 0) << info;
+  EXPECT_NE(info.find("goals (0 live, 1 held):"), std::string::npos) << info;
+  EXPECT_NE(info.find("succeeded"), std::string::npos) << info;
+
+  // Bad input: a wrong type, an unknown field, an unknown action: one line, its exit code.
+  auto [type_rc, type_out] = shmtool(domain, {"action", "send_goal", "/fibonacci", "other_pkg/Other", "{}"});
+  EXPECT_EQ(type_rc, 2) << type_out;
+  EXPECT_NE(type_out.find("is of type action_tutorials_interfaces/Fibonacci, not other_pkg/Other"), std::string::npos);
+  auto [field_rc, field_out] = shmtool(domain, {"action", "send_goal", "/fibonacci", R"({"ordr": 1})"});
+  EXPECT_EQ(field_rc, 2) << field_out;
+  EXPECT_NE(field_out.find("unknown field 'ordr'"), std::string::npos) << field_out;
+  auto [nf_rc, nf_out] = shmtool(domain, {"action", "info", "/nope"});
+  EXPECT_EQ(nf_rc, 3) << nf_out;
+  server.signal(SIGTERM);
+  EXPECT_EQ(server.wait(10s), 0) << server.poll_output();
+}
