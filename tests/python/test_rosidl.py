@@ -8,6 +8,8 @@ ros2-test-interface-files) and every shipped ROS 2 type. Debian's rosidl is
 installed for /usr/bin/python3, the interpreter the suite runs."""
 import array
 import pathlib
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -102,6 +104,52 @@ def test_shmbus_parses_as_rosidl(package, path, msg_path):
 def test_every_test_interface_file_but_wstrings_is_compared():
     compared = [d for d in definitions() if d[0] == "test_interface_files"]
     assert len(compared) >= 11, "install ros2-test-interface-files"
+
+
+ACTIONS = [("test_msgs", pathlib.Path("/usr/share/test_interface_files"), pathlib.Path("action/Fibonacci.action")),
+           ("action_tutorials_interfaces", pathlib.Path(__file__).resolve().parents[2] / "examples" / "rclcpp" /
+            "action" / "action_tutorials_interfaces", pathlib.Path("Fibonacci.action"))]
+
+
+def _rosidl_type(t) -> str:
+    """A member's type as shmbus writes it (`pkg/Name`, or the primitive)."""
+    if hasattr(t, "namespaces"):
+        return f"{t.namespaces[0]}/{t.name}"
+    return {"boolean": "bool"}.get(t.typename, t.typename)
+
+
+@pytest.mark.parametrize("package,root,relative", ACTIONS, ids=lambda x: str(x))
+def test_the_types_shmbus_derives_from_an_action_are_rosidls(package, root, relative, tmp_path):
+    """rosidl_parser's Action (the IDL rosidl_adapter makes of the .action)
+    derives the send-goal and get-result services and the feedback
+    message; shmbus's, field for field, name for name."""
+    import rosidl_parser.definition as idl
+    import rosidl_parser.parser as idl_parser
+    # rosidl_adapter's template engine (empy) wants the real stdout, which
+    # pytest captures: it runs in a process of its own.
+    code = ("import pathlib, sys\nfrom rosidl_adapter.action import convert_action_to_idl\n"
+            "print(convert_action_to_idl(*map(pathlib.Path, sys.argv[1:2]), sys.argv[2], "
+            "*map(pathlib.Path, sys.argv[3:5])))")
+    run = subprocess.run([sys.executable, "-c", code, str(root), package, str(relative), str(tmp_path)],
+                         capture_output=True, text=True, check=True)
+    made = pathlib.Path(run.stdout.strip().splitlines()[-1])
+    action = idl_parser.parse_idl_file(idl.IdlLocator(tmp_path, made.relative_to(tmp_path))).content \
+        .get_elements_of_type(idl.Action)[0]
+    # shmbus finds the .action as a program finds a type (the msg path).
+    msg_path = tmp_path / "path" / package / "action"
+    msg_path.mkdir(parents=True)
+    (msg_path / relative.name).write_text((root / relative).read_text())
+    name = f"{package}/{relative.stem}"
+    ours = [_shmbus.describe(t[2])["types"][t[0]] for t in _shmbus.action_types(name, [str(tmp_path / "path")])]
+    theirs = [action.send_goal_service.request_message, action.send_goal_service.response_message,
+              action.get_result_service.request_message, action.get_result_service.response_message,
+              action.feedback_message]
+    for mine, message, their_name in zip(ours, theirs, ["SendGoal_Request", "SendGoal_Response", "GetResult_Request",
+                                                         "GetResult_Response", "FeedbackMessage"]):
+        st = message.structure
+        assert st.namespaced_type.name == f"{relative.stem}_{their_name}"
+        assert [(f["name"], element_type(f)) for f in mine["fields"]] == \
+            [(m.name, _rosidl_type(m.type)) for m in st.members], their_name
 
 
 # Names (CamelCase, as rosidl and shmbus require) that take each branch of
