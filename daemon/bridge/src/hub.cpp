@@ -169,6 +169,20 @@ std::optional<std::string> Hub::call_service(const std::string& service, const s
   return std::nullopt;
 }
 
+std::shared_ptr<const schema::Schema> Hub::schema_of_type(const std::string& type) const {
+  // The schema a process of the domain already uses for the type wins (a
+  // channel then agrees with it); else the type catalog's.
+  if (const auto [owner, def] = catalog_.find_type(type); def != nullptr) {
+    return std::make_shared<const schema::Schema>(
+        schema::Schema::from_canonical(schema::MessageSet::canonical_text(*def)));
+  }
+  try {
+    return std::make_shared<const schema::Schema>(types_.find(short_type_name(type)));
+  } catch (const Error& e) {
+    throw Error(Errc::kNotFound, e.what());
+  }
+}
+
 ChannelEntry Hub::plan_channel(const std::string& topic, const std::string& type, std::size_t client_made) const {
   if (type.empty()) {
     throw Error(Errc::kInvalidArgument, fmt::format("cannot create {}: name its type (package/Name)", topic));
@@ -196,18 +210,11 @@ ChannelEntry Hub::plan_channel(const std::string& topic, const std::string& type
                     "the {} a client may create (max_created_channel_bytes)",
                     topic, channel.capacity, channel.max_message_size, bytes, settings_.max_created_channel_bytes));
   }
-  // The schema a process of the domain already uses for the type wins (the
-  // channel then agrees with it); else the type catalog's.
   std::shared_ptr<const schema::Schema> schema;
-  if (const auto [owner, def] = catalog_.find_type(type); def != nullptr) {
-    schema = std::make_shared<const schema::Schema>(
-        schema::Schema::from_canonical(schema::MessageSet::canonical_text(*def)));
-  } else {
-    try {
-      schema = std::make_shared<const schema::Schema>(types_.find(short_type_name(type)));
-    } catch (const Error& e) {
-      throw Error(Errc::kNotFound, fmt::format("cannot create {}: {}", topic, e.what()));
-    }
+  try {
+    schema = schema_of_type(type);
+  } catch (const Error& e) {
+    throw Error(Errc::kNotFound, fmt::format("cannot create {}: {}", topic, e.what()));
   }
   ChannelEntry entry;
   entry.name = topic;

@@ -119,6 +119,10 @@ class Hub {
   /// [bridge] and the domain's registry, its schema that of a channel of
   /// the domain carrying `type`, else resolved by the msg path. Throws
   /// Error naming what is over or the type and where it was looked for.
+  /// The schema of `type` (package/Name): a channel's of the domain that
+  /// carries it, else the type catalog's. Throws Error(kNotFound) naming
+  /// where it was looked for.
+  [[nodiscard]] std::shared_ptr<const schema::Schema> schema_of_type(const std::string& type) const;
   [[nodiscard]] ChannelEntry plan_channel(const std::string& topic, const std::string& type,
                                           std::size_t client_made) const;
   /// Calls shmbus service `service` with the JSON `args` (fields left out

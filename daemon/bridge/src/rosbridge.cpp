@@ -22,10 +22,11 @@ namespace {
 
 constexpr std::string_view kRosapi = "/rosapi/";
 /// The rosapi services this bridge answers itself.
-constexpr std::array<const char*, 12> kRosapiServices = {
+constexpr std::array<const char*, 13> kRosapiServices = {
     "topics",       "topic_type",   "topics_for_type", "topics_and_raw_types",
     "services",     "service_type", "message_details", "nodes",
-    "node_details", "get_param",    "set_param",       "get_param_names"};
+    "node_details", "get_param",    "set_param",       "get_param_names",
+    "action_servers"};
 
 /// rcl_interfaces/ParameterValue (as JSON) as rosapi's JSON text of the
 /// value ("5", "true", "\"text\"", "[1, 2]"); empty when not set.
@@ -220,6 +221,9 @@ void RosbridgeSession::release() {
   // servers stop (their threads end within one spin).
   fail_served_calls("", "its WebSocket client disconnected");
   served_.clear();
+  // Its goals and the actions it served end with their node (its own
+  // goals' servers learn the client is gone and cancel them).
+  actions_.reset();
 }
 
 void RosbridgeSession::send_op(Json op, std::function<void(const Json&)> reply) {
@@ -262,12 +266,67 @@ const OpTable<RosbridgeSession>& RosbridgeSession::ops() {
       {"unadvertise_service", &RosbridgeSession::unadvertise_service_op},
       {"service_response", &RosbridgeSession::service_answer},
       {"fragment", &RosbridgeSession::fragment},
+      {"send_action_goal", &RosbridgeSession::send_action_goal},
+      {"cancel_action_goal", &RosbridgeSession::cancel_action_goal},
+      {"advertise_action", &RosbridgeSession::advertise_action},
+      {"unadvertise_action", &RosbridgeSession::unadvertise_action},
+      {"action_feedback", &RosbridgeSession::action_feedback},
+      {"action_result", &RosbridgeSession::action_result},
       {"set_level", &RosbridgeSession::set_level},
       // Already authenticated; a client's status is informational.
       {"auth", &RosbridgeSession::ignore},
       {"status", &RosbridgeSession::ignore},
   };
   return table;
+}
+
+SessionActions& RosbridgeSession::actions() {
+  if (!actions_) {
+    // Made at first use: a client that never uses an action costs no node.
+    auto send = [weak = weak_from_this(), &io = hub_.io()](Json op) {
+      asio::post(io, [weak, op = std::move(op)] {
+        const auto self = std::static_pointer_cast<RosbridgeSession>(weak.lock());
+        if (self && !self->closed_) self->send_text(dump_json(op));
+      });
+    };
+    actions_ = std::make_unique<SessionActions>(hub_, peer_, std::move(send));
+  }
+  return *actions_;
+}
+
+void RosbridgeSession::send_action_goal(const Json& op) {
+  const std::string action = absolute(string_field(op, "action"));
+  const std::string id = string_field(op, "id");
+  if (action == "/" || id.empty()) throw Error(Errc::kInvalidArgument, "needs \"action\" and \"id\"");
+  const Json args = op.contains("args") && !op["args"].is_null() ? op["args"] : Json::object();
+  actions().send_goal(id, action, string_field(op, "action_type"), args, op.value("feedback", false));
+}
+
+void RosbridgeSession::cancel_action_goal(const Json& op) {
+  actions().cancel_goal(string_field(op, "id"), absolute(string_field(op, "action")));
+}
+
+void RosbridgeSession::advertise_action(const Json& op) {
+  const std::string action = absolute(string_field(op, "action"));
+  const std::string type = string_field(op, "type");
+  if (action == "/" || type.empty()) throw Error(Errc::kInvalidArgument, "needs \"action\" and \"type\"");
+  hub_.refresh();
+  actions().advertise(action, type);
+}
+
+void RosbridgeSession::unadvertise_action(const Json& op) {
+  if (actions_) actions_->unadvertise(absolute(string_field(op, "action")));
+}
+
+void RosbridgeSession::action_feedback(const Json& op) {
+  actions().feedback(string_field(op, "id"), absolute(string_field(op, "action")),
+                     op.contains("values") ? op["values"] : Json::object());
+}
+
+void RosbridgeSession::action_result(const Json& op) {
+  actions().result(string_field(op, "id"), absolute(string_field(op, "action")),
+                   op.contains("values") ? op["values"] : Json::object(),
+                   static_cast<int>(number_field(op, "status")), op.value("result", true));
 }
 
 void RosbridgeSession::unadvertise_service_op(const Json& op) {
@@ -694,12 +753,24 @@ bool RosbridgeSession::rosapi(const std::string& service, const Json& args, Json
     values = Json{{"topics", std::move(topics)}, {"types", std::move(types)}, {"typedefs_full_text", std::move(texts)}};
   } else if (api == "nodes" || api == "node_details") {
     return rosapi_nodes(api, args, values);
+  } else if (api == "action_servers") {
+    values = Json{{"action_servers", served_actions()}};
   } else {
     values =
         fmt::format("{} is not a rosapi service of this bridge (it has {})", service, fmt::join(kRosapiServices, ", "));
     return false;
   }
   return true;
+}
+
+Json RosbridgeSession::served_actions() const {
+  Json out = Json::array();
+  for (const auto& [name, e] : hub_.catalog().channels()) {
+    const std::string a = action_of_channel(name);
+    if (a.empty() || name != service_request_channel(action_part(a, "send_goal")) || !hub_.allowed(a)) continue;
+    if (hub_.catalog().served(action_part(a, "send_goal"))) out.push_back(a);
+  }
+  return out;
 }
 
 bool RosbridgeSession::rosapi_nodes(const std::string& api, const Json& args, Json& values) {

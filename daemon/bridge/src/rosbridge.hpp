@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "actions.hpp"
 #include "session.hpp"
 
 namespace shmbus::bridge {
@@ -121,6 +122,17 @@ class RosbridgeSession final : public Session {
   std::optional<std::string> rosapi_set_param(const schema::Json& op, const std::string& name, const std::string& node,
                                               const std::string& param, const std::string& text);
   void fragment(const schema::Json& op);
+  /// rosbridge's action ops (roslib's Action): goals this client sends,
+  /// and actions it serves.
+  SessionActions& actions();
+  void send_action_goal(const schema::Json& op);
+  void cancel_action_goal(const schema::Json& op);
+  void advertise_action(const schema::Json& op);
+  void unadvertise_action(const schema::Json& op);
+  void action_feedback(const schema::Json& op);
+  void action_result(const schema::Json& op);
+  /// rosapi's action_servers: the actions whose send-goal service is served.
+  [[nodiscard]] schema::Json served_actions() const;
   void advertise_service(const schema::Json& op);
   void unadvertise_service(const std::string& service);
   void service_answer(const schema::Json& op);
@@ -145,6 +157,7 @@ class RosbridgeSession final : public Session {
   std::map<std::string, ClientService::Answer> served_calls_;     ///< requests sent to the client, by id
   std::uint64_t next_served_call_ = 1;
   std::map<std::string, Fragments> fragments_;
+  std::unique_ptr<SessionActions> actions_;  ///< made at the first action op
 };
 
 }  // namespace shmbus::bridge

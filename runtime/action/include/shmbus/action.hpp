@@ -60,8 +60,8 @@ enum class GoalStatus : std::int8_t {
   kExecuting = 2,
   kCanceling = 3,
   kSucceeded = 4,
-  kAborted = 5,
-  kCanceled = 6,
+  kCanceled = 5,
+  kAborted = 6,
 };
 /// `accepted`, `executing`, ... (`unknown` for a value outside the states).
 [[nodiscard]] std::string_view to_string(GoalStatus status) noexcept;

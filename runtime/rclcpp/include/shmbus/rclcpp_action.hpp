@@ -42,7 +42,7 @@ using GoalStatus = action::GoalStatus;
 enum class GoalResponse { REJECT = 1, ACCEPT_AND_EXECUTE = 2, ACCEPT_AND_DEFER = 3 };
 enum class CancelResponse { REJECT = 1, ACCEPT = 2 };
 /// How a goal ended (action_msgs/GoalStatus's values).
-enum class ResultCode : std::int8_t { UNKNOWN = 0, SUCCEEDED = 4, ABORTED = 5, CANCELED = 6 };
+enum class ResultCode : std::int8_t { UNKNOWN = 0, SUCCEEDED = 4, CANCELED = 5, ABORTED = 6 };
 
 /// rclcpp_action's exceptions of a client.
 struct UnknownGoalHandleError : std::invalid_argument {

@@ -12,7 +12,7 @@ from ..._messages import Message, MessageType, encode
 
 # action_msgs/GoalStatus's states.
 STATUS_UNKNOWN, STATUS_ACCEPTED, STATUS_EXECUTING, STATUS_CANCELING = 0, 1, 2, 3
-STATUS_SUCCEEDED, STATUS_ABORTED, STATUS_CANCELED = 4, 5, 6
+STATUS_SUCCEEDED, STATUS_CANCELED, STATUS_ABORTED = 4, 5, 6
 
 
 class GoalResponse(IntEnum):
