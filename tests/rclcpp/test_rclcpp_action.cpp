@@ -7,6 +7,8 @@
 
 #include <sys/wait.h>
 #include <algorithm>
+#include <filesystem>
+#include <map>
 #include <atomic>
 #include <chrono>
 #include <csignal>
@@ -19,6 +21,7 @@
 
 #include "action_tutorials_interfaces/action/fibonacci.hpp"
 #include "multiprocess/child_process.hpp"
+#include "nlohmann/json.hpp"
 #include "shmbus/action.hpp"
 #include "shmbus/names.hpp"
 #include "shmbus/rclcpp.hpp"
@@ -423,6 +426,40 @@ TEST(ActionToolTest, ShmtoolSendsAGoalWithFeedbackAndShowsTheAction) {
   EXPECT_NE(field_out.find("unknown field 'ordr'"), std::string::npos) << field_out;
   auto [nf_rc, nf_out] = shmtool(domain, {"action", "info", "/nope"});
   EXPECT_EQ(nf_rc, 3) << nf_out;
+  server.signal(SIGTERM);
+  EXPECT_EQ(server.wait(10s), 0) << server.poll_output();
+}
+
+// The recorder takes an action's channels like any other: `record --all`
+// during a goal holds its send-goal and get-result requests and responses,
+// its feedback and its status, each message as the client and server saw it.
+TEST(ActionToolTest, TheRecorderRecordsAnActionsChannelsServicesAndStatus) {
+  const std::string domain = shmbus::test::unique_domain("action_rec");
+  shmbus::test::DomainCleanup cleanup{domain};
+  ChildProcess server = server_process(domain, "10");
+  const std::string file = (std::filesystem::temp_directory_path() / (domain + ".mcap")).string();
+  ChildProcess recorder({SHMTOOL_PATH, "record", "--all", "-q", "-o", file}, true, {"SHMBUS_DOMAIN=" + domain});
+  ASSERT_TRUE(recorder.wait_for_output("recording every channel", 10s)) << recorder.poll_output();
+  auto [rc, out] = shmtool(domain, {"action", "send_goal", "/fibonacci", R"({"order": 4})", "--timeout", "20"});
+  ASSERT_EQ(rc, 0) << out;
+  std::this_thread::sleep_for(300ms);  // the recorder drains the rings (a bound, not a rate)
+  recorder.signal(SIGINT);
+  ASSERT_EQ(recorder.wait(20s), 0) << recorder.poll_output();
+  auto [info_rc, info] = shmtool(domain, {"bag", "info", file, "--json"});
+  ASSERT_EQ(info_rc, 0) << info;
+  std::filesystem::remove(file);
+  const auto j = nlohmann::json::parse(info);
+  std::map<std::string, std::uint64_t> counts;
+  for (const auto& c : j["channels"]) counts[c["name"].get<std::string>()] = c["messages"].get<std::uint64_t>();
+  EXPECT_EQ(counts["/fibonacci/_action/send_goal/_request"], 1U) << info;
+  EXPECT_EQ(counts["/fibonacci/_action/send_goal/_response/0"], 1U) << info;  // the client's own response channel
+  EXPECT_EQ(counts["/fibonacci/_action/get_result/_request"], 1U) << info;
+  EXPECT_EQ(counts["/fibonacci/_action/get_result/_response/0"], 1U) << info;
+  EXPECT_EQ(counts["/fibonacci/_action/feedback"], 3U) << info;  // order 4: three feedbacks
+  // Executing, then succeeded; and the server's first (no goals) when the
+  // recorder was there before the server published it.
+  EXPECT_GE(counts["/fibonacci/_action/status"], 2U) << info;
+  EXPECT_LE(counts["/fibonacci/_action/status"], 3U) << info;
   server.signal(SIGTERM);
   EXPECT_EQ(server.wait(10s), 0) << server.poll_output();
 }
