@@ -9,7 +9,8 @@
 # operations on a 1 GiB recording (tests/bench/bench_bag.sh), and the
 # WebSocket bridge against a plain WebSocket server, and the DDS gateway
 # between two network namespaces against ddsperf (root; skipped otherwise),
-# then fan-out to 1-8 subscriber processes against iceoryx, small messages
+# then fan-out to 1-8 subscriber processes against iceoryx, services and
+# actions against the same done by hand, small messages
 # in the slot header's line (shmbus_source, 16 and 24 B),
 # and last the cache-miss view (peers --counters: hardware counters per
 # message for floor, spsc and shmbus; software events where there is no PMU).
@@ -39,12 +40,13 @@ camera_paced_args=(--sizes 64,1048576,8388608 --repeat 3 --messages 200)
 fanin_args=(--publishers 1,2,4 --repeat 3)
 cloud_args=(--sizes 65536,1048576,4194304,16777216 --modes poll --rounds 20000 --warmup 2000)
 services_args=(--clients 1,4,16 --repeat 3 --calls 20000)
+actions_args=(--repeat 5)
 python_args=(--repeat 3)
 build_args=(--release)
 json=0
 for a in "$@"; do
   case "$a" in
-    --smoke) peers_args+=(--smoke); repeat=2; micro_args=(--benchmark_min_time=0.01); scale_args=(--channels 200); scale_ring_args=(--channels 200 --capacity 16 --max-message-size 4096); scale_big_args=(); sync_args=(--seconds 30); node_args=(--smoke); record_args=(--smoke); bridge_args=(--smoke); gateway_args=(--smoke); fanout_args=(--smoke --subscribers 1,2 --sizes 64,65536); fanout_spin_args=(--smoke --subscribers 2 --sizes 64 --modes block); camera_args=(--smoke --sizes 64,4194304 --modes block); camera_paced_args=(--smoke --sizes 64,1048576); fanin_args=(--smoke --publishers 1,2 --modes block); cloud_args=(--smoke --sizes 65536,16777216 --modes poll); services_args=(--smoke); python_args=(--count 500 --frames 20 --repeat 1); build_args=() ;;
+    --smoke) peers_args+=(--smoke); repeat=2; micro_args=(--benchmark_min_time=0.01); scale_args=(--channels 200); scale_ring_args=(--channels 200 --capacity 16 --max-message-size 4096); scale_big_args=(); sync_args=(--seconds 30); node_args=(--smoke); record_args=(--smoke); bridge_args=(--smoke); gateway_args=(--smoke); fanout_args=(--smoke --subscribers 1,2 --sizes 64,65536); fanout_spin_args=(--smoke --subscribers 2 --sizes 64 --modes block); camera_args=(--smoke --sizes 64,4194304 --modes block); camera_paced_args=(--smoke --sizes 64,1048576); fanin_args=(--smoke --publishers 1,2 --modes block); cloud_args=(--smoke --sizes 65536,16777216 --modes poll); services_args=(--smoke); actions_args=(--smoke); python_args=(--count 500 --frames 20 --repeat 1); build_args=() ;;
     --json) peers_args+=(--json); json=1 ;;
     *) echo "bench.sh: unknown option '$a'; use --smoke or --json" >&2; exit 2 ;;
   esac
@@ -98,6 +100,9 @@ fi
 # Services under load: 1, 4, 16 client processes calling one server,
 # against iceoryx's request/response.
 "$dir/tests/bench/shmbus-bench-services" "${services_args[@]}"
+# Actions: one goal with feedback at 1 kHz, an action against two services
+# and a channel doing the same by hand.
+"$dir/tests/bench/shmbus-bench-actions" "${actions_args[@]}"
 # Small messages: pongs that cite their ping (shmbus) against messages that
 # cite nothing (shmbus_source), which at 24 bytes or less travel in the
 # slot header's line.
