@@ -61,6 +61,10 @@ seed advertise '\x00{"op":"advertise","topic":"/made","type":"shmbus_msgs/String
 seed call '\x00{"op":"call_service","service":"/rosapi/topics","args":{},"id":"c"}'
 seed fragment '\x00{"op":"fragment","id":"f","data":"{\\"op\\":\\"set_level\\",\\"level\\":\\"info\\"}","num":0,"total":1}'
 seed cbor '\xa2\x62op\x69subscribe\x65topic\x68/chatter'
+seed action_goal '\x00{"op":"send_action_goal","id":"g","action":"/fib","action_type":"test_msgs/action/Fibonacci","args":{"order":3},"feedback":true}'
+seed action_cancel '\x00{"op":"cancel_action_goal","id":"g","action":"/fib"}'
+seed action_serve '\x00{"op":"advertise_action","action":"/fib","type":"test_msgs/action/Fibonacci"}'
+seed action_result '\x00{"op":"action_result","id":"00000000-0000-0000-0000-000000000000","action":"/fib","values":{},"status":4,"result":true}'
 printf '\x01' > "$corpus/session/cbor_deep"; deep $'\x81' 3000 >> "$corpus/session/cbor_deep"
 { printf '\x00{"op":"x","id":'; deep '[' 3000; deep ']' 3000; printf '}'; } > "$corpus/session/id_deep"
 cp "$corpus/session/cbor_deep" "$corpus/session/id_deep" "$corpus/input/"

@@ -27,8 +27,8 @@ class FibonacciActionClient : public rclcpp::Node {
       : Node("fibonacci_action_client", options), order_(order) {
     this->client_ptr_ = rclcpp_action::create_client<Fibonacci>(this, "fibonacci");
 
-    this->timer_ = this->create_wall_timer(std::chrono::milliseconds(500),
-                                           std::bind(&FibonacciActionClient::send_goal, this));
+    this->timer_ =
+        this->create_wall_timer(std::chrono::milliseconds(500), std::bind(&FibonacciActionClient::send_goal, this));
   }
 
   void send_goal() {
@@ -104,8 +104,8 @@ class FibonacciActionClient : public rclcpp::Node {
 int main(int argc, char* argv[]) {
   rclcpp::init(argc, argv);
   const auto args = rclcpp::remove_ros_arguments(argc, argv);
-  auto node = std::make_shared<action_tutorials_cpp::FibonacciActionClient>(
-      args.size() > 1 ? std::atoi(args[1].c_str()) : 10);
+  auto node =
+      std::make_shared<action_tutorials_cpp::FibonacciActionClient>(args.size() > 1 ? std::atoi(args[1].c_str()) : 10);
   rclcpp::spin(node);
   rclcpp::shutdown();
   return 0;

@@ -178,21 +178,20 @@ using FeedbackMessage = Progress::Impl::FeedbackMessage;
   auto& feedback = node.publisher<FeedbackMessage>("/bench/hand/feedback");
   std::thread goal;
   std::atomic<std::uint32_t> sent{0};
-  shmbus::TypedServiceServer<SendGoal> start(node, "/bench/hand/start",
-                                             [&](const SendGoal::Request& req, SendGoal::Response& rsp) {
-                                               rsp.accepted = true;
-                                               goal = std::thread([&feedback, &sent, req] {
-                                                 FeedbackMessage m{};
-                                                 m.goal_id = req.goal_id;
-                                                 pace(req.goal.count, std::chrono::microseconds(req.goal.period_us),
-                                                      [&](std::uint32_t i) {
-                                                        m.feedback.index = i;
-                                                        m.feedback.stamp_ns = now_ns();
-                                                        static_cast<void>(feedback.publish(m));
-                                                      });
-                                                 sent.store(req.goal.count);
-                                               });
-                                             });
+  shmbus::TypedServiceServer<SendGoal> start(
+      node, "/bench/hand/start", [&](const SendGoal::Request& req, SendGoal::Response& rsp) {
+        rsp.accepted = true;
+        goal = std::thread([&feedback, &sent, req] {
+          FeedbackMessage m{};
+          m.goal_id = req.goal_id;
+          pace(req.goal.count, std::chrono::microseconds(req.goal.period_us), [&](std::uint32_t i) {
+            m.feedback.index = i;
+            m.feedback.stamp_ns = now_ns();
+            static_cast<void>(feedback.publish(m));
+          });
+          sent.store(req.goal.count);
+        });
+      });
   shmbus::TypedServiceServer<GetResult> result(node, "/bench/hand/result",
                                                [&](const GetResult::Request&, GetResult::Response& rsp) {
                                                  rsp.status = 4;
@@ -259,8 +258,7 @@ Figures run_once(const std::string& row, std::uint32_t count, std::uint32_t peri
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"One goal with feedback at a rate, action against two services and a channel",
-               "shmbus-bench-actions"};
+  CLI::App app{"One goal with feedback at a rate, action against two services and a channel", "shmbus-bench-actions"};
   std::uint32_t count = 1000;
   double rate = 1000;
   unsigned repeat = 3;
@@ -308,9 +306,8 @@ int main(int argc, char** argv) {
                   {"latency_p99_ns", med(row, &Figures::latency_p99_ns)},
                   {"lost", lost(row)}};
     }
-    out["ratio"] = {{"first_feedback", median(first_ratio)},
-                    {"rate", median(rate_ratio)},
-                    {"latency_p50", median(latency_ratio)}};
+    out["ratio"] = {
+        {"first_feedback", median(first_ratio)}, {"rate", median(rate_ratio)}, {"latency_p50", median(latency_ratio)}};
     fmt::print("{}\n", out.dump(2));
     return 0;
   }

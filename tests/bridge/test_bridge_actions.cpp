@@ -85,8 +85,8 @@ TEST(BridgeActionTest, ARoslibServedActionAnswersARclcppActionClient) {
                    "action_tutorials_interfaces/action/Fibonacci", "2"},
                   false);
   ASSERT_TRUE(js.wait_for_output("advertised", 20s)) << js.output();
-  auto node = std::make_shared<rclcpp::Node>(
-      "bridge_action_client", rclcpp::NodeOptions().context(d.context()).use_global_arguments(false));
+  auto node = std::make_shared<rclcpp::Node>("bridge_action_client",
+                                             rclcpp::NodeOptions().context(d.context()).use_global_arguments(false));
   auto client = rclcpp_action::create_client<Fibonacci>(node, "/js/fibonacci");
   ASSERT_TRUE(client->wait_for_action_server(10s)) << bridge.process->poll_output();
   struct Seen {

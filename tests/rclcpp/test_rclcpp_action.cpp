@@ -7,12 +7,12 @@
 
 #include <sys/wait.h>
 #include <algorithm>
-#include <filesystem>
-#include <map>
 #include <atomic>
 #include <chrono>
 #include <csignal>
+#include <filesystem>
 #include <future>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -141,7 +141,8 @@ TEST(ActionExamplesTest, ThreeGoalsAtOnceEachGetTheirFeedbackAndResult) {
     g.order = order;
     client->async_send_goal(g, recording(seen.back()));
   }
-  ASSERT_TRUE(spin_until(node, [&] { return std::all_of(seen.begin(), seen.end(), [](auto& s) { return s->done(); }); }));
+  ASSERT_TRUE(
+      spin_until(node, [&] { return std::all_of(seen.begin(), seen.end(), [](auto& s) { return s->done(); }); }));
   for (std::size_t i = 0; i < seen.size(); ++i) {
     const int order = std::array{5, 9, 14}[i];
     EXPECT_EQ(seen[i]->result->code, rclcpp_action::ResultCode::SUCCEEDED);
@@ -318,8 +319,8 @@ TEST(ActionFaultTest, HostileRequestsAreRefusedAndCountedAndMemoryStaysBounded) 
   LocalServer s(d, 1ms, o);
   s.finish_goals = false;  // goals stay live: the table fills
   std::thread spinner([&] { s.node->shmbus_node().spin(); });
-  shmbus::ServiceClient sender(shmbus::action_part("/fibonacci", "send_goal"),
-                               shmbus::service_types_of<SendGoal>(), d.context());
+  shmbus::ServiceClient sender(shmbus::action_part("/fibonacci", "send_goal"), shmbus::service_types_of<SendGoal>(),
+                               d.context());
   const std::array<std::byte, 8> short_request{};
   auto r = raw_send_goal(sender, short_request);
   ASSERT_TRUE(r);

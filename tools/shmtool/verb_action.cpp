@@ -146,13 +146,18 @@ int report_outcome(const Globals& g, const ActionGoalOptions& o, const Typed& t,
   }
   const std::string status = std::string(action::to_string(out.status));
   if (g.json) {
-    print_json(Json{{"action", o.name}, {"goal_id", action::to_string(id)}, {"status", status}, {"result", result},
-                    {"feedback", s.feedback}, {"error", out.error}});
+    print_json(Json{{"action", o.name},
+                    {"goal_id", action::to_string(id)},
+                    {"status", status},
+                    {"result", result},
+                    {"feedback", s.feedback},
+                    {"error", out.error}});
   } else {
     print(fmt::format("Result:\n{}\nGoal finished with status: {}\n", indent(to_yaml(result), 4),
-                      status == "succeeded" ? "SUCCEEDED" : status == "aborted" ? "ABORTED"
-                                                      : status == "canceled"  ? "CANCELED"
-                                                                              : "UNKNOWN"));
+                      status == "succeeded"  ? "SUCCEEDED"
+                      : status == "aborted"  ? "ABORTED"
+                      : status == "canceled" ? "CANCELED"
+                                             : "UNKNOWN"));
   }
   if (!out.error.empty()) throw Error(Errc::kResource, fmt::format("action {}: {}", o.name, out.error));
   return out.status == action::GoalStatus::kSucceeded ? 0 : 1;
@@ -234,13 +239,13 @@ int run_action_send_goal(const Globals& g, const ActionGoalOptions& o) {
                                              o.name, config.domain, seconds_text(o.timeout_s)));
   }
   if (!o.type.empty() && short_type_name(o.type) != t->types.action_type) {
-    throw Error(Errc::kTypeMismatch, fmt::format("action {} is of type {}, not {}", o.name, t->types.action_type,
-                                                 short_type_name(o.type)));
+    throw Error(Errc::kTypeMismatch,
+                fmt::format("action {} is of type {}, not {}", o.name, t->types.action_type, short_type_name(o.type)));
   }
   const action::GoalId id = action::random_goal_id();
   // The goal as JSON, over a request of zeros and the definition's defaults.
-  Json request = message_from_json_text(t->send_goal, fmt::format("{{\"goal\": {}}}", o.goal.empty() ? "{}" : o.goal),
-                                        "GOAL");
+  Json request =
+      message_from_json_text(t->send_goal, fmt::format("{{\"goal\": {}}}", o.goal.empty() ? "{}" : o.goal), "GOAL");
   request["goal_id"]["uuid"] = Json(std::vector<int>(id.begin(), id.end()));
   const std::vector<std::byte> request_bytes = t->send_goal.encode(request);  // a bad field is said here
   if (!g.json) print(fmt::format("Sending goal:\n{}\n", indent(to_yaml(request["goal"]), 5)));

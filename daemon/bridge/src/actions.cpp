@@ -59,11 +59,12 @@ SessionActions::Typed SessionActions::typed(const std::string& action, const std
   t.send_goal_request = hub_.schema_of_type(service_request_type(send_goal));
   t.get_result_response = hub_.schema_of_type(service_response_type(get_result));
   t.feedback_message = hub_.schema_of_type(short_type + std::string{kActionFeedbackMessageSuffix});
-  t.types = {short_type,
-             {send_goal, t.send_goal_request->type_info(), hub_.schema_of_type(service_response_type(send_goal))->type_info()},
-             {get_result, hub_.schema_of_type(service_request_type(get_result))->type_info(),
-              t.get_result_response->type_info()},
-             t.feedback_message->type_info()};
+  t.types = {
+      short_type,
+      {send_goal, t.send_goal_request->type_info(), hub_.schema_of_type(service_response_type(send_goal))->type_info()},
+      {get_result, hub_.schema_of_type(service_request_type(get_result))->type_info(),
+       t.get_result_response->type_info()},
+      t.feedback_message->type_info()};
   return t;
 }
 
@@ -90,7 +91,8 @@ void SessionActions::send_goal(const std::string& request_id, const std::string&
     }
     lock.unlock();
     Typed t = typed(action, type);
-    auto client = std::make_unique<action::Client>(node_, action, t.types, action::ClientOptions{.node = "shmbus-bridge"});
+    auto client =
+        std::make_unique<action::Client>(node_, action, t.types, action::ClientOptions{.node = "shmbus-bridge"});
     lock.lock();
     client_types_[action] = std::move(t);
     it = clients_.emplace(action, std::move(client)).first;
@@ -113,13 +115,18 @@ void SessionActions::send_goal(const std::string& request_id, const std::string&
       const std::lock_guard l(mutex_);
       goals_.erase(request_id);
     }
-    send_(Json{{"op", "action_result"}, {"id", request_id}, {"action", action},
+    send_(Json{{"op", "action_result"},
+               {"id", request_id},
+               {"action", action},
                {"values", error.empty() ? Json("the goal was rejected") : Json(error)},
-               {"status", static_cast<int>(action::GoalStatus::kAborted)}, {"result", false}});
+               {"status", static_cast<int>(action::GoalStatus::kAborted)},
+               {"result", false}});
   };
   if (feedback) {
     cb.feedback = [this, request_id, action, schema = t.feedback_message](std::span<const std::byte> message) {
-      send_(Json{{"op", "action_feedback"}, {"id", request_id}, {"action", action},
+      send_(Json{{"op", "action_feedback"},
+                 {"id", request_id},
+                 {"action", action},
                  {"values", field_of(schema->decode(message, int64_as_string_), "feedback")}});
     };
   }
@@ -173,8 +180,11 @@ void SessionActions::advertise(const std::string& action, const std::string& typ
   cb.goal = [this, action, schema = t.send_goal_request](const action::GoalId& id, std::span<const std::byte> request) {
     // The client cannot refuse a goal in rosbridge's protocol: accepted,
     // then handed to it.
-    send_(Json{{"op", "send_action_goal"}, {"id", action::to_string(id)}, {"action", action},
-               {"args", field_of(schema->decode(request, int64_as_string_), "goal")}, {"feedback", true}});
+    send_(Json{{"op", "send_action_goal"},
+               {"id", action::to_string(id)},
+               {"action", action},
+               {"args", field_of(schema->decode(request, int64_as_string_), "goal")},
+               {"feedback", true}});
     return action::GoalResponse::kAcceptAndExecute;
   };
   cb.cancel = [this, action](const action::GoalId& id) {
@@ -205,8 +215,8 @@ void SessionActions::feedback(const std::string& goal, const std::string& action
   const std::lock_guard lock(mutex_);
   const auto it = served_.find(action);
   if (it == served_.end() || !id) {
-    throw Error(Errc::kNotFound, fmt::format("action_feedback for goal \"{}\" of {}, which this client does not serve",
-                                             goal, action));
+    throw Error(Errc::kNotFound,
+                fmt::format("action_feedback for goal \"{}\" of {}, which this client does not serve", goal, action));
   }
   const auto& schema = *it->second.typed.feedback_message;
   Json message = schema.with_defaults(Json{{"feedback", values.is_object() ? values : Json::object()}});

@@ -83,9 +83,9 @@ class SessionActions {
   mutable std::mutex mutex_;  ///< the maps: the io thread, the node's and the clients' threads
   std::map<std::string, std::unique_ptr<action::Client>> clients_;  ///< by action
   std::map<std::string, Typed> client_types_;
-  std::map<std::string, Sent> goals_;      ///< this client's goals in flight, by its request id
-  std::map<std::string, Served> served_;   ///< by action
-  std::thread spinner_;                    ///< last: runs the node once the rest is made
+  std::map<std::string, Sent> goals_;     ///< this client's goals in flight, by its request id
+  std::map<std::string, Served> served_;  ///< by action
+  std::thread spinner_;                   ///< last: runs the node once the rest is made
 };
 
 }  // namespace shmbus::bridge

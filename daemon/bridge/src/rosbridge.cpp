@@ -23,10 +23,9 @@ namespace {
 constexpr std::string_view kRosapi = "/rosapi/";
 /// The rosapi services this bridge answers itself.
 constexpr std::array<const char*, 13> kRosapiServices = {
-    "topics",       "topic_type",   "topics_for_type", "topics_and_raw_types",
-    "services",     "service_type", "message_details", "nodes",
-    "node_details", "get_param",    "set_param",       "get_param_names",
-    "action_servers"};
+    "topics",       "topic_type",      "topics_for_type", "topics_and_raw_types", "services",
+    "service_type", "message_details", "nodes",           "node_details",         "get_param",
+    "set_param",    "get_param_names", "action_servers"};
 
 /// rcl_interfaces/ParameterValue (as JSON) as rosapi's JSON text of the
 /// value ("5", "true", "\"text\"", "[1, 2]"); empty when not set.
@@ -325,8 +324,8 @@ void RosbridgeSession::action_feedback(const Json& op) {
 
 void RosbridgeSession::action_result(const Json& op) {
   actions().result(string_field(op, "id"), absolute(string_field(op, "action")),
-                   op.contains("values") ? op["values"] : Json::object(),
-                   static_cast<int>(number_field(op, "status")), op.value("result", true));
+                   op.contains("values") ? op["values"] : Json::object(), static_cast<int>(number_field(op, "status")),
+                   op.value("result", true));
 }
 
 void RosbridgeSession::unadvertise_service_op(const Json& op) {
@@ -976,8 +975,7 @@ void RosbridgeSession::advertise_service(const Json& op) {
   };
   auto request = schema_for(service_request_channel(service), service_request_type(type));
   auto response = schema_for(service_response_channel(service), service_response_type(type));
-  const ServiceTypes types{type, request->type_info(),
-                           response->type_info()};
+  const ServiceTypes types{type, request->type_info(), response->type_info()};
   auto ask = [weak = weak_from_this(), &io = hub_.io(), service](Json args, ClientService::Answer answer) {
     asio::post(io, [weak, service, args = std::move(args), answer = std::move(answer)]() mutable {
       const auto self = std::static_pointer_cast<RosbridgeSession>(weak.lock());

@@ -60,9 +60,7 @@ builtin_interfaces::msg::Time time_of(std::int64_t ns) {
   return t;
 }
 
-std::int64_t ns_of(const builtin_interfaces::msg::Time& t) {
-  return std::int64_t{t.sec} * 1'000'000'000 + t.nanosec;
-}
+std::int64_t ns_of(const builtin_interfaces::msg::Time& t) { return std::int64_t{t.sec} * 1'000'000'000 + t.nanosec; }
 
 constexpr GoalId kZeroId{};
 
@@ -107,7 +105,10 @@ std::optional<GoalId> goal_id_from_string(std::string_view text) {
   for (std::size_t i = 0; i < id.size(); ++i) {
     unsigned v = 0;
     for (const char c : hex.substr(i * 2, 2)) {
-      const int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+      const int d = c >= '0' && c <= '9'   ? c - '0'
+                    : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                    : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                           : -1;
       if (d < 0) return std::nullopt;
       v = v * 16 + static_cast<unsigned>(d);
     }
@@ -171,8 +172,8 @@ struct Server::Impl {
   std::map<GoalId, Goal> goals;
   ServerCounters counters;
   struct Said {
-    bool malformed = false, undecodable = false, reused = false, full = false, unknown = false, cancel = false, orphan = false,
-         expired = false;
+    bool malformed = false, undecodable = false, reused = false, full = false, unknown = false, cancel = false,
+         orphan = false, expired = false;
   } said;
   NodePublisher<TypedPublisher<GoalStatusArray>>* status = nullptr;
   NodePublisher<Publisher>* feedback = nullptr;
@@ -393,11 +394,11 @@ struct Server::Impl {
       }
       if (code != CancelGoal::Response::ERROR_NONE) {
         ++counters.cancels_refused;
-        say_once(said.cancel, fmt::format("action {}: a cancel of goal {} was refused: {}", name,
-                                          to_string(req.goal_info.goal_id.uuid),
-                                          code == CancelGoal::Response::ERROR_UNKNOWN_GOAL_ID
-                                              ? "no such goal is held"
-                                              : "the goal has finished"));
+        say_once(
+            said.cancel,
+            fmt::format("action {}: a cancel of goal {} was refused: {}", name, to_string(req.goal_info.goal_id.uuid),
+                        code == CancelGoal::Response::ERROR_UNKNOWN_GOAL_ID ? "no such goal is held"
+                                                                            : "the goal has finished"));
       }
     }
     static_cast<void>(info);
@@ -448,8 +449,8 @@ struct Server::Impl {
         if (std::find(alive.begin(), alive.end(), g.client) != alive.end()) continue;
         g.orphaned = true;
         ++counters.goals_orphaned;
-        say_once(said.orphan, fmt::format("action {}: the client of goal {} is gone; the goal is canceled", name,
-                                          to_string(id)));
+        say_once(said.orphan,
+                 fmt::format("action {}: the client of goal {} is gone; the goal is canceled", name, to_string(id)));
         orphans.push_back(id);
       }
     }
@@ -469,21 +470,16 @@ Server::Server(Node& node, std::string_view name, const ActionTypes& types, Call
   m.node = &node;
   m.status = &node.publisher<GoalStatusArray>(action_part(name, "status"));
   m.feedback = &node.publisher(action_part(name, "feedback"), types.feedback_message);
-  m.send_goal = std::make_unique<ServiceServer>(
-      node, action_part(name, "send_goal"), types.send_goal,
-      [&m](std::span<const std::byte> request, const MessageInfo& info, std::span<std::byte>) {
-        return m.on_send_goal(request, info);
-      });
-  m.get_result = std::make_unique<ServiceServer>(
-      node, action_part(name, "get_result"), types.get_result,
-      [&m](std::span<const std::byte> request, const MessageInfo& info, std::span<std::byte>) {
-        return m.on_get_result(request, info);
-      });
-  m.cancel_goal = std::make_unique<ServiceServer>(
-      node, action_part(name, "cancel_goal"), service_types_of<CancelGoal>(),
-      [&m](std::span<const std::byte> request, const MessageInfo& info, std::span<std::byte> out) {
-        return m.on_cancel(request, info, out);
-      });
+  m.send_goal = std::make_unique<ServiceServer>(node, action_part(name, "send_goal"), types.send_goal,
+                                                [&m](std::span<const std::byte> request, const MessageInfo& info,
+                                                     std::span<std::byte>) { return m.on_send_goal(request, info); });
+  m.get_result = std::make_unique<ServiceServer>(node, action_part(name, "get_result"), types.get_result,
+                                                 [&m](std::span<const std::byte> request, const MessageInfo& info,
+                                                      std::span<std::byte>) { return m.on_get_result(request, info); });
+  m.cancel_goal =
+      std::make_unique<ServiceServer>(node, action_part(name, "cancel_goal"), service_types_of<CancelGoal>(),
+                                      [&m](std::span<const std::byte> request, const MessageInfo& info,
+                                           std::span<std::byte> out) { return m.on_cancel(request, info, out); });
   m.check = &node.every(options.client_check_period, [&m] { m.check_goals(); });
   const std::lock_guard lock(m.mutex);
   m.publish_status();  // no goals: a late client learns there are none

@@ -312,8 +312,9 @@ void register_messages(py::module_& m) {
       "action_types",
       [](const std::string& action_type, const std::vector<std::string>& msg_path) {
         const schema::TypeCatalog catalog(msg_path);
-        const auto types = action::action_types_named(
-            short_type_name(action_type), [&](const std::string& name) { return std::optional(catalog.find(name).type_info()); });
+        const auto types = action::action_types_named(short_type_name(action_type), [&](const std::string& name) {
+          return std::optional(catalog.find(name).type_info());
+        });
         return py::make_tuple(tuple_of(types->send_goal.request), tuple_of(types->send_goal.response),
                               tuple_of(types->get_result.request), tuple_of(types->get_result.response),
                               tuple_of(types->feedback_message));

@@ -441,8 +441,11 @@ struct OnNode {
   std::unique_ptr<T> item;
   OnNode(std::shared_ptr<Node> n, std::unique_ptr<T> i) : node(std::move(n)), item(std::move(i)) {}
   ~OnNode() {
-    const py::gil_scoped_release unlocked;
-    item.reset();
+    try {
+      const py::gil_scoped_release unlocked;
+      item.reset();
+    } catch (...) {  // NOLINT(bugprone-empty-catch): a destructor says nothing more than the item's own lines
+    }
   }
   OnNode(const OnNode&) = delete;
   OnNode& operator=(const OnNode&) = delete;
@@ -451,7 +454,7 @@ struct OnNode {
 using PyActionServer = OnNode<action::Server>;
 using PyActionClient = OnNode<action::Client>;
 
-void register_actions(py::module_& m) {
+void register_action_server(py::module_& m) {
   py::class_<PyActionServer, std::shared_ptr<PyActionServer>>(m, "_ActionServer")
       .def(py::init([](PyNode& node, const std::string& name, const std::string& action_type, const py::tuple& types,
                        py::function goal, py::function cancel, py::function accepted, const py::buffer& unknown_result,
@@ -478,8 +481,8 @@ void register_actions(py::module_& m) {
              o.result_timeout = seconds_to_ns(result_timeout_s);
              o.max_goals = max_goals;
              return std::make_shared<PyActionServer>(
-                 node.shared_node(), std::make_unique<action::Server>(node.node(), name,
-                                                                      action_types_of(action_type, types), std::move(cb), o));
+                 node.shared_node(), std::make_unique<action::Server>(
+                                         node.node(), name, action_types_of(action_type, types), std::move(cb), o));
            }),
            py::keep_alive<1, 2>())
       .def("execute", [](PyActionServer& s, const py::bytes& id) { return (*s).execute(goal_id_of(id)); })
@@ -506,7 +509,9 @@ void register_actions(py::module_& m) {
         d["goals_orphaned"] = c.goals_orphaned;
         return d;
       });
+}
 
+void register_action_client(py::module_& m) {
   py::class_<PyActionClient, std::shared_ptr<PyActionClient>>(m, "_ActionClient")
       .def(py::init([](PyNode& node, const std::string& name, const std::string& action_type, const py::tuple& types) {
              return std::make_shared<PyActionClient>(
@@ -538,9 +543,10 @@ void register_actions(py::module_& m) {
       .def("cancel_goal",
            [](PyActionClient& c, const py::bytes& id, std::int64_t stamp_ns, py::function done) {
              auto d = shared_callable(std::move(done));
-             (*c).cancel_goal(goal_id_of(id), stamp_ns, [d](std::span<const std::byte> response, const std::string& error) {
-               call_python<void>("the cancel callback", [&] { (*d)(copy_bytes(response), error); });
-             });
+             (*c).cancel_goal(goal_id_of(id), stamp_ns,
+                              [d](std::span<const std::byte> response, const std::string& error) {
+                                call_python<void>("the cancel callback", [&] { (*d)(copy_bytes(response), error); });
+                              });
            })
       .def_property_readonly("server_ready", [](const PyActionClient& c) { return (*c).server_ready(); })
       .def("wait_for_server",
@@ -549,7 +555,8 @@ void register_actions(py::module_& m) {
              return (*c).wait_for_server(seconds_to_ns(timeout_s));
            })
       .def_property_readonly("live_goals", [](const PyActionClient& c) { return (*c).live_goals(); });
-  m.def("random_goal_id", [] { return id_bytes(action::random_goal_id()); }, "A random (version 4) goal id.");
+  m.def(
+      "random_goal_id", [] { return id_bytes(action::random_goal_id()); }, "A random (version 4) goal id.");
 }
 
 }  // namespace
@@ -558,7 +565,8 @@ void register_node(py::module_& m) {
   register_handles(m);
   register_node_class(m);
   register_services(m);
-  register_actions(m);
+  register_action_server(m);
+  register_action_client(m);
 }
 
 }  // namespace shmbus::python

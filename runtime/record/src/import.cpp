@@ -228,9 +228,7 @@ ImportReport import_ros2(const std::string& input, const std::string& output, co
         im.id = writer.add_channel(schema_id, c.topic, c.message_encoding, std::move(metadata));
         continue;
       }
-      im.id =
-          channel_forms.add(c.topic, im.schema ? im.schema->type_info()
-                                               : TypeInfo::bytes());
+      im.id = channel_forms.add(c.topic, im.schema ? im.schema->type_info() : TypeInfo::bytes());
     }
     for (const mcap::Metadata& m : info.metadata) writer.write_metadata(m);
     report = ImportReport{};

@@ -751,8 +751,7 @@ void MessageSet::add_action_types(const std::string& package, const std::string&
   add_at(package, service_request_type(send_goal), fmt::format("{}{}_Goal goal\n", goal_id, action), source, 0);
   add_at(package, service_response_type(send_goal), "bool accepted\nbuiltin_interfaces/Time stamp\n", source, 0);
   add_at(package, service_request_type(get_result), goal_id, source, 0);
-  add_at(package, service_response_type(get_result), fmt::format("int8 status\n{}_Result result\n", action), source,
-         0);
+  add_at(package, service_response_type(get_result), fmt::format("int8 status\n{}_Result result\n", action), source, 0);
   add_at(package, action + std::string{kActionFeedbackMessageSuffix},
          fmt::format("{}{}_Feedback feedback\n", goal_id, action), source, 0);
   add_shipped_types({"unique_identifier_msgs/UUID", "builtin_interfaces/Time"});

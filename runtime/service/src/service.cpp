@@ -5,8 +5,8 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
-#include <mutex>
 #include <cstring>
+#include <mutex>
 #include <thread>
 #include <vector>
 

@@ -84,8 +84,9 @@ struct ActionTypes {
 /// and feedback message, as rosidl's C++ has them.
 template <typename A>
 concept ActionType = ServiceType<typename A::Impl::SendGoalService> &&
-    ServiceType<typename A::Impl::GetResultService> && AnyMessageType<typename A::Impl::FeedbackMessage> &&
-    requires { std::string_view{A::kActionType}; };
+    ServiceType<typename A::Impl::GetResultService> && AnyMessageType<typename A::Impl::FeedbackMessage> && requires {
+  std::string_view{A::kActionType};
+};
 
 template <ActionType A>
 ActionTypes action_types_of() {
@@ -152,12 +153,12 @@ struct ServerOptions {
 /// Counters of a server: each refusal is also said on stderr, once per kind.
 struct ServerCounters {
   std::uint64_t goals_accepted = 0;
-  std::uint64_t goals_rejected = 0;      ///< by the goal callback
-  std::uint64_t goals_refused = 0;       ///< malformed, a reused id, or over max_goals
-  std::uint64_t results_expired = 0;     ///< forgotten after result_timeout, or for room
-  std::uint64_t unknown_results = 0;     ///< get_result of a goal not held
-  std::uint64_t cancels_refused = 0;     ///< of goals not held, or finished
-  std::uint64_t goals_orphaned = 0;      ///< canceled because their client died
+  std::uint64_t goals_rejected = 0;   ///< by the goal callback
+  std::uint64_t goals_refused = 0;    ///< malformed, a reused id, or over max_goals
+  std::uint64_t results_expired = 0;  ///< forgotten after result_timeout, or for room
+  std::uint64_t unknown_results = 0;  ///< get_result of a goal not held
+  std::uint64_t cancels_refused = 0;  ///< of goals not held, or finished
+  std::uint64_t goals_orphaned = 0;   ///< canceled because their client died
 };
 
 /// Serves one action on a Node: its services run on the node's executor.
@@ -273,9 +274,9 @@ using shmbus::introspect::EndpointView;
 /// An action as the tools see it.
 struct ActionView {
   std::string name;
-  std::string action_type;                ///< `pkg/Name`, from the send-goal request type
-  std::optional<EndpointView> server;     ///< the live server
-  std::vector<EndpointView> clients;      ///< send-goal request publishers
+  std::string action_type;             ///< `pkg/Name`, from the send-goal request type
+  std::optional<EndpointView> server;  ///< the live server
+  std::vector<EndpointView> clients;   ///< send-goal request publishers
   /// The last status message's goals: id, state, accepted at (ns).
   struct Goal {
     GoalId id{};

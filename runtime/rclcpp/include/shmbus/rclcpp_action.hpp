@@ -54,10 +54,7 @@ struct UnknownGoalHandleError : std::invalid_argument {
 inline rclcpp::Node& node_of(rclcpp::Node* node) { return *node; }
 inline rclcpp::Node& node_of(const std::shared_ptr<rclcpp::Node>& node) { return *node; }
 template <typename N>
-  requires std::is_base_of_v<rclcpp::Node, N>
-rclcpp::Node& node_of(const std::shared_ptr<N>& node) {
-  return *node;
-}
+requires std::is_base_of_v<rclcpp::Node, N> rclcpp::Node& node_of(const std::shared_ptr<N>& node) { return *node; }
 
 // ---- The server.
 
@@ -409,7 +406,7 @@ class Client {
 
   std::mutex mutex_;
   std::map<GoalUUID, typename GoalHandle::SharedPtr> handles_;  ///< accepted goals until their outcome
-  action::Client client_;  ///< last: its thread calls into the rest
+  action::Client client_;                                       ///< last: its thread calls into the rest
 };
 
 /// rclcpp_action::create_client: `node` is `this` in a node or a shared
@@ -419,7 +416,8 @@ typename Client<A>::SharedPtr create_client(NodeT&& node, const std::string& nam
                                             const std::shared_ptr<rclcpp::CallbackGroup>& group = nullptr) {
   static_cast<void>(group);
   rclcpp::Node& n = node_of(node);
-  return std::make_shared<Client<A>>(n.shmbus_node(), n.get_resolved_name(name), action::ClientOptions{.node = n.get_name()});
+  return std::make_shared<Client<A>>(n.shmbus_node(), n.get_resolved_name(name),
+                                     action::ClientOptions{.node = n.get_name()});
 }
 
 }  // namespace shmbus::rclcpp_action
