@@ -102,6 +102,28 @@ ChildProcess server_process(const std::string& domain, const char* period_ms) {
   return ChildProcess({SHMBUS_EXAMPLE_FIBONACCI_SERVER, period_ms}, true, {"SHMBUS_DOMAIN=" + domain});
 }
 
+/// A client here with one goal of `order` sent to the tutorial server, once
+/// `feedback` feedback messages of it came.
+struct GoalInFlight {
+  std::shared_ptr<rclcpp::Node> node;
+  rclcpp_action::Client<Fibonacci>::SharedPtr client;
+  std::shared_ptr<Seen> seen = std::make_shared<Seen>();
+  std::shared_future<GoalHandle::SharedPtr> accepted;
+
+  GoalInFlight(TestDomain& d, const char* node_name, int order, std::size_t feedback) {
+    node = std::make_shared<rclcpp::Node>(node_name, in(d));
+    client = rclcpp_action::create_client<Fibonacci>(node, "fibonacci");
+    EXPECT_TRUE(client->wait_for_action_server(10s));
+    Fibonacci::Goal g;
+    g.order = order;
+    accepted = client->async_send_goal(g, recording(seen));
+    EXPECT_TRUE(spin_until(node, [&] {
+      const std::lock_guard lock(seen->mutex);
+      return seen->feedback.size() >= feedback;
+    }));
+  }
+};
+
 }  // namespace
 
 // ROS 2's tutorial client and server, each its own process: every feedback
@@ -160,17 +182,8 @@ TEST(ActionExamplesTest, ThreeGoalsAtOnceEachGetTheirFeedbackAndResult) {
 TEST(ActionExamplesTest, ACancelMidGoalEndsItCanceledOnTheStatusChannelToo) {
   TestDomain d;
   ChildProcess server = server_process(d.context().domain(), "20");
-  auto node = std::make_shared<rclcpp::Node>("canceler", in(d));
-  auto client = rclcpp_action::create_client<Fibonacci>(node, "fibonacci");
-  ASSERT_TRUE(client->wait_for_action_server(10s));
-  auto seen = std::make_shared<Seen>();
-  Fibonacci::Goal g;
-  g.order = 40;
-  auto accepted = client->async_send_goal(g, recording(seen));
-  ASSERT_TRUE(spin_until(node, [&] {
-    const std::lock_guard lock(seen->mutex);
-    return seen->feedback.size() >= 3;
-  }));
+  GoalInFlight goal(d, "canceler", 40, 3);
+  const auto& [node, client, seen, accepted] = goal;
   auto cancel = client->async_cancel_goal(accepted.get());
   ASSERT_TRUE(spin_until(node, [&] { return seen->done(); }));
   ASSERT_EQ(cancel.wait_for(5s), std::future_status::ready);
@@ -199,17 +212,8 @@ TEST(ActionExamplesTest, ACancelMidGoalEndsItCanceledOnTheStatusChannelToo) {
 TEST(ActionFaultTest, AServerKilledMidGoalAbortsTheClientsGoal) {
   TestDomain d;
   ChildProcess server = server_process(d.context().domain(), "50");
-  auto node = std::make_shared<rclcpp::Node>("orphaned_client", in(d));
-  auto client = rclcpp_action::create_client<Fibonacci>(node, "fibonacci");
-  ASSERT_TRUE(client->wait_for_action_server(10s));
-  auto seen = std::make_shared<Seen>();
-  Fibonacci::Goal g;
-  g.order = 1000;
-  client->async_send_goal(g, recording(seen));
-  ASSERT_TRUE(spin_until(node, [&] {
-    const std::lock_guard lock(seen->mutex);
-    return !seen->feedback.empty();
-  }));
+  GoalInFlight goal(d, "orphaned_client", 1000, 1);
+  const auto& [node, client, seen, accepted] = goal;
   server.signal(SIGKILL);
   static_cast<void>(server.wait(10s));
   const auto killed = std::chrono::steady_clock::now();
