@@ -47,3 +47,18 @@ def test_the_rclpy_script_shown_is_the_one_the_tutorial_test_runs():
     with open(path) as f:
         tested = "".join(line for line in f if not line.startswith("# "))  # its comment says what it is
     assert shown == tested
+
+
+def test_the_action_programs_shown_are_the_ones_the_tests_run():
+    """docs/actions.md shows ROS 2's Fibonacci tutorial server and client,
+    C++ and Python, as the files the action tests run (their leading
+    comments, which say what each is, aside)."""
+    with open(os.path.join(SOURCE_DIR, "docs", "actions.md")) as f:
+        text = f.read()
+    shown = re.findall(r"<!-- shown as written: (\S+) -->\n```\w+\n(.*?)```\n", text, re.S)
+    assert len(shown) == 4
+    for path, code in shown:
+        comment = "// " if path.endswith(".cpp") else "# "
+        with open(os.path.join(SOURCE_DIR, path)) as f:
+            tested = "".join(line for line in f if not line.startswith(comment))
+        assert code == tested, path

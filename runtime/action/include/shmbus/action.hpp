@@ -163,7 +163,8 @@ struct ServerCounters {
 
 /// Serves one action on a Node: its services run on the node's executor.
 /// Goals are handled from any thread: the typed handles call execute(),
-/// publish_feedback() and finish() from the goal's own thread.
+/// publish_feedback() and finish() from the goal's own thread. Destroy it
+/// when its node is not running its callbacks (as a ServiceServer).
 class Server {
  public:
   struct Callbacks {

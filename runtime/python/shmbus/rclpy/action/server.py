@@ -140,7 +140,9 @@ class ActionServer:
         if response == GoalResponse.ACCEPT:
             with self._lock:
                 self._handles[goal_id] = ServerGoalHandle(self, goal_id, goal)
-            return 2  # accept; the accepted callback starts it
+            # Accepted and waiting (rclpy's ACCEPTED) until the accepted
+            # callback calls execute(), as its default does.
+            return 3
         return 1
 
     def _on_cancel(self, goal_id: bytes) -> int:
