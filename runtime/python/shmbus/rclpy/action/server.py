@@ -180,8 +180,13 @@ class ActionServer:
         with self._lock:
             self._handles.pop(handle._id, None)
         if self._server is not None and not self._server.finish(handle._id, status, encode(get.Response, response)):
+            # canceled() of a goal not asked to cancel: rclpy refuses the
+            # transition; the goal still ends, aborted, so its client is answered.
             print(f"shmbus: action {self._name}: goal {handle._id.hex()} could not end "
-                  f"{_STATUS_NAMES.get(status, status)} (it was not asked to cancel, or had ended)", file=sys.stderr)
+                  f"{_STATUS_NAMES.get(status, status)} (it was not asked to cancel, or had ended); it is aborted",
+                  file=sys.stderr)
+            response = get.Response.new(dict(fields, status=STATUS_ABORTED))
+            self._server.finish(handle._id, STATUS_ABORTED, encode(get.Response, response))
 
     @property
     def counters(self) -> dict[str, int]:
