@@ -190,3 +190,27 @@ def test_goals_rejected_by_the_goal_callback_and_a_python_server_here():
         assert r.result().status == 4 and list(r.result().result.sequence) == [5]
     finally:
         node.close()
+
+
+def test_a_goal_that_cannot_end_as_its_callback_says_ends_aborted_and_one_without_a_state_too(capfd):
+    from shmbus.rclpy.action import ActionServer
+    Fibonacci = shmbus.action_type("action_tutorials_interfaces/Fibonacci")
+    node = Node("py_bad_ends")
+    try:
+        def execute(handle):
+            if handle.request.order == 1:
+                handle.canceled()  # no cancel was asked: rclpy refuses it
+            return Fibonacci.Result(sequence=[1])  # order 2: no state set at all
+
+        ActionServer(node, Fibonacci, "/py/bad", execute)
+        client = ActionClient(node, Fibonacci, "/py/bad")
+        futures = [client.send_goal_async(Fibonacci.Goal(order=o)) for o in (1, 2)]
+        assert spin_until(node, lambda: all(f.done() for f in futures))
+        results = [f.result().get_result_async() for f in futures]
+        assert spin_until(node, lambda: all(r.done() for r in results))
+        assert [r.result().status for r in results] == [6, 6]  # ABORTED, both
+    finally:
+        node.close()
+    err = capfd.readouterr().err
+    assert "could not end canceled (it was not asked to cancel, or had ended); it is aborted" in err
+    assert "the execute callback set no state" in err
