@@ -183,7 +183,11 @@ TEST(ActionExamplesTest, ACancelMidGoalEndsItCanceledOnTheStatusChannelToo) {
   TestDomain d;
   ChildProcess server = server_process(d.context().domain(), "20");
   GoalInFlight goal(d, "canceler", 40, 3);
-  const auto& [node, client, seen, accepted] = goal;
+  // Names, not a structured binding: clang does not capture those in lambdas.
+  const auto& node = goal.node;
+  const auto& client = goal.client;
+  const auto& seen = goal.seen;
+  const auto& accepted = goal.accepted;
   auto cancel = client->async_cancel_goal(accepted.get());
   ASSERT_TRUE(spin_until(node, [&] { return seen->done(); }));
   ASSERT_EQ(cancel.wait_for(5s), std::future_status::ready);
@@ -213,15 +217,15 @@ TEST(ActionFaultTest, AServerKilledMidGoalAbortsTheClientsGoal) {
   TestDomain d;
   ChildProcess server = server_process(d.context().domain(), "50");
   GoalInFlight goal(d, "orphaned_client", 1000, 1);
-  const auto& [node, client, seen, accepted] = goal;
+  const auto& seen = goal.seen;
   server.signal(SIGKILL);
   static_cast<void>(server.wait(10s));
   const auto killed = std::chrono::steady_clock::now();
-  ASSERT_TRUE(spin_until(node, [&] { return seen->done(); }));
+  ASSERT_TRUE(spin_until(goal.node, [&] { return seen->done(); }));
   const auto took = std::chrono::steady_clock::now() - killed;
   EXPECT_EQ(seen->result->code, rclcpp_action::ResultCode::ABORTED);
   EXPECT_LT(took, 5s) << "the documented bound is the 100 ms server check, plus scheduling";
-  EXPECT_EQ(client->shmbus_client().live_goals(), 0U);
+  EXPECT_EQ(goal.client->shmbus_client().live_goals(), 0U);
 }
 
 namespace {
