@@ -87,6 +87,7 @@ struct Typed {
   schema::Schema send_goal;
   schema::Schema result;
   schema::Schema feedback;
+  bool served = false;  ///< a live server serves its send-goal service
 };
 
 std::optional<Typed> typed(const Config& config, std::string_view name) {
@@ -110,7 +111,8 @@ std::optional<Typed> typed(const Config& config, std::string_view name) {
                   type_of(fb)},
                  *a,
                  *b,
-                 *c};
+                 *c,
+                 send.server.has_value()};
   } catch (const Error& e) {
     if (e.code() != Errc::kNotFound) throw;
     return std::nullopt;
@@ -127,12 +129,9 @@ struct GoalState {
 };
 
 /// The action's typed channels, waiting up to `deadline` for them and a server.
-std::optional<Typed> await_action(Context& ctx, const Config& config, std::string_view name, std::int64_t deadline) {
+std::optional<Typed> await_action(const Config& config, std::string_view name, std::int64_t deadline) {
   for (;;) {
-    if (auto t = typed(config, name)) {
-      const auto v = view_of(ctx, name);
-      if (v && v->server) return t;
-    }
+    if (auto t = typed(config, name); t && t->served) return t;
     if (mono_now_ns() >= deadline || !sleep_until(std::min(deadline, mono_now_ns() + 10'000'000))) return std::nullopt;
   }
 }
@@ -231,7 +230,7 @@ int run_action_send_goal(const Globals& g, const ActionGoalOptions& o) {
   Context ctx = make_context(config);
   const std::int64_t deadline = mono_now_ns() + static_cast<std::int64_t>(o.timeout_s * 1e9);
   if (!g.json) print("Waiting for an action server to become available...\n");
-  const std::optional<Typed> t = await_action(ctx, config, o.name, deadline);
+  const std::optional<Typed> t = await_action(config, o.name, deadline);
   if (!t) {
     if (stop_requested()) return 1;
     throw Error(Errc::kNotFound, fmt::format("no server for action {} in domain \"{}\" within {}; start one "
