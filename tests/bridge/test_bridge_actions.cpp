@@ -65,7 +65,9 @@ TEST(BridgeActionTest, RoslibSendsAGoalWithFeedbackAndCancelsAnother) {
   for (std::size_t n = 3; n <= 8; ++n) expected.push_back(fibonacci(n));
   EXPECT_EQ(r["feedback"], expected);
   EXPECT_EQ(r["result"], json({{"sequence", fibonacci(8)}}));
-  EXPECT_EQ(r["canceledFeedback"], 2) << r;
+  // Canceled at the second feedback; more may come while the cancel is on
+  // its way (a busy machine), none after the goal ended.
+  EXPECT_GE(r["canceledFeedback"].get<int>(), 2) << r;
   ASSERT_TRUE(r["canceled"].is_string()) << r;
   EXPECT_NE(r["canceled"].get<std::string>().find("canceled"), std::string::npos) << r;
   server.signal(SIGTERM);

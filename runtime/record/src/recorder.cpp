@@ -102,10 +102,13 @@ struct Batch {
                     info.input_count, info.provenance_cut, info.second_level_cut};
     e.entry_count = info.entry_count;
     if (info.entry_count == 0) return;
+    // Aligned for the reads through provenance(): a message of a size not a
+    // multiple of 8 (a 12-byte action answer) leaves `used` unaligned.
     const std::size_t n = sizeof(Provenance) * info.entry_count;
-    std::memcpy(room(n).data(), info.provenance.data(), n);
-    e.provenance_offset = used;
-    used += n;
+    const std::size_t pad = (alignof(Provenance) - used % alignof(Provenance)) % alignof(Provenance);
+    std::memcpy(room(pad + n).data() + pad, info.provenance.data(), n);
+    e.provenance_offset = used + pad;
+    used += pad + n;
   }
   [[nodiscard]] std::span<const Provenance> provenance(const Entry& e) const {
     return {reinterpret_cast<const Provenance*>(bytes.get() + e.provenance_offset), e.entry_count};

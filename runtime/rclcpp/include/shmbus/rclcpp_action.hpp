@@ -398,7 +398,10 @@ class Client {
     {
       const std::lock_guard lock(handle->mutex_);
       handle->status_ = static_cast<GoalStatus>(w.code);
-      callback = handle->result_callback_;
+      // Taken, not copied: a callback that holds what holds the handle
+      // would otherwise keep both alive for ever.
+      callback = std::move(handle->result_callback_);
+      handle->result_callback_ = nullptr;
     }
     handle->result_promise_.set_value(w);
     if (callback) callback(w);
