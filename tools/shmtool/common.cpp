@@ -78,9 +78,7 @@ bool await_attached(const Config& config, const std::vector<Subscriber*>& subscr
   return !stop_requested();
 }
 
-std::optional<schema::Schema> schema_of(const introspect::ChannelView& view) {
-  return schema::Schema::of(TypeInfo{view.type_name, view.type_hash, view.schema});
-}
+std::optional<schema::Schema> schema_of(const introspect::ChannelView& view) { return schema::Schema::of(view.type()); }
 
 ProvenanceNames::ProvenanceNames(const Config& config, std::string_view channel)
     : domain_(config.domain), access_(config.access()) {

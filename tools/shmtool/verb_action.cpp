@@ -78,8 +78,6 @@ aintro::ActionView open_action(Context& ctx, const Config& config, std::string_v
   return *v;
 }
 
-TypeInfo type_of(const introspect::ChannelView& c) { return {c.type_name, c.type_hash, c.schema}; }
-
 /// The action's types as its channels store them, and their schemas;
 /// nullopt until all its channels exist.
 struct Typed {
@@ -106,9 +104,9 @@ std::optional<Typed> typed(const Config& config, std::string_view name) {
     }
     const std::string type = action_type_of_send_goal_request(send.requests.type_name);
     return Typed{{type,
-                  {type + std::string{kActionSendGoalSuffix}, type_of(send.requests), type_of(*send.responses)},
-                  {type + std::string{kActionGetResultSuffix}, type_of(get.requests), type_of(*get.responses)},
-                  type_of(fb)},
+                  {type + std::string{kActionSendGoalSuffix}, send.requests.type(), send.responses->type()},
+                  {type + std::string{kActionGetResultSuffix}, get.requests.type(), get.responses->type()},
+                  fb.type()},
                  *a,
                  *b,
                  *c,
@@ -251,7 +249,7 @@ int run_action_send_goal(const Globals& g, const ActionGoalOptions& o) {
 
   // Ctrl-C cancels the goal; the node goes on to bring its outcome.
   Node node("shmtool", ctx, NodeOptions{.handle_signals = false});
-  action::Client client(node, o.name, t->types, action::ClientOptions{.node = "shmtool"});
+  action::Client client(node, o.name, t->types, action::ClientOptions{});
   GoalState s;
   action::Client::GoalCallbacks cb;
   cb.response = [&](bool accepted, std::int64_t, const std::string& error) {

@@ -179,8 +179,7 @@ int run_service_call(const Globals& g, const ServiceCallOptions& o) {
   const std::vector<std::byte> request =
       request_schema->encode(message_from_json_text(*request_schema, o.request, "REQUEST"));
   Context ctx = make_context(config);
-  const ServiceTypes types{v->service_type, TypeInfo{v->requests.type_name, v->requests.type_hash, v->requests.schema},
-                           TypeInfo{v->responses->type_name, v->responses->type_hash, v->responses->schema}};
+  const ServiceTypes types{v->service_type, v->requests.type(), v->responses->type()};
   ServiceClient client(o.name, types, ctx);
   std::vector<std::byte> response(client.max_response_size());
   const std::int64_t start = mono_now_ns();

@@ -346,7 +346,7 @@ void resolve_pub_type(const Globals& g, const Config& config, const PubOptions& 
     }
     out.type = out.schema->type_info();
   } else if (!o.raw_size && existing && existing->type_hash != out.type.hash) {
-    out.type = TypeInfo{existing->type_name, existing->type_hash, existing->schema};  // schema-less typed channel
+    out.type = existing->type();  // schema-less typed channel
   }
 }
 

@@ -401,7 +401,6 @@ struct Server::Impl {
                                                                             : "the goal has finished"));
       }
     }
-    static_cast<void>(info);
     const std::vector<std::byte> bytes = msg::to_bytes(rsp);
     if (bytes.size() > out.size()) {
       cancel_goal->respond(ServiceServer::pending(info), bytes);
@@ -560,11 +559,10 @@ struct Client::Impl {
   /// Feedback held per goal before its acceptance is known, at most: more
   /// is dropped, counted and said once.
   static constexpr std::size_t kMaxEarlyFeedback = 256;
-  std::uint64_t feedback_dropped = 0;
   bool said_feedback_dropped = false;
+  bool said_feedback_malformed = false;
 
   std::string name;
-  Node* node = nullptr;
   ClientOptions options;
   ServiceClient send_goal;
   ServiceClient get_result;
@@ -584,12 +582,12 @@ struct Client::Impl {
 
   Impl(Node& n, std::string_view action, const ActionTypes& types, const ClientOptions& o)
       : name(action),
-        node(&n),
         options(o),
-        send_goal(action_part(action, "send_goal"), types.send_goal, n.context(), ServiceOptions{o.node}),
-        get_result(action_part(action, "get_result"), types.get_result, n.context(), ServiceOptions{o.node}),
+        // Its endpoints are shown under its node's name.
+        send_goal(action_part(action, "send_goal"), types.send_goal, n.context(), ServiceOptions{n.name()}),
+        get_result(action_part(action, "get_result"), types.get_result, n.context(), ServiceOptions{n.name()}),
         cancel_goal(action_part(action, "cancel_goal"), service_types_of<CancelGoal>(), n.context(),
-                    ServiceOptions{o.node}) {}
+                    ServiceOptions{n.name()}) {}
 
   [[nodiscard]] bool is_closing() {
     const std::lock_guard lock(mutex);
@@ -743,9 +741,20 @@ struct Client::Impl {
     if (callbacks.result) callbacks.result(o);
   }
 
+  /// A feedback message passed over: counted on the feedback subscriber
+  /// (DISCARDED in shmtool info) and said once (under `mutex`).
+  void discard_feedback(bool& said_flag, const std::string& why) {
+    feedback->subscriber().count_discarded();
+    say_once(said_flag, fmt::format("action {}: feedback dropped: {}", name, why));
+  }
+
   void on_feedback(std::span<const std::byte> message) {
     const std::optional<GoalId> id = leading_goal_id(message);
-    if (!id) return;
+    if (!id) {
+      const std::lock_guard lock(mutex);
+      discard_feedback(said_feedback_malformed, fmt::format("a message of {} bytes has no goal id", message.size()));
+      return;
+    }
     std::function<void(std::span<const std::byte>)> cb;
     {
       const std::lock_guard lock(mutex);
@@ -755,11 +764,9 @@ struct Client::Impl {
         if (it->second.early_feedback.size() < kMaxEarlyFeedback) {
           it->second.early_feedback.emplace_back(message.begin(), message.end());
         } else {
-          ++feedback_dropped;
-          say_once(said_feedback_dropped,
-                   fmt::format("action {}: feedback of goal {} was dropped: {} messages came before the server's "
-                               "acceptance did",
-                               name, to_string(*id), kMaxEarlyFeedback));
+          discard_feedback(said_feedback_dropped, fmt::format("goal {}: {} messages came before the server's "
+                                                              "acceptance did",
+                                                              to_string(*id), kMaxEarlyFeedback));
         }
         return;
       }

@@ -20,7 +20,7 @@ std::map<std::string, std::string> refused_schemas(const Monitor& monitor, const
   std::map<std::uint64_t, std::string> by_hash;  // "" : parses
   for (const ChannelStatus& c : channels) {
     const std::optional<introspect::ChannelView> view = monitor.view(c.name);
-    if (!view || !TypeInfo{view->type_name, view->type_hash, view->schema}.carries_schema()) continue;
+    if (!view || !view->type().carries_schema()) continue;
     const auto [it, fresh] = by_hash.try_emplace(view->type_hash);
     if (fresh) {
       try {

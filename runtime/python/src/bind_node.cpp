@@ -517,7 +517,7 @@ void register_action_client(py::module_& m) {
              return std::make_shared<PyActionClient>(
                  node.shared_node(),
                  std::make_unique<action::Client>(node.node(), name, action_types_of(action_type, types),
-                                                  action::ClientOptions{.node = node.node().name()}));
+                                                  action::ClientOptions{}));
            }),
            py::keep_alive<1, 2>())
       .def("send_goal",

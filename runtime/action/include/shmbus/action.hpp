@@ -146,8 +146,6 @@ struct ServerOptions {
   /// client's process is gone is canceled as if its client had asked (the
   /// cancel callback decides), within this bound.
   std::chrono::nanoseconds client_check_period = std::chrono::milliseconds(100);
-  /// The node name shown for its endpoints; empty: the node's.
-  std::string node{};
 };
 
 /// Counters of a server: each refusal is also said on stderr, once per kind.
@@ -222,7 +220,6 @@ struct ClientOptions {
   /// How often the server is checked while goals are live: a server gone
   /// ends them with GoalOutcome::error within about this bound.
   std::chrono::nanoseconds server_check_period = std::chrono::milliseconds(100);
-  std::string node{};
 };
 
 /// Calls one action. Its service calls run on its own thread in the order

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "shmbus/config.hpp"
+#include "shmbus/types.hpp"
 
 namespace shmbus::introspect {
 
@@ -63,6 +64,8 @@ struct ChannelView {
   std::string type_name;
   std::uint64_t type_hash = 0;
   std::string schema;
+  /// The type as the channel stores it (name, hash, schema).
+  [[nodiscard]] TypeInfo type() const { return {type_name, type_hash, schema}; }
   Transport transport = Transport::kShm;
   std::uint32_t registry_index = 0;
   /// The ring's slots and their size now: those of its current

@@ -185,10 +185,8 @@ typename Server<A>::SharedPtr create_server(NodeT&& node, const std::string& nam
                                             const std::shared_ptr<rclcpp::CallbackGroup>& group = nullptr) {
   static_cast<void>(group);
   rclcpp::Node& n = node_of(node);
-  action::ServerOptions o = options;
-  if (o.node.empty()) o.node = n.get_name();
   return std::make_shared<Server<A>>(n.shmbus_node(), n.get_resolved_name(name), std::move(handle_goal),
-                                     std::move(handle_cancel), std::move(handle_accepted), o);
+                                     std::move(handle_cancel), std::move(handle_accepted), options);
 }
 
 // ---- The client.
@@ -420,7 +418,7 @@ typename Client<A>::SharedPtr create_client(NodeT&& node, const std::string& nam
   static_cast<void>(group);
   rclcpp::Node& n = node_of(node);
   return std::make_shared<Client<A>>(n.shmbus_node(), n.get_resolved_name(name),
-                                     action::ClientOptions{.node = n.get_name()});
+                                     action::ClientOptions{});
 }
 
 }  // namespace shmbus::rclcpp_action
