@@ -91,8 +91,7 @@ void SessionActions::send_goal(const std::string& request_id, const std::string&
     }
     lock.unlock();
     Typed t = typed(action, type);
-    auto client =
-        std::make_unique<action::Client>(node_, action, t.types, action::ClientOptions{});
+    auto client = std::make_unique<action::Client>(node_, action, t.types, action::ClientOptions{});
     lock.lock();
     client_types_[action] = std::move(t);
     it = clients_.emplace(action, std::move(client)).first;
@@ -192,8 +191,7 @@ void SessionActions::advertise(const std::string& action, const std::string& typ
     return action::CancelResponse::kAccept;
   };
   cb.unknown_result = t.get_result_response->encode(t.get_result_response->with_defaults(Json::object()));
-  auto server = std::make_unique<action::Server>(node_, action, t.types, std::move(cb),
-                                                 action::ServerOptions{});
+  auto server = std::make_unique<action::Server>(node_, action, t.types, std::move(cb), action::ServerOptions{});
   const std::lock_guard lock(mutex_);
   served_[action] = Served{std::move(t), std::move(server)};
   spdlog::info("client {} serves action {} ({})", peer_, action, type);

@@ -417,8 +417,7 @@ typename Client<A>::SharedPtr create_client(NodeT&& node, const std::string& nam
                                             const std::shared_ptr<rclcpp::CallbackGroup>& group = nullptr) {
   static_cast<void>(group);
   rclcpp::Node& n = node_of(node);
-  return std::make_shared<Client<A>>(n.shmbus_node(), n.get_resolved_name(name),
-                                     action::ClientOptions{});
+  return std::make_shared<Client<A>>(n.shmbus_node(), n.get_resolved_name(name), action::ClientOptions{});
 }
 
 }  // namespace shmbus::rclcpp_action
